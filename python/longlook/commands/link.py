@@ -1,0 +1,7 @@
+"""CLI commands (filled in by the area that owns them)."""
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    pass

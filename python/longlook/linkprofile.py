@@ -1,0 +1,161 @@
+"""LinkProfile: what an emulated path is, in the terms of linkem's config (docs/interfaces.md).
+
+Scenarios, the link self-check and the testbed all describe links with this one model; it
+renders the TOML that linkem reads, so there is a single place where the two must agree.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .errors import LonglookError
+
+
+class GilbertElliott(BaseModel):
+    """Bursty loss: a two-state Markov chain stepped once per packet."""
+
+    model_config = ConfigDict(extra="forbid")
+    p: float = Field(ge=0, le=1, description="P(good -> bad) per packet")
+    r: float = Field(ge=0, le=1, description="P(bad -> good) per packet")
+    loss_bad: float = Field(default=1.0, ge=0, le=1)
+    loss_good: float = Field(default=0.0, ge=0, le=1)
+
+    def mean_loss(self) -> float:
+        """Stationary loss rate: pi_bad = p / (p + r)."""
+        if self.p + self.r == 0:
+            return self.loss_good
+        bad = self.p / (self.p + self.r)
+        return bad * self.loss_bad + (1 - bad) * self.loss_good
+
+
+class Reorder(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    probability: float = Field(ge=0, le=1)
+    ahead_ms: float = Field(gt=0)
+
+
+class Middlebox(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    block_udp: bool = False
+    block_udp_after_packets: int = Field(default=0, ge=0)
+    udp_rate_mbit: float = Field(default=0.0, ge=0)
+    max_udp_datagram: int = Field(default=0, ge=0)
+
+
+class Direction(BaseModel):
+    """One direction of a link. None means "not set here" (inherit from the link level)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rate_mbit: float | None = Field(default=None, gt=0)
+    trace: str | None = None
+    delay_ms: float | None = Field(default=None, ge=0)
+    jitter_ms: float | None = Field(default=None, ge=0)
+    jitter_distribution: Literal["uniform", "normal"] | None = None
+    loss: float | None = Field(default=None, ge=0, le=1)
+    buffer_bytes: int | None = Field(default=None, gt=0)
+    buffer_packets: int | None = Field(default=None, gt=0)
+    gilbert_elliott: GilbertElliott | None = None
+    reorder: Reorder | None = None
+    middlebox: Middlebox | None = None
+
+
+_DIRECTION_FIELDS = tuple(Direction.model_fields)
+
+
+class LinkProfile(Direction):
+    """A link: top-level fields apply to both directions, `up`/`down` override them.
+
+    up = client -> server, down = server -> client.
+    """
+
+    name: str = "link"
+    up: Direction = Field(default_factory=Direction)
+    down: Direction = Field(default_factory=Direction)
+
+    @model_validator(mode="after")
+    def _check_each_direction(self) -> "LinkProfile":
+        for which in ("up", "down"):
+            d = self.resolved(which)
+            if (d.rate_mbit is None) == (d.trace is None):
+                raise ValueError(f"{which}: exactly one of rate_mbit or trace must be set")
+            if d.buffer_bytes is not None and d.buffer_packets is not None:
+                raise ValueError(f"{which}: set buffer_bytes or buffer_packets, not both")
+        return self
+
+    def resolved(self, which: Literal["up", "down"]) -> Direction:
+        """The effective settings of one direction (override, else link level)."""
+        own = getattr(self, which)
+        merged = {f: getattr(own, f) if getattr(own, f) is not None else getattr(self, f)
+                  for f in _DIRECTION_FIELDS}
+        return Direction(**merged)
+
+    def expected_loss(self, which: Literal["up", "down"]) -> float:
+        d = self.resolved(which)
+        if d.gilbert_elliott is not None:
+            return d.gilbert_elliott.mean_loss()
+        return d.loss or 0.0
+
+    def rtt_ms(self) -> float:
+        """Base round-trip time: the two one-way delays (no queueing, no serialisation)."""
+        return (self.resolved("up").delay_ms or 0.0) + (self.resolved("down").delay_ms or 0.0)
+
+    def to_linkem_toml(self, base_dir: Path | None = None) -> str:
+        """Render linkem's config, each direction written out in full (no inheritance), trace
+        paths made absolute against `base_dir`."""
+        lines: list[str] = []
+        for which in ("up", "down"):
+            d = self.resolved(which)
+            lines.append(f"[{which}]")
+            tables: list[str] = []
+            for field, value in d.model_dump(exclude_none=True).items():
+                if isinstance(value, dict):
+                    tables.append(f"[{which}.{field}]")
+                    tables.extend(f"{k} = {_toml_value(v)}" for k, v in value.items())
+                    continue
+                if field == "trace" and base_dir is not None:
+                    value = str((base_dir / value).resolve())
+                lines.append(f"{field} = {_toml_value(value)}")
+            lines.extend(tables)
+            lines.append("")
+        return "\n".join(lines)
+
+
+def _toml_value(v: object) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (int, float)):
+        return repr(v)
+    return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def load_link_profile(path: Path) -> LinkProfile:
+    """Read a profile TOML; errors name the file and the field."""
+    from pydantic import ValidationError
+
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise LonglookError(f"{path}: no such link profile", hint="check the path") from None
+    except tomllib.TOMLDecodeError as e:
+        raise LonglookError(f"{path}: not valid TOML: {e}") from None
+    data.setdefault("name", Path(path).stem)
+    try:
+        return LinkProfile(**data)
+    except ValidationError as e:
+        raise LonglookError(f"{path}: {format_validation_error(e)}") from None
+
+
+def format_validation_error(e: "pydantic.ValidationError") -> str:  # noqa: F821
+    """pydantic's errors as `field.path: message; ...`, the form every longlook error uses."""
+    parts = []
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        parts.append(f"{loc}: {msg}")
+    return "; ".join(parts)
