@@ -14,6 +14,11 @@ app = typer.Typer(no_args_is_help=True, add_completion=False,
                   help="QUIC (HTTP/3) vs TCP (HTTP/2) head-to-head under emulated networks.")
 
 
+@app.callback()
+def _root() -> None:
+    """QUIC (HTTP/3) vs TCP (HTTP/2) head-to-head under emulated networks."""
+
+
 @app.command()
 def version() -> None:
     """Print longlook's version."""
