@@ -7,6 +7,7 @@ import sys
 import typer
 
 from .commands import link as link_cmds
+from .commands import report as report_cmds
 from .commands import run as run_cmds
 from .errors import LonglookError
 
@@ -27,6 +28,7 @@ def version() -> None:
 
 
 link_cmds.register(app)
+report_cmds.register(app)
 run_cmds.register(app)
 
 

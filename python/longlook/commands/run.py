@@ -1,7 +1,71 @@
-"""CLI commands (filled in by the area that owns them)."""
+"""`longlook run`: a scenario through the testbed into an experiment directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+console = Console(stderr=True)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.command("run")(run)
+
+
+def run(
+    scenario: Path = typer.Argument(..., help="scenario TOML file"),
+    out: Path = typer.Option(..., "--out", "-o", help="experiment directory (store + artifacts)"),
+    resume: bool = typer.Option(False, "--resume", help="continue an interrupted experiment in --out"),
+    link_check: bool = typer.Option(True, "--link-check/--no-link-check",
+                                    help="self-check each link profile before its cells"),
+) -> None:
+    """Run every cell of SCENARIO (rounds, arms in random order) and store each run as it ends."""
+    from ..runner import Runner
+    from ..scenario import load_scenario
+
+    sc = load_scenario(scenario)
+    display = _ProgressDisplay()
+    with display.progress:
+        summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event).run()
+    console.print(
+        f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok, {summary.failed} failed, "
+        f"{summary.mismatched} protocol mismatches; {summary.skipped_done} already done before.")
+    console.print(f"wall {summary.wall_s:.1f} s, of which set-up and link checks {summary.setup_s:.1f} s; "
+                  f"harness overhead {summary.harness_overhead:.1%} of the measuring loop (target <= 5%)")
+    if summary.interrupted:
+        console.print(f"[yellow]interrupted[/]: every finished run is stored; continue with "
+                      f"`longlook run {scenario} --out {out} --resume`")
+        raise typer.Exit(130)
+    console.print(f"results in {out}; report: `longlook report {out}`")
+
+
+class _ProgressDisplay:
+    """Runs, failures and ETA in one bar; link checks and failures as log lines above it."""
+
+    def __init__(self):
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
+                                 TimeRemainingColumn(), console=console, transient=False)
+        self.task = None
+        self.failed = 0
+
+    def event(self, kind: str, **info) -> None:
+        if kind == "start":
+            self.task = self.progress.add_task("runs", total=info["total"], completed=info["done"], failed=0)
+        elif kind == "link_check":
+            self.progress.log(f"link self-check: {info['link']} ...")
+        elif kind == "link_checked":
+            self.progress.log(("[green]" if info["ok"] else "[red]") + info["summary"])
+        elif kind == "run":
+            if info["status"] != "ok":
+                self.failed += 1
+                self.progress.log(f"[yellow]{info['status']}[/] {info['cell']} round {info['round']} "
+                                  f"{info['arm']}: {info['error']}")
+            if info["final"]:
+                self.progress.update(self.task, advance=1, failed=self.failed,
+                                     description=f"runs ({info['arm']} {info['plt_ms'] or 0:.0f} ms)")
+            else:
+                self.progress.update(self.task, failed=self.failed)

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up, then run the `quick` scenario (a small real QUIC-vs-TCP experiment through the
+# emulated link) and write its report: results/quick/report.html.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+out=${1:-results/quick}
+.venv/bin/longlook run scenarios/quick.toml --out "$out"
+.venv/bin/longlook report "$out"

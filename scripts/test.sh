@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Set up, then run every test: Rust unit/integration tests and the Python suite (which
+# includes real-namespace testbed tests; they need root).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+cargo test --release --workspace --quiet
+.venv/bin/longlook clean --quiet || true
+.venv/bin/python -m pytest -q "$@"
