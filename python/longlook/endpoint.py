@@ -145,11 +145,15 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
     if zero_rtt:
         argv.append("--zero-rtt")
     started = time.monotonic()
+    # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     try:
-        proc = testbed.run("client", argv, capture_output=True, text=True, timeout=timeout_s + 5)
+        proc = subprocess.run(testbed.exec_argv("client", argv), capture_output=True, text=True,
+                              timeout=timeout_s + 5)
     except subprocess.TimeoutExpired:
+        testbed.check()
         return FetchResult("timeout", {}, f"no result within {timeout_s + 5:.0f} s", time.monotonic() - started)
     wall = time.monotonic() - started
+    testbed.check()  # a result obtained over a dead link is not a result
     try:
         doc = json.loads(out.read_text())
     except (FileNotFoundError, json.JSONDecodeError):

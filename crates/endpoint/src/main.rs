@@ -1,1 +1,45 @@
-fn main() {}
+//! endpoint: longlook's instrumented HTTP/3 (quinn) + HTTP/2-over-TLS (hyper) server and client.
+
+mod cc;
+mod cli;
+mod client;
+mod content;
+mod output;
+mod qlog;
+mod server;
+mod tcp_trace;
+mod tcpinfo;
+mod tls;
+
+use clap::Parser;
+
+fn main() {
+    let cli = cli::Cli::parse();
+    let code = match cli.command {
+        cli::Command::Spki { cert } => match tls::load_certs(&cert).and_then(|c| tls::spki_sha256_b64(&c[0])) {
+            Ok(s) => {
+                println!("{s}");
+                0
+            }
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                1
+            }
+        },
+        cli::Command::Serve(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+            match rt.block_on(server::serve(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    2
+                }
+            }
+        }
+        cli::Command::Fetch(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+            rt.block_on(client::fetch_main(args))
+        }
+    };
+    std::process::exit(code);
+}

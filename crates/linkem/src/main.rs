@@ -1,1 +1,242 @@
-fn main() {}
+//! `linkem run` and `linkem validate`: the command line around the emulator.
+
+use clap::{Parser, Subcommand};
+use linkem::config::{ConfigError, LinkConfig};
+use linkem::engine::{Direction, Timing};
+use linkem::nfqueue::{kernel_queue_stats, NfQueue};
+use linkem::pcap::PcapLog;
+use linkem::rng::Rng;
+use linkem::stats::{stats_json, write_atomic, DirectionSnapshot, FlowLog};
+use linkem::sys;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Parser)]
+#[command(name = "linkem", version, about = "Userspace link emulator (NFQUEUE router) for longlook")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Emulate the link: bind the two queues, print `ready`, run until SIGTERM/SIGINT.
+    Run(RunArgs),
+    /// Check a link config; print it normalised as JSON (exit 0) or the error (exit 2).
+    Validate {
+        #[arg(long)]
+        config: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    #[arg(long)]
+    config: PathBuf,
+    /// NFQUEUE number of the up direction (client -> server, entering on r0).
+    #[arg(long, default_value_t = 0)]
+    up_queue: u16,
+    /// NFQUEUE number of the down direction (server -> client, entering on r1).
+    #[arg(long, default_value_t = 1)]
+    down_queue: u16,
+    /// Stats JSON, rewritten atomically every interval and at exit.
+    #[arg(long)]
+    stats: Option<PathBuf>,
+    #[arg(long, default_value_t = 100)]
+    stats_interval_ms: u64,
+    /// JSON lines, cumulative counters per flow per interval.
+    #[arg(long)]
+    flow_log: Option<PathBuf>,
+    /// Packet log of arrivals (headers only, as copied from the queue), pcap LINKTYPE_RAW.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// RNG seed (loss, jitter, reordering). Default: from the clock, printed on stderr.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// SCHED_FIFO priority of the direction threads; 0 = normal scheduling.
+    #[arg(long, default_value_t = 50)]
+    rt_priority: i32,
+    /// Packets due within this many µs of a wake-up are released together.
+    #[arg(long, default_value_t = 50)]
+    slot_us: u64,
+    /// Spin instead of sleeping for this many µs before a deadline (costs CPU).
+    #[arg(long, default_value_t = 0)]
+    busy_poll_us: u64,
+    /// Bytes of each packet copied from the kernel (IP + transport headers).
+    #[arg(long, default_value_t = 128)]
+    copy_bytes: u32,
+    /// Kernel queue length per direction (packets held awaiting a verdict).
+    #[arg(long, default_value_t = 65536)]
+    queue_maxlen: u32,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Validate { config } => match LinkConfig::load(&config) {
+            Ok(c) => {
+                let text = serde_json::to_string_pretty(&c).expect("config serializes");
+                let _ = writeln!(std::io::stdout(), "{text}"); // a closed pipe is not an error here
+                ExitCode::SUCCESS
+            }
+            Err(e) => config_error(e),
+        },
+        Command::Run(args) => match LinkConfig::load(&args.config) {
+            Ok(c) => run(args, c),
+            Err(e) => config_error(e),
+        },
+    }
+}
+
+fn config_error(e: ConfigError) -> ExitCode {
+    eprintln!("{e}");
+    ExitCode::from(2)
+}
+
+fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
+    // Each received datagram must fit a 1024-byte slot with its netlink attributes.
+    if !(40..=512).contains(&args.copy_bytes) {
+        eprintln!("linkem: --copy-bytes: expected 40..=512");
+        return ExitCode::from(2);
+    }
+    let pcap = match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes)).transpose() {
+        Ok(p) => p.map(Arc::new),
+        Err(e) => {
+            eprintln!("linkem: --pcap: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let seed = args.seed.unwrap_or_else(|| {
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+    });
+    if args.seed.is_none() {
+        eprintln!("linkem: seed {seed}");
+    }
+    sys::block_termination_signals();
+    let _rx_timestamps = match linkem::nfqueue::enable_rx_timestamps() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("linkem: kernel rx timestamps unavailable ({e}); arrivals are taken when read");
+            None
+        }
+    };
+    let clock = sys::Clock::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let timing = Timing {
+        slot_ns: args.slot_us * 1000,
+        busy_poll_ns: args.busy_poll_us * 1000,
+        publish_every_ns: args.stats_interval_ms.max(1) * 1_000_000,
+    };
+
+    let mut threads = Vec::new();
+    let mut snapshots = Vec::new();
+    let dirs = [("up", args.up_queue, &config.up, 1u64), ("down", args.down_queue, &config.down, 2u64)];
+    for (name, queue_num, profile, stream) in dirs {
+        let queue = match NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen) {
+            Ok(q) => q,
+            Err(e) => {
+                eprintln!("linkem: {name}: {e}");
+                stop.store(true, Ordering::Relaxed);
+                return ExitCode::from(1);
+            }
+        };
+        let shared = Arc::new(Mutex::new(DirectionSnapshot::default()));
+        snapshots.push((name, queue_num, shared.clone()));
+        let dir = Direction::new(name, queue, profile, Rng::derive(seed, stream).next_u64(), clock, timing, shared, stop.clone(), pcap.clone());
+        let prio = args.rt_priority;
+        let handle = std::thread::Builder::new()
+            .name(format!("linkem-{name}"))
+            .spawn(move || {
+                if let Err(e) = sys::set_realtime(prio) {
+                    eprintln!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
+                }
+                dir.run()
+            })
+            .expect("spawn direction thread");
+        threads.push((name, handle));
+    }
+
+    let mut flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("linkem: --flow-log: {e}");
+            None
+        }
+    };
+    let interval_ns = args.stats_interval_ms.max(1) * 1_000_000;
+    let mut failed = false;
+    // The kernel's counters vanish when the queues close: keep the last ones read.
+    let mut kernel_last = vec![None; snapshots.len()];
+    let mut write_outputs = |flow_log: &mut Option<FlowLog>| {
+        let elapsed = clock.now_ns() as f64 / 1e9;
+        // Copy under the lock, serialize after: the real-time threads never wait on us long.
+        let guards: Vec<_> = snapshots.iter().map(|(n, q, s)| (*n, *q, s.lock().unwrap().clone())).collect();
+        for (i, (_, q, _)) in guards.iter().enumerate() {
+            if let Some(k) = kernel_queue_stats(*q) {
+                kernel_last[i] = Some(k);
+            }
+        }
+        if let Some(path) = &args.stats {
+            let dirs: Vec<_> =
+                guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
+            let mut doc = stats_json(elapsed, &dirs);
+            doc["seed"] = seed.into();
+            if let Err(e) = write_atomic(path, &doc) {
+                eprintln!("linkem: --stats {}: {e}", path.display());
+            }
+        }
+        if let Some(log) = flow_log.as_mut() {
+            let dirs: Vec<_> = guards.iter().map(|(n, _, g)| (*n, g)).collect();
+            if let Err(e) = log.append(elapsed, &dirs) {
+                eprintln!("linkem: --flow-log: {e}");
+            }
+        }
+    };
+    // A stats file exists from the moment we say `ready`, so a reader never races the first
+    // interval.
+    write_outputs(&mut flow_log);
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "ready");
+        let _ = out.flush();
+    }
+    loop {
+        if let Some(sig) = sys::wait_termination(interval_ns) {
+            eprintln!("linkem: signal {sig}, stopping");
+            break;
+        }
+        if threads.iter().any(|(_, h)| h.is_finished()) {
+            failed = true;
+            break;
+        }
+        write_outputs(&mut flow_log);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for (name, h) in threads {
+        match h.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                eprintln!("linkem: {name}: {e}");
+                failed = true;
+            }
+            Err(_) => {
+                eprintln!("linkem: {name}: thread panicked");
+                failed = true;
+            }
+        }
+    }
+    write_outputs(&mut flow_log);
+    if let Some(p) = &pcap {
+        if let Err(e) = p.flush() {
+            eprintln!("linkem: --pcap: {e}");
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}

@@ -1,0 +1,178 @@
+//! HTTP/3 client over quinn, with optional 0-RTT after an in-process warm-up connection.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, Bytes, BytesMut};
+use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
+
+use super::{ms_since, other, page, Conn, FetchError, Fetched, Goodput, Settings, Target};
+use crate::cli::FetchArgs;
+use crate::output::{FetchReport, ObjectTiming};
+use crate::server::RUN_HEADER;
+use crate::tls::{self, Trust};
+
+#[derive(Clone)]
+pub struct H3Requester {
+    send: h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>,
+}
+
+impl H3Requester {
+    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, mut goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+        let mut req = http::Request::get(target.uri(path));
+        if let Some(id) = run_id {
+            req = req.header(RUN_HEADER, id);
+        }
+        let req = req.body(()).map_err(other("building request"))?;
+        let start_ms = ms_since(t0);
+        let ctx = format!("h3 GET {path}");
+        let mut stream = self.send.send_request(req).await.map_err(other(&ctx))?;
+        stream.finish().await.map_err(other(&ctx))?;
+        let resp = stream.recv_response().await.map_err(other(&ctx))?;
+        let first_byte_ms = ms_since(t0);
+        let mut bytes = 0u64;
+        let mut body = collect.then(BytesMut::new);
+        while let Some(mut chunk) = stream.recv_data().await.map_err(other(&ctx))? {
+            let n = chunk.remaining();
+            if let Some(b) = body.as_mut() {
+                while chunk.has_remaining() {
+                    let c = chunk.chunk();
+                    let l = c.len();
+                    b.extend_from_slice(c);
+                    chunk.advance(l);
+                }
+            }
+            bytes += n as u64;
+            if let Some(g) = goodput.as_deref_mut() {
+                g.add(n);
+            }
+        }
+        Ok(Fetched {
+            timing: ObjectTiming { path: path.to_string(), status: resp.status().as_u16(), bytes, start_ms, first_byte_ms, end_ms: ms_since(t0) },
+            body: body.map(|b| b.freeze()),
+        })
+    }
+}
+
+/// The source address the kernel picks for `dst` (our socket is bound to the wildcard and
+/// quinn reports no local IP without packet info).
+fn source_ip_towards(dst: SocketAddr) -> Option<std::net::IpAddr> {
+    let bind: SocketAddr = if dst.is_ipv6() { "[::]:0".parse().ok()? } else { "0.0.0.0:0".parse().ok()? };
+    let s = std::net::UdpSocket::bind(bind).ok()?;
+    s.connect(dst).ok()?;
+    s.local_addr().ok().map(|a| a.ip())
+}
+
+/// HTTP/3 NO_ERROR (RFC 9114 §8.1): a graceful close, not an application error.
+const H3_NO_ERROR: u32 = 0x100;
+
+fn handshake_timeout(args: &FetchArgs) -> Duration {
+    Duration::from_secs_f64((args.timeout_s / 2.0).clamp(0.001, 10.0))
+}
+
+async fn h3_over(conn: &quinn::Connection) -> Result<H3Requester, FetchError> {
+    let (mut driver, send) = h3::client::builder()
+        .build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()))
+        .await
+        .map_err(|e| FetchError::Protocol(format!("h3 session setup failed: {e}")))?;
+    tokio::spawn(async move { futures_util::future::poll_fn(|cx| driver.poll_close(cx)).await });
+    Ok(H3Requester { send })
+}
+
+/// Full handshake and one small request, so the client holds a session ticket.
+async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, s: &Settings, timeout: Duration) -> Result<(), FetchError> {
+    let connecting = endpoint.connect(addr, &target.host).map_err(|e| FetchError::Protocol(format!("h3 warm-up connect: {e}")))?;
+    let conn = tokio::time::timeout(timeout, connecting)
+        .await
+        .map_err(|_| FetchError::Protocol("h3 warm-up handshake timed out".into()))?
+        .map_err(|e| FetchError::Protocol(format!("h3 warm-up handshake: {e}")))?;
+    let mut r = h3_over(&conn).await?;
+    let run_id = s.run_id.as_ref().map(|r| format!("{r}-warmup"));
+    r.get(target, "/", run_id.as_deref(), Instant::now(), false, None).await?;
+    conn.close(H3_NO_ERROR.into(), b"warm-up done");
+    Ok(())
+}
+
+pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+    let rustls_cfg = tls::client_config(trust, b"h3").map_err(other("TLS config"))?;
+    let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(other("QUIC TLS config"))?;
+    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    cfg.transport_config(Arc::new(crate::server::h3::transport_config(&args.flow)));
+    let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
+    let mut endpoint = quinn::Endpoint::client(bind).map_err(other("binding UDP socket"))?;
+    endpoint.set_default_client_config(cfg);
+    let hs_timeout = handshake_timeout(args);
+
+    if args.zero_rtt {
+        warm_up(&endpoint, addr, target, s, hs_timeout).await?;
+    }
+
+    // t0: just before the first packet (the Initial) is sent.
+    let t0 = Instant::now();
+    let connecting = endpoint.connect(addr, &target.host).map_err(|e| FetchError::Protocol(format!("h3 connect to {addr}: {e}")))?;
+    let mut zero_rtt_done = None;
+    let conn = match if args.zero_rtt { connecting.into_0rtt() } else { Err(connecting) } {
+        Ok((conn, accepted)) => {
+            report.zero_rtt.attempted = true;
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            tokio::spawn(async move {
+                let ok = accepted.await;
+                let _ = tx.send((ok, ms_since(t0)));
+            });
+            zero_rtt_done = Some(rx);
+            conn
+        }
+        Err(connecting) => {
+            if args.zero_rtt {
+                eprintln!("warning: no session ticket from the warm-up connection; full handshake");
+            }
+            let conn = tokio::time::timeout(hs_timeout, connecting)
+                .await
+                .map_err(|_| FetchError::Protocol(format!("h3 handshake with {addr} timed out after {:?}", hs_timeout)))?
+                .map_err(|e| FetchError::Protocol(format!("h3 handshake with {addr} failed: {e}")))?;
+            report.handshake_ms = ms_since(t0);
+            conn
+        }
+    };
+    if let Ok(local) = endpoint.local_addr() {
+        let ip = conn.local_ip().or_else(|| source_ip_towards(addr)).unwrap_or(local.ip());
+        report.local_addr = Some(SocketAddr::new(ip, local.port()).to_string());
+    }
+
+    let requester = h3_over(&conn).await?;
+    let mut result = page::load(Conn::H3(requester), target, t0, s, report).await;
+
+    if let Some(rx) = zero_rtt_done {
+        match tokio::time::timeout(hs_timeout, rx).await {
+            Ok(Ok((accepted, at_ms))) => {
+                report.zero_rtt.accepted = accepted;
+                report.handshake_ms = at_ms;
+                if !accepted && result.is_err() {
+                    // Requests sent as rejected 0-RTT are lost; a browser re-sends them after
+                    // the handshake. Do the same on this connection, times still from t0.
+                    report.objects.clear();
+                    let requester = h3_over(&conn).await?;
+                    result = page::load(Conn::H3(requester), target, t0, s, report).await;
+                }
+            }
+            _ => {
+                result = result.and(Err(FetchError::Protocol(format!("h3 handshake with {addr} did not complete"))));
+            }
+        }
+    }
+
+    // The protocol actually negotiated, from the TLS session.
+    let alpn = conn
+        .handshake_data()
+        .and_then(|h| h.downcast::<HandshakeData>().ok())
+        .and_then(|h| h.protocol)
+        .map(|p| String::from_utf8_lossy(&p).into_owned());
+    report.protocol = alpn.clone();
+    conn.close(H3_NO_ERROR.into(), b"done");
+    let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
+    if alpn.as_deref() != Some("h3") {
+        return Err(FetchError::Protocol(format!("server did not negotiate h3 (ALPN {alpn:?})")));
+    }
+    result
+}

@@ -1,0 +1,248 @@
+//! `endpoint fetch`: one connection over the requested protocol, page or bulk mode, one
+//! JSON report. Never falls back to another protocol.
+
+mod h2;
+mod h3;
+mod page;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+
+use crate::cli::{FetchArgs, Mode, Proto};
+use crate::output::{FetchReport, ObjectTiming, ZeroRtt, EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL};
+use crate::tls::{self, Trust};
+
+#[derive(Debug)]
+pub enum FetchError {
+    /// The requested protocol could not be used (exit 3).
+    Protocol(String),
+    /// Anything else (exit 1).
+    Other(String),
+}
+
+impl FetchError {
+    fn message(&self) -> &str {
+        match self {
+            FetchError::Protocol(m) | FetchError::Other(m) => m,
+        }
+    }
+}
+
+pub fn other<E: std::fmt::Display>(ctx: &str) -> impl FnOnce(E) -> FetchError + '_ {
+    move |e| FetchError::Other(format!("{ctx}: {e}"))
+}
+
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+}
+
+impl Target {
+    pub fn uri(&self, path: &str) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        format!("https://{host}:{}{path}", self.port)
+    }
+}
+
+/// `https://HOST[:PORT]/PATH`; anything else is an error naming the URL.
+pub fn parse_url(url: &str) -> Result<Target, FetchError> {
+    let bad = |why: &str| FetchError::Other(format!("malformed URL '{url}': {why}"));
+    let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
+    if uri.scheme_str() != Some("https") {
+        return Err(bad("scheme must be https"));
+    }
+    let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("no host"))?;
+    let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
+    Ok(Target { host, port: uri.port_u16().unwrap_or(443), path: if path.is_empty() { "/".into() } else { path } })
+}
+
+async fn resolve(t: &Target) -> Result<SocketAddr, FetchError> {
+    tokio::net::lookup_host((t.host.as_str(), t.port))
+        .await
+        .map_err(|e| FetchError::Other(format!("resolving {}: {e}", t.host)))?
+        .next()
+        .ok_or_else(|| FetchError::Other(format!("resolving {}: no address", t.host)))
+}
+
+/// Records [t_ms, cumulative bytes] at most every `interval`.
+pub struct Goodput {
+    t0: Instant,
+    interval: f64,
+    last: f64,
+    pub total: u64,
+    pub samples: Vec<(f64, u64)>,
+}
+
+impl Goodput {
+    pub fn new(t0: Instant, interval: Duration) -> Self {
+        Goodput { t0, interval: interval.as_secs_f64() * 1000.0, last: f64::MIN, total: 0, samples: Vec::new() }
+    }
+    pub fn add(&mut self, n: usize) {
+        self.total += n as u64;
+        let t = self.t0.elapsed().as_secs_f64() * 1000.0;
+        if t - self.last >= self.interval {
+            self.samples.push((round3(t), self.total));
+            self.last = t;
+        }
+    }
+    pub fn finish(&mut self) {
+        let t = round3(self.t0.elapsed().as_secs_f64() * 1000.0);
+        if self.samples.last().map(|s| s.1) != Some(self.total) {
+            self.samples.push((t, self.total));
+        }
+    }
+}
+
+pub fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+pub fn ms_since(t0: Instant) -> f64 {
+    round3(t0.elapsed().as_secs_f64() * 1000.0)
+}
+
+/// One object fetched: its timing and (for the HTML) its body.
+pub struct Fetched {
+    pub timing: ObjectTiming,
+    pub body: Option<Bytes>,
+}
+
+/// A connection that can issue GETs concurrently (cloned per object).
+#[derive(Clone)]
+pub enum Conn {
+    H3(h3::H3Requester),
+    H2(h2::H2Requester),
+}
+
+impl Conn {
+    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+        match self {
+            Conn::H3(c) => c.get(target, path, run_id, t0, collect, goodput).await,
+            Conn::H2(c) => c.get(target, path, run_id, t0, collect, goodput).await,
+        }
+    }
+}
+
+pub struct Settings {
+    pub run_id: Option<String>,
+    pub mode: Mode,
+    pub goodput_interval: Duration,
+}
+
+pub async fn fetch_main(args: FetchArgs) -> i32 {
+    let started_unix_ms = crate::server::unix_ms();
+    let mut report = FetchReport {
+        run_id: args.run_id.clone(),
+        url: args.url.clone(),
+        mode: args.mode,
+        protocol_requested: args.proto,
+        protocol: None,
+        ok: false,
+        error: None,
+        started_unix_ms,
+        plt_ms: 0.0,
+        handshake_ms: 0.0,
+        ttfb_ms: 0.0,
+        bytes: 0,
+        objects: Vec::new(),
+        zero_rtt: ZeroRtt { attempted: false, accepted: false },
+        local_addr: None,
+        goodput: Vec::new(),
+        goodput_mbit: 0.0,
+    };
+    let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
+    let result = match tokio::time::timeout(timeout, run(&args, &mut report)).await {
+        Ok(r) => r,
+        Err(_) => Err(FetchError::Other(format!("timed out after {} s", args.timeout_s))),
+    };
+    let code = match &result {
+        Ok(()) => EXIT_OK,
+        Err(FetchError::Protocol(_)) => EXIT_PROTOCOL,
+        Err(FetchError::Other(_)) => EXIT_ERROR,
+    };
+    if let Err(e) = &result {
+        eprintln!("error: {}", e.message());
+        report.error = Some(e.message().to_string());
+    }
+    report.ok = result.is_ok();
+    let json = serde_json::to_string(&report).expect("report serialises");
+    match &args.out {
+        Some(p) => {
+            if let Err(e) = std::fs::write(p, format!("{json}\n")) {
+                eprintln!("error: writing {}: {e}", p.display());
+                return EXIT_ERROR;
+            }
+        }
+        None => println!("{json}"),
+    }
+    code
+}
+
+fn trust_of(args: &FetchArgs) -> Result<Trust, FetchError> {
+    if args.insecure {
+        return Ok(Trust::Insecure);
+    }
+    let ca = match (&args.ca, &args.cert_dir) {
+        (Some(ca), _) => ca.clone(),
+        (None, Some(dir)) => dir.join("cert.pem"),
+        (None, None) => return Err(FetchError::Other("no trust anchor: give --ca PEM, --cert-dir DIR or --insecure".into())),
+    };
+    load_trust(&ca)
+}
+
+fn load_trust(p: &Path) -> Result<Trust, FetchError> {
+    tls::load_certs(p).map(Trust::Roots).map_err(|e| FetchError::Other(format!("{e:#}")))
+}
+
+async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchError> {
+    if let Some(f) = &args.session_file {
+        return Err(FetchError::Other(format!(
+            "--session-file {} is not supported: rustls cannot serialise TLS 1.3 session tickets across processes; use --zero-rtt (warm-up connection, then a 0-RTT connection in one process)",
+            f.display()
+        )));
+    }
+    let target = parse_url(&args.url)?;
+    let trust = trust_of(args)?;
+    let addr = resolve(&target).await?;
+    let settings = Settings { run_id: args.run_id.clone(), mode: args.mode, goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)) };
+    match args.proto {
+        Proto::H3 => h3::run(args, &target, addr, &trust, &settings, report).await,
+        Proto::H2 => h2::run(args, &target, addr, &trust, &settings, report).await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls() {
+        let t = parse_url("https://127.0.0.1:4433/page/10x10k.html").unwrap();
+        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 4433, "/page/10x10k.html"));
+        assert_eq!(t.uri("/obj/1"), "https://127.0.0.1:4433/obj/1");
+        let t = parse_url("https://[::1]:8443/").unwrap();
+        assert_eq!(t.uri("/x"), "https://[::1]:8443/x");
+        for bad in ["http://a/", "not a url", "https:///x", ""] {
+            match parse_url(bad) {
+                Err(FetchError::Other(m)) => assert!(m.contains("malformed URL"), "{m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn goodput_samples_are_cumulative() {
+        let mut g = Goodput::new(Instant::now(), Duration::from_millis(0));
+        g.add(10);
+        g.add(5);
+        g.finish();
+        assert_eq!(g.samples.last().unwrap().1, 15);
+        assert!(g.samples.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].0 <= w[1].0));
+    }
+}

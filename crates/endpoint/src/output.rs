@@ -1,0 +1,49 @@
+//! The fetch report: one JSON document per run (docs/interfaces.md "fetch output").
+
+use serde::Serialize;
+
+use crate::cli::{Mode, Proto};
+
+#[derive(Serialize, Debug, Clone, Default)]
+pub struct ObjectTiming {
+    pub path: String,
+    pub status: u16,
+    pub bytes: u64,
+    pub start_ms: f64,
+    pub first_byte_ms: f64,
+    pub end_ms: f64,
+}
+
+#[derive(Serialize, Debug, Clone, Copy, Default)]
+pub struct ZeroRtt {
+    pub attempted: bool,
+    pub accepted: bool,
+}
+
+#[derive(Serialize, Debug, Clone)]
+pub struct FetchReport {
+    pub run_id: Option<String>,
+    pub url: String,
+    pub mode: Mode,
+    pub protocol_requested: Proto,
+    /// ALPN read from the TLS session (null when no connection was made).
+    pub protocol: Option<String>,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub started_unix_ms: u64,
+    pub plt_ms: f64,
+    pub handshake_ms: f64,
+    pub ttfb_ms: f64,
+    pub bytes: u64,
+    pub objects: Vec<ObjectTiming>,
+    pub zero_rtt: ZeroRtt,
+    pub local_addr: Option<String>,
+    pub goodput: Vec<(f64, u64)>,
+    /// Extra: goodput of the whole run in Mbit/s (bytes x 8 / plt).
+    pub goodput_mbit: f64,
+}
+
+/// Exit codes: 0 ok, 1 any other error, 3 requested protocol could not be used.
+pub const EXIT_OK: i32 = 0;
+pub const EXIT_ERROR: i32 = 1;
+pub const EXIT_PROTOCOL: i32 = 3;

@@ -1,0 +1,150 @@
+//! HTTP/3 server: quinn endpoint, one instrumented congestion controller per connection.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use bytes::Bytes;
+use quinn::crypto::rustls::QuicServerConfig;
+
+use super::{ConnRecord, ServerState, RUN_HEADER};
+use crate::cc::InstrumentedFactory;
+use crate::content;
+use crate::qlog::{QlogWriter, VantagePoint};
+use crate::tls::{self, Identity};
+
+pub struct Server {
+    state: Arc<ServerState>,
+    endpoint: quinn::Endpoint,
+    crypto: Arc<QuicServerConfig>,
+}
+
+/// Transport parameters shared by server and client: receive windows from the flags, and
+/// a send window as large as the connection window so the sender is never the limit.
+pub fn transport_config(flow: &crate::cli::FlowControl) -> quinn::TransportConfig {
+    let mut t = quinn::TransportConfig::default();
+    t.stream_receive_window(quinn::VarInt::from_u64(flow.stream_window).unwrap_or(quinn::VarInt::MAX));
+    t.receive_window(quinn::VarInt::from_u64(flow.conn_window).unwrap_or(quinn::VarInt::MAX));
+    t.send_window(flow.conn_window);
+    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(flow.max_streams));
+    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(30)).unwrap()));
+    t
+}
+
+impl Server {
+    pub fn new(state: Arc<ServerState>, id: &Identity, udp: std::net::UdpSocket) -> Result<Self> {
+        let crypto = Arc::new(QuicServerConfig::try_from(tls::h3_server_config(id)?)?);
+        let mut cfg = quinn::ServerConfig::with_crypto(crypto.clone());
+        cfg.transport_config(Arc::new(transport_config(&state.flow)));
+        let endpoint = quinn::Endpoint::new(
+            quinn::EndpointConfig::default(),
+            Some(cfg),
+            udp,
+            Arc::new(quinn::TokioRuntime),
+        )?;
+        Ok(Server { state, endpoint, crypto })
+    }
+
+    pub async fn run(self) -> Result<()> {
+        while let Some(incoming) = self.endpoint.accept().await {
+            let peer = incoming.remote_address();
+            let stem = self.state.next_stem("h3", peer);
+            // A per-connection server config carries a controller factory that knows this
+            // connection's log file.
+            let qlog = if self.state.qlog {
+                let path = self.state.log_dir.join(format!("{stem}.sqlog"));
+                match QlogWriter::create(&path, &stem, "QUIC", VantagePoint::Server, Instant::now()) {
+                    Ok(w) => Some(Arc::new(Mutex::new(w))),
+                    Err(e) => {
+                        eprintln!("endpoint: cannot create {}: {e}", path.display());
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let mut transport = transport_config(&self.state.flow);
+            transport.congestion_controller_factory(Arc::new(InstrumentedFactory {
+                knobs: self.state.knobs.clone(),
+                qlog: qlog.clone(),
+                metrics_interval: self.state.metrics_interval,
+            }));
+            let mut cfg = quinn::ServerConfig::with_crypto(self.crypto.clone());
+            cfg.transport_config(Arc::new(transport));
+            let connecting = match incoming.accept_with(Arc::new(cfg)) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("endpoint: h3 accept from {peer}: {e}");
+                    continue;
+                }
+            };
+            let record = ConnRecord::new(self.state.clone(), stem, "h3", peer);
+            let state = self.state.clone();
+            tokio::spawn(async move {
+                if let Err(e) = handle_connection(state, connecting, record.clone()).await {
+                    eprintln!("endpoint: h3 {}: {e:#}", record.stem);
+                }
+                record.write_once(None);
+                if let Some(q) = qlog {
+                    q.lock().unwrap().flush();
+                }
+            });
+        }
+        Ok(())
+    }
+}
+
+async fn handle_connection(state: Arc<ServerState>, connecting: quinn::Connecting, record: Arc<ConnRecord>) -> Result<()> {
+    // Server side of 0-RTT: take the connection before the handshake completes, so requests
+    // that arrived as 0-RTT are answered at once (0.5-RTT data).
+    let conn = match connecting.into_0rtt() {
+        Ok((conn, _)) => conn,
+        Err(connecting) => connecting.await?,
+    };
+    let mut h3conn: h3::server::Connection<h3_quinn::Connection, Bytes> =
+        h3::server::builder().build(h3_quinn::Connection::new(conn.clone())).await?;
+    loop {
+        match h3conn.accept().await {
+            Ok(Some(resolver)) => {
+                let state = state.clone();
+                let record = record.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = handle_request(state, resolver, record).await {
+                        eprintln!("endpoint: h3 request: {e:#}");
+                    }
+                });
+            }
+            Ok(None) => break,
+            Err(e) => {
+                if !e.is_h3_no_error() {
+                    eprintln!("endpoint: h3 {}: connection ended: {e}", record.stem);
+                }
+                break;
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn handle_request(
+    state: Arc<ServerState>,
+    resolver: h3::server::RequestResolver<h3_quinn::Connection, Bytes>,
+    record: Arc<ConnRecord>,
+) -> Result<()> {
+    let (req, mut stream) = resolver.resolve_request().await?;
+    let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
+    record.write_once(run_id);
+    let mut reply = content::reply_for(req.uri().path(), state.root.as_deref()).await;
+    let resp = http::Response::builder()
+        .status(reply.status)
+        .header("content-type", reply.content_type)
+        .header("content-length", reply.length)
+        .header("cache-control", "no-store")
+        .body(())?;
+    stream.send_response(resp).await?;
+    while let Some(chunk) = reply.body.next_chunk().await? {
+        stream.send_data(chunk).await?;
+    }
+    stream.finish().await?;
+    Ok(())
+}

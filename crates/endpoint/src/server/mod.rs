@@ -1,0 +1,166 @@
+//! `endpoint serve`: one port, HTTP/3 on UDP and HTTP/2 over TLS 1.3 on TCP.
+
+mod h2;
+pub mod h3;
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, Result};
+
+use crate::cc::{Algorithm, CcKnobs};
+use crate::cli::{FlowControl, OnOff, ServeArgs};
+use crate::{tcpinfo, tls};
+
+/// Header carrying the run id a connection belongs to.
+pub const RUN_HEADER: &str = "x-longlook-run";
+
+pub struct ServerState {
+    pub root: Option<PathBuf>,
+    pub log_dir: PathBuf,
+    pub qlog: bool,
+    pub knobs: CcKnobs,
+    pub metrics_interval: Duration,
+    pub tcp_cc: String,
+    pub tcp_info_interval: Duration,
+    pub flow: FlowControl,
+    pub port: u16,
+    pub tracer: Option<Arc<crate::tcp_trace::CongStateTracer>>,
+    connections_log: Mutex<File>,
+    seq: AtomicU64,
+}
+
+impl ServerState {
+    /// File stem naming one connection's logs: `<proto>-<seq>-<peer ip>_<port>`.
+    pub fn next_stem(&self, proto: &str, peer: SocketAddr) -> String {
+        let n = self.seq.fetch_add(1, Ordering::Relaxed);
+        format!("{proto}-{n:06}-{}_{}", peer.ip(), peer.port()).replace(':', "-")
+    }
+}
+
+pub fn unix_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// The connections.jsonl line of one connection, written once: at its first request (which
+/// carries the run id) or, if it never made one, when it closes.
+pub struct ConnRecord {
+    state: Arc<ServerState>,
+    pub stem: String,
+    protocol: &'static str,
+    peer: SocketAddr,
+    start_unix_ms: u64,
+    written: AtomicBool,
+}
+
+impl ConnRecord {
+    pub fn new(state: Arc<ServerState>, stem: String, protocol: &'static str, peer: SocketAddr) -> Arc<Self> {
+        Arc::new(ConnRecord { state, stem, protocol, peer, start_unix_ms: unix_ms(), written: AtomicBool::new(false) })
+    }
+
+    pub fn write_once(&self, run_id: Option<&str>) {
+        if self.written.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let line = serde_json::json!({
+            "conn": self.stem, "protocol": self.protocol, "peer": self.peer.to_string(),
+            "run_id": run_id, "start_unix_ms": self.start_unix_ms,
+        });
+        let mut f = self.state.connections_log.lock().unwrap();
+        let _ = writeln!(f, "{line}");
+        let _ = f.flush();
+    }
+}
+
+pub async fn serve(args: ServeArgs) -> Result<()> {
+    let algorithm = Algorithm::parse(&args.cc).map_err(anyhow::Error::msg)?;
+    if args.n_conn == 0 {
+        anyhow::bail!("--n-conn must be at least 1");
+    }
+    if args.n_conn > 1 && algorithm != Algorithm::Cubic {
+        anyhow::bail!("--n-conn applies to Cubic only (got --cc {})", algorithm.name());
+    }
+    tcpinfo::check_congestion_control(&args.tcp_cc).map_err(anyhow::Error::msg)?;
+    let identity = tls::load_or_generate(&args.cert_dir)?;
+    let spki = tls::spki_sha256_b64(&identity.certs[0])?;
+    std::fs::create_dir_all(&args.log_dir).with_context(|| format!("creating {}", args.log_dir.display()))?;
+    let connections_log = OpenOptions::new().create(true).append(true).open(args.log_dir.join("connections.jsonl"))?;
+
+    // UDP first (port 0 picks a free port), then TCP on the same port number.
+    let udp = std::net::UdpSocket::bind(args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
+    let addr = udp.local_addr()?;
+    let tcp = bind_tcp(addr, &args.tcp_cc)?;
+
+    let tracer = match &args.tcp_tracefs {
+        Some(dir) => Some(Arc::new(crate::tcp_trace::CongStateTracer::start(dir).with_context(|| {
+            format!("--tcp-tracefs {}: cannot set up a tracefs instance with tcp:tcp_cong_state_set", dir.display())
+        })?)),
+        None => None,
+    };
+    let state = Arc::new(ServerState {
+        root: args.root.clone(),
+        log_dir: args.log_dir.clone(),
+        qlog: !args.no_qlog,
+        knobs: CcKnobs {
+            algorithm,
+            max_cwnd_packets: args.max_cwnd_packets,
+            initial_window_packets: args.initial_window_packets,
+            n_connections: args.n_conn,
+            pacing: args.pacing == OnOff::On,
+        },
+        metrics_interval: Duration::from_micros(args.qlog_metrics_interval_us),
+        tcp_cc: args.tcp_cc.clone(),
+        tcp_info_interval: Duration::from_millis(args.tcp_info_interval_ms.max(1)),
+        flow: args.flow.clone(),
+        port: addr.port(),
+        tracer: tracer.clone(),
+        connections_log: Mutex::new(connections_log),
+        seq: AtomicU64::new(0),
+    });
+
+    let h3 = h3::Server::new(state.clone(), &identity, udp)?;
+    let h2 = h2::Server::new(state.clone(), &identity, tcp)?;
+    eprintln!("endpoint: listening on {addr} (udp: h3, tcp: h2), quic cc {}, tcp cc {}", algorithm.name(), args.tcp_cc);
+    println!("ready spki={spki}");
+    std::io::stdout().flush().ok();
+
+    let result = tokio::select! {
+        r = h3.run() => r,
+        r = h2.run() => r,
+        _ = shutdown_signal() => {
+            eprintln!("endpoint: shutting down");
+            Ok(())
+        }
+    };
+    if let Some(t) = tracer {
+        t.shutdown();
+    }
+    result
+}
+
+fn bind_tcp(addr: SocketAddr, cc: &str) -> Result<tokio::net::TcpListener> {
+    let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    // Accepted sockets inherit TCP_CONGESTION from the listener; h2.rs sets it again per
+    // connection and reads it back.
+    use std::os::fd::AsRawFd;
+    tcpinfo::set_congestion_control(sock.as_raw_fd(), cc).with_context(|| format!("TCP_CONGESTION {cc}"))?;
+    sock.bind(&addr.into()).with_context(|| format!("binding TCP {addr}"))?;
+    sock.listen(1024)?;
+    sock.set_nonblocking(true)?;
+    Ok(tokio::net::TcpListener::from_std(sock.into())?)
+}
+
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}

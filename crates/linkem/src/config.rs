@@ -1,0 +1,524 @@
+//! The link config file (TOML): parsing, per-direction resolution and validation.
+//!
+//! Keys at the top level apply to both directions; `[up]` and `[down]` override them. The
+//! pairs `rate_mbit`/`trace` and `buffer_bytes`/`buffer_packets` are each one setting: a
+//! direction that sets either member replaces the top-level value of the pair. Sub-tables
+//! (`gilbert_elliott`, `reorder`, `middlebox`) are replaced whole, never merged field by field.
+//!
+//! Every error names the field it is about (`link.toml: up.delay_ms: expected a number >= 0`)
+//! so that a scenario author can fix the file without reading this code.
+
+use crate::trace::Trace;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigError {
+    pub file: String,
+    /// Dotted path of the offending field; empty for whole-file errors (syntax).
+    pub field: String,
+    pub message: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+// ---------------------------------------------------------------------------------------
+// The file as written.
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum JitterDistribution {
+    #[default]
+    Uniform,
+    Normal,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GilbertElliott {
+    /// P(good -> bad), evaluated once per packet.
+    pub p: f64,
+    /// P(bad -> good), evaluated once per packet.
+    pub r: f64,
+    #[serde(default = "one")]
+    pub loss_bad: f64,
+    #[serde(default)]
+    pub loss_good: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReorderSpec {
+    pub probability: f64,
+    pub ahead_ms: f64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct MiddleboxSpec {
+    #[serde(default)]
+    pub block_udp: bool,
+    /// 0 = off; else the UDP packets of a flow after the first N are dropped.
+    #[serde(default)]
+    pub block_udp_after_packets: u64,
+    /// 0 = off; else UDP is policed to this rate by a token bucket.
+    #[serde(default)]
+    pub udp_rate_mbit: f64,
+    /// Token bucket depth for `udp_rate_mbit`; 0 = max(3000 bytes, 10 ms at the rate).
+    #[serde(default)]
+    pub udp_burst_bytes: u64,
+    /// 0 = off; else UDP packets whose IP total length is above it are dropped.
+    #[serde(default)]
+    pub max_udp_datagram: u64,
+}
+
+/// One direction's table as written (every key optional, so it can override).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDirection {
+    rate_mbit: Option<f64>,
+    trace: Option<String>,
+    delay_ms: Option<f64>,
+    jitter_ms: Option<f64>,
+    jitter_distribution: Option<JitterDistribution>,
+    loss: Option<f64>,
+    buffer_bytes: Option<u64>,
+    buffer_packets: Option<u64>,
+    gilbert_elliott: Option<GilbertElliott>,
+    reorder: Option<ReorderSpec>,
+    middlebox: Option<MiddleboxSpec>,
+}
+
+/// The whole file. serde cannot combine `flatten` with `deny_unknown_fields`, so the
+/// top-level keys are repeated here.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    rate_mbit: Option<f64>,
+    trace: Option<String>,
+    delay_ms: Option<f64>,
+    jitter_ms: Option<f64>,
+    jitter_distribution: Option<JitterDistribution>,
+    loss: Option<f64>,
+    buffer_bytes: Option<u64>,
+    buffer_packets: Option<u64>,
+    gilbert_elliott: Option<GilbertElliott>,
+    reorder: Option<ReorderSpec>,
+    middlebox: Option<MiddleboxSpec>,
+    up: Option<RawDirection>,
+    down: Option<RawDirection>,
+}
+
+impl RawConfig {
+    fn common(&self) -> RawDirection {
+        RawDirection {
+            rate_mbit: self.rate_mbit,
+            trace: self.trace.clone(),
+            delay_ms: self.delay_ms,
+            jitter_ms: self.jitter_ms,
+            jitter_distribution: self.jitter_distribution,
+            loss: self.loss,
+            buffer_bytes: self.buffer_bytes,
+            buffer_packets: self.buffer_packets,
+            gilbert_elliott: self.gilbert_elliott.clone(),
+            reorder: self.reorder.clone(),
+            middlebox: self.middlebox.clone(),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The resolved, validated link: what the emulator runs.
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum RateSpec {
+    Fixed { rate_mbit: f64 },
+    Trace {
+        path: PathBuf,
+        opportunities: usize,
+        period_ms: u64,
+        mean_mbit: f64,
+        #[serde(skip)]
+        trace: Trace,
+    },
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(tag = "kind", content = "limit", rename_all = "lowercase")]
+pub enum BufferLimit {
+    Unlimited,
+    Bytes(u64),
+    Packets(u64),
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LossSpec {
+    None,
+    Bernoulli { probability: f64 },
+    GilbertElliott(GilbertElliott),
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct DirectionProfile {
+    pub rate: RateSpec,
+    pub delay_ms: f64,
+    pub jitter_ms: f64,
+    pub jitter_distribution: JitterDistribution,
+    pub loss: LossSpec,
+    pub buffer: BufferLimit,
+    pub reorder: Option<ReorderSpec>,
+    pub middlebox: MiddleboxSpec,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LinkConfig {
+    pub up: DirectionProfile,
+    pub down: DirectionProfile,
+}
+
+impl LinkConfig {
+    /// Read, parse and validate a config file. Relative trace paths are taken relative to
+    /// the config file's directory.
+    pub fn load(path: &Path) -> Result<LinkConfig, ConfigError> {
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: file.clone(),
+            field: String::new(),
+            message: format!("cannot read: {e}"),
+        })?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        LinkConfig::parse(&text, &file, base)
+    }
+
+    /// Parse and validate config text; `file` names it in errors, `base` resolves traces.
+    pub fn parse(text: &str, file: &str, base: &Path) -> Result<LinkConfig, ConfigError> {
+        let raw = parse_raw(text, file)?;
+        let ctx = Ctx { file, base };
+        let common = raw.common();
+        check_table(&ctx, "", &common)?;
+        let mut dirs = Vec::with_capacity(2);
+        for (name, table) in [("up", &raw.up), ("down", &raw.down)] {
+            if let Some(t) = table {
+                check_table(&ctx, &format!("{name}."), t)?;
+            }
+            let merged = merge(&common, table.as_ref());
+            dirs.push(resolve(&ctx, name, table.as_ref(), &merged)?);
+        }
+        let down = dirs.pop().unwrap();
+        let up = dirs.pop().unwrap();
+        Ok(LinkConfig { up, down })
+    }
+}
+
+struct Ctx<'a> {
+    file: &'a str,
+    base: &'a Path,
+}
+
+impl Ctx<'_> {
+    fn err(&self, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
+        ConfigError {
+            file: self.file.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
+    }
+}
+
+fn parse_raw(text: &str, file: &str) -> Result<RawConfig, ConfigError> {
+    let de = toml::Deserializer::parse(text).map_err(|e| ConfigError {
+        file: file.to_string(),
+        field: String::new(),
+        message: one_line(&e.to_string()),
+    })?;
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut field = e.path().to_string();
+        let message = e.inner().message().to_string();
+        // serde reports an unknown key while still at the parent table: name the key.
+        if let Some(rest) = message.strip_prefix("unknown field `") {
+            if let Some(key) = rest.split('`').next() {
+                let already = field == key || field.ends_with(&format!(".{key}"));
+                if !already {
+                    field = if field == "." || field.is_empty() {
+                        key.to_string()
+                    } else {
+                        format!("{field}.{key}")
+                    };
+                }
+            }
+        }
+        if field == "." {
+            field.clear();
+        }
+        ConfigError { file: file.to_string(), field, message: one_line(&message) }
+    })
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Range checks on one table as written, so errors name the key where it was written.
+fn check_table(ctx: &Ctx, prefix: &str, t: &RawDirection) -> Result<(), ConfigError> {
+    let f = |name: &str| format!("{prefix}{name}");
+    let non_negative = |name: &str, v: Option<f64>| match v {
+        Some(x) if !(x.is_finite() && x >= 0.0) => Err(ctx.err(f(name), "expected a number >= 0")),
+        _ => Ok(()),
+    };
+    let probability = |name: String, v: f64| {
+        if (0.0..=1.0).contains(&v) {
+            Ok(())
+        } else {
+            Err(ctx.err(name, "expected a probability in [0, 1]"))
+        }
+    };
+    if t.rate_mbit.is_some() && t.trace.is_some() {
+        return Err(ctx.err(f("trace"), "set either rate_mbit or trace, not both"));
+    }
+    if let Some(r) = t.rate_mbit {
+        if !(r.is_finite() && r > 0.0) {
+            return Err(ctx.err(f("rate_mbit"), "expected a number > 0"));
+        }
+    }
+    non_negative("delay_ms", t.delay_ms)?;
+    non_negative("jitter_ms", t.jitter_ms)?;
+    if let Some(p) = t.loss {
+        probability(f("loss"), p)?;
+    }
+    if t.buffer_bytes.is_some() && t.buffer_packets.is_some() {
+        return Err(ctx.err(f("buffer_packets"), "set either buffer_bytes or buffer_packets, not both"));
+    }
+    if t.buffer_bytes == Some(0) {
+        return Err(ctx.err(f("buffer_bytes"), "expected an integer >= 1 (omit the key for no limit)"));
+    }
+    if t.buffer_packets == Some(0) {
+        return Err(ctx.err(f("buffer_packets"), "expected an integer >= 1 (omit the key for no limit)"));
+    }
+    if let Some(ge) = &t.gilbert_elliott {
+        let g = |k: &str| f(&format!("gilbert_elliott.{k}"));
+        probability(g("p"), ge.p)?;
+        probability(g("r"), ge.r)?;
+        probability(g("loss_bad"), ge.loss_bad)?;
+        probability(g("loss_good"), ge.loss_good)?;
+        if ge.p > 0.0 && ge.r == 0.0 {
+            return Err(ctx.err(g("r"), "must be > 0 when p > 0 (the bad state would never end)"));
+        }
+    }
+    if let Some(ro) = &t.reorder {
+        probability(f("reorder.probability"), ro.probability)?;
+        if !(ro.ahead_ms.is_finite() && ro.ahead_ms >= 0.0) {
+            return Err(ctx.err(f("reorder.ahead_ms"), "expected a number >= 0"));
+        }
+    }
+    if let Some(mb) = &t.middlebox {
+        if !(mb.udp_rate_mbit.is_finite() && mb.udp_rate_mbit >= 0.0) {
+            return Err(ctx.err(f("middlebox.udp_rate_mbit"), "expected a number >= 0 (0 = off)"));
+        }
+    }
+    Ok(())
+}
+
+fn merge(common: &RawDirection, over: Option<&RawDirection>) -> RawDirection {
+    let Some(o) = over else { return common.clone() };
+    let (rate_mbit, trace) = if o.rate_mbit.is_some() || o.trace.is_some() {
+        (o.rate_mbit, o.trace.clone())
+    } else {
+        (common.rate_mbit, common.trace.clone())
+    };
+    let (buffer_bytes, buffer_packets) = if o.buffer_bytes.is_some() || o.buffer_packets.is_some() {
+        (o.buffer_bytes, o.buffer_packets)
+    } else {
+        (common.buffer_bytes, common.buffer_packets)
+    };
+    RawDirection {
+        rate_mbit,
+        trace,
+        delay_ms: o.delay_ms.or(common.delay_ms),
+        jitter_ms: o.jitter_ms.or(common.jitter_ms),
+        jitter_distribution: o.jitter_distribution.or(common.jitter_distribution),
+        loss: o.loss.or(common.loss),
+        buffer_bytes,
+        buffer_packets,
+        gilbert_elliott: o.gilbert_elliott.clone().or_else(|| common.gilbert_elliott.clone()),
+        reorder: o.reorder.clone().or_else(|| common.reorder.clone()),
+        middlebox: o.middlebox.clone().or_else(|| common.middlebox.clone()),
+    }
+}
+
+fn resolve(
+    ctx: &Ctx,
+    dir: &str,
+    own: Option<&RawDirection>,
+    m: &RawDirection,
+) -> Result<DirectionProfile, ConfigError> {
+    // Name the field where the value was written: the direction's table or the top level.
+    let origin = |own_has: bool, key: &str| {
+        if own_has {
+            format!("{dir}.{key}")
+        } else {
+            key.to_string()
+        }
+    };
+    let own_rate = own.is_some_and(|o| o.rate_mbit.is_some() || o.trace.is_some());
+    let rate = match (m.rate_mbit, &m.trace) {
+        (Some(r), None) => RateSpec::Fixed { rate_mbit: r },
+        (None, Some(p)) => {
+            let path = ctx.base.join(p);
+            let field = origin(own_rate, "trace");
+            let trace = Trace::load(&path).map_err(|e| ctx.err(field, e))?;
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            RateSpec::Trace {
+                path,
+                opportunities: trace.len(),
+                period_ms: trace.period_ms(),
+                mean_mbit: trace.mean_mbit(),
+                trace,
+            }
+        }
+        (None, None) => {
+            return Err(ctx.err(format!("{dir}.rate_mbit"), "one of rate_mbit or trace is required"))
+        }
+        (Some(_), Some(_)) => unreachable!("checked per table"),
+    };
+    let buffer = match (m.buffer_bytes, m.buffer_packets) {
+        (Some(b), _) => BufferLimit::Bytes(b),
+        (_, Some(p)) => BufferLimit::Packets(p),
+        _ => BufferLimit::Unlimited,
+    };
+    let loss = match (&m.gilbert_elliott, m.loss) {
+        (Some(ge), _) => LossSpec::GilbertElliott(ge.clone()),
+        (None, Some(p)) if p > 0.0 => LossSpec::Bernoulli { probability: p },
+        _ => LossSpec::None,
+    };
+    Ok(DirectionProfile {
+        rate,
+        delay_ms: m.delay_ms.unwrap_or(0.0),
+        jitter_ms: m.jitter_ms.unwrap_or(0.0),
+        jitter_distribution: m.jitter_distribution.unwrap_or_default(),
+        loss,
+        buffer,
+        reorder: m.reorder.clone().filter(|r| r.probability > 0.0),
+        middlebox: m.middlebox.clone().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LinkConfig, ConfigError> {
+        LinkConfig::parse(text, "link.toml", Path::new("."))
+    }
+
+    fn err(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn contract_example_parses() {
+        let c = parse(
+            r#"
+rate_mbit = 10.0
+delay_ms = 18.0
+jitter_ms = 0.0
+jitter_distribution = "uniform"
+loss = 0.0
+buffer_bytes = 30000
+[up.gilbert_elliott]
+p = 0.01
+r = 0.3
+loss_bad = 1.0
+loss_good = 0.0
+[up.reorder]
+probability = 0.01
+ahead_ms = 5.0
+[up.middlebox]
+block_udp = false
+block_udp_after_packets = 0
+udp_rate_mbit = 0.0
+max_udp_datagram = 0
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.up.rate, RateSpec::Fixed { rate_mbit: 10.0 });
+        assert_eq!(c.down.delay_ms, 18.0);
+        assert_eq!(c.up.buffer, BufferLimit::Bytes(30000));
+        assert!(matches!(c.up.loss, LossSpec::GilbertElliott(_)));
+        assert_eq!(c.down.loss, LossSpec::None);
+        assert!(c.up.reorder.is_some() && c.down.reorder.is_none());
+    }
+
+    #[test]
+    fn direction_overrides_top_level() {
+        let c = parse("rate_mbit = 10\ndelay_ms = 5\nbuffer_packets = 100\n[down]\nrate_mbit = 50\nbuffer_bytes = 9000\n")
+            .unwrap();
+        assert_eq!(c.up.rate, RateSpec::Fixed { rate_mbit: 10.0 });
+        assert_eq!(c.down.rate, RateSpec::Fixed { rate_mbit: 50.0 });
+        assert_eq!(c.up.buffer, BufferLimit::Packets(100));
+        assert_eq!(c.down.buffer, BufferLimit::Bytes(9000));
+        assert_eq!(c.down.delay_ms, 5.0);
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        assert_eq!(
+            err("rate_mbit = 1\n[up]\ndelay_ms = -1\n"),
+            "link.toml: up.delay_ms: expected a number >= 0"
+        );
+        assert_eq!(err("rate_mbit = 1\nloss = 1.5\n"), "link.toml: loss: expected a probability in [0, 1]");
+        assert!(err("rate_mbit = 1\n[down]\ndelay_ms = \"x\"\n").starts_with("link.toml: down.delay_ms: invalid type"));
+        assert!(err("rate_mbit = 1\n[up.gilbert_elliott]\np = 2\nr = 0.1\n")
+            .starts_with("link.toml: up.gilbert_elliott.p:"));
+        assert!(err("rate_mbit = 1\n[up.reorder]\nprobability = 0.1\n")
+            .starts_with("link.toml: up.reorder: missing field `ahead_ms`"));
+        assert!(err("rate_mbit = 1\n[up]\njitter_distribution = \"pareto\"\n")
+            .starts_with("link.toml: up.jitter_distribution: unknown variant"));
+    }
+
+    #[test]
+    fn unknown_fields_are_errors() {
+        assert!(err("rate_mbit = 1\ndelay = 3\n").starts_with("link.toml: delay: unknown field"));
+        assert!(err("rate_mbit = 1\n[up]\nbogus = 3\n").starts_with("link.toml: up.bogus: unknown field"));
+        assert!(err("rate_mbit = 1\n[up.middlebox]\nblock_tcp = true\n")
+            .starts_with("link.toml: up.middlebox.block_tcp: unknown field"));
+        assert!(err("rate_mbit = 1\n[sideways]\n").starts_with("link.toml: sideways: unknown field"));
+    }
+
+    #[test]
+    fn exclusive_pairs() {
+        assert!(err("rate_mbit = 1\ntrace = \"x\"\n").starts_with("link.toml: trace: set either"));
+        assert!(err("rate_mbit = 1\n[up]\nbuffer_bytes = 1\nbuffer_packets = 2\n")
+            .starts_with("link.toml: up.buffer_packets: set either"));
+        assert_eq!(err("delay_ms = 1\n"), "link.toml: up.rate_mbit: one of rate_mbit or trace is required");
+        assert_eq!(err("rate_mbit = 0\n"), "link.toml: rate_mbit: expected a number > 0");
+    }
+
+    #[test]
+    fn syntax_error_has_no_field() {
+        let e = parse("rate_mbit = = 1\n").unwrap_err();
+        assert_eq!(e.field, "");
+        assert!(e.to_string().starts_with("link.toml: "));
+    }
+
+    #[test]
+    fn missing_trace_file_names_trace() {
+        assert!(err("[up]\ntrace = \"/nonexistent/x.mahi\"\n[down]\nrate_mbit = 1\n").starts_with("link.toml: up.trace:"));
+    }
+}

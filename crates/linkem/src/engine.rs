@@ -1,0 +1,311 @@
+//! One direction of the router: receive packets from its NFQUEUE, decide their fate with the
+//! link model, and send verdicts when they are due. One thread runs one `Direction`.
+//!
+//! Releases within a direction are FIFO except reordered packets, so due packets leave as
+//! one batch verdict (accept all ids <= N) per wake-up, plus one individual verdict per
+//! reordered packet. This is safe because every packet with a smaller id than N is either
+//! already verdicted (dropped at arrival, or released) or is a reordered packet due no later
+//! than N (its early release is at most its scheduled time, and scheduled times never
+//! decrease with id) and therefore released first in the same wake-up.
+//!
+//! Timing: the thread sleeps (ppoll on the queue socket) until the head packet is due, less
+//! the usual lateness of its timer wake-ups (an EWMA, capped at 200 µs), so releases centre
+//! on their due times; then it releases every packet due within the next `slot` (default
+//! 50 µs): one wake-up and one syscall carry all of them. Optionally it stops sleeping
+//! `busy_poll` before a deadline and spins (use a small slot then), trading CPU for precision.
+//! Arrival times are the kernel's receive timestamps when present (see `nfqueue`).
+
+use crate::config::DirectionProfile;
+use crate::flows::FlowTable;
+use crate::model::{DropReason, Link, Outcome};
+use crate::nfqueue::{NfQueue, Verdict};
+use crate::packet::{self, FlowKey, PacketInfo};
+use crate::pcap::PcapLog;
+use crate::stats::{DirectionSnapshot, DirectionTotals};
+use crate::sys::{realtime_ns, wait_readable, Clock};
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Timing {
+    pub slot_ns: u64,
+    pub busy_poll_ns: u64,
+    pub publish_every_ns: u64,
+}
+
+/// Longest sleep when nothing is due, so a stop request is seen promptly.
+const IDLE_WAIT_NS: u64 = 20_000_000;
+/// Upper bound of the wake-up advance learnt from oversleeping.
+const MAX_WAKE_ADVANCE_NS: u64 = 200_000;
+/// Retry delay when the stats writer holds the snapshot lock.
+const PUBLISH_RETRY_NS: u64 = 1_000_000;
+/// recvmmsg rounds per loop turn before releases are looked at again.
+const MAX_RECV_ROUNDS: usize = 8;
+
+#[derive(Clone, Copy)]
+struct Held {
+    due_ns: u64,
+    id: u32,
+    flow: u32,
+    len: u32,
+}
+
+pub struct Direction {
+    name: &'static str,
+    queue: NfQueue,
+    link: Link,
+    flows: FlowTable,
+    totals: DirectionTotals,
+    /// In-order packets, due times non-decreasing.
+    fifo: VecDeque<Held>,
+    /// Reordered packets, due times non-decreasing too (see `model::reorder`).
+    early: VecDeque<Held>,
+    /// Ids to drop, collected during one receive batch (reused).
+    drops: Vec<u32>,
+    last_arrival: u64,
+    /// Typical lateness of timer wake-ups (EWMA), subtracted from the next wake time.
+    oversleep_ns: u64,
+    clock: Clock,
+    timing: Timing,
+    shared: Arc<Mutex<DirectionSnapshot>>,
+    stop: Arc<AtomicBool>,
+    pcap: Option<Arc<PcapLog>>,
+}
+
+fn unparsed_key() -> FlowKey {
+    let z = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    FlowKey { proto: 0, src: z, dst: z, sport: 0, dport: 0 }
+}
+
+impl Direction {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        name: &'static str,
+        queue: NfQueue,
+        profile: &DirectionProfile,
+        seed: u64,
+        clock: Clock,
+        timing: Timing,
+        shared: Arc<Mutex<DirectionSnapshot>>,
+        stop: Arc<AtomicBool>,
+        pcap: Option<Arc<PcapLog>>,
+    ) -> Direction {
+        Direction {
+            name,
+            queue,
+            link: Link::new(profile, seed),
+            flows: FlowTable::default(),
+            totals: DirectionTotals::default(),
+            fifo: VecDeque::with_capacity(65536),
+            early: VecDeque::with_capacity(4096),
+            drops: Vec::with_capacity(crate::nfqueue::RECV_BATCH),
+            last_arrival: 0,
+            oversleep_ns: 0,
+            clock,
+            timing,
+            shared,
+            stop,
+            pcap,
+        }
+    }
+
+    pub fn run(mut self) -> std::io::Result<()> {
+        let mut next_publish = self.clock.now_ns() + self.timing.publish_every_ns;
+        while !self.stop.load(Ordering::Relaxed) {
+            let now = self.clock.now_ns();
+            let next_due = self.next_due();
+            // Ask to wake early by the usual oversleep, so releases centre on their due time.
+            let wake_at = match next_due {
+                Some(due) => due.saturating_sub(self.oversleep_ns.min(MAX_WAKE_ADVANCE_NS)),
+                None => now + IDLE_WAIT_NS,
+            }
+            .min(next_publish)
+            .saturating_sub(self.timing.busy_poll_ns);
+            let readable = wake_at <= now || {
+                let r = wait_readable(self.queue.fd(), wake_at - now);
+                if !r {
+                    // Timer wake-up: learn how late the OS wakes us (EWMA, 1/16).
+                    let late = self.clock.now_ns().saturating_sub(wake_at) as i64;
+                    self.oversleep_ns = (self.oversleep_ns as i64 + (late - self.oversleep_ns as i64) / 16) as u64;
+                }
+                r
+            };
+            // After a timeout with nothing readable, skip the (empty) receive syscall.
+            if readable {
+                self.receive()?;
+            }
+            self.release();
+            if let Err(e) = self.queue.flush() {
+                eprintln!("linkem: {}: sending verdicts failed: {e}", self.name);
+            }
+            let now = self.clock.now_ns();
+            if now >= next_publish {
+                // Never wait for the (normal-priority) writer: retry soon if it holds the lock.
+                next_publish = now
+                    + if self.try_publish() { self.timing.publish_every_ns } else { PUBLISH_RETRY_NS };
+            }
+        }
+        while !self.try_publish() {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+        Ok(())
+    }
+
+    fn next_due(&self) -> Option<u64> {
+        match (self.fifo.front(), self.early.front()) {
+            (Some(a), Some(b)) => Some(a.due_ns.min(b.due_ns)),
+            (Some(a), None) => Some(a.due_ns),
+            (None, Some(b)) => Some(b.due_ns),
+            (None, None) => None,
+        }
+    }
+
+    fn receive(&mut self) -> std::io::Result<()> {
+        for _ in 0..MAX_RECV_ROUNDS {
+            // Split borrows: the callback needs everything but the queue.
+            let Direction { queue, link, flows, totals, fifo, early, drops, clock, last_arrival, pcap, .. } = self;
+            let now = clock.now_ns();
+            let realtime_offset = realtime_ns() as i128 - now as i128;
+            let n = queue.recv_batch(|p| {
+                // Arrival = when the kernel received the packet, on our clock; kept within
+                // [previous arrival, now] so the models see time moving forward.
+                let arrival = match p.kernel_rx_realtime_ns {
+                    Some(t) => {
+                        let a = (t as i128 - realtime_offset).clamp(*last_arrival as i128, now as i128) as u64;
+                        totals.arrival_lag.record(now - a);
+                        a
+                    }
+                    None => {
+                        totals.arrival_lag.unstamped += 1;
+                        now.max(*last_arrival)
+                    }
+                };
+                *last_arrival = arrival;
+                if let Some(log) = pcap {
+                    log.record((arrival as i128 + realtime_offset) as u64, p.bytes, p.orig_len);
+                }
+                let (info, flow, decision) = Self::decide(link, flows, totals, arrival, p.bytes, p.orig_len);
+                match decision {
+                    Outcome::Drop(_) => drops.push(p.id),
+                    Outcome::Release { at_ns, departure_ns, reordered } => {
+                        let c = flows.get_mut(flow);
+                        let q = departure_ns.saturating_sub(arrival);
+                        c.queue_delay_sum_ns += q;
+                        c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
+                        c.scheduled += 1;
+                        let held = Held { due_ns: at_ns, id: p.id, flow, len: info.ip_len };
+                        if reordered {
+                            totals.reordered += 1;
+                            early.push_back(held);
+                        } else {
+                            fifo.push_back(held);
+                        }
+                    }
+                }
+            })?;
+            // Drops are verdicted outside the receive callback (it borrows the queue).
+            for &id in drops.iter() {
+                queue.verdict(id, Verdict::Drop);
+            }
+            drops.clear();
+            if n < crate::nfqueue::RECV_BATCH {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Classify one packet and count drops.
+    #[inline]
+    fn decide(
+        link: &mut Link,
+        flows: &mut FlowTable,
+        totals: &mut DirectionTotals,
+        now: u64,
+        bytes: &[u8],
+        orig_len: u32,
+    ) -> (PacketInfo, u32, Outcome) {
+        totals.received += 1;
+        let info = packet::parse(bytes, orig_len).unwrap_or_else(|| {
+            totals.unparsed += 1;
+            PacketInfo { ip_len: orig_len, key: unparsed_key() }
+        });
+        let flow = flows.index_of(&info.key);
+        let c = flows.get_mut(flow);
+        if info.is_udp() {
+            c.udp_seen += 1;
+        }
+        let outcome = link.on_arrival(now, &info, c.udp_seen);
+        if let Outcome::Drop(reason) = outcome {
+            match reason {
+                DropReason::Loss => {
+                    c.dropped_loss += 1;
+                    totals.dropped_loss += 1;
+                }
+                DropReason::Buffer => {
+                    c.dropped_buffer += 1;
+                    totals.dropped_buffer += 1;
+                }
+                DropReason::Middlebox => {
+                    c.dropped_middlebox += 1;
+                    totals.dropped_middlebox += 1;
+                }
+            }
+        }
+        (info, flow, outcome)
+    }
+
+    /// Verdict everything due within the next slot: reordered packets one by one first,
+    /// then the in-order run as one batch verdict.
+    fn release(&mut self) {
+        let now = self.clock.now_ns();
+        let horizon = now + self.timing.slot_ns;
+        while let Some(h) = self.early.front().copied() {
+            if h.due_ns > horizon {
+                break;
+            }
+            self.early.pop_front();
+            self.queue.verdict(h.id, Verdict::Accept);
+            self.account(&h, now);
+        }
+        let mut last_id = None;
+        while let Some(h) = self.fifo.front().copied() {
+            if h.due_ns > horizon {
+                break;
+            }
+            self.fifo.pop_front();
+            last_id = Some(h.id);
+            self.account(&h, now);
+        }
+        if let Some(id) = last_id {
+            self.queue.verdict_upto(id, Verdict::Accept);
+        }
+    }
+
+    #[inline]
+    fn account(&mut self, h: &Held, now: u64) {
+        self.totals.packets += 1;
+        self.totals.bytes += h.len as u64;
+        self.totals.lateness.record(now as i64 - h.due_ns as i64);
+        let c = self.flows.get_mut(h.flow);
+        c.packets += 1;
+        c.bytes += h.len as u64;
+    }
+
+    /// Copy the counters for the stats writer; false if the writer holds the lock.
+    fn try_publish(&mut self) -> bool {
+        self.totals.held = (self.fifo.len() + self.early.len()) as u64;
+        self.totals.queue = self.queue.errors;
+        match self.shared.try_lock() {
+            Ok(mut s) => {
+                s.update(&self.totals, &self.flows);
+                true
+            }
+            Err(std::sync::TryLockError::WouldBlock) => false,
+            Err(std::sync::TryLockError::Poisoned(_)) => true,
+        }
+    }
+}
+

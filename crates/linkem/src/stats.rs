@@ -1,0 +1,277 @@
+//! Counters, their snapshots, and the two outputs: the `--stats` JSON document (rewritten
+//! atomically) and the `--flow-log` JSON lines.
+
+use crate::flows::{FlowCounters, FlowTable};
+use crate::nfqueue::{KernelQueueStats, QueueErrors};
+use crate::packet::{proto_name, FlowKey};
+use serde_json::{json, Map, Value};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Release lateness buckets (release time minus due time), upper bounds in µs.
+pub const LATENESS_BOUNDS_US: [i64; 8] = [0, 50, 100, 200, 500, 1000, 2000, 5000];
+pub const LATENESS_LABELS: [&str; 9] =
+    ["early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", "1-2ms", "2-5ms", "over_5ms"];
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Lateness {
+    pub count: u64,
+    pub sum_ns: i128,
+    pub max_ns: i64,
+    pub over_1ms: u64,
+    pub histogram: [u64; 9],
+}
+
+impl Lateness {
+    #[inline]
+    pub fn record(&mut self, late_ns: i64) {
+        self.count += 1;
+        self.sum_ns += late_ns as i128;
+        self.max_ns = self.max_ns.max(late_ns);
+        if late_ns > 1_000_000 {
+            self.over_1ms += 1;
+        }
+        let us = if late_ns < 0 { -1 } else { late_ns / 1000 };
+        let b = LATENESS_BOUNDS_US.iter().position(|&ub| us < ub).unwrap_or(LATENESS_BOUNDS_US.len());
+        self.histogram[b] += 1;
+    }
+}
+
+/// How long after the kernel received a packet linkem read it from the queue.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ArrivalLag {
+    pub count: u64,
+    pub sum_ns: u64,
+    pub max_ns: u64,
+    /// Packets without a kernel timestamp (their arrival is linkem's read time).
+    pub unstamped: u64,
+}
+
+impl ArrivalLag {
+    #[inline]
+    pub fn record(&mut self, lag_ns: u64) {
+        self.count += 1;
+        self.sum_ns += lag_ns;
+        self.max_ns = self.max_ns.max(lag_ns);
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DirectionTotals {
+    /// Packets received from the kernel queue.
+    pub received: u64,
+    pub packets: u64,
+    pub bytes: u64,
+    pub dropped_loss: u64,
+    pub dropped_buffer: u64,
+    pub dropped_middlebox: u64,
+    pub reordered: u64,
+    /// Packets whose IP header could not be read (scheduled by their kernel length).
+    pub unparsed: u64,
+    pub lateness: Lateness,
+    pub arrival_lag: ArrivalLag,
+    /// Packets held (scheduled, verdict not yet sent) at snapshot time.
+    pub held: u64,
+    pub queue: QueueErrors,
+}
+
+/// What a direction thread publishes for the writer.
+#[derive(Debug, Default, Clone)]
+pub struct DirectionSnapshot {
+    pub totals: DirectionTotals,
+    pub keys: Vec<FlowKey>,
+    pub flows: Vec<FlowCounters>,
+}
+
+impl DirectionSnapshot {
+    /// Copy the live table in, reusing this snapshot's allocations.
+    pub fn update(&mut self, totals: &DirectionTotals, table: &FlowTable) {
+        self.totals = *totals;
+        if self.keys.len() < table.len() {
+            self.keys.extend_from_slice(&table.keys[self.keys.len()..]);
+        }
+        self.flows.clear();
+        self.flows.extend_from_slice(&table.counters);
+    }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Value {
+    let l = &d.lateness;
+    let mut hist = Map::new();
+    for (label, n) in LATENESS_LABELS.iter().zip(l.histogram.iter()) {
+        hist.insert((*label).to_string(), json!(n));
+    }
+    json!({
+        "packets": d.packets,
+        "bytes": d.bytes,
+        "dropped_loss": d.dropped_loss,
+        "dropped_buffer": d.dropped_buffer,
+        "dropped_middlebox": d.dropped_middlebox,
+        "reordered": d.reordered,
+        "late_releases_over_1ms": l.over_1ms,
+        "received": d.received,
+        "held": d.held,
+        "unparsed": d.unparsed,
+        "release_lateness_us": {
+            "mean": if l.count > 0 { round3(l.sum_ns as f64 / l.count as f64 / 1e3) } else { 0.0 },
+            "max": round3(l.max_ns as f64 / 1e3),
+            "histogram": hist,
+        },
+        "arrival_lag_us": {
+            "mean": if d.arrival_lag.count > 0 { round3(d.arrival_lag.sum_ns as f64 / d.arrival_lag.count as f64 / 1e3) } else { 0.0 },
+            "max": round3(d.arrival_lag.max_ns as f64 / 1e3),
+            "unstamped": d.arrival_lag.unstamped,
+        },
+        "errors": {
+            "verdict_errors": d.queue.verdict_errors,
+            "socket_overruns": d.queue.socket_overruns,
+            "malformed": d.queue.malformed,
+            "kernel_queue_dropped": kernel.map(|k| k.queue_dropped),
+            "kernel_user_dropped": kernel.map(|k| k.user_dropped),
+        },
+    })
+}
+
+fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
+    json!({
+        "direction": direction,
+        "proto": proto_name(key.proto),
+        "src": endpoint(key.src, key.sport),
+        "dst": endpoint(key.dst, key.dport),
+        "packets": c.packets,
+        "bytes": c.bytes,
+        "dropped_loss": c.dropped_loss,
+        "dropped_buffer": c.dropped_buffer,
+        "dropped_middlebox": c.dropped_middlebox,
+        "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
+        "queue_delay_ms_max": round3(c.queue_delay_max_ns as f64 / 1e6),
+    })
+}
+
+fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
+    std::net::SocketAddr::new(ip, port).to_string()
+}
+
+/// The whole `--stats` document.
+pub fn stats_json(
+    elapsed_s: f64,
+    dirs: &[(&str, &DirectionSnapshot, Option<KernelQueueStats>)],
+) -> Value {
+    let mut directions = Map::new();
+    let mut flows = Vec::new();
+    for (name, snap, kernel) in dirs {
+        directions.insert((*name).to_string(), direction_json(&snap.totals, *kernel));
+        for (k, c) in snap.keys.iter().zip(snap.flows.iter()) {
+            flows.push(flow_json(name, k, c));
+        }
+    }
+    json!({"elapsed_s": round3(elapsed_s), "directions": directions, "flows": flows})
+}
+
+/// Write `value` to `path` atomically: a temporary file beside it, then rename.
+pub fn write_atomic(path: &Path, value: &Value) -> std::io::Result<()> {
+    let mut tmp = PathBuf::from(path);
+    let name = format!(
+        ".{}.tmp",
+        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+    );
+    tmp.set_file_name(name);
+    {
+        let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
+        serde_json::to_writer(&mut f, value)?;
+        f.write_all(b"\n")?;
+        f.flush()?;
+    }
+    std::fs::rename(&tmp, path)
+}
+
+/// `--flow-log`: one line per flow whose counters changed since its previous line.
+pub struct FlowLog {
+    out: std::io::BufWriter<std::fs::File>,
+    last: Vec<Vec<FlowCounters>>, // per direction, per flow: counters at the last line
+}
+
+impl FlowLog {
+    pub fn create(path: &Path, directions: usize) -> std::io::Result<FlowLog> {
+        Ok(FlowLog {
+            out: std::io::BufWriter::new(std::fs::File::create(path)?),
+            last: vec![Vec::new(); directions],
+        })
+    }
+
+    pub fn append(&mut self, t_s: f64, dirs: &[(&str, &DirectionSnapshot)]) -> std::io::Result<()> {
+        for (d, (name, snap)) in dirs.iter().enumerate() {
+            let last = &mut self.last[d];
+            for (i, (k, c)) in snap.keys.iter().zip(snap.flows.iter()).enumerate() {
+                if last.len() <= i {
+                    last.push(FlowCounters::default());
+                }
+                let changed = c.packets != last[i].packets
+                    || c.dropped_loss != last[i].dropped_loss
+                    || c.dropped_buffer != last[i].dropped_buffer
+                    || c.dropped_middlebox != last[i].dropped_middlebox;
+                if !changed {
+                    continue;
+                }
+                last[i] = *c;
+                let line = json!({
+                    "t": round3(t_s),
+                    "direction": name,
+                    "proto": proto_name(k.proto),
+                    "src": endpoint(k.src, k.sport),
+                    "dst": endpoint(k.dst, k.dport),
+                    "packets": c.packets,
+                    "bytes": c.bytes,
+                    "dropped_loss": c.dropped_loss,
+                    "dropped_buffer": c.dropped_buffer,
+                    "dropped_middlebox": c.dropped_middlebox,
+                });
+                serde_json::to_writer(&mut self.out, &line)?;
+                self.out.write_all(b"\n")?;
+            }
+        }
+        self.out.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lateness_buckets() {
+        let mut l = Lateness::default();
+        for ns in [-5_000, 10_000, 60_000, 1_500_000, 9_000_000] {
+            l.record(ns);
+        }
+        assert_eq!(l.histogram, [1, 1, 1, 0, 0, 0, 1, 0, 1]);
+        assert_eq!(l.over_1ms, 2);
+        assert_eq!(l.max_ns, 9_000_000);
+    }
+
+    #[test]
+    fn stats_document_has_contract_fields() {
+        let mut table = FlowTable::default();
+        let a = "198.18.2.2".parse().unwrap();
+        let b = "198.18.1.2".parse().unwrap();
+        let i = table.index_of(&FlowKey { proto: 17, src: a, dst: b, sport: 4433, dport: 51000 });
+        table.get_mut(i).packets = 3;
+        let mut snap = DirectionSnapshot::default();
+        snap.update(&DirectionTotals::default(), &table);
+        let v = stats_json(1.0, &[("down", &snap, None), ("up", &DirectionSnapshot::default(), None)]);
+        let f = &v["flows"][0];
+        assert_eq!(f["src"], "198.18.2.2:4433");
+        assert_eq!(f["proto"], "udp");
+        assert_eq!(f["packets"], 3);
+        for k in ["packets", "bytes", "dropped_loss", "dropped_buffer", "dropped_middlebox", "reordered", "late_releases_over_1ms"] {
+            assert!(v["directions"]["up"].get(k).is_some(), "{k}");
+        }
+        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "dropped_middlebox"] {
+            assert!(f.get(k).is_some(), "{k}");
+        }
+    }
+}

@@ -1,0 +1,85 @@
+//! Thin wrappers over the OS: clock, waiting on a socket until a deadline, real-time
+//! scheduling, and signals.
+
+use std::io;
+use std::time::Instant;
+
+/// Monotonic nanoseconds since linkem started (the origin of trace time too).
+#[derive(Clone, Copy)]
+pub struct Clock {
+    origin: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Clock {
+        Clock { origin: Instant::now() }
+    }
+
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.origin.elapsed().as_nanos() as u64
+    }
+}
+
+/// CLOCK_REALTIME in ns (the clock of kernel packet timestamps).
+#[inline]
+pub fn realtime_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
+}
+
+/// Wait until `fd` is readable or `timeout_ns` passes. Returns true when readable.
+pub fn wait_readable(fd: i32, timeout_ns: u64) -> bool {
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    let r = unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+    r > 0
+}
+
+/// SCHED_FIFO for the calling thread. Also shrinks the timer slack (the default 50 µs slack
+/// of normal threads would add to every release when real-time scheduling is refused).
+pub fn set_realtime(priority: i32) -> io::Result<()> {
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    if priority <= 0 {
+        return Ok(());
+    }
+    let param = libc::sched_param { sched_priority: priority };
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn termination_set() -> libc::sigset_t {
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        set
+    }
+}
+
+/// Block SIGTERM/SIGINT in this thread and the threads it spawns later; the main thread
+/// then takes them synchronously with `wait_termination`.
+pub fn block_termination_signals() {
+    let set = termination_set();
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Wait up to `timeout_ns` for SIGTERM/SIGINT. Returns the signal number if one came.
+pub fn wait_termination(timeout_ns: u64) -> Option<i32> {
+    let set = termination_set();
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    let r = unsafe { libc::sigtimedwait(&set, std::ptr::null_mut(), &ts) };
+    if r > 0 {
+        Some(r)
+    } else {
+        None
+    }
+}

@@ -1,0 +1,73 @@
+"""`longlook report DIR` and `longlook scenario validate|show FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ..report.layout import format_dim
+from ..scenario import Scenario, load_scenario
+
+scenario_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                           help="Check and inspect scenario files.")
+
+
+def report(
+    directory: Path = typer.Argument(..., help="Experiment directory (holds longlook.duckdb)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Output file [default: DIR/report.html]."),
+    test: Optional[str] = typer.Option(None, help="Override the scenario's test: welch or mannwhitney."),
+    alpha: Optional[float] = typer.Option(None, help="Override the significance level."),
+    holm: Optional[bool] = typer.Option(None, "--holm/--no-holm", help="Override Holm correction."),
+) -> None:
+    """Write the self-contained HTML report of an experiment."""
+    from ..errors import LonglookError
+    from ..report import build_report
+
+    if test is not None and test not in ("welch", "mannwhitney"):
+        raise LonglookError(f'--test: must be welch or mannwhitney, got "{test}"')
+    path = build_report(directory, out, test=test, alpha=alpha, holm=holm)  # type: ignore[arg-type]
+    print(path)
+
+
+@scenario_app.command("validate")
+def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+    """Check a scenario file; print a one-line summary or the errors (exit 2)."""
+    s = load_scenario(file)
+    print(f"{file}: ok: {summary(s)}")
+
+
+@scenario_app.command("show")
+def show(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+    """Print the expanded grid: one line per cell, in run order."""
+    s = load_scenario(file)
+    console = Console(width=200)
+    console.print(f"[bold]{s.name}[/bold]: {summary(s)}")
+    table = Table(show_lines=False)
+    for col in ("#", "cell id", "rate", "RTT", "loss", "workload", "URL path"):
+        table.add_column(col, overflow="fold")
+    for c in s.cells():
+        d = c.dims()
+        rate = format_dim("rate_mbit", d["rate_mbit"]) if d["rate_mbit"] else f"trace {d['trace']}"
+        table.add_row(str(c.index), c.id, rate, format_dim("rtt_ms", d["rtt_ms"]),
+                      format_dim("loss", d["loss"]), c.workload.label, c.workload.url_path())
+    console.print(table)
+    arms = ", ".join(f"{a.label} ({a.protocol}{''.join(f', {k}={v}' for k, v in a.overrides().items())})"
+                     for a in s.arms)
+    console.print(f"arms: {arms}; compared: "
+                  + "; ".join(f"{a} vs {b}" for a, b in s.comparisons()))
+
+
+def summary(s: Scenario) -> str:
+    cells = s.cells()
+    st = s.statistics
+    return (f"{len(cells)} cells x {s.rounds} rounds x {len(s.arms)} arms = {s.total_runs()} runs; "
+            f"{st.test}, alpha {st.alpha}{', Holm' if st.holm else ''}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report")(report)
+    app.add_typer(scenario_app, name="scenario")
