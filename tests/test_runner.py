@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import os
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from testbed_helpers import needs_testbed
 
 from longlook.errors import LonglookError
 from longlook.runner import Runner, linkem_delta
 from longlook.scenario import Scenario
 from longlook.stats import usable_runs
 from longlook.store import Store
-
-
-def _built(name: str) -> bool:
-    from longlook.binaries import find_binary
-    try:
-        find_binary(name)
-        return True
-    except LonglookError:
-        return False
-
-
-needs_testbed = pytest.mark.skipif(
-    os.geteuid() != 0 or not (_built("linkem") and _built("endpoint")),
-    reason="needs root and the linkem and endpoint binaries (cargo build --release)")
 
 
 def scenario(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]') -> Scenario:
@@ -59,8 +46,7 @@ def test_linkem_delta_subtracts_direction_counters():
     assert delta["directions"]["down"] == {"packets": 5, "bytes": 700}
 
 
-@pytest.mark.testbed
-@needs_testbed
+@needs_testbed("linkem", "endpoint")
 def test_interrupted_run_resumes_to_a_complete_consistent_store(tmp_path: Path):
     sc = scenario(rounds=3)
     seen = []
@@ -101,8 +87,7 @@ def test_interrupted_run_resumes_to_a_complete_consistent_store(tmp_path: Path):
         assert ("qlog" if r.arm == "h3" else "tcp_log") in arts
 
 
-@pytest.mark.testbed
-@needs_testbed
+@needs_testbed("linkem", "endpoint")
 def test_quic_blocked_by_middlebox_is_labelled_and_never_counted_as_quic(tmp_path: Path):
     sc = scenario(extra_link="[links.middlebox]\nblock_udp = true", rounds=2)
     summary = Runner(sc, tmp_path, link_check=False).run()

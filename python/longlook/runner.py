@@ -15,7 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .endpoint import SERVER_ADDR, EndpointServer, FetchResult, ServerOptions, fetch
+from .clients import fetcher
+from .endpoint import SERVER_ADDR, EndpointServer, FetchResult, ServerOptions
 from .errors import LonglookError
 from .linkcheck import check_link
 from .scenario import Arm, Cell, RunOptions, Scenario
@@ -94,6 +95,7 @@ class Runner:
         self.link_check_duration_s = link_check_duration_s
         self.progress = progress or (lambda *a, **k: None)
         self.summary = RunSummary(self.out_dir)
+        self.fetch = fetcher(scenario.client)
 
     def run(self) -> RunSummary:
         started = time.monotonic()
@@ -203,7 +205,7 @@ class Runner:
         run_dir = store.run_dir(run_id)
         url = f"https://{SERVER_ADDR}:{port}{cell.workload.url_path()}"
         before = tb.linkem_stats()
-        result = fetch(tb, url=url, protocol=opts.protocol, run_id=run_id,
+        result = self.fetch(tb, url=url, protocol=opts.protocol, run_id=run_id,
                        cert_dir=servers.cert_dir, out=run_dir / "fetch.json",
                        timeout_s=self.scenario.timeout_s, mode=cell.workload.mode,
                        zero_rtt=opts.zero_rtt)

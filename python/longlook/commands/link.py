@@ -1,7 +1,135 @@
-"""CLI commands (filled in by the area that owns them)."""
+"""`longlook link check`, `longlook clean`, `longlook trace generate`, `longlook bench link`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
+
+link_app = typer.Typer(no_args_is_help=True, help="Check an emulated link.")
+trace_app = typer.Typer(no_args_is_help=True, help="Bandwidth traces (mahimahi format).")
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks of the testbed itself.")
+
+
+@link_app.callback()
+def _link() -> None:
+    """Check an emulated link."""
+
+
+@trace_app.callback()
+def _trace() -> None:
+    """Bandwidth traces (mahimahi format)."""
+
+
+@bench_app.callback()
+def _bench() -> None:
+    """Benchmarks of the testbed itself."""
+
+
+def _num(x) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "-"
+    return f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+@link_app.command("check")
+def link_check(
+    profile: Path = typer.Argument(..., help="link profile TOML"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
+    quick: bool = typer.Option(False, "--quick", help="short measurements (~1 s each)"),
+    duration: Optional[float] = typer.Option(None, "--duration", help="seconds per rate/loss measurement"),
+    no_iperf: bool = typer.Option(False, "--no-iperf", help="skip the iperf3 measurement"),
+) -> None:
+    """Measure a link profile end to end; exit 1 when it is outside tolerance."""
+    from ..linkcheck import check_link
+    from ..linkprofile import load_link_profile
+    from ..testbed import Testbed
+
+    prof = load_link_profile(profile)
+    secs = duration if duration is not None else (1.0 if quick else 3.0)
+    with Testbed(prof, base_dir=profile.resolve().parent) as tb:
+        result = check_link(tb, duration_s=secs, rtt_count=500 if quick else 2000,
+                            iperf=not no_iperf)
+    if as_json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        table = Table(title=f"link check: {result.profile}")
+        for col in ("dir", "quantity", "expected", "measured", "band", "ok"):
+            table.add_column(col, no_wrap=True)
+        table.add_column("note", overflow="fold")
+        for r in result.rows:
+            ok = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]info[/]"}[r.ok]
+            band = "" if r.low is None and r.high is None else f"{_num(r.low)}..{_num(r.high)}"
+            table.add_row(r.direction, f"{r.quantity} ({r.unit})", _num(r.expected), _num(r.measured),
+                          band, ok, r.note)
+        console = Console()
+        console.print(table)
+        if others := result.raw.get("other_testbeds_running"):
+            console.print(f"[yellow]note: other testbeds were running ({', '.join(others)}); "
+                          "timings may be distorted")
+        console.print(("[green]" if result.ok else "[red]") + result.summary())
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@trace_app.command("generate")
+def trace_generate(
+    pattern: str = typer.Argument(..., help="incr, decr, dh, dl or dvl (Chaudhary et al., Table 3)"),
+    out: Path = typer.Option(..., "--out", help="trace file to write"),
+    duration: Optional[float] = typer.Option(None, "--duration", help="seconds (default: one cycle)"),
+    hold: Optional[float] = typer.Option(None, "--hold", help="seconds per level (default: the paper's)"),
+) -> None:
+    """Write a mahimahi trace of one of the paper's bandwidth patterns."""
+    from ..traces import generate, pattern as find_pattern
+
+    p = find_pattern(pattern)
+    lines = generate(pattern, out, duration, hold)
+    print(f"{out}: {p.name}, {lines} delivery opportunities")
+
+
+def clean_command(
+    all_: bool = typer.Option(False, "--all", help="also testbeds whose owner is still running"),
+    ids: Optional[list[str]] = typer.Option(None, "--id", help="only this testbed id (repeatable)"),
+) -> None:
+    """Remove leftovers of crashed runs: ll-* namespaces, linkem and probe processes."""
+    from ..testbed import clean
+    from ..testbed.host import preflight
+
+    preflight()
+    c = clean(include_live=all_, ids=set(ids) if ids else None)
+    for ns in c.namespaces:
+        print(f"removed namespace {ns}")
+    for pid in c.pids:
+        print(f"ended process {pid}")
+    for rid in c.records:
+        print(f"removed record of testbed {rid}")
+    for rid in c.skipped_live:
+        print(f"kept testbed {rid}: its owner is running (use --all to remove it)")
+    if c.is_empty():
+        print("nothing to clean")
+
+
+@bench_app.command("link")
+def bench_link(
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+    quick: bool = typer.Option(False, "--quick", help="shorter measurements"),
+) -> None:
+    """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding."""
+    from ..bench import print_bench, run_bench
+
+    result = run_bench(quick=quick)
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        print_bench(result)
 
 
 def register(app: typer.Typer) -> None:
-    pass
+    app.add_typer(link_app, name="link")
+    app.add_typer(trace_app, name="trace")
+    app.add_typer(bench_app, name="bench")
+    app.command("clean")(clean_command)

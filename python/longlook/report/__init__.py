@@ -339,6 +339,9 @@ def _excluded_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
             for _, r in _excluded_runs(runs).iterrows()]
 
 
+from .sections import extra_sections  # noqa: E402  (after Analysis, which sections use)
+
+
 def _environment() -> jinja2.Environment:
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
                              autoescape=jinja2.select_autoescape(["html", "j2"]),
@@ -367,6 +370,7 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
         excluded=_excluded_rows(an.runs),
         versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
         scenario_toml=an.experiment.get("scenario_toml") or "",
+        extra_sections=extra_sections(store, an),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
     )
 

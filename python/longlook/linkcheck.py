@@ -1,0 +1,304 @@
+"""The link self-check: measure the emulated path end to end and compare with its profile.
+
+Rate: bulk TCP (linkem-probe, and iperf3 as an independent tool) against the most TCP can
+carry, and paced UDP above the rate for the delivered rate. RTT: thousands of small probes
+against the configured delays plus the probes' serialisation. Loss: measured loss with its
+binomial interval, which must contain the configured loss. Reordering: counted.
+
+The runner calls `check_link` before each link profile of a grid and stops if `.ok` is False.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from scipy.stats import binomtest
+
+from .errors import LonglookError
+from .linkprofile import Direction, LinkProfile
+from .testbed import Testbed
+from .testbed.ownership import all_records
+from .testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
+from .traces import load_mahimahi, rate_profile
+
+IP_PACKET = 1500
+TCP_PAYLOAD = 1448  # 1500 - 20 IP - 20 TCP - 12 timestamp option
+UDP_IP_OVERHEAD = 28
+RTT_PROBE_SIZE = 64  # UDP payload of an RTT probe
+LOSS_PROBE_MAX_PPS = 10_000  # keep the loss probe's packet rate cheap for two vCPUs
+
+
+@dataclass
+class Tolerances:
+    tcp_min: float = 0.90  # TCP goodput, fraction of the most possible
+    tcp_max: float = 1.02
+    udp_rate_rel: float = 0.03  # delivered UDP rate vs configured
+    rtt_abs_ms: float = 0.5  # RTT mean within max(abs, rel * expected)
+    rtt_rel: float = 0.02
+    loss_confidence: float = 0.99
+
+
+@dataclass
+class Row:
+    direction: str  # "up", "down" or "both" (round trip)
+    quantity: str
+    unit: str
+    measured: float
+    expected: float | None = None
+    low: float | None = None  # the pass band; None = not judged
+    high: float | None = None
+    note: str = ""
+    verdict: bool | None = None  # set when the test is not "measured inside [low, high]"
+
+    @property
+    def ok(self) -> bool | None:
+        if self.verdict is not None:
+            return self.verdict
+        if self.low is None and self.high is None:
+            return None
+        if self.measured is None or math.isnan(self.measured):
+            return False
+        return (self.low is None or self.measured >= self.low) and \
+               (self.high is None or self.measured <= self.high)
+
+
+@dataclass
+class LinkCheckResult:
+    profile: str
+    rows: list[Row]
+    raw: dict = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(r.ok is not False for r in self.rows)
+
+    def failures(self) -> list[Row]:
+        return [r for r in self.rows if r.ok is False]
+
+    def summary(self) -> str:
+        if self.ok:
+            return f"link '{self.profile}' is within tolerance"
+        bad = "; ".join(f"{r.direction} {r.quantity}: measured {r.measured:.4g} {r.unit}, "
+                        f"expected {_fmt(r.expected)} (band {_fmt(r.low)}..{_fmt(r.high)})"
+                        for r in self.failures())
+        return f"link '{self.profile}' is outside tolerance: {bad}"
+
+    def raise_if_failed(self) -> None:
+        """For the runner: stop a grid whose link is not what the profile says."""
+        if not self.ok:
+            raise LonglookError(self.summary(), hint="see `longlook link check PROFILE.toml`")
+
+    def to_dict(self) -> dict:
+        return {"profile": self.profile, "ok": self.ok,
+                "rows": [asdict(r) | {"ok": r.ok} for r in self.rows], "raw": self.raw}
+
+
+def _fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4g}"
+
+
+# ---- what the profile says to expect ---------------------------------------------------
+
+def most_tcp_goodput(rate_mbit: float) -> float:
+    """linkem counts IP bytes: a full 1500-byte packet carries 1448 bytes of TCP payload."""
+    return rate_mbit * TCP_PAYLOAD / IP_PACKET
+
+
+def serialization_ms(ip_bytes: int, rate_mbit: float | None) -> float:
+    return 0.0 if not rate_mbit else ip_bytes * 8 / (rate_mbit * 1e6) * 1e3
+
+
+def expected_rtt_ms(profile: LinkProfile, probe_ip_bytes: int) -> float:
+    """Both one-way delays plus the probe's serialisation in each direction."""
+    return sum((d.delay_ms or 0.0) + serialization_ms(probe_ip_bytes, d.rate_mbit)
+               for d in (profile.resolved("up"), profile.resolved("down")))
+
+
+def expected_rtt_sd_ms(profile: LinkProfile) -> float:
+    """Jitter of both directions (uniform +-j has variance j^2/3; normal has sd j)."""
+    var = 0.0
+    for d in (profile.resolved("up"), profile.resolved("down")):
+        j = d.jitter_ms or 0.0
+        var += j * j if d.jitter_distribution == "normal" else j * j / 3
+    return math.sqrt(var)
+
+
+def binomial_interval(lost: int, sent: int, confidence: float = 0.99) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval of a loss rate from `lost` of `sent`."""
+    ci = binomtest(lost, sent).proportion_ci(confidence_level=confidence)
+    return ci.low, ci.high
+
+
+def loss_consistent(lost: int, sent: int, configured: float, confidence: float = 0.99) -> bool:
+    low, high = binomial_interval(lost, sent, confidence)
+    return low <= configured <= high
+
+
+def direction_rates(d: Direction, base_dir: Path) -> tuple[float, float]:
+    """(mean, lowest per-second) rate of a direction, Mbit/s; a trace's from its file."""
+    if d.rate_mbit is not None:
+        return d.rate_mbit, d.rate_mbit
+    per_s = rate_profile(load_mahimahi(base_dir / d.trace), 1000)
+    return float(per_s.mean()), float(per_s.min())
+
+
+def _buffer_bytes(d: Direction) -> float | None:
+    if d.buffer_bytes is not None:
+        return d.buffer_bytes
+    if d.buffer_packets is not None:
+        return d.buffer_packets * IP_PACKET
+    return None
+
+
+# ---- the check -------------------------------------------------------------------------
+
+def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: float = 3.0,
+               rtt_count: int = 2000, rtt_interval_ms: float = 2.0,
+               directions: tuple[str, ...] = ("up", "down"), iperf: bool = True,
+               include: tuple[str, ...] = ("rtt", "rate", "loss"),
+               tolerances: Tolerances | None = None, base_dir: Path | None = None) -> LinkCheckResult:
+    """Measure `tb`'s path (running `profile`, default the testbed's) and judge it.
+    `include` selects the measurements; `directions` which ways rate and loss are measured."""
+    profile = profile or tb.profile
+    tol = tolerances or Tolerances()
+    base_dir = base_dir or tb.base_dir
+    rows: list[Row] = []
+    raw: dict = {}
+    # RTT probes must not load the link themselves: at most 10% of the slowest direction.
+    slowest = min(direction_rates(profile.resolved(w), base_dir)[1] for w in ("up", "down"))
+    probe_ip_bits = (RTT_PROBE_SIZE + UDP_IP_OVERHEAD) * 8
+    rtt_interval_ms = max(rtt_interval_ms, probe_ip_bits / (0.1 * slowest * 1e6) * 1e3,
+                          _sparse_for_jitter_ms(profile))
+    rtt_count = max(50, min(rtt_count, int(10_000 / rtt_interval_ms)))  # at most ~10 s
+    with PathProbe(tb) as probe:
+        if "rtt" in include:
+            rows += _check_rtt(probe, profile, tol, rtt_count, rtt_interval_ms, raw)
+        for which in directions:
+            d = profile.resolved(which)
+            if "rate" in include:
+                rows += _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
+            if "loss" in include:
+                rows += _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw)
+    tb.check()
+    # Parallel testbeds share the CPUs and distort timing: say so in the result.
+    raw["other_testbeds_running"] = [r.id for r in all_records() if r.id != tb.id and r.owner_alive()]
+    return LinkCheckResult(profile.name, rows, raw)
+
+
+def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
+    if any(_udp_blocked(profile.resolved(w)) for w in ("up", "down")):
+        return [Row("both", "RTT mean", "ms", float("nan"), expected_rtt_ms(profile, 0),
+                    note="not measured: a middlebox rule drops or shapes the UDP probes")]
+    r = probe.rtt(count=count, interval_ms=interval_ms, size=RTT_PROBE_SIZE)
+    raw["rtt"] = r
+    rtt = r["rtt_ms"]
+    expected = expected_rtt_ms(profile, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
+    margin = max(tol.rtt_abs_ms, tol.rtt_rel * expected)
+    judged = not _has_trace(profile)  # a trace adds waits for delivery opportunities
+    note = f"{r['received']}/{r['sent']} probes" + ("" if judged else "; trace: not judged")
+    return [
+        Row("both", "RTT mean", "ms", rtt["mean"], expected,
+            expected - margin if judged else None, expected + margin if judged else None, note),
+        Row("both", "RTT sd", "ms", rtt["sd"], expected_rtt_sd_ms(profile)),
+        Row("both", "RTT p99", "ms", rtt["p99"], expected),
+        Row("both", "RTT max", "ms", rtt["max"], expected),
+    ]
+
+
+def _sparse_for_jitter_ms(profile: LinkProfile) -> float:
+    """linkem never reorders on jitter (a release waits for the one before), so probes closer
+    together than the jitter spread see a raised mean; spaced by the spread they see the
+    configured distribution (uniform: 2j; normal: 6 sd covers 99.7%)."""
+    spread = 0.0
+    for w in ("up", "down"):
+        d = profile.resolved(w)
+        j = d.jitter_ms or 0.0
+        spread = max(spread, 6 * j if d.jitter_distribution == "normal" else 2 * j)
+    return spread * 1.05
+
+
+def _has_trace(profile: LinkProfile) -> bool:
+    return any(profile.resolved(w).trace for w in ("up", "down"))
+
+
+def _udp_blocked(d: Direction) -> bool:
+    m = d.middlebox
+    return bool(m and (m.block_udp or m.block_udp_after_packets or m.udp_rate_mbit or m.max_udp_datagram))
+
+
+def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw) -> list[Row]:
+    rows = []
+    mean_rate, _ = direction_rates(d, base_dir)
+    fixed = d.rate_mbit is not None
+    loss = profile.expected_loss(which)
+
+    # TCP: judged only where TCP can fill the link (no loss, buffer >= BDP, fixed rate).
+    bdp = mean_rate * 1e6 / 8 * profile.rtt_ms() / 1e3
+    buf = _buffer_bytes(d)
+    why_not = ("trace" if not fixed else "loss configured" if loss > 0 else
+               f"buffer {buf:.0f} B < BDP {bdp:.0f} B" if buf is not None and buf < bdp else "")
+    most = most_tcp_goodput(mean_rate)
+    band = (None, None) if why_not else (tol.tcp_min * most, tol.tcp_max * most)
+    warmup = min(1.0, duration_s / 3)
+    t = probe.tcp(which, duration_s)
+    raw[f"tcp_{which}"] = t
+    rows.append(Row(which, "TCP goodput, probe", "Mbit/s", steady_goodput_mbit(t, warmup),
+                    most, *band, (f"not judged: {why_not}; " if why_not else "") +
+                    f"median of 250 ms after {warmup:.2g} s; whole {t['goodput_mbit']:.4g}"))
+    if iperf:
+        # iperf3 reports per second: at least 3 s, so there are intervals past the first.
+        i = probe.iperf3(which, max(3.0, duration_s))
+        raw[f"iperf3_{which}"] = {"end": i.get("end", {})}
+        rows.append(Row(which, "TCP goodput, iperf3", "Mbit/s", iperf3_receiver_mbit(i, which),
+                        most, *band, ("not judged: " + why_not + "; " if why_not else "") +
+                        "median of receiver's 1 s intervals after 1 s"))
+
+    # UDP paced 20% above the rate: what arrives is what the link delivers.
+    if _udp_blocked(d):
+        return rows
+    drain_ms = int(((buf or 600_000) * 8 / (mean_rate * 1e6) + (d.delay_ms or 0) / 1e3 + 0.5) * 1e3)
+    # 1500-byte IP packets: one per delivery opportunity of a mahimahi trace.
+    u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD,
+                  drain_ms=drain_ms)
+    raw[f"udp_{which}"] = u
+    low = mean_rate * (1 - loss) * (1 - tol.udp_rate_rel)
+    rows.append(Row(which, "UDP delivered (IP)", "Mbit/s", u["rate_mbit"], mean_rate,
+                    *((low, mean_rate * (1 + tol.udp_rate_rel)) if fixed else (None, None)),
+                    f"sent {u['send_rate_mbit']:.3g}" + ("" if fixed else "; trace mean")))
+    return rows
+
+
+def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> list[Row]:
+    """Paced UDP at half the (lowest) rate, so no queue forms and every loss is the model's."""
+    if _udp_blocked(d):
+        return []
+    _, low_rate = direction_rates(d, base_dir)
+    rate = low_rate / 2
+    size = max(100, int(rate * 1e6 / 8 / LOSS_PROBE_MAX_PPS) - UDP_IP_OVERHEAD)
+    u = probe.udp(which, rate, duration_s, size=size,
+                  drain_ms=int((d.delay_ms or 0) + (d.jitter_ms or 0) * 3 + 500))
+    raw[f"loss_{which}"] = u
+    sent, lost = u["sent"], u["lost"]
+    configured = profile.expected_loss(which)
+    lo, hi = binomial_interval(lost, sent, tol.loss_confidence)
+    bursty = d.gilbert_elliott is not None
+    # Here [low, high] is the measured interval, and the test is that it holds the
+    # configured loss (not that the measurement lies in a band).
+    rows = [Row(which, "loss", "fraction", lost / sent if sent else float("nan"), configured,
+                lo, hi, f"{lost}/{sent}; band = {tol.loss_confidence:.0%} CI" +
+                ("; bursty: not judged" if bursty else ""),
+                verdict=None if bursty else lo <= configured <= hi)]
+    if bursty:
+        rows[0].low = rows[0].high = None
+    received = u["received"]
+    reorder = received and u["reordered"] / received
+    in_order = not d.reorder
+    # A chosen packet overtakes ~ahead_ms x packet rate others, each then arriving late.
+    pps = rate * 1e6 / 8 / (size + UDP_IP_OVERHEAD)
+    expected = 0.0 if in_order else min(1.0, d.reorder.probability * d.reorder.ahead_ms * pps / 1e3)
+    rows.append(Row(which, "reordered", "fraction", reorder, expected,
+                    *((0.0, 0.0) if in_order else (None, None)),
+                    f"{u['reordered']}/{received}"))
+    return rows

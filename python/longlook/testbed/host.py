@@ -1,0 +1,55 @@
+"""The host's tools and privileges the testbed needs, found once, with errors that say how to fix."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from functools import cache
+
+from ..errors import LonglookError
+
+# The tools live in /usr/sbin, which is often not on a sudo or cron PATH.
+_SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
+_PACKAGES = {"ip": "iproute2", "ethtool": "ethtool", "iptables": "iptables"}
+
+
+class TestbedError(LonglookError):
+    """The testbed could not be built, or broke while in use."""
+
+    __test__ = False  # not a pytest test class, despite its name
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise TestbedError("longlook needs root to create network namespaces: run it with sudo")
+
+
+@cache
+def tool(name: str) -> str:
+    """Absolute path of a host tool (ip, ethtool, iptables)."""
+    found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(_SBIN))
+    if not found:
+        pkg = _PACKAGES.get(name, name)
+        raise TestbedError(f"'{name}' is not installed; the testbed needs it",
+                           hint=f"install it: apt-get install {pkg}")
+    return found
+
+
+def preflight() -> None:
+    """Everything a testbed needs from the host, checked before anything is created."""
+    require_root()
+    for name in _PACKAGES:
+        tool(name)
+
+
+def sh(argv: list[str], *, check: bool = True, timeout: float = 30) -> subprocess.CompletedProcess:
+    """Run a host command (argv[0] resolved with `tool`); errors carry the command and stderr."""
+    argv = [tool(argv[0]), *argv[1:]]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise TestbedError(f"`{' '.join(argv)}` did not finish in {timeout} s") from None
+    if check and p.returncode != 0:
+        raise TestbedError(f"`{' '.join(argv)}` failed (exit {p.returncode}): {p.stderr.strip()}")
+    return p

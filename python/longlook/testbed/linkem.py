@@ -1,0 +1,99 @@
+"""linkem, the link emulator, run in the router namespace (contract: docs/interfaces.md)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from ..binaries import find_binary
+from .host import TestbedError, tool
+from .processes import start_time, terminate
+
+
+class Linkem:
+    """One linkem process: started, waited for (`ready`), checked, stopped."""
+
+    def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
+                 rt_priority: int | None = None, stats_interval_ms: int = 100,
+                 flow_log: bool = False, ready_timeout_s: float = 10.0):
+        self.router_ns = router_ns
+        self.config = config
+        self.stats_path = workdir / "linkem-stats.json"
+        self.stdout_path = workdir / "linkem.stdout"
+        self.stderr_path = workdir / "linkem.stderr"
+        self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
+        argv = [str(find_binary("linkem")), "run", "--config", str(config),
+                "--up-queue", "0", "--down-queue", "1",
+                "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms)]
+        if seed is not None:
+            argv += ["--seed", str(seed)]
+        if rt_priority is not None:
+            argv += ["--rt-priority", str(rt_priority)]
+        if self.flow_log_path is not None:
+            argv += ["--flow-log", str(self.flow_log_path)]
+        self.argv = argv
+        self.ready_timeout_s = ready_timeout_s
+        self.proc: subprocess.Popen | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc else None
+
+    @property
+    def started(self) -> int | None:
+        return start_time(self.pid) if self.pid else None
+
+    def start(self) -> None:
+        self.stats_path.unlink(missing_ok=True)
+        with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen([tool("ip"), "netns", "exec", self.router_ns, *self.argv],
+                                         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+        deadline = time.monotonic() + self.ready_timeout_s
+        while time.monotonic() < deadline:
+            if "ready" in self.stdout_path.read_text().split():
+                return
+            if self.proc.poll() is not None:
+                raise TestbedError(f"linkem exited (code {self.proc.returncode}) before it was ready: "
+                                   f"{self._stderr_tail()}")
+            time.sleep(0.02)
+        self.stop()
+        raise TestbedError(f"linkem did not print `ready` within {self.ready_timeout_s} s: "
+                           f"{self._stderr_tail()}")
+
+    def check(self) -> None:
+        """Fail closed: with linkem gone the path is dead, and a measurement made now is not
+        a measurement of the configured link."""
+        if self.proc is not None and self.proc.poll() is not None:
+            raise TestbedError(f"linkem died (exit code {self.proc.returncode}); the emulated link "
+                               f"is down: {self._stderr_tail()}",
+                               hint=f"see {self.stderr_path}")
+
+    def stop(self, grace_s: float = 3.0) -> None:
+        """SIGTERM so linkem writes its final stats, SIGKILL after `grace_s`."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(grace_s)
+            except subprocess.TimeoutExpired:
+                terminate([self.proc.pid], grace_s=0)
+                self.proc.wait(5)
+
+    def stats(self) -> dict:
+        try:
+            return json.loads(self.stats_path.read_text())
+        except FileNotFoundError:
+            raise TestbedError(f"linkem has written no stats yet ({self.stats_path})") from None
+        except ValueError as e:
+            raise TestbedError(f"linkem's stats file is not valid JSON: {e}") from None
+
+    def _stderr_tail(self, lines: int = 5) -> str:
+        try:
+            text = self.stderr_path.read_text().strip().splitlines()
+        except OSError:
+            return "(no stderr)"
+        return " | ".join(text[-lines:]) or "(no stderr)"

@@ -1,0 +1,84 @@
+"""The three namespaces and two links of a testbed (docs/interfaces.md, "Testbed topology").
+
+    ll-<id>-client            ll-<id>-router                    ll-<id>-server
+      c0 198.18.1.2/24 ── r0 198.18.1.1/24   r1 198.18.2.1/24 ── s0 198.18.2.2/24
+"""
+
+from __future__ import annotations
+
+from .host import sh
+
+CLIENT_ADDR = "198.18.1.2"
+SERVER_ADDR = "198.18.2.2"
+ROUTER_CLIENT_SIDE = "198.18.1.1"
+ROUTER_SERVER_SIDE = "198.18.2.1"
+ROLES = ("client", "router", "server")
+NS_PREFIX = "ll-"
+
+# (namespace role, device, address/prefix) for the four veth ends.
+_ENDS = (
+    ("client", "c0", f"{CLIENT_ADDR}/24"),
+    ("router", "r0", f"{ROUTER_CLIENT_SIDE}/24"),
+    ("router", "r1", f"{ROUTER_SERVER_SIDE}/24"),
+    ("server", "s0", f"{SERVER_ADDR}/24"),
+)
+
+# Super-packets (TSO/GSO/GRO, UDP GSO) would make the router see 64 KB "packets": off.
+_OFFLOADS = ("tso", "gso", "gro", "tx-udp-segmentation")
+
+# Namespace-local sysctls. rp_filter off: the router forwards between two subnets and must
+# not drop on a reverse-path check; IPv6 off: no ND/MLD chatter on the measured links.
+_SYSCTLS = ("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
+            "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+
+
+def namespace_names(tb_id: str) -> dict[str, str]:
+    return {role: f"{NS_PREFIX}{tb_id}-{role}" for role in ROLES}
+
+
+def existing_namespaces() -> list[str]:
+    out = sh(["ip", "netns", "list"]).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def create(ns: dict[str, str]) -> None:
+    """Namespaces, links, addresses, routes and forwarding. Nothing outside `ns` is touched:
+    each veth pair is created inside the router's namespace with its peer placed directly in
+    the client's or server's, so no device ever appears in the host's namespace."""
+    for name in ns.values():
+        sh(["ip", "netns", "add", name])
+    for role, name in ns.items():
+        sh(["ip", "netns", "exec", name, "sysctl", "-qw", *_SYSCTLS])
+        sh(["ip", "-n", name, "link", "set", "lo", "up"])
+    sh(["ip", "-n", ns["router"], "link", "add", "r0", "type", "veth",
+        "peer", "name", "c0", "netns", ns["client"]])
+    sh(["ip", "-n", ns["router"], "link", "add", "r1", "type", "veth",
+        "peer", "name", "s0", "netns", ns["server"]])
+    for role, dev, addr in _ENDS:
+        name = ns[role]
+        sh(["ip", "-n", name, "addr", "add", addr, "dev", dev])
+        sh(["ip", "netns", "exec", name, "ethtool", "-K", dev, *(x for o in _OFFLOADS for x in (o, "off"))])
+        sh(["ip", "netns", "exec", name, "sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0"])
+        sh(["ip", "-n", name, "link", "set", dev, "up"])
+    sh(["ip", "-n", ns["client"], "route", "add", "default", "via", ROUTER_CLIENT_SIDE])
+    sh(["ip", "-n", ns["server"], "route", "add", "default", "via", ROUTER_SERVER_SIDE])
+    sh(["ip", "netns", "exec", ns["router"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+
+def add_nfqueue_rules(router_ns: str) -> None:
+    """Hand every forwarded packet to linkem: queue 0 = up (from the client), 1 = down.
+    No --queue-bypass: with linkem gone the path is dead, never silently unemulated."""
+    for dev, queue in (("r0", "0"), ("r1", "1")):
+        sh(["ip", "netns", "exec", router_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
+            "-i", dev, "-j", "NFQUEUE", "--queue-num", queue])
+
+
+def delete(names: list[str]) -> list[str]:
+    """Delete namespaces (their veths go with them); returns the names that existed."""
+    present = set(existing_namespaces())
+    gone = []
+    for name in names:
+        if name in present:
+            sh(["ip", "netns", "del", name], check=False)
+            gone.append(name)
+    return gone

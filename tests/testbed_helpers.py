@@ -1,0 +1,51 @@
+"""Shared by the testbed tests: skip reasons, and the path to the longlook command."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from longlook.errors import LonglookError
+
+REPO = Path(__file__).resolve().parents[1]
+LONGLOOK = [sys.executable, "-m", "longlook.cli"]
+
+
+def _missing(name: str) -> bool:
+    from longlook.binaries import find_binary
+    try:
+        find_binary(name)
+        return False
+    except LonglookError:
+        return True
+
+
+def needs_testbed(*binaries: str):
+    """Mark a test as a real-namespace test, skipped with a reason when it cannot run here."""
+    reasons = []
+    if os.geteuid() != 0:
+        reasons.append("needs root (network namespaces)")
+    if not shutil.which("ip") and not Path("/usr/sbin/ip").exists():
+        reasons.append("needs iproute2")
+    for b in binaries:
+        if _missing(b):
+            reasons.append(f"{b} is not built (cargo build --release -p linkem)")
+    marks = [pytest.mark.testbed, pytest.mark.timeout(180)]
+    if reasons:
+        marks.append(pytest.mark.skip(reason="; ".join(reasons)))
+
+    def apply(f):
+        for m in marks:
+            f = m(f)
+        return f
+    return apply
+
+
+def namespaces() -> list[str]:
+    import subprocess
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if line.strip()]
