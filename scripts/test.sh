@@ -5,5 +5,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cargo test --release --workspace --quiet
-.venv/bin/longlook clean --quiet || true
+.venv/bin/longlook clean
 .venv/bin/python -m pytest -q "$@"

@@ -128,6 +128,35 @@ def bench_link(
         print_bench(result)
 
 
+@bench_app.command("endpoint")
+def bench_endpoint_command(
+    size: str = typer.Option("10m", help="download size (k/m suffixes)"),
+    rate_mbit: float = typer.Option(100.0, help="link rate"),
+    rtt_ms: float = typer.Option(36.0, help="round-trip time"),
+    runs: int = typer.Option(3, help="downloads per protocol (the median is judged)"),
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+) -> None:
+    """Each protocol's download against the physical limit of the emulated path (target >= 90%)."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..bench_endpoint import bench_endpoint, rows_as_dicts
+
+    rows = bench_endpoint(size=size, rate_mbit=rate_mbit, rtt_ms=rtt_ms, runs=runs)
+    if as_json:
+        print(json.dumps(rows_as_dicts(rows), indent=1))
+        return
+    table = Table(title=f"{size} over {rate_mbit:g} Mbit/s, {rtt_ms:g} ms RTT, median of {runs}")
+    for col in ("protocol", "PLT ms", "goodput Mbit/s", "payload/IP bytes", "initial window B",
+                "physical limit ms", "limit / measured"):
+        table.add_column(col, justify="right")
+    for r in rows:
+        table.add_row(r.protocol, f"{r.plt_ms_median:.1f}", f"{r.goodput_mbit_median:.2f}",
+                      f"{r.efficiency:.4f}", str(r.initial_window_bytes), f"{r.limit_ms:.1f}",
+                      f"{r.ratio:.1%}")
+    Console().print(table)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(link_app, name="link")
     app.add_typer(trace_app, name="trace")

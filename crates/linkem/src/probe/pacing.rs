@@ -6,6 +6,13 @@ use std::time::{Duration, Instant};
 /// Wake-ups later than this before a deadline are spun through rather than slept.
 const SPIN: Duration = Duration::from_micros(150);
 
+/// The most a stalled sender may fall behind before the schedule moves on without it. A
+/// probe that caught up after a stall (the host deschedules it for 10-100 ms on a busy
+/// 2-vCPU machine) would send a burst that overflows a small bottleneck buffer: the link
+/// would then be blamed for losses the probe caused. Missed slots are skipped; rates are
+/// computed from what was really sent.
+const MAX_LAG: Duration = Duration::from_millis(1);
+
 pub struct Pacer {
     start: Instant,
     interval_ns: f64,
@@ -23,14 +30,18 @@ impl Pacer {
         Self::new(Duration::from_secs_f64(secs))
     }
 
-    /// Blocks until the next packet is due. When late, returns at once (the schedule is kept,
-    /// so a stall is followed by a catch-up burst, as a real sender's would be).
+    /// Blocks until the next packet is due. When late by up to MAX_LAG, returns at once;
+    /// later than that, the schedule restarts from now (no catch-up burst).
     pub fn wait(&mut self) {
         let deadline = self.start + Duration::from_nanos((self.next as f64 * self.interval_ns) as u64);
         self.next += 1;
         loop {
             let now = Instant::now();
             if now >= deadline {
+                if now - deadline > MAX_LAG {
+                    self.start = now;
+                    self.next = 1;
+                }
                 return;
             }
             let left = deadline - now;
@@ -40,5 +51,24 @@ impl Pacer {
                 std::hint::spin_loop();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stall_is_not_followed_by_a_burst() {
+        let mut p = Pacer::new(Duration::from_micros(100));
+        p.wait();
+        std::thread::sleep(Duration::from_millis(20)); // 200 slots missed
+        p.wait(); // late: returns at once and restarts the schedule
+        let t = Instant::now();
+        for _ in 0..10 {
+            p.wait();
+        }
+        // without the restart these ten would go out back to back
+        assert!(t.elapsed() >= Duration::from_micros(900), "{:?}", t.elapsed());
     }
 }
