@@ -45,21 +45,39 @@ def bench_tcp(tb: Testbed, probe: PathProbe, duration_s: float) -> list[dict]:
     return rows
 
 
-def bench_rtt(tb: Testbed, probe: PathProbe, count: int) -> list[dict]:
+RTT_LOAD_MBIT = 50.0  # "50% load" of the 100 Mbit/s RTT-bench link
+
+
+def bench_rtt_baseline(count: int) -> dict[float, dict]:
+    """The same probes over the same topology with plain kernel forwarding and no linkem:
+    the RTT and jitter the host itself adds (veths, namespaces, waking idle vCPUs). What
+    linkem adds is measured against this, per load level."""
+    with Testbed(None) as plain, PathProbe(plain) as probe:
+        return {load: probe.rtt(count=count, interval_ms=2, size=RTT_PROBE_SIZE, load_mbit=load)["rtt_ms"]
+                for load in (0.0, RTT_LOAD_MBIT)}
+
+
+def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, dict]) -> list[dict]:
+    """Raw error (measured - configured) and the error linkem adds over the plain path:
+    mean minus the plain path's mean, sd as sqrt(sd^2 - sd_plain^2) (independent noise)."""
     rows = []
     rate = 100.0
     for rtt in (10, 50, 150):
         p = _profile(f"rtt-{rtt}", rate, rtt)
         expected = expected_rtt_ms(p, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
-        for load in (0.0, rate / 2):
+        for load in (0.0, RTT_LOAD_MBIT):
             tb.reconfigure(p)  # fresh linkem counters per cell
             r = probe.rtt(count=count, interval_ms=2, size=RTT_PROBE_SIZE, load_mbit=load)["rtt_ms"]
+            base = baseline[load]
             time.sleep(0.25)  # linkem rewrites its stats every 100 ms
             late = sum(d.get("late_releases_over_1ms", 0)
                        for d in tb.linkem_stats()["directions"].values())
             rows.append({"rtt_ms": rtt, "load_mbit": load, "expected_ms": expected,
                          "mean_err_ms": r["mean"] - expected, "sd_ms": r["sd"],
                          "p99_err_ms": r["p99"] - expected, "max_err_ms": r["max"] - expected,
+                         "plain_mean_ms": base["mean"], "plain_sd_ms": base["sd"],
+                         "added_mean_err_ms": r["mean"] - expected - base["mean"],
+                         "added_sd_ms": max(0.0, r["sd"] ** 2 - base["sd"] ** 2) ** 0.5,
                          "n": r["n"], "linkem_late_over_1ms": late})
     return rows
 
@@ -93,11 +111,12 @@ def run_bench(quick: bool = False) -> dict:
     duration = 3.0 if quick else 6.0
     count = 1000 if quick else 3000
     load_before = os.getloadavg()
+    baseline = bench_rtt_baseline(count)
     with Testbed(_profile("bench", 10, 40)) as tb, PathProbe(tb) as probe:
         others = [r.id for r in all_records() if r.id != tb.id and r.owner_alive()]
         result = {
             "tcp_goodput": bench_tcp(tb, probe, duration),
-            "rtt_error": bench_rtt(tb, probe, count),
+            "rtt_error": bench_rtt(tb, probe, count, baseline),
             "loss": bench_loss(tb, probe, duration),
             "max_forwarding": bench_max_rate(tb, probe, duration),
         }
@@ -128,10 +147,13 @@ def print_bench(result: dict) -> None:
           ["rate Mbit/s", "most possible", "probe", "% of most", "iperf3", "% of most"],
           [[r["rate_mbit"], r["most_possible_mbit"], r["probe_mbit"], r["probe_pct"],
             r["iperf3_mbit"], r["iperf3_pct"]] for r in result["tcp_goodput"]])
-    table("RTT error, ms (measured - configured; 100 Mbit/s, no jitter)",
-          ["RTT", "load Mbit/s", "mean err", "sd", "p99 err", "max err", "n", "linkem late"],
+    table("RTT error, ms (measured - configured; 100 Mbit/s, no jitter; 'added' = over the "
+          "plain-forwarding path)",
+          ["RTT", "load Mbit/s", "mean err", "sd", "p99 err", "max err", "plain sd",
+           "added mean", "added sd", "n", "linkem late"],
           [[r["rtt_ms"], r["load_mbit"], r["mean_err_ms"], r["sd_ms"], r["p99_err_ms"],
-            r["max_err_ms"], r["n"], r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
+            r["max_err_ms"], r["plain_sd_ms"], r["added_mean_err_ms"], r["added_sd_ms"], r["n"],
+            r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
     table("random loss (50 Mbit/s, UDP at 25 Mbit/s)",
           ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
           [[r["configured"], r["direction"], r["sent"], r["lost"], r["measured"],
