@@ -9,16 +9,28 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 2
 fi
 
-# System tools the testbed drives. apt can fail mid-way on a first install and succeed when
-# re-run, so each install is retried once.
-packages=(iproute2 ethtool iptables nftables iperf3 procps)
+# System tools the testbed drives, and Debian's Chromium for the browser client (never a
+# downloaded build). apt once failed mid-way on a first install (a dpkg archive missing)
+# and worked when re-run, so installs are retried, repairing dpkg in between.
+packages=(iproute2 ethtool iptables nftables iperf3 procps graphviz chromium)
+apt_install() {
+  export DEBIAN_FRONTEND=noninteractive
+  local attempt
+  for attempt in 1 2 3; do
+    echo "setup: installing $* (attempt $attempt of 3)"
+    apt-get update -qq || true
+    if apt-get install -y -qq "$@" >/dev/null; then return 0; fi
+    dpkg --configure -a || true
+    apt-get install -y -qq -f >/dev/null || true
+    sleep 5
+  done
+  echo "setup: could not install $* (apt-get install -y $*)" >&2
+  return 1
+}
 missing=()
 for p in "${packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq "${missing[@]}" >/dev/null || apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi
 
 # TCP congestion-state tracepoints (tcp:tcp_cong_state_set) live in tracefs.

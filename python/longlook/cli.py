@@ -9,6 +9,7 @@ import typer
 from .commands import link as link_cmds
 from .commands import report as report_cmds
 from .commands import run as run_cmds
+from .commands import states as states_cmds
 from .errors import LonglookError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -29,6 +30,7 @@ def version() -> None:
 
 link_cmds.register(app)
 report_cmds.register(app)
+states_cmds.register(app)
 run_cmds.register(app)
 
 

@@ -95,7 +95,10 @@ class Runner:
         self.link_check_duration_s = link_check_duration_s
         self.progress = progress or (lambda *a, **k: None)
         self.summary = RunSummary(self.out_dir)
-        self.fetch = fetcher(scenario.client)
+        # one fetch function per client the arms use; resolved now, so a missing Chromium
+        # stops the experiment before its first run
+        self.fetchers = {c: fetcher(c, chromium_netlog=scenario.chromium_netlog)
+                         for c in dict.fromkeys(a.client or scenario.client for a in scenario.arms)}
 
     def run(self) -> RunSummary:
         started = time.monotonic()
@@ -205,12 +208,13 @@ class Runner:
         run_dir = store.run_dir(run_id)
         url = f"https://{SERVER_ADDR}:{port}{cell.workload.url_path()}"
         before = tb.linkem_stats()
-        result = self.fetch(tb, url=url, protocol=opts.protocol, run_id=run_id,
+        fetch = self.fetchers[opts.client]
+        result = fetch(tb, url=url, protocol=opts.protocol, run_id=run_id,
                        cert_dir=servers.cert_dir, out=run_dir / "fetch.json",
                        timeout_s=self.scenario.timeout_s, mode=cell.workload.mode,
                        zero_rtt=opts.zero_rtt)
         self.summary.in_runs_s += result.wall_s
-        artifacts = self._collect_artifacts(tb, server, run_id, run_dir, before)
+        artifacts = self._collect_artifacts(tb, server, run_id, run_dir, before, result.document)
         if not server.alive():
             result = FetchResult("failed", result.document,
                                  f"the endpoint server died during the run (see {server.log_dir}/server.stderr)",
@@ -233,12 +237,17 @@ class Runner:
         else:
             self.summary.failed += 1
 
-    def _collect_artifacts(self, tb, server, run_id, run_dir, before: dict) -> dict[str, str]:
-        """fetch.json, the server's logs of this run, linkem's counters over the run."""
+    def _collect_artifacts(self, tb, server, run_id, run_dir, before: dict,
+                           document: dict) -> dict[str, str]:
+        """fetch.json, the files the client names in it (Chromium: har, netlog), the
+        server's logs of this run, linkem's counters over the run."""
         rel = lambda p: str(Path(p).relative_to(self.out_dir))  # noqa: E731
         artifacts = {}
         if (run_dir / "fetch.json").exists():
             artifacts["fetch"] = rel(run_dir / "fetch.json")
+        for name, file in (document.get("artifacts") or {}).items():
+            if (run_dir / file).is_file():
+                artifacts[name] = rel(run_dir / file)
         for name in server.take_logs(run_id, run_dir):
             key = "tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name
             artifacts[key] = rel(run_dir / name)

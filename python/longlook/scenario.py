@@ -21,11 +21,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
+from .clients import KNOWN_CLIENTS
 from .errors import LonglookError
 from .linkprofile import Direction, LinkProfile
 
 KNOWN_PROTOCOLS = ("h3", "h2")
-KNOWN_CLIENTS = ("native",)  # "chromium" is planned
 
 # Link fields that may be given as a list to sweep over (Direction's scalar fields, plus the
 # scenario-only shorthand rtt_ms = two equal one-way delays).
@@ -178,13 +178,21 @@ def _check_protocol(p: str) -> str:
     return p
 
 
+def _check_client(c: str) -> str:
+    if c not in KNOWN_CLIENTS:
+        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)}')
+    return c
+
+
 class Arm(BaseModel):
     """One side of a comparison: a protocol plus option overrides, under a label. The default
-    arms are one per protocol, labelled by it; Fig. 7 compares h3 with and without 0-RTT."""
+    arms are one per protocol, labelled by it; Fig. 7 compares h3 with and without 0-RTT.
+    `client` runs this arm with another client than the scenario's (native vs Chromium)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
     protocol: str
+    client: str | None = None
     zero_rtt: bool | None = None
     quic_cc: Literal["cubic", "newreno", "bbr"] | None = None
     max_cwnd_packets: int | None = Field(default=None, gt=0)
@@ -195,13 +203,20 @@ class Arm(BaseModel):
     def _protocol(cls, v: str) -> str:
         return _check_protocol(v)
 
+    @field_validator("client")
+    @classmethod
+    def _client(cls, v: str | None) -> str | None:
+        return None if v is None else _check_client(v)
+
     @field_validator("zero_rtt", mode="before")
     @classmethod
     def _zr(cls, v: Any) -> Any:
         return _on_off(v)
 
     def overrides(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump(exclude={"label", "protocol"}).items() if v is not None}
+        """The cell options this arm overrides (the client is not a cell option)."""
+        return {k: v for k, v in self.model_dump(exclude={"label", "protocol", "client"}).items()
+                if v is not None}
 
 
 class Statistics(BaseModel):
@@ -224,6 +239,7 @@ class RunOptions:
     quic_cc: str
     max_cwnd_packets: int | None
     tcp_cc: str
+    client: str = "native"  # which page-load client runs it (clients.fetcher)
 
 
 @dataclass(frozen=True)
@@ -239,10 +255,11 @@ class Cell:
     options: CellOptions
     link_label: str
     option_keys: tuple[str, ...]  # options that belong to the cell (not overridden per arm)
+    client: str = "native"  # the scenario's client; an arm may name another
 
     def run_options(self, arm: Arm) -> RunOptions:
         merged = {**self.options.model_dump(), **arm.overrides()}
-        return RunOptions(protocol=arm.protocol, **merged)
+        return RunOptions(protocol=arm.protocol, client=arm.client or self.client, **merged)
 
     def dims(self) -> dict[str, Any]:
         """Flat values for analysis (heatmap axes, grouping)."""
@@ -466,7 +483,8 @@ class Scenario(BaseModel):
     description: str = ""
     seed: int = 1
     rounds: int = Field(default=10, ge=1)
-    client: str = "native"
+    client: str = "native"  # default for every arm; [[arms]] may set their own
+    chromium_netlog: bool = False  # keep Chromium's net-log of each Chromium run
     protocols: list[str] = ["h3", "h2"]
     arms: list[Arm] = []
     baseline: str | None = None  # label of the arm others are compared against; default last
@@ -495,10 +513,7 @@ class Scenario(BaseModel):
     @field_validator("client")
     @classmethod
     def _client(cls, v: str) -> str:
-        if v not in KNOWN_CLIENTS:
-            raise ValueError(f'unknown client "{v}"; known: {", ".join(KNOWN_CLIENTS)} '
-                             '("chromium" is planned)')
-        return v
+        return _check_client(v)
 
     @field_validator("protocols")
     @classmethod
@@ -605,7 +620,7 @@ class Scenario(BaseModel):
                                                          self.options.combinations()):
             cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys)])
             cells.append(Cell(id=cid, index=len(cells), link=link, workload=wl, options=opts,
-                              link_label=label, option_keys=keys))
+                              link_label=label, option_keys=keys, client=self.client))
         return cells
 
     def arm(self, label: str) -> Arm:

@@ -142,6 +142,10 @@ pub struct FetchArgs {
     /// Goodput sampling interval (bulk mode).
     #[arg(long, default_value_t = 10)]
     pub goodput_interval_ms: u64,
+    /// Bulk mode: stop receiving this many seconds after t0 and report what arrived
+    /// (a long-running flow for fairness experiments; `ok` stays true, `stopped_early` is set).
+    #[arg(long)]
+    pub duration_s: Option<f64>,
     #[command(flatten)]
     pub flow: FlowControl,
 }

@@ -132,10 +132,100 @@ fn pattern() -> Bytes {
         .clone()
 }
 
+/// An 8x8 grey baseline JPEG (159 bytes) that every decoder accepts.
+const TINY_JPEG: [u8; 159] = [
+    0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10, 0x4a, 0x46, 0x49, 0x46, 0x00, 0x01, 0x01, 0x00, 0x00, 0x01, 0x00, 0x01, 0x00, 0x00, 0xff, 0xdb, 0x00, 0x43, 0x00, 0x10, 0x0b, 0x0c, 0x0e, 0x0c, 0x0a, 0x10, 0x0e, 0x0d, 0x0e, 0x12, 0x11, 0x10, 0x13, 0x18, 0x28, 0x1a, 0x18, 0x16, 0x16, 0x18, 0x31, 0x23, 0x25, 0x1d, 0x28, 0x3a, 0x33, 0x3d, 0x3c, 0x39, 0x33, 0x38, 0x37, 0x40, 0x48, 0x5c, 0x4e, 0x40, 0x44, 0x57, 0x45, 0x37, 0x38, 0x50, 0x6d, 0x51, 0x57, 0x5f, 0x62, 0x67, 0x68, 0x67, 0x3e, 0x4d, 0x71, 0x79, 0x70, 0x64, 0x78, 0x5c, 0x65, 0x67, 0x63, 0xff, 0xc0, 0x00, 0x0b, 0x08, 0x00, 0x08, 0x00, 0x08, 0x01, 0x01, 0x11, 0x00, 0xff, 0xc4, 0x00, 0x14, 0x00, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xc4, 0x00, 0x14, 0x10, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xff, 0xda, 0x00, 0x08, 0x01, 0x01, 0x00, 0x00, 0x3f, 0x00, 0x3f, 0xff, 0xd9,
+];
+/// A JPEG comment (COM) segment: FF FE, a 2-byte length counting itself, up to 65533 bytes.
+const COM_MAX: u64 = 4 + 65533;
+
+/// `/obj/<S>/<i>.jpg` bodies: a valid JPEG of exactly S bytes, the tiny picture padded with
+/// comment segments after its SOI marker. A browser stops downloading an image it cannot
+/// decode (Chromium cancels after the first 16 KB), so the objects must be real images for
+/// browser page loads to transfer them whole. Under 159 bytes: plain filler.
+pub struct JpegBody {
+    pieces: std::collections::VecDeque<Piece>,
+}
+
+enum Piece {
+    Bytes(Bytes),
+    Filler(u64),
+}
+
+/// Lengths of the comment segments that pad `pad` bytes; each 4..=COM_MAX. A remainder of
+/// 1-3 bytes with no room to rebalance goes after EOI, where decoders ignore it.
+fn com_segments(pad: u64) -> Vec<u64> {
+    let (full, r) = (pad / COM_MAX, pad % COM_MAX);
+    let mut v = vec![COM_MAX; full as usize];
+    match r {
+        0 => {}
+        4.. => v.push(r),
+        _ if full > 0 => {
+            v.pop();
+            v.push(COM_MAX - 4);
+            v.push(4 + r);
+        }
+        _ => {}
+    }
+    v
+}
+
+impl JpegBody {
+    pub fn new(size: u64) -> JpegBody {
+        let mut pieces = std::collections::VecDeque::new();
+        let tiny = TINY_JPEG.len() as u64;
+        if size < tiny {
+            pieces.push_back(Piece::Filler(size));
+            return JpegBody { pieces };
+        }
+        let pad = size - tiny;
+        pieces.push_back(Piece::Bytes(Bytes::from_static(&TINY_JPEG[..2])));
+        let segments = com_segments(pad);
+        let used: u64 = segments.iter().sum();
+        for len in segments {
+            let l = (len - 2) as u16;
+            pieces.push_back(Piece::Bytes(Bytes::copy_from_slice(&[0xff, 0xfe, (l >> 8) as u8, l as u8])));
+            pieces.push_back(Piece::Filler(len - 4));
+        }
+        pieces.push_back(Piece::Bytes(Bytes::from_static(&TINY_JPEG[2..])));
+        if pad > used {
+            pieces.push_back(Piece::Filler(pad - used));
+        }
+        JpegBody { pieces }
+    }
+
+    fn next_chunk(&mut self) -> Option<Bytes> {
+        let mut out = bytes::BytesMut::with_capacity(CHUNK);
+        while out.len() < CHUNK {
+            let room = CHUNK - out.len();
+            match self.pieces.front_mut() {
+                None => break,
+                Some(Piece::Bytes(b)) => {
+                    let n = b.len().min(room);
+                    out.extend_from_slice(&b.split_to(n));
+                    if b.is_empty() {
+                        self.pieces.pop_front();
+                    }
+                }
+                Some(Piece::Filler(left)) => {
+                    let n = (*left).min(room as u64) as usize;
+                    out.extend_from_slice(&pattern()[..n]);
+                    *left -= n as u64;
+                    if *left == 0 {
+                        self.pieces.pop_front();
+                    }
+                }
+            }
+        }
+        (!out.is_empty()).then(|| out.freeze())
+    }
+}
+
 /// A response body produced chunk by chunk (synthetic bodies are slices of one shared buffer).
 pub enum BodySource {
     Full(Option<Bytes>),
     Synthetic { remaining: u64 },
+    Jpeg(JpegBody),
     File { file: tokio::fs::File, remaining: u64 },
 }
 
@@ -151,6 +241,7 @@ impl BodySource {
                 *remaining -= n as u64;
                 Ok(Some(pattern().slice(..n)))
             }
+            BodySource::Jpeg(body) => Ok(body.next_chunk()),
             BodySource::File { file, remaining } => {
                 if *remaining == 0 {
                     return Ok(None);
@@ -187,7 +278,12 @@ pub async fn reply_for(path: &str, root: Option<&Path>) -> Reply {
         Route::Index => Reply::text(200, "text/plain", "longlook endpoint\n".into()),
         Route::Page { count, size_token } => Reply::text(200, "text/html", page_html(count, &size_token)),
         Route::Synthetic { size, content_type } => {
-            Reply { status: 200, content_type, length: size, body: BodySource::Synthetic { remaining: size } }
+            let body = if content_type == "image/jpeg" {
+                BodySource::Jpeg(JpegBody::new(size))
+            } else {
+                BodySource::Synthetic { remaining: size }
+            };
+            Reply { status: 200, content_type, length: size, body }
         }
         Route::File(p) => match tokio::fs::File::open(&p).await {
             Ok(file) => {
@@ -228,6 +324,33 @@ mod tests {
         assert!(parse_size("1.5m").is_err());
         assert!(parse_size("-3").is_err());
         assert!(parse_size("99999999999m").is_err());
+    }
+
+    fn jpeg_bytes(size: u64) -> Vec<u8> {
+        let mut body = JpegBody::new(size);
+        let mut out = Vec::new();
+        while let Some(chunk) = body.next_chunk() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+
+    #[test]
+    fn synthetic_jpegs_are_valid_and_exactly_sized() {
+        for size in [159, 160, 162, 163, 10_000, COM_MAX + 159, COM_MAX + 160, COM_MAX + 161,
+                     COM_MAX + 163, 2 * COM_MAX + 159 + 2, 100_000, 1_000_000] {
+            let b = jpeg_bytes(size);
+            assert_eq!(b.len() as u64, size, "size {size}");
+            assert_eq!(&b[..2], &[0xff, 0xd8]);
+            // SOI, comment segments only, then the tiny picture's own segments to EOI
+            let mut p = 2;
+            while b[p] == 0xff && b[p + 1] == 0xfe {
+                p += 2 + ((b[p + 2] as usize) << 8 | b[p + 3] as usize);
+            }
+            assert_eq!(&b[p..p + TINY_JPEG.len() - 2], &TINY_JPEG[2..], "size {size}");
+            assert!(b.len() - (p + TINY_JPEG.len() - 2) < 4, "at most 3 bytes after EOI");
+        }
+        assert_eq!(jpeg_bytes(100).len(), 100);
     }
 
     #[test]

@@ -41,6 +41,8 @@ pub struct FetchReport {
     pub goodput: Vec<(f64, u64)>,
     /// Extra: goodput of the whole run in Mbit/s (bytes x 8 / plt).
     pub goodput_mbit: f64,
+    /// Bulk mode with --duration-s: the transfer was cut at the deadline, not completed.
+    pub stopped_early: bool,
 }
 
 /// Exit codes: 0 ok, 1 any other error, 3 requested protocol could not be used.

@@ -59,6 +59,19 @@ pub struct TcpInfo {
     pub data_segs_in: u32,
     pub data_segs_out: u32,
     pub delivery_rate: u64,
+    pub busy_time: u64,
+    pub rwnd_limited: u64,
+    pub sndbuf_limited: u64,
+    pub delivered: u32,
+    pub delivered_ce: u32,
+    pub bytes_sent: u64,
+    pub bytes_retrans: u64,
+    /// DSACKs received (Linux >= 5.0): each one reports a spurious retransmission.
+    pub dsack_dups: u32,
+    /// Reordering events seen (Linux >= 5.0).
+    pub reord_seen: u32,
+    pub rcv_ooopack: u32,
+    pub snd_wnd: u32,
 }
 
 /// Linux `enum tcp_ca_state` names (the TCP half of our congestion-state vocabulary).
@@ -191,6 +204,7 @@ pub fn spawn_sampler(
         let mut last_state: Option<u8> = None;
         let mut last_metrics: Option<Metrics> = None;
         let mut samples = 0u64;
+        let mut last_info: Option<TcpInfo> = None;
         loop {
             let done = tokio::select! {
                 _ = tick.tick() => false,
@@ -207,6 +221,7 @@ pub fn spawn_sampler(
             let now = Instant::now();
             if let Ok(info) = tcp_info(owned.as_raw_fd()) {
                 samples += 1;
+                last_info = Some(info);
                 if last_state.is_none() || (trace.is_none() && last_state != Some(info.ca_state)) {
                     let old = last_state.map(ca_state_name).unwrap_or("Init");
                     q.event(now, "recovery:congestion_state_updated", &format!(
@@ -228,13 +243,25 @@ pub fn spawn_sampler(
                 }
             }
             if done {
-                q.event(now, "longlook:tcp_info_summary", &format!("{{\"samples\":{samples}}}"));
+                q.event(now, "longlook:tcp_info_summary", &summary_json(samples, last_info.as_ref()));
                 q.flush();
                 break;
             }
         }
         drop(owned);
     }))
+}
+
+/// `longlook:tcp_info_summary`: the final sample's loss accounting. Fields a kernel does not
+/// fill (older than 5.0 for dsack_dups / reord_seen) read 0.
+fn summary_json(samples: u64, last: Option<&TcpInfo>) -> String {
+    match last {
+        None => format!("{{\"samples\":{samples}}}"),
+        Some(i) => format!(
+            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{}}}",
+            i.total_retrans, i.bytes_retrans, i.dsack_dups, i.reord_seen, i.reordering,
+            i.data_segs_out, i.segs_out, i.bytes_sent, i.delivered, i.snd_mss),
+    }
 }
 
 #[cfg(test)]
@@ -250,6 +277,9 @@ mod tests {
         assert_eq!(ca_state_name(info.ca_state), "Open");
         assert!(info.snd_cwnd > 0 && info.snd_mss > 0);
         assert!(get_congestion_control(c.as_raw_fd()).is_ok());
+        let summary: serde_json::Value = serde_json::from_str(&summary_json(1, Some(&info))).unwrap();
+        assert_eq!(summary["dsack_dups"], 0);
+        assert!(summary["mss"].as_u64().unwrap() > 0);
     }
 
     #[test]

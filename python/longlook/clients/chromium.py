@@ -48,9 +48,16 @@ def chromium_path() -> str:
     return path
 
 
-@functools.lru_cache(maxsize=8)
 def server_spki(cert_pem: Path) -> str:
     """base64 SHA-256 of the certificate's SubjectPublicKeyInfo, for Chromium's pin."""
+    if not Path(cert_pem).is_file():
+        raise LonglookError(f"no server certificate at {cert_pem}",
+                            hint="the endpoint server writes it when it first starts")
+    return _spki(str(cert_pem), Path(cert_pem).stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _spki(cert_pem: str, _mtime_ns: int) -> str:  # a regenerated certificate is a new key
     out = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)],
                          capture_output=True, text=True, timeout=10)
     if out.returncode != 0 or not out.stdout.strip():

@@ -67,8 +67,12 @@ class DevToolsBrowser:
             os.set_inheritable(4, True)
 
         # Both pipe ends must be above 4, or dup2 could clobber one with the other.
-        cmd_read, cmd_write, ev_read, ev_write = (_above_4(fd) for fd in (cmd_read, cmd_write, ev_read, ev_write))
-        proc = subprocess.Popen([*argv, "--remote-debugging-pipe"], preexec_fn=wire_fds, pass_fds=(3, 4),
+        cmd_read, cmd_write, ev_read, ev_write = (
+            _above_4(fd) for fd in (cmd_read, cmd_write, ev_read, ev_write))
+        proc = subprocess.Popen([*argv, "--remote-debugging-pipe"], preexec_fn=wire_fds,
+                                # dup2 leaves 3 and 4 inheritable; every other fd of ours is
+                                # close-on-exec (PEP 446), so nothing else leaks into Chromium
+                                close_fds=False,
                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=stderr, start_new_session=True)
         os.close(cmd_read)

@@ -80,7 +80,7 @@ def _entry(r: Request, wall_offset_s: float) -> dict:
             "redirectURL": r.response_headers.get("location", ""),
             "headersSize": -1,
             "bodySize": r.body_bytes if r.status else -1,
-            **({"_error": r.failed} if r.failed else {}),
+            **({"_error": r.failed or "not finished"} if r.failed or not r.done else {}),
         },
         "cache": {},
         "timings": timings,

@@ -36,7 +36,8 @@ impl H2Requester {
         let mut body_in = resp.into_body();
         let mut bytes = 0u64;
         let mut body = collect.then(BytesMut::new);
-        while let Some(frame) = body_in.frame().await {
+        while let Some(next) = super::until_deadline(&mut goodput, body_in.frame()).await {
+            let Some(frame) = next else { break };
             let frame = frame.map_err(other(&ctx))?;
             if let Ok(data) = frame.into_data() {
                 bytes += data.len() as u64;

@@ -33,7 +33,8 @@ impl H3Requester {
         let first_byte_ms = ms_since(t0);
         let mut bytes = 0u64;
         let mut body = collect.then(BytesMut::new);
-        while let Some(mut chunk) = stream.recv_data().await.map_err(other(&ctx))? {
+        while let Some(next) = super::until_deadline(&mut goodput, stream.recv_data()).await {
+            let Some(mut chunk) = next.map_err(other(&ctx))? else { break };
             let n = chunk.remaining();
             if let Some(b) = body.as_mut() {
                 while chunk.has_remaining() {

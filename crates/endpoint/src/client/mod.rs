@@ -70,18 +70,21 @@ async fn resolve(t: &Target) -> Result<SocketAddr, FetchError> {
         .ok_or_else(|| FetchError::Other(format!("resolving {}: no address", t.host)))
 }
 
-/// Records [t_ms, cumulative bytes] at most every `interval`.
+/// Records [t_ms, cumulative bytes] at most every `interval`; with a deadline, the body
+/// loop stops reading once it passes (duration-bounded bulk flows).
 pub struct Goodput {
     t0: Instant,
     interval: f64,
     last: f64,
     pub total: u64,
     pub samples: Vec<(f64, u64)>,
+    pub deadline: Option<Instant>,
+    pub stopped_early: bool,
 }
 
 impl Goodput {
     pub fn new(t0: Instant, interval: Duration) -> Self {
-        Goodput { t0, interval: interval.as_secs_f64() * 1000.0, last: f64::MIN, total: 0, samples: Vec::new() }
+        Goodput { t0, interval: interval.as_secs_f64() * 1000.0, last: f64::MIN, total: 0, samples: Vec::new(), deadline: None, stopped_early: false }
     }
     pub fn add(&mut self, n: usize) {
         self.total += n as u64;
@@ -133,6 +136,24 @@ pub struct Settings {
     pub run_id: Option<String>,
     pub mode: Mode,
     pub goodput_interval: Duration,
+    pub duration: Option<Duration>,
+}
+
+/// The next body chunk, or None once the goodput deadline has passed (which marks the
+/// transfer as stopped early). Without a deadline this is just `next`.
+pub async fn until_deadline<T, F: std::future::Future<Output = T>>(goodput: &mut Option<&mut Goodput>, next: F) -> Option<T> {
+    match goodput.as_deref_mut() {
+        Some(g) if g.deadline.is_some() => {
+            match tokio::time::timeout_at(g.deadline.unwrap().into(), next).await {
+                Ok(v) => Some(v),
+                Err(_) => {
+                    g.stopped_early = true;
+                    None
+                }
+            }
+        }
+        _ => Some(next.await),
+    }
 }
 
 pub async fn fetch_main(args: FetchArgs) -> i32 {
@@ -155,6 +176,7 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         local_addr: None,
         goodput: Vec::new(),
         goodput_mbit: 0.0,
+        stopped_early: false,
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
     let result = match tokio::time::timeout(timeout, run(&args, &mut report)).await {
@@ -210,7 +232,11 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
     let target = parse_url(&args.url)?;
     let trust = trust_of(args)?;
     let addr = resolve(&target).await?;
-    let settings = Settings { run_id: args.run_id.clone(), mode: args.mode, goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)) };
+    if args.duration_s.is_some() && args.mode != Mode::Bulk {
+        return Err(FetchError::Other("--duration-s applies to --mode bulk only".into()));
+    }
+    let duration = args.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
+    let settings = Settings { run_id: args.run_id.clone(), mode: args.mode, goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)), duration };
     match args.proto {
         Proto::H3 => h3::run(args, &target, addr, &trust, &settings, report).await,
         Proto::H2 => h2::run(args, &target, addr, &trust, &settings, report).await,
@@ -234,6 +260,19 @@ mod tests {
                 other => panic!("{bad}: {other:?}"),
             }
         }
+    }
+
+    #[tokio::test]
+    async fn a_passed_deadline_stops_the_body_loop() {
+        let mut g = Goodput::new(Instant::now(), Duration::from_millis(0));
+        let mut none: Option<&mut Goodput> = None;
+        assert_eq!(until_deadline(&mut none, async { 1 }).await, Some(1));
+        g.deadline = Some(Instant::now() + Duration::from_millis(20));
+        let mut some = Some(&mut g);
+        assert_eq!(until_deadline(&mut some, async { 2 }).await, Some(2));
+        let never = std::future::pending::<u8>();
+        assert_eq!(until_deadline(&mut some, never).await, None);
+        assert!(g.stopped_early);
     }
 
     #[test]

@@ -32,9 +32,11 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
     match s.mode {
         Mode::Bulk => {
             let mut g = Goodput::new(t0, s.goodput_interval);
+            g.deadline = s.duration.map(|d| t0 + d);
             let mut c = conn;
             let f = c.get(target, &target.path, run_id, t0, false, Some(&mut g)).await?;
             g.finish();
+            report.stopped_early = g.stopped_early;
             report.ttfb_ms = f.timing.first_byte_ms;
             report.goodput = g.samples;
             report.objects.push(f.timing);

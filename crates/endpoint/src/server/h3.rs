@@ -80,8 +80,9 @@ impl Server {
             };
             let record = ConnRecord::new(self.state.clone(), stem, "h3", peer);
             let state = self.state.clone();
+            let conn_qlog = qlog.clone();
             tokio::spawn(async move {
-                if let Err(e) = handle_connection(state, connecting, record.clone()).await {
+                if let Err(e) = handle_connection(state, connecting, record.clone(), conn_qlog).await {
                     eprintln!("endpoint: h3 {}: {e:#}", record.stem);
                 }
                 record.write_once(None);
@@ -94,9 +95,19 @@ impl Server {
     }
 }
 
-async fn handle_connection(state: Arc<ServerState>, connecting: quinn::Connecting, record: Arc<ConnRecord>) -> Result<()> {
+async fn handle_connection(
+    state: Arc<ServerState>,
+    connecting: quinn::Connecting,
+    record: Arc<ConnRecord>,
+    qlog: Option<Arc<Mutex<QlogWriter>>>,
+) -> Result<()> {
     // Server side of 0-RTT: take the connection before the handshake completes, so requests
     // that arrived as 0-RTT are answered at once (0.5-RTT data).
+    // Wait for the whole ClientHello first: a client whose ClientHello spans two Initial
+    // packets (Chromium) otherwise gets h3 streams opened before its transport parameters
+    // are known, and they never open (no SETTINGS, no responses).
+    let mut connecting = connecting;
+    connecting.handshake_data().await?;
     let conn = match connecting.into_0rtt() {
         Ok((conn, _)) => conn,
         Err(connecting) => connecting.await?,
@@ -123,7 +134,23 @@ async fn handle_connection(state: Arc<ServerState>, connecting: quinn::Connectin
             }
         }
     }
+    if let Some(q) = qlog {
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), conn.closed()).await;
+        q.lock().unwrap().event(Instant::now(), "longlook:connection_stats", &connection_stats_json(&conn.stats()));
+    }
     Ok(())
+}
+
+/// quinn's own per-connection counters at close. `lost_packets` is exact (the controller only
+/// sees lost bytes per batch); with the link's drop count it bounds spurious losses from below.
+fn connection_stats_json(s: &quinn::ConnectionStats) -> String {
+    let p = &s.path;
+    format!(
+        "{{\"sent_packets\":{},\"lost_packets\":{},\"lost_bytes\":{},\"congestion_events\":{},\"sent_plpmtud_probes\":{},\"lost_plpmtud_probes\":{},\"black_holes_detected\":{},\"udp_tx_datagrams\":{},\"udp_rx_datagrams\":{},\"current_mtu\":{}}}",
+        p.sent_packets, p.lost_packets, p.lost_bytes, p.congestion_events, p.sent_plpmtud_probes,
+        p.lost_plpmtud_probes, p.black_holes_detected, s.udp_tx.datagrams, s.udp_rx.datagrams,
+        p.current_mtu,
+    )
 }
 
 async fn handle_request(

@@ -129,11 +129,20 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     println!("ready spki={spki}");
     std::io::stdout().flush().ok();
 
+    let serving = async {
+        tokio::select! {
+            r = h3.run() => r,
+            r = h2.run() => r,
+        }
+    };
+    tokio::pin!(serving);
     let result = tokio::select! {
-        r = h3.run() => r,
-        r = h2.run() => r,
+        r = &mut serving => r,
         _ = shutdown_signal() => {
             eprintln!("endpoint: shutting down");
+            // Connections whose peer just left are still writing their closing records
+            // (loss and TCP_INFO summaries); stopping at once would cut the last run's log.
+            let _ = tokio::time::timeout(SHUTDOWN_GRACE, &mut serving).await;
             Ok(())
         }
     };
@@ -155,6 +164,9 @@ fn bind_tcp(addr: SocketAddr, cc: &str) -> Result<tokio::net::TcpListener> {
     sock.set_nonblocking(true)?;
     Ok(tokio::net::TcpListener::from_std(sock.into())?)
 }
+
+/// How long a stopping server keeps serving so that finished connections can log their end.
+const SHUTDOWN_GRACE: Duration = Duration::from_millis(500);
 
 async fn shutdown_signal() {
     use tokio::signal::unix::{signal, SignalKind};
