@@ -85,6 +85,12 @@ def test_interrupted_run_resumes_to_a_complete_consistent_store(tmp_path: Path):
         assert (tmp_path / arts["fetch"]).is_file()
         assert (tmp_path / arts["linkem"]).is_file()
         assert ("qlog" if r.arm == "h3" else "tcp_log") in arts
+    # TCP's congestion states come from the kernel's tcp_cong_state_set tracepoint (exact),
+    # not only from TCP_INFO samples, when the kernel has it
+    from longlook.testbed.tracefs import tcp_tracefs
+    if tcp_tracefs() is not None:
+        tcp_log = (tmp_path / runs[runs.arm == "h2"].iloc[0].artifacts["tcp_log"]).read_text()
+        assert '"source":"TCP_INFO+tracepoint"' in tcp_log
 
 
 @needs_testbed("linkem", "endpoint")

@@ -34,6 +34,7 @@ class ServerOptions:
     pacing: bool = True
     tcp_cc: str = "cubic"
     qlog: bool = True
+    tcp_tracefs: str | None = None  # exact TCP state transitions from tcp_cong_state_set
 
     def argv(self) -> list[str]:
         args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc,
@@ -46,6 +47,8 @@ class ServerOptions:
             args += ["--n-conn", str(self.n_conn)]
         if not self.qlog:
             args.append("--no-qlog")
+        if self.tcp_tracefs:
+            args += ["--tcp-tracefs", self.tcp_tracefs]
         return args
 
 

@@ -22,6 +22,7 @@ from .linkcheck import check_link
 from .scenario import Arm, Cell, RunOptions, Scenario
 from .store import RunRecord, Store, environment_versions
 from .testbed import Testbed
+from .testbed.tracefs import tcp_tracefs
 from .versions import binary_version
 
 FIRST_PORT = 4433
@@ -59,6 +60,7 @@ class _Servers:
     testbed: Testbed
     cert_dir: Path
     log_root: Path
+    tracefs: Path | None = None  # exact TCP transitions when the kernel has the tracepoint
     by_options: dict[ServerOptions, tuple[int, EndpointServer]] = field(default_factory=dict)
 
     def get(self, options: ServerOptions) -> tuple[int, EndpointServer]:
@@ -76,9 +78,9 @@ class _Servers:
             server.stop()
 
 
-def server_options(opts: RunOptions) -> ServerOptions:
+def server_options(opts: RunOptions, tracefs: Path | None) -> ServerOptions:
     return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
-                         tcp_cc=opts.tcp_cc)
+                         tcp_cc=opts.tcp_cc, tcp_tracefs=str(tracefs) if tracefs else None)
 
 
 class Runner:
@@ -134,7 +136,7 @@ class Runner:
         cert_dir = self.out_dir / "cert"
         with Testbed(todo[0].link, id=None, workdir=self.out_dir / "testbed",
                      base_dir=self.scenario.base_dir, seed=self.scenario.seed) as tb:
-            servers = _Servers(tb, cert_dir, self.out_dir / "server-logs")
+            servers = _Servers(tb, cert_dir, self.out_dir / "server-logs", tcp_tracefs())
             current_link = None
             self.summary.setup_s += time.monotonic() - t0
             try:
@@ -203,7 +205,7 @@ class Runner:
 
     def _one_run(self, store, tb, servers, cell, round_index, position, arm, attempt) -> RunRecord:
         opts = cell.run_options(arm)
-        port, server = servers.get(server_options(opts))
+        port, server = servers.get(server_options(opts, servers.tracefs))
         run_id = store.new_run_id()
         run_dir = store.run_dir(run_id)
         url = f"https://{SERVER_ADDR}:{port}{cell.workload.url_path()}"

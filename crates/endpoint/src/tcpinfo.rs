@@ -2,8 +2,8 @@
 //! file in the QUIC vocabulary (`recovery:congestion_state_updated` with Linux ca_state
 //! names, `recovery:metrics_updated`).
 //!
-//! TODO(tracefs): exact ca_state transitions from the `tcp:tcp_cong_state_set` tracepoint
-//! (sampling every few ms can miss a Disorder/Recovery episode shorter than the interval).
+//! Transitions are exact when the `tcp:tcp_cong_state_set` tracepoint is read (`--tcp-tracefs`);
+//! sampling alone, every few ms, can miss a Disorder/Recovery episode shorter than the interval.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

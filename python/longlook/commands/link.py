@@ -107,6 +107,8 @@ def clean_command(
         print(f"ended process {pid}")
     for rid in c.records:
         print(f"removed record of testbed {rid}")
+    for inst in c.trace_instances:
+        print(f"removed trace instance {inst} (its endpoint is gone)")
     for rid in c.skipped_live:
         print(f"kept testbed {rid}: its owner is running (use --all to remove it)")
     if c.is_empty():

@@ -13,6 +13,8 @@ from . import ownership, processes, topology
 
 OUR_BINARIES = ("linkem", "linkem-probe", "endpoint")
 
+from .tracefs import remove_stale_instances  # noqa: E402
+
 
 @dataclass
 class Cleaned:
@@ -20,9 +22,10 @@ class Cleaned:
     pids: list[int] = field(default_factory=list)
     records: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
+    trace_instances: list[str] = field(default_factory=list)
 
     def is_empty(self) -> bool:
-        return not (self.namespaces or self.pids or self.records)
+        return not (self.namespaces or self.pids or self.records or self.trace_instances)
 
 
 def teardown_namespaces(names: list[str]) -> tuple[list[str], list[int]]:
@@ -63,6 +66,7 @@ def clean(include_live: bool = False, orphans: bool = True,
     result.pids += pids
     if orphans and ids is None:
         result.pids += _orphans()
+        result.trace_instances += remove_stale_instances()
     return result
 
 
