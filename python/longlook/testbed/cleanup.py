@@ -13,7 +13,7 @@ from . import ownership, processes, topology
 
 OUR_BINARIES = ("linkem", "linkem-probe", "endpoint")
 
-from .tracefs import remove_stale_instances  # noqa: E402
+from .tracefs import remove_stale_instances, unmount_if_unused  # noqa: E402
 
 
 @dataclass
@@ -67,6 +67,8 @@ def clean(include_live: bool = False, orphans: bool = True,
     if orphans and ids is None:
         result.pids += _orphans()
         result.trace_instances += remove_stale_instances()
+        if not live:
+            unmount_if_unused()  # the namespace-visible tracefs (testbed/tracefs.py)
     return result
 
 

@@ -7,7 +7,6 @@ namespaced commands start) stays visible to them.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -43,3 +42,10 @@ def remove_stale_instances() -> list[str]:
                 except OSError:
                     pass
     return removed
+
+
+def unmount_if_unused() -> bool:
+    """Unmount our tracefs (when no live testbed may still use it)."""
+    if not MOUNT.is_dir() or subprocess.run(["mountpoint", "-q", str(MOUNT)]).returncode != 0:
+        return False
+    return subprocess.run(["umount", str(MOUNT)], capture_output=True).returncode == 0
