@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from .commands import fairness as fairness_cmds
 from .commands import link as link_cmds
 from .commands import report as report_cmds
 from .commands import run as run_cmds
@@ -31,6 +32,7 @@ def version() -> None:
 link_cmds.register(app)
 report_cmds.register(app)
 states_cmds.register(app)
+fairness_cmds.register(app)
 run_cmds.register(app)
 
 
