@@ -127,8 +127,10 @@ class Runner:
 
     def _run_grid(self, store: Store) -> None:
         cells = self.scenario.cells()
-        todo = [c for c in cells if not self._cell_done(store, c)]
-        self.summary.skipped_done = sum(self._settled_count(store, c) for c in cells)
+        per_cell = self.scenario.rounds * len(self.scenario.arms)
+        settled = {c.id: len(self._settled(store, c)) for c in cells}
+        todo = [c for c in cells if settled[c.id] < per_cell]
+        self.summary.skipped_done = sum(settled.values())
         self.progress("start", total=self.scenario.total_runs(), done=self.summary.skipped_done)
         if not todo:
             return
@@ -175,12 +177,6 @@ class Runner:
             if r.status in ("ok", "protocol_mismatch") or r.n > self.scenario.retries:
                 settled.add((int(r.round), r.arm))
         return settled
-
-    def _settled_count(self, store: Store, cell: Cell) -> int:
-        return len(self._settled(store, cell))
-
-    def _cell_done(self, store: Store, cell: Cell) -> bool:
-        return self._settled_count(store, cell) >= self.scenario.rounds * len(self.scenario.arms)
 
     def _run_cell(self, store: Store, tb: Testbed, servers: _Servers, cell: Cell) -> None:
         settled = self._settled(store, cell)
