@@ -133,6 +133,27 @@ def test_reconfigure_changes_the_link():
         assert tb.linkem_stats()["directions"]["up"]["packets"] > 0
 
 
+def _cpu_latency_target_us() -> int:
+    import struct
+    with open("/dev/cpu_dma_latency", "rb") as f:  # reads the kernel's current aggregate
+        return struct.unpack("i", f.read(4))[0]
+
+
+@needs_testbed("linkem")
+def test_idle_cpus_poll_while_a_testbed_or_linkem_lives():
+    """The testbed and linkem each hold a 0 us CPU wake-up latency request (idle vCPUs poll
+    instead of halting and being woken late by the hypervisor), and both let go."""
+    from longlook.testbed import Testbed
+    before = _cpu_latency_target_us()
+    with Testbed(PROFILE) as tb:
+        assert _cpu_latency_target_us() == 0
+        assert tb.linkem_stats()["cpu_latency_hold_us"] == 0
+        os.close(tb._cpu_latency_fd)  # the testbed's own request gone: linkem's remains
+        tb._cpu_latency_fd = None
+        assert _cpu_latency_target_us() == 0
+    assert _cpu_latency_target_us() == before != 0
+
+
 @needs_testbed("linkem")
 def test_sigterm_tears_down():
     p, linkem_pid = _start_runner("sigterm", "linkem")

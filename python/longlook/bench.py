@@ -2,7 +2,8 @@
 
 Figures (the targets of the link-emulation issue):
 - bulk TCP goodput at 5, 10, 50, 100 Mbit/s as % of the most TCP can carry (1448/1500);
-- added RTT error (mean, sd, p99, max) for 10, 50, 150 ms RTT, idle and at 50% load;
+- added RTT error (mean, sd, p99, max) for 10, 50, 150 ms RTT, idle and at 50% load, over
+  all probes and over the probes no machine stall overlapped (stalls measured alongside);
 - measured loss for 1% and 2% configured, with the 99% binomial interval;
 - the most linkem forwards (10 Gbit/s configured, 20 ms each way, iperf3 with 4 streams)
   and the CPU it uses doing so.
@@ -14,12 +15,15 @@ from __future__ import annotations
 import os
 import time
 
+import numpy as np
+
 from .linkcheck import binomial_interval, expected_rtt_ms, most_tcp_goodput, RTT_PROBE_SIZE, UDP_IP_OVERHEAD
 from .linkprofile import LinkProfile
 from .testbed import Testbed
 from .testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
 from .testbed.ownership import all_records
 from .testbed.processes import cpu_seconds
+from .testbed.stalls import StallMonitor, probes_hit, stalls_within
 
 
 def _profile(name: str, rate_mbit: float, rtt_ms: float, buffer_bytes: int | None = None,
@@ -48,18 +52,45 @@ def bench_tcp(tb: Testbed, probe: PathProbe, duration_s: float) -> list[dict]:
 RTT_LOAD_MBIT = 50.0  # "50% load" of the 100 Mbit/s RTT-bench link
 
 
+def _summary(x: np.ndarray) -> dict:
+    return {"n": int(x.size), "mean": float(x.mean()), "sd": float(x.std(ddof=1)),
+            "p99": float(np.percentile(x, 99)), "max": float(x.max())}
+
+
+def measure_rtt(probe: PathProbe, count: int, load_mbit: float) -> dict:
+    """RTT probes with the machine-stall monitor running: the raw summary of every probe,
+    and the summary of the probes no machine stall overlapped (see testbed/stalls.py)."""
+    with StallMonitor() as monitor:
+        r = probe.rtt(count=count, interval_ms=2, size=RTT_PROBE_SIZE, load_mbit=load_mbit, samples=True)
+    rtt = np.asarray(r["samples_ms"], dtype=float)
+    sent = np.asarray(r["sent_mono_ms"], dtype=float)
+    hit = np.asarray(probes_hit(list(sent), list(rtt), monitor.stalls), dtype=bool)
+    during = stalls_within(monitor.stalls, float(sent.min()), float((sent + rtt).max()))
+    return {"all": _summary(rtt), "unstalled": _summary(rtt[~hit]), "probes_hit": int(hit.sum()),
+            "stalls": len(during), "stall_max_ms": max((s.late_ms for s in during), default=0.0),
+            "stall_total_ms": sum(s.late_ms for s in during)}
+
+
 def bench_rtt_baseline(count: int) -> dict[float, dict]:
     """The same probes over the same topology with plain kernel forwarding and no linkem:
-    the RTT and jitter the host itself adds (veths, namespaces, waking idle vCPUs). What
-    linkem adds is measured against this, per load level."""
+    the RTT and jitter the host itself adds (veths, namespaces, scheduling). What linkem adds
+    is measured against this, per load level."""
     with Testbed(None) as plain, PathProbe(plain) as probe:
-        return {load: probe.rtt(count=count, interval_ms=2, size=RTT_PROBE_SIZE, load_mbit=load)["rtt_ms"]
-                for load in (0.0, RTT_LOAD_MBIT)}
+        return {load: measure_rtt(probe, count, load) for load in (0.0, RTT_LOAD_MBIT)}
+
+
+def _errors(m: dict, expected: float, base: dict) -> dict:
+    """Raw error (measured - configured) and the error linkem adds over the plain path:
+    mean minus the plain path's mean, sd as sqrt(sd^2 - sd_plain^2) (independent noise)."""
+    return {"mean_err_ms": m["mean"] - expected, "sd_ms": m["sd"], "p99_err_ms": m["p99"] - expected,
+            "max_err_ms": m["max"] - expected, "plain_mean_ms": base["mean"], "plain_sd_ms": base["sd"],
+            "added_mean_err_ms": m["mean"] - expected - base["mean"],
+            "added_sd_ms": max(0.0, m["sd"] ** 2 - base["sd"] ** 2) ** 0.5, "n": m["n"]}
 
 
 def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, dict]) -> list[dict]:
-    """Raw error (measured - configured) and the error linkem adds over the plain path:
-    mean minus the plain path's mean, sd as sqrt(sd^2 - sd_plain^2) (independent noise)."""
+    """Per RTT and load: the errors over all probes (the headline, tails included), the same
+    over the probes no machine stall overlapped (`unstalled`), and the stalls themselves."""
     rows = []
     rate = 100.0
     for rtt in (10, 50, 150):
@@ -67,18 +98,17 @@ def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, d
         expected = expected_rtt_ms(p, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
         for load in (0.0, RTT_LOAD_MBIT):
             tb.reconfigure(p)  # fresh linkem counters per cell
-            r = probe.rtt(count=count, interval_ms=2, size=RTT_PROBE_SIZE, load_mbit=load)["rtt_ms"]
+            m = measure_rtt(probe, count, load)
             base = baseline[load]
             time.sleep(0.25)  # linkem rewrites its stats every 100 ms
             late = sum(d.get("late_releases_over_1ms", 0)
                        for d in tb.linkem_stats()["directions"].values())
             rows.append({"rtt_ms": rtt, "load_mbit": load, "expected_ms": expected,
-                         "mean_err_ms": r["mean"] - expected, "sd_ms": r["sd"],
-                         "p99_err_ms": r["p99"] - expected, "max_err_ms": r["max"] - expected,
-                         "plain_mean_ms": base["mean"], "plain_sd_ms": base["sd"],
-                         "added_mean_err_ms": r["mean"] - expected - base["mean"],
-                         "added_sd_ms": max(0.0, r["sd"] ** 2 - base["sd"] ** 2) ** 0.5,
-                         "n": r["n"], "linkem_late_over_1ms": late})
+                         **_errors(m["all"], expected, base["all"]),
+                         "unstalled": _errors(m["unstalled"], expected, base["unstalled"]),
+                         "probes_hit": m["probes_hit"], "stalls": m["stalls"],
+                         "stall_max_ms": m["stall_max_ms"], "stall_total_ms": m["stall_total_ms"],
+                         "plain_stalls": base["stalls"], "linkem_late_over_1ms": late})
     return rows
 
 
@@ -125,7 +155,9 @@ def run_bench(quick: bool = False) -> dict:
                       "loadavg_after": os.getloadavg(), "other_testbeds_running": others}
     result["note"] = ("Figures include the host's scheduling noise (see host: load average, "
                       "other testbeds). RTT errors are measured minus (delays + probe "
-                      "serialisation); linkem_late = releases over 1 ms late, by linkem's count.")
+                      "serialisation); linkem_late = releases over 1 ms late, by linkem's count (whole "
+                      "cell, probe start and exit included). Testbeds and linkem hold a 0 us "
+                      "CPU wake-up latency request (idle vCPUs poll rather than halt).")
     return result
 
 
@@ -154,6 +186,14 @@ def print_bench(result: dict) -> None:
           [[r["rtt_ms"], r["load_mbit"], r["mean_err_ms"], r["sd_ms"], r["p99_err_ms"],
             r["max_err_ms"], r["plain_sd_ms"], r["added_mean_err_ms"], r["added_sd_ms"], r["n"],
             r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
+    table("the same without the probes a machine stall overlapped (a SCHED_FIFO 90 thread per "
+          "CPU woke > 0.3 ms late: the CPU ran nothing, so every process waited)",
+          ["RTT", "load Mbit/s", "stalls", "longest ms", "probes hit", "mean err", "sd",
+           "p99 err", "max err", "added mean", "added sd", "plain stalls"],
+          [[r["rtt_ms"], r["load_mbit"], r["stalls"], r["stall_max_ms"], r["probes_hit"],
+            r["unstalled"]["mean_err_ms"], r["unstalled"]["sd_ms"], r["unstalled"]["p99_err_ms"],
+            r["unstalled"]["max_err_ms"], r["unstalled"]["added_mean_err_ms"],
+            r["unstalled"]["added_sd_ms"], r["plain_stalls"]] for r in result["rtt_error"]])
     table("random loss (50 Mbit/s, UDP at 25 Mbit/s)",
           ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
           [[r["configured"], r["direction"], r["sent"], r["lost"], r["measured"],

@@ -65,6 +65,13 @@ struct RunArgs {
     /// Spin instead of sleeping for this many µs before a deadline (costs CPU).
     #[arg(long, default_value_t = 0)]
     busy_poll_us: u64,
+    /// Hold a PM QoS request for this CPU wake-up latency (µs) while running; 0 keeps idle
+    /// CPUs polling, so timer wake-ups are not delayed by waking a halted (v)CPU.
+    #[arg(long, default_value_t = 0)]
+    cpu_latency_us: u32,
+    /// Do not make the CPU wake-up latency request (idle CPUs may halt).
+    #[arg(long)]
+    no_cpu_latency_hold: bool,
     /// Bytes of each packet copied from the kernel (IP + transport headers).
     #[arg(long, default_value_t = 128)]
     copy_bytes: u32,
@@ -123,6 +130,18 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             None
         }
     };
+    let cpu_latency = if args.no_cpu_latency_hold {
+        None
+    } else {
+        match sys::hold_cpu_wakeup_latency(args.cpu_latency_us) {
+            Ok(f) => Some((f, args.cpu_latency_us)),
+            Err(e) => {
+                eprintln!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late");
+                None
+            }
+        }
+    };
+    let cpu_latency_us = cpu_latency.as_ref().map(|(_, us)| *us);
     let clock = sys::Clock::start();
     let stop = Arc::new(AtomicBool::new(false));
     let timing = Timing {
@@ -184,6 +203,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
                 guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
             let mut doc = stats_json(elapsed, &dirs);
             doc["seed"] = seed.into();
+            doc["cpu_latency_hold_us"] = cpu_latency_us.into();
             if let Err(e) = write_atomic(path, &doc) {
                 eprintln!("linkem: --stats {}: {e}", path.display());
             }

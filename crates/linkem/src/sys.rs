@@ -52,6 +52,18 @@ pub fn set_realtime(priority: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// Ask the kernel's PM QoS for at most `max_us` of CPU wake-up latency, for as long as the
+/// returned file stays open (the request is dropped when it closes, also when the process
+/// dies). With 0, idle CPUs poll instead of halting. On a VM that matters: a halted vCPU is
+/// woken by the hypervisor, which here delivered timer interrupts 0.2-9 ms late under load and
+/// made linkem's releases (and the endpoints' wake-ups) that late; a polling vCPU is not.
+pub fn hold_cpu_wakeup_latency(max_us: u32) -> io::Result<std::fs::File> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new().write(true).open("/dev/cpu_dma_latency")?;
+    f.write_all(&(max_us as i32).to_ne_bytes())?;
+    Ok(f)
+}
+
 fn termination_set() -> libc::sigset_t {
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();

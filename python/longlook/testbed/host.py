@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
+import warnings
 from functools import cache
 
 from ..errors import LonglookError
@@ -34,6 +36,22 @@ def tool(name: str) -> str:
         raise TestbedError(f"'{name}' is not installed; the testbed needs it",
                            hint=f"install it: apt-get install {pkg}")
     return found
+
+
+def hold_cpu_wakeup_latency(max_us: int = 0) -> int | None:
+    """Ask the kernel's PM QoS for at most `max_us` of CPU wake-up latency until the returned
+    fd is closed (the kernel drops the request then, also if we die). With 0, idle CPUs poll
+    instead of halting. On this VM a halted vCPU is woken by the hypervisor, which delivered
+    timers 0.2-9 ms late under load: every endpoint's and probe's wake-up paid for it. linkem
+    holds the same request; holding it here too keeps a testbed without linkem (the plain
+    baseline of `bench link`) on equal terms. None if the kernel refused (a warning)."""
+    try:
+        fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY | os.O_CLOEXEC)
+    except OSError as e:
+        warnings.warn(f"/dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late", stacklevel=2)
+        return None
+    os.write(fd, struct.pack("i", max_us))
+    return fd
 
 
 def preflight() -> None:

@@ -13,6 +13,7 @@ removes them (they are recorded in ownership.RUNTIME_DIR).
 from __future__ import annotations
 
 import atexit
+import os
 import re
 import secrets
 import shutil
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
-from .host import TestbedError, preflight, tool
+from .host import TestbedError, hold_cpu_wakeup_latency, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
 
@@ -73,6 +74,7 @@ class Testbed:
         self._previous_handlers: dict[int, object] = {}
         self._lock = threading.Lock()
         self._open = False
+        self._cpu_latency_fd: int | None = None
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -95,6 +97,7 @@ class Testbed:
         self._record = ownership.new_record(self.id, list(self.ns.values()), self.workdir)
         self._record.save()  # before creating anything, so a crash mid-setup is cleanable
         self._open = True
+        self._cpu_latency_fd = hold_cpu_wakeup_latency(0)
         _open_testbeds.add(self)
         self._install_signal_handlers()
         try:
@@ -130,6 +133,9 @@ class Testbed:
                 self._record.remove()
             if self._own_workdir and self.workdir is not None:
                 shutil.rmtree(self.workdir, ignore_errors=True)
+            if self._cpu_latency_fd is not None:
+                os.close(self._cpu_latency_fd)
+                self._cpu_latency_fd = None
             self._restore_signal_handlers()
             _open_testbeds.discard(self)
 

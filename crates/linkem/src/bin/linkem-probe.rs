@@ -20,7 +20,8 @@ linkem-probe: measure an emulated path end to end
       Small timestamped UDP probes, echoed. --size is the UDP payload (IP size = size + 28).
       --load-mbit: paced 1200-byte UDP load, echoed, so both directions carry X Mbit/s.
       JSON: sent, received, lost, loss_rate, reordered, duplicates, rtt_ms{n,mean,sd,min,p50,
-      p90,p99,max} (+ samples_ms with --samples).
+      p90,p99,max} (+ with --samples: samples_ms, and sent_mono_ms, each probe's send time
+      on CLOCK_MONOTONIC, aligned with samples_ms).
   linkem-probe udp --target ADDR --rate-mbit R --duration-s D [--size 1200]
                    [--interval-ms 100] [--drain-ms 1500]
       Paced sequenced datagrams at R Mbit/s of IP bits (size + 28 bytes each). The receiver
@@ -31,6 +32,12 @@ linkem-probe: measure an emulated path end to end
       Bulk TCP for D seconds; goodput measured at the receiver.
       JSON: received_bytes, span_s, goodput_mbit (payload bits, accept..last byte),
       intervals [[t_ms, payload_bytes, reads], ...].
+  linkem-probe stalls [--period-us 1000] [--threshold-us 300] [--duration-s N]
+      Machine stall monitor: a pinned SCHED_FIFO 90 thread per CPU wakes every period and
+      records wake-ups later than the threshold (the CPU could not run anything: interrupts,
+      or the hypervisor not running the vCPU). Prints `ready`, runs until SIGTERM/SIGINT or
+      the duration. JSON: cpus, period_ms, threshold_ms, start_mono_ms, end_mono_ms, wakeups,
+      stalls [[cpu, due_mono_ms, late_ms], ...] (CLOCK_MONOTONIC).
 
 Exit 0 with the JSON on stdout; 2 on a usage error; 1 when the measurement failed.
 ";
@@ -108,6 +115,16 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
                 target: target()?,
                 duration: secs("duration-s")?,
                 interval_ms: a.get("interval-ms", Some(100)).map_err(Usage)?,
+            }).map(Some).map_err(Run)
+        }
+        "stalls" => {
+            a.only(&["period-us", "threshold-us", "duration-s"]).map_err(Usage)?;
+            let us = |k: &str, d: u64| a.get::<u64>(k, Some(d)).map(Duration::from_micros).map_err(Usage);
+            let dur = a.get::<f64>("duration-s", Some(0.0)).map_err(Usage)?;
+            probe::stalls::run(probe::stalls::StallOptions {
+                period: us("period-us", 1000)?,
+                threshold: us("threshold-us", 300)?,
+                duration: (dur > 0.0).then(|| Duration::from_secs_f64(dur)),
             }).map(Some).map_err(Run)
         }
         other => Err(Usage(format!("unknown subcommand '{other}'"))),

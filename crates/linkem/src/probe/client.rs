@@ -65,6 +65,7 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
     };
 
     let epoch = Instant::now();
+    let epoch_mono_ns = super::stalls::monotonic_ns();
     let sent = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let sender = {
@@ -85,7 +86,8 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
         })
     };
 
-    let mut rtts: Vec<Option<f64>> = vec![None; o.count as usize];
+    // (send time since epoch in ns, RTT in ms) per sequence number
+    let mut rtts: Vec<Option<(u64, f64)>> = vec![None; o.count as usize];
     let (mut received, mut reordered, mut duplicates) = (0u64, 0u64, 0u64);
     let mut max_seq: Option<u64> = None;
     let mut buf = vec![0u8; 65536];
@@ -113,7 +115,7 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
             duplicates += 1;
             continue;
         }
-        *slot = Some(now_ns.saturating_sub(h.sent_ns) as f64 / 1e6);
+        *slot = Some((h.sent_ns, now_ns.saturating_sub(h.sent_ns) as f64 / 1e6));
         received += 1;
         match max_seq {
             Some(m) if h.seq < m => reordered += 1,
@@ -125,7 +127,7 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
     let load_sent = load.map(|h| h.join().unwrap_or(0)).unwrap_or(0);
 
     let sent = sent.load(Ordering::Relaxed);
-    let samples: Vec<f64> = rtts.iter().flatten().copied().collect();
+    let samples: Vec<f64> = rtts.iter().flatten().map(|s| s.1).collect();
     let lost = sent - received;
     let mut doc = Obj::new().str("kind", "rtt").str("target", &o.target.to_string())
         .int("count", o.count).float("interval_ms", o.interval.as_secs_f64() * 1e3)
@@ -138,6 +140,9 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
     if o.samples {
         let list: Vec<String> = samples.iter().map(|x| json::num(*x)).collect();
         doc = doc.raw("samples_ms", format!("[{}]", list.join(", ")));
+        let sent: Vec<String> =
+            rtts.iter().flatten().map(|s| json::num((epoch_mono_ns + s.0) as f64 / 1e6)).collect();
+        doc = doc.raw("sent_mono_ms", format!("[{}]", sent.join(", ")));
     }
     Ok(doc.build())
 }

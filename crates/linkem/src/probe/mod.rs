@@ -9,5 +9,6 @@ pub mod json;
 pub mod pacing;
 pub mod serve;
 pub mod sockbuf;
+pub mod stalls;
 pub mod stats;
 pub mod wire;

@@ -1,0 +1,123 @@
+//! Machine stall monitor: one SCHED_FIFO thread per CPU, pinned, waking every period on an
+//! absolute timer and recording how late it woke. A thread at that priority is late only
+//! when its CPU could not run it at all: interrupts or softirqs held it, or the hypervisor
+//! did not run the vCPU. The RTT bench uses the record to tell such stalls, which hit every
+//! process on the machine, from the emulator's own error (cyclictest measures the same
+//! thing; it is not packaged for this host's use, and the probe needs the record per event).
+
+use super::json::{num, Obj};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Above linkem's direction threads (50), so linkem's own work never shows as a stall.
+const PRIORITY: i32 = 90;
+
+pub struct StallOptions {
+    pub period: Duration,
+    pub threshold: Duration,
+    pub duration: Option<Duration>,
+}
+
+/// CLOCK_MONOTONIC in ns: the clock of the probe's `sent_mono_ms` and of kernel traces.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
+struct Stall {
+    cpu: usize,
+    due_ns: u64,
+    late_ns: u64,
+}
+
+fn pin_and_raise(cpu: usize) -> Result<(), String> {
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) != 0 {
+            return Err(format!("pinning to CPU {cpu}: {}", std::io::Error::last_os_error()));
+        }
+        let param = libc::sched_param { sched_priority: PRIORITY };
+        if libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) != 0 {
+            return Err(format!("SCHED_FIFO {PRIORITY}: {} (run as root)", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, wakeups: &Mutex<u64>) -> Result<(), String> {
+    pin_and_raise(cpu)?;
+    let period = o.period.as_nanos() as u64;
+    let threshold = o.threshold.as_nanos() as u64;
+    let mut due = monotonic_ns() + period;
+    let mut n = 0u64;
+    while !STOP.load(Ordering::Relaxed) {
+        let ts = libc::timespec { tv_sec: (due / 1_000_000_000) as _, tv_nsec: (due % 1_000_000_000) as _ };
+        unsafe { libc::clock_nanosleep(libc::CLOCK_MONOTONIC, libc::TIMER_ABSTIME, &ts, std::ptr::null_mut()) };
+        let now = monotonic_ns();
+        n += 1;
+        let late = now.saturating_sub(due);
+        if late > threshold {
+            stalls.lock().unwrap().push(Stall { cpu, due_ns: due, late_ns: late });
+        }
+        // After a stall, restart the schedule from now: one stall, one record.
+        due = if late > period { now + period } else { due + period };
+    }
+    *wakeups.lock().unwrap() += n;
+    Ok(())
+}
+
+/// Runs until SIGTERM/SIGINT (or the duration), then returns the JSON record.
+pub fn run(o: StallOptions) -> Result<String, String> {
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as extern "C" fn(libc::c_int) as libc::sighandler_t);
+    }
+    let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let o = Arc::new(o);
+    let stalls = Arc::new(Mutex::new(Vec::new()));
+    let wakeups = Arc::new(Mutex::new(0u64));
+    let start = monotonic_ns();
+    let threads: Vec<_> = (0..cpus)
+        .map(|cpu| {
+            let (o, stalls, wakeups) = (o.clone(), stalls.clone(), wakeups.clone());
+            std::thread::spawn(move || watch(cpu, &o, &stalls, &wakeups))
+        })
+        .collect();
+    println!("ready");
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(10));
+        if o.duration.is_some_and(|d| monotonic_ns() - start >= d.as_nanos() as u64) {
+            STOP.store(true, Ordering::Relaxed);
+        }
+    }
+    for t in threads {
+        t.join().map_err(|_| "a monitor thread panicked".to_string())??;
+    }
+    let end = monotonic_ns();
+    let mut stalls = std::mem::take(&mut *stalls.lock().unwrap());
+    stalls.sort_by_key(|s| s.due_ns);
+    let list: Vec<String> = stalls
+        .iter()
+        .map(|s| format!("[{}, {}, {}]", s.cpu, num(s.due_ns as f64 / 1e6), num(s.late_ns as f64 / 1e6)))
+        .collect();
+    let wakeups = *wakeups.lock().unwrap();
+    Ok(Obj::new()
+        .str("kind", "stalls")
+        .int("cpus", cpus as u64)
+        .float("period_ms", o.period.as_secs_f64() * 1e3)
+        .float("threshold_ms", o.threshold.as_secs_f64() * 1e3)
+        .float("start_mono_ms", start as f64 / 1e6)
+        .float("end_mono_ms", end as f64 / 1e6)
+        .int("wakeups", wakeups)
+        .raw("stalls", format!("[{}]", list.join(", ")))
+        .build())
+}
