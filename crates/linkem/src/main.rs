@@ -130,18 +130,15 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             None
         }
     };
-    let cpu_latency = if args.no_cpu_latency_hold {
+    // Held (open) until run() returns; the kernel drops the request when it closes.
+    let cpu_latency_hold = if args.no_cpu_latency_hold {
         None
     } else {
-        match sys::hold_cpu_wakeup_latency(args.cpu_latency_us) {
-            Ok(f) => Some((f, args.cpu_latency_us)),
-            Err(e) => {
-                eprintln!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late");
-                None
-            }
-        }
+        sys::hold_cpu_wakeup_latency(args.cpu_latency_us)
+            .map_err(|e| eprintln!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late"))
+            .ok()
     };
-    let cpu_latency_us = cpu_latency.as_ref().map(|(_, us)| *us);
+    let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
     let clock = sys::Clock::start();
     let stop = Arc::new(AtomicBool::new(false));
     let timing = Timing {

@@ -11,7 +11,6 @@ import bisect
 import json
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 
 from ..binaries import find_binary
@@ -42,7 +41,6 @@ class StallMonitor:
         if line != "ready":
             self.proc.kill()
             raise TestbedError(f"linkem-probe stalls did not start: {self.proc.stderr.read()[:300]}")
-        time.sleep(0.01)  # the threads are pinned and raised by now
         return self
 
     def __exit__(self, *exc) -> None:

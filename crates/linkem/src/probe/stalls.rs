@@ -7,7 +7,7 @@
 
 use super::json::{num, Obj};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
 
 /// Above linkem's direction threads (50), so linkem's own work never shows as a stall.
@@ -53,8 +53,11 @@ fn pin_and_raise(cpu: usize) -> Result<(), String> {
     Ok(())
 }
 
-fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, wakeups: &Mutex<u64>) -> Result<(), String> {
-    pin_and_raise(cpu)?;
+/// Watches one CPU until STOP; returns its number of wake-ups.
+fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, started: &Barrier) -> Result<u64, String> {
+    let raised = pin_and_raise(cpu);
+    started.wait(); // also on failure, so `ready` is never waited for in vain
+    raised?;
     let period = o.period.as_nanos() as u64;
     let threshold = o.threshold.as_nanos() as u64;
     let mut due = monotonic_ns() + period;
@@ -71,8 +74,7 @@ fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, wakeups: &Mut
         // After a stall, restart the schedule from now: one stall, one record.
         due = if late > period { now + period } else { due + period };
     }
-    *wakeups.lock().unwrap() += n;
-    Ok(())
+    Ok(n)
 }
 
 /// Runs until SIGTERM/SIGINT (or the duration), then returns the JSON record.
@@ -84,14 +86,15 @@ pub fn run(o: StallOptions) -> Result<String, String> {
     let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let o = Arc::new(o);
     let stalls = Arc::new(Mutex::new(Vec::new()));
-    let wakeups = Arc::new(Mutex::new(0u64));
+    let started = Arc::new(Barrier::new(cpus + 1));
     let start = monotonic_ns();
     let threads: Vec<_> = (0..cpus)
         .map(|cpu| {
-            let (o, stalls, wakeups) = (o.clone(), stalls.clone(), wakeups.clone());
-            std::thread::spawn(move || watch(cpu, &o, &stalls, &wakeups))
+            let (o, stalls, started) = (o.clone(), stalls.clone(), started.clone());
+            std::thread::spawn(move || watch(cpu, &o, &stalls, &started))
         })
         .collect();
+    started.wait(); // every thread pinned and raised (or failed) before we say `ready`
     println!("ready");
     while !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
@@ -99,8 +102,9 @@ pub fn run(o: StallOptions) -> Result<String, String> {
             STOP.store(true, Ordering::Relaxed);
         }
     }
+    let mut wakeups = 0;
     for t in threads {
-        t.join().map_err(|_| "a monitor thread panicked".to_string())??;
+        wakeups += t.join().map_err(|_| "a monitor thread panicked".to_string())??;
     }
     let end = monotonic_ns();
     let mut stalls = std::mem::take(&mut *stalls.lock().unwrap());
@@ -109,7 +113,6 @@ pub fn run(o: StallOptions) -> Result<String, String> {
         .iter()
         .map(|s| format!("[{}, {}, {}]", s.cpu, num(s.due_ns as f64 / 1e6), num(s.late_ns as f64 / 1e6)))
         .collect();
-    let wakeups = *wakeups.lock().unwrap();
     Ok(Obj::new()
         .str("kind", "stalls")
         .int("cpus", cpus as u64)
