@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from longlook.states import QlogFile, qlog_from_events
+from longlook.analyses.states import QlogFile, qlog_from_events
 
 
 def ev(t: float, name: str, **data) -> dict:

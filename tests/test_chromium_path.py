@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from testbed_helpers import needs_testbed
 
-from longlook.clients import fetcher
-from longlook.clients.chromium_driver import DEFAULT_CHROMIUM
-from longlook.clients.har import validate_har
-from longlook.endpoint import SERVER_ADDR, EndpointServer, ServerOptions
+from longlook.stacks.clients import fetcher
+from longlook.stacks.clients.chromium_driver import DEFAULT_CHROMIUM
+from longlook.stacks.clients.har import validate_har
+from longlook.stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions
 from longlook.linkprofile import LinkProfile
 from longlook.testbed import Testbed
 from longlook.testbed.processes import pids_in_namespace

@@ -13,16 +13,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longlook.clients import KNOWN_CLIENTS, fetcher
-from longlook.clients.chromium import chromium_path, classify, quic_mode
-from longlook.clients.chromium_driver import browser_argv
-from longlook.clients.har import build_har, validate_har
-from longlook.clients.page_load import NetworkLog, fetch_document, protocol_label
+from longlook.stacks.clients import KNOWN_CLIENTS, fetcher
+from longlook.stacks.clients.chromium import chromium_path, classify, quic_mode
+from longlook.stacks.clients.chromium_driver import browser_argv
+from longlook.stacks.clients.har import build_har, validate_har
+from longlook.stacks.clients.page_load import NetworkLog, fetch_document, protocol_label
 from longlook.errors import LonglookError
 from longlook.report import analyse, build_report
-from longlook.report.sections.clients import section
-from longlook.scenario import Scenario, load_scenario
-from longlook.store import RunRecord, Store, environment_versions
+from longlook.kinds.pageload.sections import clients_section as section
+from longlook.core.spec import load_scenario
+from longlook.kinds.pageload import Scenario
+from longlook.core.record import new_run_id
+from longlook.core.store import Store, environment_versions
+from longlook.kinds.pageload import record_from_fetch
 
 DATA = Path(__file__).parent / "data"
 REAL_HAR = DATA / "chromium-h3-10x100k.har"  # Chromium 156, h3, 10 Mbit/s 36 ms, 10 x 100 KB
@@ -233,7 +236,7 @@ def _experiment(directory: Path) -> Scenario:
                     plt = 1000 * FACTORS[arm.label] * rng.normal(1, 0.01)
                     doc = {"protocol_requested": arm.protocol, "protocol": arm.protocol, "ok": True,
                            "plt_ms": plt, "objects": []}
-                    st.record_run(RunRecord.from_fetch(doc, run_id=st.new_run_id(), cell_id=cell.id,
+                    st.record_run(record_from_fetch(doc, run_id=new_run_id(), cell_id=cell.id,
                                                        round=rnd, position=pos, arm=arm.label))
         st.finish_experiment()
     return sc

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from testbed_helpers import needs_testbed
 
-from longlook.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from longlook.stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
 from longlook.linkprofile import LinkProfile
 from longlook.testbed import Testbed
 

@@ -13,11 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from longlook.errors import LonglookError
-from longlook.fairness import (FairnessScenario, FairnessStore, FlowOutcome, FlowSpec,
-                               cell_summary, example_run, expected_shares,
-                               flow_counters, jain_index, measure_run, read_flow_log, shares,
-                               table4, weighted_jain_index, write_fairness_report)
-from longlook.fairness.cwnd import downsample, read_cwnd
+from longlook.core.record import RunRecord
+from longlook.core.store import Store
+from longlook.kinds.fairness import (FairnessScenario, FlowOutcome, FlowSpec, cell_summary,
+                                     example_run, expected_shares, flow_counters, jain_index,
+                                     measure_run, measurement, read_flow_log, shares, table4,
+                                     weighted_jain_index)
+from longlook.kinds.fairness.cwnd import downsample, read_cwnd
+from longlook.kinds.fairness.sections import FairnessData
+from longlook.report import analyse, build_report
 
 CLIENT, SERVER = "198.18.1.2", "198.18.2.2:4433"
 
@@ -202,7 +206,7 @@ def test_swept_buffer_replaces_a_per_direction_buffer():
 
 
 @pytest.mark.parametrize("edit, field", [
-    ("[[matchups]]\nquic = 1\ntcp = 2", "matchups.0"),  # replaced below with a 1-flow matchup
+    ("[[matchups]]\nquic = 1\ntcp = 2", "matchups[0]"),  # replaced below with a 1-flow matchup
     ("rate_mbit = 5", "link"),
     ("n_conn = [1, 2]", "sweep.n_conn"),
     ("runs = 2", "runs"),
@@ -238,10 +242,15 @@ def store_cell():
     return FairnessScenario.from_toml(SCENARIO).cells()[0]
 
 
-def _filled_store(tmp_path: Path) -> FairnessStore:
+def _record(run_id: str, cell, round_index: int, m, attempt: int = 1) -> RunRecord:
+    return RunRecord.of(measurement(m, 1000.0 + round_index), run_id=run_id, cell_id=cell.id,
+                        round=round_index, position=0, arm="flows", attempt=attempt)
+
+
+def _filled_store(tmp_path: Path) -> Store:
     scenario = FairnessScenario.from_toml(SCENARIO)
-    store = FairnessStore.open(tmp_path / "exp")
-    store.start(scenario, resume=False)
+    store = Store.open(tmp_path / "exp")
+    store.start_experiment(scenario)
     cell = scenario.cells()[0]  # QUIC vs TCPx2
     for i, (q, t1, t2) in enumerate([(3.0, 1.0, 1.0), (2.0, 1.5, 1.5)]):
         m = _unequal_run(tmp_path)
@@ -255,17 +264,18 @@ def _filled_store(tmp_path: Path) -> FairnessStore:
         # cwnd samples; the one at 20 s lies outside the shared window (0..10 s)
         m.cwnd = pd.DataFrame({"flow": ["QUIC"] * 3, "t_s": [1.0, 5.0, 20.0],
                                "cwnd_bytes": [10_000.0, 20_000.0 + i * 10_000, 99_999.0]})
-        store.record_run(f"run{i}", cell, i, 1000.0 + i, m)
+        store.record_run(_record(f"run{i}", cell, i, m))
     failed = _unequal_run(tmp_path)
     failed.status, failed.error = "failed", "TCP: timeout"
     failed.flows[0].router_mbit = 99.0
-    store.record_run("run-bad", cell, 2, 1002.0, failed)
+    store.record_run(_record("run-bad", cell, 2, failed))
     return store
 
 
 def test_table4_means_and_sds_over_ok_runs(tmp_path: Path):
     with _filled_store(tmp_path) as store:
-        cells, runs, flows = store.cells(), store.runs(), store.flows()
+        data = FairnessData(store, store.runs_frame())
+        cells, runs, flows = data.cells, data.runs, data.flows()
         t = table4(cells, runs, flows)
         quic = t[(t["flow"] == "QUIC")].iloc[0]
         assert quic["n"] == 2  # the failed run is left out
@@ -278,31 +288,29 @@ def test_table4_means_and_sds_over_ok_runs(tmp_path: Path):
         assert (first["runs"], first["ok"]) == (3, 2)
         assert first["jain_mean"] == pytest.approx(np.mean([jain_index([3, 1, 1]), jain_index([2, 1.5, 1.5])]))
         assert example_run(runs, first["cell_id"]) in ("run0", "run1")
-        assert store.completed_runs() == {(first["cell_id"], 0), (first["cell_id"], 1)}  # not the failed one
-        assert len(store.timeline("run0")) == 20
-        cw = store.mean_cwnd()
+        assert store.completed_runs(first["cell_id"]) == {(0, "flows"), (1, "flows")}  # not the failed one
+        assert len(data.timeline("run0")) == 20
+        cw = data.mean_cwnd()
         assert cw.loc[cw["flow"] == "QUIC", "cwnd_kb"].item() == pytest.approx((15 + 20) / 2)
-        # redoing the failed run replaces it
-        store.record_run("run-redo", store_cell(), 2, 1003.0, _unequal_run(tmp_path))
-        runs = store.runs()
-        assert "run-bad" not in set(runs["run_id"]) and len(runs) == 3
-        assert "run-bad" not in set(store.flows()["run_id"])
-        assert len(store.completed_runs()) == 3
+        # a retried run: the failed attempt stays recorded (never counted), the retry counts
+        store.record_run(_record("run-redo", store_cell(), 2, _unequal_run(tmp_path), attempt=2))
+        runs = store.runs_frame()
+        assert set(runs["run_id"]) == {"run0", "run1", "run-bad", "run-redo"}
+        assert len(store.completed_runs(first["cell_id"])) == 3
+        assert store.settled(first["cell_id"], retries=2) == {(0, "flows"), (1, "flows"), (2, "flows")}
 
 
 def test_store_refuses_to_mix_experiments(tmp_path: Path):
     _filled_store(tmp_path).close()
-    with FairnessStore.open(tmp_path / "exp") as store:
-        with pytest.raises(LonglookError, match="--resume"):
-            store.start(FairnessScenario.from_toml(SCENARIO), resume=False)
-        store.start(FairnessScenario.from_toml(SCENARIO), resume=True)  # same scenario: fine
+    with Store.open(tmp_path / "exp") as store:
+        store.start_experiment(FairnessScenario.from_toml(SCENARIO))  # same scenario: resumes
         with pytest.raises(LonglookError, match="another"):
-            store.start(FairnessScenario.from_toml(SCENARIO.replace("runs = 2", "runs = 3")), resume=True)
+            store.start_experiment(FairnessScenario.from_toml(SCENARIO.replace("runs = 2", "runs = 3")))
 
 
 def test_report_holds_table_figures_and_failures(tmp_path: Path):
     _filled_store(tmp_path).close()
-    page = write_fairness_report(tmp_path / "exp").read_text()
+    page = build_report(tmp_path / "exp").read_text()
     assert "2.50 (0.71)" in page  # QUIC's mean (sd) Mbit/s
     assert "Jain" in page and "run-bad" in page
     assert page.count("<svg") == 2  # timeline and cwnd of the example run
@@ -310,16 +318,20 @@ def test_report_holds_table_figures_and_failures(tmp_path: Path):
     assert "fair-tl-0" in page
 
 
-def test_report_section_appears_only_with_fairness_results(tmp_path: Path):
-    from longlook.report.sections import fairness as section_module
-
-    class _Store:  # what the section needs of the page-load store
-        directory = tmp_path / "exp"
-
-    assert section_module.section(_Store(), None) is None
-    _filled_store(tmp_path).close()
-    s = section_module.section(_Store(), None)
-    assert s is not None and s.id == "fairness" and "QUIC" in s.html
+def test_a_run_flagged_by_its_path_audit_is_left_out(tmp_path: Path):
+    with _filled_store(tmp_path) as store:
+        r = _record("run-stalled", store_cell(), 3, _unequal_run(tmp_path))
+        r.metrics["jain"] = 0.1  # would drag the mean down if it counted
+        r.audit = {"released": 1000, "late_releases": 3, "max_release_late_ms": 12.5,
+                   "kernel_queue_drops": 0, "stalls": 1, "max_stall_ms": 12.0, "flagged": True,
+                   "reasons": ["machine stalled 12.0 ms (limit 5 ms)"]}
+        store.record_run(r)
+        an = analyse(store)
+        assert "run-stalled" not in set(an.counted()["run_id"])
+        s = cell_summary(FairnessData(store, an.runs).cells, an.runs)
+        assert s.iloc[0]["jain_mean"] > 0.5
+    page = build_report(tmp_path / "exp").read_text()
+    assert "run-stalled" in page and "machine stalled 12.0 ms" in page
 
 
 def test_cwnd_from_a_qlog(tmp_path: Path):
@@ -350,16 +362,3 @@ def test_cli_runs_by_default_and_shows(tmp_path: Path):
     assert shown.exit_code == 0 and "8 cells x 2 runs" in shown.output
     missing = CliRunner().invoke(app, ["fairness", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")])
     assert isinstance(missing.exception, LonglookError) and "no such scenario" in str(missing.exception)
-
-
-def test_page_load_report_picks_up_the_fairness_section(tmp_path: Path):
-    from test_report import make_experiment
-
-    from longlook.report import build_report
-
-    make_experiment(tmp_path / "exp")
-    without = build_report(tmp_path / "exp", tmp_path / "a.html").read_text()
-    assert 'id="fairness"' not in without
-    _filled_store(tmp_path).close()  # fairness results in the same directory
-    page = build_report(tmp_path / "exp", tmp_path / "b.html").read_text()
-    assert 'id="fairness"' in page and "2.50 (0.71)" in page

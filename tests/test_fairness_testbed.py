@@ -9,10 +9,12 @@ from pathlib import Path
 import pytest
 from testbed_helpers import needs_testbed
 
-from longlook.endpoint import EndpointServer, ServerOptions
-from longlook.fairness import (FairnessScenario, FairnessStore, FlowSpec, flow_counters,
-                               read_flow_log, run_concurrent_flows, run_fairness,
-                               write_fairness_report)
+from longlook.core.execute import Runner
+from longlook.core.store import Store
+from longlook.kinds.fairness import (FairnessScenario, FlowSpec, flow_counters, read_flow_log,
+                                     run_concurrent_flows)
+from longlook.report import build_report
+from longlook.stacks.endpoint import EndpointServer, ServerOptions
 from longlook.linkprofile import LinkProfile
 from longlook.testbed import Testbed
 
@@ -33,17 +35,24 @@ tcp = 2
 @needs_testbed("linkem", "endpoint")
 def test_two_identical_tcp_flows_share_fairly(tmp_path: Path):
     out = tmp_path / "exp"
-    run_fairness(FairnessScenario.from_toml(TWO_TCP), out, progress=lambda _: None)
-    with FairnessStore.open(out, read_only=True) as store:
-        run = store.runs().iloc[0]
-        flows = store.flows()
+    summary = Runner(FairnessScenario.from_toml(TWO_TCP), out).run()
+    assert summary.runs == 1
+    with Store.open(out, read_only=True) as store:
+        run = store.runs_frame().iloc[0]
+        flows = store.table("flows")
+        versions = store.experiment()["versions"]
+        checks = store.link_checks_frame()
     assert run["status"] == "ok", run["error"]
+    # what the core gives every kind: versions, the link self-check, the run's path audit
+    assert versions["endpoint"] and versions["testbed"]["sysctls"]["net.ipv4.tcp_no_metrics_save"] == 1
+    assert len(checks) == 1 and bool(checks.iloc[0]["passed"])
+    assert run["audit_released"] > 1000
     assert run["jain"] >= 0.95, flows[["flow", "router_mbit"]]
     # together they fill the link (IP bits; 10 Mbit/s configured)
     assert 8.5 <= flows["router_mbit"].sum() <= 10.2
     assert flows["stopped_early"].all()  # duration-bounded, not a finished object
     assert (flows["expected_share"] == 0.5).all()
-    assert "Jain" in write_fairness_report(out).read_text()
+    assert "Jain" in build_report(out).read_text()
 
 
 # Headers per full-size packet: TCP 52 B (IP 20 + TCP 20 + timestamps 12) on 1448 B of

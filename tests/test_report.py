@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 from longlook.commands import report as report_cmds
 from longlook.report import build_report
 from longlook.report.layout import choose_layout
-from longlook.scenario import Scenario
-from longlook.store import RunRecord, Store, environment_versions
+from longlook.kinds.pageload import Scenario
+from longlook.core.record import new_run_id
+from longlook.core.store import Store, environment_versions
+from longlook.kinds.pageload import record_from_fetch
 
 SCENARIO = '''
 name = "report-test"
@@ -41,7 +43,7 @@ def _record(store, cell, rnd, pos, arm, proto_used, plt, requested=None):
          "zero_rtt": {"attempted": zero_rtt, "accepted": zero_rtt and rnd > 0},
          "objects": [{"path": "/obj/x/0.jpg", "bytes": cell.workload.object_size,
                       "start_ms": 1.0, "first_byte_ms": 2.0, "end_ms": plt}]}
-    store.record_run(RunRecord.from_fetch(f, run_id=store.new_run_id(), cell_id=cell.id,
+    store.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id,
                                           round=rnd, position=pos, arm=arm))
 
 

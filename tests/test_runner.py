@@ -10,10 +10,11 @@ import pytest
 from testbed_helpers import needs_testbed
 
 from longlook.errors import LonglookError
-from longlook.runner import Runner, linkem_delta
-from longlook.scenario import Scenario
-from longlook.stats import usable_runs
-from longlook.store import Store
+from longlook.core.audit import linkem_delta
+from longlook.core.execute import Runner
+from longlook.kinds.pageload import Scenario
+from longlook.core.status import counted_runs
+from longlook.core.store import Store
 
 
 def scenario(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]') -> Scenario:
@@ -105,5 +106,5 @@ def test_quic_blocked_by_middlebox_is_labelled_and_never_counted_as_quic(tmp_pat
     assert (h2.status == "ok").all()
     assert len(h3) >= 2 and not (h3.status == "ok").any()
     assert (h3.status == "protocol_mismatch").all(), h3[["status", "error"]].to_string()
-    counted = usable_runs(runs)
+    counted = counted_runs(runs)
     assert set(counted.arm) == {"h2"}

@@ -8,7 +8,9 @@ from typer.testing import CliRunner
 
 from longlook.commands import report as report_cmds
 from longlook.errors import LonglookError
-from longlook.scenario import Scenario, format_size, load_scenario, parse_size
+from longlook.core.spec import load_scenario
+from longlook.core.units import format_size, parse_size
+from longlook.kinds.pageload import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 

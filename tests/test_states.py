@@ -5,11 +5,11 @@ import math
 
 import pytest
 
-from longlook.states import (StateTrace, TransitionGraph, compare, holds, loss_accounting,
+from longlook.analyses.states import (StateTrace, TransitionGraph, compare, holds, loss_accounting,
                              mine_invariants, qlog_from_events, to_dot, to_svg)
-from longlook.states.dot import dot_available
-from longlook.states.qlog import parse_records
-from longlook.states.runs import RunLogs, parse_source
+from longlook.analyses.states.dot import dot_available
+from longlook.analyses.qlog import parse_records
+from longlook.analyses.states.runs import RunLogs, parse_source
 from states_synthetic import ev, linkem, quic_log, tcp_log
 
 T1 = ["SlowStart", "Recovery", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]
@@ -157,7 +157,7 @@ def test_parse_source(tmp_path):
 
 
 def test_cwnd_timeline_marks_losses_and_states():
-    from longlook.states.timeline import cwnd_figure_svg, cwnd_series, loss_times_s
+    from longlook.analyses.states.timeline import cwnd_figure_svg, cwnd_series, loss_times_s
 
     quic = quic_log(T1, batches=["reordering_threshold", "time_threshold"])
     tcp = tcp_log(["Open", "Recovery", "Open"])
@@ -174,7 +174,7 @@ def test_holm_matches_statsmodels():
     import numpy as np
     from statsmodels.stats.multitest import multipletests
 
-    from longlook.states.diff import holm_adjust
+    from longlook.analyses.states.diff import holm_adjust
 
     p = np.array([0.01, 0.04, 0.03, 0.005, 0.5, 0.04])
     assert holm_adjust(p) == pytest.approx(multipletests(p, method="holm")[1])

@@ -9,9 +9,11 @@ from typer.testing import CliRunner
 
 from longlook.commands import states as states_cmds
 from longlook.report.sections import states as states_section
-from longlook.scenario import Scenario
-from longlook.states import load_runs
-from longlook.store import RunRecord, Store, environment_versions
+from longlook.kinds.pageload import Scenario
+from longlook.analyses.states import load_runs
+from longlook.core.record import new_run_id
+from longlook.core.store import Store, environment_versions
+from longlook.kinds.pageload import record_from_fetch
 from states_synthetic import linkem, quic_log, tcp_log, write_qlog
 
 SCENARIO = '''
@@ -39,7 +41,7 @@ def make_experiment(d, with_logs=True):
             bad = cell is reordered
             for rnd in range(sc.rounds):
                 for pos, arm in enumerate(("h3", "h2")):
-                    run_id = st.new_run_id()
+                    run_id = new_run_id()
                     rd = st.run_dir(run_id)
                     arts = {}
                     if with_logs:
@@ -59,7 +61,7 @@ def make_experiment(d, with_logs=True):
                         arts = {"qlog" if arm == "h3" else "tcp_log": f"runs/{run_id}/{name}",
                                 "linkem": f"runs/{run_id}/linkem.json"}
                     fetch = {"protocol_requested": arm, "protocol": arm, "ok": True, "plt_ms": 100.0}
-                    st.record_run(RunRecord.from_fetch(fetch, run_id=run_id, cell_id=cell.id, round=rnd,
+                    st.record_run(record_from_fetch(fetch, run_id=run_id, cell_id=cell.id, round=rnd,
                                                        position=pos, arm=arm, artifacts=arts))
     return clean.id, reordered.id
 

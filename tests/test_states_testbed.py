@@ -7,9 +7,9 @@ from pathlib import Path
 
 from scipy import stats as sps
 
-from longlook.runner import Runner
-from longlook.scenario import Scenario
-from longlook.states import compare, load_runs
+from longlook.core.execute import Runner
+from longlook.kinds.pageload import Scenario
+from longlook.analyses.states import compare, load_runs
 from longlook.testbed.ownership import RUNTIME_DIR
 from testbed_helpers import namespaces, needs_testbed
 

@@ -8,7 +8,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from longlook.stats import (Verdict, compare_cells, compare_samples, holm_adjust,
+from longlook.core.stats import (Verdict, compare_cells, compare_samples, holm_adjust,
                             percent_difference)
 
 QUIC = [1.0, 2.0, 3.0, 4.0, 5.0]

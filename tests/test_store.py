@@ -10,8 +10,10 @@ import textwrap
 import pytest
 
 from longlook.errors import LonglookError
-from longlook.scenario import Scenario
-from longlook.store import RunRecord, Store, classify_fetch, environment_versions
+from longlook.kinds.pageload import Scenario
+from longlook.core.record import new_run_id
+from longlook.core.store import Store, environment_versions
+from longlook.kinds.pageload import fetch_status as classify_fetch, record_from_fetch
 
 SCENARIO = '''
 name = "store-test"
@@ -59,18 +61,18 @@ def test_classify_fetch():
 
 def test_runner_status_is_kept_but_never_ok_over_the_wrong_protocol():
     kw = dict(run_id="r", cell_id="c", round=0, position=0, arm="h3")
-    assert RunRecord.from_fetch({}, status="timeout", error="no result within 35 s", **kw).error == "no result within 35 s"
-    assert RunRecord.from_fetch(fetch(negotiated="h2"), status="ok", **kw).status == "protocol_mismatch"
-    assert RunRecord.from_fetch(fetch(), status="failed", **kw).status == "failed"
+    assert record_from_fetch({}, status="timeout", error="no result within 35 s", **kw).error == "no result within 35 s"
+    assert record_from_fetch(fetch(negotiated="h2"), status="ok", **kw).status == "protocol_mismatch"
+    assert record_from_fetch(fetch(), status="failed", **kw).status == "failed"
     # an arm label that is not a protocol name: the protocol comes from the fetch or the caller
-    rec = RunRecord.from_fetch({"protocol": "h3", "ok": True, "plt_ms": 1.0}, protocol_requested="h3",
+    rec = record_from_fetch({"protocol": "h3", "ok": True, "plt_ms": 1.0}, protocol_requested="h3",
                                **{**kw, "arm": "h3-0rtt"})
     assert (rec.arm, rec.protocol_requested, rec.status) == ("h3-0rtt", "h3", "ok")
 
 
 def test_record_and_read_back(store, scenario, tmp_path):
     cell = scenario.cells()[1]
-    rec = RunRecord.from_fetch(fetch(), run_id=store.new_run_id(), cell_id=cell.id, round=0,
+    rec = record_from_fetch(fetch(), run_id=new_run_id(), cell_id=cell.id, round=0,
                                position=1, arm="h3", duration_s=1.5,
                                options={"protocol": "h3", "quic_cc": "cubic"},
                                artifacts={"fetch": "runs/x/fetch.json"})
@@ -85,7 +87,7 @@ def test_record_and_read_back(store, scenario, tmp_path):
     assert r.artifacts == {"fetch": "runs/x/fetch.json"} and r.options["quic_cc"] == "cubic"
     assert r.goodput == [[10.0, 5000], [20.0, 10000]]
     assert str(r.started_at).startswith("2025-11-23")
-    objs = store.objects_frame()
+    objs = store.table("objects", "ORDER BY run_id, start_ms")
     assert list(objs.path) == ["/obj/5k/0.jpg", "/obj/5k/1.jpg"]
     assert list(objs.first_byte_ms) == [78.0, 79.0]
 
@@ -103,10 +105,10 @@ def test_resume_sees_completed_runs_and_attempts(tmp_path, scenario):
     cell = scenario.cells()[0]
     with Store.open(tmp_path) as s:
         exp_id = s.start_experiment(scenario)
-        s.record_run(RunRecord.from_fetch(fetch("h3"), run_id="r1", cell_id=cell.id, round=0, position=0, arm="h3"))
-        s.record_run(RunRecord.from_fetch(fetch("h2", ok=False), run_id="r2", cell_id=cell.id, round=0, position=1, arm="h2"))
-        s.record_run(RunRecord.from_fetch(fetch("h2"), run_id="r3", cell_id=cell.id, round=0, position=1, arm="h2", attempt=2))
-        s.record_run(RunRecord.from_fetch(fetch("h3", negotiated="h2"), run_id="r4", cell_id=cell.id, round=1, position=0, arm="h3"))
+        s.record_run(record_from_fetch(fetch("h3"), run_id="r1", cell_id=cell.id, round=0, position=0, arm="h3"))
+        s.record_run(record_from_fetch(fetch("h2", ok=False), run_id="r2", cell_id=cell.id, round=0, position=1, arm="h2"))
+        s.record_run(record_from_fetch(fetch("h2"), run_id="r3", cell_id=cell.id, round=0, position=1, arm="h2", attempt=2))
+        s.record_run(record_from_fetch(fetch("h3", negotiated="h2"), run_id="r4", cell_id=cell.id, round=1, position=0, arm="h3"))
         s.record_round_order(cell.id, 0, ["h3", "h2"])
     with Store.open(tmp_path) as s:  # a new process after Ctrl-C
         assert s.start_experiment(scenario) == exp_id
@@ -159,17 +161,17 @@ class _FailOnObjects:
 
 def test_an_interrupted_run_leaves_nothing(store, scenario):
     cell = scenario.cells()[0]
-    store.record_run(RunRecord.from_fetch(fetch(), run_id="kept", cell_id=cell.id, round=0, position=0, arm="h3"))
+    store.record_run(record_from_fetch(fetch(), run_id="kept", cell_id=cell.id, round=0, position=0, arm="h3"))
     real = store._con
     store._con = _FailOnObjects(real)
     with pytest.raises(KeyboardInterrupt):
-        store.record_run(RunRecord.from_fetch(fetch(), run_id="torn", cell_id=cell.id, round=0,
+        store.record_run(record_from_fetch(fetch(), run_id="torn", cell_id=cell.id, round=0,
                                               position=1, arm="h2"))
     store._con = real
     assert list(store.runs_frame().run_id) == ["kept"]
-    assert set(store.objects_frame().run_id) == {"kept"}
+    assert set(store.table("objects", "ORDER BY run_id, start_ms").run_id) == {"kept"}
     # and the store still works afterwards
-    store.record_run(RunRecord.from_fetch(fetch("h2"), run_id="next", cell_id=cell.id, round=0, position=1, arm="h2"))
+    store.record_run(record_from_fetch(fetch("h2"), run_id="next", cell_id=cell.id, round=0, position=1, arm="h2"))
     assert list(store.runs_frame().run_id) == ["kept", "next"]
 
 
@@ -180,11 +182,12 @@ def test_a_killed_process_keeps_every_committed_run(tmp_path, scenario):
     cell = scenario.cells()[0]
     code = textwrap.dedent(f"""
         import json, sys, time
-        from longlook.store import Store, RunRecord
+        from longlook.core.store import Store
+        from longlook.kinds.pageload import record_from_fetch
         s = Store.open({str(tmp_path)!r})
         f = json.loads(sys.argv[1])
         for i in range(3):
-            s.record_run(RunRecord.from_fetch(f, run_id=f"r{{i}}", cell_id={cell.id!r}, round=i, position=0, arm="h3"))
+            s.record_run(record_from_fetch(f, run_id=f"r{{i}}", cell_id={cell.id!r}, round=i, position=0, arm="h3"))
         print("recorded", flush=True)
         time.sleep(60)
     """)
@@ -196,4 +199,4 @@ def test_a_killed_process_keeps_every_committed_run(tmp_path, scenario):
         p.wait()
     with Store.open(tmp_path, read_only=True) as s:
         assert list(s.runs_frame().run_id) == ["r0", "r1", "r2"]
-        assert len(s.objects_frame()) == 6
+        assert len(s.table("objects", "ORDER BY run_id, start_ms")) == 6

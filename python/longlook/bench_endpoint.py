@@ -20,9 +20,9 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from .stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
 from .linkprofile import LinkProfile
-from .runner import linkem_delta
+from .core.audit import linkem_delta
 from .testbed import Testbed
 
 HANDSHAKE_ROUNDS = {"h3": 1, "h2": 2}

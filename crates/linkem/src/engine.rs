@@ -21,7 +21,7 @@ use crate::model::{DropReason, Link, Outcome};
 use crate::nfqueue::{NfQueue, Verdict};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
-use crate::stats::{DirectionSnapshot, DirectionTotals};
+use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
 use crate::sys::{realtime_ns, wait_readable, Clock};
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
@@ -288,7 +288,11 @@ impl Direction {
     fn account(&mut self, h: &Held, now: u64) {
         self.totals.packets += 1;
         self.totals.bytes += h.len as u64;
-        self.totals.lateness.record(now as i64 - h.due_ns as i64);
+        let late = now as i64 - h.due_ns as i64;
+        self.totals.lateness.record(late);
+        if late > LATE_EVENT_NS {
+            self.totals.late_events.push(self.clock.to_monotonic_ns(now), late as u64);
+        }
         let c = self.flows.get_mut(h.flow);
         c.packets += 1;
         c.bytes += h.len as u64;

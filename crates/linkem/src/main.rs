@@ -187,7 +187,8 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     // The kernel's counters vanish when the queues close: keep the last ones read.
     let mut kernel_last = vec![None; snapshots.len()];
     let mut write_outputs = |flow_log: &mut Option<FlowLog>| {
-        let elapsed = clock.now_ns() as f64 / 1e9;
+        let now = clock.now_ns();
+        let elapsed = now as f64 / 1e9;
         // Copy under the lock, serialize after: the real-time threads never wait on us long.
         let guards: Vec<_> = snapshots.iter().map(|(n, q, s)| (*n, *q, s.lock().unwrap().clone())).collect();
         for (i, (_, q, _)) in guards.iter().enumerate() {
@@ -198,7 +199,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         if let Some(path) = &args.stats {
             let dirs: Vec<_> =
                 guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
-            let mut doc = stats_json(elapsed, &dirs);
+            let mut doc = stats_json(elapsed, clock.to_monotonic_ns(now), &dirs);
             doc["seed"] = seed.into();
             doc["cpu_latency_hold_us"] = cpu_latency_us.into();
             if let Err(e) = write_atomic(path, &doc) {

@@ -28,7 +28,7 @@ impl Lateness {
         self.count += 1;
         self.sum_ns += late_ns as i128;
         self.max_ns = self.max_ns.max(late_ns);
-        if late_ns > 1_000_000 {
+        if late_ns > LATE_EVENT_NS {
             self.over_1ms += 1;
         }
         let us = if late_ns < 0 { -1 } else { late_ns / 1000 };
@@ -56,6 +56,57 @@ impl ArrivalLag {
     }
 }
 
+/// Releases more than this late are kept as events (the same bound as `over_1ms`).
+pub const LATE_EVENT_NS: i64 = 1_000_000;
+/// Late-release events kept per direction; older ones are dropped (and counted).
+pub const LATE_EVENTS_CAP: usize = 512;
+
+/// The most recent releases more than 1 ms late: (release time on CLOCK_MONOTONIC, lateness),
+/// both in ns. A fixed ring inside the totals, so recording never allocates and the snapshot
+/// is a plain copy.
+#[derive(Debug, Clone, Copy)]
+pub struct LateEvents {
+    ring: [(u64, u64); LATE_EVENTS_CAP],
+    /// Index of the oldest event.
+    start: usize,
+    len: usize,
+    /// Events pushed out of the ring by newer ones, since start.
+    pub dropped: u64,
+}
+
+impl Default for LateEvents {
+    fn default() -> Self {
+        LateEvents { ring: [(0, 0); LATE_EVENTS_CAP], start: 0, len: 0, dropped: 0 }
+    }
+}
+
+impl LateEvents {
+    #[inline]
+    pub fn push(&mut self, mono_ns: u64, late_ns: u64) {
+        if self.len < LATE_EVENTS_CAP {
+            self.ring[(self.start + self.len) % LATE_EVENTS_CAP] = (mono_ns, late_ns);
+            self.len += 1;
+        } else {
+            self.ring[self.start] = (mono_ns, late_ns);
+            self.start = (self.start + 1) % LATE_EVENTS_CAP;
+            self.dropped += 1;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Oldest first.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        (0..self.len).map(move |i| self.ring[(self.start + i) % LATE_EVENTS_CAP])
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DirectionTotals {
     /// Packets received from the kernel queue.
@@ -73,6 +124,8 @@ pub struct DirectionTotals {
     /// Packets held (scheduled, verdict not yet sent) at snapshot time.
     pub held: u64,
     pub queue: QueueErrors,
+    /// Releases more than 1 ms late, the most recent `LATE_EVENTS_CAP`.
+    pub late_events: LateEvents,
 }
 
 /// What a direction thread publishes for the writer.
@@ -113,6 +166,10 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_middlebox": d.dropped_middlebox,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
+        "late_release_events": d.late_events.iter()
+            .map(|(t, late)| json!([round3(t as f64 / 1e6), round3(late as f64 / 1e6)]))
+            .collect::<Vec<_>>(),
+        "late_release_events_dropped": d.late_events.dropped,
         "received": d.received,
         "held": d.held,
         "unparsed": d.unparsed,
@@ -156,9 +213,10 @@ fn endpoint(ip: std::net::IpAddr, port: u16) -> String {
     std::net::SocketAddr::new(ip, port).to_string()
 }
 
-/// The whole `--stats` document.
+/// The whole `--stats` document; `mono_ns` is CLOCK_MONOTONIC when it is written.
 pub fn stats_json(
     elapsed_s: f64,
+    mono_ns: u64,
     dirs: &[(&str, &DirectionSnapshot, Option<KernelQueueStats>)],
 ) -> Value {
     let mut directions = Map::new();
@@ -169,7 +227,12 @@ pub fn stats_json(
             flows.push(flow_json(name, k, c));
         }
     }
-    json!({"elapsed_s": round3(elapsed_s), "directions": directions, "flows": flows})
+    json!({
+        "elapsed_s": round3(elapsed_s),
+        "mono_ms": round3(mono_ns as f64 / 1e6),
+        "directions": directions,
+        "flows": flows,
+    })
 }
 
 /// Write `value` to `path` atomically: a temporary file beside it, then rename.
@@ -262,16 +325,50 @@ mod tests {
         table.get_mut(i).packets = 3;
         let mut snap = DirectionSnapshot::default();
         snap.update(&DirectionTotals::default(), &table);
-        let v = stats_json(1.0, &[("down", &snap, None), ("up", &DirectionSnapshot::default(), None)]);
+        let v = stats_json(1.0, 5_000_000, &[("down", &snap, None), ("up", &DirectionSnapshot::default(), None)]);
         let f = &v["flows"][0];
         assert_eq!(f["src"], "198.18.2.2:4433");
         assert_eq!(f["proto"], "udp");
         assert_eq!(f["packets"], 3);
-        for k in ["packets", "bytes", "dropped_loss", "dropped_buffer", "dropped_middlebox", "reordered", "late_releases_over_1ms"] {
+        assert_eq!(v["mono_ms"], 5.0);
+        for k in ["packets", "bytes", "dropped_loss", "dropped_buffer", "dropped_middlebox", "reordered",
+                  "late_releases_over_1ms", "late_release_events", "late_release_events_dropped"] {
             assert!(v["directions"]["up"].get(k).is_some(), "{k}");
         }
         for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "dropped_middlebox"] {
             assert!(f.get(k).is_some(), "{k}");
         }
+    }
+    #[test]
+    fn late_events_ring_keeps_newest_in_order() {
+        let mut e = LateEvents::default();
+        assert!(e.is_empty());
+        for i in 0..3u64 {
+            e.push(10_000_000 + i, 2_000_000 + i);
+        }
+        assert_eq!(e.iter().collect::<Vec<_>>(), vec![(10_000_000, 2_000_000), (10_000_001, 2_000_001), (10_000_002, 2_000_002)]);
+        assert_eq!(e.dropped, 0);
+        let n = LATE_EVENTS_CAP as u64 + 100;
+        let mut e = LateEvents::default();
+        for i in 0..n {
+            e.push(i, i * 10);
+        }
+        assert_eq!(e.len(), LATE_EVENTS_CAP);
+        assert_eq!(e.dropped, 100);
+        let got: Vec<_> = e.iter().collect();
+        assert_eq!(got.first(), Some(&(100, 1000)));
+        assert_eq!(got.last(), Some(&(n - 1, (n - 1) * 10)));
+        assert!(got.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+
+        // In the document: [mono_ms, late_ms], oldest first, 3 decimals.
+        let mut totals = DirectionTotals::default();
+        totals.late_events.push(123_456_789_012, 1_234_567);
+        totals.late_events.push(123_457_000_000, 16_000_400);
+        let mut snap = DirectionSnapshot::default();
+        snap.update(&totals, &FlowTable::default());
+        let v = stats_json(0.0, 0, &[("up", &snap, None)]);
+        let up = &v["directions"]["up"];
+        assert_eq!(up["late_release_events"], json!([[123456.789, 1.235], [123457.0, 16.0]]));
+        assert_eq!(up["late_release_events_dropped"], 0);
     }
 }

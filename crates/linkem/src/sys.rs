@@ -2,22 +2,36 @@
 //! scheduling, and signals.
 
 use std::io;
-use std::time::Instant;
 
-/// Monotonic nanoseconds since linkem started (the origin of trace time too).
+/// CLOCK_MONOTONIC in ns (the clock of Python's `time.monotonic()`).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Monotonic nanoseconds since linkem started (the origin of trace time too): CLOCK_MONOTONIC
+/// minus its value at start, read directly so `to_monotonic_ns` is exact.
 #[derive(Clone, Copy)]
 pub struct Clock {
-    origin: Instant,
+    origin_ns: u64,
 }
 
 impl Clock {
     pub fn start() -> Clock {
-        Clock { origin: Instant::now() }
+        Clock { origin_ns: monotonic_ns() }
     }
 
     #[inline]
     pub fn now_ns(&self) -> u64 {
-        self.origin.elapsed().as_nanos() as u64
+        monotonic_ns().saturating_sub(self.origin_ns)
+    }
+
+    /// A time of this clock on CLOCK_MONOTONIC (ns).
+    #[inline]
+    pub fn to_monotonic_ns(&self, t_ns: u64) -> u64 {
+        t_ns + self.origin_ns
     }
 }
 

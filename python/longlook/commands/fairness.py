@@ -27,43 +27,44 @@ fairness_app = typer.Typer(cls=_RunByDefault, no_args_is_help=True, add_completi
 @fairness_app.command("run")
 def run(
     scenario: Path = typer.Argument(..., help="fairness scenario TOML (e.g. scenarios/fairness-quick.toml)"),
-    out: Path = typer.Option(..., "--out", "-o", help="experiment directory (DIR/fairness.duckdb + runs/)"),
+    out: Path = typer.Option(..., "--out", "-o", help="experiment directory (DIR/longlook.duckdb + runs/)"),
     resume: bool = typer.Option(False, "--resume", help="continue an interrupted experiment in --out"),
-    report: bool = typer.Option(True, "--report/--no-report", help="write DIR/fairness-report.html at the end"),
+    link_check: bool = typer.Option(True, "--link-check/--no-link-check",
+                                    help="self-check the link profile before its cells"),
+    report: bool = typer.Option(True, "--report/--no-report", help="write DIR/report.html at the end"),
 ) -> None:
-    """Run every cell of SCENARIO (default when the first word is a file)."""
-    from ..fairness.report import write_fairness_report
-    from ..fairness.runner import run_fairness
-    from ..fairness.scenario import load_fairness_scenario
+    """Run every cell of SCENARIO (default when the first word is a file): `longlook run`
+    for a fairness scenario, then the report."""
+    from ..core.spec import load_scenario
+    from ..errors import LonglookError
+    from ..report import build_report
+    from .run import run_scenario
 
-    sc = load_fairness_scenario(scenario)
-    try:
-        run_fairness(sc, out, resume=resume, progress=lambda line: typer.echo(line, err=True))
-    except KeyboardInterrupt:
-        typer.echo(f"interrupted: finished runs are stored; continue with "
-                   f"`longlook fairness {scenario} --out {out} --resume`", err=True)
-        raise typer.Exit(130)
+    if load_scenario(scenario).kind != "fairness":
+        raise LonglookError(f"{scenario}: not a fairness scenario (kind = \"fairness\")",
+                            hint="run other kinds with `longlook run FILE --out DIR`")
+    run_scenario(scenario, out, resume=resume, link_check=link_check, command="longlook fairness")
     if report:
-        typer.echo(write_fairness_report(out))
+        typer.echo(build_report(out))
 
 
 @fairness_app.command("report")
 def report(
-    directory: Path = typer.Argument(..., help="experiment directory holding fairness.duckdb"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output file [default: DIR/fairness-report.html]"),
+    directory: Path = typer.Argument(..., help="experiment directory"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output file [default: DIR/report.html]"),
 ) -> None:
-    """Write the self-contained HTML fairness report (Table 4, Fig. 4, Fig. 5)."""
-    from ..fairness.report import write_fairness_report
+    """Write the experiment's report (the same as `longlook report DIR`)."""
+    from ..report import build_report
 
-    typer.echo(write_fairness_report(directory, out))
+    typer.echo(build_report(directory, out))
 
 
 @fairness_app.command("show")
 def show(scenario: Path = typer.Argument(..., help="fairness scenario TOML")) -> None:
     """Validate SCENARIO and list its cells and flows in run order."""
-    from ..fairness.scenario import load_fairness_scenario
+    from ..core.spec import load_scenario
 
-    sc = load_fairness_scenario(scenario)
+    sc = load_scenario(scenario)
     cells = sc.cells()
     typer.echo(f"{sc.name}: {len(cells)} cells x {sc.runs} runs x {sc.duration_s:g} s "
                f"= {sc.total_runs()} runs, about {sc.total_runs() * (sc.duration_s + 3) / 60:.0f} min")

@@ -9,8 +9,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ..core.spec import ScenarioBase, load_scenario
 from ..report.layout import format_dim
-from ..scenario import Scenario, load_scenario
 
 scenario_app = typer.Typer(no_args_is_help=True, add_completion=False,
                            help="Check and inspect scenario files.")
@@ -45,26 +45,27 @@ def show(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
     """Print the expanded grid: one line per cell, in run order."""
     s = load_scenario(file)
     console = Console(width=200)
-    console.print(f"[bold]{s.name}[/bold]: {summary(s)}")
+    console.print(f"[bold]{s.name}[/bold] ({s.kind}): {summary(s)}")
     table = Table(show_lines=False)
-    for col in ("#", "cell id", "rate", "RTT", "loss", "workload", "URL path"):
+    cells = s.cells()
+    own = list(cells[0].shown()) if cells else []
+    for col in ("#", "cell id", "rate", "RTT", "loss", *own):
         table.add_column(col, overflow="fold")
-    for c in s.cells():
+    for c in cells:
         d = c.dims()
         rate = format_dim("rate_mbit", d["rate_mbit"]) if d["rate_mbit"] else f"trace {d['trace']}"
         table.add_row(str(c.index), c.id, rate, format_dim("rtt_ms", d["rtt_ms"]),
-                      format_dim("loss", d["loss"]), c.workload.label, c.workload.url_path())
+                      format_dim("loss", d["loss"]), *(format_dim(k, v) for k, v in c.shown().items()))
     console.print(table)
-    arms = ", ".join(f"{a.label} ({a.protocol}{''.join(f', {k}={v}' for k, v in a.overrides().items())})"
-                     for a in s.arms)
+    arms = ", ".join(f"{a.label}" + (f" ({a.protocol})" if a.protocol else "") for a in s.arm_list())
     console.print(f"arms: {arms}; compared: "
-                  + "; ".join(f"{a} vs {b}" for a, b in s.comparisons()))
+                  + ("; ".join(f"{a} vs {b}" for a, b in s.comparisons()) or "none (one arm)"))
 
 
-def summary(s: Scenario) -> str:
+def summary(s: ScenarioBase) -> str:
     cells = s.cells()
     st = s.statistics
-    return (f"{len(cells)} cells x {s.rounds} rounds x {len(s.arms)} arms = {s.total_runs()} runs; "
+    return (f"{len(cells)} cells x {s.rounds} rounds x {len(s.arm_list())} arms = {s.total_runs()} runs; "
             f"{st.test}, alpha {st.alpha}{', Holm' if st.holm else ''}")
 
 

@@ -1,4 +1,4 @@
-"""`longlook run`: a scenario through the testbed into an experiment directory."""
+"""`longlook run`: a scenario of any kind through the testbed into an experiment directory."""
 
 from __future__ import annotations
 
@@ -23,21 +23,27 @@ def run(
                                     help="self-check each link profile before its cells"),
 ) -> None:
     """Run every cell of SCENARIO (rounds, arms in random order) and store each run as it ends."""
-    from ..runner import Runner
-    from ..scenario import load_scenario
+    run_scenario(scenario, out, resume=resume, link_check=link_check)
+
+
+def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check: bool = True,
+                 command: str = "longlook run") -> None:
+    from ..core.execute import Runner
+    from ..core.spec import load_scenario
 
     sc = load_scenario(scenario)
     display = _ProgressDisplay()
     with display.progress:
         summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event).run()
     console.print(
-        f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok, {summary.failed} failed, "
-        f"{summary.mismatched} protocol mismatches; {summary.skipped_done} already done before.")
+        f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
+        f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "
+        f"{summary.skipped_done} already done before.")
     console.print(f"wall {summary.wall_s:.1f} s, of which set-up and link checks {summary.setup_s:.1f} s; "
                   f"harness overhead {summary.harness_overhead:.1%} of the measuring loop (target <= 5%)")
     if summary.interrupted:
         console.print(f"[yellow]interrupted[/]: every finished run is stored; continue with "
-                      f"`longlook run {scenario} --out {out} --resume`")
+                      f"`{command} {scenario} --out {out} --resume`")
         raise typer.Exit(130)
     console.print(f"results in {out}; report: `longlook report {out}`")
 
@@ -64,8 +70,11 @@ class _ProgressDisplay:
                 self.failed += 1
                 self.progress.log(f"[yellow]{info['status']}[/] {info['cell']} round {info['round']} "
                                   f"{info['arm']}: {info['error']}")
+            elif info["flagged"]:
+                self.progress.log(f"[yellow]flagged[/] {info['cell']} round {info['round']} "
+                                  f"{info['arm']}: {'; '.join(info['reasons'])}")
             if info["final"]:
                 self.progress.update(self.task, advance=1, failed=self.failed,
-                                     description=f"runs ({info['arm']} {info['plt_ms'] or 0:.0f} ms)")
+                                     description=f"runs ({info['arm']} {info['text']})")
             else:
                 self.progress.update(self.task, failed=self.failed)

@@ -1,6 +1,6 @@
 """`longlook states DIR` and `longlook states diff A B`: inferred congestion-state machines.
 
-A and B are `DIR` or `DIR:CELL_ID`. The library behind it is `longlook.states`.
+A and B are `DIR` or `DIR:CELL_ID`. The library behind it is `longlook.analyses.states`.
 """
 
 from __future__ import annotations
@@ -45,8 +45,8 @@ def states(
 
 
 def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | None, fmt: str) -> None:
-    from ..states import analyse_runs, load_runs
-    from ..states.export import analysis_json, write_analysis
+    from ..analyses.states import analyse_runs, load_runs
+    from ..analyses.states.export import analysis_json, write_analysis
 
     runs = load_runs(directory, cell=cell, arm=arm)
     if not runs:
@@ -95,9 +95,9 @@ def _print_losses(console: Console, m) -> None:
 
 def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None, fmt: str,
              alpha: float, holm: bool = True) -> None:
-    from ..states import compare, load_runs, parse_source
-    from ..states.diff import protocols_in
-    from ..states.export import diff_json
+    from ..analyses.states import compare, load_runs, parse_source
+    from ..analyses.states.diff import protocols_in
+    from ..analyses.states.export import diff_json
 
     sides = []
     for s in (source_a, source_b):

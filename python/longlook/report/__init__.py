@@ -18,11 +18,13 @@ from typing import Any, Sequence
 import jinja2
 import pandas as pd
 
+from ..core.kind import Metric
+from ..core.spec import Fidelity, ScenarioBase, Statistics
+from ..core.stats import CellComparison, Test, compare_cells, comparisons_frame, display_name
+from ..core.status import counted_mask, counted_runs, exclusion_reason
+from ..core.store import Store
 from ..errors import LonglookError
-from ..scenario import Scenario, Statistics
-from ..stats import CellComparison, Test, compare_cells, comparisons_frame, display_name, usable_runs
-from ..store import Store
-from .colors import FULL_AT_PERCENT, cell_colors, legend_stops
+from .palette import FULL_AT_PERCENT, cell_colors, legend_stops
 from .figures import distribution_grid
 from .layout import DIM_TITLES, Layout, choose_layout, format_dim, sort_values
 
@@ -220,32 +222,16 @@ def _link_check_rows(checks: pd.DataFrame) -> list[dict[str, Any]]:
     return rows
 
 
-def _excluded_runs(runs: pd.DataFrame) -> pd.DataFrame:
-    if runs.empty:
-        return runs
-    good = usable_runs(runs)
-    return runs[~runs.index.isin(good.index)]
-
-
-def _reason(r: pd.Series) -> str:
-    if r["status"] == "protocol_mismatch" or (
-            r["status"] == "ok" and r["protocol_negotiated"] != r["protocol_requested"]):
-        return f"asked for {r['protocol_requested']}, got {r['protocol_negotiated'] or 'nothing'}"
-    if r["status"] == "ok":
-        return "no page load time"
-    return r["error"] or r["status"]
-
-
 # ---------------------------------------------------------------- assembly
 
-def _statistics(scenario: Scenario | None, test: Test | None, alpha: float | None,
+def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float | None,
                 holm: bool | None) -> Statistics:
     base = scenario.statistics if scenario else Statistics()
     update = {k: v for k, v in (("test", test), ("alpha", alpha), ("holm", holm)) if v is not None}
     return base.model_copy(update=update)
 
 
-def _pairs(scenario: Scenario | None, runs: pd.DataFrame) -> list[tuple[str, str]]:
+def _pairs(scenario: ScenarioBase | None, runs: pd.DataFrame) -> list[tuple[str, str]]:
     if scenario:
         return scenario.comparisons()
     arms = list(dict.fromkeys(runs["arm"])) if not runs.empty else []
@@ -259,12 +245,23 @@ class Analysis:
     """An experiment's comparisons with everything they were computed from."""
 
     experiment: dict[str, Any]
-    scenario: Scenario | None  # None when the stored TOML no longer parses
+    scenario: ScenarioBase | None  # None when the stored TOML no longer parses
     statistics: Statistics
     pairs: list[tuple[str, str]]
     runs: pd.DataFrame
     cells: pd.DataFrame
     comparisons: list[CellComparison]
+    metric: Metric = Metric("plt_ms", "ms", "lower", "page load time")
+    fidelity: Fidelity = field(default_factory=Fidelity)
+    kind: Any = None  # core.kind.Kind of the experiment (None if not registered here)
+
+    @property
+    def exclude_flagged(self) -> bool:
+        return self.fidelity.exclude_flagged
+
+    def counted(self, metric: str | None = None) -> pd.DataFrame:
+        """The runs that count (core.status), by this experiment's [fidelity]."""
+        return counted_runs(self.runs, metric or self.metric.name, exclude_flagged=self.exclude_flagged)
 
     def frame(self) -> pd.DataFrame:
         """One row per (cell, pair), with the cell's dimensions as columns."""
@@ -277,14 +274,18 @@ class Analysis:
 
 def analyse(store: Store, *, test: Test | None = None, alpha: float | None = None,
             holm: bool | None = None) -> Analysis:
-    """Compare the arms in every cell, with the scenario's [statistics] unless overridden."""
+    """Compare the arms in every cell on the kind's primary metric, with the scenario's
+    [statistics] unless overridden."""
     exp = store.experiment()
     if exp is None:
         raise LonglookError(f"{store.directory}: no experiment recorded", hint="run `longlook run` first")
     try:
-        scenario: Scenario | None = store.scenario()
+        scenario: ScenarioBase | None = store.scenario()
     except LonglookError:
         scenario = None  # stored by another longlook version; report what the tables say
+    kind = store._kind_or_none()
+    metric = (kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time"))
+    fidelity = scenario.fidelity if scenario else Fidelity()
     st = _statistics(scenario, test, alpha, holm)
     runs, cells = store.runs_frame(), store.cells_frame()
     pairs = _pairs(scenario, runs)
@@ -293,22 +294,32 @@ def analyse(store: Store, *, test: Test | None = None, alpha: float | None = Non
     if not runs.empty and pairs:
         comparisons = compare_cells(runs, pairs, cell_ids=list(cells["cell_id"]), alpha=st.alpha,
                                     test=st.test, holm=st.holm, confidence=st.confidence,
-                                    resamples=st.bootstrap_resamples, seed=seed)
-    return Analysis(exp, scenario, st, pairs, runs, cells, comparisons)
+                                    resamples=st.bootstrap_resamples, seed=seed, metric=metric.name,
+                                    lower_is_better=metric.lower_is_better,
+                                    better_word=better_word(metric),
+                                    exclude_flagged=fidelity.exclude_flagged)
+    return Analysis(exp, scenario, st, pairs, runs, cells, comparisons, metric, fidelity, kind)
+
+
+def better_word(metric: Metric) -> str:
+    return "faster" if metric.lower_is_better and metric.unit in ("ms", "s") else "better"
 
 
 def _distributions(an: Analysis, facets: list[Facet], layout: Layout) -> list[dict[str, str]]:
     """One small-multiples figure per facet, panels placed like the heatmap's cells."""
-    arms = [a.label for a in an.scenario.arms] if an.scenario else list(dict.fromkeys(an.runs.get("arm", [])))
-    good = usable_runs(an.runs) if not an.runs.empty else an.runs
-    values = {k: g["plt_ms"].to_numpy() for k, g in good.groupby(["cell_id", "arm"])} if not good.empty else {}
+    arms = ([a.label for a in an.scenario.arm_list()] if an.scenario
+            else list(dict.fromkeys(an.runs.get("arm", []))))
+    good = an.counted()
+    name = an.metric.name
+    values = {k: g[name].to_numpy() for k, g in good.groupby(["cell_id", "arm"])} if not good.empty else {}
     out = []
     for f in facets:
         panels = [[({a: values.get((cid, a), []) for a in arms} if cid else None) for cid in row]
                   for row in f.grid]
         svg = distribution_grid(panels, arms, [format_dim(layout.row, v) for v in f.row_values],
                                 [format_dim(layout.col, v) for v in f.col_values],
-                                element_id=f"distributions-{f.index}")
+                                element_id=f"distributions-{f.index}",
+                                metric_label=f"{an.metric.name.removesuffix('_ms')} ({an.metric.unit})")
         out.append({"title": f.title, "svg": svg})
     return out
 
@@ -316,13 +327,13 @@ def _distributions(an: Analysis, facets: list[Facet], layout: Layout) -> list[di
 def _counts(an: Analysis) -> dict[str, Any]:
     """The header's numbers: runs by status, n per arm and per cell, verdicts."""
     runs = an.runs
-    good = usable_runs(runs) if not runs.empty else runs
+    good = an.counted(None) if not runs.empty else runs
     per_cell_n = [min(c.a.n, c.b.n) for c in an.comparisons]
     verdicts: dict[str, int] = {}
     for c in an.comparisons:
         verdicts[c.verdict_text] = verdicts.get(c.verdict_text, 0) + 1
     zero_rtt = {}
-    if not good.empty and good["zero_rtt_attempted"].astype(bool).any():
+    if not good.empty and "zero_rtt_attempted" in good and good["zero_rtt_attempted"].fillna(False).astype(bool).any():
         for arm, g in good.groupby("arm", sort=False):
             tried = g["zero_rtt_attempted"].astype(bool)
             zero_rtt[arm] = (int((tried & g["zero_rtt_accepted"].astype(bool)).sum()), int(tried.sum()), len(g))
@@ -333,10 +344,35 @@ def _counts(an: Analysis) -> dict[str, Any]:
             "verdict_counts": verdicts}
 
 
-def _excluded_rows(runs: pd.DataFrame) -> list[dict[str, Any]]:
+def _excluded_rows(an: Analysis) -> list[dict[str, Any]]:
+    runs = an.runs
+    if runs.empty:
+        return []
+    left_out = runs[~counted_mask(runs, an.metric.name if an.pairs else None,
+                                  exclude_flagged=an.exclude_flagged)]
     return [{"run_id": r["run_id"], "cell_id": r["cell_id"], "round": r["round"], "arm": r["arm"],
-             "attempt": r["attempt"], "status": r["status"], "reason": _reason(r)}
-            for _, r in _excluded_runs(runs).iterrows()]
+             "attempt": r["attempt"], "status": r["status"],
+             "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged)}
+            for _, r in left_out.iterrows()]
+
+
+def _fidelity(runs: pd.DataFrame) -> dict[str, Any]:
+    """The audits of all runs in a few numbers (core.audit)."""
+    if runs.empty:
+        return {"audited": 0, "flagged": 0, "late_releases": 0, "released": 0, "runs_with_late": 0,
+                "max_late": None, "kernel_drops": None, "stalls": 0, "runs_with_stalls": 0,
+                "max_stall": None}
+    audited = runs["audit_released"].notna()
+    num = lambda c: pd.to_numeric(runs[c], errors="coerce")  # noqa: E731
+    return {"audited": int(audited.sum()), "flagged": int(runs["audit_flagged"].fillna(False).astype(bool).sum()),
+            "late_releases": int(num("audit_late_releases").fillna(0).sum()),
+            "released": int(num("audit_released").fillna(0).sum()),
+            "runs_with_late": int((num("audit_late_releases") > 0).sum()),
+            "max_late": num("audit_max_release_late_ms").max(),
+            "kernel_drops": num("audit_kernel_queue_drops").sum(min_count=1),
+            "stalls": int(num("audit_stalls").fillna(0).sum()),
+            "runs_with_stalls": int((num("audit_stalls") > 0).sum()),
+            "max_stall": num("audit_max_stall_ms").max()}
 
 
 from .sections import extra_sections  # noqa: E402  (after Analysis, which sections use)
@@ -361,13 +397,14 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
     names = [display_name(x) for x in an.pairs[0]] if an.pairs else ["A", "B"]
     return _environment().get_template("report.html.j2").render(
         exp=an.experiment, scenario=an.scenario, stats=an.statistics, pairs=an.pairs,
-        comparisons=an.comparisons, **_counts(an),
+        comparisons=an.comparisons, **_counts(an), metric=an.metric, better_word=better_word(an.metric),
+        exclude_flagged=an.exclude_flagged, fidelity=_fidelity(an.runs), fidelity_limits=an.fidelity,
         dim_titles=DIM_TITLES, heatmaps=_heatmaps(facets, layout, an.pairs, by_key),
         legend=legend_stops(*names), full_at=FULL_AT_PERCENT,
         distributions=_distributions(an, facets, layout),
         link_checks=_link_check_rows(checks),
         failed_checks=list(dict.fromkeys(checks.loc[~checks["passed"].astype(bool), "profile_name"])),
-        excluded=_excluded_rows(an.runs),
+        excluded=_excluded_rows(an),
         versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
         scenario_toml=an.experiment.get("scenario_toml") or "",
         extra_sections=extra_sections(store, an),

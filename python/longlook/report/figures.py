@@ -12,9 +12,8 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..stats import display_name  # noqa: E402
-
-ARM_COLORS = ["#c81e28", "#1e5abe", "#2a9d5c", "#8e44ad", "#d4820a", "#555555"]
+from ..core.stats import display_name  # noqa: E402
+from .palette import SERIES as ARM_COLORS  # noqa: E402
 
 
 def to_svg(fig: "plt.Figure", element_id: str) -> str:

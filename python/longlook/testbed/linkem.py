@@ -17,7 +17,7 @@ class Linkem:
     """One linkem process: started, waited for (`ready`), checked, stopped."""
 
     def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
-                 rt_priority: int | None = None, stats_interval_ms: int = 100,
+                 rt_priority: int | None = None, stats_interval_ms: int = 25,
                  flow_log: bool = False, ready_timeout_s: float = 10.0):
         self.router_ns = router_ns
         self.config = config
@@ -37,6 +37,7 @@ class Linkem:
         self.argv = argv
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen | None = None
+        self.started_unix: float | None = None
 
     @property
     def pid(self) -> int | None:
@@ -48,6 +49,9 @@ class Linkem:
 
     def start(self) -> None:
         self.stats_path.unlink(missing_ok=True)
+        # the zero of the flow log's `t`, on the wall clock (good to a few ms: linkem starts
+        # its clock right after it is exec'd)
+        self.started_unix = time.time()
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
             self.proc = subprocess.Popen([tool("ip"), "netns", "exec", self.router_ns, *self.argv],
                                          stdout=out, stderr=err, stdin=subprocess.DEVNULL)

@@ -27,9 +27,14 @@ _ENDS = (
 _OFFLOADS = ("tso", "gso", "gro", "tx-udp-segmentation")
 
 # Namespace-local sysctls. rp_filter off: the router forwards between two subnets and must
-# not drop on a reverse-path check; IPv6 off: no ND/MLD chatter on the measured links.
+# not drop on a reverse-path check; IPv6 off: no ND/MLD chatter on the measured links;
+# tcp_no_metrics_save: Linux would otherwise cache each destination's RTT, ssthresh and
+# cwnd after a connection and start the next one from them, so runs would not be independent.
 _SYSCTLS = ("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
-            "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1")
+            "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
+            "net.ipv4.tcp_no_metrics_save=1")
+# Recorded with every experiment (core.execute): what the testbed set for independence.
+RECORDED_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": 1}
 
 
 def namespace_names(tb_id: str) -> dict[str, str]:

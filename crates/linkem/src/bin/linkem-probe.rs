@@ -32,12 +32,15 @@ linkem-probe: measure an emulated path end to end
       Bulk TCP for D seconds; goodput measured at the receiver.
       JSON: received_bytes, span_s, goodput_mbit (payload bits, accept..last byte),
       intervals [[t_ms, payload_bytes, reads], ...].
-  linkem-probe stalls [--period-us 1000] [--threshold-us 300] [--duration-s N]
+  linkem-probe stalls [--period-us 1000] [--threshold-us 300] [--duration-s N] [--stream]
       Machine stall monitor: a pinned SCHED_FIFO 90 thread per CPU wakes every period and
       records wake-ups later than the threshold (the CPU could not run anything: interrupts,
       or the hypervisor not running the vCPU). Prints `ready`, runs until SIGTERM/SIGINT or
       the duration. JSON: cpus, period_ms, threshold_ms, start_mono_ms, end_mono_ms, wakeups,
       stalls [[cpu, due_mono_ms, late_ms], ...] (CLOCK_MONOTONIC).
+      --stream: while running, also print each stall as it is recorded (polled every 10 ms,
+      flushed), one line {\"stall\": {\"cpu\": N, \"due_mono_ms\": X, \"late_ms\": Y}}; the record
+      above is still the last line.
 
 Exit 0 with the JSON on stdout; 2 on a usage error; 1 when the measurement failed.
 ";
@@ -73,7 +76,7 @@ enum Failure {
 
 fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
     use Failure::{Run, Usage};
-    let a = Args::parse(rest, &["samples"]).map_err(Usage)?;
+    let a = Args::parse(rest, &["samples", "stream"]).map_err(Usage)?;
     let ms = |k: &str, d: u64| a.get::<u64>(k, Some(d)).map(Duration::from_millis).map_err(Usage);
     let secs = |k: &str| a.get::<f64>(k, None).map(Duration::from_secs_f64).map_err(Usage);
     let target = || a.get::<SocketAddr>("target", None).map_err(Usage);
@@ -118,13 +121,14 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
             }).map(Some).map_err(Run)
         }
         "stalls" => {
-            a.only(&["period-us", "threshold-us", "duration-s"]).map_err(Usage)?;
+            a.only(&["period-us", "threshold-us", "duration-s", "stream"]).map_err(Usage)?;
             let us = |k: &str, d: u64| a.get::<u64>(k, Some(d)).map(Duration::from_micros).map_err(Usage);
             let dur = a.get::<f64>("duration-s", Some(0.0)).map_err(Usage)?;
             probe::stalls::run(probe::stalls::StallOptions {
                 period: us("period-us", 1000)?,
                 threshold: us("threshold-us", 300)?,
                 duration: (dur > 0.0).then(|| Duration::from_secs_f64(dur)),
+                stream: a.flag("stream"),
             }).map(Some).map_err(Run)
         }
         other => Err(Usage(format!("unknown subcommand '{other}'"))),

@@ -6,6 +6,7 @@
 //! thing; it is not packaged for this host's use, and the probe needs the record per event).
 
 use super::json::{num, Obj};
+use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 use std::time::Duration;
@@ -17,6 +18,8 @@ pub struct StallOptions {
     pub period: Duration,
     pub threshold: Duration,
     pub duration: Option<Duration>,
+    /// Print each stall as a JSON line while running (see `stall_line`).
+    pub stream: bool,
 }
 
 /// CLOCK_MONOTONIC in ns: the clock of the probe's `sent_mono_ms` and of kernel traces.
@@ -32,6 +35,7 @@ extern "C" fn on_signal(_: libc::c_int) {
     STOP.store(true, Ordering::Relaxed);
 }
 
+#[derive(Clone, Copy)]
 struct Stall {
     cpu: usize,
     due_ns: u64,
@@ -77,6 +81,33 @@ fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, started: &Bar
     Ok(n)
 }
 
+/// One `--stream` line: `{"stall": {"cpu": N, "due_mono_ms": X, "late_ms": Y}}`.
+fn stall_line(s: &Stall) -> String {
+    let o = Obj::new().int("cpu", s.cpu as u64).float("due_mono_ms", s.due_ns as f64 / 1e6)
+        .float("late_ms", s.late_ns as f64 / 1e6);
+    Obj::new().raw("stall", o.build()).build()
+}
+
+/// `--stream`: write the stalls recorded since the last call (`streamed` of them were
+/// written before), in the order they were recorded, and flush.
+fn stream_new(out: &mut impl Write, stalls: &Mutex<Vec<Stall>>, streamed: &mut usize, fresh: &mut Vec<Stall>) {
+    fresh.clear();
+    {
+        // Copy out and let go at once: the monitor threads take this lock.
+        let all = stalls.lock().unwrap();
+        fresh.extend_from_slice(&all[(*streamed).min(all.len())..]);
+        *streamed = all.len();
+    }
+    if fresh.is_empty() {
+        return;
+    }
+    for s in fresh.iter() {
+        // A reader that went away must not stop the monitor; the final record still follows.
+        let _ = writeln!(out, "{}", stall_line(s));
+    }
+    let _ = out.flush();
+}
+
 /// Runs until SIGTERM/SIGINT (or the duration), then returns the JSON record.
 pub fn run(o: StallOptions) -> Result<String, String> {
     unsafe {
@@ -96,8 +127,12 @@ pub fn run(o: StallOptions) -> Result<String, String> {
         .collect();
     started.wait(); // every thread pinned and raised (or failed) before we say `ready`
     println!("ready");
+    let (mut streamed, mut fresh) = (0usize, Vec::new());
     while !STOP.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(10));
+        if o.stream {
+            stream_new(&mut std::io::stdout().lock(), &stalls, &mut streamed, &mut fresh);
+        }
         if o.duration.is_some_and(|d| monotonic_ns() - start >= d.as_nanos() as u64) {
             STOP.store(true, Ordering::Relaxed);
         }
@@ -107,6 +142,10 @@ pub fn run(o: StallOptions) -> Result<String, String> {
         wakeups += t.join().map_err(|_| "a monitor thread panicked".to_string())??;
     }
     let end = monotonic_ns();
+    if o.stream {
+        // Those recorded after the last poll: every stall gets its line before the record.
+        stream_new(&mut std::io::stdout().lock(), &stalls, &mut streamed, &mut fresh);
+    }
     let mut stalls = std::mem::take(&mut *stalls.lock().unwrap());
     stalls.sort_by_key(|s| s.due_ns);
     let list: Vec<String> = stalls
@@ -123,4 +162,31 @@ pub fn run(o: StallOptions) -> Result<String, String> {
         .int("wakeups", wakeups)
         .raw("stalls", format!("[{}]", list.join(", ")))
         .build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_line_format() {
+        let s = Stall { cpu: 1, due_ns: 123_456_789_012, late_ns: 5_250_000 };
+        assert_eq!(stall_line(&s), r#"{"stall": {"cpu": 1, "due_mono_ms": 123456.789012, "late_ms": 5.25}}"#);
+    }
+
+    #[test]
+    fn stream_new_prints_only_new_stalls() {
+        let stalls = Mutex::new(vec![Stall { cpu: 0, due_ns: 1_000_000, late_ns: 2_000_000 }]);
+        let (mut streamed, mut fresh, mut out) = (0, Vec::new(), Vec::new());
+        stream_new(&mut out, &stalls, &mut streamed, &mut fresh);
+        stream_new(&mut out, &stalls, &mut streamed, &mut fresh);
+        stalls.lock().unwrap().push(Stall { cpu: 1, due_ns: 3_000_000, late_ns: 4_000_000 });
+        stream_new(&mut out, &stalls, &mut streamed, &mut fresh);
+        assert_eq!(streamed, 2);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"stall\": {\"cpu\": 0, \"due_mono_ms\": 1, \"late_ms\": 2}}\n\
+             {\"stall\": {\"cpu\": 1, \"due_mono_ms\": 3, \"late_ms\": 4}}\n"
+        );
+    }
 }

@@ -1,8 +1,8 @@
-"""Extra report sections, one module each, found automatically.
+"""The report's sections beyond the shell: first the experiment's kind's own (its
+`sections`), then the analyses', one module each here, found automatically.
 
-A module here defines `section(store, analysis) -> Section | None` (None = nothing to show
-for this experiment, e.g. no fairness runs). Sections appear before "Parameters", ordered by
-their module's ORDER (default 100). New areas add a file; nothing else changes.
+A section is a function `(store, analysis) -> Section | None` (None = nothing to show for
+this experiment). An analysis module here defines `section` and its ORDER (default 100).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class Section:
 
 
 def extra_sections(store, analysis) -> list[Section]:
+    own = [s for make in getattr(analysis.kind, "sections", ()) if (s := make(store, analysis)) is not None]
     found = []
     for info in pkgutil.iter_modules(__path__):
         module = importlib.import_module(f"{__name__}.{info.name}")
@@ -29,4 +30,4 @@ def extra_sections(store, analysis) -> list[Section]:
         s = make(store, analysis)
         if s is not None:
             found.append((getattr(module, "ORDER", 100), info.name, s))
-    return [s for _, _, s in sorted(found, key=lambda t: (t[0], t[1]))]
+    return own + [s for _, _, s in sorted(found, key=lambda t: (t[0], t[1]))]

@@ -76,7 +76,7 @@ def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
 
 
 def _cell_rows(by_cell: dict[str, list], labels: dict[str, str]) -> list[list[str]]:
-    from ...states import TransitionGraph
+    from ...analyses.states import TransitionGraph
 
     rows = []
     for cell_id, runs in by_cell.items():
@@ -100,8 +100,8 @@ def _cell_rows(by_cell: dict[str, list], labels: dict[str, str]) -> list[list[st
 
 
 def _diff_html(base_runs: list, runs: list, label: str, base_label: str, alpha: float) -> str:
-    from ...states import compare
-    from ...states.diff import protocols_in
+    from ...analyses.states import compare
+    from ...analyses.states.diff import protocols_in
 
     parts = []
     for protocol in protocols_in(runs):
@@ -126,9 +126,9 @@ def _diff_html(base_runs: list, runs: list, label: str, base_label: str, alpha: 
 
 
 def section(store, analysis):
-    from ...states import analyse_runs, load_runs, to_dot, to_svg
-    from ...states.export import example_logs
-    from ...states.timeline import cwnd_figure
+    from ...analyses.states import analyse_runs, load_runs, to_dot, to_svg
+    from ...analyses.states.export import example_logs
+    from ...analyses.states.timeline import cwnd_figure
     from ..figures import to_svg as fig_svg
     from . import Section
 
@@ -136,7 +136,8 @@ def section(store, analysis):
     if not runs:
         return None
     cells = store.cells_frame()
-    labels = {c.cell_id: _cell_label(c.dims or {}, c.link_profile or {}, c.workload) for c in cells.itertuples()}
+    labels = {c.cell_id: _cell_label(c.dims or {}, c.link_profile or {}, (c.dims or {}).get("workload", ""))
+              for c in cells.itertuples()}
     alpha = float(getattr(getattr(analysis, "statistics", None), "alpha", 0.01) or 0.01)
     out = ['<p>Congestion-control states inferred from the server\'s logs (QUIC: the '
            'instrumented controller\'s Table 3 states; TCP: Linux <code>ca_state</code>), as in '
@@ -168,7 +169,7 @@ def section(store, analysis):
     # Each impaired cell against its unimpaired twin: what the impairment changes.
     twins, impaired = {}, []
     for c in cells.itertuples():
-        key = _twin_key(c.link_profile or {}, c.workload, c.options)
+        key = _twin_key(c.link_profile or {}, (c.dims or {}).get("workload", ""), c.settings)
         if _impaired(c.link_profile or {}):
             impaired.append((c.cell_id, key))
         else:

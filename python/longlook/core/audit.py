@@ -1,0 +1,222 @@
+"""Every run's own fidelity audit: was the path during this run what the scenario said?
+
+Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
+- linkem's releases more than 1 ms after their due time (each one timestamped by linkem),
+  and the largest lateness: a late release is a packet delayed more than configured;
+- the kernel's NFQUEUE drops (linkem's queue full): packets lost that the link did not lose;
+- machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
+  VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited.
+
+A run over any threshold of the scenario's [fidelity] is flagged, with its reasons, and by
+default kept out of the statistics (core.status); the report lists it as excluded.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..binaries import find_binary
+from .spec import Fidelity
+
+LATE_MS = 1.0  # what linkem timestamps as a late release
+# upper bounds (ms) of linkem's lateness histogram buckets, in its order (docs/interfaces.md)
+_BUCKET_UPPER_MS = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, float("inf"))
+_BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", "1-2ms", "2-5ms", "over_5ms")
+FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
+# linkem's directions hand over their counters once per stats interval (testbed.linkem), so
+# a document covers everything up to about one interval before its own `mono_ms`
+STATS_LAG_MS = 30.0
+
+
+@dataclass
+class Audit:
+    released: int = 0  # packets linkem released during the run, both directions
+    late_releases: int = 0  # of them more than 1 ms late
+    max_release_late_ms: float | None = None  # exact when > 1 ms; else the histogram's bound
+    kernel_queue_drops: int | None = None  # None: the kernel's counters were not readable
+    stalls: int = 0
+    max_stall_ms: float = 0.0
+    flagged: bool = False
+    reasons: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def judge(self, limits: Fidelity) -> "Audit":
+        reasons = []
+        if self.max_release_late_ms is not None and self.max_release_late_ms > limits.max_release_late_ms:
+            reasons.append(f"a release {self.max_release_late_ms:.1f} ms late "
+                           f"(limit {limits.max_release_late_ms:g} ms)")
+        if self.released and self.late_releases / self.released > limits.max_late_release_share:
+            reasons.append(f"{self.late_releases} of {self.released} releases over {LATE_MS:g} ms late "
+                           f"(limit {limits.max_late_release_share:.1%})")
+        if self.kernel_queue_drops is not None and self.kernel_queue_drops > limits.max_kernel_queue_drops:
+            reasons.append(f"{self.kernel_queue_drops} packets dropped by the kernel's queue to linkem")
+        if self.max_stall_ms > limits.max_stall_ms:
+            reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
+        self.reasons = reasons
+        self.flagged = bool(reasons)
+        return self
+
+
+def _directions(stats: dict) -> dict[str, dict]:
+    return stats.get("directions") or {}
+
+
+def _delta(before: dict, after: dict, get) -> int:
+    total = 0
+    for which, d in _directions(after).items():
+        prev = _directions(before).get(which, {})
+        total += (get(d) or 0) - (get(prev) or 0)
+    return total
+
+
+def _kernel_drops(d: dict) -> int | None:
+    errors = d.get("errors") or {}
+    q, u = errors.get("kernel_queue_dropped"), errors.get("kernel_user_dropped")
+    if q is None and u is None:
+        return None
+    return (q or 0) + (u or 0)
+
+
+def linkem_audit(before: dict, after: dict, t0_ms: float, t1_ms: float) -> Audit:
+    """The linkem part of the audit for the window [t0_ms, t1_ms] (CLOCK_MONOTONIC ms)."""
+    a = Audit(released=_delta(before, after, lambda d: d.get("packets")))
+    events = [late for d in _directions(after).values()
+              for mono, late in d.get("late_release_events") or [] if t0_ms <= mono <= t1_ms]
+    counted = _delta(before, after, lambda d: d.get("late_releases_over_1ms"))
+    ring_complete = all(not d.get("late_release_events_dropped") for d in _directions(after).values())
+    has_events = any("late_release_events" in d for d in _directions(after).values())
+    a.late_releases = len(events) if has_events and ring_complete else max(counted, len(events))
+    if events:
+        a.max_release_late_ms = max(events)
+    else:  # nothing over 1 ms: the highest histogram bucket that moved bounds the lateness
+        moved = [i for i, name in enumerate(_BUCKETS)
+                 if _delta(before, after, lambda d, n=name: ((d.get("release_lateness_us") or {})
+                                                            .get("histogram") or {}).get(n)) > 0]
+        a.max_release_late_ms = _BUCKET_UPPER_MS[max(moved)] if moved else None
+        if a.max_release_late_ms == float("inf"):  # counted late but not timestamped (old linkem)
+            a.max_release_late_ms = None
+    drops = [(_kernel_drops(d), _kernel_drops(_directions(before).get(w, {})))
+             for w, d in _directions(after).items()]
+    if drops and all(now is not None for now, _ in drops):
+        a.kernel_queue_drops = sum(now - (prev or 0) for now, prev in drops)
+    return a
+
+
+@dataclass(frozen=True)
+class MachineStall:
+    cpu: int
+    start_ms: float  # CLOCK_MONOTONIC: the earliest the stall began (the previous wake-up)
+    end_ms: float
+    late_ms: float
+
+
+class StallWatch:
+    """`linkem-probe stalls --stream` for a whole experiment, read line by line; started in
+    a testbed namespace so the testbed's teardown (or `longlook clean`) ends it on any exit."""
+
+    PERIOD_US = 1000
+    THRESHOLD_US = 1000
+
+    def __init__(self, testbed):
+        self._stalls: list[MachineStall] = []
+        self._lock = threading.Lock()
+        argv = [str(find_binary("linkem-probe")), "stalls", "--stream",
+                "--period-us", str(self.PERIOD_US), "--threshold-us", str(self.THRESHOLD_US)]
+        self.proc = testbed.popen("router", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True)
+        first = self.proc.stdout.readline().strip()
+        if first != "ready":
+            self.stop()
+            from ..testbed import TestbedError
+            raise TestbedError("the machine-stall monitor (linkem-probe stalls --stream) did not start",
+                               hint="rebuild the Rust binaries: bash scripts/setup.sh")
+        self._reader = threading.Thread(target=self._read, daemon=True, name="stall-watch")
+        self._reader.start()
+
+    def _read(self) -> None:
+        period_ms = self.PERIOD_US / 1000
+        for line in self.proc.stdout:
+            try:
+                s = json.loads(line).get("stall")
+            except (json.JSONDecodeError, AttributeError):
+                continue
+            if s:
+                due, late = float(s["due_mono_ms"]), float(s["late_ms"])
+                with self._lock:
+                    self._stalls.append(MachineStall(int(s["cpu"]), due - period_ms, due + late, late))
+
+    def between(self, t0_ms: float, t1_ms: float) -> list[MachineStall]:
+        # a stall is reported when it ends; give the reader a moment to see one that just did
+        time.sleep(0.02)
+        with self._lock:
+            return [s for s in self._stalls if s.end_ms >= t0_ms and s.start_ms <= t1_ms]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+class RunAudit:
+    """Around one run: `begin()` before the kind measures, `end()` after -> Audit."""
+
+    def __init__(self, testbed, stalls: StallWatch | None, limits: Fidelity):
+        self.testbed, self.stalls, self.limits = testbed, stalls, limits
+        self.before: dict = {}
+        self.after: dict = {}
+        self.t0_ms = self.t1_ms = 0.0
+
+    def begin(self) -> None:
+        self.before = _stats(self.testbed)
+        self.t0_ms = time.monotonic() * 1000
+
+    def end(self) -> Audit:
+        self.t1_ms = time.monotonic() * 1000
+        self.after = _fresh_stats(self.testbed, self.t1_ms)
+        a = linkem_audit(self.before, self.after, self.t0_ms, self.t1_ms)
+        if self.stalls is not None:
+            hit = self.stalls.between(self.t0_ms, self.t1_ms)
+            a.stalls = len(hit)
+            a.max_stall_ms = max((s.late_ms for s in hit), default=0.0)
+        return a.judge(self.limits)
+
+
+def linkem_delta(before: dict, after: dict) -> dict:
+    """linkem's direction counters over one run (after - before); flows as they stand after."""
+    out = {"elapsed_s": after.get("elapsed_s", 0) - before.get("elapsed_s", 0), "directions": {}}
+    for which, counters in _directions(after).items():
+        prev = _directions(before).get(which, {})
+        out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items()
+                                    if isinstance(v, (int, float))}
+    return out
+
+
+def _stats(testbed) -> dict:
+    from ..testbed import TestbedError
+    try:
+        return testbed.linkem_stats()
+    except TestbedError:
+        return {}  # a linkem that has not written its first stats yet: all counters zero
+
+
+def _fresh_stats(testbed, t1_ms: float) -> dict:
+    """linkem's stats written after t1 (it rewrites them every interval), so the run's last
+    moments are in them; an older linkem without `mono_ms` is read as it is."""
+    deadline = time.monotonic() + FRESH_WAIT_S
+    while True:
+        stats = _stats(testbed)
+        if (stats.get("mono_ms") is None or stats["mono_ms"] >= t1_ms + STATS_LAG_MS
+                or time.monotonic() > deadline):
+            return stats
+        time.sleep(0.01)

@@ -1,0 +1,220 @@
+"""The local executor: any kind's grid, cell by cell, round by round, through one testbed.
+
+Per link profile: linkem reconfigured and the path self-checked (a failure stops the grid
+with the measured error). Per round: every arm once, in the order drawn from (seed, cell,
+round), recorded. Per run: the kind measures (`measure_run` returns a RunRecord and writes
+only files in the run's directory), the run's path audit is taken around it, and the store,
+the one writer, commits it the moment it ends. Failed runs are retried up to `retries`
+times; Ctrl-C leaves a consistent store and `--resume` continues it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import LonglookError
+from ..linkcheck import check_link
+from ..testbed import Testbed
+from ..testbed.topology import RECORDED_SYSCTLS
+from ..testbed.tracefs import tcp_tracefs
+from ..versions import binary_version
+from .audit import RunAudit, StallWatch, linkem_delta
+from .kind import Kind, RunContext
+from .record import RunRecord, new_run_id
+from .registry import get_kind
+from .servers import ServerPool
+from .spec import ArmBase, CellBase, ScenarioBase
+from .status import SETTLED
+from .store import RUNS_DIR, Store, environment_versions
+
+
+class LinkCheckFailed(LonglookError):
+    pass
+
+
+@dataclass
+class RunSummary:
+    out_dir: Path
+    runs: int = 0
+    ok: int = 0
+    failed: int = 0
+    mismatched: int = 0
+    flagged: int = 0  # ok runs whose path audit failed the scenario's [fidelity]
+    skipped_done: int = 0
+    wall_s: float = 0.0
+    in_runs_s: float = 0.0
+    setup_s: float = 0.0  # testbed, link checks, server starts
+    interrupted: bool = False
+
+    @property
+    def harness_overhead(self) -> float:
+        """Share of the measuring loop's wall time spent outside runs (set-up excluded)."""
+        loop = self.wall_s - self.setup_s
+        return max(0.0, (loop - self.in_runs_s) / loop) if loop > 0 else 0.0
+
+    def count(self, record: RunRecord) -> None:
+        self.runs += 1
+        if record.status == "ok":
+            self.ok += 1
+            self.flagged += record.flagged
+        elif record.status == "protocol_mismatch":
+            self.mismatched += 1
+        else:
+            self.failed += 1
+
+
+@dataclass
+class Bench:
+    """What every run of one experiment shares on one machine."""
+
+    scenario: ScenarioBase
+    kind: Kind
+    state: dict[str, Any]
+    out_dir: Path
+    testbed: Testbed
+    servers: ServerPool
+    stalls: StallWatch | None
+
+
+def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, arm: ArmBase,
+                attempt: int) -> tuple[RunRecord, float]:
+    """One run on a live testbed: the kind's measurement with its path audit, as a record
+    (not stored) and the measurement's wall time. Files go to DIR/runs/<run_id>/ only."""
+    sc, tb = bench.scenario, bench.testbed
+    run_id = new_run_id()
+    run_dir = bench.out_dir / RUNS_DIR / run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if bench.kind.fresh_link_per_run:
+        tb.reconfigure(cell.link, base_dir=sc.base_dir)
+    audit = RunAudit(tb, bench.stalls, sc.fidelity)
+    audit.begin()
+    started = time.monotonic()
+    m = bench.kind.measure(RunContext(testbed=tb, servers=bench.servers, scenario=sc, cell=cell,
+                                      arm=arm, round=round_index, run_id=run_id, run_dir=run_dir,
+                                      cert_dir=bench.servers.cert_dir, state=bench.state))
+    wall = time.monotonic() - started
+    a = audit.end()
+    (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
+    rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
+    artifacts = {k: rel(v) for k, v in m.artifacts.items() if (run_dir / v).exists()}
+    artifacts["linkem"] = rel("linkem.json")
+    record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
+                          arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
+                          audit=a.as_dict())
+    return record, wall
+
+
+class Runner:
+    """Runs one scenario of any kind into one experiment directory. `progress(event, **info)`
+    is called as things happen, for a progress display; the library itself prints nothing."""
+
+    def __init__(self, scenario: ScenarioBase, out_dir: Path, *, resume: bool = False,
+                 link_check: bool = True, link_check_duration_s: float = 2.0,
+                 progress: Callable[..., None] | None = None):
+        self.scenario = scenario
+        self.kind = get_kind(scenario.kind)
+        self.out_dir = Path(out_dir)
+        self.resume = resume
+        self.link_check = link_check
+        self.link_check_duration_s = link_check_duration_s
+        self.progress = progress or (lambda *a, **k: None)
+        self.summary = RunSummary(self.out_dir)
+        # resolved now, so a missing client stops the experiment before its first run
+        self.state = self.kind.prepare(scenario)
+
+    def run(self) -> RunSummary:
+        started = time.monotonic()
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        with Store.open(self.out_dir) as store:
+            if store.experiment() is not None and not self.resume:
+                raise LonglookError(f"{self.out_dir} already holds an experiment",
+                                    hint="add --resume to continue it, or choose a new --out directory")
+            store.start_experiment(self.scenario, self._versions())
+            try:
+                self._run_grid(store)
+                store.finish_experiment()
+            except KeyboardInterrupt:
+                self.summary.interrupted = True
+            finally:
+                self.summary.wall_s = time.monotonic() - started
+        return self.summary
+
+    def _versions(self) -> dict:
+        return environment_versions(endpoint=binary_version("endpoint"),
+                                    linkem=binary_version("linkem"),
+                                    testbed={"sysctls": RECORDED_SYSCTLS},
+                                    **self.kind.versions(self.scenario))
+
+    def _run_grid(self, store: Store) -> None:
+        sc = self.scenario
+        cells = sc.cells()
+        per_cell = sc.rounds * len(sc.arm_list())
+        settled = {c.id: len(store.settled(c.id, sc.retries)) for c in cells}
+        todo = [c for c in cells if settled[c.id] < per_cell]
+        self.summary.skipped_done = sum(settled.values())
+        self.progress("start", total=sc.total_runs(), done=self.summary.skipped_done)
+        if not todo:
+            return
+        t0 = time.monotonic()
+        with Testbed(todo[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
+                     seed=sc.seed, **self.kind.testbed_options) as tb:
+            servers = ServerPool(tb, self.out_dir / "cert", self.out_dir / "server-logs", tcp_tracefs())
+            stalls = StallWatch(tb)
+            bench = Bench(sc, self.kind, self.state, self.out_dir, tb, servers, stalls)
+            current_link = None
+            self.summary.setup_s += time.monotonic() - t0
+            try:
+                for cell in todo:
+                    if cell.link != current_link:
+                        self._switch_link(store, tb, cell, first=current_link is None)
+                        current_link = cell.link
+                    self._run_cell(store, bench, cell)
+            finally:
+                servers.stop_all()
+                stalls.stop()
+
+    def _switch_link(self, store: Store, tb: Testbed, cell: CellBase, first: bool) -> None:
+        t0 = time.monotonic()
+        if not first:
+            tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
+        if self.link_check:
+            self.progress("link_check", link=cell.link_label)
+            result = check_link(tb, cell.link, duration_s=self.link_check_duration_s,
+                                base_dir=self.scenario.base_dir)
+            store.record_link_check(cell.link.name, cell.link.model_dump(exclude_none=True),
+                                    result.to_dict(), result.ok, result.summary())
+            self.progress("link_checked", link=cell.link_label, ok=result.ok, summary=result.summary())
+            if not result.ok:
+                raise LinkCheckFailed(result.summary(),
+                                      hint="the emulated path is not what the scenario says; "
+                                           "see `longlook link check` for the full table")
+        self.summary.setup_s += time.monotonic() - t0
+
+    def _run_cell(self, store: Store, bench: Bench, cell: CellBase) -> None:
+        settled = store.settled(cell.id, self.scenario.retries)
+        for round_index in range(self.scenario.rounds):
+            order = self.scenario.round_order(cell, round_index)
+            store.record_round_order(cell.id, round_index, [a.label for a in order])
+            for position, arm in enumerate(order):
+                if (round_index, arm.label) not in settled:
+                    self._run_arm(store, bench, cell, round_index, position, arm)
+
+    def _run_arm(self, store: Store, bench: Bench, cell: CellBase, round_index: int,
+                 position: int, arm: ArmBase) -> None:
+        retries = self.scenario.retries
+        for attempt in range(store.attempts(cell.id, round_index, arm.label) + 1, retries + 2):
+            record, wall = measure_run(bench, cell, round_index, position, arm, attempt)
+            store.record_run(record)
+            self.summary.in_runs_s += wall
+            self.summary.count(record)
+            self.progress("run", cell=cell.id, arm=arm.label, round=round_index,
+                          status=record.status, error=record.error, flagged=record.flagged,
+                          reasons=record.audit.get("reasons") or [],
+                          text=self.kind.progress_text(record),
+                          final=record.status in SETTLED or attempt > retries)
+            if record.status in SETTLED:
+                return

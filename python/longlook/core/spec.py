@@ -1,0 +1,272 @@
+"""The part of a scenario every kind shares, and how a scenario file becomes a kind's model.
+
+    kind = "pageload"        # which kind runs it (core.registry); default pageload
+    name, description, seed
+    rounds = 10              # (alias: runs) each cell measured this many times, arms back to back
+    retries, timeout_s
+    [[links]]                # a sweep: any scalar field may be a list; rtt_ms = two equal delays
+                             # ([link] = one link)
+    [statistics]             # the test, alpha, Holm, bootstrap
+    [fidelity]               # when a run's path was not what the scenario said (core.audit)
+
+A kind's model subclasses `ScenarioBase` with its own fields and returns its cells; errors
+name the field (`links[0].rate_mbit[2]: ...`) whatever part of the file it is in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from ..errors import LonglookError
+from ..linkprofile import LinkProfile
+from .links import expand_links, link_labels
+from .validation import format_errors
+
+DEFAULT_KIND = "pageload"
+ALIASES = (("runs", "rounds"), ("link", "links"))  # (as a file may write it, the field)
+
+
+class Statistics(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    alpha: float = Field(default=0.01, gt=0, lt=1)
+    test: Literal["welch", "mannwhitney"] = "welch"
+    holm: bool = False  # the paper did not correct for multiple comparisons
+    confidence: float = Field(default=0.95, gt=0, lt=1)
+    bootstrap_resamples: int = Field(default=9999, ge=100)
+
+
+class Fidelity(BaseModel):
+    """When a run's path was not what the scenario said. Each run's audit (core.audit) is
+    held against these; a run over any of them is flagged and, with `exclude_flagged`, kept
+    out of the statistics (shown with its reason in the report)."""
+
+    model_config = ConfigDict(extra="forbid")
+    exclude_flagged: bool = True
+    # linkem released a packet this much later than its due time (the path's delay was off)
+    max_release_late_ms: float = Field(default=5.0, gt=0)
+    # share of the run's released packets that were more than 1 ms late
+    max_late_release_share: float = Field(default=0.01, ge=0, le=1)
+    # packets the kernel dropped because linkem's queue was full (not the emulated buffer)
+    max_kernel_queue_drops: int = Field(default=0, ge=0)
+    # the machine could not run anything this long (hypervisor stall) while the run went on
+    max_stall_ms: float = Field(default=5.0, gt=0)
+
+
+@dataclass(frozen=True)
+class CellBase:
+    """One point of a kind's grid. `id` is deterministic for a scenario file, so a resumed
+    experiment finds its earlier runs. Kinds subclass it with their own fields."""
+
+    id: str
+    index: int
+    link: LinkProfile
+    link_label: str
+
+    def link_dims(self) -> dict[str, Any]:
+        down = self.link.resolved("down")
+        return {"link": self.link_label, "rate_mbit": down.rate_mbit, "trace": down.trace,
+                "rtt_ms": self.link.rtt_ms(), "loss": self.link.expected_loss("down")}
+
+    def dims(self) -> dict[str, Any]:
+        """Flat values for analysis (heatmap axes, grouping, matching cells across runs)."""
+        return self.link_dims()
+
+    def settings(self) -> dict[str, Any]:
+        """The kind's own settings of this cell, stored as JSON beside it."""
+        return {}
+
+    def shown(self) -> dict[str, Any]:
+        """What `longlook scenario show` prints of the cell beyond its link."""
+        link = self.link_dims()
+        return {k: v for k, v in self.dims().items() if k not in link}
+
+
+class ArmBase(BaseModel):
+    """One side of a comparison within a cell; a kind with a single arm still has one."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    protocol: str | None = None  # what the run must verify it used (None: the kind checks)
+
+
+class ScenarioBase(BaseModel):
+    """A validated experiment of some kind. Build with `load_scenario(path)` or
+    `parse_scenario(text)`; kinds subclass it."""
+
+    model_config = ConfigDict(extra="forbid")
+    kind: str = DEFAULT_KIND
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    seed: int = 1
+    rounds: int = Field(default=10, ge=1)
+    retries: int = Field(default=2, ge=0)  # extra attempts after a failed run
+    timeout_s: float = Field(default=60.0, gt=0)  # per run (a kind may derive its own)
+    statistics: Statistics = Field(default_factory=Statistics)
+    fidelity: Fidelity = Field(default_factory=Fidelity)
+    links: list[LinkProfile]
+
+    # the example file a kind points to in its errors
+    example: ClassVar[str] = "scenarios/quick.toml"
+
+    _toml_text: str | None = PrivateAttr(default=None)
+    _base_dir: Path | None = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _common_sugar(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for alias, field in ALIASES:
+            if alias in data:
+                if field in data:
+                    raise ValueError(f"set {field} or {alias}, not both")
+                data[field] = data.pop(alias)
+        if "links" in data and not _already(data["links"], LinkProfile):
+            data["links"] = expand_links(data["links"], top_fields=set(cls.model_fields) | {"runs", "link"})
+        return data
+
+    @model_validator(mode="after")
+    def _links_named(self) -> "ScenarioBase":
+        if not self.links:
+            raise ValueError("links: give at least one link profile")
+        labels = link_labels(self.links)
+        given = [link.name for link in self.links]
+        for i, (link, label) in enumerate(zip(self.links, labels)):
+            # each profile is named by its label (link self-checks are recorded by name); a
+            # name the user gave is kept when it is unique
+            if link.name == "link" or given.count(link.name) > 1:
+                name = label if link.name == "link" else f"{link.name}:{label}"
+                self.links[i] = link.model_copy(update={"name": name})
+        return self
+
+    def _check_unique_cells(self) -> None:
+        ids = [c.id for c in self.cells()]
+        dup = {i for i in ids if ids.count(i) > 1}
+        if dup:
+            raise ValueError(f"the grid has duplicate cells: {sorted(dup)[0]} (a repeated entry?)")
+
+    # -- what a kind provides
+
+    def cells(self) -> list[CellBase]:
+        raise NotImplementedError
+
+    def arm_list(self) -> list[ArmBase]:
+        """The arms run in every round, in scenario order."""
+        raise NotImplementedError
+
+    def comparisons(self) -> list[tuple[str, str]]:
+        """(arm, baseline) label pairs the statistics compare; none for a single-arm kind."""
+        return []
+
+    # -- the grid, shared
+
+    def link_labels(self) -> list[str]:
+        return link_labels(self.links)
+
+    def cell(self, cell_id: str) -> CellBase:
+        for c in self.cells():
+            if c.id == cell_id:
+                return c
+        raise KeyError(cell_id)
+
+    def arm(self, label: str) -> ArmBase:
+        return next(a for a in self.arm_list() if a.label == label)
+
+    def round_order(self, cell: CellBase, round_index: int) -> list[ArmBase]:
+        """The arms in the order to run them in this round: shuffled, reproducibly from the
+        seed, the cell and the round (so a resumed run repeats the same order)."""
+        key = f"{self.seed}|{cell.id}|{round_index}".encode()
+        rng = random.Random(int.from_bytes(hashlib.sha256(key).digest()[:8], "big"))
+        arms = list(self.arm_list())
+        rng.shuffle(arms)
+        return arms
+
+    def total_runs(self) -> int:
+        return len(self.cells()) * self.rounds * len(self.arm_list())
+
+    @property
+    def toml_text(self) -> str | None:
+        """The file as written (stored with the results so the experiment can be re-run)."""
+        return self._toml_text
+
+    @property
+    def base_dir(self) -> Path:
+        """Where relative paths (traces) start: the scenario file's directory, else the
+        working directory."""
+        return self._base_dir or Path.cwd()
+
+    def check_files(self, source: str) -> None:
+        for link in self.links:
+            for which in ("up", "down"):
+                trace = link.resolved(which).trace
+                if trace and not (self.base_dir / trace).is_file():
+                    raise LonglookError(
+                        f"{source}: link {link.name}: {which} trace: no such file {self.base_dir / trace}",
+                        hint="trace paths are relative to the scenario file")
+
+    @classmethod
+    def from_toml(cls, text: str, source: str = "<scenario>",
+                  base_dir: Path | None = None) -> "ScenarioBase":
+        """Parse and validate as this model (a kind's model: its `kind` may be omitted)."""
+        data = _parse_toml(text, source)
+        return _validate(cls, data, text, source, base_dir)
+
+
+def _already(v: Any, model: type) -> bool:
+    return isinstance(v, list) and all(isinstance(x, model) for x in v)
+
+
+def _parse_toml(text: str, source: str) -> dict:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise LonglookError(f"{source}: not valid TOML: {e}") from None
+
+
+def _validate(model: type[ScenarioBase], data: dict, text: str, source: str,
+              base_dir: Path | None) -> ScenarioBase:
+    try:
+        scenario = model(**data)
+    except ValidationError as e:
+        # name a field as the file wrote it (runs = ..., [link])
+        written = {field: alias for alias, field in ALIASES if alias in data}
+        raise LonglookError(f"{source}: {format_errors(e, set(model.model_fields), written)}",
+                            hint=f"see {model.example} for a commented example") from None
+    scenario._toml_text = text
+    scenario._base_dir = base_dir
+    if base_dir is not None:
+        scenario.check_files(source)
+    return scenario
+
+
+def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None = None) -> ScenarioBase:
+    """Any kind's scenario: `kind` picks the model (core.registry)."""
+    from .registry import get_kind
+
+    data = _parse_toml(text, source)
+    name = data.get("kind", DEFAULT_KIND)
+    try:
+        kind = get_kind(name)
+    except LonglookError as e:
+        raise LonglookError(f"{source}: kind: {e.message}", hint=e.hint) from None
+    return _validate(kind.scenario_model, data, text, source, base_dir)
+
+
+def load_scenario(path: str | Path) -> ScenarioBase:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise LonglookError(f"{path}: no such scenario file", hint="see scenarios/ for examples") from None
+    except IsADirectoryError:
+        raise LonglookError(f"{path}: is a directory, not a scenario file",
+                            hint="give a .toml file, e.g. scenarios/quick.toml") from None
+    return parse_scenario(text, source=str(path), base_dir=path.resolve().parent)

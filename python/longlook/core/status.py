@@ -1,0 +1,67 @@
+"""How a run ended, which runs are settled (no more attempts), and which runs count.
+
+One definition for every kind, client and analysis: a run counts for the statistics only
+when it ended ok, over the protocol it asked for (where it asked for one), with its path
+audit clean (unless the scenario keeps flagged runs), and with the metric measured.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import pandas as pd
+
+Status = Literal["ok", "failed", "timeout", "protocol_mismatch"]
+STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "protocol_mismatch")
+# retrying will not change these: the run worked, or the network decided the protocol
+SETTLED: tuple[str, ...] = ("ok", "protocol_mismatch")
+
+
+def classify(*, ok: bool, requested: str | None, negotiated: str | None,
+             timed_out: bool = False, protocol_unavailable: bool = False) -> Status:
+    """ok only when the run succeeded over the protocol asked for; another protocol is a
+    protocol_mismatch (never counted), whatever `ok` says."""
+    if timed_out:
+        return "timeout"
+    if protocol_unavailable or (negotiated is not None and requested is not None
+                                and negotiated != requested):
+        return "protocol_mismatch"
+    if ok and (requested is None or negotiated == requested):
+        return "ok"
+    return "failed"
+
+
+def protocol_verified(runs: pd.DataFrame) -> pd.Series:
+    req, neg = runs["protocol_requested"], runs["protocol_negotiated"]
+    return req.isna() | (neg == req)
+
+
+def counted_mask(runs: pd.DataFrame, metric: str | None = None, *,
+                 exclude_flagged: bool = True) -> pd.Series:
+    ok = (runs["status"] == "ok") & protocol_verified(runs)
+    if exclude_flagged and "audit_flagged" in runs:
+        ok &= ~runs["audit_flagged"].fillna(False).astype(bool)
+    if metric is not None:
+        ok &= runs[metric].notna() if metric in runs else False
+    return ok
+
+
+def counted_runs(runs: pd.DataFrame, metric: str | None = None, *,
+                 exclude_flagged: bool = True) -> pd.DataFrame:
+    """The runs that count (see the module's docstring)."""
+    if runs.empty:
+        return runs
+    return runs[counted_mask(runs, metric, exclude_flagged=exclude_flagged)]
+
+
+def exclusion_reason(r: pd.Series, metric: str | None = None, *, exclude_flagged: bool = True) -> str:
+    """Why a run does not count, in words for the report."""
+    req, neg = r.get("protocol_requested"), r.get("protocol_negotiated")
+    if r["status"] == "protocol_mismatch" or (r["status"] == "ok" and isinstance(req, str) and neg != req):
+        return f"asked for {req}, got {neg if isinstance(neg, str) else 'nothing'}"
+    if r["status"] == "ok" and exclude_flagged and bool(r.get("audit_flagged") or False):
+        return f"path not as configured: {r.get('audit_reasons')}"
+    if r["status"] == "ok":
+        return f"no {metric}" if metric else "no measurement"
+    err = r.get("error")
+    return err if isinstance(err, str) and err else r["status"]

@@ -1,0 +1,382 @@
+"""The results store: one DuckDB file per experiment directory, run artifacts beside it.
+
+    DIR/longlook.duckdb    experiments (kind, TOML, versions), cells, runs (with their path
+                           audit), metrics, series, link_checks, round_orders, and the tables
+                           the experiment's kind declares (e.g. objects, flows)
+    DIR/runs/<run_id>/...  whatever a run leaves behind (client JSON, qlogs, flow logs)
+
+Each run is written in one transaction, so a run is wholly there or absent: an interrupted
+experiment never leaves half a run. This is the only writer of results; executors hand it
+RunRecords. JSON-valued columns are stored as text and decoded when read.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import platform
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+import duckdb
+import pandas as pd
+
+from ..errors import LonglookError
+from .record import RunRecord, new_run_id
+from .spec import ScenarioBase
+from .status import SETTLED
+
+DB_FILE = "longlook.duckdb"
+RUNS_DIR = "runs"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS experiments (
+    id VARCHAR PRIMARY KEY, kind VARCHAR, scenario_name VARCHAR, scenario_toml VARCHAR,
+    seed BIGINT, started_at TIMESTAMP, ended_at TIMESTAMP, versions VARCHAR);
+CREATE TABLE IF NOT EXISTS cells (
+    cell_id VARCHAR PRIMARY KEY, position INTEGER, link_name VARCHAR, link_profile VARCHAR,
+    dims VARCHAR, settings VARCHAR);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, cell_id VARCHAR, round INTEGER, position INTEGER, arm VARCHAR,
+    attempt INTEGER, status VARCHAR, error VARCHAR, protocol_requested VARCHAR,
+    protocol_negotiated VARCHAR, started_at TIMESTAMP, duration_s DOUBLE, options VARCHAR,
+    artifacts VARCHAR, details VARCHAR,
+    audit_released BIGINT, audit_late_releases BIGINT, audit_max_release_late_ms DOUBLE,
+    audit_kernel_queue_drops BIGINT, audit_stalls INTEGER, audit_max_stall_ms DOUBLE,
+    audit_flagged BOOLEAN, audit_reasons VARCHAR, recorded_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS metrics (run_id VARCHAR, name VARCHAR, value DOUBLE);
+CREATE TABLE IF NOT EXISTS series (run_id VARCHAR, name VARCHAR, key VARCHAR, t_s DOUBLE, value DOUBLE);
+CREATE TABLE IF NOT EXISTS link_checks (
+    profile_name VARCHAR, configured VARCHAR, measured VARCHAR, passed BOOLEAN,
+    detail VARCHAR, checked_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS round_orders (
+    cell_id VARCHAR, round INTEGER, arm_order VARCHAR, PRIMARY KEY (cell_id, round));
+"""
+
+_JSON_COLUMNS = {
+    "experiments": ("versions",),
+    "cells": ("link_profile", "dims", "settings"),
+    "runs": ("options", "artifacts", "details"),
+    "link_checks": ("configured", "measured"),
+    "round_orders": ("arm_order",),
+}
+_RUN_COLUMNS = ("run_id", "cell_id", "round", "position", "arm", "attempt", "status", "error",
+                "protocol_requested", "protocol_negotiated", "started_at", "duration_s",
+                "options", "artifacts", "details", "audit_released", "audit_late_releases",
+                "audit_max_release_late_ms", "audit_kernel_queue_drops", "audit_stalls",
+                "audit_max_stall_ms", "audit_flagged", "audit_reasons", "recorded_at")
+
+
+def utcnow() -> datetime:
+    """Naive UTC (the store's TIMESTAMP columns are UTC by convention)."""
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _naive_utc(t: datetime | None) -> datetime | None:
+    if t is None or t.tzinfo is None:
+        return t
+    return t.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+_PACKAGES = ("typer", "rich", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "duckdb",
+             "matplotlib", "jinja2")
+
+
+def environment_versions(**extra: Any) -> dict[str, Any]:
+    """What this process can see: longlook, Python, kernel, packages. The executor adds the
+    binaries' and the kind's versions as keyword arguments."""
+    from .. import __version__
+
+    pkgs = {}
+    for name in _PACKAGES:
+        try:
+            pkgs[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pkgs[name] = None
+    return {"longlook": __version__, "python": sys.version.split()[0],
+            "kernel": platform.release(), "machine": platform.machine(),
+            "packages": pkgs, **extra}
+
+
+def _table_ddl(name: str, columns: dict[str, str]) -> str:
+    cols = ", ".join(f"{c} {t}" for c, t in columns.items())
+    return f"CREATE TABLE IF NOT EXISTS {name} (run_id VARCHAR, {cols});"
+
+
+class Store:
+    """`Store.open(dir)`; every `record_*` call commits before it returns."""
+
+    def __init__(self, directory: Path, con: duckdb.DuckDBPyConnection, read_only: bool):
+        self.directory = directory
+        self.read_only = read_only
+        self._con = con
+
+    @classmethod
+    def open(cls, directory: str | Path, *, read_only: bool = False) -> "Store":
+        directory = Path(directory)
+        db = directory / DB_FILE
+        if read_only and not db.exists():
+            raise LonglookError(f"{directory}: no results here (no {DB_FILE})",
+                                hint="give the directory that `longlook run` wrote to")
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            con = duckdb.connect(str(db), read_only=read_only)
+        except duckdb.IOException as e:
+            raise LonglookError(f"{db}: cannot open: {e}",
+                                hint="is an experiment still running on this directory?") from None
+        store = cls(directory, con, read_only)
+        store._check_layout()
+        if not read_only:
+            con.execute(_SCHEMA)
+            store._create_kind_tables()
+        return store
+
+    def _check_layout(self) -> None:
+        cols = {r[0] for r in self._con.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_name = 'experiments'").fetchall()}
+        if cols and "kind" not in cols:
+            self._con.close()
+            raise LonglookError(f"{self.directory}: results of an older longlook (before kinds)",
+                                hint="re-run the scenario into a new directory")
+
+    def close(self) -> None:
+        self._con.close()
+
+    def __enter__(self) -> "Store":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the kind
+
+    def kind_name(self) -> str | None:
+        row = self._con.execute("SELECT kind FROM experiments ORDER BY started_at LIMIT 1").fetchone() \
+            if self._has_table("experiments") else None
+        return row[0] if row else None
+
+    def kind(self):
+        from .registry import get_kind
+        name = self.kind_name()
+        return get_kind(name) if name else None
+
+    def _create_kind_tables(self, kind=None) -> None:
+        kind = kind or (self.kind() if self.kind_name() else None)
+        for name, columns in (getattr(kind, "tables", None) or {}).items():
+            self._con.execute(_table_ddl(name, columns))
+
+    def _has_table(self, name: str) -> bool:
+        return bool(self._con.execute(
+            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+
+    # -- transactions
+
+    def _transaction(self, statements: Iterable[tuple[str, list]], many: bool = False) -> None:
+        """All or nothing, including when interrupted (KeyboardInterrupt is a BaseException).
+        Each statement's params are one row, or a list of rows when many=True."""
+        con = self._con
+        con.begin()
+        try:
+            for sql, params in statements:
+                if not many:
+                    con.execute(sql, params)
+                elif params:
+                    con.executemany(sql, params)
+            con.commit()
+        except BaseException:
+            con.rollback()
+            raise
+
+    # -- experiment
+
+    def start_experiment(self, scenario: ScenarioBase, versions: dict[str, Any] | None = None, *,
+                         allow_version_change: bool = False) -> str:
+        """Record the experiment and its cells; on a directory that already holds this
+        scenario, resume it (same id). A different scenario in the same directory is refused,
+        and so is resuming with other software versions (results would mix them) unless
+        allow_version_change, which records what changed."""
+        from .registry import get_kind
+
+        toml = scenario.toml_text or scenario.model_dump_json()
+        self._create_kind_tables(get_kind(scenario.kind))
+        existing = self._con.execute(
+            "SELECT id, scenario_toml, versions FROM experiments ORDER BY started_at LIMIT 1").fetchone()
+        if existing:
+            exp_id, stored_toml, stored_versions = existing
+            if stored_toml != toml:
+                raise LonglookError(
+                    f"{self.directory}: holds results of another scenario (or an edited one)",
+                    hint="use a new directory for a new or changed scenario")
+            merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions,
+                                            allow_version_change)
+            self._record_cells(scenario)
+            self._transaction([("UPDATE experiments SET ended_at = NULL, versions = ? WHERE id = ?",
+                                [json.dumps(merged), exp_id])])
+            return exp_id
+        exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
+        self._transaction([(
+            "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+            [exp_id, scenario.kind, scenario.name, toml, scenario.seed, utcnow(),
+             json.dumps(versions or {}, default=str)])])
+        self._record_cells(scenario)
+        return exp_id
+
+    def _resumed_versions(self, stored: dict, now: dict | None, allow: bool) -> dict:
+        resumed = {"at": utcnow().isoformat(timespec="seconds") + "Z"}
+        if now is not None:
+            changed = {k: {"was": stored.get(k), "now": v} for k, v in now.items()
+                       if k != "resumed" and stored.get(k) != v}
+            if changed and not allow:
+                what = "; ".join(f"{k}: {c['was']} -> {c['now']}" for k, c in changed.items())
+                raise LonglookError(
+                    f"{self.directory}: versions changed since this experiment started ({what})",
+                    hint="use a new directory, or allow the change explicitly (it is recorded)")
+            if changed:
+                resumed["changed"] = changed
+        return {**stored, "resumed": [*stored.get("resumed", []), resumed]}
+
+    def finish_experiment(self) -> None:
+        self._transaction([("UPDATE experiments SET ended_at = ?", [utcnow()])])
+
+    def experiment(self) -> dict[str, Any] | None:
+        df = self._frame("experiments")
+        return None if df.empty else df.iloc[0].to_dict()
+
+    def scenario(self) -> ScenarioBase:
+        from .spec import parse_scenario
+
+        exp = self.experiment()
+        if exp is None:
+            raise LonglookError(f"{self.directory}: no experiment recorded")
+        return parse_scenario(exp["scenario_toml"], source=f"{self.directory} (stored scenario)")
+
+    def _record_cells(self, scenario: ScenarioBase) -> None:
+        rows = [[c.id, c.index, c.link.name, c.link.model_dump_json(exclude_none=True),
+                 json.dumps(c.dims(), default=str), json.dumps(c.settings(), default=str)]
+                for c in scenario.cells()]
+        self._transaction([("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)],
+                          many=True)
+
+    # -- runs
+
+    def run_dir(self, run_id: str) -> Path:
+        d = self.directory / RUNS_DIR / run_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def record_run(self, r: RunRecord) -> None:
+        """Store one run with its metrics, series and kind rows atomically; durable when
+        this returns."""
+        a = r.audit
+        row = [r.run_id, r.cell_id, r.round, r.position, r.arm, r.attempt, r.status, r.error,
+               r.protocol_requested, r.protocol_negotiated, _naive_utc(r.started_at), r.duration_s,
+               json.dumps(r.options, default=str), json.dumps(r.artifacts),
+               json.dumps(r.details, default=str), a.get("released"), a.get("late_releases"),
+               a.get("max_release_late_ms"), a.get("kernel_queue_drops"), a.get("stalls"),
+               a.get("max_stall_ms"), bool(a.get("flagged", False)),
+               "; ".join(a.get("reasons") or []) or None, utcnow()]
+        statements = [(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", [row]),
+                      ("INSERT INTO metrics VALUES (?, ?, ?)",
+                       [[r.run_id, k, v] for k, v in r.metrics.items() if v is not None]),
+                      ("INSERT INTO series VALUES (?, ?, ?, ?, ?)",
+                       [[r.run_id, s["name"], s.get("key", ""), s["t_s"], s["value"]] for s in r.series])]
+        for table, rows in r.rows.items():
+            if not rows:
+                continue
+            cols = list(rows[0])
+            statements.append((f"INSERT INTO {table} (run_id, {', '.join(cols)}) "
+                               f"VALUES ({', '.join('?' * (len(cols) + 1))})",
+                               [[r.run_id, *(x.get(c) for c in cols)] for x in rows]))
+        self._transaction(statements, many=True)
+
+    def settled(self, cell_id: str, retries: int) -> set[tuple[int, str]]:
+        """(round, arm) pairs that need no more runs: a settled status (core.status), or
+        every attempt used."""
+        rows = self._con.execute(
+            "SELECT round, arm, status, count(*) OVER (PARTITION BY round, arm) AS n "
+            "FROM runs WHERE cell_id = ?", [cell_id]).fetchall()
+        return {(int(rnd), arm) for rnd, arm, status, n in rows if status in SETTLED or n > retries}
+
+    def completed_runs(self, cell_id: str) -> set[tuple[int, str]]:
+        """(round, arm) pairs of this cell that already have an ok run."""
+        rows = self._con.execute(
+            "SELECT DISTINCT round, arm FROM runs WHERE cell_id = ? AND status = 'ok'",
+            [cell_id]).fetchall()
+        return {(int(r), a) for r, a in rows}
+
+    def attempts(self, cell_id: str, round: int, arm: str) -> int:
+        """How many times this (cell, round, arm) has been tried, whatever the outcome."""
+        return int(self._con.execute(
+            "SELECT count(*) FROM runs WHERE cell_id = ? AND round = ? AND arm = ?",
+            [cell_id, round, arm]).fetchone()[0])
+
+    def record_round_order(self, cell_id: str, round: int, order: list[str]) -> None:
+        self._transaction([("INSERT INTO round_orders VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+                            [cell_id, round, json.dumps(order)])])
+
+    def record_link_check(self, profile_name: str, configured: dict, measured: dict,
+                          passed: bool, detail: str | None = None) -> None:
+        self._transaction([("INSERT INTO link_checks VALUES (?, ?, ?, ?, ?, ?)",
+                            [profile_name, json.dumps(configured, default=str),
+                             json.dumps(measured, default=str), passed, detail, utcnow()])])
+
+    # -- reading
+
+    def _frame(self, table: str, order: str = "") -> pd.DataFrame:
+        df = self._con.execute(f"SELECT * FROM {table} {order}").df()
+        for col in _JSON_COLUMNS.get(table, ()):
+            df[col] = df[col].map(lambda s: json.loads(s) if isinstance(s, str) else s)
+        return df
+
+    def runs_frame(self) -> pd.DataFrame:
+        """One row per run: the runs table, one column per metric (the kind's, NaN where not
+        measured) and one per detail key."""
+        runs = self._frame("runs", "ORDER BY recorded_at, run_id")
+        metrics = self._con.execute("SELECT run_id, name, value FROM metrics").df()
+        names = list(dict.fromkeys([*(m.name for m in getattr(self._kind_or_none(), "metrics", ())),
+                                    *metrics["name"]]))
+        wide = (metrics.pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
+                if len(metrics) else pd.DataFrame(index=pd.Index([], name="run_id")))
+        wide = wide.reindex(columns=names)
+        runs = runs.join(wide, on="run_id")
+        details = pd.DataFrame([d if isinstance(d, dict) else {} for d in runs["details"]], index=runs.index)
+        extra = [c for c in details.columns if c not in runs.columns]
+        return pd.concat([runs, details[extra]], axis=1)
+
+    def _kind_or_none(self):
+        try:
+            return self.kind()
+        except LonglookError:
+            return None
+
+    def table(self, name: str, order: str = "") -> pd.DataFrame:
+        """One of the kind's tables (e.g. objects, flows)."""
+        if not self._has_table(name):
+            raise LonglookError(f"{self.directory}: no table {name!r} in this experiment")
+        return self._frame(name, order)
+
+    def series(self, run_id: str | None = None, name: str | None = None) -> pd.DataFrame:
+        where, params = [], []
+        if run_id is not None:
+            where.append("run_id = ?")
+            params.append(run_id)
+        if name is not None:
+            where.append("name = ?")
+            params.append(name)
+        clause = f"WHERE {' AND '.join(where)}" if where else ""
+        return self._con.execute(f"SELECT * FROM series {clause} ORDER BY run_id, name, key, t_s", params).df()
+
+    def cells_frame(self) -> pd.DataFrame:
+        return self._frame("cells", "ORDER BY position")
+
+    def link_checks_frame(self) -> pd.DataFrame:
+        return self._frame("link_checks", "ORDER BY checked_at")
+
+    def round_orders_frame(self) -> pd.DataFrame:
+        return self._frame("round_orders", "ORDER BY cell_id, round")
+
+    def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
+        """Ad-hoc queries (notebooks)."""
+        return self._con.execute(query, params or []).df()

@@ -1,0 +1,91 @@
+"""Fairness: QUIC and TCP flows sharing one bottleneck (Kakhki et al. IMC'17 §5.1, Table 4,
+Fig. 4-5), measured at the router. A run is every flow of a cell at once; linkem restarts
+before each run, so its flow log's clock starts with the run."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import asdict
+
+from ...core.kind import Kind, Measurement, RunContext, table_columns
+from ...stacks.endpoint import ServerOptions
+from .aggregate import cell_summary, example_run, table4
+from .flowlog import FlowCounters, flow_counters, read_flow_log
+from .flows import FlowOutcome, run_concurrent_flows
+from .measure import FlowMeasurement, RunMeasurement, measure_run
+from .metrics import FAIRNESS_METRICS, expected_shares, jain_index, shares, weighted_jain_index
+from .sections import fairness_section
+from .spec import FairnessCell, FairnessScenario, FlowSpec, Matchup, Sweep
+
+SETTLE_S = 0.5  # after the flows: linkem's last flow-log lines and the server's log flushes
+FLOW_LOG = "linkem-flows.jsonl"
+
+
+def server_options(cell: FairnessCell, tracefs=None) -> ServerOptions:
+    return ServerOptions(quic_cc=cell.quic_cc or "cubic", n_conn=cell.n_conn,
+                         tcp_cc=cell.tcp_cc or "cubic", tcp_tracefs=str(tracefs) if tracefs else None)
+
+
+def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str] | None = None) -> Measurement:
+    """One run's fairness figures as the core stores them: per-run metrics, a `flows` row per
+    flow, and the throughput timeline and cwnd as series keyed by flow."""
+    flows = [{**asdict(f), "position": i} for i, f in enumerate(m.flows)]
+    for f in flows:
+        f["flow"] = f.pop("label")
+    series = ([{"name": "mbit", "key": r.flow, "t_s": r.t_s, "value": r.mbit} for r in m.timeline.itertuples()]
+              + [{"name": "cwnd_bytes", "key": r.flow, "t_s": r.t_s, "value": r.cwnd_bytes}
+                 for r in m.cwnd.itertuples()])
+    rates = [f.router_mbit for f in m.flows]
+    return Measurement(
+        status=m.status, error=m.error, started_unix_ms=launch_unix * 1000,
+        metrics={"jain": _finite(m.jain), "jain_weighted": _finite(m.jain_weighted),
+                 "total_mbit": _finite(sum(rates))},
+        details={"window_start_s": m.window[0], "window_end_s": m.window[1]},
+        series=series, rows={"flows": flows}, artifacts=artifacts or {})
+
+
+def _finite(x: float) -> float | None:
+    return x if x == x and abs(x) != float("inf") else None
+
+
+class Fairness(Kind):
+    name = "fairness"
+    scenario_model = FairnessScenario
+    metrics = FAIRNESS_METRICS
+    tables = {"flows": table_columns(FlowMeasurement, rename={"label": "flow"}, position=int)}
+    fresh_link_per_run = True
+    testbed_options = {"flow_log": True}
+    sections = (fairness_section,)
+
+    def measure(self, ctx: RunContext) -> Measurement:
+        cell: FairnessCell = ctx.cell
+        port, server = ctx.servers.get(server_options(cell, ctx.servers.tracefs))
+        linkem = ctx.testbed.linkem
+        launch_unix, outcomes = run_concurrent_flows(
+            ctx.testbed, port=port, cert_dir=ctx.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
+            run_dir=ctx.run_dir, duration_s=cell.duration_s)
+        time.sleep(SETTLE_S)
+        flow_log = ctx.run_dir / FLOW_LOG
+        shutil.copyfile(linkem.flow_log_path, flow_log)
+        logs = {o.spec.label: [ctx.run_dir / "logs" / name
+                               for name in server.take_logs(o.run_id, ctx.run_dir / "logs")]
+                for o in outcomes}
+        m = measure_run(outcomes, flow_log=flow_log, launch_unix=launch_unix,
+                        linkem_t0_unix=linkem.started_unix, window=cell.shared_window(),
+                        end_s=cell.duration_s, bin_s=ctx.scenario.bin_s, logs=logs)
+        return measurement(m, launch_unix, {"flow_log": FLOW_LOG})
+
+    def progress_text(self, m) -> str:
+        jain = m.metrics.get("jain")
+        return "" if jain is None else f"Jain {jain:.3f}"
+
+
+KIND = Fairness()
+
+__all__ = [
+    "KIND", "FairnessCell", "FairnessScenario", "FlowCounters", "FlowMeasurement", "FlowOutcome",
+    "FlowSpec", "Matchup", "RunMeasurement", "Sweep", "cell_summary", "example_run",
+    "expected_shares", "flow_counters", "jain_index", "measure_run", "measurement",
+    "read_flow_log", "run_concurrent_flows", "shares", "table4", "weighted_jain_index",
+]

@@ -1,0 +1,102 @@
+"""One page load: a fresh client process fetches the cell's workload from the server of the
+arm's options; the fetch JSON becomes the run's metrics, its objects a table, and the
+server's log of that connection (qlog, or the TCP log) an artifact."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ...core.kind import Measurement, Metric, RunContext
+from ...core.record import RunRecord
+from ...core.status import classify
+from ...stacks.endpoint import SERVER_ADDR, FetchResult, ServerOptions
+from .spec import RunOptions
+
+PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time"),
+                     Metric("handshake_ms", "ms", "lower", "handshake"),
+                     Metric("ttfb_ms", "ms", "lower", "time to first byte"))
+# the objects of a page load, as the fetch JSON times them (ms from the first packet sent)
+OBJECTS_TABLE = {"path": "VARCHAR", "status": "INTEGER", "bytes": "BIGINT", "start_ms": "DOUBLE",
+                 "first_byte_ms": "DOUBLE", "end_ms": "DOUBLE"}
+OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
+
+
+def server_options(opts: RunOptions, tracefs: Path | None) -> ServerOptions:
+    return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
+                         tcp_cc=opts.tcp_cc, tcp_tracefs=str(tracefs) if tracefs else None)
+
+
+def measure(ctx: RunContext) -> Measurement:
+    opts = ctx.cell.run_options(ctx.arm)
+    port, server = ctx.servers.get(server_options(opts, ctx.servers.tracefs))
+    url = f"https://{SERVER_ADDR}:{port}{ctx.cell.workload.url_path()}"
+    fetch = ctx.state["fetchers"][opts.client]
+    result: FetchResult = fetch(ctx.testbed, url=url, protocol=opts.protocol, run_id=ctx.run_id,
+                                cert_dir=ctx.cert_dir, out=ctx.run_dir / "fetch.json",
+                                timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
+                                zero_rtt=opts.zero_rtt)
+    artifacts = _artifacts(ctx.run_dir, result.document)
+    for name in server.take_logs(ctx.run_id, ctx.run_dir):
+        key = "tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name
+        artifacts[key] = name
+    if not server.alive():
+        result = FetchResult("failed", result.document,
+                             f"the endpoint server died during the run (see {server.log_dir}/server.stderr)",
+                             result.wall_s)
+    return from_fetch(result.document, protocol_requested=opts.protocol, status=result.status,
+                      error=result.error, options=asdict(opts), artifacts=artifacts)
+
+
+def _artifacts(run_dir: Path, document: dict) -> dict[str, str]:
+    """fetch.json and the files the client names in it (Chromium: har, netlog)."""
+    found = {"fetch": "fetch.json"} if (run_dir / "fetch.json").exists() else {}
+    for name, file in (document.get("artifacts") or {}).items():
+        if (run_dir / file).is_file():
+            found[name] = file
+    return found
+
+
+def fetch_status(fetch: dict, requested: str, timed_out: bool = False) -> str:
+    """What a fetch JSON says of its run's status (core.status.classify)."""
+    return classify(ok=bool(fetch.get("ok")), requested=requested, negotiated=fetch.get("protocol"),
+                    timed_out=timed_out)
+
+
+def record_from_fetch(fetch: dict, *, run_id: str, cell_id: str, round: int, position: int, arm: str,
+                      attempt: int = 1, protocol_requested: str | None = None,
+                      duration_s: float | None = None, **kw: Any) -> RunRecord:
+    """A stored run straight from a fetch JSON (notebooks, tests, importing results);
+    the protocol asked for defaults to the document's, the options', else the arm label."""
+    requested = (protocol_requested or fetch.get("protocol_requested")
+                 or (kw.get("options") or {}).get("protocol") or arm)
+    m = from_fetch(fetch, protocol_requested=requested, **kw)
+    return RunRecord.of(m, run_id=run_id, cell_id=cell_id, round=round, position=position, arm=arm,
+                        attempt=attempt, duration_s=duration_s)
+
+
+def from_fetch(fetch: dict, *, protocol_requested: str, status: str | None = None,
+               error: str | None = None, timed_out: bool = False, options: dict | None = None,
+               artifacts: dict[str, str] | None = None) -> Measurement:
+    """The fetch JSON of docs/interfaces.md as a Measurement. `fetch` may be {} when the
+    client produced nothing (crash, timeout). The status is derived from the document unless
+    given; a run over another protocol than requested is never "ok"."""
+    derived = fetch_status(fetch, protocol_requested, timed_out)
+    if status is None or (status == "ok" and derived == "protocol_mismatch"):
+        status = derived
+    zr = fetch.get("zero_rtt") or {}
+    details: dict[str, Any] = {
+        "zero_rtt_attempted": bool(zr.get("attempted", False)),
+        "zero_rtt_accepted": bool(zr.get("accepted", False)),
+        "bytes": fetch.get("bytes"), "url": fetch.get("url"), "mode": fetch.get("mode"), "local_addr": fetch.get("local_addr"),
+        "goodput": fetch.get("goodput") or []}
+    objects = [{c: o.get(c) for c in OBJECT_COLUMNS} for o in fetch.get("objects") or []]
+    return Measurement(
+        status=status,
+        error=error or fetch.get("error") or ("timed out" if status == "timeout" else None),
+        protocol_requested=protocol_requested, protocol_negotiated=fetch.get("protocol"),
+        started_unix_ms=fetch.get("started_unix_ms"),
+        metrics={"plt_ms": fetch.get("plt_ms"), "handshake_ms": fetch.get("handshake_ms"),
+                 "ttfb_ms": fetch.get("ttfb_ms")},
+        details=details, rows={"objects": objects}, artifacts=artifacts or {}, options=options or {})

@@ -1,0 +1,306 @@
+"""The page-load kind's part of a scenario: workloads x options per link, arms compared
+within each cell (by default one per protocol: h3, h2).
+
+Grids are short to write: workloads may be "10x100k" strings or tables of lists, and every
+option may be a list. Protocols are not a cell dimension: the comparison happens inside a
+cell, back to back.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ...core.spec import ArmBase, CellBase, ScenarioBase
+from ...core.units import format_size, parse_size
+from ...core.validation import expand_sweep
+from ...stacks.clients import KNOWN_CLIENTS
+from ...stacks.congestion import QuicCC, TcpCC
+
+KNOWN_PROTOCOLS = ("h3", "h2")
+
+
+class Workload(BaseModel):
+    """What one run fetches: a page of `object_count` objects of `object_size` bytes, or one
+    bulk object."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    mode: Literal["page", "bulk"] = "page"
+    object_count: int = Field(default=1, ge=1)
+    object_size: int
+
+    @field_validator("object_size", mode="before")
+    @classmethod
+    def _size(cls, v: Any) -> int:
+        return parse_size(v)
+
+    @model_validator(mode="after")
+    def _bulk_is_one_object(self) -> "Workload":
+        if self.mode == "bulk" and self.object_count != 1:
+            raise ValueError("object_count: a bulk workload is one object (object_count = 1)")
+        return self
+
+    @property
+    def label(self) -> str:
+        size = format_size(self.object_size)
+        return f"bulk-{size}" if self.mode == "bulk" else f"{self.object_count}x{size}"
+
+    @property
+    def total_bytes(self) -> int:
+        return self.object_count * self.object_size
+
+    def url_path(self) -> str:
+        """The endpoint's synthetic content path (docs/interfaces.md)."""
+        size = format_size(self.object_size)
+        if self.mode == "bulk":
+            return f"/bulk/{size}"
+        return f"/page/{self.object_count}x{size}.html"
+
+
+_WORKLOAD_STR_RE = re.compile(r"^\s*(?:(\d+)\s*[xX×]\s*)?(\S+)\s*$")
+
+
+def _workload_entry(entry: Any) -> Any:
+    if not isinstance(entry, str):
+        if not isinstance(entry, dict):
+            raise ValueError(f'must be "10x100k", "bulk:10m" or a table, got {entry!r}')
+        return entry
+    s = entry.strip()
+    for prefix in ("bulk:", "bulk-", "bulk "):
+        if s.lower().startswith(prefix):
+            return {"mode": "bulk", "object_size": s[len(prefix):]}
+    m = _WORKLOAD_STR_RE.match(s)
+    if not m:
+        raise ValueError(f'must be like "10x100k" (count x size) or "bulk:10m", got "{s}"')
+    return {"object_count": int(m.group(1) or 1), "object_size": m.group(2)}
+
+
+class CellOptions(BaseModel):
+    """Stack settings of one cell. zero_rtt: keep session state between runs and attempt
+    0-RTT where the protocol supports it (the paper kept it, Sec. 3.3)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    zero_rtt: bool = True
+    quic_cc: QuicCC = "cubic"
+    max_cwnd_packets: int | None = Field(default=None, gt=0)  # QUIC MACW; None = stack default
+    tcp_cc: TcpCC = "cubic"
+
+
+def _on_off(v: Any) -> Any:
+    if isinstance(v, str) and v.lower() in ("on", "off", "true", "false"):
+        return v.lower() in ("on", "true")
+    return v
+
+
+class OptionGrid(BaseModel):
+    """Each option as a list of values to sweep (a single value is a list of one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    zero_rtt: list[bool] = [True]
+    quic_cc: list[QuicCC] = ["cubic"]
+    max_cwnd_packets: list[int] = []  # empty = stack default
+    tcp_cc: list[TcpCC] = ["cubic"]
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        v = v if isinstance(v, list) else [v]
+        return [_on_off(x) for x in v]
+
+    @field_validator("max_cwnd_packets")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(x <= 0 for x in v):
+            raise ValueError("must be a positive number of packets")
+        return v
+
+    def combinations(self) -> list[CellOptions]:
+        macw: list[int | None] = list(self.max_cwnd_packets) or [None]
+        # same nesting as the cell id (cc, tcpcc, macw, 0rtt): the last varies fastest
+        return [CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t)
+                for q, t, m, z in itertools.product(self.quic_cc, self.tcp_cc, macw, self.zero_rtt)]
+
+
+def _check_protocol(p: str) -> str:
+    if p not in KNOWN_PROTOCOLS:
+        raise ValueError(f'unknown protocol "{p}"; known: {", ".join(KNOWN_PROTOCOLS)}')
+    return p
+
+
+def _check_client(c: str) -> str:
+    if c not in KNOWN_CLIENTS:
+        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)}')
+    return c
+
+
+class Arm(ArmBase):
+    """One side of a comparison: a protocol plus option overrides, under a label. The default
+    arms are one per protocol, labelled by it; Fig. 7 compares h3 with and without 0-RTT.
+    `client` runs this arm with another client than the scenario's (native vs Chromium)."""
+
+    protocol: str
+    client: str | None = None
+    zero_rtt: bool | None = None
+    quic_cc: QuicCC | None = None
+    max_cwnd_packets: int | None = Field(default=None, gt=0)
+    tcp_cc: TcpCC | None = None
+
+    @field_validator("protocol")
+    @classmethod
+    def _protocol(cls, v: str) -> str:
+        return _check_protocol(v)
+
+    @field_validator("client")
+    @classmethod
+    def _client(cls, v: str | None) -> str | None:
+        return None if v is None else _check_client(v)
+
+    @field_validator("zero_rtt", mode="before")
+    @classmethod
+    def _zr(cls, v: Any) -> Any:
+        return _on_off(v)
+
+    def overrides(self) -> dict[str, Any]:
+        """The cell options this arm overrides (the client is not a cell option)."""
+        return {k: v for k, v in self.model_dump(exclude={"label", "protocol", "client"}).items()
+                if v is not None}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """The effective settings of one run: cell options with the arm's overrides applied."""
+
+    protocol: str
+    zero_rtt: bool
+    quic_cc: str
+    max_cwnd_packets: int | None
+    tcp_cc: str
+    client: str = "native"  # which page-load client runs it (stacks.clients.fetcher)
+
+
+_OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"), ("zero_rtt", "0rtt"))
+
+
+def _option_id(options: CellOptions, keys: tuple[str, ...]) -> list[str]:
+    parts = []
+    for key, short in _OPTION_ID:
+        if key not in keys:
+            continue
+        v = getattr(options, key)
+        text = ("on" if v else "off") if isinstance(v, bool) else ("default" if v is None else str(v))
+        parts.append(f"{short}={text}")
+    return parts
+
+
+@dataclass(frozen=True)
+class Cell(CellBase):
+    """A link x workload x options point; its id names the cell's settings."""
+
+    workload: Workload = None  # type: ignore[assignment]
+    options: CellOptions = None  # type: ignore[assignment]
+    option_keys: tuple[str, ...] = ()  # options that belong to the cell (not overridden per arm)
+    client: str = "native"  # the scenario's client; an arm may name another
+
+    def run_options(self, arm: Arm) -> RunOptions:
+        merged = {**self.options.model_dump(), **arm.overrides()}
+        return RunOptions(protocol=arm.protocol, client=arm.client or self.client, **merged)
+
+    def dims(self) -> dict[str, Any]:
+        d = self.link_dims()
+        d.update({"workload": self.workload.label, "object_count": self.workload.object_count,
+                  "object_size": self.workload.object_size, "mode": self.workload.mode})
+        d.update({k: getattr(self.options, k) for k in self.option_keys})
+        return d
+
+    def settings(self) -> dict[str, Any]:
+        return {"workload": self.workload.model_dump(), "options": self.options.model_dump()}
+
+    def shown(self) -> dict[str, Any]:
+        return {"workload": self.workload.label, "URL path": self.workload.url_path()}
+
+
+class Scenario(ScenarioBase):
+    """A page-load experiment (`kind = "pageload"`, the default)."""
+
+    example: ClassVar[str] = "scenarios/quick.toml"
+    kind: Literal["pageload"] = "pageload"
+    client: str = "native"  # default for every arm; [[arms]] may set their own
+    chromium_netlog: bool = False  # keep Chromium's net-log of each Chromium run
+    protocols: list[str] = ["h3", "h2"]
+    arms: list[Arm] = []
+    baseline: str | None = None  # label of the arm others are compared against; default last
+    workloads: list[Workload]
+    options: OptionGrid = Field(default_factory=OptionGrid)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_workloads(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "workloads" in data and not (
+                isinstance(data["workloads"], list) and all(isinstance(w, Workload) for w in data["workloads"])):
+            data = dict(data)
+            data["workloads"] = expand_sweep(data["workloads"], "workloads", Workload,
+                                             top_fields=cls.model_fields, prepare=_workload_entry)
+        return data
+
+    @field_validator("client")
+    @classmethod
+    def _client(cls, v: str) -> str:
+        return _check_client(v)
+
+    @field_validator("protocols")
+    @classmethod
+    def _protocols(cls, v: list[str]) -> list[str]:
+        for p in v:
+            _check_protocol(p)
+        if len(set(v)) != len(v):
+            raise ValueError("each protocol once")
+        return v
+
+    @model_validator(mode="after")
+    def _arms_and_grid(self) -> "Scenario":
+        if not self.workloads:
+            raise ValueError("workloads: give at least one workload")
+        if self.arms and "protocols" in self.model_fields_set:
+            raise ValueError("set either protocols or [[arms]], not both")
+        if not self.arms:
+            self.arms = [Arm(label=p, protocol=p) for p in self.protocols]
+        labels = [a.label for a in self.arms]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"arms: labels must be unique, got {labels}")
+        if len(self.arms) < 2:
+            raise ValueError("a comparison needs at least two arms (e.g. protocols = [\"h3\", \"h2\"])")
+        if self.baseline is None:
+            self.baseline = labels[-1]
+        elif self.baseline not in labels:
+            raise ValueError(f'baseline: "{self.baseline}" is not an arm; arms: {", ".join(labels)}')
+        for key in self._arm_option_keys():
+            if len(getattr(self.options, key)) > 1:
+                raise ValueError(f"options.{key}: set per arm, so it cannot also be swept here")
+        self._check_unique_cells()
+        return self
+
+    def _arm_option_keys(self) -> set[str]:
+        return {k for a in self.arms for k in a.overrides()}
+
+    def cells(self) -> list[Cell]:
+        """links x workloads x options, in file order; deterministic."""
+        overridden = self._arm_option_keys()
+        keys = tuple(k for k, _ in _OPTION_ID if k not in overridden)
+        cells = []
+        for (link, label), wl, opts in itertools.product(zip(self.links, self.link_labels()),
+                                                         self.workloads, self.options.combinations()):
+            cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys)])
+            cells.append(Cell(id=cid, index=len(cells), link=link, link_label=label, workload=wl,
+                              options=opts, option_keys=keys, client=self.client))
+        return cells
+
+    def arm_list(self) -> list[Arm]:
+        return list(self.arms)
+
+    def comparisons(self) -> list[tuple[str, str]]:
+        """(arm, baseline) label pairs; % difference = (baseline - arm) / baseline * 100."""
+        return [(a.label, self.baseline) for a in self.arms if a.label != self.baseline]

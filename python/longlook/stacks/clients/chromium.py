@@ -1,0 +1,134 @@
+"""Headless Chromium as a page-load client, with `endpoint.fetch`'s signature.
+
+Each run starts `python -m longlook.stacks.clients.chromium_driver` inside the client namespace
+(the browser must live there, and its DevTools pipe with it); the driver launches a fresh
+Chromium, loads the page, and writes the fetch JSON and a HAR beside `out`.
+
+    fetch = chromium_fetcher(quic="pinned")        # h3 runs forced, h2 runs with QUIC off
+    fetch = chromium_fetcher(quic="discovery")     # Alt-Svc discovery and racing
+    result = fetch(testbed, url=..., protocol="h3", run_id=..., cert_dir=..., out=...,
+                   timeout_s=60)
+
+The run's protocol is what the browser reported for every object ("mixed" if they differ),
+so a page that fell back to TCP, even partly, never counts as h3.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+from ...binaries import find_binary
+from ..endpoint import FetchResult, fetch_result
+from ...errors import LonglookError
+from .chromium_driver import DEFAULT_CHROMIUM, EXIT_PROTOCOL_MISMATCH, EXIT_TIMEOUT
+
+# seconds the driver may take beyond the page's timeout: browser start-up and shutdown
+DRIVER_GRACE_S = 15.0
+HAR_NAME = "page.har"
+NETLOG_NAME = "chromium-netlog.json"
+INSTALL_HINT = "install it with `apt-get install -y chromium` (scripts/setup.sh does, with retries)"
+
+
+def chromium_path() -> str:
+    """The browser to drive: $LONGLOOK_CHROMIUM, else Debian's /usr/bin/chromium."""
+    path = os.environ.get("LONGLOOK_CHROMIUM") or DEFAULT_CHROMIUM
+    if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+        found = shutil.which("chromium")
+        if found is None:
+            raise LonglookError(f"Chromium was not found at {path} nor on PATH", hint=INSTALL_HINT)
+        path = found
+    return path
+
+
+def server_spki(cert_pem: Path) -> str:
+    """base64 SHA-256 of the certificate's SubjectPublicKeyInfo, for Chromium's pin."""
+    if not Path(cert_pem).is_file():
+        raise LonglookError(f"no server certificate at {cert_pem}",
+                            hint="the endpoint server writes it when it first starts")
+    return _spki(str(cert_pem), Path(cert_pem).stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _spki(cert_pem: str, _mtime_ns: int) -> str:  # a regenerated certificate is a new key
+    out = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)],
+                         capture_output=True, text=True, timeout=10)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise LonglookError(f"`endpoint spki --cert {cert_pem}` failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
+def quic_mode(protocol: str, quic: str) -> str:
+    """The driver's --quic for a run: "pinned" forces QUIC for h3 and disables it for h2."""
+    if quic == "discovery":
+        return "discovery"
+    return "forced" if protocol == "h3" else "off"
+
+
+def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
+          timeout_s: float, mode: str = "page", zero_rtt: bool = False,
+          quic: str = "pinned", netlog: bool = False) -> FetchResult:
+    """One page load in a fresh Chromium in the client namespace. `zero_rtt` is not
+    supported: a fresh profile per run holds no session ticket (reported as not attempted).
+    With `netlog`, Chromium's net-log (its QUIC congestion events) is kept beside `out`."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "longlook.stacks.clients.chromium_driver", "--url", url,
+            "--quic", quic_mode(protocol, quic), "--spki", server_spki(Path(cert_dir) / "cert.pem"),
+            "--run-id", run_id, "--out", str(out), "--har", str(out.with_name(HAR_NAME)),
+            "--timeout-s", str(timeout_s), "--protocol-requested", protocol, "--mode", mode,
+            "--chromium", chromium_path()]
+    if netlog:
+        argv += ["--netlog", str(out.with_name(NETLOG_NAME))]
+    started = time.monotonic()
+    # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
+    proc = subprocess.Popen(testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=_driver_env())
+    try:
+        _, stderr = proc.communicate(timeout=timeout_s + DRIVER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _stop(proc)  # SIGTERM first: the driver closes its browser on the way out
+        testbed.check()
+        return FetchResult("timeout", {}, f"no result within {timeout_s + DRIVER_GRACE_S:.0f} s",
+                           time.monotonic() - started)
+    wall = time.monotonic() - started
+    testbed.check()  # a result obtained over a dead link is not a result
+    return classify(proc.returncode, out, stderr, protocol, wall)
+
+
+def classify(returncode: int, out: Path, stderr: str, protocol: str, wall: float) -> FetchResult:
+    """The driver's exit and document -> ok / failed / timeout / protocol_mismatch, with the
+    same meaning as for the native client."""
+    return fetch_result(out, returncode, stderr, protocol, wall, timed_out=returncode == EXIT_TIMEOUT,
+                        protocol_unavailable=returncode == EXIT_PROTOCOL_MISMATCH)
+
+
+def chromium_fetcher(*, quic: str = "pinned", netlog: bool = False) -> Callable[..., FetchResult]:
+    if quic not in ("pinned", "discovery"):
+        raise LonglookError(f"chromium quic mode {quic!r}: use pinned or discovery")
+    chromium_path()  # fail before the grid starts, not on its first run
+    return functools.partial(fetch, quic=quic, netlog=netlog)
+
+
+def _driver_env() -> dict[str, str]:
+    """The driver imports longlook from wherever this process does."""
+    env = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

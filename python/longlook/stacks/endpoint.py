@@ -1,0 +1,181 @@
+"""The native endpoint (crates/endpoint) as the runner drives it: the server inside the server
+namespace, one `endpoint fetch` process per run inside the client namespace.
+
+The command lines and JSON are specified in docs/interfaces.md.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..binaries import find_binary
+from ..errors import LonglookError
+
+SERVER_ADDR = "198.18.2.2"
+
+# fetch's exit codes (docs/interfaces.md)
+EXIT_OK = 0
+EXIT_PROTOCOL_UNAVAILABLE = 3
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """What the server side of a cell is configured with. A change restarts the server."""
+
+    quic_cc: str = "cubic"
+    max_cwnd_packets: int | None = None
+    initial_window_packets: int | None = None
+    n_conn: int | None = None
+    pacing: bool = True
+    tcp_cc: str = "cubic"
+    qlog: bool = True
+    tcp_tracefs: str | None = None  # exact TCP state transitions from tcp_cong_state_set
+
+    def argv(self) -> list[str]:
+        args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc,
+                "--pacing", "on" if self.pacing else "off"]
+        if self.max_cwnd_packets:
+            args += ["--max-cwnd-packets", str(self.max_cwnd_packets)]
+        if self.initial_window_packets:
+            args += ["--initial-window-packets", str(self.initial_window_packets)]
+        if self.n_conn:
+            args += ["--n-conn", str(self.n_conn)]
+        if not self.qlog:
+            args.append("--no-qlog")
+        if self.tcp_tracefs:
+            args += ["--tcp-tracefs", self.tcp_tracefs]
+        return args
+
+
+@dataclass
+class EndpointServer:
+    """`endpoint serve` running in the server namespace until stopped."""
+
+    process: subprocess.Popen
+    log_dir: Path
+    spki: str
+    options: ServerOptions
+    _consumed_connections: int = field(default=0)
+
+    @classmethod
+    def start(cls, testbed, options: ServerOptions, *, port: int, cert_dir: Path, log_dir: Path,
+              timeout_s: float = 15.0) -> "EndpointServer":
+        log_dir.mkdir(parents=True, exist_ok=True)
+        argv = [str(find_binary("endpoint")), "serve", "--listen", f"0.0.0.0:{port}",
+                "--cert-dir", str(cert_dir), "--log-dir", str(log_dir), *options.argv()]
+        proc = testbed.popen("server", argv, stdout=subprocess.PIPE,
+                             stderr=open(log_dir / "server.stderr", "ab"), text=True)
+        spki = _wait_for_ready(proc, timeout_s, log_dir / "server.stderr")
+        return cls(process=proc, log_dir=log_dir, spki=spki, options=options)
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def take_logs(self, run_id: str, dest: Path) -> list[str]:
+        """Move the server's log files of `run_id`'s connections into `dest`.
+
+        A rename is safe while the server still writes (same inode), so no waiting here.
+        """
+        index = self.log_dir / "connections.jsonl"
+        if not index.exists():
+            return []
+        moved = []
+        for line in index.read_text().splitlines():
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line being written right now
+            if entry.get("run_id") != run_id:
+                continue
+            for f in self.log_dir.glob(f"{entry['conn']}*"):
+                dest.mkdir(parents=True, exist_ok=True)
+                target = dest / f.name
+                f.rename(target)
+                moved.append(target.name)
+        return moved
+
+
+def _wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LonglookError(f"the endpoint server exited with code {proc.returncode} before it was ready",
+                                hint=f"see {stderr_path}")
+        ready, _, _ = select.select([proc.stdout], [], [], 0.2)
+        if ready:
+            line = proc.stdout.readline()
+            if line.startswith("ready"):
+                for word in line.split():
+                    if word.startswith("spki="):
+                        return word.removeprefix("spki=")
+                return ""
+    proc.kill()
+    raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s",
+                        hint=f"see {stderr_path}")
+
+
+@dataclass
+class FetchResult:
+    """What one `endpoint fetch` produced, with how it ended."""
+
+    status: str  # ok | failed | timeout | protocol_mismatch
+    document: dict
+    error: str | None
+    wall_s: float
+
+
+def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
+          timeout_s: float, mode: str = "page", zero_rtt: bool = False) -> FetchResult:
+    """One run of the native client in the client namespace. With `zero_rtt` the client
+    first makes an unmeasured connection for a session ticket, then measures a 0-RTT one."""
+    argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
+            "--mode", mode, "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
+            "--out", str(out), "--timeout-s", str(timeout_s)]
+    if zero_rtt:
+        argv.append("--zero-rtt")
+    started = time.monotonic()
+    # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
+    try:
+        proc = subprocess.run(testbed.exec_argv("client", argv), capture_output=True, text=True,
+                              timeout=timeout_s + 5)
+    except subprocess.TimeoutExpired:
+        testbed.check()
+        return FetchResult("timeout", {}, f"no result within {timeout_s + 5:.0f} s", time.monotonic() - started)
+    wall = time.monotonic() - started
+    testbed.check()  # a result obtained over a dead link is not a result
+    return fetch_result(out, proc.returncode, proc.stderr, protocol, wall,
+                        protocol_unavailable=proc.returncode == EXIT_PROTOCOL_UNAVAILABLE)
+
+
+def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str, wall: float, *,
+                 timed_out: bool = False, protocol_unavailable: bool = False) -> FetchResult:
+    """A client's exit and JSON document -> FetchResult, with the one status rule of
+    core.status (shared by every client)."""
+    from ..core.status import classify
+
+    try:
+        doc = json.loads(Path(out).read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        err = (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"]
+        return FetchResult("failed", {}, f"no JSON result: {err[0]}", wall)
+    status = classify(ok=returncode == EXIT_OK and bool(doc.get("ok")), requested=protocol,
+                      negotiated=doc.get("protocol"), timed_out=timed_out,
+                      protocol_unavailable=protocol_unavailable)
+    errors = {"ok": None, "timeout": doc.get("error") or "timed out",
+              "protocol_mismatch": doc.get("error") or f"requested {protocol}, negotiated {doc.get('protocol')}",
+              "failed": doc.get("error") or f"exit code {returncode}"}
+    return FetchResult(status, doc, errors[status], wall)
