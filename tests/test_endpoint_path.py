@@ -65,3 +65,21 @@ def test_loss_drives_quic_and_tcp_into_recovery(tmp_path: Path):
     assert dropped > 10  # linkem really dropped on the way to the client
     assert "Recovery" in quic, quic
     assert {"Recovery", "Loss"} & set(tcp), tcp
+
+
+@needs_testbed("linkem", "endpoint")
+def test_tcp_caches_nothing_between_runs(tmp_path: Path):
+    """Linux would keep each destination's RTT, ssthresh and cwnd after a connection and start
+    the next one from them; the testbed's namespaces turn that off, so runs are independent."""
+    link = LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000)
+    certs = tmp_path / "cert"
+    with Testbed(link, workdir=tmp_path / "tb") as tb:
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs,
+                                      log_dir=tmp_path / "logs")
+        _bulk(tb, 4433, certs, tmp_path / "tcp.json", "1m", "h2")
+        cached = {role: tb.run(role, ["ip", "tcp_metrics", "show"]).stdout.strip()
+                  for role in ("server", "client")}
+        setting = tb.run("server", ["sysctl", "-n", "net.ipv4.tcp_no_metrics_save"]).stdout.strip()
+        server.stop()
+    assert setting == "1"
+    assert cached == {"server": "", "client": ""}, cached

@@ -15,13 +15,13 @@ the downstream direction (so every header, ack-less retransmission and padding c
 
 from __future__ import annotations
 
-import json
 import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from .stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
 from .linkprofile import LinkProfile
+from .analyses.qlog import read_qlog
 from .core.audit import linkem_delta
 from .testbed import Testbed
 
@@ -57,9 +57,9 @@ def _initial_window(protocol: str, run_dir: Path) -> int:
     """QUIC: as the server's qlog states it; TCP: Linux's IW10 of full segments."""
     if protocol == "h3":
         for log in run_dir.glob("*.sqlog"):
-            for rec in log.read_text().split("\x1e"):
-                if '"longlook:congestion_control"' in rec:
-                    return int(json.loads(rec)["data"]["initial_window_bytes"])
+            cc = read_qlog(log).last("longlook:congestion_control")
+            if cc is not None:
+                return int(cc["initial_window_bytes"])
     return 10 * 1448
 
 

@@ -30,7 +30,7 @@ _BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", 
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
 # linkem's directions hand over their counters once per stats interval (testbed.linkem), so
 # a document covers everything up to about one interval before its own `mono_ms`
-STATS_LAG_MS = 30.0
+STATS_LAG_MS = 25.0
 
 
 @dataclass
@@ -153,8 +153,8 @@ class StallWatch:
                     self._stalls.append(MachineStall(int(s["cpu"]), due - period_ms, due + late, late))
 
     def between(self, t0_ms: float, t1_ms: float) -> list[MachineStall]:
-        # a stall is reported when it ends; give the reader a moment to see one that just did
-        time.sleep(0.02)
+        """Stalls overlapping the window. A stall is printed within 10 ms of its end: ask
+        after linkem's fresh stats (RunAudit.end), which come at least STATS_LAG_MS later."""
         with self._lock:
             return [s for s in self._stalls if s.end_ms >= t0_ms and s.start_ms <= t1_ms]
 
