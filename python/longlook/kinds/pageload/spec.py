@@ -11,9 +11,9 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...core.units import format_size, parse_size
@@ -137,27 +137,21 @@ def _check_client(c: str) -> str:
     return c
 
 
+ClientName = Annotated[str, AfterValidator(_check_client)]
+ProtocolName = Annotated[str, AfterValidator(_check_protocol)]
+
+
 class Arm(ArmBase):
     """One side of a comparison: a protocol plus option overrides, under a label. The default
     arms are one per protocol, labelled by it; Fig. 7 compares h3 with and without 0-RTT.
     `client` runs this arm with another client than the scenario's (native vs Chromium)."""
 
-    protocol: str
-    client: str | None = None
+    protocol: ProtocolName
+    client: ClientName | None = None
     zero_rtt: bool | None = None
     quic_cc: QuicCC | None = None
     max_cwnd_packets: int | None = Field(default=None, gt=0)
     tcp_cc: TcpCC | None = None
-
-    @field_validator("protocol")
-    @classmethod
-    def _protocol(cls, v: str) -> str:
-        return _check_protocol(v)
-
-    @field_validator("client")
-    @classmethod
-    def _client(cls, v: str | None) -> str | None:
-        return None if v is None else _check_client(v)
 
     @field_validator("zero_rtt", mode="before")
     @classmethod
@@ -228,7 +222,7 @@ class Scenario(ScenarioBase):
 
     example: ClassVar[str] = "scenarios/quick.toml"
     kind: Literal["pageload"] = "pageload"
-    client: str = "native"  # default for every arm; [[arms]] may set their own
+    client: ClientName = "native"  # default for every arm; [[arms]] may set their own
     chromium_netlog: bool = False  # keep Chromium's net-log of each Chromium run
     protocols: list[str] = ["h3", "h2"]
     arms: list[Arm] = []
@@ -245,11 +239,6 @@ class Scenario(ScenarioBase):
             data["workloads"] = expand_sweep(data["workloads"], "workloads", Workload,
                                              top_fields=cls.model_fields, prepare=_workload_entry)
         return data
-
-    @field_validator("client")
-    @classmethod
-    def _client(cls, v: str) -> str:
-        return _check_client(v)
 
     @field_validator("protocols")
     @classmethod
