@@ -104,6 +104,8 @@ class Kind:
     # linkem restarted before each run (a fresh flow log whose clock starts with the run)
     fresh_link_per_run: ClassVar[bool] = False
     testbed_options: ClassVar[dict[str, Any]] = {}
+    # report sections: functions (store, analysis) -> Section | None, in order
+    sections: ClassVar[tuple[Callable[..., Any], ...]] = ()
 
     def prepare(self, scenario: "ScenarioBase") -> dict[str, Any]:
         """Before the grid, outside the testbed: resolve clients and check what is needed,
@@ -127,11 +129,8 @@ class Kind:
     def primary_metric(self) -> Metric | None:
         return self.metrics[0] if self.metrics else None
 
-    # report sections: functions (store, analysis) -> Section | None, in order
-    sections: ClassVar[tuple[Callable[..., Any], ...]] = ()
-
-    def progress_text(self, m: Measurement) -> str:
-        """A few words about a finished run for the progress line."""
+    def progress_text(self, m: Any) -> str:
+        """A few words about a finished run (its RunRecord) for the progress line."""
         metric = self.primary_metric
         if metric is None or m.metrics.get(metric.name) is None:
             return ""

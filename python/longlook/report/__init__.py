@@ -327,7 +327,7 @@ def _distributions(an: Analysis, facets: list[Facet], layout: Layout) -> list[di
 def _counts(an: Analysis) -> dict[str, Any]:
     """The header's numbers: runs by status, n per arm and per cell, verdicts."""
     runs = an.runs
-    good = an.counted(None) if not runs.empty else runs
+    good = an.counted() if not runs.empty else runs
     per_cell_n = [min(c.a.n, c.b.n) for c in an.comparisons]
     verdicts: dict[str, int] = {}
     for c in an.comparisons:

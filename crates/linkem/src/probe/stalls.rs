@@ -22,12 +22,9 @@ pub struct StallOptions {
     pub stream: bool,
 }
 
-/// CLOCK_MONOTONIC in ns: the clock of the probe's `sent_mono_ms` and of kernel traces.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+/// CLOCK_MONOTONIC in ns: the clock of the probe's `sent_mono_ms`, of kernel traces and of
+/// linkem's late-release events.
+pub use linkem::sys::monotonic_ns;
 
 static STOP: AtomicBool = AtomicBool::new(false);
 
