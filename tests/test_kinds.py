@@ -22,7 +22,8 @@ name = "echo"
 rounds = {rounds}
 count = {count}
 pause_linkem_ms = {pause}
-retries = 0
+retries = {retries}
+{fidelity}
 [link]
 rate_mbit = 2
 rtt_ms = 20
@@ -30,9 +31,11 @@ buffer_bytes = 50000
 """
 
 
-def _run(tmp_path: Path, *args: str, rounds: int = 3, count: int = 100, pause: float = 0):
+def _run(tmp_path: Path, *args: str, rounds: int = 3, count: int = 100, pause: float = 0,
+         retries: int = 0, fidelity: str = ""):
     scenario = tmp_path / "echo.toml"
-    scenario.write_text(textwrap.dedent(SCENARIO.format(rounds=rounds, count=count, pause=pause)))
+    scenario.write_text(textwrap.dedent(SCENARIO.format(
+        rounds=rounds, count=count, pause=pause, retries=retries, fidelity=fidelity)))
     out = tmp_path / "exp"
     result = CliRunner().invoke(app, ["run", str(scenario), "--out", str(out), *args])
     assert result.exit_code == 0, result.output + repr(result.exception)
@@ -63,9 +66,11 @@ def test_a_kind_from_tests_runs_through_longlook_run(tmp_path: Path):
 def test_a_forced_late_release_flags_the_run(tmp_path: Path):
     """linkem stopped for 40 ms while probes are in flight: their releases come late, the run's
     audit says so, and the run is kept out of the statistics with its reason."""
-    out = _run(tmp_path, "--no-link-check", rounds=1, count=200, pause=40)
+    out = _run(tmp_path, "--no-link-check", rounds=1, count=200, pause=40, retries=1)
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
+    # a flagged run does not count, so its (round, arm) was measured again within `retries`
+    assert len(runs) == 4 and sorted(runs.attempt) == [1, 1, 2, 2], runs[["arm", "attempt"]]
     assert (runs.status == "ok").all()
     assert runs["audit_flagged"].all(), runs[["audit_max_release_late_ms", "audit_reasons"]]
     assert (runs["audit_max_release_late_ms"] > 20).all()
@@ -73,3 +78,12 @@ def test_a_forced_late_release_flags_the_run(tmp_path: Path):
     assert counted_runs(runs, "rtt_ms").empty
     page = build_report(out).read_text()
     assert "path not as configured" in page
+
+
+@needs_testbed("linkem", "linkem-probe")
+def test_flagged_runs_are_kept_without_retry_when_asked(tmp_path: Path):
+    out = _run(tmp_path, "--no-link-check", rounds=1, count=100, pause=40, retries=1,
+               fidelity="[fidelity]\nretry_flagged = false")
+    with Store.open(out, read_only=True) as store:
+        runs = store.runs_frame()
+    assert len(runs) == 2 and runs["audit_flagged"].all(), runs[["arm", "attempt", "audit_reasons"]]

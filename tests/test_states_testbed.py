@@ -47,7 +47,8 @@ def test_reordering_drives_quic_into_recovery_with_false_losses(tmp_path: Path):
                 ours.update(doc.get("namespaces", []))
 
     summary = Runner(sc, tmp_path, link_check=False, progress=note_our_testbed).run()
-    assert summary.ok == summary.runs == 20
+    # a run the path audit flagged is measured again, so every (round, arm) has a counted run
+    assert summary.failed == summary.mismatched == 0 and summary.ok == summary.runs >= 20
     assert ours, "the runner's testbed record was not found"
     assert not ours & set(namespaces()), "our ll- namespaces were left behind"
 

@@ -4,7 +4,8 @@ Per link profile: linkem reconfigured and the path self-checked (a failure stops
 with the measured error). Per round: every arm once, in the order drawn from (seed, cell,
 round), recorded. Per run: the kind measures (`measure_run` returns a RunRecord and writes
 only files in the run's directory), the run's path audit is taken around it, and the store,
-the one writer, commits it the moment it ends. Failed runs are retried up to `retries`
+the one writer, commits it the moment it ends. Failed runs, and runs whose path audit failed
+(`[fidelity] retry_flagged`), are retried up to `retries`
 times; Ctrl-C leaves a consistent store and `--resume` continues it.
 """
 
@@ -28,7 +29,7 @@ from .record import RunRecord, new_run_id
 from .registry import get_kind
 from .servers import ServerPool
 from .spec import ArmBase, CellBase, ScenarioBase
-from .status import SETTLED
+from .status import settles
 from .store import RUNS_DIR, Store, environment_versions
 
 
@@ -153,7 +154,8 @@ class Runner:
         sc = self.scenario
         cells = sc.cells()
         per_cell = sc.rounds * len(sc.arm_list())
-        settled = {c.id: len(store.settled(c.id, sc.retries)) for c in cells}
+        settled = {c.id: len(store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged))
+                   for c in cells}
         todo = [c for c in cells if settled[c.id] < per_cell]
         self.summary.skipped_done = sum(settled.values())
         self.progress("start", total=sc.total_runs(), done=self.summary.skipped_done)
@@ -195,7 +197,8 @@ class Runner:
         self.summary.setup_s += time.monotonic() - t0
 
     def _run_cell(self, store: Store, bench: Bench, cell: CellBase) -> None:
-        settled = store.settled(cell.id, self.scenario.retries)
+        settled = store.settled(cell.id, self.scenario.retries,
+                                retry_flagged=self.scenario.fidelity.retries_flagged)
         for round_index in range(self.scenario.rounds):
             order = self.scenario.round_order(cell, round_index)
             store.record_round_order(cell.id, round_index, [a.label for a in order])
@@ -206,8 +209,10 @@ class Runner:
     def _run_arm(self, store: Store, bench: Bench, cell: CellBase, round_index: int,
                  position: int, arm: ArmBase) -> None:
         retries = self.scenario.retries
+        retry_flagged = self.scenario.fidelity.retries_flagged
         for attempt in range(store.attempts(cell.id, round_index, arm.label) + 1, retries + 2):
             record, wall = measure_run(bench, cell, round_index, position, arm, attempt)
+            done = settles(record.status, record.flagged, retry_flagged=retry_flagged)
             store.record_run(record)
             self.summary.in_runs_s += wall
             self.summary.count(record)
@@ -215,6 +220,6 @@ class Runner:
                           status=record.status, error=record.error, flagged=record.flagged,
                           reasons=record.audit.get("reasons") or [],
                           text=self.kind.progress_text(record),
-                          final=record.status in SETTLED or attempt > retries)
-            if record.status in SETTLED:
+                          final=done or attempt > retries)
+            if done:
                 return

@@ -49,6 +49,8 @@ class Fidelity(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     exclude_flagged: bool = True
+    # measure a flagged run's (round, arm) again, within `retries`, so the cell keeps its rounds
+    retry_flagged: bool = True
     # linkem released a packet this much later than its due time (the path's delay was off)
     max_release_late_ms: float = Field(default=5.0, gt=0)
     # share of the run's released packets that were more than 1 ms late
@@ -57,6 +59,11 @@ class Fidelity(BaseModel):
     max_kernel_queue_drops: int = Field(default=0, ge=0)
     # the machine could not run anything this long (hypervisor stall) while the run went on
     max_stall_ms: float = Field(default=5.0, gt=0)
+
+    @property
+    def retries_flagged(self) -> bool:
+        """A flagged run is measured again only when it would not count."""
+        return self.exclude_flagged and self.retry_flagged
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,13 @@ STATUSES: tuple[str, ...] = ("ok", "failed", "timeout", "protocol_mismatch")
 SETTLED: tuple[str, ...] = ("ok", "protocol_mismatch")
 
 
+def settles(status: str, flagged: bool, *, retry_flagged: bool) -> bool:
+    """Does this run end its (round, arm)? A run whose path audit failed measured a path
+    the scenario did not ask for; with `retry_flagged` it is kept (excluded, shown) and the
+    round's arm is measured again within the same `retries` budget as a failed run."""
+    return status in SETTLED and not (retry_flagged and status == "ok" and bool(flagged))
+
+
 def classify(*, ok: bool, requested: str | None, negotiated: str | None,
              timed_out: bool = False, protocol_unavailable: bool = False) -> Status:
     """ok only when the run succeeded over the protocol asked for; another protocol is a

@@ -26,7 +26,7 @@ import pandas as pd
 from ..errors import LonglookError
 from .record import RunRecord, new_run_id
 from .spec import ScenarioBase
-from .status import SETTLED
+from .status import settles
 
 DB_FILE = "longlook.duckdb"
 RUNS_DIR = "runs"
@@ -291,13 +291,15 @@ class Store:
                                [[r.run_id, *(x.get(c) for c in cols)] for x in rows]))
         self._transaction(statements, many=True)
 
-    def settled(self, cell_id: str, retries: int) -> set[tuple[int, str]]:
-        """(round, arm) pairs that need no more runs: a settled status (core.status), or
-        every attempt used."""
+    def settled(self, cell_id: str, retries: int, *, retry_flagged: bool = False) -> set[tuple[int, str]]:
+        """(round, arm) pairs that need no more runs: one run that settles it (core.status),
+        or every attempt used."""
         rows = self._con.execute(
-            "SELECT round, arm, status, count(*) OVER (PARTITION BY round, arm) AS n "
-            "FROM runs WHERE cell_id = ?", [cell_id]).fetchall()
-        return {(int(rnd), arm) for rnd, arm, status, n in rows if status in SETTLED or n > retries}
+            "SELECT round, arm, status, coalesce(audit_flagged, false), "
+            "count(*) OVER (PARTITION BY round, arm) AS n FROM runs WHERE cell_id = ?",
+            [cell_id]).fetchall()
+        return {(int(rnd), arm) for rnd, arm, status, flagged, n in rows
+                if settles(status, flagged, retry_flagged=retry_flagged) or n > retries}
 
     def completed_runs(self, cell_id: str) -> set[tuple[int, str]]:
         """(round, arm) pairs of this cell that already have an ok run."""
