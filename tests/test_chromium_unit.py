@@ -266,3 +266,13 @@ def test_no_client_section_for_a_single_client(tmp_path):
         an = analyse(st)
         an.scenario = sc
         assert section(st, an) is None
+
+
+def test_chromium_net_errors_name_their_phase():
+    from longlook.stacks.clients.chromium import failure_phase
+    assert failure_phase("net::ERR_CONNECTION_REFUSED") == "connect"
+    assert failure_phase("navigation failed: net::ERR_QUIC_HANDSHAKE_FAILED") == "handshake"
+    assert failure_phase("net::ERR_SSL_PROTOCOL_ERROR") == "handshake"
+    assert failure_phase("net::ERR_CONNECTION_RESET") == "transfer"
+    assert failure_phase("net::ERR_TIMED_OUT") == "request"
+    assert failure_phase("something else") is None and failure_phase(None) is None

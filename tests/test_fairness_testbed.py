@@ -36,10 +36,12 @@ tcp = 2
 def test_two_identical_tcp_flows_share_fairly(tmp_path: Path):
     out = tmp_path / "exp"
     summary = Runner(FairnessScenario.from_toml(TWO_TCP), out).run()
-    assert summary.runs == 1
+    # one run, measured again only if its path audit flagged it (a busy machine)
+    assert summary.ok == summary.runs >= 1 and summary.runs - 1 <= summary.flagged
     with Store.open(out, read_only=True) as store:
-        run = store.runs_frame().iloc[0]
+        run = store.runs_frame().sort_values("attempt").iloc[-1]
         flows = store.table("flows")
+        flows = flows[flows["run_id"] == run["run_id"]]
         versions = store.experiment()["versions"]
         checks = store.link_checks_frame()
     assert run["status"] == "ok", run["error"]

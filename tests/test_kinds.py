@@ -32,13 +32,15 @@ buffer_bytes = 50000
 
 
 def _run(tmp_path: Path, *args: str, rounds: int = 3, count: int = 100, pause: float = 0,
-         retries: int = 0, fidelity: str = ""):
+         retries: int = 0, fidelity: str = "", exit_code: int = 0):
     scenario = tmp_path / "echo.toml"
     scenario.write_text(textwrap.dedent(SCENARIO.format(
         rounds=rounds, count=count, pause=pause, retries=retries, fidelity=fidelity)))
     out = tmp_path / "exp"
     result = CliRunner().invoke(app, ["run", str(scenario), "--out", str(out), *args])
-    assert result.exit_code == 0, result.output + repr(result.exception)
+    assert result.exit_code == exit_code, result.output + repr(result.exception)
+    if exit_code == 1:  # cells without counted runs are named
+        assert "rounds counted" in result.output, result.output
     return out
 
 
@@ -66,7 +68,7 @@ def test_a_kind_from_tests_runs_through_longlook_run(tmp_path: Path):
 def test_a_forced_late_release_flags_the_run(tmp_path: Path):
     """linkem stopped for 40 ms while probes are in flight: their releases come late, the run's
     audit says so, and the run is kept out of the statistics with its reason."""
-    out = _run(tmp_path, "--no-link-check", rounds=1, count=200, pause=40, retries=1)
+    out = _run(tmp_path, "--no-link-check", rounds=1, count=200, pause=40, retries=1, exit_code=1)
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
     # a flagged run does not count, so its (round, arm) was measured again within `retries`
@@ -83,7 +85,7 @@ def test_a_forced_late_release_flags_the_run(tmp_path: Path):
 @needs_testbed("linkem", "linkem-probe")
 def test_flagged_runs_are_kept_without_retry_when_asked(tmp_path: Path):
     out = _run(tmp_path, "--no-link-check", rounds=1, count=100, pause=40, retries=1,
-               fidelity="[fidelity]\nretry_flagged = false")
+               fidelity="[fidelity]\nretry_flagged = false", exit_code=1)
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
     assert len(runs) == 2 and runs["audit_flagged"].all(), runs[["arm", "attempt", "audit_reasons"]]

@@ -188,7 +188,7 @@ def test_bad_size_names_the_field_and_the_form():
 
 def test_bad_value_in_a_sweep_names_its_position():
     msg = error_of(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [10, -1]"))
-    assert "links[0].rate_mbit[1]: Input should be greater than 0, got -1" in msg
+    assert "links[0].rate_mbit[1]: Input should be greater than or equal to 0.01, got -1" in msg
 
 
 def test_unknown_protocol_lists_the_known_ones():
@@ -250,6 +250,6 @@ def test_scenario_validate(tmp_path):
     bad.write_text(MINIMAL.replace("rate_mbit = 10", "rate_mbit = 0"))
     result = CliRunner().invoke(_app(), ["scenario", "validate", str(bad)])
     assert isinstance(result.exception, LonglookError)  # cli.main turns it into exit 2
-    assert "links[0].rate_mbit: Input should be greater than 0" in str(result.exception)
+    assert "links[0].rate_mbit: Input should be greater than or equal to 0.01" in str(result.exception)
     ok = CliRunner().invoke(_app(), ["scenario", "validate", str(SCENARIOS / "quick.toml")])
     assert ok.exit_code == 0 and ": ok: 4 cells" in ok.output

@@ -125,3 +125,13 @@ def test_compare_cells_with_holm_uses_statsmodels_across_cells():
     assert [c.p_adjusted for c in holm] == pytest.approx(list(expected))
     assert holm[2].verdict is Verdict.A_FASTER  # a 40% effect survives correction
     assert holm[0].verdict is Verdict.INCONCLUSIVE
+
+
+def test_percent_difference_with_a_zero_or_negative_baseline():
+    from longlook.core.stats import compare_samples, percent_difference
+    # QoE (higher is better) can be negative: A at -0.2 beats B at -0.5, so the sign is +
+    assert percent_difference([-0.2, -0.2], [-0.5, -0.5], lower_is_better=False) == pytest.approx(60.0)
+    # stall time 0 on the baseline: no percentage, yet the comparison runs
+    assert math.isnan(percent_difference([1.0, 2.0], [0.0, 0.0]))
+    c = compare_samples([1.0, 1.2, 0.9, 1.1], [0.0, 0.0, 0.0, 0.0], alpha=0.05, resamples=200)
+    assert math.isnan(c.percent_difference) and c.verdict.value == "b_faster"

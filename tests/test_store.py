@@ -200,3 +200,15 @@ def test_a_killed_process_keeps_every_committed_run(tmp_path, scenario):
     with Store.open(tmp_path, read_only=True) as s:
         assert list(s.runs_frame().run_id) == ["r0", "r1", "r2"]
         assert len(s.table("objects", "ORDER BY run_id, start_ms")) == 6
+
+
+def test_resume_accepts_an_edited_comment_and_names_a_real_difference(tmp_path):
+    with Store.open(tmp_path) as s:
+        s.start_experiment(Scenario.from_toml(SCENARIO))
+    commented = SCENARIO.replace("rounds = 3", "rounds = 3   # a new comment")
+    with Store.open(tmp_path) as s:
+        s.start_experiment(Scenario.from_toml(commented))  # same scenario once parsed
+    changed = SCENARIO.replace("rate_mbit = 10", "rate_mbit = 20")
+    with Store.open(tmp_path) as s, pytest.raises(LonglookError) as e:
+        s.start_experiment(Scenario.from_toml(changed))
+    assert "links[0].rate_mbit: 10.0 -> 20.0" in str(e.value), str(e.value)

@@ -49,7 +49,7 @@ def _ours(tb_id: str) -> list[str]:
     ("rate_mbps = 10\n", "rate_mbps: unknown field"),
     ("delay_ms = 10\n", "exactly one of rate_mbit or trace"),
     ("rate_mbit = 10\n[up]\nloss = 1.5\n", "up.loss"),
-    ("rate_mbit = 10\nbuffer_bytes = 1\nbuffer_packets = 2\n", "buffer_bytes or buffer_packets"),
+    ("rate_mbit = 10\nbuffer_bytes = 3000\nbuffer_packets = 2\n", "buffer_bytes or buffer_packets"),
 ])
 def test_malformed_profile_names_its_field(tmp_path: Path, text: str, field: str):
     f = tmp_path / "bad.toml"
@@ -229,3 +229,16 @@ def test_clean_removes_unrecorded_namespaces():
     out = subprocess.run([*LONGLOOK, "clean", "--id", "orphan"], capture_output=True, text=True, cwd=REPO)
     assert "removed namespace ll-orphan-router" in out.stdout, out.stdout + out.stderr
     assert _ours("orphan") == []
+
+
+@needs_testbed("linkem")
+def test_a_link_linkem_refuses_is_named_by_its_profile_not_the_generated_file(tmp_path, monkeypatch):
+    """Should the two validators ever disagree, the error names the user's link profile."""
+    from longlook.testbed import Testbed, TestbedError
+    bad = LinkProfile(rate_mbit=10, delay_ms=5, name="my-link")
+    monkeypatch.setattr(LinkProfile, "to_linkem_toml", lambda self, base_dir=None: "rate_mbit = 10.0\nloss = 2.0\n")
+    with pytest.raises(TestbedError) as e:
+        with Testbed(bad, workdir=tmp_path / "tb"):
+            pass
+    msg = str(e.value)
+    assert "link profile 'my-link'" in msg and "loss" in msg and "link.toml" not in msg, msg

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 import sys
 
 import typer
 
+from .commands import analyze as analyze_cmds
+from .commands import calibrate as calibrate_cmds
+from .commands import compare as compare_cmds
 from .commands import fairness as fairness_cmds
 from .commands import link as link_cmds
 from .commands import report as report_cmds
@@ -34,14 +38,26 @@ report_cmds.register(app)
 states_cmds.register(app)
 fairness_cmds.register(app)
 run_cmds.register(app)
+compare_cmds.register(app)
+analyze_cmds.register(app)
+calibrate_cmds.register(app)
 
 
 def main() -> None:
     try:
-        app()
+        app(standalone_mode=True)
     except LonglookError as e:
         print(f"longlook: error: {e}", file=sys.stderr)
         sys.exit(2)
+    except OSError as e:
+        # the machine, not longlook: a full disk, a read-only mount (every finished run was
+        # committed before; --resume continues once there is room)
+        if e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
+            where = f" writing {e.filename}" if e.filename else ""
+            print(f"longlook: error: {e.strerror}{where}\n  hint: free space (or remount), then "
+                  f"rerun with --resume: finished runs are kept", file=sys.stderr)
+            sys.exit(2)
+        raise
 
 
 if __name__ == "__main__":

@@ -223,6 +223,10 @@ def _has_trace(profile: LinkProfile) -> bool:
     return any(profile.resolved(w).trace for w in ("up", "down"))
 
 
+def _tcp_reset(d: Direction) -> bool:
+    return bool(d.middlebox and d.middlebox.tcp_rst_after_bytes)
+
+
 def _udp_blocked(d: Direction) -> bool:
     m = d.middlebox
     return bool(m and (m.block_udp or m.block_udp_after_packets or m.udp_rate_mbit or m.max_udp_datagram))
@@ -231,6 +235,9 @@ def _udp_blocked(d: Direction) -> bool:
 def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw) -> list[Row]:
     rows = []
     mean_rate, _ = direction_rates(d, base_dir)
+    if any(_tcp_reset(profile.resolved(w)) for w in ("up", "down")):
+        return [Row(which, "TCP goodput, probe", "Mbit/s", float("nan"), most_tcp_goodput(mean_rate),
+                    note="not measured: a middlebox rule resets TCP connections")]
     fixed = d.rate_mbit is not None
     loss = profile.expected_loss(which)
 

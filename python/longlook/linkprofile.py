@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from .errors import LonglookError
+from .errors import LonglookError, read_user_text
 
 
 class GilbertElliott(BaseModel):
@@ -43,21 +43,42 @@ class Middlebox(BaseModel):
     block_udp: bool = False
     block_udp_after_packets: int = Field(default=0, ge=0)
     udp_rate_mbit: float = Field(default=0.0, ge=0)
+    udp_burst_bytes: int = Field(default=0, ge=0)
     max_udp_datagram: int = Field(default=0, ge=0)
+    # QUIC- and TCP-aware policies and the schedule; exact rules in crates/linkem/README.md.
+    drop_quic_initial: bool = False
+    quic_blackhole_after_handshake: bool = False
+    tcp_rst_after_bytes: int = Field(default=0, ge=0, le=2**31 - 1)
+    active_from_s: float = Field(default=0.0, ge=0)
+    active_until_s: float | None = Field(default=None, ge=0)
+    on_s: float = Field(default=0.0, ge=0)
+    off_s: float = Field(default=0.0, ge=0)
+    flow_probability: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _check_schedule(self) -> "Middlebox":
+        if self.active_until_s is not None and self.active_until_s <= self.active_from_s:
+            raise ValueError("active_until_s must be greater than active_from_s")
+        if (self.on_s > 0) != (self.off_s > 0):
+            raise ValueError("on_s and off_s must both be > 0 (periodic) or both 0 (always on)")
+        return self
 
 
 class Direction(BaseModel):
     """One direction of a link. None means "not set here" (inherit from the link level)."""
 
-    model_config = ConfigDict(extra="forbid")
-    rate_mbit: float | None = Field(default=None, gt=0)
-    trace: str | None = None
-    delay_ms: float | None = Field(default=None, ge=0)
-    jitter_ms: float | None = Field(default=None, ge=0)
+    # strict: `rate_mbit = true` is an error, not 1 Mbit/s (an int is still a float). Ranges
+    # are where linkem's model holds: 10 kbit/s (one packet per 1.2 s) to 100 Gbit/s, one-way
+    # delay and jitter within a minute, a buffer of at least one 1500-byte packet.
+    model_config = ConfigDict(extra="forbid", strict=True)
+    rate_mbit: float | None = Field(default=None, ge=0.01, le=100_000)
+    trace: str | None = Field(default=None, min_length=1)
+    delay_ms: float | None = Field(default=None, ge=0, le=60_000)
+    jitter_ms: float | None = Field(default=None, ge=0, le=60_000)
     jitter_distribution: Literal["uniform", "normal"] | None = None
     loss: float | None = Field(default=None, ge=0, le=1)
-    buffer_bytes: int | None = Field(default=None, gt=0)
-    buffer_packets: int | None = Field(default=None, gt=0)
+    buffer_bytes: int | None = Field(default=None, ge=1500, le=10**10)
+    buffer_packets: int | None = Field(default=None, gt=0, le=10**7)
     gilbert_elliott: GilbertElliott | None = None
     reorder: Reorder | None = None
     middlebox: Middlebox | None = None
@@ -136,10 +157,9 @@ def load_link_profile(path: Path) -> LinkProfile:
     """Read a profile TOML; errors name the file and the field."""
     from pydantic import ValidationError
 
+    text = read_user_text(path, "link profile", "link-profiles/10mbit-20ms.toml")
     try:
-        data = tomllib.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise LonglookError(f"{path}: no such link profile", hint="check the path") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise LonglookError(f"{path}: not valid TOML: {e}") from None
     data.setdefault("name", Path(path).stem)

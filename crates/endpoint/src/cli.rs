@@ -107,6 +107,9 @@ pub enum Proto {
 pub enum Mode {
     Page,
     Bulk,
+    /// One connection; paths read from stdin one per line, fetched one at a time, each
+    /// object's timing printed on stdout as a JSON line (a video player's session).
+    Session,
 }
 
 #[derive(Args, Debug, Clone)]

@@ -43,6 +43,8 @@ pub struct FetchReport {
     pub goodput_mbit: f64,
     /// Bulk mode with --duration-s: the transfer was cut at the deadline, not completed.
     pub stopped_early: bool,
+    /// Where a failed fetch stopped (null when ok).
+    pub failure_phase: Option<crate::client::Phase>,
 }
 
 /// Exit codes: 0 ok, 1 any other error, 3 requested protocol could not be used.

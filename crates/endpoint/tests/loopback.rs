@@ -203,18 +203,65 @@ fn malformed_url_is_named() {
 }
 
 #[test]
-fn unusable_protocol_exits_3_without_fallback() {
-    // An h2-only peer (plain TCP listener, nothing on UDP): h3 must fail with exit 3.
+fn unreachable_peer_is_a_failure_with_its_phase_not_a_mismatch() {
+    // Nothing answers on UDP: the QUIC handshake times out. Nothing listens on TCP: the
+    // connect fails. Neither is the server choosing another protocol (exit 3).
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("https://127.0.0.1:{}/", l.local_addr().unwrap().port());
     let certs = tempfile::tempdir().unwrap();
     let (code, json, _) = fetch_url(&url, "h3", certs.path(), &["--insecure", "--timeout-s", "2"]);
-    assert_eq!(code, 3, "{json}");
+    assert_eq!(code, 1, "{json}");
     assert_eq!(json["ok"], false);
+    assert_eq!(json["failure_phase"], "handshake", "{json}");
     assert!(json["protocol"].is_null());
     drop(l);
-    let (code, _, _) = fetch_url(&url, "h2", certs.path(), &["--insecure", "--timeout-s", "2"]);
-    assert_eq!(code, 3);
+    let (code, json, _) = fetch_url(&url, "h2", certs.path(), &["--insecure", "--timeout-s", "2"]);
+    assert_eq!(code, 1, "{json}");
+    assert_eq!(json["failure_phase"], "connect", "{json}");
+}
+
+#[test]
+fn a_server_without_the_protocol_is_a_mismatch_exit_3() {
+    // A TLS server that speaks only http/1.1: connected, and h2 is refused.
+    let certs = tempfile::tempdir().unwrap();
+    let ok = Command::new("openssl")
+        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+               "-subj", "/CN=localhost", "-days", "1", "-keyout"])
+        .arg(certs.path().join("key.pem"))
+        .arg("-out").arg(certs.path().join("cert.pem"))
+        .output()
+        .expect("openssl req");
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut tls = Command::new("openssl")
+        .args(["s_server", "-quiet", "-tls1_3", "-alpn", "http/1.1", "-accept", &port.to_string()])
+        .arg("-cert").arg(certs.path().join("cert.pem"))
+        .arg("-key").arg(certs.path().join("key.pem"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl s_server");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let url = format!("https://127.0.0.1:{port}/");
+    let (code, json, _) = fetch_url(&url, "h2", certs.path(), &["--insecure", "--timeout-s", "3"]);
+    let _ = tls.kill();
+    assert_eq!(code, 3, "{json}");
+    assert_eq!(json["ok"], false);
+}
+
+#[test]
+fn an_out_of_range_port_is_refused_not_replaced_by_443() {
+    let certs = tempfile::tempdir().unwrap();
+    let (code, json, _) = fetch_url("https://127.0.0.1:99999/", "h2", certs.path(), &["--insecure"]);
+    assert_eq!(code, 1, "{json}");
+    assert!(json["error"].as_str().unwrap().contains("port '99999'"), "{json}");
+    assert_eq!(json["failure_phase"], "setup");
 }
 
 #[test]

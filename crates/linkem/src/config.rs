@@ -85,6 +85,31 @@ pub struct MiddleboxSpec {
     /// 0 = off; else UDP packets whose IP total length is above it are dropped.
     #[serde(default)]
     pub max_udp_datagram: u64,
+    /// Drop UDP datagrams that begin with a QUIC long-header Initial packet.
+    #[serde(default)]
+    pub drop_quic_initial: bool,
+    /// Drop a QUIC flow's datagrams from its first short-header datagram on.
+    #[serde(default)]
+    pub quic_blackhole_after_handshake: bool,
+    /// 0 = off; else a TCP flow's packets from the one carrying payload byte N+1 on are
+    /// rewritten into RSTs.
+    #[serde(default)]
+    pub tcp_rst_after_bytes: u64,
+    /// Schedule: the rules act only from this time (s since linkem start)...
+    #[serde(default)]
+    pub active_from_s: f64,
+    /// ... until this time (exclusive); absent = forever.
+    #[serde(default)]
+    pub active_until_s: Option<f64>,
+    /// Periodic on/off within the window, starting "on" at `active_from_s`; both 0 = always on.
+    #[serde(default)]
+    pub on_s: f64,
+    #[serde(default)]
+    pub off_s: f64,
+    /// Each new flow of the direction is subject to the rules with this probability
+    /// (drawn from the seeded RNG); absent = every flow.
+    #[serde(default)]
+    pub flow_probability: Option<f64>,
 }
 
 /// One direction's table as written (every key optional, so it can override).
@@ -331,6 +356,41 @@ fn check_table(ctx: &Ctx, prefix: &str, t: &RawDirection) -> Result<(), ConfigEr
         if !(mb.udp_rate_mbit.is_finite() && mb.udp_rate_mbit >= 0.0) {
             return Err(ctx.err(f("middlebox.udp_rate_mbit"), "expected a number >= 0 (0 = off)"));
         }
+        check_middlebox_schedule(ctx, &f("middlebox."), mb)?;
+    }
+    Ok(())
+}
+
+/// The middlebox's schedule and flow choice (see `model::schedule`) and the RST threshold.
+fn check_middlebox_schedule(ctx: &Ctx, prefix: &str, mb: &MiddleboxSpec) -> Result<(), ConfigError> {
+    let f = |name: &str| format!("{prefix}{name}");
+    let secs = |name: &str, v: f64| {
+        if v.is_finite() && v >= 0.0 {
+            Ok(())
+        } else {
+            Err(ctx.err(f(name), "expected a number of seconds >= 0"))
+        }
+    };
+    secs("active_from_s", mb.active_from_s)?;
+    if let Some(until) = mb.active_until_s {
+        secs("active_until_s", until)?;
+        if until <= mb.active_from_s {
+            return Err(ctx.err(f("active_until_s"), "must be greater than active_from_s"));
+        }
+    }
+    secs("on_s", mb.on_s)?;
+    secs("off_s", mb.off_s)?;
+    if (mb.on_s > 0.0) != (mb.off_s > 0.0) {
+        let which = if mb.on_s > 0.0 { "off_s" } else { "on_s" };
+        return Err(ctx.err(f(which), "on_s and off_s must both be > 0 (periodic) or both 0 (always on)"));
+    }
+    if let Some(p) = mb.flow_probability {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(ctx.err(f("flow_probability"), "expected a probability in [0, 1]"));
+        }
+    }
+    if mb.tcp_rst_after_bytes > crate::model::tcp_rst::MAX_RST_AFTER_BYTES {
+        return Err(ctx.err(f("tcp_rst_after_bytes"), "expected at most 2147483647 bytes (0 = off)"));
     }
     Ok(())
 }
@@ -515,6 +575,32 @@ max_udp_datagram = 0
         let e = parse("rate_mbit = = 1\n").unwrap_err();
         assert_eq!(e.field, "");
         assert!(e.to_string().starts_with("link.toml: "));
+    }
+
+    #[test]
+    fn middlebox_policies_parse_and_validate() {
+        let c = parse(
+            "rate_mbit = 1\n[down.middlebox]\ntcp_rst_after_bytes = 100000\ndrop_quic_initial = true\n\
+             quic_blackhole_after_handshake = true\nactive_from_s = 5\nactive_until_s = 20\non_s = 2\noff_s = 3\n\
+             flow_probability = 0.5\n",
+        )
+        .unwrap();
+        let mb = &c.down.middlebox;
+        assert_eq!(mb.tcp_rst_after_bytes, 100_000);
+        assert!(mb.drop_quic_initial && mb.quic_blackhole_after_handshake);
+        assert_eq!((mb.active_from_s, mb.active_until_s, mb.on_s, mb.off_s), (5.0, Some(20.0), 2.0, 3.0));
+        assert_eq!(mb.flow_probability, Some(0.5));
+        assert_eq!(c.up.middlebox, MiddleboxSpec::default());
+        let bad = |body: &str| err(&format!("rate_mbit = 1\n[up.middlebox]\n{body}\n"));
+        assert_eq!(bad("active_until_s = 0"), "link.toml: up.middlebox.active_until_s: must be greater than active_from_s");
+        assert!(bad("on_s = 1").starts_with("link.toml: up.middlebox.off_s: on_s and off_s must both"));
+        assert!(bad("off_s = 1").starts_with("link.toml: up.middlebox.on_s: on_s and off_s must both"));
+        assert!(bad("active_from_s = -1").starts_with("link.toml: up.middlebox.active_from_s: expected"));
+        assert!(bad("flow_probability = 1.5").starts_with("link.toml: up.middlebox.flow_probability: expected a probability"));
+        assert!(bad("tcp_rst_after_bytes = 4000000000").starts_with("link.toml: up.middlebox.tcp_rst_after_bytes:"));
+        assert!(bad("tcp_rst_after_bytes = -1").starts_with("link.toml: up.middlebox.tcp_rst_after_bytes:"));
+        assert!(bad("drop_quic_initials = true").starts_with("link.toml: up.middlebox.drop_quic_initials: unknown field"));
+        assert!(err("rate_mbit = 1\n[middlebox]\non_s = 1\n").starts_with("link.toml: middlebox.off_s:"));
     }
 
     #[test]

@@ -50,6 +50,8 @@ struct Held {
     id: u32,
     flow: u32,
     len: u32,
+    /// Rewritten into a RST: accepted with its bytes from `Direction::rewrites`.
+    rst: bool,
 }
 
 pub struct Direction {
@@ -64,6 +66,9 @@ pub struct Direction {
     early: VecDeque<Held>,
     /// Ids to drop, collected during one receive batch (reused).
     drops: Vec<u32>,
+    /// Bytes of packets rewritten by the middlebox, by id, until released (rare: one map
+    /// entry per RST, so the allocation is off the common path).
+    rewrites: std::collections::HashMap<u32, Vec<u8>>,
     last_arrival: u64,
     /// Typical lateness of timer wake-ups (EWMA), subtracted from the next wake time.
     oversleep_ns: u64,
@@ -101,6 +106,7 @@ impl Direction {
             fifo: VecDeque::with_capacity(65536),
             early: VecDeque::with_capacity(4096),
             drops: Vec::with_capacity(crate::nfqueue::RECV_BATCH),
+            rewrites: std::collections::HashMap::new(),
             last_arrival: 0,
             oversleep_ns: 0,
             clock,
@@ -138,7 +144,7 @@ impl Direction {
             }
             self.release();
             if let Err(e) = self.queue.flush() {
-                eprintln!("linkem: {}: sending verdicts failed: {e}", self.name);
+                crate::say!("linkem: {}: sending verdicts failed: {e}", self.name);
             }
             let now = self.clock.now_ns();
             if now >= next_publish {
@@ -165,7 +171,7 @@ impl Direction {
     fn receive(&mut self) -> std::io::Result<()> {
         for _ in 0..MAX_RECV_ROUNDS {
             // Split borrows: the callback needs everything but the queue.
-            let Direction { queue, link, flows, totals, fifo, early, drops, clock, last_arrival, pcap, .. } = self;
+            let Direction { queue, link, flows, totals, fifo, early, drops, rewrites, clock, last_arrival, pcap, .. } = self;
             let now = clock.now_ns();
             let realtime_offset = realtime_ns() as i128 - now as i128;
             let n = queue.recv_batch(|p| {
@@ -189,13 +195,21 @@ impl Direction {
                 let (info, flow, decision) = Self::decide(link, flows, totals, arrival, p.bytes, p.orig_len);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
-                    Outcome::Release { at_ns, departure_ns, reordered } => {
+                    Outcome::Release { at_ns, departure_ns, reordered, rst } => {
                         let c = flows.get_mut(flow);
                         let q = departure_ns.saturating_sub(arrival);
                         c.queue_delay_sum_ns += q;
                         c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
                         c.scheduled += 1;
-                        let held = Held { due_ns: at_ns, id: p.id, flow, len: info.ip_len };
+                        let mut len = info.ip_len;
+                        if rst {
+                            // The middlebox checked the headers are there, so this succeeds.
+                            if let Some(b) = crate::model::tcp_rst::rewrite(p.bytes) {
+                                len = b.len() as u32;
+                                rewrites.insert(p.id, b);
+                            }
+                        }
+                        let held = Held { due_ns: at_ns, id: p.id, flow, len, rst };
                         if reordered {
                             totals.reordered += 1;
                             early.push_back(held);
@@ -237,7 +251,9 @@ impl Direction {
         if info.is_udp() {
             c.udp_seen += 1;
         }
-        let outcome = link.on_arrival(now, &info, c.udp_seen);
+        let rst_before = c.mb.rst_rewritten;
+        let outcome = link.on_arrival(now, &info, bytes, c.udp_seen, &mut c.mb);
+        totals.rst_rewritten += c.mb.rst_rewritten - rst_before;
         if let Outcome::Drop(reason) = outcome {
             match reason {
                 DropReason::Loss => {
@@ -267,7 +283,11 @@ impl Direction {
                 break;
             }
             self.early.pop_front();
-            self.queue.verdict(h.id, Verdict::Accept);
+            if h.rst {
+                self.accept_rewritten(h.id);
+            } else {
+                self.queue.verdict(h.id, Verdict::Accept);
+            }
             self.account(&h, now);
         }
         let mut last_id = None;
@@ -276,11 +296,27 @@ impl Direction {
                 break;
             }
             self.fifo.pop_front();
-            last_id = Some(h.id);
+            if h.rst {
+                // A batch verdict covering its id would accept it unchanged: close the run
+                // before it, then send it with its rewritten bytes.
+                if let Some(id) = last_id.take() {
+                    self.queue.verdict_upto(id, Verdict::Accept);
+                }
+                self.accept_rewritten(h.id);
+            } else {
+                last_id = Some(h.id);
+            }
             self.account(&h, now);
         }
         if let Some(id) = last_id {
             self.queue.verdict_upto(id, Verdict::Accept);
+        }
+    }
+
+    fn accept_rewritten(&mut self, id: u32) {
+        match self.rewrites.remove(&id) {
+            Some(b) => self.queue.accept_rewritten(id, &b),
+            None => self.queue.verdict(id, Verdict::Drop), // unreachable: rewrite failed
         }
     }
 

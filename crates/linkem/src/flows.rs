@@ -22,6 +22,8 @@ pub struct FlowCounters {
     pub queue_delay_sum_ns: u64,
     pub queue_delay_max_ns: u64,
     pub scheduled: u64,
+    /// The middlebox's per-flow state (flow choice, QUIC and TCP progress, RSTs made).
+    pub mb: crate::model::middlebox::FlowMiddlebox,
 }
 
 impl FlowCounters {

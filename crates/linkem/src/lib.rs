@@ -4,6 +4,16 @@
 //! the kernel keeps routing. See README.md for the models and docs/interfaces.md for the
 //! command-line, config and stats contract.
 
+/// `eprintln!` that never panics: on a full disk the stderr file cannot take the line, and
+/// a link emulator must keep the link up rather than die over a log message.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod config;
 pub mod engine;
 pub mod flows;

@@ -14,6 +14,9 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+/// How often (ms, at most) the direction threads hand their counters to the stats writer.
+const PUBLISH_EVERY_MS: u64 = 5;
+
 #[derive(Parser)]
 #[command(name = "linkem", version, about = "Userspace link emulator (NFQUEUE router) for longlook")]
 struct Cli {
@@ -99,20 +102,20 @@ fn main() -> ExitCode {
 }
 
 fn config_error(e: ConfigError) -> ExitCode {
-    eprintln!("{e}");
+    linkem::say!("{e}");
     ExitCode::from(2)
 }
 
 fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     // Each received datagram must fit a 1024-byte slot with its netlink attributes.
     if !(40..=512).contains(&args.copy_bytes) {
-        eprintln!("linkem: --copy-bytes: expected 40..=512");
+        linkem::say!("linkem: --copy-bytes: expected 40..=512");
         return ExitCode::from(2);
     }
     let pcap = match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes)).transpose() {
         Ok(p) => p.map(Arc::new),
         Err(e) => {
-            eprintln!("linkem: --pcap: {e}");
+            linkem::say!("linkem: --pcap: {e}");
             return ExitCode::from(1);
         }
     };
@@ -120,13 +123,13 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
     });
     if args.seed.is_none() {
-        eprintln!("linkem: seed {seed}");
+        linkem::say!("linkem: seed {seed}");
     }
     sys::block_termination_signals();
     let _rx_timestamps = match linkem::nfqueue::enable_rx_timestamps() {
         Ok(s) => Some(s),
         Err(e) => {
-            eprintln!("linkem: kernel rx timestamps unavailable ({e}); arrivals are taken when read");
+            linkem::say!("linkem: kernel rx timestamps unavailable ({e}); arrivals are taken when read");
             None
         }
     };
@@ -135,7 +138,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         None
     } else {
         sys::hold_cpu_wakeup_latency(args.cpu_latency_us)
-            .map_err(|e| eprintln!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late"))
+            .map_err(|e| linkem::say!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late"))
             .ok()
     };
     let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
@@ -144,7 +147,9 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let timing = Timing {
         slot_ns: args.slot_us * 1000,
         busy_poll_ns: args.busy_poll_us * 1000,
-        publish_every_ns: args.stats_interval_ms.max(1) * 1_000_000,
+        // Directions hand their counters to the writer this often, whatever the file's
+        // interval, so a stats file asked for with SIGUSR1 is at most this much behind.
+        publish_every_ns: args.stats_interval_ms.clamp(1, PUBLISH_EVERY_MS) * 1_000_000,
     };
 
     let mut threads = Vec::new();
@@ -154,7 +159,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         let queue = match NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen) {
             Ok(q) => q,
             Err(e) => {
-                eprintln!("linkem: {name}: {e}");
+                linkem::say!("linkem: {name}: {e}");
                 stop.store(true, Ordering::Relaxed);
                 return ExitCode::from(1);
             }
@@ -167,7 +172,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             .name(format!("linkem-{name}"))
             .spawn(move || {
                 if let Err(e) = sys::set_realtime(prio) {
-                    eprintln!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
+                    linkem::say!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
                 }
                 dir.run()
             })
@@ -178,7 +183,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let mut flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
         Ok(f) => f,
         Err(e) => {
-            eprintln!("linkem: --flow-log: {e}");
+            linkem::say!("linkem: --flow-log: {e}");
             None
         }
     };
@@ -203,13 +208,13 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             doc["seed"] = seed.into();
             doc["cpu_latency_hold_us"] = cpu_latency_us.into();
             if let Err(e) = write_atomic(path, &doc) {
-                eprintln!("linkem: --stats {}: {e}", path.display());
+                linkem::say!("linkem: --stats {}: {e}", path.display());
             }
         }
         if let Some(log) = flow_log.as_mut() {
             let dirs: Vec<_> = guards.iter().map(|(n, _, g)| (*n, g)).collect();
             if let Err(e) = log.append(elapsed, &dirs) {
-                eprintln!("linkem: --flow-log: {e}");
+                linkem::say!("linkem: --flow-log: {e}");
             }
         }
     };
@@ -222,9 +227,19 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         let _ = out.flush();
     }
     loop {
-        if let Some(sig) = sys::wait_termination(interval_ns) {
-            eprintln!("linkem: signal {sig}, stopping");
-            break;
+        match sys::wait_termination(interval_ns) {
+            // SIGUSR1: a reader wants counters up to now (the per-run audit); the flow log
+            // keeps its regular interval
+            Some(libc::SIGUSR1) => {
+                let mut no_flow_log = None;
+                write_outputs(&mut no_flow_log);
+                continue;
+            }
+            Some(sig) => {
+                linkem::say!("linkem: signal {sig}, stopping");
+                break;
+            }
+            None => {}
         }
         if threads.iter().any(|(_, h)| h.is_finished()) {
             failed = true;
@@ -237,11 +252,11 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         match h.join() {
             Ok(Ok(())) => {}
             Ok(Err(e)) => {
-                eprintln!("linkem: {name}: {e}");
+                linkem::say!("linkem: {name}: {e}");
                 failed = true;
             }
             Err(_) => {
-                eprintln!("linkem: {name}: thread panicked");
+                linkem::say!("linkem: {name}: thread panicked");
                 failed = true;
             }
         }
@@ -249,7 +264,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     write_outputs(&mut flow_log);
     if let Some(p) = &pcap {
         if let Err(e) = p.flush() {
-            eprintln!("linkem: --pcap: {e}");
+            linkem::say!("linkem: --pcap: {e}");
         }
     }
     if failed {

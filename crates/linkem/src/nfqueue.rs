@@ -295,7 +295,7 @@ impl NfQueue {
     fn push_verdict(&mut self, msg_type: u16, id: u32, verdict: Verdict) {
         if self.tx.len() + VERDICT_MSG_LEN > TX_CAPACITY {
             if let Err(e) = self.flush() {
-                eprintln!("linkem: queue {}: verdict send failed: {e}", self.queue_num);
+                crate::say!("linkem: queue {}: verdict send failed: {e}", self.queue_num);
             }
         }
         let seq = self.next_seq();
@@ -316,6 +316,25 @@ impl NfQueue {
     #[inline]
     pub fn verdict(&mut self, id: u32, verdict: Verdict) {
         self.push_verdict(NFQNL_MSG_VERDICT, id, verdict);
+    }
+
+    /// Accept one packet with its bytes replaced by `payload` (NFQA_PAYLOAD; the kernel
+    /// trims or extends the packet to it and marks its checksum for full verification).
+    pub fn accept_rewritten(&mut self, id: u32, payload: &[u8]) {
+        if self.tx.len() + VERDICT_MSG_LEN + 4 + payload.len() + 3 > TX_CAPACITY {
+            if let Err(e) = self.flush() {
+                crate::say!("linkem: queue {}: verdict send failed: {e}", self.queue_num);
+            }
+        }
+        let seq = self.next_seq();
+        let b = &mut self.tx;
+        let s = begin_msg(b, NFQNL_MSG_VERDICT, libc::NLM_F_REQUEST as u16, seq, self.queue_num);
+        let mut hdr = [0u8; 8];
+        hdr[..4].copy_from_slice(&NF_ACCEPT.to_be_bytes());
+        hdr[4..].copy_from_slice(&id.to_be_bytes());
+        put_attr(b, NFQA_VERDICT_HDR, &hdr);
+        put_attr(b, NFQA_PAYLOAD, payload);
+        end_msg(b, s);
     }
 
     /// Verdict every packet still queued in the kernel with id <= `max_id` (queued; sent by

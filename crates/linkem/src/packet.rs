@@ -103,6 +103,21 @@ fn parse_v6(b: &[u8]) -> Option<PacketInfo> {
     })
 }
 
+/// Where the transport header starts in `bytes` (the copied prefix), for packets whose
+/// transport header is there to read: IPv4 unfragmented (no offset, no more-fragments flag),
+/// IPv6 with the transport directly after the fixed header. None otherwise.
+pub fn transport_offset(bytes: &[u8]) -> Option<usize> {
+    match bytes.first()? >> 4 {
+        4 if bytes.len() >= 20 => {
+            let ihl = ((bytes[0] & 0x0f) as usize) * 4;
+            let frag = u16::from_be_bytes([bytes[6], bytes[7]]);
+            (ihl >= 20 && frag & 0x3fff == 0).then_some(ihl)
+        }
+        6 if bytes.len() >= 40 && has_ports(bytes[6]) => Some(40),
+        _ => None,
+    }
+}
+
 pub fn proto_name(proto: u8) -> String {
     match proto {
         6 => "tcp".into(),

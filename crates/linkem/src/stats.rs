@@ -116,6 +116,8 @@ pub struct DirectionTotals {
     pub dropped_loss: u64,
     pub dropped_buffer: u64,
     pub dropped_middlebox: u64,
+    /// Packets the middlebox rewrote into TCP RSTs (forwarded, so also in `packets`).
+    pub rst_rewritten: u64,
     pub reordered: u64,
     /// Packets whose IP header could not be read (scheduled by their kernel length).
     pub unparsed: u64,
@@ -164,6 +166,7 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_loss": d.dropped_loss,
         "dropped_buffer": d.dropped_buffer,
         "dropped_middlebox": d.dropped_middlebox,
+        "rst_rewritten": d.rst_rewritten,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
         "late_release_events": d.late_events.iter()
@@ -204,6 +207,8 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "dropped_loss": c.dropped_loss,
         "dropped_buffer": c.dropped_buffer,
         "dropped_middlebox": c.dropped_middlebox,
+        "rst_rewritten": c.mb.rst_rewritten,
+        "middlebox_chosen": c.mb.chosen,
         "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
         "queue_delay_ms_max": round3(c.queue_delay_max_ns as f64 / 1e6),
     })

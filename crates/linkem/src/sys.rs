@@ -84,18 +84,20 @@ fn termination_set() -> libc::sigset_t {
         libc::sigemptyset(&mut set);
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGUSR1);
         set
     }
 }
 
-/// Block SIGTERM/SIGINT in this thread and the threads it spawns later; the main thread
-/// then takes them synchronously with `wait_termination`.
+/// Block SIGTERM/SIGINT (stop) and SIGUSR1 (write the stats now) in this thread and the
+/// threads it spawns later; the main thread then takes them synchronously with
+/// `wait_termination`.
 pub fn block_termination_signals() {
     let set = termination_set();
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
 
-/// Wait up to `timeout_ns` for SIGTERM/SIGINT. Returns the signal number if one came.
+/// Wait up to `timeout_ns` for SIGTERM/SIGINT/SIGUSR1. Returns the signal number if one came.
 pub fn wait_termination(timeout_ns: u64) -> Option<i32> {
     let set = termination_set();
     let ts = libc::timespec {

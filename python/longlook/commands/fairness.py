@@ -43,7 +43,12 @@ def run(
     if load_scenario(scenario).kind != "fairness":
         raise LonglookError(f"{scenario}: not a fairness scenario (kind = \"fairness\")",
                             hint="run other kinds with `longlook run FILE --out DIR`")
-    run_scenario(scenario, out, resume=resume, link_check=link_check, command="longlook fairness")
+    try:
+        run_scenario(scenario, out, resume=resume, link_check=link_check, command="longlook fairness")
+    except typer.Exit as e:
+        if report and e.exit_code == 1:  # short cells: the report shows what did complete
+            typer.echo(build_report(out))
+        raise
     if report:
         typer.echo(build_report(out))
 

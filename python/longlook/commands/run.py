@@ -21,20 +21,22 @@ def run(
     resume: bool = typer.Option(False, "--resume", help="continue an interrupted experiment in --out"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check",
                                     help="self-check each link profile before its cells"),
+    force: bool = typer.Option(False, "--force", help="write into a non-empty directory that is no experiment"),
 ) -> None:
     """Run every cell of SCENARIO (rounds, arms in random order) and store each run as it ends."""
-    run_scenario(scenario, out, resume=resume, link_check=link_check)
+    run_scenario(scenario, out, resume=resume, link_check=link_check, force=force)
 
 
 def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check: bool = True,
-                 command: str = "longlook run") -> None:
+                 command: str = "longlook run", force: bool = False) -> None:
     from ..core.execute import Runner
     from ..core.spec import load_scenario
 
     sc = load_scenario(scenario)
     display = _ProgressDisplay()
     with display.progress:
-        summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event).run()
+        summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event,
+                         force=force).run()
     console.print(
         f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
         f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "
@@ -42,10 +44,18 @@ def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check:
     console.print(f"wall {summary.wall_s:.1f} s, of which set-up and link checks {summary.setup_s:.1f} s; "
                   f"harness overhead {summary.harness_overhead:.1%} of the measuring loop (target <= 5%)")
     if summary.interrupted:
-        console.print(f"[yellow]interrupted[/]: every finished run is stored; continue with "
+        import signal
+        name = signal.Signals(summary.signal or signal.SIGINT).name
+        console.print(f"[yellow]interrupted[/] ({name}): every finished run is stored; continue with "
                       f"`{command} {scenario} --out {out} --resume`")
-        raise typer.Exit(130)
+        raise typer.Exit(128 + (summary.signal or signal.SIGINT))
     console.print(f"results in {out}; report: `longlook report {out}`")
+    if summary.short:
+        console.print(f"[red]{len(summary.short)} cell(s) ended without the counted runs a comparison "
+                      f"needs[/] (failures have their phase in the report's Excluded runs):")
+        for line in summary.short:
+            console.print(f"  {line}")
+        raise typer.Exit(1)
 
 
 class _ProgressDisplay:

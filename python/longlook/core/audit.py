@@ -13,7 +13,10 @@ default kept out of the statistics (core.status); the report lists it as exclude
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import threading
 import time
@@ -28,9 +31,10 @@ LATE_MS = 1.0  # what linkem timestamps as a late release
 _BUCKET_UPPER_MS = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, float("inf"))
 _BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", "1-2ms", "2-5ms", "over_5ms")
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
-# linkem's directions hand over their counters once per stats interval (testbed.linkem), so
-# a document covers everything up to about one interval before its own `mono_ms`
-STATS_LAG_MS = 25.0
+# linkem's directions hand their counters to its stats writer every 5 ms, so a document
+# covers everything up to that long before its own `mono_ms`; SIGUSR1 has it written now
+STATS_LAG_MS = 5.0
+STALL_REPORT_MS = 12.0  # linkem-probe prints a stall within 10 ms of its end, read soon after
 
 
 @dataclass
@@ -61,6 +65,12 @@ class Audit:
             reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
         self.reasons = reasons
         self.flagged = bool(reasons)
+        return self
+
+    def with_reasons(self, extra: list[str]) -> "Audit":
+        """The kind's own reasons (Measurement.audit_reasons) flag the run too."""
+        self.reasons = [*self.reasons, *extra]
+        self.flagged = bool(self.reasons)
         return self
 
 
@@ -154,7 +164,7 @@ class StallWatch:
 
     def between(self, t0_ms: float, t1_ms: float) -> list[MachineStall]:
         """Stalls overlapping the window. A stall is printed within 10 ms of its end: ask
-        after linkem's fresh stats (RunAudit.end), which come at least STATS_LAG_MS later."""
+        STALL_REPORT_MS after the window (RunAudit.end waits for that)."""
         with self._lock:
             return [s for s in self._stalls if s.end_ms >= t0_ms and s.start_ms <= t1_ms]
 
@@ -186,6 +196,9 @@ class RunAudit:
         self.after = _fresh_stats(self.testbed, self.t1_ms)
         a = linkem_audit(self.before, self.after, self.t0_ms, self.t1_ms)
         if self.stalls is not None:
+            wait_ms = self.t1_ms + STALL_REPORT_MS - time.monotonic() * 1000
+            if wait_ms > 0:
+                time.sleep(wait_ms / 1000)
             hit = self.stalls.between(self.t0_ms, self.t1_ms)
             a.stalls = len(hit)
             a.max_stall_ms = max((s.late_ms for s in hit), default=0.0)
@@ -211,12 +224,20 @@ def _stats(testbed) -> dict:
 
 
 def _fresh_stats(testbed, t1_ms: float) -> dict:
-    """linkem's stats written after t1 (it rewrites them every interval), so the run's last
-    moments are in them; an older linkem without `mono_ms` is read as it is."""
+    """linkem's stats covering everything up to t1: once its directions have handed over
+    their counters past t1, SIGUSR1 has linkem write them at once (rather than waiting for
+    its next interval); an older linkem without `mono_ms` is read as it is."""
+    wait_ms = t1_ms + STATS_LAG_MS + 1 - time.monotonic() * 1000
+    if wait_ms > 0:
+        time.sleep(wait_ms / 1000)
+    pid = getattr(getattr(testbed, "linkem", None), "pid", None)
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + FRESH_WAIT_S
     while True:
         stats = _stats(testbed)
         if (stats.get("mono_ms") is None or stats["mono_ms"] >= t1_ms + STATS_LAG_MS
                 or time.monotonic() > deadline):
             return stats
-        time.sleep(0.01)
+        time.sleep(0.002)

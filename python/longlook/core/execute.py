@@ -13,24 +13,26 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import LonglookError
+from ..errors import LonglookError, Terminated
 from ..linkcheck import check_link
 from ..testbed import Testbed
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..testbed.tracefs import tcp_tracefs
 from ..versions import binary_version
+from .adaptive import needs_more_rounds, rule_metric
 from .audit import RunAudit, StallWatch, linkem_delta
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
 from .registry import get_kind
 from .servers import ServerPool
 from .spec import ArmBase, CellBase, ScenarioBase
-from .status import settles
-from .store import RUNS_DIR, Store, environment_versions
+from .stats import MIN_N
+from .status import completion, settles, shortfalls
+from .store import DB_FILE, RUNS_DIR, Store, environment_versions
 
 
 class LinkCheckFailed(LonglookError):
@@ -46,6 +48,9 @@ class RunSummary:
     mismatched: int = 0
     flagged: int = 0  # ok runs whose path audit failed the scenario's [fidelity]
     skipped_done: int = 0
+    # cells where an arm ended without the counted runs a comparison needs, in words
+    short: list[str] = field(default_factory=list)
+    signal: int | None = None  # the signal that interrupted the run, if any
     wall_s: float = 0.0
     in_runs_s: float = 0.0
     setup_s: float = 0.0  # testbed, link checks, server starts
@@ -98,7 +103,7 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
                                       arm=arm, round=round_index, run_id=run_id, run_dir=run_dir,
                                       cert_dir=bench.servers.cert_dir, state=bench.state))
     wall = time.monotonic() - started
-    a = audit.end()
+    a = audit.end().with_reasons(m.audit_reasons)
     (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
     rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
     artifacts = {k: rel(v) for k, v in m.artifacts.items() if (run_dir / v).exists()}
@@ -109,14 +114,37 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     return record, wall
 
 
+def prepare_out_dir(out: Path, *, resume: bool, force: bool) -> None:
+    """An experiment directory must be one longlook can write, and either new, empty, an
+    experiment of its own (with --resume), or explicitly reused (--force)."""
+    if out.exists() and not out.is_dir():
+        raise LonglookError(f"--out {out}: is a file, not a directory", hint="give a new directory")
+    resolved = out.resolve()
+    if resolved.parts[1:2] in (("proc",), ("sys",), ("dev",)):
+        raise LonglookError(f"--out {out}: under /{resolved.parts[1]}, which holds no files",
+                            hint="give a directory on a disk, e.g. results/NAME")
+    if out.is_dir() and any(out.iterdir()) and not (out / DB_FILE).exists() and not force:
+        raise LonglookError(f"--out {out}: holds other files and no experiment",
+                            hint="give a new or empty directory, or add --force to write into it")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".longlook-write-test"
+        probe.write_text("")
+        probe.unlink()
+    except OSError as e:
+        raise LonglookError(f"--out {out}: cannot write there ({e.strerror})",
+                            hint="give a directory you can write to") from None
+
+
 class Runner:
     """Runs one scenario of any kind into one experiment directory. `progress(event, **info)`
     is called as things happen, for a progress display; the library itself prints nothing."""
 
     def __init__(self, scenario: ScenarioBase, out_dir: Path, *, resume: bool = False,
                  link_check: bool = True, link_check_duration_s: float = 2.0,
-                 progress: Callable[..., None] | None = None):
+                 progress: Callable[..., None] | None = None, force: bool = False):
         self.scenario = scenario
+        self.force = force
         self.kind = get_kind(scenario.kind)
         self.out_dir = Path(out_dir)
         self.resume = resume
@@ -129,20 +157,32 @@ class Runner:
 
     def run(self) -> RunSummary:
         started = time.monotonic()
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        prepare_out_dir(self.out_dir, resume=self.resume, force=self.force)
         with Store.open(self.out_dir) as store:
             if store.experiment() is not None and not self.resume:
                 raise LonglookError(f"{self.out_dir} already holds an experiment",
                                     hint="add --resume to continue it, or choose a new --out directory")
             store.start_experiment(self.scenario, self._versions())
             try:
-                self._run_grid(store)
-                store.finish_experiment()
-            except KeyboardInterrupt:
+                if self._run_grid(store):
+                    store.finish_experiment()
+                self.summary.short = self._shortfalls(store)
+            except (KeyboardInterrupt, Terminated) as e:
                 self.summary.interrupted = True
+                self.summary.signal = getattr(e, "signum", 2)
             finally:
                 self.summary.wall_s = time.monotonic() - started
         return self.summary
+
+    def _shortfalls(self, store: Store) -> list[str]:
+        """Every cell's arms hold the counted runs a comparison needs (two per arm, or the
+        rounds asked for when fewer), on the kind's primary metric."""
+        sc = self.scenario
+        metric = self.kind.primary_metric
+        done = completion(store.runs_frame(), metric.name if metric else None,
+                          exclude_flagged=sc.fidelity.exclude_flagged)
+        arms = [a.label for a in sc.arm_list()]
+        return shortfalls(done, {c.id: arms for c in sc.cells()}, need=min(MIN_N, sc.rounds))
 
     def _versions(self) -> dict:
         return environment_versions(endpoint=binary_version("endpoint"),
@@ -150,7 +190,9 @@ class Runner:
                                     testbed={"sysctls": RECORDED_SYSCTLS},
                                     **self.kind.versions(self.scenario))
 
-    def _run_grid(self, store: Store) -> None:
+    def _run_grid(self, store: Store) -> bool:
+        """Run what is not settled yet; False when there was nothing to run (a resume of a
+        finished experiment leaves it, its end time and its logs as they were)."""
         sc = self.scenario
         cells = sc.cells()
         per_cell = sc.rounds * len(sc.arm_list())
@@ -160,7 +202,8 @@ class Runner:
         self.summary.skipped_done = sum(settled.values())
         self.progress("start", total=sc.total_runs(), done=self.summary.skipped_done)
         if not todo:
-            return
+            return False
+        store.mark_running()
         t0 = time.monotonic()
         with Testbed(todo[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
                      seed=sc.seed, **self.kind.testbed_options) as tb:
@@ -178,6 +221,7 @@ class Runner:
             finally:
                 servers.stop_all()
                 stalls.stop()
+        return True
 
     def _switch_link(self, store: Store, tb: Testbed, cell: CellBase, first: bool) -> None:
         t0 = time.monotonic()
@@ -205,6 +249,20 @@ class Runner:
             for position, arm in enumerate(order):
                 if (round_index, arm.label) not in settled:
                     self._run_arm(store, bench, cell, round_index, position, arm)
+            if not self._needs_more_rounds(store, cell):
+                break
+
+    def _needs_more_rounds(self, store: Store, cell: CellBase) -> bool:
+        """`rounds = "adaptive"`: stop the cell once its blinded precision is reached
+        (core.adaptive); a fixed number of rounds always goes on to `rounds`."""
+        sc = self.scenario
+        rule = sc.adaptive_rounds
+        if rule is None:
+            return True
+        runs = store.runs_frame()
+        return needs_more_rounds(runs[runs["cell_id"] == cell.id], rule, sc.comparisons(),
+                                 rule_metric(rule, self.kind), confidence=sc.statistics.confidence,
+                                 exclude_flagged=sc.fidelity.exclude_flagged)
 
     def _run_arm(self, store: Store, bench: Bench, cell: CellBase, round_index: int,
                  position: int, arm: ArmBase) -> None:

@@ -61,7 +61,9 @@ class Measurement:
     status: ok | failed | timeout | protocol_mismatch (core.status). `metrics` are numbers
     for the statistics (None = not measured); `details` any other per-run values (JSON);
     `series` time series as rows {name, key, t_s, value}; `rows` rows of the kind's tables;
-    `artifacts` name -> path relative to the run directory."""
+    `artifacts` name -> path relative to the run directory. `audit_reasons`: what the kind
+    itself saw go wrong with the conditions (e.g. a CPU-starved client): they flag the run
+    like a bad path does (core.audit)."""
 
     status: str
     error: str | None = None
@@ -74,6 +76,7 @@ class Measurement:
     rows: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     artifacts: dict[str, str] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
+    audit_reasons: list[str] = field(default_factory=list)
 
 
 @dataclass

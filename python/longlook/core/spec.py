@@ -2,7 +2,8 @@
 
     kind = "pageload"        # which kind runs it (core.registry); default pageload
     name, description, seed
-    rounds = 10              # (alias: runs) each cell measured this many times, arms back to back
+    rounds = 10              # (alias: runs) each cell measured this many times, arms back to back;
+                             # or "adaptive" / {min, max, target_halfwidth_pct}: AdaptiveRounds
     retries, timeout_s
     [[links]]                # a sweep: any scalar field may be a list; rtt_ms = two equal delays
                              # ([link] = one link)
@@ -22,9 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
+                      model_validator)
 
-from ..errors import LonglookError
+from ..errors import LonglookError, read_user_text
 from ..linkprofile import LinkProfile
 from .links import expand_links, link_labels
 from .validation import format_errors
@@ -64,6 +66,27 @@ class Fidelity(BaseModel):
     def retries_flagged(self) -> bool:
         """A flagged run is measured again only when it would not count."""
         return self.exclude_flagged and self.retry_flagged
+
+
+class AdaptiveRounds(BaseModel):
+    """`rounds = "adaptive"` or `rounds = {min = 6, max = 40, target_halfwidth_pct = 5}`: a
+    cell gets rounds until the confidence interval of its % difference (each comparison, on
+    `metric`, default the kind's first; computed blinded, from the arms' values pooled) is at
+    most +-target_halfwidth_pct wide, between min and max rounds. Stopping looks at precision
+    only, never at the p-value (core.adaptive). The scenario plans for `max`
+    (`rounds` == max)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    min: int = Field(default=6, ge=2)  # a variance needs two runs per side
+    max: int = Field(default=40, ge=2)
+    target_halfwidth_pct: float = Field(default=5.0, gt=0)
+    metric: str | None = None
+
+    @model_validator(mode="after")
+    def _min_le_max(self) -> "AdaptiveRounds":
+        if self.min > self.max:
+            raise ValueError(f"min ({self.min}) must not exceed max ({self.max})")
+        return self
 
 
 @dataclass(frozen=True)
@@ -111,10 +134,12 @@ class ScenarioBase(BaseModel):
     kind: str = DEFAULT_KIND
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
-    seed: int = 1
-    rounds: int = Field(default=10, ge=1)
-    retries: int = Field(default=2, ge=0)  # extra attempts after a failed run
-    timeout_s: float = Field(default=60.0, gt=0)  # per run (a kind may derive its own)
+    # ranges where the model is defined: a seed the RNGs and the store take (64 bits), no
+    # more rounds than a year of runs would hold, a run's timeout within a day
+    seed: int = Field(default=1, ge=0, lt=2**63)
+    rounds: int = Field(default=10, ge=1, le=10_000)  # adaptive: its max, the rule in adaptive_rounds
+    retries: int = Field(default=2, ge=0, le=100)  # extra attempts after a failed run
+    timeout_s: float = Field(default=60.0, gt=0, le=86_400)  # per run (a kind may derive its own)
     statistics: Statistics = Field(default_factory=Statistics)
     fidelity: Fidelity = Field(default_factory=Fidelity)
     links: list[LinkProfile]
@@ -124,6 +149,31 @@ class ScenarioBase(BaseModel):
 
     _toml_text: str | None = PrivateAttr(default=None)
     _base_dir: Path | None = PrivateAttr(default=None)
+    _adaptive_rounds: AdaptiveRounds | None = PrivateAttr(default=None)
+
+    @field_validator("rounds", mode="wrap")
+    @classmethod
+    def _rounds_adaptive(cls, v: Any, handler: Any) -> Any:
+        if not (v == "adaptive" or isinstance(v, (dict, AdaptiveRounds))):
+            return handler(v)
+        try:
+            return AdaptiveRounds.model_validate({} if v == "adaptive" else v)
+        except ValidationError as e:
+            raise ValueError(f"adaptive: {format_errors(e)}") from None
+
+    @model_validator(mode="after")
+    def _plan_adaptive_for_max(self) -> "ScenarioBase":
+        # every other use of `rounds` (planning, progress, report) sees the budget: max
+        if isinstance(self.rounds, AdaptiveRounds):
+            rule = self.rounds
+            self.rounds = rule.max
+            self._adaptive_rounds = rule
+        return self
+
+    @property
+    def adaptive_rounds(self) -> AdaptiveRounds | None:
+        """The stopping rule when `rounds` is adaptive (then `rounds` is its max)."""
+        return self._adaptive_rounds
 
     @model_validator(mode="before")
     @classmethod
@@ -267,13 +317,22 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     return _validate(kind.scenario_model, data, text, source, base_dir)
 
 
+def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:
+    """What differs between two scenarios as parsed (comments and layout do not count), as
+    "field: old -> new" lines."""
+    def flat(v: Any, key: str = "") -> dict[str, Any]:
+        if isinstance(v, dict):
+            return {k: x for name, item in v.items() for k, x in flat(item, f"{key}.{name}" if key else name).items()}
+        if isinstance(v, list):
+            return {k: x for i, item in enumerate(v) for k, x in flat(item, f"{key}[{i}]").items()} or {key: []}
+        return {key: v}
+
+    fa, fb = flat(a.model_dump(mode="json")), flat(b.model_dump(mode="json"))
+    return [f"{k}: {fa.get(k, '(unset)')!r} -> {fb.get(k, '(unset)')!r}"
+            for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+
+
 def load_scenario(path: str | Path) -> ScenarioBase:
     path = Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise LonglookError(f"{path}: no such scenario file", hint="see scenarios/ for examples") from None
-    except IsADirectoryError:
-        raise LonglookError(f"{path}: is a directory, not a scenario file",
-                            hint="give a .toml file, e.g. scenarios/quick.toml") from None
+    text = read_user_text(path, "scenario file", "scenarios/quick.toml")
     return parse_scenario(text, source=str(path), base_dir=path.resolve().parent)

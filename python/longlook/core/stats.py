@@ -108,16 +108,19 @@ class CellComparison:
 
 
 def percent_difference(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True) -> float:
-    """(mean_B - mean_A) / mean_B * 100 for lower-is-better metrics, the opposite sign for
-    higher-is-better ones: positive when A is better."""
-    mb = float(np.mean(b))
-    d = (mb - float(np.mean(a))) / mb * 100.0
+    """(mean_B - mean_A) / |mean_B| * 100 for lower-is-better metrics, the opposite sign for
+    higher-is-better ones: positive when A is better. |mean_B| keeps the sign right for
+    metrics that can be negative (QoE); with mean_B = 0 (no stall on either side) there is
+    no percentage (nan), while the test still runs."""
+    d = float(_pct_diff_stat(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
     return d if lower_is_better else -d
 
 
 def _pct_diff_stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
     mb = np.mean(b, axis=axis)
-    return (mb - np.mean(a, axis=axis)) / mb * 100.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (mb - np.mean(a, axis=axis)) / np.abs(mb) * 100.0
+    return np.where(mb == 0, np.nan, d)
 
 
 def _pct_diff_higher_better(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:

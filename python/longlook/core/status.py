@@ -71,4 +71,35 @@ def exclusion_reason(r: pd.Series, metric: str | None = None, *, exclude_flagged
     if r["status"] == "ok":
         return f"no {metric}" if metric else "no measurement"
     err = r.get("error")
-    return err if isinstance(err, str) and err else r["status"]
+    text = err if isinstance(err, str) and err else r["status"]
+    phase = r.get("failure_phase")
+    return f"{phase}: {text}" if isinstance(phase, str) and phase else text
+
+
+def completion(runs: pd.DataFrame, metric: str | None = None, *,
+               exclude_flagged: bool = True) -> pd.DataFrame:
+    """Per (cell, arm): the rounds tried, those that ended with a counted run, and the share.
+    Where a protocol cannot finish under a condition, this is the result, not its PLT."""
+    cols = ["cell_id", "arm", "rounds", "counted", "share"]
+    if runs.empty:
+        return pd.DataFrame(columns=cols)
+    r = runs.assign(_counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged))
+    per_round = r.groupby(["cell_id", "arm", "round"])["_counted"].any().reset_index()
+    out = per_round.groupby(["cell_id", "arm"])["_counted"].agg(rounds="size", counted="sum").reset_index()
+    out["counted"] = out["counted"].astype(int)
+    out["share"] = out["counted"] / out["rounds"]
+    return out[cols]
+
+
+def shortfalls(done: pd.DataFrame, cell_arms: dict[str, list[str]], need: int) -> list[str]:
+    """Cells where an arm ended with fewer counted runs than `need`, in words ("cell: h2 has
+    1 of 5 rounds counted"); an arm never tried counts as 0."""
+    have = {(c, a): (int(k), int(n)) for c, a, n, k in
+            done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)}
+    short = []
+    for cell, arms in cell_arms.items():
+        lacking = [f"{a} has {have.get((cell, a), (0, 0))[0]} of {have.get((cell, a), (0, 0))[1]} "
+                   f"rounds counted" for a in arms if have.get((cell, a), (0, 0))[0] < need]
+        if lacking:
+            short.append(f"{cell}: " + ", ".join(lacking))
+    return short

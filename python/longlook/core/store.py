@@ -14,8 +14,12 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import platform
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable
@@ -105,13 +109,58 @@ def _table_ddl(name: str, columns: dict[str, str]) -> str:
     return f"CREATE TABLE IF NOT EXISTS {name} (run_id VARCHAR, {cols});"
 
 
+_DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def signals_deferred():
+    """Hold Ctrl-C, SIGTERM and SIGHUP until the block ends. DuckDB turns a signal that
+    arrives mid-query into "Query interrupted" (a RuntimeError), so the interruption would
+    be lost; held, the first one is handed to its own handler right after the query.
+    (Blocking with a signal mask is not enough: the kernel delivers to another thread.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: pending.append(signum)) for s in _DEFERRED_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+        if pending:
+            handler = previous[pending[0]]
+            if callable(handler):
+                handler(pending[0], None)
+            elif handler == signal.SIG_DFL:
+                os.kill(os.getpid(), pending[0])
+
+
+class _ShieldedConnection:
+    """A DuckDB connection whose every call runs with signals deferred."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection):
+        self._raw = con
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._raw, name)
+        if not callable(attr):
+            return attr
+
+        def shielded(*args: Any, **kwargs: Any) -> Any:
+            with signals_deferred():
+                result = attr(*args, **kwargs)
+            return self if result is self._raw else result
+        return shielded
+
+
 class Store:
     """`Store.open(dir)`; every `record_*` call commits before it returns."""
 
     def __init__(self, directory: Path, con: duckdb.DuckDBPyConnection, read_only: bool):
         self.directory = directory
         self.read_only = read_only
-        self._con = con
+        self._con = _ShieldedConnection(con)
 
     @classmethod
     def open(cls, directory: str | Path, *, read_only: bool = False) -> "Store":
@@ -129,7 +178,7 @@ class Store:
         store = cls(directory, con, read_only)
         store._check_layout()
         if not read_only:
-            con.execute(_SCHEMA)
+            store._con.execute(_SCHEMA)
             store._create_kind_tables()
         return store
 
@@ -177,17 +226,24 @@ class Store:
         """All or nothing, including when interrupted (KeyboardInterrupt is a BaseException).
         Each statement's params are one row, or a list of rows when many=True."""
         con = self._con
-        con.begin()
-        try:
-            for sql, params in statements:
-                if not many:
-                    con.execute(sql, params)
-                elif params:
-                    con.executemany(sql, params)
-            con.commit()
-        except BaseException:
-            con.rollback()
-            raise
+        with signals_deferred():  # a run is committed whole even when Ctrl-C arrives now
+            con.begin()
+            try:
+                for sql, params in statements:
+                    if not many:
+                        con.execute(sql, params)
+                    elif params:
+                        con.executemany(sql, params)
+                con.commit()
+            except duckdb.IOException as e:
+                con.rollback()
+                if "space" in str(e).lower():
+                    raise LonglookError(f"{self.directory}: no space left on device to store the run",
+                                        hint="free space, then rerun with --resume: finished runs are kept") from None
+                raise
+            except BaseException:
+                con.rollback()
+                raise
 
     # -- experiment
 
@@ -206,13 +262,11 @@ class Store:
         if existing:
             exp_id, stored_toml, stored_versions = existing
             if stored_toml != toml:
-                raise LonglookError(
-                    f"{self.directory}: holds results of another scenario (or an edited one)",
-                    hint="use a new directory for a new or changed scenario")
+                self._refuse_other_scenario(stored_toml, scenario)
             merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions,
                                             allow_version_change)
             self._record_cells(scenario)
-            self._transaction([("UPDATE experiments SET ended_at = NULL, versions = ? WHERE id = ?",
+            self._transaction([("UPDATE experiments SET versions = ? WHERE id = ?",
                                 [json.dumps(merged), exp_id])])
             return exp_id
         exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
@@ -222,6 +276,25 @@ class Store:
              json.dumps(versions or {}, default=str)])])
         self._record_cells(scenario)
         return exp_id
+
+    def _refuse_other_scenario(self, stored_toml: str, scenario: ScenarioBase) -> None:
+        """Another text is fine when it parses to the same scenario (a comment changed)."""
+        from .spec import parse_scenario, scenario_differences
+
+        try:
+            stored = parse_scenario(stored_toml, source="the stored scenario", base_dir=scenario.base_dir)
+        except LonglookError:
+            differences = ["the stored scenario no longer parses with this longlook"]
+        else:
+            differences = scenario_differences(stored, scenario)
+        if differences:
+            shown = "; ".join(differences[:8]) + (f"; and {len(differences) - 8} more" if len(differences) > 8 else "")
+            raise LonglookError(f"{self.directory}: holds results of another scenario ({shown})",
+                                hint="use a new directory for a new or changed scenario")
+
+    def mark_running(self) -> None:
+        """Runs are about to be added: the experiment is not ended any more."""
+        self._transaction([("UPDATE experiments SET ended_at = NULL", [])])
 
     def _resumed_versions(self, stored: dict, now: dict | None, allow: bool) -> dict:
         resumed = {"at": utcnow().isoformat(timespec="seconds") + "Z"}

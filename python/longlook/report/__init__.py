@@ -7,6 +7,7 @@ no scripts, nothing fetched), built from the store alone.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import math
@@ -21,7 +22,7 @@ import pandas as pd
 from ..core.kind import Metric
 from ..core.spec import Fidelity, ScenarioBase, Statistics
 from ..core.stats import CellComparison, Test, compare_cells, comparisons_frame, display_name
-from ..core.status import counted_mask, counted_runs, exclusion_reason
+from ..core.status import completion, counted_mask, counted_runs, exclusion_reason
 from ..core.store import Store
 from ..errors import LonglookError
 from .palette import FULL_AT_PERCENT, cell_colors, legend_stops
@@ -344,6 +345,12 @@ def _counts(an: Analysis) -> dict[str, Any]:
             "verdict_counts": verdicts}
 
 
+def _completion(an: Analysis) -> dict[tuple[str, str], str]:
+    """(cell, arm) -> "counted/tried" rounds: how often each arm finished, beside its metric."""
+    done = completion(an.runs, an.metric.name, exclude_flagged=an.exclude_flagged)
+    return {(c, a): f"{k}/{n}" for c, a, n, k in done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)}
+
+
 def _excluded_rows(an: Analysis) -> list[dict[str, Any]]:
     runs = an.runs
     if runs.empty:
@@ -404,7 +411,7 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
         distributions=_distributions(an, facets, layout),
         link_checks=_link_check_rows(checks),
         failed_checks=list(dict.fromkeys(checks.loc[~checks["passed"].astype(bool), "profile_name"])),
-        excluded=_excluded_rows(an),
+        excluded=_excluded_rows(an), completion=_completion(an),
         versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
         scenario_toml=an.experiment.get("scenario_toml") or "",
         extra_sections=extra_sections(store, an),
@@ -420,8 +427,14 @@ def build_report(directory: str | Path, out: str | Path | None = None, *,
     with Store.open(directory, read_only=True) as store:
         html = render_report(store, test=test, alpha=alpha, holm=holm)
     out = Path(out) if out else directory / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_suffix(out.suffix + ".tmp")
-    tmp.write_text(html)
-    tmp.replace(out)  # never leave half a report
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(html)
+        tmp.replace(out)  # never leave half a report
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise LonglookError(f"cannot write the report to {out}: {e.strerror}",
+                            hint="give a writable path with --out") from None
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import time
@@ -13,13 +14,23 @@ from .host import TestbedError, tool
 from .processes import start_time, terminate
 
 
+def disk_full(directory: Path, below_bytes: int = 1 << 20) -> bool:
+    """Less than `below_bytes` free where `directory` lives (1 MiB: a stats file or a run's
+    JSON no longer fits)."""
+    try:
+        return shutil.disk_usage(directory).free < below_bytes
+    except OSError:
+        return False
+
+
 class Linkem:
     """One linkem process: started, waited for (`ready`), checked, stopped."""
 
     def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
                  rt_priority: int | None = None, stats_interval_ms: int = 25,
-                 flow_log: bool = False, ready_timeout_s: float = 10.0):
+                 flow_log: bool = False, ready_timeout_s: float = 10.0, profile_name: str = "link"):
         self.router_ns = router_ns
+        self.profile_name = profile_name
         self.config = config
         self.stats_path = workdir / "linkem-stats.json"
         self.stdout_path = workdir / "linkem.stdout"
@@ -60,6 +71,10 @@ class Linkem:
             if "ready" in self.stdout_path.read_text().split():
                 return
             if self.proc.poll() is not None:
+                if self.proc.returncode == 2:  # a config error: say whose, not the generated file's
+                    field = self._stderr_tail().split(": ", 1)[-1]
+                    raise TestbedError(f"link profile {self.profile_name!r}: linkem refused it: {field}",
+                                       hint="fix that field in the scenario's [[links]] or the link profile file")
                 raise TestbedError(f"linkem exited (code {self.proc.returncode}) before it was ready: "
                                    f"{self._stderr_tail()}")
             time.sleep(0.02)
@@ -71,6 +86,10 @@ class Linkem:
         """Fail closed: with linkem gone the path is dead, and a measurement made now is not
         a measurement of the configured link."""
         if self.proc is not None and self.proc.poll() is not None:
+            if disk_full(self.stderr_path.parent):
+                raise TestbedError(f"no space left on the device of {self.stderr_path.parent}: linkem "
+                                   f"could not write its stats and stopped (exit code {self.proc.returncode})",
+                                   hint="free space, then rerun with --resume: finished runs are kept")
             raise TestbedError(f"linkem died (exit code {self.proc.returncode}); the emulated link "
                                f"is down: {self._stderr_tail()}",
                                hint=f"see {self.stderr_path}")

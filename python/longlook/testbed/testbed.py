@@ -24,6 +24,7 @@ import threading
 import weakref
 from pathlib import Path
 
+from ..errors import Terminated
 from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
 from .host import TestbedError, hold_cpu_wakeup_latency, preflight, tool
@@ -146,7 +147,7 @@ class Testbed:
             return
 
         def _exit(signum, _frame):
-            raise SystemExit(128 + signum)
+            raise Terminated(signum)
 
         for sig in (signal.SIGTERM, signal.SIGHUP):
             self._previous_handlers[sig] = signal.signal(sig, _exit)
@@ -170,7 +171,8 @@ class Testbed:
     def _start_linkem(self, profile: LinkProfile) -> None:
         config = self.workdir / "link.toml"
         config.write_text(profile.to_linkem_toml(self.base_dir))
-        self.linkem = Linkem(self.ns["router"], config, self.workdir, **self._linkem_options)
+        self.linkem = Linkem(self.ns["router"], config, self.workdir, profile_name=profile.name,
+                             **self._linkem_options)
         self.linkem.start()
         self._record.linkem_pid = self.linkem.pid
         self._record.linkem_started = self.linkem.started

@@ -9,7 +9,7 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
-use super::{ms_since, other, page, Conn, FetchError, Fetched, Goodput, Settings, Target};
+use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use crate::cli::FetchArgs;
 use crate::output::{FetchReport, ObjectTiming};
 use crate::server::RUN_HEADER;
@@ -26,19 +26,20 @@ impl H2Requester {
         if let Some(id) = run_id {
             req = req.header(RUN_HEADER, id);
         }
-        let req = req.body(Empty::<Bytes>::new()).map_err(other("building request"))?;
+        let req = req.body(Empty::<Bytes>::new()).map_err(failed(Phase::Setup, "building request"))?;
         let ctx = format!("h2 GET {path}");
-        self.send.ready().await.map_err(other(&ctx))?;
+        self.send.ready().await.map_err(failed(Phase::Request, &ctx))?;
         let start_ms = ms_since(t0);
-        let resp = self.send.send_request(req).await.map_err(other(&ctx))?;
+        let resp = self.send.send_request(req).await.map_err(failed(Phase::Request, &ctx))?;
         let first_byte_ms = ms_since(t0);
+        enter(Phase::Transfer);
         let status = resp.status().as_u16();
         let mut body_in = resp.into_body();
         let mut bytes = 0u64;
         let mut body = collect.then(BytesMut::new);
         while let Some(next) = super::until_deadline(&mut goodput, body_in.frame()).await {
             let Some(frame) = next else { break };
-            let frame = frame.map_err(other(&ctx))?;
+            let frame = frame.map_err(failed(Phase::Transfer, &ctx))?;
             if let Ok(data) = frame.into_data() {
                 bytes += data.len() as u64;
                 if let Some(g) = goodput.as_deref_mut() {
@@ -65,17 +66,19 @@ struct H2Connection {
 
 async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Target, args: &FetchArgs, t0: Instant, handshake_ms: &mut f64) -> Result<H2Connection, FetchError> {
     let hs_timeout = Duration::from_secs_f64((args.timeout_s / 2.0).clamp(0.001, 10.0));
+    enter(Phase::Connect);
     let tcp = tokio::time::timeout(hs_timeout, tokio::net::TcpStream::connect(addr))
         .await
-        .map_err(|_| FetchError::Protocol(format!("h2: TCP connect to {addr} timed out")))?
-        .map_err(|e| FetchError::Protocol(format!("h2: TCP connect to {addr} failed: {e}")))?;
+        .map_err(|_| FetchError::Failed(Phase::Connect, format!("h2: TCP connect to {addr} timed out after {hs_timeout:?}")))?
+        .map_err(failed(Phase::Connect, &format!("h2: TCP connect to {addr} failed")))?;
     tcp.set_nodelay(true).ok();
-    let local_addr = tcp.local_addr().map_err(other("local address"))?;
-    let name = tls::server_name(&target.host).map_err(|e| FetchError::Other(format!("{e:#}")))?;
+    let local_addr = tcp.local_addr().map_err(failed(Phase::Connect, "local address"))?;
+    let name = tls::server_name(&target.host).map_err(|e| FetchError::Failed(Phase::Setup, format!("{e:#}")))?;
+    enter(Phase::Handshake);
     let tls = tokio::time::timeout(hs_timeout, TlsConnector::from(cfg).connect(name, tcp))
         .await
-        .map_err(|_| FetchError::Protocol(format!("h2: TLS handshake with {addr} timed out")))?
-        .map_err(|e| FetchError::Protocol(format!("h2: TLS handshake with {addr} failed: {e}")))?;
+        .map_err(|_| FetchError::Failed(Phase::Handshake, format!("h2: TLS handshake with {addr} timed out after {hs_timeout:?}")))?
+        .map_err(|e| handshake_failed(format!("h2: TLS handshake with {addr} failed"), &e))?;
     *handshake_ms = ms_since(t0);
     let session = tls.get_ref().1;
     let alpn = session.alpn_protocol().map(|p| String::from_utf8_lossy(p).into_owned());
@@ -89,7 +92,8 @@ async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Targ
         .max_concurrent_reset_streams(1024)
         .handshake(TokioIo::new(tls))
         .await
-        .map_err(|e| FetchError::Protocol(format!("h2 session setup failed: {e}")))?;
+        .map_err(failed(Phase::Handshake, "h2 session setup failed"))?;
+    enter(Phase::Request);
     tokio::spawn(async move {
         let _ = driver.await;
     });
@@ -97,7 +101,7 @@ async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Targ
 }
 
 pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
-    let cfg = Arc::new(tls::client_config(trust, b"h2").map_err(other("TLS config"))?);
+    let cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
     if args.zero_rtt {
         // TCP has no 0-RTT here (no TLS early data on the server); the warm-up gives the
         // measured connection a TLS 1.3 resumption, which is what the runner compares.

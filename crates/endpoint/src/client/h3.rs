@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 
-use super::{ms_since, other, page, Conn, FetchError, Fetched, Goodput, Settings, Target};
+use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use crate::cli::FetchArgs;
 use crate::output::{FetchReport, ObjectTiming};
 use crate::server::RUN_HEADER;
@@ -24,17 +24,18 @@ impl H3Requester {
         if let Some(id) = run_id {
             req = req.header(RUN_HEADER, id);
         }
-        let req = req.body(()).map_err(other("building request"))?;
+        let req = req.body(()).map_err(failed(Phase::Setup, "building request"))?;
         let start_ms = ms_since(t0);
         let ctx = format!("h3 GET {path}");
-        let mut stream = self.send.send_request(req).await.map_err(other(&ctx))?;
-        stream.finish().await.map_err(other(&ctx))?;
-        let resp = stream.recv_response().await.map_err(other(&ctx))?;
+        let mut stream = self.send.send_request(req).await.map_err(failed(Phase::Request, &ctx))?;
+        stream.finish().await.map_err(failed(Phase::Request, &ctx))?;
+        let resp = stream.recv_response().await.map_err(failed(Phase::Request, &ctx))?;
         let first_byte_ms = ms_since(t0);
+        enter(Phase::Transfer);
         let mut bytes = 0u64;
         let mut body = collect.then(BytesMut::new);
         while let Some(next) = super::until_deadline(&mut goodput, stream.recv_data()).await {
-            let Some(mut chunk) = next.map_err(other(&ctx))? else { break };
+            let Some(mut chunk) = next.map_err(failed(Phase::Transfer, &ctx))? else { break };
             let n = chunk.remaining();
             if let Some(b) = body.as_mut() {
                 while chunk.has_remaining() {
@@ -76,18 +77,19 @@ async fn h3_over(conn: &quinn::Connection) -> Result<H3Requester, FetchError> {
     let (mut driver, send) = h3::client::builder()
         .build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()))
         .await
-        .map_err(|e| FetchError::Protocol(format!("h3 session setup failed: {e}")))?;
+        .map_err(failed(Phase::Handshake, "h3 session setup failed"))?;
     tokio::spawn(async move { futures_util::future::poll_fn(|cx| driver.poll_close(cx)).await });
     Ok(H3Requester { send })
 }
 
 /// Full handshake and one small request, so the client holds a session ticket.
 async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, s: &Settings, timeout: Duration) -> Result<(), FetchError> {
-    let connecting = endpoint.connect(addr, &target.host).map_err(|e| FetchError::Protocol(format!("h3 warm-up connect: {e}")))?;
+    enter(Phase::Handshake);
+    let connecting = endpoint.connect(addr, &target.host).map_err(failed(Phase::Setup, "h3 warm-up connect"))?;
     let conn = tokio::time::timeout(timeout, connecting)
         .await
-        .map_err(|_| FetchError::Protocol("h3 warm-up handshake timed out".into()))?
-        .map_err(|e| FetchError::Protocol(format!("h3 warm-up handshake: {e}")))?;
+        .map_err(|_| FetchError::Failed(Phase::Handshake, format!("h3 warm-up handshake timed out after {timeout:?}")))?
+        .map_err(|e| handshake_failed("h3 warm-up handshake".into(), &e))?;
     let mut r = h3_over(&conn).await?;
     let run_id = s.run_id.as_ref().map(|r| format!("{r}-warmup"));
     r.get(target, "/", run_id.as_deref(), Instant::now(), false, None).await?;
@@ -96,12 +98,12 @@ async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, 
 }
 
 pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
-    let rustls_cfg = tls::client_config(trust, b"h3").map_err(other("TLS config"))?;
-    let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(other("QUIC TLS config"))?;
+    let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
+    let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     cfg.transport_config(Arc::new(crate::server::h3::transport_config(&args.flow)));
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
-    let mut endpoint = quinn::Endpoint::client(bind).map_err(other("binding UDP socket"))?;
+    let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
     let hs_timeout = handshake_timeout(args);
 
@@ -110,8 +112,10 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     }
 
     // t0: just before the first packet (the Initial) is sent.
+    // QUIC has no connect phase of its own: the Initial starts the handshake.
+    enter(Phase::Handshake);
     let t0 = Instant::now();
-    let connecting = endpoint.connect(addr, &target.host).map_err(|e| FetchError::Protocol(format!("h3 connect to {addr}: {e}")))?;
+    let connecting = endpoint.connect(addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
     let mut zero_rtt_done = None;
     let conn = match if args.zero_rtt { connecting.into_0rtt() } else { Err(connecting) } {
         Ok((conn, accepted)) => {
@@ -130,8 +134,8 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
             }
             let conn = tokio::time::timeout(hs_timeout, connecting)
                 .await
-                .map_err(|_| FetchError::Protocol(format!("h3 handshake with {addr} timed out after {:?}", hs_timeout)))?
-                .map_err(|e| FetchError::Protocol(format!("h3 handshake with {addr} failed: {e}")))?;
+                .map_err(|_| FetchError::Failed(Phase::Handshake, format!("h3 handshake with {addr} timed out after {:?}", hs_timeout)))?
+                .map_err(|e| handshake_failed(format!("h3 handshake with {addr} failed"), &e))?;
             report.handshake_ms = ms_since(t0);
             conn
         }
@@ -142,6 +146,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     }
 
     let requester = h3_over(&conn).await?;
+    enter(Phase::Request);
     let mut result = page::load(Conn::H3(requester), target, t0, s, report).await;
 
     if let Some(rx) = zero_rtt_done {
@@ -158,7 +163,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
                 }
             }
             _ => {
-                result = result.and(Err(FetchError::Protocol(format!("h3 handshake with {addr} did not complete"))));
+                result = result.and(Err(FetchError::Failed(Phase::Handshake, format!("h3 handshake with {addr} did not complete"))));
             }
         }
     }

@@ -7,32 +7,85 @@ mod page;
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use serde::Serialize;
 
 use crate::cli::{FetchArgs, Mode, Proto};
 use crate::output::{FetchReport, ObjectTiming, ZeroRtt, EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL};
 use crate::tls::{self, Trust};
 
+/// How far a fetch got: a failure names the phase it happened in, so a lossy link's
+/// handshake timeout is a failure at "handshake", never a protocol mismatch.
+#[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Phase {
+    /// Arguments, trust anchors, sockets: nothing sent yet.
+    Setup,
+    /// TCP connect (h2 only; QUIC connects in its handshake).
+    Connect,
+    /// TLS (h2) or QUIC handshake, and the HTTP session set-up over it.
+    Handshake,
+    /// Requests sent, waiting for a response's headers.
+    Request,
+    /// Response bodies arriving.
+    Transfer,
+}
+
+/// The phase the fetch is in now (one fetch per process), read when the overall timeout
+/// fires, which cancels whatever was running.
+static PHASE: AtomicU8 = AtomicU8::new(Phase::Setup as u8);
+
+pub fn enter(phase: Phase) {
+    PHASE.store(phase as u8, Ordering::Relaxed);
+}
+
+fn current_phase() -> Phase {
+    [Phase::Setup, Phase::Connect, Phase::Handshake, Phase::Request, Phase::Transfer]
+        [PHASE.load(Ordering::Relaxed) as usize]
+}
+
 #[derive(Debug)]
 pub enum FetchError {
-    /// The requested protocol could not be used (exit 3).
+    /// Connected, and the server would not speak the requested protocol (exit 3).
     Protocol(String),
-    /// Anything else (exit 1).
-    Other(String),
+    /// Anything else (exit 1), with the phase it happened in.
+    Failed(Phase, String),
 }
 
 impl FetchError {
     fn message(&self) -> &str {
         match self {
-            FetchError::Protocol(m) | FetchError::Other(m) => m,
+            FetchError::Protocol(m) | FetchError::Failed(_, m) => m,
+        }
+    }
+
+    fn phase(&self) -> Phase {
+        match self {
+            FetchError::Protocol(_) => Phase::Handshake,
+            FetchError::Failed(p, _) => *p,
         }
     }
 }
 
-pub fn other<E: std::fmt::Display>(ctx: &str) -> impl FnOnce(E) -> FetchError + '_ {
-    move |e| FetchError::Other(format!("{ctx}: {e}"))
+pub fn failed<E: std::fmt::Display>(phase: Phase, ctx: &str) -> impl FnOnce(E) -> FetchError + '_ {
+    move |e| FetchError::Failed(phase, format!("{ctx}: {e}"))
+}
+
+/// A TLS handshake that failed because the server offered none of our ALPN protocols is
+/// the server refusing the protocol (a mismatch); any other handshake failure is a failure.
+pub fn handshake_failed(ctx: String, err: &dyn std::fmt::Display) -> FetchError {
+    let text = err.to_string();
+    let refused = ["NoApplicationProtocol", "no_application_protocol", "NoMutuallySupportedProtocol"]
+        .iter()
+        .any(|k| text.contains(k));
+    if refused {
+        FetchError::Protocol(format!("{ctx}: {text}"))
+    } else {
+        FetchError::Failed(Phase::Handshake, format!("{ctx}: {text}"))
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -51,23 +104,31 @@ impl Target {
 
 /// `https://HOST[:PORT]/PATH`; anything else is an error naming the URL.
 pub fn parse_url(url: &str) -> Result<Target, FetchError> {
-    let bad = |why: &str| FetchError::Other(format!("malformed URL '{url}': {why}"));
+    let bad = |why: &str| FetchError::Failed(Phase::Setup, format!("malformed URL '{url}': {why}"));
     let uri: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| bad(&e.to_string()))?;
     if uri.scheme_str() != Some("https") {
         return Err(bad("scheme must be https"));
     }
     let host = uri.host().filter(|h| !h.is_empty()).ok_or_else(|| bad("no host"))?;
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
+    // http::Uri keeps an out-of-range port as text and port_u16() is then None: never
+    // fall back to 443 for a port the user wrote.
+    let written_port = uri.authority().and_then(|a| a.as_str().rsplit_once(']').map_or(a.as_str(), |(_, r)| r).rsplit_once(':').map(|(_, p)| p.to_string()));
+    let port = match (written_port, uri.port_u16()) {
+        (None, _) => 443,
+        (Some(_), Some(p)) if p > 0 => p,
+        (Some(p), _) => return Err(bad(&format!("port '{p}' is not 1-65535"))),
+    };
     let path = uri.path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
-    Ok(Target { host, port: uri.port_u16().unwrap_or(443), path: if path.is_empty() { "/".into() } else { path } })
+    Ok(Target { host, port, path: if path.is_empty() { "/".into() } else { path } })
 }
 
 async fn resolve(t: &Target) -> Result<SocketAddr, FetchError> {
     tokio::net::lookup_host((t.host.as_str(), t.port))
         .await
-        .map_err(|e| FetchError::Other(format!("resolving {}: {e}", t.host)))?
+        .map_err(|e| FetchError::Failed(Phase::Setup, format!("resolving {}: {e}", t.host)))?
         .next()
-        .ok_or_else(|| FetchError::Other(format!("resolving {}: no address", t.host)))
+        .ok_or_else(|| FetchError::Failed(Phase::Setup, format!("resolving {}: no address", t.host)))
 }
 
 /// Records [t_ms, cumulative bytes] at most every `interval`; with a deadline, the body
@@ -177,20 +238,22 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         goodput: Vec::new(),
         goodput_mbit: 0.0,
         stopped_early: false,
+        failure_phase: None,
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
     let result = match tokio::time::timeout(timeout, run(&args, &mut report)).await {
         Ok(r) => r,
-        Err(_) => Err(FetchError::Other(format!("timed out after {} s", args.timeout_s))),
+        Err(_) => Err(FetchError::Failed(current_phase(), format!("timed out after {} s", args.timeout_s))),
     };
     let code = match &result {
         Ok(()) => EXIT_OK,
         Err(FetchError::Protocol(_)) => EXIT_PROTOCOL,
-        Err(FetchError::Other(_)) => EXIT_ERROR,
+        Err(FetchError::Failed(..)) => EXIT_ERROR,
     };
     if let Err(e) = &result {
         eprintln!("error: {}", e.message());
         report.error = Some(e.message().to_string());
+        report.failure_phase = Some(e.phase());
     }
     report.ok = result.is_ok();
     let json = serde_json::to_string(&report).expect("report serialises");
@@ -213,18 +276,18 @@ fn trust_of(args: &FetchArgs) -> Result<Trust, FetchError> {
     let ca = match (&args.ca, &args.cert_dir) {
         (Some(ca), _) => ca.clone(),
         (None, Some(dir)) => dir.join("cert.pem"),
-        (None, None) => return Err(FetchError::Other("no trust anchor: give --ca PEM, --cert-dir DIR or --insecure".into())),
+        (None, None) => return Err(FetchError::Failed(Phase::Setup, "no trust anchor: give --ca PEM, --cert-dir DIR or --insecure".into())),
     };
     load_trust(&ca)
 }
 
 fn load_trust(p: &Path) -> Result<Trust, FetchError> {
-    tls::load_certs(p).map(Trust::Roots).map_err(|e| FetchError::Other(format!("{e:#}")))
+    tls::load_certs(p).map(Trust::Roots).map_err(|e| FetchError::Failed(Phase::Setup, format!("{e:#}")))
 }
 
 async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchError> {
     if let Some(f) = &args.session_file {
-        return Err(FetchError::Other(format!(
+        return Err(FetchError::Failed(Phase::Setup, format!(
             "--session-file {} is not supported: rustls cannot serialise TLS 1.3 session tickets across processes; use --zero-rtt (warm-up connection, then a 0-RTT connection in one process)",
             f.display()
         )));
@@ -233,7 +296,7 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
     let trust = trust_of(args)?;
     let addr = resolve(&target).await?;
     if args.duration_s.is_some() && args.mode != Mode::Bulk {
-        return Err(FetchError::Other("--duration-s applies to --mode bulk only".into()));
+        return Err(FetchError::Failed(Phase::Setup, "--duration-s applies to --mode bulk only".into()));
     }
     let duration = args.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
     let settings = Settings { run_id: args.run_id.clone(), mode: args.mode, goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)), duration };
@@ -256,7 +319,7 @@ mod tests {
         assert_eq!(t.uri("/x"), "https://[::1]:8443/x");
         for bad in ["http://a/", "not a url", "https:///x", ""] {
             match parse_url(bad) {
-                Err(FetchError::Other(m)) => assert!(m.contains("malformed URL"), "{m}"),
+                Err(FetchError::Failed(Phase::Setup, m)) => assert!(m.contains("malformed URL"), "{m}"),
                 other => panic!("{bad}: {other:?}"),
             }
         }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::{Conn, FetchError, Goodput, Settings, Target};
+use super::{Conn, FetchError, Goodput, Phase, Settings, Target};
 use crate::cli::Mode;
 use crate::content::extract_srcs;
 use crate::output::{FetchReport, ObjectTiming};
@@ -22,7 +22,7 @@ pub fn object_path(page_path: &str, src: &str) -> String {
 
 fn check_status(t: &ObjectTiming) -> Result<(), FetchError> {
     if t.status != 200 {
-        return Err(FetchError::Other(format!("GET {} failed: status {}", t.path, t.status)));
+        return Err(FetchError::Failed(Phase::Request, format!("GET {} failed: status {}", t.path, t.status)));
     }
     Ok(())
 }
@@ -42,6 +42,7 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
             report.objects.push(f.timing);
             check_status(report.objects.last().unwrap())?;
         }
+        Mode::Session => session(conn, target, t0, s, report).await?,
         Mode::Page => {
             let mut c = conn.clone();
             let html = c.get(target, &target.path, run_id, t0, true, None).await?;
@@ -67,7 +68,7 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
                         report.objects.push(f.timing);
                     }
                     Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                    Err(e) => first_err = first_err.or(Some(FetchError::Other(format!("object task: {e}")))),
+                    Err(e) => first_err = first_err.or(Some(FetchError::Failed(Phase::Transfer, format!("object task: {e}")))),
                 }
             }
             if let Some(e) = first_err {
@@ -77,6 +78,34 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
         }
     }
     finish(report);
+    Ok(())
+}
+
+/// `--mode session`: a `ready` line once connected, then for each path read from stdin one
+/// GET on the same connection and one JSON line (the object's timing) on stdout, until EOF.
+async fn session(conn: Conn, target: &Target, t0: Instant, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+    use std::io::Write;
+    use tokio::io::AsyncBufReadExt;
+    let say = |line: String| {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    };
+    say(serde_json::json!({"ready": true, "handshake_ms": report.handshake_ms}).to_string());
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut c = conn;
+    while let Some(line) = lines.next_line().await.map_err(super::failed(super::Phase::Setup, "reading stdin"))? {
+        let path = line.trim();
+        if path.is_empty() {
+            continue;
+        }
+        let f = c.get(target, path, s.run_id.as_deref(), t0, false, None).await?;
+        if report.objects.is_empty() {
+            report.ttfb_ms = f.timing.first_byte_ms;
+        }
+        say(serde_json::to_string(&f.timing).expect("timing serialises"));
+        report.objects.push(f.timing);
+    }
     Ok(())
 }
 

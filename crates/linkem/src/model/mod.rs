@@ -9,8 +9,11 @@ pub mod buffer;
 pub mod delay;
 pub mod loss;
 pub mod middlebox;
+pub mod quic;
 pub mod rate;
 pub mod reorder;
+pub mod schedule;
+pub mod tcp_rst;
 
 use crate::config::{DirectionProfile, RateSpec};
 use crate::packet::PacketInfo;
@@ -18,7 +21,7 @@ use crate::rng::Rng;
 use buffer::DropTailBuffer;
 use delay::DelayLine;
 use loss::LossModel;
-use middlebox::Middlebox;
+use middlebox::{FlowMiddlebox, MbVerdict, Middlebox};
 use rate::{FixedRate, Serializer, TraceRate};
 use reorder::Reorder;
 
@@ -39,6 +42,9 @@ pub enum Outcome {
         departure_ns: u64,
         /// Released ahead of the packets before it (see `reorder`).
         reordered: bool,
+        /// The middlebox rewrote it into a RST (`tcp_rst::rewrite`); the verdict must carry
+        /// the rewritten bytes.
+        rst: bool,
     },
 }
 
@@ -64,7 +70,7 @@ impl Link {
             RateSpec::Trace { trace, .. } => Serializer::Trace(TraceRate::new(trace.clone())),
         };
         Link {
-            middlebox: Middlebox::new(&profile.middlebox),
+            middlebox: Middlebox::new(&profile.middlebox, Rng::derive(seed, 4)),
             loss: LossModel::new(&profile.loss),
             buffer: DropTailBuffer::new(profile.buffer),
             serializer,
@@ -81,11 +87,24 @@ impl Link {
     }
 
     /// Decide a packet's fate. Calls must come in arrival order (`now_ns` non-decreasing).
+    /// `bytes` is the copied prefix of the packet (the middlebox reads headers in it), `mb`
+    /// the flow's middlebox state.
     #[inline]
-    pub fn on_arrival(&mut self, now_ns: u64, pkt: &PacketInfo, udp_seen_in_flow: u64) -> Outcome {
-        if !self.middlebox.passes(now_ns, pkt, udp_seen_in_flow) {
-            return Outcome::Drop(DropReason::Middlebox);
-        }
+    pub fn on_arrival(
+        &mut self,
+        now_ns: u64,
+        pkt: &PacketInfo,
+        bytes: &[u8],
+        udp_seen_in_flow: u64,
+        mb: &mut FlowMiddlebox,
+    ) -> Outcome {
+        let (pkt, rst) = match self.middlebox.decide(now_ns, pkt, bytes, udp_seen_in_flow, mb) {
+            MbVerdict::Drop => return Outcome::Drop(DropReason::Middlebox),
+            MbVerdict::Pass => (*pkt, false),
+            // The RST crosses the bottleneck with its own (header-only) size.
+            MbVerdict::RewriteRst { ip_len } => (PacketInfo { ip_len, ..*pkt }, true),
+        };
+        let pkt = &pkt;
         if self.loss.lose(&mut self.loss_rng) {
             return Outcome::Drop(DropReason::Loss);
         }
@@ -97,8 +116,8 @@ impl Link {
         self.buffer.push(departure_ns, pkt.ip_len);
         let scheduled = self.delay.release(departure_ns, &mut self.jitter_rng);
         match self.reorder.as_ref().and_then(|r| r.early_release(scheduled, now_ns, &mut self.reorder_rng)) {
-            Some(at_ns) => Outcome::Release { at_ns, departure_ns, reordered: true },
-            None => Outcome::Release { at_ns: scheduled, departure_ns, reordered: false },
+            Some(at_ns) => Outcome::Release { at_ns, departure_ns, reordered: true, rst },
+            None => Outcome::Release { at_ns: scheduled, departure_ns, reordered: false, rst },
         }
     }
 }
@@ -123,8 +142,8 @@ mod tests {
     #[test]
     fn rate_plus_delay() {
         let mut l = link("rate_mbit = 12\ndelay_ms = 20\n");
-        let o = l.on_arrival(0, &pkt(1500), 0);
-        assert_eq!(o, Outcome::Release { at_ns: 21_000_000, departure_ns: 1_000_000, reordered: false });
+        let o = l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default());
+        assert_eq!(o, Outcome::Release { at_ns: 21_000_000, departure_ns: 1_000_000, reordered: false, rst: false });
     }
 
     #[test]
@@ -135,8 +154,8 @@ mod tests {
         let mut reordered_prev = 0;
         let mut n_re = 0;
         for i in 0..10_000u64 {
-            match l.on_arrival(i * 1_000_000, &pkt(1500), 0) {
-                Outcome::Release { at_ns, departure_ns, reordered } => {
+            match l.on_arrival(i * 1_000_000, &pkt(1500), &[], 0, &mut Default::default()) {
+                Outcome::Release { at_ns, departure_ns, reordered, .. } => {
                     let scheduled = departure_ns + 10_000_000;
                     if reordered {
                         n_re += 1;
@@ -160,7 +179,7 @@ mod tests {
         let losses = |toml: &str| -> Vec<bool> {
             let mut l = link(toml);
             (0..2000u64)
-                .map(|i| matches!(l.on_arrival(i * 1_000_000, &pkt(100), 0), Outcome::Drop(DropReason::Loss)))
+                .map(|i| matches!(l.on_arrival(i * 1_000_000, &pkt(100), &[], 0, &mut Default::default()), Outcome::Drop(DropReason::Loss)))
                 .collect()
         };
         assert_eq!(
@@ -173,7 +192,7 @@ mod tests {
     fn buffer_overflow_is_reported() {
         let mut l = link("rate_mbit = 12\nbuffer_packets = 3\n");
         let outcomes: Vec<bool> = (0..5)
-            .map(|_| matches!(l.on_arrival(0, &pkt(1500), 0), Outcome::Drop(DropReason::Buffer)))
+            .map(|_| matches!(l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default()), Outcome::Drop(DropReason::Buffer)))
             .collect();
         assert_eq!(outcomes, vec![false, false, false, true, true]);
     }

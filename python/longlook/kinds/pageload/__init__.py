@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext
-from ...stacks.clients import fetcher
+from ...stacks.registry import client_fetcher, require_servers, versions_of
 from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
                       record_from_fetch)
 from .sections import clients_section
@@ -23,7 +23,15 @@ class PageLoad(Kind):
     def prepare(self, scenario: Scenario) -> dict[str, Any]:
         # one fetch function per client the arms use; a missing Chromium stops it here
         clients = dict.fromkeys(a.client or scenario.client for a in scenario.arms)
-        return {"fetchers": {c: fetcher(c, chromium_netlog=scenario.chromium_netlog) for c in clients}}
+        # and every QUIC stack's server installed, with the congestion control asked for
+        require_servers([(a.server or scenario.server, a.server_cc) for a in scenario.arms])
+        return {"fetchers": {c: client_fetcher(c, chromium_netlog=scenario.chromium_netlog) for c in clients}}
+
+    def versions(self, scenario: Scenario) -> dict[str, Any]:
+        """The exact version of every QUIC stack the arms run (server or client)."""
+        names = [n for a in scenario.arms for n in (a.server or scenario.server, a.client or scenario.client)]
+        stacks = versions_of(names)
+        return {"stacks": stacks} if stacks else {}
 
     def measure(self, ctx: RunContext) -> Measurement:
         return measure(ctx)

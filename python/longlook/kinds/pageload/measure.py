@@ -11,7 +11,9 @@ from typing import Any
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
+from ...stacks.base import OURS
 from ...stacks.endpoint import SERVER_ADDR, FetchResult, ServerOptions
+from ...stacks.runner import stack_server
 from .spec import RunOptions
 
 PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time"),
@@ -30,7 +32,10 @@ def server_options(opts: RunOptions, tracefs: Path | None) -> ServerOptions:
 
 def measure(ctx: RunContext) -> Measurement:
     opts = ctx.cell.run_options(ctx.arm)
-    port, server = ctx.servers.get(server_options(opts, ctx.servers.tracefs))
+    if opts.server != OURS:  # another QUIC stack's server (stacks/runner.py)
+        port, server = stack_server(ctx, opts.server, opts.server_cc, ctx.cell.workload)
+    else:
+        port, server = ctx.servers.get(server_options(opts, ctx.servers.tracefs))
     url = f"https://{SERVER_ADDR}:{port}{ctx.cell.workload.url_path()}"
     fetch = ctx.state["fetchers"][opts.client]
     result: FetchResult = fetch(ctx.testbed, url=url, protocol=opts.protocol, run_id=ctx.run_id,
@@ -38,12 +43,16 @@ def measure(ctx: RunContext) -> Measurement:
                                 timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
                                 zero_rtt=opts.zero_rtt)
     artifacts = _artifacts(ctx.run_dir, result.document)
-    for name in server.take_logs(ctx.run_id, ctx.run_dir):
+    taken = server.take_logs(ctx.run_id, ctx.run_dir)
+    if isinstance(taken, dict):  # a stack's server names its logs (qlog, qlog_raw)
+        artifacts.update(taken)
+    for name in taken if isinstance(taken, list) else []:
         key = "tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name
         artifacts[key] = name
     if not server.alive():
+        who = "endpoint" if opts.server == OURS else opts.server
         result = FetchResult("failed", result.document,
-                             f"the endpoint server died during the run (see {server.log_dir}/server.stderr)",
+                             f"the {who} server died during the run (see {server.log_dir}/server.stderr)",
                              result.wall_s)
     return from_fetch(result.document, protocol_requested=opts.protocol, status=result.status,
                       error=result.error, options=asdict(opts), artifacts=artifacts)
@@ -90,7 +99,9 @@ def from_fetch(fetch: dict, *, protocol_requested: str, status: str | None = Non
         "zero_rtt_attempted": bool(zr.get("attempted", False)),
         "zero_rtt_accepted": bool(zr.get("accepted", False)),
         "bytes": fetch.get("bytes"), "url": fetch.get("url"), "mode": fetch.get("mode"), "local_addr": fetch.get("local_addr"),
-        "goodput": fetch.get("goodput") or []}
+        "goodput": fetch.get("goodput") or [],
+        # where a failed fetch stopped: setup, connect, handshake, request or transfer
+        "failure_phase": fetch.get("failure_phase")}
     objects = [{c: o.get(c) for c in OBJECT_COLUMNS} for o in fetch.get("objects") or []]
     return Measurement(
         status=status,

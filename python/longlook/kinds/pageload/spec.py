@@ -18,7 +18,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...core.units import format_size, parse_size
 from ...core.validation import expand_sweep
+from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
+from ...stacks.registry import check_spec, is_stack
 from ...stacks.congestion import QuicCC, TcpCC
 
 KNOWN_PROTOCOLS = ("h3", "h2")
@@ -30,8 +32,10 @@ class Workload(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["page", "bulk"] = "page"
-    object_count: int = Field(default=1, ge=1)
-    object_size: int
+    # what `endpoint serve` will generate (crates/endpoint/src/content.rs MAX_OBJECTS,
+    # MAX_SIZE): beyond it every run would fail with a 404
+    object_count: int = Field(default=1, ge=1, le=1000)
+    object_size: int = Field(ge=1, le=10_000_000_000)
 
     @field_validator("object_size", mode="before")
     @classmethod
@@ -132,22 +136,34 @@ def _check_protocol(p: str) -> str:
 
 
 def _check_client(c: str) -> str:
+    if is_stack(c):  # another QUIC stack's client (stacks/registry.py), "NAME" or "NAME@VERSION"
+        return check_spec(c)
     if c not in KNOWN_CLIENTS:
-        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)}')
+        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)} or a stack '
+                         f'(python -m longlook.stacks.install --list)')
     return c
 
 
+def _check_server(s: str) -> str:
+    return s if s == OURS else check_spec(s)
+
+
 ClientName = Annotated[str, AfterValidator(_check_client)]
+ServerName = Annotated[str, AfterValidator(_check_server)]
 ProtocolName = Annotated[str, AfterValidator(_check_protocol)]
 
 
 class Arm(ArmBase):
     """One side of a comparison: a protocol plus option overrides, under a label. The default
     arms are one per protocol, labelled by it; Fig. 7 compares h3 with and without 0-RTT.
-    `client` runs this arm with another client than the scenario's (native vs Chromium)."""
+    `client` runs this arm with another client than the scenario's (native vs Chromium), or
+    another QUIC stack's; `server` with another stack's server (`server_cc`: its congestion
+    control, default the stack's own; `quic_cc` is our endpoint's)."""
 
     protocol: ProtocolName
     client: ClientName | None = None
+    server: ServerName | None = None
+    server_cc: str | None = None
     zero_rtt: bool | None = None
     quic_cc: QuicCC | None = None
     max_cwnd_packets: int | None = Field(default=None, gt=0)
@@ -158,9 +174,17 @@ class Arm(ArmBase):
     def _zr(cls, v: Any) -> Any:
         return _on_off(v)
 
+    @model_validator(mode="after")
+    def _stacks_speak_h3(self) -> "Arm":
+        if (self.server not in (None, OURS) or (self.client and is_stack(self.client))) and self.protocol != "h3":
+            raise ValueError(f'arm "{self.label}": another QUIC stack\'s server or client runs h3 only')
+        if self.server_cc is not None and self.server in (None, OURS):
+            raise ValueError(f'arm "{self.label}": server_cc is for a stack\'s server; our endpoint uses quic_cc')
+        return self
+
     def overrides(self) -> dict[str, Any]:
-        """The cell options this arm overrides (the client is not a cell option)."""
-        return {k: v for k, v in self.model_dump(exclude={"label", "protocol", "client"}).items()
+        """The cell options this arm overrides (client and server are not cell options)."""
+        return {k: v for k, v in self.model_dump(exclude={"label", "protocol", "client", "server", "server_cc"}).items()
                 if v is not None}
 
 
@@ -173,7 +197,9 @@ class RunOptions:
     quic_cc: str
     max_cwnd_packets: int | None
     tcp_cc: str
-    client: str = "native"  # which page-load client runs it (stacks.clients.fetcher)
+    client: str = "native"  # which page-load client runs it (stacks.clients.fetcher, or a stack)
+    server: str = OURS  # which server: our endpoint or a stack (stacks/registry.py)
+    server_cc: str | None = None  # the stack server's congestion control (None: its default)
 
 
 _OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"), ("zero_rtt", "0rtt"))
@@ -198,10 +224,12 @@ class Cell(CellBase):
     options: CellOptions = None  # type: ignore[assignment]
     option_keys: tuple[str, ...] = ()  # options that belong to the cell (not overridden per arm)
     client: str = "native"  # the scenario's client; an arm may name another
+    server: str = OURS  # the scenario's server; an arm may name another
 
     def run_options(self, arm: Arm) -> RunOptions:
         merged = {**self.options.model_dump(), **arm.overrides()}
-        return RunOptions(protocol=arm.protocol, client=arm.client or self.client, **merged)
+        return RunOptions(protocol=arm.protocol, client=arm.client or self.client,
+                          server=arm.server or self.server, server_cc=arm.server_cc, **merged)
 
     def dims(self) -> dict[str, Any]:
         d = self.link_dims()
@@ -223,6 +251,7 @@ class Scenario(ScenarioBase):
     example: ClassVar[str] = "scenarios/quick.toml"
     kind: Literal["pageload"] = "pageload"
     client: ClientName = "native"  # default for every arm; [[arms]] may set their own
+    server: ServerName = OURS  # likewise: our endpoint, or a QUIC stack's server
     chromium_netlog: bool = False  # keep Chromium's net-log of each Chromium run
     protocols: list[str] = ["h3", "h2"]
     arms: list[Arm] = []
@@ -260,6 +289,10 @@ class Scenario(ScenarioBase):
         labels = [a.label for a in self.arms]
         if len(set(labels)) != len(labels):
             raise ValueError(f"arms: labels must be unique, got {labels}")
+        for a in self.arms:  # the scenario's stack server or client applies to arms naming none
+            stack = (a.server or self.server) != OURS or is_stack(a.client or self.client)
+            if stack and a.protocol != "h3":
+                raise ValueError(f'arm "{a.label}": another QUIC stack\'s server or client runs h3 only')
         if len(self.arms) < 2:
             raise ValueError("a comparison needs at least two arms (e.g. protocols = [\"h3\", \"h2\"])")
         if self.baseline is None:
@@ -284,7 +317,7 @@ class Scenario(ScenarioBase):
                                                          self.workloads, self.options.combinations()):
             cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys)])
             cells.append(Cell(id=cid, index=len(cells), link=link, link_label=label, workload=wl,
-                              options=opts, option_keys=keys, client=self.client))
+                              options=opts, option_keys=keys, client=self.client, server=self.server))
         return cells
 
     def arm_list(self) -> list[Arm]:

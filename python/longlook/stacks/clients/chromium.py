@@ -103,11 +103,34 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
     return classify(proc.returncode, out, stderr, protocol, wall)
 
 
+# Chromium's net errors by the phase they name, as `endpoint fetch` reports failure_phase
+_NET_ERROR_PHASES = (
+    ("handshake", ("SSL", "CERT", "QUIC_HANDSHAKE", "QUIC_PROTOCOL", "HTTP2_PROTOCOL")),
+    ("connect", ("CONNECTION_REFUSED", "CONNECTION_TIMED_OUT", "ADDRESS_UNREACHABLE",
+                 "CONNECTION_FAILED", "NAME_NOT_RESOLVED", "NETWORK_CHANGED")),
+    ("transfer", ("CONNECTION_RESET", "CONNECTION_CLOSED", "EMPTY_RESPONSE", "INCOMPLETE_CHUNKED")),
+)
+
+
+def failure_phase(error: str | None) -> str | None:
+    """`net::ERR_SSL_...` -> "handshake" etc.; None when the error names no phase."""
+    if not error or "ERR_" not in error:
+        return None
+    name = error.split("ERR_", 1)[1]
+    for phase, markers in _NET_ERROR_PHASES:
+        if any(name.startswith(m) for m in markers):
+            return phase
+    return "request" if "TIMED_OUT" in name else None
+
+
 def classify(returncode: int, out: Path, stderr: str, protocol: str, wall: float) -> FetchResult:
     """The driver's exit and document -> ok / failed / timeout / protocol_mismatch, with the
     same meaning as for the native client."""
-    return fetch_result(out, returncode, stderr, protocol, wall, timed_out=returncode == EXIT_TIMEOUT,
-                        protocol_unavailable=returncode == EXIT_PROTOCOL_MISMATCH)
+    result = fetch_result(out, returncode, stderr, protocol, wall, timed_out=returncode == EXIT_TIMEOUT,
+                          protocol_unavailable=returncode == EXIT_PROTOCOL_MISMATCH)
+    if result.status != "ok" and result.document and "failure_phase" not in result.document:
+        result.document["failure_phase"] = failure_phase(result.error)
+    return result
 
 
 def chromium_fetcher(*, quic: str = "pinned", netlog: bool = False) -> Callable[..., FetchResult]:

@@ -1,0 +1,78 @@
+"""F(t) at the router: bytes per second over TCP and over UDP to and from the server,
+from linkem's per-flow log (`--flow-log`, docs/interfaces.md "Flow log line"), so the
+fallback is measured independently of what the client reports. The log is read by the
+one reader of the format (`kinds.fairness.flowlog.read_flow_log`)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+
+from ...errors import LonglookError
+from ...kinds.fairness.flowlog import read_flow_log
+
+
+def _split(endpoint: pd.Series) -> tuple[pd.Series, pd.Series]:
+    host_port = endpoint.astype(str).str.rsplit(":", n=1, expand=True)
+    return host_port[0].str.strip("[]"), pd.to_numeric(host_port[1], errors="coerce")
+
+
+def bytes_per_second(flow_log: str | Path, server: str, ports: set[int] | None = None, *,
+                     directions: tuple[str, ...] = ("down", "up"), start_s: float = 0.0,
+                     end_s: float | None = None, bin_s: float = 1.0) -> pd.DataFrame:
+    """Columns `tcp` and `udp` (IP bytes forwarded by linkem per `bin_s` bin), index `t_s` =
+    bin start in seconds since `start_s` on linkem's clock (the flow log's `t`; see
+    `linkem_start_mono_ms`, or the testbed's `Linkem.started_unix` on the wall clock). Only
+    flows with `server` (an IP address) as source or destination, with one of `ports` on
+    the server's side if given, in `directions`. A flow's line carries cumulative counters
+    and comes only in intervals where they changed, so its increase since its previous line
+    happened within the last flow-log interval: it goes in the bin of the line's time
+    (resolution: the interval, 100 ms by default). Bins run from `start_s` to `end_s`
+    (default: the last line)."""
+    path = Path(flow_log)
+    if not path.exists():
+        raise LonglookError(f"{path}: no such flow log")
+    log = read_flow_log(path)
+    if log.empty:
+        return pd.DataFrame({"tcp": [], "udp": []}, index=pd.Index([], name="t_s", dtype=float))
+    flow = ["direction", "proto", "src", "dst"]
+    log["delta"] = log.groupby(flow)["bytes"].diff().fillna(log["bytes"])
+    src_host, src_port = _split(log["src"])
+    dst_host, dst_port = _split(log["dst"])
+    port = src_port.where(src_host == server, dst_port.where(dst_host == server))
+    keep = (log["proto"].isin(["tcp", "udp"]) & log["direction"].isin(directions) & port.notna())
+    if ports is not None:
+        keep &= port.isin(list(ports))
+    t = log["t"].astype(float) - start_s
+    keep &= t > 0
+    if end_s is not None:
+        keep &= t <= end_s - start_s
+    sel = pd.DataFrame({"t": t[keep], "proto": log["proto"][keep], "bytes": log["delta"][keep]})
+    n_bins = (math.ceil((end_s - start_s) / bin_s) if end_s is not None
+              else int(((sel["t"].max() - 1e-9) // bin_s) + 1) if len(sel) else 0)
+    # (t - tiny): a line exactly on a bin edge counts for the interval that just ended
+    sel["bin"] = ((sel["t"] - 1e-9) // bin_s).astype(int)
+    table = sel.pivot_table(index="bin", columns="proto", values="bytes", aggfunc="sum")
+    table = table.reindex(index=range(n_bins), columns=["tcp", "udp"]).fillna(0.0).astype(float)
+    table.index = pd.Index(table.index * bin_s, name="t_s", dtype=float)
+    table.columns.name = None
+    return table
+
+
+def linkem_start_mono_ms(stats: dict) -> float:
+    """linkem's start on CLOCK_MONOTONIC (ms), from any stats document: `mono_ms` is when it
+    was written and `elapsed_s` how long linkem had run. A session that started at
+    monotonic time M began at (M - this) / 1000 s on the flow log's clock (`start_s`)."""
+    try:
+        return float(stats["mono_ms"]) - float(stats["elapsed_s"]) * 1000.0
+    except (KeyError, TypeError, ValueError):
+        raise LonglookError("linkem stats: need mono_ms and elapsed_s") from None
+
+
+def series_rows(per_second: pd.DataFrame) -> list[dict]:
+    """`bytes_per_second` output as a kind's store series rows: `F` (bytes over TCP) and
+    `F_udp` (bytes over UDP), one row per bin, `t_s` = bin start."""
+    return [{"name": name, "key": "", "t_s": float(t), "value": float(v)}
+            for name, col in (("F", "tcp"), ("F_udp", "udp")) for t, v in per_second[col].items()]

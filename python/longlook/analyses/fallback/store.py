@@ -1,0 +1,80 @@
+"""The fallback analysis of an experiment directory: sessions from the store's series
+F, B and S (any kind that records them; the video kind records B and S), patterns from the
+cells' link names, QoE from a metric, outputs written beside the store."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from ...core.store import Store
+from ...errors import LonglookError
+from .qoe import compare_patterns, pair_verdicts
+from .session import analyze_sessions, summarize
+
+SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
+
+
+@dataclass
+class FallbackAnalysis:
+    sessions: pd.DataFrame  # one row per QUIC-enabled session: SessionResult + pattern, round
+    patterns: pd.DataFrame  # compare_patterns
+    summary: dict  # summarize() over all sessions, and over those where TCP did better or same
+
+    def write(self, out: Path) -> list[Path]:
+        from .figures import fig12
+
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / "fallback-sessions.csv", out / "fallback-patterns.csv",
+                 out / "fallback-summary.json", out / "fallback-fig12.svg"]
+        self.sessions.to_csv(paths[0], index=False)
+        self.patterns.to_csv(paths[1], index=False)
+        paths[2].write_text(json.dumps(self.summary, indent=2, default=float) + "\n")
+        fig12(self.sessions, self.summary["all"]["alpha"]).savefig(paths[3], bbox_inches="tight")
+        return paths
+
+
+def analyze_store(directory: str | Path, *, quic_arm: str = "h3", tcp_arm: str = "h2",
+                  metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
+                  include_flagged: bool = False, step_s: float = 1.0) -> FallbackAnalysis:
+    """F is summed per grid step (bytes), B and S averaged (levels). Runs count when settled
+    (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
+    the audit (unless `include_flagged`)."""
+    with Store.open(directory, read_only=True) as store:
+        runs = store.runs_frame()
+        cells = store.cells_frame()
+        series = store.series()
+    runs = runs[runs["status"].isin(SETTLED)]
+    if not include_flagged and "audit_flagged" in runs:
+        runs = runs[~runs["audit_flagged"].fillna(False).astype(bool)]
+    runs = runs.merge(cells[["cell_id", "link_name"]], on="cell_id", how="left")
+    runs["pattern"] = runs["link_name"].fillna(runs["cell_id"])
+    missing = [n for n in ("F", "B", "S") if not (series["name"] == n).any()]
+    if missing:
+        raise LonglookError(
+            f"{directory}: no series {', '.join(missing)} in this experiment",
+            hint="F = bytes over TCP per second in a QUIC-enabled session "
+                 "(analyses.fallback.bytes_per_second from linkem's flow log), B = quality drop, "
+                 "S = stall; the kind's measure() must record them as series rows")
+    quic_runs = runs[runs["arm"] == quic_arm]
+    rows = series[series["run_id"].isin(quic_runs["run_id"]) & series["name"].isin(["F", "B", "S"])]
+    sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum"})
+    if sessions.empty:
+        raise LonglookError(f"{directory}: no settled {quic_arm!r} run has series F, B and S")
+    meta = quic_runs[["run_id", "pattern", "cell_id", "round"]]
+    sessions = meta.merge(sessions, on="run_id", how="inner")
+    patterns = compare_patterns(runs, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
+                                higher_is_better=higher_is_better, alpha=alpha)
+    # the paper's Granger shares are over sessions where TCP did better (or the same)
+    tcp = runs[runs["arm"] == tcp_arm][["cell_id", "round", metric]]
+    paired = sessions.merge(quic_runs[["run_id", metric]], on="run_id").merge(
+        tcp, on=["cell_id", "round"], suffixes=("_quic", "_tcp"))
+    paired["pair_verdict"] = pair_verdicts(list(paired[f"{metric}_quic"]), list(paired[f"{metric}_tcp"]),
+                                           alpha=alpha, higher_is_better=higher_is_better)
+    sessions = sessions.merge(paired[["run_id", "pair_verdict"]], on="run_id", how="left")
+    summary = {"all": summarize(sessions, alpha),
+               "tcp_better_or_same": summarize(sessions[sessions["pair_verdict"].isin(["tcp_better", "same"])], alpha)}
+    return FallbackAnalysis(sessions, patterns, summary)

@@ -1,0 +1,44 @@
+"""`longlook analyze fallback DIR`: does falling back to TCP drive quality drops and stalls
+(Chaudhary et al.)? The library behind it is `longlook.analyses.fallback`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+analyze_app = typer.Typer(no_args_is_help=True, add_completion=False,
+                          help="Analyses of a finished experiment directory.")
+
+
+@analyze_app.command("fallback")
+def fallback(
+    directory: Path = typer.Argument(..., help="experiment directory with series F, B and S"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder [default: DIR]"),
+    quic_arm: str = typer.Option("h3", "--quic-arm", help="the QUIC-enabled arm"),
+    tcp_arm: str = typer.Option("h2", "--tcp-arm", help="the TCP-only arm"),
+    metric: str = typer.Option("qoe", "--metric", help="QoE metric compared per pattern"),
+    lower_is_better: bool = typer.Option(False, "--lower-is-better", help="the metric is a cost"),
+    alpha: float = typer.Option(0.05, "--alpha", help="significance level (the paper's 0.05)"),
+    include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
+) -> None:
+    """Per QUIC-enabled session: cross-correlation of F with B and S and its lag, KPSS
+    differencing, Granger F -> B and F -> S. Per pattern: Welch on QoE and the share of
+    pairs where TCP did better or the same. Writes CSV, JSON and the Fig. 12 figure."""
+    from ..analyses.fallback.store import analyze_store
+
+    result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
+                           higher_is_better=not lower_is_better, alpha=alpha,
+                           include_flagged=include_flagged)
+    for path in result.write(out or directory):
+        typer.echo(path)
+    for name, s in result.summary.items():
+        typer.echo(f"{name}: {s['suitable']}/{s['sessions']} sessions suitable; median corr B "
+                   f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger p<{alpha}: "
+                   f"B {s['granger_B_share']:.0%}, S {s['granger_S_share']:.0%}, "
+                   f"either {s['granger_either_share']:.0%}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(analyze_app, name="analyze")

@@ -1,0 +1,65 @@
+"""Video streaming QoE over HTTP/3 and HTTP/2 (issue 15; Kakhki et al. §5, Chaudhary et al.):
+a synthetic DASH clip served by our endpoint, played by a native player (our client, dash.js's
+ABR rules, a simulated buffer) or by dash.js in headless Chromium; per run the Pensieve QoE
+and its parts, and the B(t) and S(t) series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.kind import Kind, Measurement, RunContext
+from .content import VideoSpec, ensure_content, ffmpeg_version
+from .measure_native import measure_native
+from .mpd import Manifest, parse_manifest
+from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows
+from .sections import video_sections
+from .spec import VideoCell, VideoScenario
+
+REQUESTS_TABLE = {"path": "VARCHAR", "kind": "VARCHAR", "level": "INTEGER", "segment": "INTEGER",
+                  "status": "INTEGER", "bytes": "BIGINT", "start_s": "DOUBLE", "end_s": "DOUBLE",
+                  "protocol": "VARCHAR"}
+
+
+class Video(Kind):
+    name = "video"
+    scenario_model = VideoScenario
+    metrics = QOE_METRICS
+    tables = {"requests": REQUESTS_TABLE}
+    # each run sees its link (a trace) from the start, as the papers' sessions did
+    fresh_link_per_run = True
+    sections = video_sections
+
+    def prepare(self, scenario: VideoScenario) -> dict[str, Any]:
+        from pathlib import Path
+
+        cache = Path(scenario.video.cache_dir).expanduser() if scenario.video.cache_dir else None
+        content = ensure_content(scenario.video.spec(), cache)
+        manifest = parse_manifest((content / "manifest.mpd").read_text(), str(content / "manifest.mpd"))
+        state: dict[str, Any] = {"content": content, "manifest": manifest}
+        if "dashjs" in scenario.players:
+            from .dashjs import prepare_dashjs
+            state.update(prepare_dashjs(content))
+        return state
+
+    def measure(self, ctx: RunContext) -> Measurement:
+        if ctx.cell.player == "dashjs":
+            from .dashjs import measure_dashjs
+            return measure_dashjs(ctx)
+        return measure_native(ctx)
+
+    def versions(self, scenario: VideoScenario) -> dict[str, Any]:
+        out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key()}
+        if "dashjs" in scenario.players:
+            from .dashjs import dashjs_versions
+            out.update(dashjs_versions())
+        return out
+
+    def progress_text(self, m) -> str:
+        q, stall = m.metrics.get("qoe"), m.metrics.get("stall_s")
+        return "" if q is None else f"QoE {q:.2f}, stall {stall or 0:.1f} s"
+
+
+KIND = Video()
+
+__all__ = ["KIND", "Manifest", "Playback", "Sample", "Stall", "VideoCell", "VideoScenario",
+           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows"]

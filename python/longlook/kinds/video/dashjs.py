@@ -1,0 +1,237 @@
+"""dash.js in headless Chromium as the video kind's second player: set-up (the player page and
+the pinned dash.js copied beside the clip, Chromium found), one run (dashjs_driver in the
+client namespace), and what the driver recorded turned into a Playback (pure)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ...core.kind import Measurement, RunContext
+from ...errors import LonglookError
+from ...stacks.clients.chromium import _driver_env, _stop, chromium_path, server_spki
+from ...stacks.endpoint import SERVER_ADDR
+from .mpd import Manifest
+from .qoe import Playback, Sample, Stall, qoe_metrics, series_rows
+from .serving import server_for
+from .traffic import bytes_per_second
+
+HERE = Path(__file__).parent
+DASHJS = HERE / "static" / "dash.all.min.js"
+DASHJS_VERSION_FILE = HERE / "static" / "dashjs.version"
+PAGE_FILES = ("player.html",)  # dash.js and player.js are injected by the driver
+PLAYER_DIR = "player"
+DRIVER_GRACE_S = 20.0
+END_SLACK_S = 0.5  # a `waiting` this close to the clip's end is the end, not a stall
+_SEGMENT = re.compile(r"/chunk-([^-/]+)-(\d+)\.m4s$")
+
+
+def prepare_dashjs(content: Path) -> dict[str, Any]:
+    """Check Chromium and dash.js; put the player page and dash.js under <clip>/player/."""
+    chromium_path()
+    if not DASHJS.is_file():
+        raise LonglookError(f"dash.js is not installed ({DASHJS} is missing)",
+                            hint="run scripts/setup.sh (it installs the pinned dash.js from npm)")
+    target = content / PLAYER_DIR
+    target.mkdir(exist_ok=True)
+    for name in PAGE_FILES:
+        shutil.copyfile(HERE / "page" / name, target / name)
+    return {"dashjs_version": dashjs_version()}
+
+
+def dashjs_version() -> str:
+    return DASHJS_VERSION_FILE.read_text().strip() if DASHJS_VERSION_FILE.is_file() else "unknown"
+
+
+def dashjs_versions() -> dict[str, Any]:
+    out = subprocess.run([chromium_path(), "--version"], capture_output=True, text=True, timeout=20)
+    return {"dashjs": dashjs_version(), "chromium": out.stdout.strip()}
+
+
+def driver_quic(protocol: str, quic_mode: str) -> str:
+    if protocol == "h2":
+        return "off"
+    return "discovery" if quic_mode == "discovery" else "forced"
+
+
+def measure_dashjs(ctx: RunContext) -> Measurement:
+    manifest: Manifest = ctx.state["manifest"]
+    port, server = server_for(ctx, ctx.state["content"])
+    protocol = ctx.arm.protocol
+    timeout = ctx.scenario.run_timeout_s()
+    url = (f"https://{SERVER_ADDR}:{port}/{PLAYER_DIR}/player.html?mpd=/manifest.mpd&abr={ctx.cell.abr}")
+    out = ctx.run_dir / "dashjs.json"
+    argv = [sys.executable, "-m", "longlook.kinds.video.dashjs_driver", "--url", url,
+            "--quic", driver_quic(protocol, ctx.cell.quic_mode),
+            "--spki", server_spki(ctx.cert_dir / "cert.pem"), "--run-id", ctx.run_id,
+            "--out", str(out), "--timeout-s", str(timeout), "--chromium", chromium_path()]
+    proc = subprocess.Popen(ctx.testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, env=_driver_env())
+    try:
+        _, stderr = proc.communicate(timeout=timeout + DRIVER_GRACE_S)
+    except subprocess.TimeoutExpired:
+        _stop(proc)
+        stderr = ""
+    ctx.testbed.check()
+    artifacts = {"dashjs": out.name, "chromium_stderr": "dashjs.chromium.stderr"}
+    for name in server.take_logs(ctx.run_id, ctx.run_dir):
+        artifacts["tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name] = name
+    try:
+        doc = json.loads(out.read_text())
+    except (OSError, json.JSONDecodeError):
+        tail = (stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+        return Measurement(status="failed", error=f"the dash.js driver left no result: {tail[0]}",
+                           protocol_requested=protocol, artifacts=artifacts)
+    return measurement_from_driver(doc, manifest, protocol=protocol, scenario=ctx.scenario,
+                                   artifacts=artifacts)
+
+
+def measurement_from_driver(doc: dict, manifest: Manifest, *, protocol: str, scenario,
+                            artifacts: dict[str, str]) -> Measurement:
+    p = playback_from_driver(doc, manifest)
+    media = [r for r in doc["requests"] if r["path"].endswith(".m4s")]
+    negotiated = _protocol_of(media)
+    status, error = "ok", doc.get("error")
+    if doc.get("timed_out"):
+        status = "timeout"
+    elif error or not doc.get("ended"):
+        status, error = "failed", error or "the player stopped before the end of the clip"
+    elif negotiated != protocol:
+        status, error = "protocol_mismatch", f"requested {protocol}, segments came over {negotiated}"
+    cpu = cpu_figures(doc)
+    # a starved player measured the machine, not the network: the run is flagged like a bad
+    # path (kept, shown with its reason, measured again within `retries`)
+    starved = starved_reason(cpu, scenario.max_player_cpu, scenario.max_dropped_frames)
+    audit_reasons = [f"client CPU-starved: {starved}"] if starved else []
+    rows = [{"path": r["path"], "kind": _kind(r["path"], manifest), "level": _level(r["path"], manifest),
+             "segment": _segment(r["path"], manifest), "status": r.get("status") or 0,
+             "bytes": r.get("bytes") or 0, "start_s": r.get("start_s"), "end_s": r.get("end_s"),
+             "protocol": r.get("protocol")} for r in doc["requests"]]
+    tcp_share = _tcp_share_series(rows)
+    return Measurement(
+        status=status, error=error, protocol_requested=protocol, protocol_negotiated=negotiated,
+        metrics=qoe_metrics(p),
+        details={"player": "dashjs", "browser_version": doc.get("browser_version"), "quic": doc.get("quic"),
+                 "warmup": doc.get("warmup"), "ended": p.ended, "stalls": [asdict(s) for s in p.stalls],
+                 **cpu, "dash_events": [e for e in doc.get("events", []) if e["type"].startswith("dash:")]},
+        series=series_rows(p) + tcp_share, rows={"requests": rows}, artifacts=artifacts,
+        audit_reasons=audit_reasons)
+
+
+def cpu_figures(doc: dict) -> dict[str, Any]:
+    wall = doc.get("wall_s") or 0.0
+    cpu = doc.get("cpu_s")
+    last = doc["samples"][-1] if doc.get("samples") else {}
+    frames, dropped = last.get("frames"), last.get("dropped")
+    return {"player_cpu_s": cpu, "player_wall_s": wall,
+            "player_cpu_cores": (cpu / wall) if cpu is not None and wall > 0 else None,
+            "frames": frames, "dropped_frames": dropped,
+            "dropped_share": (dropped / frames) if frames else None}
+
+
+def starved_reason(cpu: dict, max_cores: float, max_dropped: float) -> str | None:
+    """Why the player was CPU-starved, or None: its CPU over the run near the machine's, or
+    too many frames dropped by the renderer."""
+    cores, share = cpu.get("player_cpu_cores"), cpu.get("dropped_share")
+    if cores is not None and cores > max_cores:
+        return f"the browser used {cores:.2f} cores on average (limit {max_cores:g})"
+    if share is not None and share > max_dropped:
+        return f"{share:.1%} of the frames were dropped (limit {max_dropped:.0%})"
+    return None
+
+
+def playback_from_driver(doc: dict, manifest: Manifest) -> Playback:
+    """Stalls from the video element (`waiting` .. `playing` after the first `playing`);
+    segment levels from the video segments requested (the last request of each index)."""
+    levels = [r.bandwidth / 1000 for r in manifest.video]
+    ids = {r.id: i for i, r in enumerate(manifest.video)}
+    by_index: dict[int, int] = {}
+    for r in sorted(doc["requests"], key=lambda r: r.get("start_s") or 0):
+        m = _SEGMENT.search(r["path"])
+        if m and m.group(1) in ids and not r.get("failed"):
+            by_index[int(m.group(2)) - manifest.video[0].start_number] = ids[m.group(1)]
+    samples_in = doc.get("samples", [])
+    end_s = samples_in[-1]["t_s"] if samples_in else 0.0
+    startup, stalls, open_at = None, [], None
+    for e in sorted(doc.get("events", []), key=lambda e: e["t_s"]):
+        if e["type"] == "video:playing":
+            if startup is None:
+                startup = e["t_s"]
+            elif open_at is not None:
+                stalls.append(Stall(open_at, e["t_s"]))
+                open_at = None
+        elif e["type"] == "video:waiting" and startup is not None and open_at is None:
+            if e.get("position", 0) < manifest.duration_s - END_SLACK_S:
+                open_at = e["t_s"]
+        elif e["type"] == "video:ended" and open_at is not None:
+            stalls.append(Stall(open_at, e["t_s"]))
+            open_at = None
+    if open_at is not None:
+        stalls.append(Stall(open_at, end_s))
+    ended = bool(doc.get("ended"))
+    position = samples_in[-1]["position"] if samples_in else 0.0
+    played = manifest.segments if ended else min(manifest.segments, math.ceil(position / manifest.segment_s))
+    segment_levels = [by_index[i] for i in range(played) if i in by_index]
+    samples = []
+    for s in samples_in:
+        t = s["t_s"]
+        level = s.get("rendered") if s.get("rendered") is not None else s.get("quality")
+        samples.append(Sample(t_s=t, position_s=s.get("position") or 0.0, buffer_s=s.get("buffer") or 0.0,
+                              level=level if startup is not None and t >= startup else None,
+                              stalled=any(x.start_s <= t < x.end_s for x in stalls)))
+    return Playback(levels_kbit=levels, segment_levels=segment_levels, stalls=stalls, startup_s=startup,
+                    ended=ended, end_s=end_s, samples=samples)
+
+
+def _protocol_of(media: list[dict]) -> str | None:
+    seen = {r.get("protocol") for r in media if r.get("protocol")}
+    return None if not seen else seen.pop() if len(seen) == 1 else "mixed"
+
+
+def _kind(path: str, manifest: Manifest) -> str:
+    if path.endswith(".mpd"):
+        return "manifest"
+    m = _SEGMENT.search(path)
+    if m:
+        return "video" if any(r.id == m.group(1) for r in manifest.video) else "audio"
+    return "init" if "/init-" in path else "page"
+
+
+def _level(path: str, manifest: Manifest) -> int | None:
+    for i, r in enumerate(manifest.video):
+        if path.endswith("/" + r.init) or (m := _SEGMENT.search(path)) and m.group(1) == r.id:
+            return i
+    return None
+
+
+def _segment(path: str, manifest: Manifest) -> int | None:
+    m = _SEGMENT.search(path)
+    return int(m.group(2)) - manifest.video[0].start_number if m else None
+
+
+def _tcp_share_series(rows: list[dict]) -> list[dict]:
+    """Per second of the run: `F` and `F_udp`, the bytes received over TCP and over QUIC in
+    that second (the fallback analysis's F), and `tcp_share`, Chaudhary's
+    F(t) = TCP bytes / all bytes up to t."""
+    per = bytes_per_second(rows)
+    if not per:
+        return []
+    n = len(next(iter(per.values())))
+    zero = [0.0] * n
+    udp = per.get("h3", zero)
+    tcp = [sum(v[k] for p, v in per.items() if p != "h3") for k in range(n)]
+    out, cum_tcp, cum_all = [], 0.0, 0.0
+    for k in range(n):
+        cum_tcp, cum_all = cum_tcp + tcp[k], cum_all + tcp[k] + udp[k]
+        out += [{"name": "F", "key": "", "t_s": float(k), "value": tcp[k]},
+                {"name": "F_udp", "key": "", "t_s": float(k), "value": udp[k]},
+                {"name": "tcp_share", "key": "", "t_s": float(k),
+                 "value": cum_tcp / cum_all if cum_all else 0.0}]
+    return out

@@ -1,0 +1,118 @@
+"""The video kind's part of a scenario: which clip, which player and ABR rule, per link; the
+arms are the protocols (h3 = QUIC, h2 = TCP), compared back to back within each cell.
+
+    links x players x abr = cells; arms h3 and h2; `rounds` runs of each.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ...core.spec import ArmBase, CellBase, ScenarioBase
+from .content import VideoSpec
+
+Player = Literal["native", "dashjs"]
+Rule = Literal["bola", "throughput"]
+PROTOCOLS = ("h3", "h2")
+
+
+class Video(BaseModel):
+    """The synthetic clip (content.py): length, segment length, highest rung of the ladder."""
+
+    model_config = ConfigDict(extra="forbid")
+    duration_s: int = Field(default=20, ge=4, le=7200)
+    segment_s: int = Field(default=2, ge=2, le=4)
+    max_height: Literal[144, 240, 360, 480, 720, 1080] = 720
+    cache_dir: str | None = None  # default: $LONGLOOK_VIDEO_CACHE or ~/.cache/longlook/video
+
+    @model_validator(mode="after")
+    def _whole_segments(self) -> "Video":
+        if self.duration_s % self.segment_s:
+            raise ValueError(f"duration_s = {self.duration_s} is not a whole number of "
+                             f"{self.segment_s} s segments")
+        return self
+
+    def spec(self) -> VideoSpec:
+        return VideoSpec(duration_s=self.duration_s, segment_s=self.segment_s, max_height=self.max_height)
+
+
+@dataclass(frozen=True)
+class VideoCell(CellBase):
+    player: str = "native"
+    abr: str = "bola"
+    video: VideoSpec = VideoSpec()
+    quic_mode: str = "forced"  # dash.js in Chromium: how its h3 arm gets QUIC
+
+    def dims(self) -> dict[str, Any]:
+        return {**self.link_dims(), "player": self.player, "abr": self.abr,
+                "video_s": self.video.duration_s, "segment_s": self.video.segment_s}
+
+    def settings(self) -> dict[str, Any]:
+        return {"video": vars(self.video).copy(), "player": self.player, "abr": self.abr,
+                "quic_mode": self.quic_mode}
+
+    def shown(self) -> dict[str, Any]:
+        return {"player": self.player, "abr": self.abr,
+                "video": f"{self.video.duration_s} s in {self.video.segment_s} s segments, "
+                         f"up to {self.video.max_height}p"}
+
+
+class VideoScenario(ScenarioBase):
+    """`kind = "video"`: DASH streaming QoE over HTTP/3 vs HTTP/2."""
+
+    example: ClassVar[str] = "scenarios/kakhki-video.toml"
+    kind: Literal["video"] = "video"
+    video: Video = Field(default_factory=Video)
+    players: list[Player] = ["native"]
+    abr: list[Rule] = ["bola"]
+    protocols: list[Literal["h3", "h2"]] = list(PROTOCOLS)
+    # dash.js in Chromium, h3 arm: "forced" pins QUIC; "discovery" lets Chromium learn h3 from
+    # Alt-Svc on an unmeasured first visit and race it against TCP (a QUIC-enabled browser)
+    quic_mode: Literal["forced", "discovery"] = "forced"
+    # a run whose player used more CPU than this (cores, averaged over the run) or dropped more
+    # than this share of frames was CPU-starved: it is flagged with that reason (core.audit)
+    max_player_cpu: float = Field(default=1.6, gt=0)
+    max_dropped_frames: float = Field(default=0.05, ge=0, le=1)
+
+    @field_validator("players", "abr", "protocols", mode="before")
+    @classmethod
+    def _listify(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+    @model_validator(mode="after")
+    def _grid(self) -> "VideoScenario":
+        for name in ("players", "abr", "protocols"):
+            values = getattr(self, name)
+            if not values or len(set(values)) != len(values):
+                raise ValueError(f"{name}: give each value once, at least one")
+        if len(self.protocols) < 2:
+            raise ValueError('protocols: a comparison needs both, ["h3", "h2"]')
+        self._check_unique_cells()
+        return self
+
+    def run_timeout_s(self) -> float:
+        """Per run: the scenario's timeout_s if set, else 3x the clip plus 30 s."""
+        if "timeout_s" in self.model_fields_set:
+            return self.timeout_s
+        return max(self.timeout_s, 3.0 * self.video.duration_s + 30.0)
+
+    def cells(self) -> list[VideoCell]:
+        many = len(self.links) > 1
+        cells = []
+        for (link, label), player, abr in itertools.product(zip(self.links, self.link_labels()),
+                                                            self.players, self.abr):
+            parts = ([f"link={label}"] if many else []) + [f"player={player}", f"abr={abr}"]
+            cells.append(VideoCell(id="|".join(parts), index=len(cells), link=link, link_label=label,
+                                   player=player, abr=abr, video=self.video.spec(),
+                                   quic_mode=self.quic_mode))
+        return cells
+
+    def arm_list(self) -> list[ArmBase]:
+        return [ArmBase(label=p, protocol=p) for p in self.protocols]
+
+    def comparisons(self) -> list[tuple[str, str]]:
+        return [("h3", "h2")]

@@ -1,0 +1,50 @@
+"""aioquic (PyPI), pinned, in its own virtualenv per version under the build directory; its
+HTTP/3 server and client are the two scripts beside this file (the wheel ships none).
+Congestion control: reno (default), cubic. qlog: one JSON file (not JSON-SEQ) per connection,
+written when the connection closes; no congestion-state event (states are derived,
+analyses/qlog_stacks.py). CPU-bound near 80-90 Mbit/s on this machine."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from ...errors import LonglookError
+from ..base import ClientCall, ServerCall, Stack
+
+
+class Aioquic(Stack):
+    name = "aioquic"
+    versions = ("1.7.2",)
+    any_version = True  # any release on PyPI with the same API
+    ccs = ("reno", "cubic")
+
+    @property
+    def python(self) -> Path:
+        return self.build_dir / "venv" / "bin" / "python"
+
+    def installed(self) -> bool:
+        return (self.build_dir / "installed").is_file() and self.python.exists()
+
+    def install(self) -> None:
+        if self.installed():
+            return
+        self.build_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "venv", str(self.build_dir / "venv")], check=True)
+        p = subprocess.run([str(self.python), "-m", "pip", "install", "-q", f"aioquic=={self.version}"],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise LonglookError(f"installing {self.spec} failed: {p.stderr.strip()[-500:]}",
+                                hint=f"retry `{self.install_command}`")
+        (self.build_dir / "installed").write_text(self.version + "\n")
+
+    def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
+        return ServerCall([str(self.python), str(self.folder / "h3server.py"), "--listen", f"0.0.0.0:{port}",
+                           "--cert", str(cert), "--key", str(key), "--root", str(root),
+                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={}, prints_ready=True)
+
+    def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
+        return ClientCall([str(self.python), str(self.folder / "h3client.py"), "--url", url, "--ca", str(ca),
+                           "--mode", mode, "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
+                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={})

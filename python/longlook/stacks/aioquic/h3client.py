@@ -1,0 +1,144 @@
+"""aioquic's HTTP/3 as a longlook client: one page load (the HTML, then every `src` in it,
+all at once) or one bulk download, written as the fetch JSON of `endpoint fetch`
+(docs/interfaces.md). Standard library and aioquic only (it runs in the stack's virtualenv).
+Exit 0 ok, 3 if the server chose another protocol than h3, 1 otherwise."""
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import sys
+import time
+from urllib.parse import urlsplit
+
+from aioquic.asyncio.client import connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.h3.connection import H3_ALPN, H3Connection
+from aioquic.h3.events import DataReceived, HeadersReceived
+from aioquic.quic.configuration import QuicConfiguration
+from aioquic.quic.logger import QuicFileLogger
+
+SRC = re.compile(rb'src="([^"]+)"')
+
+
+class Transfer:
+    def __init__(self, path: str, t0: float, keep: bool, sample: list | None):
+        self.path, self.t0, self.keep, self.sample = path, t0, keep, sample
+        self.start_ms = self.ms()
+        self.first_byte_ms = self.end_ms = None
+        self.status, self.bytes, self.body = None, 0, bytearray()
+        self.done = asyncio.get_running_loop().create_future()
+
+    def ms(self) -> float:
+        return (time.monotonic() - self.t0) * 1000
+
+    def row(self) -> dict:
+        return {"path": self.path, "status": self.status, "bytes": self.bytes, "start_ms": self.start_ms,
+                "first_byte_ms": self.first_byte_ms, "end_ms": self.end_ms}
+
+
+class Client(QuicConnectionProtocol):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.http = H3Connection(self._quic)
+        self.transfers: dict[int, Transfer] = {}
+        self.total = 0
+
+    def quic_event_received(self, event) -> None:
+        for ev in self.http.handle_event(event):
+            t = self.transfers.get(getattr(ev, "stream_id", None))
+            if t is None:
+                continue
+            if isinstance(ev, HeadersReceived):
+                t.status = int(dict(ev.headers).get(b":status", b"0"))
+                t.first_byte_ms = t.ms()
+            elif isinstance(ev, DataReceived):
+                t.bytes += len(ev.data)
+                self.total += len(ev.data)
+                if t.keep:
+                    t.body += ev.data
+                if t.sample is not None and (not t.sample or t.ms() - t.sample[-1][0] >= 10):
+                    t.sample.append([t.ms(), self.total])
+            if getattr(ev, "stream_ended", False) and not t.done.done():
+                t.end_ms = t.ms()
+                t.done.set_result(None)
+
+    async def get(self, authority: str, path: str, run_id: str, t0: float, keep=False, sample=None) -> Transfer:
+        sid = self._quic.get_next_available_stream_id()
+        t = self.transfers[sid] = Transfer(path, t0, keep, sample)
+        self.http.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority.encode()),
+                                     (b":path", path.encode()), (b"x-longlook-run", run_id.encode())], end_stream=True)
+        self.transmit()
+        await t.done
+        return t
+
+
+async def load(a, doc: dict) -> int:
+    url = urlsplit(a.url)
+    path = url.path + (f"?{url.query}" if url.query else "")
+    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, congestion_control_algorithm=a.cc,
+                               server_name=url.hostname,
+                               quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None)
+    config.load_verify_locations(a.ca)
+    t0 = time.monotonic()
+    doc["started_unix_ms"] = int(time.time() * 1000)
+    async with connect(url.hostname, url.port or 443, configuration=config, create_protocol=Client,
+                       wait_connected=True) as c:
+        doc["handshake_ms"] = (time.monotonic() - t0) * 1000
+        doc["protocol"] = c._quic.tls.alpn_negotiated
+        host, port = c._transport.get_extra_info("sockname")[:2]
+        doc["local_addr"] = f"{host}:{port}"
+        if doc["protocol"] != "h3":
+            doc["error"] = f"negotiated {doc['protocol']}, not h3"
+            return 3
+        first = await c.get(url.netloc, path, a.run_id, t0, keep=a.mode == "page",
+                            sample=doc["goodput"] if a.mode == "bulk" else None)
+        transfers = [first]
+        doc["ttfb_ms"] = first.first_byte_ms
+        if a.mode == "page" and first.status == 200:
+            srcs = [m.decode() for m in SRC.findall(bytes(first.body))]
+            transfers += await asyncio.gather(*(c.get(url.netloc, s, a.run_id, t0) for s in srcs))
+        doc["plt_ms"] = (time.monotonic() - t0) * 1000
+        doc["objects"] = [t.row() for t in transfers]
+        doc["bytes"] = c.total
+        doc["goodput_mbit"] = c.total * 8 / 1000 / doc["plt_ms"] if doc["plt_ms"] else None
+        bad = [t.path for t in transfers if t.status != 200]
+        if bad:
+            doc["error"] = f"status other than 200 for {', '.join(bad[:3])}"
+            return 1
+        doc["ok"] = True
+        return 0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--url", required=True)
+    ap.add_argument("--ca", required=True)
+    ap.add_argument("--mode", default="page", choices=("page", "bulk"))
+    ap.add_argument("--run-id", default="")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--timeout-s", type=float, default=60)
+    ap.add_argument("--qlog-dir")
+    ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
+    a = ap.parse_args()
+    doc = {"run_id": a.run_id, "url": a.url, "mode": a.mode, "protocol_requested": "h3", "protocol": None,
+           "ok": False, "error": None, "started_unix_ms": None, "plt_ms": None, "handshake_ms": None,
+           "ttfb_ms": None, "bytes": 0, "objects": [], "zero_rtt": {"attempted": False, "accepted": False},
+           "local_addr": None, "goodput": [], "goodput_mbit": None, "stopped_early": False}
+    try:
+        code = asyncio.run(asyncio.wait_for(load(a, doc), a.timeout_s))
+    except (asyncio.TimeoutError, TimeoutError):
+        doc["error"], code = f"no result within {a.timeout_s:.0f} s", 1
+    except Exception as e:  # a connection error is this run's outcome, in the JSON
+        doc["error"], code = f"{type(e).__name__}: {e}", 1
+    with open(a.out, "w") as f:
+        json.dump(doc, f)
+    return code
+
+
+if __name__ == "__main__":
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # the result is written: never hang in the event loop's or interpreter's teardown

@@ -1,0 +1,145 @@
+"""The contract every QUIC stack adapter fulfils (docs/interfaces.md, "Stacks").
+
+A stack is a folder `stacks/<name>/` whose `__init__.py` defines a `Stack` subclass, plus one
+line in `stacks/registry.py`. The adapter says:
+
+- its `name`, the `versions` it knows how to install (the first is the default) and the
+  exact version string recorded with every run (`version_info`);
+- how to install it (`install`: idempotent, cached by version under `build_dir`, one folder
+  per name and version so two versions live side by side, in `stacks_dir()`) and whether it is installed;
+- which congestion controls it offers (`ccs`, our names; the first is its default);
+- how to start its server (`server_argv`: the testbed's server address, the files under a
+  content root, the paths of `endpoint serve`) and where its qlog goes (a directory given);
+- how to run its client for one page load or bulk download (`client_argv`), whose result is
+  the fetch JSON of `endpoint fetch` (the adapter may build it afterwards: `finish_fetch`).
+
+The machinery that runs them (namespaces, readiness, logs, statuses) is shared:
+`stacks/runner.py`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
+
+from ..errors import LonglookError
+
+OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
+
+
+def stacks_dir() -> Path:
+    """Where stacks are built, one folder per `<name>-<version>`: $LONGLOOK_STACKS_DIR, else
+    the user's cache (~/.cache/longlook/stacks), outside the work tree so that a fresh clone
+    (CI) reuses what an earlier one built on the same machine."""
+    if env := os.environ.get("LONGLOOK_STACKS_DIR"):
+        return Path(env)
+    cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(cache) / "longlook" / "stacks"
+
+
+@dataclass(frozen=True)
+class ServerCall:
+    """How to start a stack's server: argv, extra environment, and whether it prints a line
+    starting with `ready` once listening (else the runner waits for its UDP port)."""
+
+    argv: list[str]
+    env: dict[str, str]
+    prints_ready: bool = False
+
+
+@dataclass(frozen=True)
+class ClientCall:
+    """How to run a stack's client for one fetch; it writes the fetch JSON to `out` itself
+    unless the adapter builds it in `finish_fetch`."""
+
+    argv: list[str]
+    env: dict[str, str]
+
+
+class Stack:
+    """Base of every stack adapter; one instance per (name, version)."""
+
+    name: ClassVar[str]
+    versions: ClassVar[tuple[str, ...]]  # installable versions; the first is the default
+    ccs: ClassVar[tuple[str, ...]]  # congestion controls offered; the first is the default
+    alpn: ClassVar[str] = "h3"
+    # a version is "pinned" by the adapter's files (go.mod, Cargo.lock, pip pin, apt)
+    any_version: ClassVar[bool] = False  # True: any registry version may be named
+
+    def __init__(self, version: str | None = None):
+        self.version = version or self.versions[0]
+        if version is not None and not self.any_version and version not in self.versions:
+            raise LonglookError(f"stack {self.name} has no version {version!r}",
+                                hint=f"known: {', '.join(self.versions)}")
+
+    # ---- identity ------------------------------------------------------------------------
+    @property
+    def spec(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def build_dir(self) -> Path:
+        return stacks_dir() / f"{self.name}-{self.version}"
+
+    @property
+    def folder(self) -> Path:
+        """The adapter's own folder (its scripts and pins)."""
+        import importlib
+
+        return Path(importlib.import_module(type(self).__module__).__file__).parent
+
+    @property
+    def install_command(self) -> str:
+        return f"python -m longlook.stacks.install {self.spec}"
+
+    def version_info(self) -> str:
+        """The exact version recorded with every run."""
+        return self.spec
+
+    # ---- build ---------------------------------------------------------------------------
+    def installed(self) -> bool:
+        raise NotImplementedError
+
+    def install(self) -> None:
+        """Install or build; a no-op when already done (idempotent, cached by version)."""
+        raise NotImplementedError
+
+    def require(self, cc: str | None = None) -> None:
+        """One clear error when the build is missing or `cc` is not offered."""
+        if not self.installed():
+            raise LonglookError(f"stack {self.spec} is not installed (looked in {self.build_dir})",
+                                hint=f"install it with `{self.install_command}` (or scripts/setup.sh)")
+        self.cc(cc)
+
+    def cc(self, cc: str | None) -> str:
+        """The congestion control a run uses: `cc`, or the stack's default."""
+        if cc is None:
+            return self.ccs[0]
+        if cc not in self.ccs:
+            raise LonglookError(f"stack {self.spec} has no congestion control {cc!r}",
+                                hint=f"{self.name} offers: {', '.join(self.ccs)} "
+                                     f"(install command: `{self.install_command}`)")
+        return cc
+
+    # ---- running -------------------------------------------------------------------------
+    def server_argv(self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path,
+                    cc: str) -> ServerCall:
+        raise NotImplementedError
+
+    def client_argv(self, *, url: str, mode: str, ca: Path, run_id: str, out: Path,
+                    qlog_dir: Path, timeout_s: float, cc: str) -> ClientCall:
+        raise NotImplementedError
+
+    def finish_fetch(self, *, url: str, mode: str, run_id: str, out: Path, qlog_dir: Path,
+                     returncode: int, stderr: str, started_unix_ms: int, wall_ms: float) -> None:
+        """After the client exited: write or complete the fetch JSON at `out` (default:
+        the client wrote it)."""
+
+    def normalise_qlog(self, path: Path, out: Path) -> None:
+        """Write `path` (the stack's own qlog) as a JSON-SEQ qlog in our vocabulary
+        (analyses/qlog_stacks.py)."""
+        from ..analyses.qlog_stacks import normalise
+
+        normalise(path, out, stack=self.name)

@@ -1,0 +1,83 @@
+"""ngtcp2 from Debian (`ngtcp2-server`, `ngtcp2-client`: the GnuTLS example programs
+gtlsserver / gtlsclient, installed by scripts/setup.sh through apt). The server serves files
+(longlook.stacks.content writes them). The client takes every URL at once and does not
+parse HTML, so a page load requests the HTML and its objects together (the objects are
+known from the page path `/page/<N>x<S>.html`); its fetch JSON is built from the client's
+qlog (stacks/qlog_fetch.py). Congestion control: cubic (default), reno, bbr, bbr2. qlog: JSON-SEQ
+through `--qlog-dir` / `--qlog-file`, no congestion-state event (states are derived)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ...errors import LonglookError
+from ..base import ClientCall, ServerCall, Stack
+from ..endpoint import SERVER_ADDR
+from ..qlog_fetch import fetch_document
+
+SERVER, CLIENT = "gtlsserver", "gtlsclient"
+# the windows our endpoint and Chromium use (docs/interfaces.md: 6 MiB stream, 15 MiB connection)
+WINDOWS = ["--max-data=15728640", "--max-stream-data-bidi-local=6291456", "--max-window=15728640",
+           "--max-stream-window=6291456"]
+PAGE = re.compile(r"^/page/(\d+)x([0-9]+[km]?)\.html$")
+
+
+def object_paths(path: str) -> list[str]:
+    """The objects of a synthetic page, from its path (what the HTML would list)."""
+    m = PAGE.match(path)
+    return [f"/obj/{m.group(2)}/{i}.jpg" for i in range(int(m.group(1)))] if m else []
+
+
+class Ngtcp2(Stack):
+    name = "ngtcp2"
+    versions = ("0.12.1",)  # what Debian bookworm ships; apt decides, `version_info` records it
+    ccs = ("cubic", "reno", "bbr", "bbr2")
+
+    @property
+    def install_command(self) -> str:
+        return "apt-get install -y ngtcp2-server ngtcp2-client (scripts/setup.sh)"
+
+    def installed(self) -> bool:
+        return bool(shutil.which(SERVER) and shutil.which(CLIENT))
+
+    def install(self) -> None:
+        if not self.installed():
+            p = subprocess.run(["apt-get", "install", "-y", "-qq", "ngtcp2-server", "ngtcp2-client"],
+                               capture_output=True, text=True)
+            if p.returncode != 0:
+                raise LonglookError(f"installing {self.spec} failed: {p.stderr.strip()[-500:]}",
+                                    hint=self.install_command)
+
+    def version_info(self) -> str:
+        p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "ngtcp2-client"], capture_output=True, text=True)
+        return f"{self.name}@{p.stdout.strip() or 'not installed'}"
+
+    def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
+        return ServerCall([shutil.which(SERVER) or SERVER, "-q", "--qlog-dir", str(qlog_dir), f"--cc={cc}",
+                           "-d", str(root), *WINDOWS, SERVER_ADDR, str(port), str(key), str(cert)], env={})
+
+    def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
+        u = urlsplit(url)
+        urls = [url] + [f"https://{u.netloc}{p}" for p in (object_paths(u.path) if mode == "page" else [])]
+        download = out.parent / "client-download"
+        download.mkdir(exist_ok=True)
+        return ClientCall([shutil.which(CLIENT) or CLIENT, "-q", "--exit-on-all-streams-close",
+                           "--qlog-file", str(qlog_dir / "client.sqlog"), "--download", str(download),
+                           f"--cc={cc}", f"--timeout={int(timeout_s)}s", *WINDOWS, u.hostname, str(u.port or 443),
+                           *urls], env={})
+
+    def finish_fetch(self, *, url, mode, run_id, out, qlog_dir, returncode, stderr, started_unix_ms, wall_ms):
+        u = urlsplit(url)
+        paths = [u.path] + (object_paths(u.path) if mode == "page" else [])
+        download = out.parent / "client-download"
+        doc = fetch_document(qlog_dir / "client.sqlog", url=url, mode=mode, run_id=run_id, paths=paths,
+                             download=download, returncode=returncode, stderr=stderr,
+                             started_unix_ms=started_unix_ms)
+        shutil.rmtree(download, ignore_errors=True)
+        import json
+
+        Path(out).write_text(json.dumps(doc))

@@ -1,0 +1,60 @@
+"""quic-go (Go module) with its in-tree HTTP/3: `main.go` beside this file is a small server
+(files under a root) and client (fetch JSON), built per quic-go version under the build
+directory; go.mod/go.sum pin the default version, another version is resolved through the Go
+module proxy into its own folder. Congestion control: NewReno only (hard-coded in quic-go).
+qlog: JSON-SEQ through quic-go's tracer into $QLOGDIR, with `congestion_state_updated`
+(slow_start, congestion_avoidance, recovery, application_limited)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from ...errors import LonglookError
+from ..base import ClientCall, ServerCall, Stack
+
+MODULE = "github.com/quic-go/quic-go"
+
+
+class QuicGo(Stack):
+    name = "quic-go"
+    versions = ("v0.65.0", "v0.64.1")
+    any_version = True  # any tag on the module proxy whose API main.go compiles against
+    ccs = ("newreno",)
+
+    @property
+    def binary(self):
+        return self.build_dir / "longlook-quicgo"
+
+    def installed(self) -> bool:
+        return self.binary.is_file()
+
+    def install(self) -> None:
+        if self.installed():
+            return
+        if not shutil.which("go"):
+            raise LonglookError(f"{self.spec} needs Go (1.26 or newer) to build", hint="install Go, then "
+                                f"`{self.install_command}`")
+        src = self.build_dir / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        for f in ("main.go", "go.mod", "go.sum"):
+            shutil.copy(self.folder / f, src / f)
+        env = {**os.environ, "GOFLAGS": "-mod=mod"}
+        steps = [["go", "mod", "edit", f"-require={MODULE}@{self.version}"], ["go", "mod", "tidy"],
+                 ["go", "build", "-trimpath", "-o", str(self.binary), "."]]
+        for argv in steps:
+            p = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise LonglookError(f"building {self.spec} failed at `{' '.join(argv)}`: {p.stderr.strip()[-800:]}",
+                                    hint=f"retry `{self.install_command}`")
+
+    def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
+        return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
+                           "--key", str(key), "--root", str(root)], env={"QLOGDIR": str(qlog_dir)},
+                          prints_ready=True)
+
+    def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
+        return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
+                           "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s)],
+                          env={"QLOGDIR": str(qlog_dir)})

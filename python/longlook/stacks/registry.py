@@ -1,0 +1,78 @@
+"""The QUIC stacks longlook can run, by name: one line each. A stack is named `NAME` (its
+default version) or `NAME@VERSION` (e.g. `quic-go@v0.64.1`, built beside the default).
+`ours` is the project's own endpoint (crates/endpoint), the default server and client."""
+
+from __future__ import annotations
+
+import importlib
+
+from ..errors import LonglookError
+from .base import OURS, Stack
+
+# name -> "module:class" (imported when used, so one stack's missing pieces never stop another)
+STACKS: dict[str, str] = {
+    "aioquic": "longlook.stacks.aioquic:Aioquic",
+    "quic-go": "longlook.stacks.quicgo:QuicGo",
+    "ngtcp2": "longlook.stacks.ngtcp2:Ngtcp2",
+    "quiche": "longlook.stacks.quiche:Quiche",
+    "tquic": "longlook.stacks.tquic:Tquic",
+}
+
+
+def split(spec: str) -> tuple[str, str | None]:
+    name, _, version = spec.partition("@")
+    return name, version or None
+
+
+def is_stack(spec: str) -> bool:
+    return split(spec)[0] in STACKS
+
+
+def stack_class(name: str) -> type[Stack]:
+    if name not in STACKS:
+        raise LonglookError(f"unknown stack {name!r}",
+                            hint=f"known stacks: {', '.join([OURS, *STACKS])}; "
+                                 "install one with `python -m longlook.stacks.install NAME`")
+    module, _, cls = STACKS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def resolve(spec: str) -> Stack:
+    """`NAME` or `NAME@VERSION` -> the stack's adapter (not checked for installation)."""
+    name, version = split(spec)
+    return stack_class(name)(version)
+
+
+def check_spec(spec: str) -> str:
+    """For scenario validation: the name and version exist (ValueError otherwise)."""
+    try:
+        resolve(spec)
+    except LonglookError as e:
+        raise ValueError(f"{e.message}; {e.hint}" if e.hint else e.message) from None
+    return spec
+
+
+def client_fetcher(name: str, **kwargs):
+    """The fetch function of client `name`: a stack's (checked installed), else one of
+    stacks.clients (native, chromium, ...)."""
+    if is_stack(name):
+        from .runner import stack_fetcher
+
+        return stack_fetcher(resolve(name))
+    from .clients import fetcher
+
+    return fetcher(name, **kwargs)
+
+
+def require_servers(servers: list[tuple[str, str | None]]) -> None:
+    """Before a grid: every (stack, congestion control) a server will run is installed and
+    offered, else one clear error naming the stack and its install command."""
+    for spec, cc in servers:
+        if spec != OURS:
+            resolve(spec).require(cc)
+
+
+def versions_of(specs: list[str]) -> dict[str, str]:
+    """The exact version of each stack named (recorded with the experiment)."""
+    stacks = [resolve(spec) for spec in dict.fromkeys(specs) if is_stack(spec)]
+    return {s.spec: s.version_info() for s in stacks}

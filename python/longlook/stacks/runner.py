@@ -1,0 +1,257 @@
+"""Running any stack in the testbed: its server in the server namespace (one per stack, version
+and congestion control, kept for the experiment), its client in the client namespace for one
+fetch. The result follows `endpoint fetch` (status through core.status, via
+endpoint.fetch_result); the stack's qlogs are moved into the run directory, raw and
+translated into our vocabulary (analyses/qlog_stacks.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import LonglookError
+from .base import Stack
+from .endpoint import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
+
+FIRST_STACK_PORT = 5433  # ours use 4433 and up (core/servers.py)
+LOG_SETTLE_S = 3.0  # how long a server may take to write a connection's qlog after the client left
+
+
+CERT_CONFIG = """[req]
+distinguished_name = dn
+x509_extensions = ext
+prompt = no
+[dn]
+CN = longlook
+[ext]
+subjectAltName = IP:198.18.2.2, DNS:localhost, IP:127.0.0.1
+basicConstraints = critical, CA:FALSE
+"""
+
+
+def ensure_cert(cert_dir: Path) -> tuple[Path, Path]:
+    """cert.pem + key.pem as `endpoint serve` makes them (self-signed, not a CA: rustls refuses
+    a CA certificate as a server's; SAN 198.18.2.2, localhost, 127.0.0.1), generated with
+    openssl when no server made them yet."""
+    cert, key = cert_dir / "cert.pem", cert_dir / "key.pem"
+    if not (cert.exists() and key.exists()):
+        cert_dir.mkdir(parents=True, exist_ok=True)
+        config = cert_dir / "openssl.cnf"
+        config.write_text(CERT_CONFIG)
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "365", "-config", str(config)],
+                       check=True, capture_output=True)
+        config.unlink()
+    return cert, key
+
+
+def _spki(cert: Path) -> str:
+    """The certificate's SPKI pin for Chromium (`endpoint spki`), "" when unavailable."""
+    from ..binaries import find_binary
+
+    try:
+        p = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert)], capture_output=True,
+                           text=True, timeout=10)
+        return p.stdout.strip() if p.returncode == 0 else ""
+    except (LonglookError, OSError, subprocess.TimeoutExpired):
+        return ""
+
+
+def _udp_listening(testbed, port: int) -> bool:
+    p = subprocess.run(testbed.exec_argv("server", ["ss", "-Hnul", f"sport = :{port}"]),
+                       capture_output=True, text=True, timeout=10)
+    return bool(p.stdout.strip())
+
+
+@dataclass
+class StackServer:
+    """A stack's server running in the server namespace until stopped."""
+
+    stack: Stack
+    cc: str
+    process: subprocess.Popen
+    qlog_dir: Path
+    stderr_path: Path
+    spki: str = ""
+    _taken: set[str] = field(default_factory=set)
+
+    @classmethod
+    def start(cls, testbed, stack: Stack, cc: str, *, port: int, cert_dir: Path, root: Path,
+              log_dir: Path, timeout_s: float = 20.0) -> "StackServer":
+        cert, key = ensure_cert(cert_dir)
+        qlog_dir = log_dir / "qlog"
+        qlog_dir.mkdir(parents=True, exist_ok=True)
+        call = stack.server_argv(port=port, cert=cert, key=key, root=root, qlog_dir=qlog_dir, cc=cc)
+        stderr_path = log_dir / "server.stderr"
+        proc = testbed.popen("server", call.argv, stdout=subprocess.PIPE, stderr=open(stderr_path, "ab"),
+                             text=True, env={**os.environ, **call.env})
+        server = cls(stack=stack, cc=cc, process=proc, qlog_dir=qlog_dir, stderr_path=stderr_path)
+        server._wait_ready(testbed, port, call.prints_ready, timeout_s)
+        server.spki = _spki(cert)
+        return server
+
+    def _wait_ready(self, testbed, port: int, prints_ready: bool, timeout_s: float) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise LonglookError(f"the {self.stack.spec} server exited with code {self.process.returncode} "
+                                    "before it was ready", hint=f"see {self.stderr_path}")
+            if prints_ready:
+                ready, _, _ = select.select([self.process.stdout], [], [], 0.2)
+                if ready and self.process.stdout.readline().startswith("ready"):
+                    return
+            elif _udp_listening(testbed, port):
+                return
+            else:
+                time.sleep(0.1)
+        self.stop()
+        raise LonglookError(f"the {self.stack.spec} server was not ready within {timeout_s:.0f} s",
+                            hint=f"see {self.stderr_path}")
+
+    @property
+    def log_dir(self) -> Path:
+        return self.stderr_path.parent
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def take_logs(self, run_id: str, dest: Path) -> dict[str, str]:
+        """Move the qlogs of the connections made since the last call into `dest` (runs are
+        sequential per server): the last one as `qlog` (translated) + `qlog_raw`, earlier
+        ones (a 0-RTT warm-up) as `qlog_warmup_raw`. Returns artifact names -> files."""
+        files = _settled_new_files(self.qlog_dir, self._taken, LOG_SETTLE_S)
+        return _move_logs(self.stack, files, dest, "server")
+
+
+def _settled_new_files(directory: Path, taken: set[str], wait_s: float) -> list[Path]:
+    """Files not yet taken, once their sizes stopped changing (a log written at close)."""
+    deadline = time.monotonic() + wait_s
+    sizes: dict[str, int] = {}
+    while True:
+        new = sorted((p for p in directory.iterdir() if p.is_file() and p.name not in taken),
+                     key=lambda p: p.stat().st_mtime)
+        now = {p.name: p.stat().st_size for p in new}
+        if new and now == sizes and all(now.values()):
+            break
+        if time.monotonic() > deadline:
+            break
+        sizes = now
+        time.sleep(0.2)
+    taken.update(p.name for p in new)
+    return new
+
+
+def _move_logs(stack: Stack, files: list[Path], dest: Path, side: str) -> dict[str, str]:
+    dest.mkdir(parents=True, exist_ok=True)
+    arts: dict[str, str] = {}
+    prefix = "" if side == "server" else "client_"
+    for i, f in enumerate(files):
+        last = i == len(files) - 1
+        raw = dest / f"{side}-{stack.name}{'' if last else f'-{i}'}{''.join(f.suffixes)}"
+        f.rename(raw)
+        if last:
+            arts[f"{prefix}qlog_raw"] = raw.name
+            ours = dest / f"{side}.sqlog"
+            try:
+                stack.normalise_qlog(raw, ours)
+                arts[f"{prefix}qlog"] = ours.name
+            except (ValueError, OSError) as e:  # a log cut short: keep the raw one, say why
+                (dest / f"{side}-qlog-error.txt").write_text(f"{raw.name}: {e}\n")
+        else:
+            arts[f"{prefix}qlog_warmup_raw"] = raw.name
+    return arts
+
+
+@dataclass
+class StackServers:
+    """The stack servers of one experiment, by (stack, cc), each on its own port; a dead one
+    is restarted on its port. Its processes belong to the testbed (ended at teardown)."""
+
+    testbed: object
+    cert_dir: Path
+    log_root: Path
+    content_root: Path
+    by_key: dict[tuple[str, str], tuple[int, StackServer]] = field(default_factory=dict)
+
+    def get(self, stack: Stack, cc: str) -> tuple[int, StackServer]:
+        key = (stack.spec, cc)
+        entry = self.by_key.get(key)
+        if entry is not None and entry[1].alive():
+            return entry
+        port = entry[0] if entry else FIRST_STACK_PORT + len(self.by_key)
+        server = StackServer.start(self.testbed, stack, cc, port=port, cert_dir=self.cert_dir,
+                                   root=self.content_root, log_dir=self.log_root / f"{stack.name}-{stack.version}-{cc}-{port}")
+        self.by_key[key] = (port, server)
+        return port, server
+
+    def stop_all(self) -> None:
+        for _, server in self.by_key.values():
+            server.stop()
+
+
+def stack_fetcher(stack: Stack, cc: str | None = None):
+    """A fetch function (the signature of endpoint.fetch) running `stack`'s client."""
+    stack.require(cc)
+    cc = stack.cc(cc)
+
+    def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
+              timeout_s: float, mode: str = "page", zero_rtt: bool = False) -> FetchResult:
+        qlog_dir = out.parent / "client-qlog"
+        qlog_dir.mkdir(parents=True, exist_ok=True)
+        call = stack.client_argv(url=url, mode=mode, ca=cert_dir / "cert.pem", run_id=run_id, out=out,
+                                 qlog_dir=qlog_dir, timeout_s=timeout_s, cc=cc)
+        started_ms, started = int(time.time() * 1000), time.monotonic()
+        timed_out = False
+        try:
+            proc = subprocess.run(testbed.exec_argv("client", call.argv), capture_output=True, text=True,
+                                  timeout=timeout_s + 5, env={**os.environ, **call.env})
+            rc, stderr = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as e:
+            rc, stderr, timed_out = 124, (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""), True
+        wall = time.monotonic() - started
+        (out.parent / "client.stderr").write_text(stderr[-200_000:] if stderr else "")
+        testbed.check()
+        stack.finish_fetch(url=url, mode=mode, run_id=run_id, out=out, qlog_dir=qlog_dir, returncode=rc,
+                           stderr=stderr, started_unix_ms=started_ms, wall_ms=wall * 1000)
+        arts = _move_logs(stack, _settled_new_files(qlog_dir, set(), 0.5), out.parent, "client")
+        qlog_dir.rmdir() if not any(qlog_dir.iterdir()) else None
+        result = fetch_result(out, rc, stderr, protocol, wall, timed_out=timed_out,
+                              protocol_unavailable=rc == EXIT_PROTOCOL_UNAVAILABLE)
+        if result.document:
+            doc = result.document
+            doc.setdefault("client", stack.spec)
+            doc["artifacts"] = {**(doc.get("artifacts") or {}), **arts}
+            out.write_text(json.dumps(doc))
+        return result
+
+    return fetch
+
+
+def stack_server(ctx, spec: str, cc: str | None, workload) -> tuple[int, StackServer]:
+    """For a kind's `measure`: the server of stack `spec` in this run's testbed, serving the
+    workload's files (written under the experiment's `stack-content/`)."""
+    from .content import ensure_content
+    from .registry import resolve
+
+    pool = ctx.state.get("stack_servers")
+    if pool is None or pool.testbed is not ctx.testbed:  # a new testbed: new servers
+        log_root = ctx.servers.log_root
+        pool = ctx.state["stack_servers"] = StackServers(ctx.testbed, ctx.cert_dir, log_root,
+                                                         log_root.parent / "stack-content")
+    ensure_content(pool.content_root, workload.mode, workload.object_count, workload.object_size)
+    stack = resolve(spec)
+    return pool.get(stack, stack.cc(cc))

@@ -1,0 +1,49 @@
+"""The grey-box search on the real testbed, on a short grid: the reference is our endpoint
+with the tuned MACW (430) fetching 2 MB at 100 Mbit/s, 36 ms (BDP about 310 packets); the
+search starts from the untuned 107 and must find a window whose PLT is indistinguishable
+from the reference's (Welch p >= alpha in every cell). About a minute of traffic."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from testbed_helpers import needs_testbed
+
+from longlook.analyses.calibrate.reference import load_reference
+from longlook.analyses.calibrate.search import search, write
+from longlook.core.execute import Runner
+from longlook.kinds.pageload import Scenario
+
+REFERENCE = """
+name = "calibrate-reference"
+rounds = 3
+workloads = ["bulk:2m"]
+[[links]]
+rate_mbit = 100
+rtt_ms = 36
+buffer_bytes = 450000   # a BDP: loss stays out of the picture, the window cap is what binds
+[options]
+max_cwnd_packets = 430
+"""
+
+
+@needs_testbed("linkem", "endpoint")
+def test_search_from_macw_107_reaches_the_reference(tmp_path: Path):
+    # the path self-check is its own test; here it would only add time on a busy machine
+    summary = Runner(Scenario.from_toml(REFERENCE), tmp_path / "reference", link_check=False).run()
+    assert summary.ok >= 6 and not summary.interrupted
+    ref = load_reference(tmp_path / "reference")
+    assert ref.arm == "h3"
+
+    result = search(ref, tmp_path / "search", trials=4, rounds=3, start=107, seed=1, link_check=False)
+    write(result, tmp_path / "search")
+    print(result.table())
+
+    values = [t["value"] for t in result.trials]
+    assert values[0] == 107  # started from the untuned default
+    by_value = {t["value"]: t["objective"] for t in result.trials}
+    assert by_value[107] > result.best_objective
+    assert result.best > 250  # near or past the BDP, as the reference's 430
+    assert result.residuals and all(r.p_value >= result.alpha for r in result.residuals), result.table()
+    assert result.calibrated
+    assert f"max_cwnd_packets = {result.best}" in (tmp_path / "search" / "calibrated.toml").read_text()

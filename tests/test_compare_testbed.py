@@ -1,0 +1,43 @@
+"""The regression gate on the real testbed: QUIC with the old MACW (107 packets) against the
+current one (430) at 100 Mbit/s, 36 ms (BDP about 310 packets) is a page-load regression,
+and `longlook compare` fails the gate. About 30 s of traffic."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from testbed_helpers import needs_testbed
+from typer.testing import CliRunner
+
+from longlook.cli import app
+from longlook.core.execute import Runner
+from longlook.kinds.pageload import Scenario
+
+SCENARIO = """
+name = "macw-gate"
+rounds = 5
+workloads = ["bulk:5m"]
+[[links]]
+rate_mbit = 100
+rtt_ms = 36
+buffer_bytes = 450000   # a BDP: loss stays out of the picture, the cap is what binds
+[options]
+max_cwnd_packets = {macw}
+"""
+
+
+@needs_testbed("linkem", "endpoint")
+def test_macw_107_against_430_is_a_regression_and_fails_the_gate(tmp_path: Path):
+    for macw in (430, 107):
+        summary = Runner(Scenario.from_toml(SCENARIO.format(macw=macw)), tmp_path / f"macw{macw}",
+                         link_check=False).run()
+        assert summary.ok >= 10 and not summary.interrupted  # flagged runs are measured again
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "macw430"), str(tmp_path / "macw107"),
+                                   "--vary", "max_cwnd_packets", "--metric", "plt_ms",
+                                   "--junit", str(tmp_path / "gate.xml")])
+    print(res.output)
+    assert res.exit_code == 1, res.output
+    cases = {c.get("name"): c for c in ET.parse(tmp_path / "gate.xml").getroot().iter("testcase")}
+    assert cases["h3 plt_ms"].find("failure") is not None
+    assert "changed: max_cwnd_packets 430 -> 107" in res.output

@@ -1,0 +1,194 @@
+"""The fallback causality pipeline on synthetic series whose truth we know."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from longlook.analyses.fallback import (analyze_session, analyze_sessions, bytes_per_second,
+                                        compare_patterns, cross_correlation, granger_test,
+                                        linkem_start_mono_ms, make_stationary, on_grid,
+                                        pair_verdicts, series_rows, summarize)
+from longlook.analyses.fallback.figures import fig12_svg
+from longlook.errors import LonglookError
+
+
+def ar1(rng, n: int, phi: float = 0.5) -> np.ndarray:
+    e = rng.normal(size=n + 50)
+    x = np.zeros_like(e)
+    for t in range(1, len(e)):
+        x[t] = phi * x[t - 1] + e[t]
+    return x[50:]
+
+
+def driven(seed: int, n: int = 200, lag: int = 3) -> pd.DataFrame:
+    """F drives B with `lag`; S is independent of both."""
+    rng = np.random.default_rng(seed)
+    f = ar1(rng, n + lag)
+    b = 0.8 * f[:-lag] + 0.6 * rng.normal(size=n)
+    return pd.DataFrame({"F": f[lag:], "B": b, "S": ar1(rng, n)})
+
+
+def test_lag_3_driver_is_granger_causal_and_lag_recovered():
+    for seed in range(5):
+        r = analyze_session(driven(seed))
+        assert r.suitable and r.diff_order == 0
+        assert r.p_B < 0.01, (seed, r)
+        assert r.lag_B_s == 3.0 and r.corr_B > 0.5, (seed, r)
+
+
+def test_independent_series_mostly_not_rejected():
+    rejected = 0
+    seeds = range(40)
+    for seed in seeds:
+        rng = np.random.default_rng(1000 + seed)
+        g = granger_test(ar1(rng, 200), ar1(rng, 200))
+        rejected += g.p_value < 0.05
+    assert rejected <= 0.1 * len(seeds), rejected
+
+
+def test_cross_correlation_lag_and_constant():
+    rng = np.random.default_rng(7)
+    x = rng.normal(size=300)
+    y = np.r_[np.zeros(5), x[:-5]] + 0.2 * rng.normal(size=300)
+    cc = cross_correlation(x, y, max_lag=20)
+    assert cc.lag == 5 and cc.max_corr > 0.9
+    flat = cross_correlation(x, np.zeros(300))
+    assert np.isnan(flat.max_corr) and flat.lag is None
+
+
+def test_kpss_differencing_path():
+    rng = np.random.default_rng(3)
+    n = 300
+    noise = rng.normal(size=(n, 3))
+    frame = pd.DataFrame(noise, columns=["F", "B", "S"])
+    assert make_stationary(frame).order == 0
+    walk = frame.assign(F=np.cumsum(noise[:, 0]))
+    assert make_stationary(walk).order == 1
+    twice = frame.assign(B=np.cumsum(np.cumsum(noise[:, 1])))
+    st = make_stationary(twice)
+    assert st.order == 2 and len(st.data) == n - 2
+    growing = frame.assign(S=np.exp(np.arange(n) / 20.0))
+    st = make_stationary(growing)
+    assert st.order is None and st.data is None and set(st.kpss_p) == {0, 1, 2}
+    r = analyze_session(growing)
+    assert not r.suitable and np.isnan(r.p_B) and "second differences" in r.reason_B
+
+
+def test_constant_effect_is_not_tested():
+    frame = driven(1).assign(S=0.0)
+    r = analyze_session(frame)
+    assert r.p_B < 0.01 and np.isnan(r.p_S) and r.reason_S == "a series is constant"
+
+
+def test_sessions_from_long_rows_and_summary():
+    rows = []
+    for i in range(3):
+        frame = driven(i, n=120)
+        for name in ("F", "B", "S"):
+            # 4 samples per second: on_grid averages each second back to the series
+            for t, v in enumerate(frame[name]):
+                rows += [{"run_id": f"r{i}", "name": name, "t_s": t + k / 4, "value": v} for k in range(4)]
+    rows.append({"run_id": "r9", "name": "F", "t_s": 0.0, "value": 1.0})  # no B or S
+    results = analyze_sessions(pd.DataFrame(rows))
+    assert list(results["run_id"]) == ["r0", "r1", "r2", "r9"]
+    assert "B" in results.set_index("run_id").loc["r9", "error"]
+    s = summarize(results)
+    assert s["sessions"] == 4 and s["analysed"] == 3 and s["granger_B_share"] == 1.0
+    assert s["granger_either_share"] == 1.0 and s["median_corr_B"] > 0.5
+    svg = fig12_svg(results)
+    assert svg.startswith("<svg") and "CCDF" in svg
+
+
+def test_on_grid_forward_fills_and_sums():
+    rows = pd.DataFrame({"name": ["F", "F", "B", "B", "S"], "t_s": [0.2, 3.5, 0.0, 2.1, 0.0],
+                         "value": [10.0, 5.0, 1.0, 2.0, 0.0]})
+    g = on_grid(rows, how={"F": "sum"})
+    assert list(g.index) == [0.0, 1.0, 2.0, 3.0]
+    assert list(g["F"]) == [10.0, 0.0, 0.0, 5.0]
+    assert list(g["B"]) == [1.0, 1.0, 2.0, 2.0]
+    with pytest.raises(LonglookError, match="S"):
+        on_grid(rows[rows["name"] != "S"])
+
+
+def test_bytes_per_second_from_flow_log(tmp_path: Path):
+    server = "198.18.2.2"
+    lines = [
+        {"t": 0.1, "direction": "down", "proto": "udp", "src": f"{server}:4433", "dst": "198.18.1.2:5000", "bytes": 1000},
+        {"t": 0.5, "direction": "down", "proto": "udp", "src": f"{server}:4433", "dst": "198.18.1.2:5000", "bytes": 3000},
+        {"t": 1.0, "direction": "up", "proto": "udp", "src": "198.18.1.2:5000", "dst": f"{server}:4433", "bytes": 500},
+        {"t": 1.2, "direction": "down", "proto": "tcp", "src": f"{server}:4433", "dst": "198.18.1.2:6000", "bytes": 4000},
+        {"t": 2.7, "direction": "down", "proto": "tcp", "src": f"{server}:4433", "dst": "198.18.1.2:6000", "bytes": 10000},
+        {"t": 2.7, "direction": "down", "proto": "tcp", "src": f"{server}:7000", "dst": "198.18.1.2:6001", "bytes": 99999},
+        {"t": 2.8, "direction": "down", "proto": "tcp", "src": "10.0.0.1:4433", "dst": "198.18.1.2:6002", "bytes": 99999},
+    ]
+    log = tmp_path / "flows.jsonl"
+    log.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    f = bytes_per_second(log, server, {4433})
+    assert list(f.index) == [0.0, 1.0, 2.0]
+    # the up line at t = 1.0 closes the first second
+    assert list(f["udp"]) == [3500.0, 0.0, 0.0]
+    assert list(f["tcp"]) == [0.0, 4000.0, 6000.0]
+    down = bytes_per_second(log, server, {4433}, directions=("down",), start_s=1.0, end_s=4.0)
+    assert list(down["tcp"]) == [4000.0, 6000.0, 0.0] and down["udp"].sum() == 0
+    rows = series_rows(down)
+    assert rows[1] == {"name": "F", "key": "", "t_s": 1.0, "value": 6000.0} and len(rows) == 6
+    assert linkem_start_mono_ms({"mono_ms": 5000.0, "elapsed_s": 2.0}) == 3000.0
+    log.write_text("{torn last li")
+    assert bytes_per_second(log, server).empty
+    with pytest.raises(LonglookError, match="no such flow log"):
+        bytes_per_second(tmp_path / "none.jsonl", server)
+
+
+def test_patterns_welch_and_tcp_better_or_same_share():
+    rng = np.random.default_rng(0)
+    rows = []
+    for r in range(10):
+        rows.append({"pattern": "DL", "arm": "h3", "round": r, "qoe": 1.0 + 0.1 * rng.normal()})
+        rows.append({"pattern": "DL", "arm": "h2", "round": r, "qoe": 2.0 + 0.1 * rng.normal()})
+        rows.append({"pattern": "DH", "arm": "h3", "round": r, "qoe": 3.0 + 0.1 * rng.normal()})
+        rows.append({"pattern": "DH", "arm": "h2", "round": r, "qoe": 1.0 + 0.1 * rng.normal()})
+    out = compare_patterns(pd.DataFrame(rows)).set_index("pattern")
+    assert out.loc["DL", "verdict"] == "TCP better" and out.loc["DL", "tcp_better_or_same_share"] == 1.0
+    assert out.loc["DH", "verdict"] == "QUIC better" and out.loc["DH", "tcp_better_or_same_share"] == 0.0
+    assert out.loc["DL", "p_welch"] < 1e-6 and out.loc["DL", "pairs"] == 10
+    # pairwise Welch on per-second samples: overlapping samples are "same"
+    same = rng.normal(size=50)
+    assert pair_verdicts([same, same + 5], [same + 0.01, same]) == ["same", "quic_better"]
+
+
+def test_store_analysis_and_cli(tmp_path: Path):
+    """Any kind's store with series F, B, S and a QoE metric: sessions, patterns, outputs."""
+    from typer.testing import CliRunner
+
+    from longlook.analyses.fallback.store import analyze_store
+    from longlook.cli import app
+    from longlook.core.record import RunRecord
+    from longlook.core.store import Store
+    from longlook.kinds.pageload import Scenario
+
+    scenario = Scenario.from_toml('name = "fb"\nrounds = 3\nworkloads = ["1x10k"]\n'
+                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {})
+        cell = scenario.cells()[0]
+        for r in range(3):
+            frame = driven(r, n=120)
+            series = [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
+                      for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
+            s.record_run(RunRecord(run_id=f"q{r}", cell_id=cell.id, round=r, position=0, arm="h3",
+                                   status="ok", metrics={"qoe": 1.0 + r / 10}, series=series))
+            s.record_run(RunRecord(run_id=f"t{r}", cell_id=cell.id, round=r, position=1, arm="h2",
+                                   status="ok", metrics={"qoe": 2.0 + r / 10}))
+    result = analyze_store(tmp_path)
+    assert list(result.sessions["run_id"]) == ["q0", "q1", "q2"]
+    assert (result.sessions["pair_verdict"] == "tcp_better").all()
+    assert result.summary["tcp_better_or_same"]["granger_B_share"] == 1.0
+    assert result.patterns.iloc[0]["verdict"] == "TCP better"
+    out = CliRunner().invoke(app, ["analyze", "fallback", str(tmp_path), "--out", str(tmp_path / "fb")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "fb" / "fallback-fig12.svg").exists() and "Granger" in out.output

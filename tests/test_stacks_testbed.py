@@ -1,0 +1,127 @@
+"""Each installed QUIC stack, server and client, loads a 10-object page over h3 through the
+testbed (the page-load kind, through core.execute.Runner), against itself and against our
+endpoint; its qlogs parse (raw: JSON or JSON-SEQ with packet and metrics events) and read
+into Table-3 states. Two versions of one stack run side by side, their versions recorded."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from longlook.analyses.qlog import read_qlog
+from longlook.analyses.qlog_stacks import load_any
+from longlook.analyses.states.trace import QUIC_STATES, StateTrace
+from longlook.core.execute import Runner
+from longlook.core.store import Store
+from longlook.kinds.pageload import Scenario
+from longlook.stacks.registry import STACKS, resolve
+from testbed_helpers import needs_testbed
+
+LINK = """
+seed = 1
+rounds = 1
+retries = 2
+timeout_s = 30
+[[links]]
+rate_mbit = 100
+rtt_ms = 36
+buffer_bytes = 450000
+[workloads]
+object_count = 10
+object_size = "10k"
+"""
+
+
+def _needs_stack(spec: str):
+    """Skip where a stack is not installed, except in CI (scripts/setup.sh installs all)."""
+    if resolve(spec).installed():
+        return []
+    reason = f"{spec} is not installed (python -m longlook.stacks.install {spec})"
+    return [pytest.mark.skip(reason=reason)] if not os.environ.get("CI") else []
+
+
+def _run(tmp_path: Path, toml: str):
+    sc = Scenario.from_toml(toml)
+    summary = Runner(sc, tmp_path, link_check=False).run()
+    with Store.open(tmp_path, read_only=True) as store:
+        runs = store.runs_frame()
+        versions = store.experiment()["versions"]
+    return summary, runs, versions
+
+
+def _check_raw(path: Path) -> None:
+    header, events = load_any(path)
+    names = {e["name"] for e in events}
+    assert {"transport:packet_sent", "recovery:metrics_updated"} <= names, (path, sorted(names))
+
+
+def _check_states(path: Path) -> StateTrace:
+    log = read_qlog(path)
+    trace = StateTrace.from_qlog(log, path.name)
+    assert len(trace.states) > 1 and set(trace.states) <= set(QUIC_STATES), trace.states
+    return trace
+
+
+@needs_testbed("linkem", "endpoint")
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_needs_stack(n)) for n in STACKS])
+def test_stack_server_and_client_load_a_page_over_h3(tmp_path: Path, name: str):
+    toml = f"""name = "stack-{name}"
+{LINK}
+[[arms]]
+label = "{name}"
+protocol = "h3"
+server = "{name}"
+client = "{name}"
+[[arms]]
+label = "ours-client"
+protocol = "h3"
+server = "{name}"
+zero_rtt = false
+[[arms]]
+label = "ours-server"
+protocol = "h3"
+client = "{name}"
+"""
+    summary, runs, versions = _run(tmp_path, toml)
+    ok = runs[runs.status == "ok"]
+    assert set(ok.arm) == {name, "ours-client", "ours-server"}, runs[["arm", "status", "error"]].to_string()
+    assert (ok.protocol_negotiated == "h3").all()
+    assert resolve(name).spec in versions["stacks"]
+    for r in ok.itertuples():
+        arts = r.artifacts
+        fetch = json.loads((tmp_path / arts["fetch"]).read_text())
+        assert len(fetch["objects"]) == 11 and fetch["bytes"] >= 100_000, fetch
+        assert all(o["status"] == 200 for o in fetch["objects"])
+        if r.arm != "ours-server":  # the stack's server wrote the qlog
+            _check_raw(tmp_path / arts["qlog_raw"])
+            _check_states(tmp_path / arts["qlog"])
+        if r.arm != "ours-client":  # the stack's client did
+            _check_raw(tmp_path / arts["client_qlog_raw"])
+            _check_states(tmp_path / arts["client_qlog"])
+
+
+VERSIONS = ("quic-go@v0.65.0", "quic-go@v0.64.1")
+
+
+@needs_testbed("linkem", "endpoint")
+@pytest.mark.parametrize("specs", [pytest.param(VERSIONS, marks=[m for s in VERSIONS for m in _needs_stack(s)][:1])])
+def test_two_versions_of_a_stack_run_side_by_side(tmp_path: Path, specs):
+    toml = f"""name = "versions"
+{LINK}
+[[arms]]
+label = "new"
+protocol = "h3"
+server = "quic-go@v0.65.0"
+client = "quic-go@v0.65.0"
+[[arms]]
+label = "old"
+protocol = "h3"
+server = "quic-go@v0.64.1"
+client = "quic-go@v0.64.1"
+"""
+    summary, runs, versions = _run(tmp_path, toml)
+    assert set(runs[runs.status == "ok"].arm) == {"new", "old"}, runs[["arm", "status", "error"]].to_string()
+    assert set(versions["stacks"]) == {"quic-go@v0.65.0", "quic-go@v0.64.1"}
