@@ -31,9 +31,10 @@ LATE_MS = 1.0  # what linkem timestamps as a late release
 _BUCKET_UPPER_MS = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, float("inf"))
 _BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", "1-2ms", "2-5ms", "over_5ms")
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
-# linkem's directions hand their counters to its stats writer every 5 ms, so a document
-# covers everything up to that long before its own `mono_ms`; SIGUSR1 has it written now
-STATS_LAG_MS = 5.0
+# linkem's directions hand their counters to its stats writer once per stats interval
+# (testbed.linkem: 25 ms), so a document covers everything up to that long before its own
+# `mono_ms`; SIGUSR1 has it written at once instead of at the next interval
+STATS_LAG_MS = 25.0
 STALL_REPORT_MS = 12.0  # linkem-probe prints a stall within 10 ms of its end, read soon after
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..binaries import find_binary
 from ..errors import LonglookError
+from ..testbed.processes import stop_child
 
 SERVER_ADDR = "198.18.2.2"
 
@@ -77,13 +78,7 @@ class EndpointServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child(self.process)
 
     def take_logs(self, run_id: str, dest: Path) -> list[str]:
         """Move the server's log files of `run_id`'s connections into `dest`.

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import LonglookError
+from ..testbed.processes import stop_child
 from .base import Stack
 from .endpoint import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
@@ -121,13 +122,7 @@ class StackServer:
         return self.process.poll() is None
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+        stop_child(self.process)
 
     def take_logs(self, run_id: str, dest: Path) -> dict[str, str]:
         """Move the qlogs of the connections made since the last call into `dest` (runs are
