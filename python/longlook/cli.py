@@ -45,7 +45,7 @@ calibrate_cmds.register(app)
 
 def main() -> None:
     try:
-        app(standalone_mode=True)
+        app()
     except LonglookError as e:
         print(f"longlook: error: {e}", file=sys.stderr)
         sys.exit(2)

@@ -43,14 +43,17 @@ def run(
     if load_scenario(scenario).kind != "fairness":
         raise LonglookError(f"{scenario}: not a fairness scenario (kind = \"fairness\")",
                             hint="run other kinds with `longlook run FILE --out DIR`")
+    code = 0
     try:
         run_scenario(scenario, out, resume=resume, link_check=link_check, command="longlook fairness")
     except typer.Exit as e:
-        if report and e.exit_code == 1:  # short cells: the report shows what did complete
-            typer.echo(build_report(out))
-        raise
+        if e.exit_code != 1:
+            raise
+        code = 1  # short cells: the report still shows what did complete
     if report:
         typer.echo(build_report(out))
+    if code:
+        raise typer.Exit(code)
 
 
 @fairness_app.command("report")
