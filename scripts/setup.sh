@@ -54,7 +54,7 @@ if ! .venv/bin/python -c "import longlook, pytest" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.longlook-installed ]; then
   echo "setup: installing the Python package into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test]'
+  .venv/bin/pip install -q -e '.[test,cluster]'  # cluster: Ray, for --executor ray and its tests
   # E-Divisive (longlook compare --history): its metadata caps numpy<2 and Python<3.12,
   # which would downgrade numpy for all of longlook; it runs on ours, so no deps (pyproject
   # lists what it imports)

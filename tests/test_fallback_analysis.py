@@ -192,3 +192,32 @@ def test_store_analysis_and_cli(tmp_path: Path):
     out = CliRunner().invoke(app, ["analyze", "fallback", str(tmp_path), "--out", str(tmp_path / "fb")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "fb" / "fallback-fig12.svg").exists() and "Granger" in out.output
+
+
+def test_flagged_retries_are_one_session_per_round(tmp_path: Path):
+    """With flagged runs kept, a round's retried arm has two attempts: the last one counts,
+    so sessions and pairs are not doubled."""
+    from longlook.analyses.fallback.store import analyze_store
+    from longlook.core.record import RunRecord
+    from longlook.core.store import Store
+    from longlook.kinds.pageload import Scenario
+
+    scenario = Scenario.from_toml('name = "fb"\nrounds = 2\nworkloads = ["1x10k"]\n'
+                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {})
+        cell = scenario.cells()[0]
+        for r in range(2):
+            frame = driven(r, n=120)
+            series = [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
+                      for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
+            for attempt in (1, 2):  # the first attempt of each arm was flagged and retried
+                s.record_run(RunRecord(run_id=f"q{r}a{attempt}", cell_id=cell.id, round=r, position=0,
+                                       arm="h3", attempt=attempt, status="ok", series=series,
+                                       audit={"flagged": attempt == 1}, metrics={"qoe": 1.0}))
+                s.record_run(RunRecord(run_id=f"t{r}a{attempt}", cell_id=cell.id, round=r, position=1,
+                                       arm="h2", attempt=attempt, status="ok",
+                                       audit={"flagged": attempt == 1}, metrics={"qoe": 2.0}))
+    result = analyze_store(tmp_path, include_flagged=True)
+    assert list(result.sessions["run_id"]) == ["q0a2", "q1a2"]
+    assert result.patterns.iloc[0]["pairs"] == 2

@@ -163,6 +163,54 @@ def test_states_are_derived_from_metrics_where_the_stack_emits_none():
     assert derive_states([]) == []
 
 
+def test_derived_states_tell_a_slow_start_exit_from_a_loss_and_follow_each_cut():
+    """ngtcp2 (HyStart++): ssthresh set at the window is a slow-start exit, not a loss; a
+    second cut within Recovery moves the mark the window must outgrow to leave it."""
+    events = [_ev(0, "recovery:metrics_updated", congestion_window=14000),
+              _ev(10, "recovery:metrics_updated", congestion_window=140000),
+              _ev(20, "recovery:metrics_updated", congestion_window=143000, ssthresh=143000),  # HyStart exit
+              _ev(25, "recovery:packet_lost"),
+              _ev(25, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
+              _ev(30, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
+              _ev(40, "recovery:metrics_updated", congestion_window=70000, ssthresh=70000),  # cut again
+              _ev(50, "recovery:metrics_updated", congestion_window=70010, ssthresh=70000),
+              _ev(60, "recovery:metrics_updated", congestion_window=50000, ssthresh=50000)]  # no packet_lost
+    derived = derive_states(events)
+    assert [(e["time"], e["data"]["new"]) for e in derived] == [
+        (0, "SlowStart"), (20, "CongestionAvoidance"), (25, "Recovery"), (50, "CongestionAvoidance"),
+        (60, "Recovery")]
+
+
+def test_derived_recovery_lasts_at_least_a_round_trip():
+    """aioquic grows its window within a round trip of the cut, and reports that episode's
+    further losses: one Recovery, left a smoothed RTT after it began."""
+    events = [_ev(0, "recovery:metrics_updated", cwnd=90000, smoothed_rtt=36.0),
+              _ev(100, "recovery:packet_lost"),
+              _ev(100, "recovery:metrics_updated", cwnd=60000, ssthresh=60000, smoothed_rtt=40.0),
+              _ev(105, "recovery:metrics_updated", cwnd=60050, ssthresh=60000),
+              _ev(105, "recovery:packet_lost"),
+              _ev(120, "recovery:metrics_updated", cwnd=60100, ssthresh=60000),
+              _ev(141, "recovery:metrics_updated", cwnd=60150, ssthresh=60000)]
+    derived = derive_states(events)
+    assert [(e["time"], e["data"]["new"]) for e in derived] == [
+        (0, "SlowStart"), (100, "Recovery"), (141, "CongestionAvoidance")]
+
+
+def test_a_null_ssthresh_keeps_the_window_cut_to_as_its_stand_in():
+    """tquic logs `ssthresh: null`: after Recovery the window it was cut to stands for
+    ssthresh, so growing on from there is CongestionAvoidance, not a new SlowStart."""
+    events = [_ev(0, "recovery:metrics_updated", congestion_window=90000, ssthresh=None),
+              _ev(10, "recovery:metrics_updated", congestion_window=60000, ssthresh=None),
+              _ev(20, "recovery:metrics_updated", congestion_window=61000, ssthresh=None),
+              _ev(30, "recovery:metrics_updated", congestion_window=62000, ssthresh=None),
+              _ev(40, "recovery:packet_lost"),  # a second episode cuts deeper: its cut is the mark
+              _ev(40, "recovery:metrics_updated", congestion_window=40000),
+              _ev(50, "recovery:metrics_updated", congestion_window=41000),
+              _ev(60, "recovery:metrics_updated", congestion_window=42000)]
+    assert [e["data"]["new"] for e in derive_states(events)] == [
+        "SlowStart", "Recovery", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]
+
+
 def test_a_json_qlog_becomes_json_seq_that_the_states_analysis_reads(tmp_path: Path):
     raw = tmp_path / "x.qlog"
     raw.write_text(json.dumps({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [

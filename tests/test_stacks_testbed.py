@@ -1,6 +1,7 @@
 """Each installed QUIC stack, server and client, loads a 10-object page over h3 through the
 testbed (the page-load kind, through core.execute.Runner), against itself and against our
-endpoint; its qlogs parse (raw: JSON or JSON-SEQ with packet and metrics events) and read
+endpoint; its qlogs (and our server's) parse (raw: the stack's JSON or JSON-SEQ, with packet and
+metrics events) and read
 into Table-3 states. Two versions of one stack run side by side, their versions recorded."""
 
 from __future__ import annotations
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from longlook.analyses.qlog import read_qlog
+from longlook.analyses.qlog import RECORD_SEPARATOR, read_qlog
 from longlook.analyses.qlog_stacks import load_any
+from longlook.analyses.states import analyse_runs, load_runs
+from longlook.analyses.states.export import cwnd_groups
 from longlook.analyses.states.trace import QUIC_STATES, StateTrace
 from longlook.core.execute import Runner
 from longlook.core.store import Store
@@ -32,6 +35,8 @@ buffer_bytes = 450000
 [workloads]
 object_count = 10
 object_size = "10k"
+[fidelity]  # not about fidelity: a run flagged on a busy machine still counts
+exclude_flagged = false
 """
 
 
@@ -52,10 +57,25 @@ def _run(tmp_path: Path, toml: str):
     return summary, runs, versions
 
 
-def _check_raw(path: Path) -> None:
+def _check_raw(path: Path, qlog_format: str = "JSON-SEQ") -> None:
+    """The file is a qlog in the stack's serialisation, every record whole JSON (JSON-SEQ: RFC
+    7464 records, header first; JSON: one document with traces), with packet events (numbered)
+    and metrics (with a window) under their 0.3 names or the stack's draft's (`quic:*`)."""
+    raw = path.read_bytes()
+    if qlog_format == "JSON-SEQ":
+        assert raw[:1] == RECORD_SEPARATOR, (path, raw[:40])
+        records = [json.loads(r) for r in raw.split(RECORD_SEPARATOR)[1:]]  # strict: no torn record
+        assert {"qlog_version", "file_schema"} & set(records[0]), (path, records[0])
+    else:
+        assert "traces" in json.loads(raw), path
     header, events = load_any(path)
     names = {e["name"] for e in events}
     assert {"transport:packet_sent", "recovery:metrics_updated"} <= names, (path, sorted(names))
+    sent = [e for e in events if e["name"] == "transport:packet_sent"]
+    assert all(isinstance(e["time"], (int, float)) for e in events)
+    assert any(((e.get("data") or {}).get("header") or {}).get("packet_number") is not None for e in sent), sent[:2]
+    metrics = [e.get("data") or {} for e in events if e["name"] == "recovery:metrics_updated"]
+    assert any(m.get("congestion_window", m.get("cwnd")) for m in metrics), metrics[:2]
 
 
 def _check_states(path: Path) -> StateTrace:
@@ -96,11 +116,34 @@ client = "{name}"
         assert len(fetch["objects"]) == 11 and fetch["bytes"] >= 100_000, fetch
         assert all(o["status"] == 200 for o in fetch["objects"])
         if r.arm != "ours-server":  # the stack's server wrote the qlog
-            _check_raw(tmp_path / arts["qlog_raw"])
+            _check_raw(tmp_path / arts["qlog_raw"], resolve(name).qlog_format)
+            _check_states(tmp_path / arts["qlog"])
+        else:  # ours: quinn's packet events merged with our controller's recovery events
+            _check_raw(tmp_path / arts["qlog"])
             _check_states(tmp_path / arts["qlog"])
         if r.arm != "ours-client":  # the stack's client did
-            _check_raw(tmp_path / arts["client_qlog_raw"])
+            _check_raw(tmp_path / arts["client_qlog_raw"], resolve(name).qlog_format)
             _check_states(tmp_path / arts["client_qlog"])
+    _check_machines_per_stack(tmp_path, name, versions["stacks"][resolve(name).spec])
+
+
+# congestion_state_updated in the stack's qlog (else the states are derived from its metrics)
+EMITS_STATES = {"quic-go": True, "quiche": True, "aioquic": False, "ngtcp2": False, "tquic": False}
+
+
+def _check_machines_per_stack(directory: Path, name: str, version: str) -> None:
+    """The states analysis labels each machine by its server stack at its version (not all
+    "QUIC"), says whether the states were emitted or derived, and draws a cwnd timeline per
+    stack."""
+    a = analyse_runs(load_runs(directory))
+    by_arm = {m.arm: m for m in a.machines}
+    assert by_arm["ours-server"].stack == "ours" and by_arm["ours-server"].states_source == "emitted"
+    for arm in (name, "ours-client"):
+        m = by_arm[arm]
+        assert m.stack == version and version in m.label, (m.stack, version)
+        if name in EMITS_STATES:
+            assert m.states_source == ("emitted" if EMITS_STATES[name] else "derived"), m.states_source
+    assert [stack for stack, _ in cwnd_groups(a)] == ["ours", version]
 
 
 VERSIONS = ("quic-go@v0.65.0", "quic-go@v0.64.1")

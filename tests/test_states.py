@@ -178,3 +178,29 @@ def test_holm_matches_statsmodels():
 
     p = np.array([0.01, 0.04, 0.03, 0.005, 0.5, 0.04])
     assert holm_adjust(p) == pytest.approx(multipletests(p, method="holm")[1])
+
+
+def test_machines_and_cwnd_timelines_per_server_stack():
+    """Two QUIC server stacks in one experiment are two machines labelled by stack and version
+    (not one "QUIC"), each with its states' source, and each gets its own cwnd timeline."""
+    from longlook.analyses.states import analyse_runs
+    from longlook.analyses.states.export import cwnd_groups
+
+    def run(i, arm, log, server=None):
+        return RunLogs(run_id=f"{arm}{i}", cell_id="c", arm=arm, round=i, log=log, linkem=linkem(), server=server)
+
+    derived = quic_log(T1)
+    derived.header["trace"]["longlook"] = {"stack": "ngtcp2", "states": "derived"}
+    runs = [*(run(i, "quinn", quic_log(T1)) for i in range(3)),
+            *(run(i, "ngtcp2", derived, server="ngtcp2@0.12.1") for i in range(3)),
+            *(run(i, "h2", tcp_log(["Open", "Recovery", "Open"])) for i in range(3))]
+    a = analyse_runs(runs)
+    labels = {m.arm: (m.stack, m.states_source, m.label) for m in a.machines}
+    assert labels == {"quinn": ("ours", "emitted", "server ours, arm quinn"),
+                      "ngtcp2": ("ngtcp2@0.12.1", "derived", "server ngtcp2@0.12.1, arm ngtcp2"),
+                      "h2": ("TCP", "emitted", "arm h2")}
+    from longlook.analyses.states.export import analysis_json
+    assert {m["arm"]: m["states_source"] for m in analysis_json(a)["machines"]}["ngtcp2"] == "derived"
+    groups = cwnd_groups(a)
+    assert [s for s, _ in groups] == ["ours", "ngtcp2@0.12.1"]
+    assert all([log.protocol for _, log in logs] == ["QUIC", "TCP"] for _, logs in groups)

@@ -143,7 +143,7 @@ def test_report_section(experiment):
     with Store.open(d, read_only=True) as st:
         s = states_section.section(st, None)
     assert s is not None and s.id == "states"
-    for heading in ("QUIC state machine", "TCP state machine", "false losses per cell",
+    for heading in ("QUIC state machine, server ours, arm h3", "TCP state machine", "false losses per cell",
                     "What each impairment changes", "Congestion window over time"):
         assert heading in s.html, heading
     assert "enter:Recovery" in s.html and "loss:spurious" in s.html

@@ -13,6 +13,7 @@ from .commands import compare as compare_cmds
 from .commands import fairness as fairness_cmds
 from .commands import link as link_cmds
 from .commands import report as report_cmds
+from .commands import reproduce as reproduce_cmds
 from .commands import run as run_cmds
 from .commands import states as states_cmds
 from .errors import LonglookError
@@ -41,6 +42,7 @@ run_cmds.register(app)
 compare_cmds.register(app)
 analyze_cmds.register(app)
 calibrate_cmds.register(app)
+reproduce_cmds.register(app)
 
 
 def main() -> None:

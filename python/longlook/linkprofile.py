@@ -96,6 +96,10 @@ class LinkProfile(Direction):
     name: str = "link"
     up: Direction = Field(default_factory=Direction)
     down: Direction = Field(default_factory=Direction)
+    # A path through the proxy namespace: (client-proxy, proxy-server) segments, each its own
+    # linkem; this profile's own fields are then their series (testbed/segments.py), what the
+    # path measures end to end.
+    segments: tuple["LinkProfile", "LinkProfile"] | None = None
 
     @model_validator(mode="after")
     def _check_each_direction(self) -> "LinkProfile":
@@ -143,6 +147,9 @@ class LinkProfile(Direction):
             lines.extend(tables)
             lines.append("")
         return "\n".join(lines)
+
+
+LinkProfile.model_rebuild()
 
 
 def _toml_value(v: object) -> str:

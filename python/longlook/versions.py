@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
+from pathlib import Path
 
 from .binaries import find_binary
 from .errors import LonglookError
 
 
 def binary_version(name: str) -> str:
-    """`NAME --version`'s first line, or why it could not be read."""
+    """`NAME --version`'s first line and the binary's digest: two builds of one crate version
+    (a changed knob, a patched stack) are told apart in `longlook compare`."""
     try:
         path = find_binary(name)
         out = subprocess.run([str(path), "--version"], capture_output=True, text=True, timeout=10)
-        return (out.stdout.strip().splitlines() or [f"exit {out.returncode}"])[0]
+        line = (out.stdout.strip().splitlines() or [f"exit {out.returncode}"])[0]
+        return f"{line} (sha256 {file_digest(path)})"
     except (LonglookError, OSError, subprocess.TimeoutExpired) as e:
         return f"unknown ({e})"
+
+
+def file_digest(path: Path, length: int = 12) -> str:
+    with open(path, "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()[:length]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 #[derive(Parser, Debug)]
-#[command(name = "endpoint", about = "longlook's instrumented HTTP/3 + HTTP/2 server and client")]
+#[command(name = "endpoint", version, about = "longlook's instrumented HTTP/3 + HTTP/2 server and client")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -18,6 +18,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Fetch a page (HTML + all its objects) or one bulk object and print one JSON document.
     Fetch(FetchArgs),
+    /// Split-connection proxy between two testbed segments: TCP relay or HTTP/3 reverse proxy.
+    Proxy(crate::proxy::ProxyArgs),
     /// Print base64(sha256(SubjectPublicKeyInfo)) of a PEM certificate.
     Spki {
         #[arg(long)]
@@ -100,6 +102,8 @@ pub struct ServeArgs {
 pub enum Proto {
     H3,
     H2,
+    /// QUIC-enabled: race QUIC against TCP as Chromium does (client/race.rs).
+    Race,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
@@ -151,4 +155,6 @@ pub struct FetchArgs {
     pub duration_s: Option<f64>,
     #[command(flatten)]
     pub flow: FlowControl,
+    #[command(flatten)]
+    pub race: crate::client::race::RaceArgs,
 }

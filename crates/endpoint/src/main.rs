@@ -5,6 +5,7 @@ mod cli;
 mod client;
 mod content;
 mod output;
+mod proxy;
 mod qlog;
 mod server;
 mod tcp_trace;
@@ -29,6 +30,16 @@ fn main() {
         cli::Command::Serve(args) => {
             let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
             match rt.block_on(server::serve(args)) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: {e:#}");
+                    2
+                }
+            }
+        }
+        cli::Command::Proxy(args) => {
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+            match rt.block_on(proxy::run(args)) {
                 Ok(()) => 0,
                 Err(e) => {
                     eprintln!("error: {e:#}");

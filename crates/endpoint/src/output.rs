@@ -12,6 +12,9 @@ pub struct ObjectTiming {
     pub start_ms: f64,
     pub first_byte_ms: f64,
     pub end_ms: f64,
+    /// The protocol that served this object (set by the racing client only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<&'static str>,
 }
 
 #[derive(Serialize, Debug, Clone, Copy, Default)]
@@ -45,6 +48,9 @@ pub struct FetchReport {
     pub stopped_early: bool,
     /// Where a failed fetch stopped (null when ok).
     pub failure_phase: Option<crate::client::Phase>,
+    /// `--proto race`: how the race went (client/race.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub race: Option<crate::client::race::RaceReport>,
 }
 
 /// Exit codes: 0 ok, 1 any other error, 3 requested protocol could not be used.

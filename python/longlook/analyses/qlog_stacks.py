@@ -13,12 +13,15 @@ analysis read like our endpoint's:
 - `recovery:congestion_state_updated`, where the stack emits it (quic-go, quiche), has its
   state names mapped onto Kakhki's Table 3 (`slow_start` -> `SlowStart`, ...), the stack's
   own name kept in `stack_state`;
-- where it does not (aioquic, ngtcp2), the states are derived from the metrics, each event
-  marked `derived: true`: `SlowStart` while the window is below ssthresh (or ssthresh is
-  unset), `Recovery` from a `packet_lost` event, a set or lowered ssthresh, or (ngtcp2
-  logs no ssthresh and no losses) a window that shrank, until the window grows past its
-  size at the reduction, `CongestionAvoidance` otherwise (without a logged ssthresh, the
-  window the stack cut to stands for it). `ApplicationLimited`,
+- where it does not (aioquic, ngtcp2, tquic), the states are derived from the metrics, each
+  event marked `derived: true`: `SlowStart` while the window is below ssthresh (or ssthresh
+  is unset), `Recovery` from a `packet_lost` event, a window that shrank, or an ssthresh set
+  or lowered below the window (a slow-start exit such as HyStart++'s sets it at the window:
+  that is `CongestionAvoidance`), until the window grows past the size it was last cut to
+  (a further cut within Recovery moves that mark) at least one smoothed RTT after Recovery
+  began (RFC 9002 §7.3.2; losses in between belong to the same episode),
+  `CongestionAvoidance` otherwise (without
+  a logged ssthresh, the window the stack cut to stands for it). `ApplicationLimited`,
   `RetransmissionTimeout` and `TailLossProbe` cannot be told from those metrics, and are
   never derived.
 """
@@ -42,6 +45,20 @@ STATE_NAMES = {
     "probe_rtt": "CongestionAvoidance",
 }
 METRIC_ALIASES = {"cwnd": "congestion_window"}
+
+
+# What the report says about a stack's states (the module's docstring, in short).
+DERIVED_STATES_NOTE = (
+    "its qlog has no congestion_state_updated, so the states are derived from its metrics: "
+    "SlowStart while the window is below ssthresh (or ssthresh is unset); Recovery from a "
+    "packet_lost event, a window that shrank, or an ssthresh set below the window, until the window "
+    "grows past the size it was last cut to, at least one smoothed RTT later; CongestionAvoidance otherwise (also after a slow-start "
+    "exit that sets ssthresh at the window, HyStart++). "
+    "ApplicationLimited, RetransmissionTimeout and TailLossProbe cannot be derived and never appear.")
+EMITTED_STATES_NOTE = (
+    "its qlog's congestion_state_updated, its own state names mapped onto Table 3 (slow_start, "
+    "recovery, ...; BBR's startup as SlowStart, drain as Recovery, probe_bw/probe_rtt as "
+    "CongestionAvoidance; the stack's name kept as stack_state).")
 
 
 RECOVERY_EVENTS = ("metrics_updated", "congestion_state_updated", "packet_lost", "loss_timer_updated",
@@ -114,6 +131,8 @@ def derive_states(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     module's docstring), in time order."""
     out: list[dict[str, Any]] = []
     state, cwnd, ssthresh, recovery_cwnd = None, None, None, None
+    recovery_at, srtt = 0.0, None  # when Recovery began; the stack's smoothed RTT (ms)
+    logs_ssthresh = False  # else the window of the last cut stands for it (tquic)
 
     def enter(t: float, new: str, trigger: str) -> None:
         nonlocal state
@@ -126,30 +145,37 @@ def derive_states(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         name, data, t = e.get("name"), e.get("data") or {}, e["time"]
         if name == "recovery:packet_lost":
             if state != "Recovery":
-                recovery_cwnd = None  # set by the reduced window that follows
+                recovery_cwnd, recovery_at = None, t  # the mark: the reduced window that follows
                 enter(t, "Recovery", "packet_lost")
             continue
         if name != "recovery:metrics_updated":
             continue
         new_cwnd = data.get("congestion_window", data.get("cwnd"))
-        new_ss = data.get("ssthresh", ssthresh)
-        # a congestion event: ssthresh set or lowered, or (stacks that log no ssthresh) the
-        # window shrank
-        lowered = new_ss is not None and (ssthresh is None or new_ss < ssthresh)
-        shrank = new_cwnd is not None and cwnd is not None and new_cwnd < cwnd and data.get("ssthresh") is None
-        if state is not None and (lowered or shrank) and state != "Recovery":
-            recovery_cwnd = new_cwnd
-            enter(t, "Recovery", "ssthresh_reduced" if lowered else "window_reduced")
-        elif state == "Recovery" and shrank:
-            recovery_cwnd = new_cwnd
+        # a null ssthresh (tquic logs one) says nothing: keep what we know, or our stand-in
+        logs_ssthresh = logs_ssthresh or data.get("ssthresh") is not None
+        new_ss = data["ssthresh"] if data.get("ssthresh") is not None else ssthresh
+        srtt = data.get("smoothed_rtt") or srtt
+        # a window reduction: the window shrank, or ssthresh was set or lowered below the
+        # window it had. A slow-start exit (HyStart++: ngtcp2, quiche) sets ssthresh at the
+        # window without cutting it: no reduction.
+        shrank = new_cwnd is not None and cwnd is not None and new_cwnd < cwnd
+        lowered = (new_ss is not None and (ssthresh is None or new_ss < ssthresh)
+                   and cwnd is not None and new_ss < cwnd)
+        if state is not None and (lowered or shrank):
+            if state != "Recovery":
+                recovery_at = t
+                enter(t, "Recovery", "ssthresh_reduced" if lowered else "window_reduced")
+            recovery_cwnd = new_cwnd  # each cut, also within Recovery, is what it must outgrow
         ssthresh = new_ss
         if new_cwnd is None:
             continue
         if state == "Recovery":
             if recovery_cwnd is None:
                 recovery_cwnd = new_cwnd
-            elif new_cwnd > recovery_cwnd:
-                if ssthresh is None:
+            elif new_cwnd > recovery_cwnd and (srtt is None or t - recovery_at >= srtt):
+                # RFC 9002 §7.3.2: Recovery ends with the ack of a packet sent in it, at least
+                # a round trip after it began; a stack growing its window sooner is still in it
+                if not logs_ssthresh:
                     ssthresh = recovery_cwnd  # a stack without ssthresh in its log: the window it cut to
                 enter(t, "CongestionAvoidance", "window_grew")
         elif ssthresh is None or new_cwnd < ssthresh:

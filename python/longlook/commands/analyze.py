@@ -16,19 +16,41 @@ analyze_app = typer.Typer(no_args_is_help=True, add_completion=False,
 def fallback(
     directory: Path = typer.Argument(..., help="experiment directory with series F, B and S"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder [default: DIR]"),
-    quic_arm: str = typer.Option("h3", "--quic-arm", help="the QUIC-enabled arm"),
-    tcp_arm: str = typer.Option("h2", "--tcp-arm", help="the TCP-only arm"),
+    quic_arm: Optional[str] = typer.Option(None, "--quic-arm",
+                                           help="the QUIC-enabled arm [default: h3; page loads: the racing arm]"),
+    tcp_arm: Optional[str] = typer.Option(None, "--tcp-arm",
+                                          help="the TCP-only arm [default: h2; page loads: the h2 arm]"),
     metric: str = typer.Option("qoe", "--metric", help="QoE metric compared per pattern"),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="the metric is a cost"),
-    alpha: float = typer.Option(0.05, "--alpha", help="significance level (the paper's 0.05)"),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="significance level [default: the paper's "
+                                          "0.05; page loads: the scenario's]"),
     include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
 ) -> None:
     """Per QUIC-enabled session: cross-correlation of F with B and S and its lag, KPSS
     differencing, Granger F -> B and F -> S. Per pattern: Welch on QoE and the share of
-    pairs where TCP did better or the same. Writes CSV, JSON and the Fig. 12 figure."""
+    pairs where TCP did better or the same. Writes CSV, JSON and the Fig. 12 figure.
+    A page-load experiment with a racing arm: PLT of the racing arm vs the TCP-only arm per cell, fallback
+    share and time, bytes over QUIC, time lost to a blocked handshake (fallback-pageloads.csv)."""
+    from ..core.store import Store
+
+    with Store.open(directory, read_only=True) as store:
+        racing = store.kind_name() == "pageload" and any(
+            a.protocol == "race" for a in store.scenario().arm_list())
+    if racing:  # page loads behind middleboxes: the racing arm against TCP-only
+        from ..analyses.fallback.pageload import analyze_pageload_store
+
+        df = analyze_pageload_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm, alpha=alpha,
+                                    include_flagged=include_flagged)
+        path = (out or directory) / "fallback-pageloads.csv"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        df.to_csv(path, index=False)
+        typer.echo(path)
+        typer.echo(df.drop(columns=["cell_id"]).to_string(index=False))
+        return
     from ..analyses.fallback.store import analyze_store
 
-    result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
+    alpha = 0.05 if alpha is None else alpha
+    result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm or "h2", metric=metric,
                            higher_is_better=not lower_is_better, alpha=alpha,
                            include_flagged=include_flagged)
     for path in result.write(out or directory):

@@ -95,7 +95,7 @@ def clean_command(
     all_: bool = typer.Option(False, "--all", help="also testbeds whose owner is still running"),
     ids: Optional[list[str]] = typer.Option(None, "--id", help="only this testbed id (repeatable)"),
 ) -> None:
-    """Remove leftovers of crashed runs: ll-* namespaces, linkem and probe processes."""
+    """Remove leftovers of crashed runs: ll-* namespaces, linkem and probe processes, client CPU cgroups."""
     from ..testbed import clean
     from ..testbed.host import preflight
 
@@ -109,6 +109,8 @@ def clean_command(
         print(f"removed record of testbed {rid}")
     for inst in c.trace_instances:
         print(f"removed trace instance {inst} (its endpoint is gone)")
+    for group in c.cgroups:
+        print(f"removed client CPU cgroup {group}")
     for rid in c.skipped_live:
         print(f"kept testbed {rid}: its owner is running (use --all to remove it)")
     if c.is_empty():

@@ -49,13 +49,15 @@ def show(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
     table = Table(show_lines=False)
     cells = s.cells()
     own = list(cells[0].shown()) if cells else []
-    for col in ("#", "cell id", "rate", "RTT", "loss", *own):
+    cpu = ["client CPU"] if s.client_cpu else []  # the budget (testbed/cpu.py)
+    for col in ("#", "cell id", "rate", "RTT", "loss", *cpu, *own):
         table.add_column(col, overflow="fold")
     for c in cells:
         d = c.dims()
         rate = format_dim("rate_mbit", d["rate_mbit"]) if d["rate_mbit"] else f"trace {d['trace']}"
         table.add_row(str(c.index), c.id, rate, format_dim("rtt_ms", d["rtt_ms"]),
-                      format_dim("loss", d["loss"]), *(format_dim(k, v) for k, v in c.shown().items()))
+                      format_dim("loss", d["loss"]), *([d["client_cpu"]] if cpu else []),
+                      *(format_dim(k, v) for k, v in c.shown().items()))
     console.print(table)
     arms = ", ".join(f"{a.label}" + (f" ({a.protocol})" if a.protocol else "") for a in s.arm_list())
     console.print(f"arms: {arms}; compared: "

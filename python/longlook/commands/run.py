@@ -22,21 +22,37 @@ def run(
     link_check: bool = typer.Option(True, "--link-check/--no-link-check",
                                     help="self-check each link profile before its cells"),
     force: bool = typer.Option(False, "--force", help="write into a non-empty directory that is no experiment"),
+    executor: str = typer.Option("local", "--executor",
+                                 help="local (this machine's testbed) or ray (one cell per cluster node "
+                                      "with the testbed resource; docs/cluster.md)"),
+    address: str = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (--executor ray; "
+                                                        "default: RAY_ADDRESS or the cluster on this machine)"),
 ) -> None:
     """Run every cell of SCENARIO (rounds, arms in random order) and store each run as it ends."""
-    run_scenario(scenario, out, resume=resume, link_check=link_check, force=force)
+    run_scenario(scenario, out, resume=resume, link_check=link_check, force=force,
+                 executor=executor, address=address)
 
 
 def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check: bool = True,
-                 command: str = "longlook run", force: bool = False) -> None:
+                 command: str = "longlook run", force: bool = False, executor: str = "local",
+                 address: str | None = None) -> None:
     from ..core.execute import Runner
     from ..core.spec import load_scenario
 
+    from ..errors import LonglookError
+
+    if executor not in ("local", "ray"):
+        raise LonglookError(f"--executor {executor}: unknown executor", hint="use local or ray")
+    if address and executor != "ray":
+        raise LonglookError("--address is for --executor ray", hint="add --executor ray, or drop --address")
+    if executor == "ray":
+        from ..core.ray_executor import import_ray
+        import_ray()  # one clear error before anything is written when Ray is missing
     sc = load_scenario(scenario)
     display = _ProgressDisplay()
     with display.progress:
         summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event,
-                         force=force).run()
+                         force=force, executor=executor, address=address).run()
     console.print(
         f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
         f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "
@@ -67,12 +83,20 @@ class _ProgressDisplay:
                                  TimeRemainingColumn(), console=console, transient=False)
         self.task = None
         self.failed = 0
+        self.cells_task = None  # --executor ray: cells done, and what each node is doing
+        self.nodes: dict[str, str] = {}
 
     def event(self, kind: str, **info) -> None:
         if kind == "start":
             self.task = self.progress.add_task("runs", total=info["total"], completed=info["done"], failed=0)
+        elif kind == "cells":
+            self.cells_task = self.progress.add_task(f"cells ({info['nodes']} testbed nodes)",
+                                                     total=info["total"], failed=0)
+        elif kind in ("cell_started", "cell_done", "cell_requeued"):
+            self._node_event(kind, info)
         elif kind == "link_check":
-            self.progress.log(f"link self-check: {info['link']} ...")
+            where = f" on {info['node']}" if "node" in info else ""
+            self.progress.log(f"link self-check{where}: {info['link']} ...")
         elif kind == "link_checked":
             self.progress.log(("[green]" if info["ok"] else "[red]") + info["summary"])
         elif kind == "run":
@@ -88,3 +112,24 @@ class _ProgressDisplay:
                                      description=f"runs ({info['arm']} {info['text']})")
             else:
                 self.progress.update(self.task, failed=self.failed)
+            if "node" in info:
+                self.nodes[info["node"]] = f"{info['cell']} r{info['round']}"
+                self._show_nodes()
+
+    def _node_event(self, kind: str, info: dict) -> None:
+        node, cell = info["node"], info["cell"]
+        if kind == "cell_started":
+            self.nodes[node] = f"{cell} starting"
+        elif kind == "cell_done":
+            self.nodes[node] = "idle"
+            self.progress.update(self.cells_task, advance=1)
+        else:
+            self.nodes[node] = "lost"
+            self.progress.log(f"[yellow]requeued[/] {cell}: its task on {node} died ({info['reason']}); "
+                              f"finished runs kept, attempt {info['attempt'] + 1}")
+        self._show_nodes()
+
+    def _show_nodes(self) -> None:
+        if self.cells_task is not None:
+            busy = ", ".join(f"{n}: {what}" for n, what in sorted(self.nodes.items()))
+            self.progress.update(self.cells_task, description=f"cells [{busy}]")

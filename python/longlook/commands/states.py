@@ -1,6 +1,7 @@
 """`longlook states DIR` and `longlook states diff A B`: inferred congestion-state machines.
 
-A and B are `DIR` or `DIR:CELL_ID`. The library behind it is `longlook.analyses.states`.
+A and B are `DIR`, `DIR:CELL_ID` or `DIR:DIM=VALUE[,DIM=VALUE]` (every cell whose dimensions
+match, e.g. `DIR:client_cpu=phone-2014`: one CPU budget across the grid). The library behind it is `longlook.analyses.states`.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ FORMATS = ("text", "json")
 
 def states(
     args: List[str] = typer.Argument(..., metavar="DIR | diff A B",
-                                     help="An experiment directory, or `diff A B` with A, B = DIR[:CELL_ID]."),
-    cell: Optional[str] = typer.Option(None, "--cell", help="Only this cell's runs."),
+                                     help="An experiment directory, or `diff A B` with A, B = DIR[:CELL_ID or :DIM=VALUE,...]."),
+    cell: Optional[str] = typer.Option(None, "--cell", help="Only this cell's runs (or DIM=VALUE,...: the cells matching)."),
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm's runs (e.g. h3)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write DOT/SVG/CSV/JSON files here."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
@@ -36,7 +37,7 @@ def states(
         raise LonglookError(f'--format: must be text or json, got "{fmt}"')
     if args[0] == "diff":
         if len(args) != 3:
-            raise LonglookError("usage: longlook states diff A B (A, B = DIR or DIR:CELL_ID)")
+            raise LonglookError("usage: longlook states diff A B (A, B = DIR, DIR:CELL_ID or DIR:DIM=VALUE)")
         run_diff(args[1], args[2], arm=arm, out=out, fmt=fmt, alpha=alpha, holm=holm)
         return
     if len(args) != 1:
@@ -61,7 +62,7 @@ def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | 
     console = Console(width=160)
     for m in a.machines:
         g = m.graph
-        console.rule(f"[bold]{m.protocol}[/bold] arm {m.arm}: {g.n_traces} runs")
+        console.rule(f"[bold]{m.protocol}[/bold] {m.label}: {g.n_traces} runs, states {m.states_source}")
         t = Table(title="transitions")
         for c in ("from", "to", "count", "probability", "runs"):
             t.add_column(c)

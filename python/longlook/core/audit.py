@@ -5,7 +5,9 @@ Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
   and the largest lateness: a late release is a packet delayed more than configured;
 - the kernel's NFQUEUE drops (linkem's queue full): packets lost that the link did not lose;
 - machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
-  VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited.
+  VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited;
+- the client's CPU time (its cgroup, testbed/cpu.py) and its share of the run's wall time:
+  a client with no budget that kept nearly the whole machine busy starved itself and the path.
 
 A run over any threshold of the scenario's [fidelity] is flagged, with its reasons, and by
 default kept out of the statistics (core.status); the report lists it as excluded.
@@ -24,6 +26,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..binaries import find_binary
+from ..testbed.cpu import UNLIMITED, CpuBudget
 from .spec import Fidelity
 
 LATE_MS = 1.0  # what linkem timestamps as a late release
@@ -46,6 +49,10 @@ class Audit:
     kernel_queue_drops: int | None = None  # None: the kernel's counters were not readable
     stalls: int = 0
     max_stall_ms: float = 0.0
+    client_cpu: str | None = None  # the budget's label; None = none asked (unlimited)
+    client_cpu_s: float | None = None  # user + system of every client process in the run
+    client_cpu_share: float | None = None  # client_cpu_s / the run's wall time (cores busy)
+    client_throttled_s: float | None = None  # time the budget held the client back
     flagged: bool = False
     reasons: list[str] = field(default_factory=list)
 
@@ -64,6 +71,10 @@ class Audit:
             reasons.append(f"{self.kernel_queue_drops} packets dropped by the kernel's queue to linkem")
         if self.max_stall_ms > limits.max_stall_ms:
             reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
+        if (self.client_cpu in (None, UNLIMITED) and self.client_cpu_share is not None
+                and self.client_cpu_share > limits.max_client_cpu_cores):
+            reasons.append(f"client CPU-starved with no budget asked: it kept {self.client_cpu_share:.2f} "
+                           f"cores busy over the run (limit {limits.max_client_cpu_cores:g})")
         self.reasons = reasons
         self.flagged = bool(reasons)
         return self
@@ -182,20 +193,32 @@ class StallWatch:
 class RunAudit:
     """Around one run: `begin()` before the kind measures, `end()` after -> Audit."""
 
-    def __init__(self, testbed, stalls: StallWatch | None, limits: Fidelity):
+    def __init__(self, testbed, stalls: StallWatch | None, limits: Fidelity,
+                 client_cpu: CpuBudget | None = None):
         self.testbed, self.stalls, self.limits = testbed, stalls, limits
+        self.client_cpu = client_cpu
         self.before: dict = {}
         self.after: dict = {}
         self.t0_ms = self.t1_ms = 0.0
+        self._cpu0 = None
 
     def begin(self) -> None:
         self.before = _stats(self.testbed)
+        self._cpu0 = _client_usage(self.testbed)
         self.t0_ms = time.monotonic() * 1000
 
     def end(self) -> Audit:
         self.t1_ms = time.monotonic() * 1000
+        cpu1 = _client_usage(self.testbed)
         self.after = _fresh_stats(self.testbed, self.t1_ms)
         a = linkem_audit(self.before, self.after, self.t0_ms, self.t1_ms)
+        a.client_cpu = self.client_cpu.label if self.client_cpu is not None else None
+        if self._cpu0 is not None and cpu1 is not None:
+            used = cpu1 - self._cpu0
+            a.client_cpu_s = round(used.cpu_s, 4)
+            wall_s = (self.t1_ms - self.t0_ms) / 1000
+            a.client_cpu_share = round(used.cpu_s / wall_s, 4) if wall_s > 0 else None
+            a.client_throttled_s = round(used.throttled_ns / 1e9, 4)
         if self.stalls is not None:
             wait_ms = self.t1_ms + STALL_REPORT_MS - time.monotonic() * 1000
             if wait_ms > 0:
@@ -214,6 +237,20 @@ def linkem_delta(before: dict, after: dict) -> dict:
         out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items()
                                     if isinstance(v, (int, float))}
     return out
+
+
+def _client_usage(testbed):
+    usage = getattr(testbed, "client_cpu_usage", None)
+    return usage() if usage is not None else None
+
+
+def client_cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
+    """The client CPU part of an audit as a run's metrics (numbers any analysis can compare)
+    and details (the budget it ran under)."""
+    if a.client_cpu_s is None:
+        return {}, ({"client_cpu": a.client_cpu} if a.client_cpu else {})
+    return ({"client_cpu_s": a.client_cpu_s, "client_cpu_share": a.client_cpu_share},
+            {"client_cpu": a.client_cpu or UNLIMITED, "client_throttled_s": a.client_throttled_s})
 
 
 def _stats(testbed) -> dict:

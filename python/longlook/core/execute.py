@@ -7,24 +7,30 @@ only files in the run's directory), the run's path audit is taken around it, and
 the one writer, commits it the moment it ends. Failed runs, and runs whose path audit failed
 (`[fidelity] retry_flagged`), are retried up to `retries`
 times; Ctrl-C leaves a consistent store and `--resume` continues it.
+
+`executor="ray"` runs the same per-cell loop (`Runner.run_cells`) on the nodes of a Ray
+cluster, one cell per task, with this process still the store's one writer
+(core.ray_executor, core.ray_node; docs/cluster.md).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 from ..errors import LonglookError, Terminated
 from ..linkcheck import check_link
 from ..testbed import Testbed
+from ..testbed.cpu import check_fits
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..testbed.tracefs import tcp_tracefs
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
-from .audit import RunAudit, StallWatch, linkem_delta
+from .audit import RunAudit, StallWatch, client_cpu_figures, linkem_delta
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
 from .registry import get_kind
@@ -37,6 +43,18 @@ from .store import DB_FILE, RUNS_DIR, Store, environment_versions
 
 class LinkCheckFailed(LonglookError):
     pass
+
+
+class Ledger(Protocol):
+    """What the per-cell loop reads and writes (Store's methods of the same names)."""
+
+    def settled(self, cell_id: str, retries: int, *, retry_flagged: bool = False) -> set[tuple[int, str]]: ...
+    def attempts(self, cell_id: str, round: int, arm: str) -> int: ...
+    def runs_frame(self) -> Any: ...
+    def record_run(self, r: RunRecord) -> None: ...
+    def record_round_order(self, cell_id: str, round: int, order: list[str]) -> None: ...
+    def record_link_check(self, profile_name: str, configured: dict, measured: dict,
+                          passed: bool, detail: str | None = None) -> None: ...
 
 
 @dataclass
@@ -96,7 +114,8 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     run_dir.mkdir(parents=True, exist_ok=True)
     if bench.kind.fresh_link_per_run:
         tb.reconfigure(cell.link, base_dir=sc.base_dir)
-    audit = RunAudit(tb, bench.stalls, sc.fidelity)
+    tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
+    audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
     audit.begin()
     started = time.monotonic()
     m = bench.kind.measure(RunContext(testbed=tb, servers=bench.servers, scenario=sc, cell=cell,
@@ -108,6 +127,9 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
     artifacts = {k: rel(v) for k, v in m.artifacts.items() if (run_dir / v).exists()}
     artifacts["linkem"] = rel("linkem.json")
+    cpu_metrics, cpu_details = client_cpu_figures(a)
+    m.metrics = {**m.metrics, **cpu_metrics}
+    m.details = {**m.details, **cpu_details}
     record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
                           arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
                           audit=a.as_dict())
@@ -142,8 +164,12 @@ class Runner:
 
     def __init__(self, scenario: ScenarioBase, out_dir: Path, *, resume: bool = False,
                  link_check: bool = True, link_check_duration_s: float = 2.0,
-                 progress: Callable[..., None] | None = None, force: bool = False):
+                 progress: Callable[..., None] | None = None, force: bool = False,
+                 executor: str = "local", address: str | None = None):
         self.scenario = scenario
+        self.executor = executor  # "local": this machine's testbed; "ray": core.ray_executor
+        self.address = address  # the Ray cluster's address (None: RAY_ADDRESS or the local one)
+        self.node = socket.gethostname()  # recorded with every run (details["node"])
         self.force = force
         self.kind = get_kind(scenario.kind)
         self.out_dir = Path(out_dir)
@@ -154,8 +180,17 @@ class Runner:
         self.summary = RunSummary(self.out_dir)
         # resolved now, so a missing client stops the experiment before its first run
         self.state = self.kind.prepare(scenario)
+        for budget in scenario.client_cpu:  # and a device this machine cannot emulate
+            check_fits(budget)
 
     def run(self) -> RunSummary:
+        if self.executor == "ray":  # before anything is written: no cluster, no experiment
+            from .ray_executor import connected
+            with connected(self.address):
+                return self._run()
+        return self._run()
+
+    def _run(self) -> RunSummary:
         started = time.monotonic()
         prepare_out_dir(self.out_dir, resume=self.resume, force=self.force)
         with Store.open(self.out_dir) as store:
@@ -204,8 +239,21 @@ class Runner:
         if not todo:
             return False
         store.mark_running()
+        if self.executor == "ray":
+            from .ray_executor import run_cells_on_ray
+            run_cells_on_ray(self, store, todo)
+        else:
+            self.run_cells(store, todo)
+        return True
+
+    def run_cells(self, ledger: "Ledger", cells: list[CellBase]) -> None:
+        """The per-cell loop on this machine's testbed: link switch and self-check, rounds,
+        alternation, retries, adaptive rounds. `ledger` is where it reads what is settled and
+        writes what happened: the Store locally; on a Ray node (core.ray_node) a scratch
+        store that forwards every write to the driver, the one writer."""
+        sc = self.scenario
         t0 = time.monotonic()
-        with Testbed(todo[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
+        with Testbed(cells[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
                      seed=sc.seed, **self.kind.testbed_options) as tb:
             servers = ServerPool(tb, self.out_dir / "cert", self.out_dir / "server-logs", tcp_tracefs())
             stalls = StallWatch(tb)
@@ -213,17 +261,16 @@ class Runner:
             current_link = None
             self.summary.setup_s += time.monotonic() - t0
             try:
-                for cell in todo:
+                for cell in cells:
                     if cell.link != current_link:
-                        self._switch_link(store, tb, cell, first=current_link is None)
+                        self._switch_link(ledger, tb, cell, first=current_link is None)
                         current_link = cell.link
-                    self._run_cell(store, bench, cell)
+                    self._run_cell(ledger, bench, cell)
             finally:
                 servers.stop_all()
                 stalls.stop()
-        return True
 
-    def _switch_link(self, store: Store, tb: Testbed, cell: CellBase, first: bool) -> None:
+    def _switch_link(self, store: "Ledger", tb: Testbed, cell: CellBase, first: bool) -> None:
         t0 = time.monotonic()
         if not first:
             tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
@@ -240,7 +287,7 @@ class Runner:
                                            "see `longlook link check` for the full table")
         self.summary.setup_s += time.monotonic() - t0
 
-    def _run_cell(self, store: Store, bench: Bench, cell: CellBase) -> None:
+    def _run_cell(self, store: "Ledger", bench: Bench, cell: CellBase) -> None:
         settled = store.settled(cell.id, self.scenario.retries,
                                 retry_flagged=self.scenario.fidelity.retries_flagged)
         for round_index in range(self.scenario.rounds):
@@ -252,7 +299,7 @@ class Runner:
             if not self._needs_more_rounds(store, cell):
                 break
 
-    def _needs_more_rounds(self, store: Store, cell: CellBase) -> bool:
+    def _needs_more_rounds(self, store: "Ledger", cell: CellBase) -> bool:
         """`rounds = "adaptive"`: stop the cell once its blinded precision is reached
         (core.adaptive); a fixed number of rounds always goes on to `rounds`."""
         sc = self.scenario
@@ -264,12 +311,13 @@ class Runner:
                                  rule_metric(rule, self.kind), confidence=sc.statistics.confidence,
                                  exclude_flagged=sc.fidelity.exclude_flagged)
 
-    def _run_arm(self, store: Store, bench: Bench, cell: CellBase, round_index: int,
+    def _run_arm(self, store: "Ledger", bench: Bench, cell: CellBase, round_index: int,
                  position: int, arm: ArmBase) -> None:
         retries = self.scenario.retries
         retry_flagged = self.scenario.fidelity.retries_flagged
         for attempt in range(store.attempts(cell.id, round_index, arm.label) + 1, retries + 2):
             record, wall = measure_run(bench, cell, round_index, position, arm, attempt)
+            record.details.setdefault("node", self.node)
             done = settles(record.status, record.flagged, retry_flagged=retry_flagged)
             store.record_run(record)
             self.summary.in_runs_s += wall

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..linkprofile import Direction, LinkProfile
+from ..testbed.segments import is_segmented, expand_segmented, segments_label
 from .units import short_number
 from .validation import expand_sweep
 
@@ -39,8 +40,25 @@ def expand_links(raw: Any, *, top_fields: Iterable[str]) -> list[LinkProfile]:
         raise ValueError(f"links[{bad}]: must be a table of link settings")
     if not isinstance(raw, (list, dict)):
         raise ValueError("links: must be a table of link settings")
+    entries = raw if isinstance(raw, list) else [raw]
+    if any(is_segmented(e) for e in entries):  # a path through the proxy (testbed/segments.py)
+        return _expand_segmented(entries, raw, top_fields)
     return expand_sweep(raw, "links", LinkProfile, top_fields=top_fields,
                         sweepable=SWEEPABLE_LINK_FIELDS, adjust=_rtt_shorthand)  # type: ignore[return-value]
+
+
+def _expand_segmented(entries: list, raw: Any, top_fields: Iterable[str]) -> list[LinkProfile]:
+    where = (lambda i: "links") if not isinstance(raw, list) else (lambda i: f"links[{i}]")
+    plain = [i for i, e in enumerate(entries) if not is_segmented(e)]
+    if plain:  # one testbed topology per experiment
+        raise ValueError(f"{where(plain[0])}: has no segments while other links do; give every "
+                         f"link link_a and link_b (the proxy topology), or none")
+
+    def one_segment(table: Any, at: str) -> list[LinkProfile]:
+        return expand_sweep(table, at, LinkProfile, top_fields=top_fields,  # type: ignore[return-value]
+                            sweepable=SWEEPABLE_LINK_FIELDS, adjust=_rtt_shorthand)
+
+    return [p for i, e in enumerate(entries) for p in expand_segmented(e, where(i), one_segment)]
 
 
 def _base_label(p: LinkProfile) -> str:
@@ -52,7 +70,8 @@ def _base_label(p: LinkProfile) -> str:
     r = rate(down) if rate(up) == rate(down) else f"down{rate(down)}-up{rate(up)}"
     lu, ld = p.expected_loss("up"), p.expected_loss("down")
     loss = short_number(ld) if lu == ld else f"{short_number(ld)}/{short_number(lu)}"
-    return f"{r}-{short_number(p.rtt_ms())}ms,loss={loss}"
+    split = f",{segments_label(p)}" if p.segments else ""
+    return f"{r}-{short_number(p.rtt_ms())}ms,loss={loss}{split}"
 
 
 def _signature(p: LinkProfile) -> dict[str, Any]:

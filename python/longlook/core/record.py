@@ -15,8 +15,9 @@ from .status import Status
 
 
 def new_run_id() -> str:
-    """Sortable by time and unique: also the name of the run's artifact directory."""
-    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(2)}"
+    """Sortable by time and unique across the nodes of a cluster (64 random bits): also the
+    name of the run's artifact directory."""
+    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S%f}-{secrets.token_hex(8)}"
 
 
 class RunRecord(BaseModel):

@@ -9,6 +9,9 @@
                              # ([link] = one link)
     [statistics]             # the test, alpha, Holm, bootstrap
     [fidelity]               # when a run's path was not what the scenario said (core.audit)
+    client_cpu = "phone-2014"  # the client's CPU budget (testbed/cpu.py): a device profile, a
+                             # custom {quota = 0.2, cores = 1}, or a list of them swept as a
+                             # cell dimension; every kind's grid is crossed with it here
 
 A kind's model subclasses `ScenarioBase` with its own fields and returns its cells; errors
 name the field (`links[0].rate_mbit[2]: ...`) whatever part of the file it is in.
@@ -16,7 +19,10 @@ name the field (`links[0].rate_mbit[2]: ...`) whatever part of the file it is in
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
+import json
 import random
 import tomllib
 from dataclasses import dataclass
@@ -28,6 +34,7 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ..errors import LonglookError, read_user_text
 from ..linkprofile import LinkProfile
+from ..testbed.cpu import CpuBudget
 from .links import expand_links, link_labels
 from .validation import format_errors
 
@@ -61,6 +68,10 @@ class Fidelity(BaseModel):
     max_kernel_queue_drops: int = Field(default=0, ge=0)
     # the machine could not run anything this long (hypervisor stall) while the run went on
     max_stall_ms: float = Field(default=5.0, gt=0)
+    # a client with no CPU budget that kept this many cores busy on average over its run (its
+    # cgroup's CPU time / the run's wall time) left the server and linkem too little of this
+    # 2-vCPU machine: flagged. Chromium's start-up alone keeps about one core busy.
+    max_client_cpu_cores: float = Field(default=1.6, gt=0)
 
     @property
     def retries_flagged(self) -> bool:
@@ -98,11 +109,17 @@ class CellBase:
     index: int
     link: LinkProfile
     link_label: str
+    # the client's CPU budget (the scenario's client_cpu); None = none asked: unlimited
+    client_cpu: CpuBudget | None = dataclasses.field(default=None, kw_only=True)
 
     def link_dims(self) -> dict[str, Any]:
+        """The conditions every kind shares: the link, and the client's CPU when budgeted."""
         down = self.link.resolved("down")
-        return {"link": self.link_label, "rate_mbit": down.rate_mbit, "trace": down.trace,
-                "rtt_ms": self.link.rtt_ms(), "loss": self.link.expected_loss("down")}
+        d = {"link": self.link_label, "rate_mbit": down.rate_mbit, "trace": down.trace,
+             "rtt_ms": self.link.rtt_ms(), "loss": self.link.expected_loss("down")}
+        if self.client_cpu is not None:
+            d["client_cpu"] = self.client_cpu.label
+        return d
 
     def dims(self) -> dict[str, Any]:
         """Flat values for analysis (heatmap axes, grouping, matching cells across runs)."""
@@ -143,6 +160,8 @@ class ScenarioBase(BaseModel):
     statistics: Statistics = Field(default_factory=Statistics)
     fidelity: Fidelity = Field(default_factory=Fidelity)
     links: list[LinkProfile]
+    # the client's CPU budgets (testbed/cpu.py); each kind cell runs once per budget
+    client_cpu: list[CpuBudget] = []
 
     # the example file a kind points to in its errors
     example: ClassVar[str] = "scenarios/quick.toml"
@@ -150,6 +169,43 @@ class ScenarioBase(BaseModel):
     _toml_text: str | None = PrivateAttr(default=None)
     _base_dir: Path | None = PrivateAttr(default=None)
     _adaptive_rounds: AdaptiveRounds | None = PrivateAttr(default=None)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        """A kind's `cells()` is crossed with the client CPU budgets here, so every kind
+        gets the dimension without a line of its own."""
+        super().__pydantic_init_subclass__(**kwargs)
+        own = cls.__dict__.get("cells")
+        if own is not None and not getattr(own, "crossed_with_client_cpu", False):
+            @functools.wraps(own)
+            def cells(self):
+                return self.with_client_cpu(own(self))
+            cells.crossed_with_client_cpu = True
+            cls.cells = cells
+
+    def with_client_cpu(self, cells: list[CellBase]) -> list[CellBase]:
+        """Each cell once per budget (innermost, so a link stays while its budgets run);
+        the budget joins the cell id as `cpu=<label>`."""
+        if not self.client_cpu:
+            return cells
+        out: list[CellBase] = []
+        for c in cells:
+            for b in self.client_cpu:
+                out.append(dataclasses.replace(c, id=f"{c.id}|cpu={b.label}", index=len(out), client_cpu=b))
+        return out
+
+    @field_validator("client_cpu", mode="before")
+    @classmethod
+    def _client_cpu_list(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+    @field_validator("client_cpu")
+    @classmethod
+    def _client_cpu_unique(cls, v: list[CpuBudget]) -> list[CpuBudget]:
+        labels = [b.label for b in v]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"each budget once, got {labels}")
+        return v
 
     @field_validator("rounds", mode="wrap")
     @classmethod
@@ -332,7 +388,40 @@ def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:
             for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
 
 
-def load_scenario(path: str | Path) -> ScenarioBase:
+def apply_overrides(data: dict, overrides: dict) -> dict:
+    """The parsed file with `overrides` laid over it, before validation (a reduced budget of a
+    shipped scenario: fewer rounds, a subset of the grid). Tables merge key by key; any other
+    value (a list, a scalar) replaces the file's; `"links[*]" = {...}` is laid over every
+    entry of the links list. An override of a field the file wrote by its alias (`runs`,
+    `[link]`) replaces that alias."""
+    out = dict(data)
+    for key, value in overrides.items():
+        each = key.endswith("[*]")
+        key = key.removesuffix("[*]")
+        alias = next((a for a, f in ALIASES if f == key and a in out), None)
+        if alias is not None:
+            out[key] = out.pop(alias)
+        current = out.get(key)
+        if each:
+            items = current if isinstance(current, list) else [current] if isinstance(current, dict) else None
+            if items is None or not isinstance(value, dict):
+                raise LonglookError(f"override {key}[*]: {key} is not a list of tables")
+            out[key] = [apply_overrides(item, value) for item in items]
+        elif isinstance(value, dict) and isinstance(current, dict):
+            out[key] = apply_overrides(current, value)
+        else:
+            out[key] = value
+    return out
+
+
+def load_scenario(path: str | Path, overrides: dict | None = None) -> ScenarioBase:
+    """A scenario file; with `overrides` (apply_overrides), the scenario as overridden, whose
+    stored text is that scenario written out (so a resume or a report sees what ran)."""
     path = Path(path)
     text = read_user_text(path, "scenario file", "scenarios/quick.toml")
+    if overrides:
+        import tomli_w
+
+        data = apply_overrides(_parse_toml(text, str(path)), overrides)
+        text = f"# {path.name} with overrides {json.dumps(overrides, sort_keys=True)}\n" + tomli_w.dumps(data)
     return parse_scenario(text, source=str(path), base_dir=path.resolve().parent)

@@ -20,7 +20,7 @@ DIM_TITLES = {
     "rate_mbit": "rate", "rtt_ms": "RTT", "loss": "loss", "trace": "trace", "link": "link",
     "object_size": "object size", "object_count": "object count", "mode": "mode",
     "workload": "workload (count x size)", "quic_cc": "QUIC CC", "tcp_cc": "TCP CC",
-    "max_cwnd_packets": "QUIC MACW (packets)", "zero_rtt": "0-RTT",
+    "max_cwnd_packets": "QUIC MACW (packets)", "zero_rtt": "0-RTT", "client_cpu": "client CPU",
 }
 
 
@@ -90,7 +90,7 @@ def sort_values(dim: str | None, values: Sequence[Any]) -> list[Any]:
     for v in values:
         if v not in uniq:
             uniq.append(v)
-    if dim in ("link", "workload", None):
+    if dim in ("link", "workload", "client_cpu", None):
         return uniq
     try:
         return sorted(uniq, key=lambda v: (v is None, v))

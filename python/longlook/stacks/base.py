@@ -65,6 +65,11 @@ class Stack:
     versions: ClassVar[tuple[str, ...]]  # installable versions; the first is the default
     ccs: ClassVar[tuple[str, ...]]  # congestion controls offered; the first is the default
     alpn: ClassVar[str] = "h3"
+    # how its qlog files are serialised: "JSON-SEQ" (RFC 7464 records) or "JSON" (one document)
+    qlog_format: ClassVar[str] = "JSON-SEQ"
+    # its client sends `x-longlook-run` (our server files a connection under its run by it);
+    # example clients that cannot are matched by time (EndpointServer.take_unlabelled)
+    sends_run_header: ClassVar[bool] = True
     # a version is "pinned" by the adapter's files (go.mod, Cargo.lock, pip pin, apt)
     any_version: ClassVar[bool] = False  # True: any registry version may be named
 

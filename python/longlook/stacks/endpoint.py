@@ -103,6 +103,33 @@ class EndpointServer:
                 moved.append(target.name)
         return moved
 
+    def take_unlabelled(self, dest: Path, since_unix_ms: int, wait_s: float = 3.0) -> list[str]:
+        """Move the logs of the connections that named no run and started at or after
+        `since_unix_ms` (the fetch's start) into `dest`: clients that cannot send the run
+        header (Stack.sends_run_header). One client runs at a time per testbed, so those are
+        this run's. Their index line is written at close, so wait up to `wait_s` for it."""
+        index = self.log_dir / "connections.jsonl"
+        deadline = time.monotonic() + wait_s
+        while True:
+            stems = []
+            for line in index.read_text().splitlines() if index.exists() else []:
+                try:
+                    entry = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line being written right now
+                if entry.get("run_id") is None and entry.get("start_unix_ms", 0) >= since_unix_ms:
+                    stems.append(entry["conn"])
+            files = [f for stem in stems for f in self.log_dir.glob(f"{stem}*")]
+            if files or time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+        moved = []
+        for f in files:
+            dest.mkdir(parents=True, exist_ok=True)
+            f.rename(dest / f.name)
+            moved.append(f.name)
+        return moved
+
 
 def _wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) -> str:
     deadline = time.monotonic() + timeout_s
@@ -134,12 +161,15 @@ class FetchResult:
 
 
 def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-          timeout_s: float, mode: str = "page", zero_rtt: bool = False) -> FetchResult:
+          timeout_s: float, mode: str = "page", zero_rtt: bool = False,
+          race_argv: list[str] | None = None) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
-    first makes an unmeasured connection for a session ticket, then measures a 0-RTT one."""
+    first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
+    protocol "race" is the QUIC-enabled racing client (its flags in `race_argv`); it asks
+    for no particular protocol, so whatever served the page is recorded, never a mismatch."""
     argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
             "--mode", mode, "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
-            "--out", str(out), "--timeout-s", str(timeout_s)]
+            "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
     if zero_rtt:
         argv.append("--zero-rtt")
     started = time.monotonic()
@@ -152,11 +182,11 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
         return FetchResult("timeout", {}, f"no result within {timeout_s + 5:.0f} s", time.monotonic() - started)
     wall = time.monotonic() - started
     testbed.check()  # a result obtained over a dead link is not a result
-    return fetch_result(out, proc.returncode, proc.stderr, protocol, wall,
+    return fetch_result(out, proc.returncode, proc.stderr, None if protocol == "race" else protocol, wall,
                         protocol_unavailable=proc.returncode == EXIT_PROTOCOL_UNAVAILABLE)
 
 
-def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str, wall: float, *,
+def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str | None, wall: float, *,
                  timed_out: bool = False, protocol_unavailable: bool = False) -> FetchResult:
     """A client's exit and JSON document -> FetchResult, with the one status rule of
     core.status (shared by every client)."""

@@ -64,6 +64,12 @@ def client_fetcher(name: str, **kwargs):
     return fetcher(name, **kwargs)
 
 
+def sends_run_header(client: str) -> bool:
+    """Whether client `client` names its run in a request header (stacks' example clients
+    may not; longlook's own clients do)."""
+    return not is_stack(client) or resolve(client).sends_run_header
+
+
 def require_servers(servers: list[tuple[str, str | None]]) -> None:
     """Before a grid: every (stack, congestion control) a server will run is installed and
     offered, else one clear error naming the stack and its install command."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from . import ownership, processes, topology
+from . import cpu, ownership, processes, topology
 
 OUR_BINARIES = ("linkem", "linkem-probe", "endpoint")
 
@@ -23,9 +23,10 @@ class Cleaned:
     records: list[str] = field(default_factory=list)
     skipped_live: list[str] = field(default_factory=list)
     trace_instances: list[str] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)  # client CPU groups (testbed/cpu.py)
 
     def is_empty(self) -> bool:
-        return not (self.namespaces or self.pids or self.records or self.trace_instances)
+        return not (self.namespaces or self.pids or self.records or self.trace_instances or self.cgroups)
 
 
 def teardown_namespaces(names: list[str]) -> tuple[list[str], list[int]]:
@@ -56,7 +57,8 @@ def clean(include_live: bool = False, orphans: bool = True,
         rec.remove()
         result.records.append(rec.id)
 
-    recorded_dead = {n for rec_id in result.records for n in topology.namespace_names(rec_id).values()}
+    recorded_dead = {n for rec_id in result.records
+                     for n in topology.namespace_names(rec_id, proxy=True).values()}
     ours = [n for n in topology.existing_namespaces()
             if n.startswith(topology.NS_PREFIX) and n not in live
             and (orphans or n in recorded_dead)
@@ -64,12 +66,22 @@ def clean(include_live: bool = False, orphans: bool = True,
     deleted, pids = teardown_namespaces(ours)
     result.namespaces += deleted
     result.pids += pids
+    live_ids = set(result.skipped_live)
+    dead = set(result.records)
+    result.cgroups += cpu.remove_leftovers(
+        lambda i: i in dead or (orphans and i not in live_ids and (ids is None or i in ids)
+                                and not _recorded(i)))
     if orphans and ids is None:
         result.pids += _orphans()
         result.trace_instances += remove_stale_instances()
         if not live:
             unmount_if_unused()  # the namespace-visible tracefs (testbed/tracefs.py)
     return result
+
+
+def _recorded(tb_id: str) -> bool:
+    """A testbed with a record (its owner alive: another run on this host)."""
+    return (ownership.RUNTIME_DIR / f"{tb_id}.json").exists()
 
 
 def _orphans() -> list[int]:

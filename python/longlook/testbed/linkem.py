@@ -28,7 +28,8 @@ class Linkem:
 
     def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
                  rt_priority: int | None = None, stats_interval_ms: int = 25,
-                 flow_log: bool = False, ready_timeout_s: float = 10.0, profile_name: str = "link"):
+                 flow_log: bool = False, ready_timeout_s: float = 10.0, profile_name: str = "link",
+                 queues: tuple[str, str] = ("0", "1")):
         self.router_ns = router_ns
         self.profile_name = profile_name
         self.config = config
@@ -37,7 +38,7 @@ class Linkem:
         self.stderr_path = workdir / "linkem.stderr"
         self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
         argv = [str(find_binary("linkem")), "run", "--config", str(config),
-                "--up-queue", "0", "--down-queue", "1",
+                "--up-queue", queues[0], "--down-queue", queues[1],
                 "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms)]
         if seed is not None:
             argv += ["--seed", str(seed)]

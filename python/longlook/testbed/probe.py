@@ -31,7 +31,8 @@ class PathProbe:
     def __enter__(self) -> "PathProbe":
         for role in ("client", "server"):
             p = self.tb.popen(role, [self.binary, "serve", "--bind", f"0.0.0.0:{PROBE_PORT}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              client_cpu=False)  # the path's probes, not a device
             self._servers.append(p)
             if p.stdout.readline().strip() != "ready":
                 raise TestbedError(f"linkem-probe serve did not start in {role}: {p.stderr.read()[:500]}")
@@ -58,7 +59,7 @@ class PathProbe:
         raise ValueError(f"direction must be up or down, not {direction!r}")
 
     def _probe(self, role: str, args: list[str], timeout: float) -> dict:
-        p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False)
+        p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False, client_cpu=False)
         if p.returncode != 0:
             raise TestbedError(f"linkem-probe {args[0]} failed: {p.stderr.strip()}")
         return json.loads(p.stdout)
@@ -96,7 +97,7 @@ class PathProbe:
         if direction == "down":
             argv.append("-R")
         for attempt in range(20):  # the server may still be starting
-            p = self.tb.run("client", argv, timeout=duration_s + 30, check=False)
+            p = self.tb.run("client", argv, timeout=duration_s + 30, check=False, client_cpu=False)
             if p.returncode == 0:
                 return json.loads(p.stdout)
             time.sleep(0.2)

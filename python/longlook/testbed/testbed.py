@@ -27,6 +27,7 @@ from pathlib import Path
 from ..errors import Terminated
 from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
+from .cpu import ClientCgroup, CpuBudget, CpuUsage
 from .host import TestbedError, hold_cpu_wakeup_latency, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
@@ -34,6 +35,18 @@ from .processes import terminate
 Role = str  # "client" | "router" | "server"
 
 _open_testbeds: "weakref.WeakSet[Testbed]" = weakref.WeakSet()
+
+
+def merged_stats(a: dict, b: dict) -> dict:
+    """Both segments' linkem stats as one document for the run audit: segment A's directions
+    as they are, B's as `b-up`/`b-down`; written no later than the older of the two."""
+    out = dict(a)
+    out["directions"] = {**(a.get("directions") or {}),
+                         **{f"b-{k}": v for k, v in (b.get("directions") or {}).items()}}
+    out["flows"] = [*(a.get("flows") or []), *({**f, "segment": "b"} for f in b.get("flows") or [])]
+    if a.get("mono_ms") is not None and b.get("mono_ms") is not None:
+        out["mono_ms"] = min(a["mono_ms"], b["mono_ms"])
+    return out
 
 
 @atexit.register
@@ -62,7 +75,8 @@ class Testbed:
         if not re.fullmatch(r"[A-Za-z0-9_]{1,24}", self.id):
             raise TestbedError(f"testbed id {self.id!r}: use 1-24 letters, digits or _",
                                hint="it becomes part of the namespace names ll-<id>-client etc.")
-        self.ns = topology.namespace_names(self.id)
+        # a profile of two segments (testbed/segments.py) needs the proxy topology
+        self.ns = topology.namespace_names(self.id, proxy=bool(profile and profile.segments))
         self.profile = profile
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self._own_workdir = workdir is None
@@ -70,12 +84,15 @@ class Testbed:
         self._linkem_options = dict(seed=seed, rt_priority=rt_priority, flow_log=flow_log,
                                     ready_timeout_s=ready_timeout_s)
         self.linkem: Linkem | None = None
+        self.linkem_b: Linkem | None = None  # segment B's, in router2 (proxy topology)
         self._record: ownership.Record | None = None
         self._children: list[subprocess.Popen] = []
         self._previous_handlers: dict[int, object] = {}
         self._lock = threading.Lock()
         self._open = False
         self._cpu_latency_fd: int | None = None
+        # every client-side process joins it: a CPU budget (client_cpu) and its CPU time
+        self.client_cgroup = ClientCgroup(self.id)
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -102,9 +119,12 @@ class Testbed:
         _open_testbeds.add(self)
         self._install_signal_handlers()
         try:
+            self.client_cgroup.create()
             topology.create(self.ns)
             if self.profile is not None:
-                topology.add_nfqueue_rules(self.ns["router"])
+                for router in ("router", "router2"):
+                    if router in self.ns:
+                        topology.add_nfqueue_rules(self.ns[router], topology.NFQUEUES[router])
                 self._start_linkem(self.profile)
         except BaseException:
             self.close()
@@ -126,9 +146,10 @@ class Testbed:
                     c.wait(2)
                 except subprocess.TimeoutExpired:
                     pass
-            if self.linkem is not None:
-                self.linkem.stop()
+            for linkem in self._linkems():
+                linkem.stop()
             cleanup.teardown_namespaces(list(self.ns.values()))
+            self.client_cgroup.remove()  # its processes ended with the namespaces
         finally:
             if self._record is not None:
                 self._record.remove()
@@ -169,14 +190,37 @@ class Testbed:
     # ---- the link --------------------------------------------------------------------
 
     def _start_linkem(self, profile: LinkProfile) -> None:
-        config = self.workdir / "link.toml"
-        config.write_text(profile.to_linkem_toml(self.base_dir))
-        self.linkem = Linkem(self.ns["router"], config, self.workdir, profile_name=profile.name,
-                             **self._linkem_options)
-        self.linkem.start()
+        if bool(profile.segments) != ("proxy" in self.ns):
+            raise TestbedError(f"link profile {profile.name!r}: {'has' if profile.segments else 'has no'} "
+                               f"proxy segments, and this testbed was built {'with' if 'proxy' in self.ns else 'without'} "
+                               f"the proxy topology", hint="every link of one experiment has segments, or none")
+        if profile.segments:  # segment A in router, B in router2, each its own linkem
+            a, b = profile.segments
+            self.linkem = self._linkem("router", a, self.workdir)
+            self.linkem_b = self._linkem("router2", b, self.workdir / "segment-b")
+            self._record.extra["linkem_b_pid"] = self.linkem_b.pid
+        else:
+            self.linkem = self._linkem("router", profile, self.workdir)
         self._record.linkem_pid = self.linkem.pid
         self._record.linkem_started = self.linkem.started
         self._record.save()
+
+    def _linkem(self, router: str, profile: LinkProfile, workdir: Path) -> Linkem:
+        workdir.mkdir(parents=True, exist_ok=True)
+        config = workdir / "link.toml"
+        config.write_text(profile.to_linkem_toml(self.base_dir))
+        options = dict(self._linkem_options)
+        if router == "router2" and options["seed"] is not None:
+            # its own random stream: with A's seed, B would drop the packets right after A's
+            # drops (the same draw sequence, shifted), pairing losses into single events
+            options["seed"] = (options["seed"] + 1) % 2**63
+        linkem = Linkem(self.ns[router], config, workdir, profile_name=profile.name,
+                        queues=tuple(q for _, q in topology.NFQUEUES[router]), **options)
+        linkem.start()
+        return linkem
+
+    def _linkems(self) -> list[Linkem]:
+        return [lk for lk in (self.linkem, self.linkem_b) if lk is not None]
 
     def reconfigure(self, profile: LinkProfile, base_dir: Path | None = None) -> None:
         """Restart linkem with another profile (between grid cells; the path drops packets
@@ -186,39 +230,56 @@ class Testbed:
             raise TestbedError("this testbed was built without emulation (profile=None)")
         if base_dir is not None:
             self.base_dir = Path(base_dir)
-        self.linkem.stop()
+        for linkem in self._linkems():
+            linkem.stop()
         self.profile = profile
         self._start_linkem(profile)
 
     def check(self) -> None:
         """Raise if the testbed is not usable (closed, or linkem died)."""
         self._require_open()
-        if self.linkem is not None:
-            self.linkem.check()
+        for linkem in self._linkems():
+            linkem.check()
 
     def linkem_stats(self) -> dict:
         """linkem's latest stats document (docs/interfaces.md, "Stats JSON")."""
         self._require_open()
         if self.linkem is None:
             raise TestbedError("this testbed was built without emulation (profile=None)")
-        return self.linkem.stats()
+        if self.linkem_b is None:
+            return self.linkem.stats()
+        return merged_stats(self.linkem.stats(), self.linkem_b.stats())
 
     # ---- running things inside -------------------------------------------------------
 
-    def exec_argv(self, role: Role, argv: list[str]) -> list[str]:
+    def exec_argv(self, role: Role, argv: list[str], *, client_cpu: bool = True) -> list[str]:
+        """argv run in the role's namespace. A client process joins the client's CPU cgroup
+        before it execs (its budget, its CPU time); `client_cpu=False` for the testbed's own
+        tools there (link probes), which must not be slowed by a device's budget."""
         if role not in self.ns:
             raise ValueError(f"role must be one of {', '.join(self.ns)}, not {role!r}")
-        return [tool("ip"), "netns", "exec", self.ns[role], *map(str, argv)]
+        argv = [tool("ip"), "netns", "exec", self.ns[role], *map(str, argv)]
+        # joined outside: `ip netns exec` remounts /sys, hiding the cgroup file system
+        return self.client_cgroup.wrap(argv) if role == "client" and client_cpu else argv
+
+    def set_client_cpu(self, budget: CpuBudget | None) -> None:
+        """The CPU budget of client processes started from now on (None: unlimited)."""
+        self._require_open()
+        self.client_cgroup.apply(budget)
+
+    def client_cpu_usage(self) -> CpuUsage | None:
+        """Cumulative CPU counters of the client's processes (None: not measurable here)."""
+        return self.client_cgroup.usage()
 
     def run(self, role: Role, argv: list[str], *, timeout: float | None = None,
-            check: bool = True, **kwargs) -> subprocess.CompletedProcess:
+            check: bool = True, client_cpu: bool = True, **kwargs) -> subprocess.CompletedProcess:
         """Run a command in a namespace to completion (output captured as text by default).
         Checks linkem afterwards: a result obtained over a dead link is not returned."""
         self._require_open()
         kwargs.setdefault("capture_output", True)
         kwargs.setdefault("text", True)
         try:
-            p = subprocess.run(self.exec_argv(role, argv), timeout=timeout, **kwargs)
+            p = subprocess.run(self.exec_argv(role, argv, client_cpu=client_cpu), timeout=timeout, **kwargs)
         except subprocess.TimeoutExpired:
             self.check()
             raise TestbedError(f"`{' '.join(map(str, argv))}` in {role} did not finish in {timeout} s") from None
@@ -228,11 +289,11 @@ class Testbed:
             raise TestbedError(f"`{' '.join(map(str, argv))}` in {role} failed (exit {p.returncode}): {err}")
         return p
 
-    def popen(self, role: Role, argv: list[str], **kwargs) -> subprocess.Popen:
+    def popen(self, role: Role, argv: list[str], *, client_cpu: bool = True, **kwargs) -> subprocess.Popen:
         """Start a command in a namespace; it is ended at teardown if still running."""
         self._require_open()
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        p = subprocess.Popen(self.exec_argv(role, argv), **kwargs)
+        p = subprocess.Popen(self.exec_argv(role, argv, client_cpu=client_cpu), **kwargs)
         self._children.append(p)
         return p
 

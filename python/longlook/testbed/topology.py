@@ -2,6 +2,11 @@
 
     ll-<id>-client            ll-<id>-router                    ll-<id>-server
       c0 198.18.1.2/24 ── r0 198.18.1.1/24   r1 198.18.2.1/24 ── s0 198.18.2.2/24
+
+With a proxy (`proxy=True`), a proxy namespace between two emulated segments, each with its
+own router (link A: router, link B: router2); client and server keep their addresses:
+
+    client c0 .1.2 ── r0 .1.1 [router] r1 .3.1 ── p0 .3.2 [proxy] p1 .4.2 ── r2 .4.1 [router2] r3 .2.1 ── s0 .2.2
 """
 
 from __future__ import annotations
@@ -13,6 +18,9 @@ SERVER_ADDR = "198.18.2.2"
 ROUTER_CLIENT_SIDE = "198.18.1.1"
 ROUTER_SERVER_SIDE = "198.18.2.1"
 ROLES = ("client", "router", "server")
+PROXY_ROLES = ("client", "router", "proxy", "router2", "server")
+PROXY_ADDR = "198.18.3.2"  # the proxy on segment A: where clients of the QUIC proxy connect
+PROXY_SERVER_SIDE = "198.18.4.2"
 NS_PREFIX = "ll-"
 
 # (namespace role, device, address/prefix) for the four veth ends.
@@ -22,6 +30,22 @@ _ENDS = (
     ("router", "r1", f"{ROUTER_SERVER_SIDE}/24"),
     ("server", "s0", f"{SERVER_ADDR}/24"),
 )
+
+# The proxy topology: veth pairs (made in the first namespace, peer put in the second),
+# addresses, and routes; the proxy forwards what it does not terminate.
+_PROXY_PAIRS = (("router", "r0", "client", "c0"), ("router", "r1", "proxy", "p0"),
+                ("router2", "r2", "proxy", "p1"), ("router2", "r3", "server", "s0"))
+_PROXY_ENDS = (
+    ("client", "c0", f"{CLIENT_ADDR}/24"), ("router", "r0", f"{ROUTER_CLIENT_SIDE}/24"),
+    ("router", "r1", "198.18.3.1/24"), ("proxy", "p0", f"{PROXY_ADDR}/24"),
+    ("proxy", "p1", f"{PROXY_SERVER_SIDE}/24"), ("router2", "r2", "198.18.4.1/24"),
+    ("router2", "r3", f"{ROUTER_SERVER_SIDE}/24"), ("server", "s0", f"{SERVER_ADDR}/24"),
+)
+_PROXY_ROUTES = (("client", "default", ROUTER_CLIENT_SIDE), ("router", "default", PROXY_ADDR),
+                 ("proxy", "198.18.1.0/24", "198.18.3.1"), ("proxy", "198.18.2.0/24", "198.18.4.1"),
+                 ("router2", "default", PROXY_SERVER_SIDE), ("server", "default", ROUTER_SERVER_SIDE))
+# Per emulating router: (device, NFQUEUE number); up = entering from the client's side.
+NFQUEUES = {"router": (("r0", "0"), ("r1", "1")), "router2": (("r2", "2"), ("r3", "3"))}
 
 # Super-packets (TSO/GSO/GRO, UDP GSO) would make the router see 64 KB "packets": off.
 _OFFLOADS = ("tso", "gso", "gro", "tx-udp-segmentation")
@@ -37,8 +61,8 @@ _SYSCTLS = ("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0"
 RECORDED_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": 1}
 
 
-def namespace_names(tb_id: str) -> dict[str, str]:
-    return {role: f"{NS_PREFIX}{tb_id}-{role}" for role in ROLES}
+def namespace_names(tb_id: str, proxy: bool = False) -> dict[str, str]:
+    return {role: f"{NS_PREFIX}{tb_id}-{role}" for role in (PROXY_ROLES if proxy else ROLES)}
 
 
 def existing_namespaces() -> list[str]:
@@ -50,6 +74,8 @@ def create(ns: dict[str, str]) -> None:
     """Namespaces, links, addresses, routes and forwarding. Nothing outside `ns` is touched:
     each veth pair is created inside the router's namespace with its peer placed directly in
     the client's or server's, so no device ever appears in the host's namespace."""
+    if "proxy" in ns:
+        return _create_proxy(ns)
     for name in ns.values():
         sh(["ip", "netns", "add", name])
     for role, name in ns.items():
@@ -70,10 +96,31 @@ def create(ns: dict[str, str]) -> None:
     sh(["ip", "netns", "exec", ns["router"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
 
 
-def add_nfqueue_rules(router_ns: str) -> None:
-    """Hand every forwarded packet to linkem: queue 0 = up (from the client), 1 = down.
+def _create_proxy(ns: dict[str, str]) -> None:
+    """The proxy topology, set up as `create` does the plain one (same sysctls, offloads)."""
+    for name in ns.values():
+        sh(["ip", "netns", "add", name])
+        sh(["ip", "netns", "exec", name, "sysctl", "-qw", *_SYSCTLS])
+        sh(["ip", "-n", name, "link", "set", "lo", "up"])
+    for role, dev, peer_role, peer in _PROXY_PAIRS:
+        sh(["ip", "-n", ns[role], "link", "add", dev, "type", "veth", "peer", "name", peer, "netns", ns[peer_role]])
+    for role, dev, addr in _PROXY_ENDS:
+        name = ns[role]
+        sh(["ip", "-n", name, "addr", "add", addr, "dev", dev])
+        sh(["ip", "netns", "exec", name, "ethtool", "-K", dev, *(x for o in _OFFLOADS for x in (o, "off"))])
+        sh(["ip", "netns", "exec", name, "sysctl", "-qw", f"net.ipv4.conf.{dev}.rp_filter=0"])
+        sh(["ip", "-n", name, "link", "set", dev, "up"])
+    for role, dst, via in _PROXY_ROUTES:
+        sh(["ip", "-n", ns[role], "route", "add", dst, "via", via])
+    for role in ("router", "proxy", "router2"):
+        sh(["ip", "netns", "exec", ns[role], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+
+def add_nfqueue_rules(router_ns: str, queues: tuple[tuple[str, str], ...] = NFQUEUES["router"]) -> None:
+    """Hand every forwarded packet to linkem: queue 0 = up (from the client), 1 = down
+    (router2 of the proxy topology: 2 and 3).
     No --queue-bypass: with linkem gone the path is dead, never silently unemulated."""
-    for dev, queue in (("r0", "0"), ("r1", "1")):
+    for dev, queue in queues:
         sh(["ip", "netns", "exec", router_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
             "-i", dev, "-j", "NFQUEUE", "--queue-num", queue])
 

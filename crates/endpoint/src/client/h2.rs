@@ -51,20 +51,20 @@ impl H2Requester {
             }
         }
         Ok(Fetched {
-            timing: ObjectTiming { path: path.to_string(), status, bytes, start_ms, first_byte_ms, end_ms: ms_since(t0) },
+            timing: ObjectTiming { path: path.to_string(), status, bytes, start_ms, first_byte_ms, end_ms: ms_since(t0), protocol: None },
             body: body.map(|b| b.freeze()),
         })
     }
 }
 
-struct H2Connection {
-    requester: H2Requester,
-    local_addr: SocketAddr,
-    alpn: Option<String>,
+pub(super) struct H2Connection {
+    pub(super) requester: H2Requester,
+    pub(super) local_addr: SocketAddr,
+    pub(super) alpn: Option<String>,
     resumed: bool,
 }
 
-async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Target, args: &FetchArgs, t0: Instant, handshake_ms: &mut f64) -> Result<H2Connection, FetchError> {
+pub(super) async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Target, args: &FetchArgs, t0: Instant, handshake_ms: &mut f64) -> Result<H2Connection, FetchError> {
     let hs_timeout = Duration::from_secs_f64((args.timeout_s / 2.0).clamp(0.001, 10.0));
     enter(Phase::Connect);
     let tcp = tokio::time::timeout(hs_timeout, tokio::net::TcpStream::connect(addr))

@@ -51,7 +51,7 @@ impl H3Requester {
             }
         }
         Ok(Fetched {
-            timing: ObjectTiming { path: path.to_string(), status: resp.status().as_u16(), bytes, start_ms, first_byte_ms, end_ms: ms_since(t0) },
+            timing: ObjectTiming { path: path.to_string(), status: resp.status().as_u16(), bytes, start_ms, first_byte_ms, end_ms: ms_since(t0), protocol: None },
             body: body.map(|b| b.freeze()),
         })
     }
@@ -59,7 +59,7 @@ impl H3Requester {
 
 /// The source address the kernel picks for `dst` (our socket is bound to the wildcard and
 /// quinn reports no local IP without packet info).
-fn source_ip_towards(dst: SocketAddr) -> Option<std::net::IpAddr> {
+pub(super) fn source_ip_towards(dst: SocketAddr) -> Option<std::net::IpAddr> {
     let bind: SocketAddr = if dst.is_ipv6() { "[::]:0".parse().ok()? } else { "0.0.0.0:0".parse().ok()? };
     let s = std::net::UdpSocket::bind(bind).ok()?;
     s.connect(dst).ok()?;
@@ -67,13 +67,13 @@ fn source_ip_towards(dst: SocketAddr) -> Option<std::net::IpAddr> {
 }
 
 /// HTTP/3 NO_ERROR (RFC 9114 §8.1): a graceful close, not an application error.
-const H3_NO_ERROR: u32 = 0x100;
+pub(super) const H3_NO_ERROR: u32 = 0x100;
 
 fn handshake_timeout(args: &FetchArgs) -> Duration {
     Duration::from_secs_f64((args.timeout_s / 2.0).clamp(0.001, 10.0))
 }
 
-async fn h3_over(conn: &quinn::Connection) -> Result<H3Requester, FetchError> {
+pub(super) async fn h3_over(conn: &quinn::Connection) -> Result<H3Requester, FetchError> {
     let (mut driver, send) = h3::client::builder()
         .build::<_, _, Bytes>(h3_quinn::Connection::new(conn.clone()))
         .await

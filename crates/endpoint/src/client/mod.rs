@@ -4,6 +4,7 @@
 mod h2;
 mod h3;
 mod page;
+pub mod race;
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -182,6 +183,7 @@ pub struct Fetched {
 pub enum Conn {
     H3(h3::H3Requester),
     H2(h2::H2Requester),
+    Race(race::RaceRequester),
 }
 
 impl Conn {
@@ -189,6 +191,7 @@ impl Conn {
         match self {
             Conn::H3(c) => c.get(target, path, run_id, t0, collect, goodput).await,
             Conn::H2(c) => c.get(target, path, run_id, t0, collect, goodput).await,
+            Conn::Race(c) => c.get(target, path, run_id, t0, collect, goodput).await,
         }
     }
 }
@@ -239,6 +242,7 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         goodput_mbit: 0.0,
         stopped_early: false,
         failure_phase: None,
+        race: None,
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
     let result = match tokio::time::timeout(timeout, run(&args, &mut report)).await {
@@ -303,6 +307,7 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
     match args.proto {
         Proto::H3 => h3::run(args, &target, addr, &trust, &settings, report).await,
         Proto::H2 => h2::run(args, &target, addr, &trust, &settings, report).await,
+        Proto::Race => race::run(args, &target, addr, &trust, &settings, report).await,
     }
 }
 

@@ -69,6 +69,8 @@ impl Server {
                 qlog: qlog.clone(),
                 metrics_interval: self.state.metrics_interval,
             }));
+            // quinn's packet events, merged into the same trace.
+            transport.qlog_stream(qlog.as_ref().and_then(|q| crate::qlog::quinn_stream(q, &stem)));
             let mut cfg = quinn::ServerConfig::with_crypto(self.crypto.clone());
             cfg.transport_config(Arc::new(transport));
             let connecting = match incoming.accept_with(Arc::new(cfg)) {

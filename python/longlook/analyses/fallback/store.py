@@ -37,19 +37,26 @@ class FallbackAnalysis:
         return paths
 
 
-def analyze_store(directory: str | Path, *, quic_arm: str = "h3", tcp_arm: str = "h2",
+def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm: str = "h2",
                   metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
                   include_flagged: bool = False, step_s: float = 1.0) -> FallbackAnalysis:
     """F is summed per grid step (bytes), B and S averaged (levels). Runs count when settled
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
-    the audit (unless `include_flagged`)."""
+    the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
+    scenario has one, else "h3"."""
     with Store.open(directory, read_only=True) as store:
+        if quic_arm is None:
+            arms = store.scenario().arm_list()
+            quic_arm = next((a.label for a in arms if a.protocol == "race"), "h3")
         runs = store.runs_frame()
         cells = store.cells_frame()
         series = store.series()
     runs = runs[runs["status"].isin(SETTLED)]
     if not include_flagged and "audit_flagged" in runs:
         runs = runs[~runs["audit_flagged"].fillna(False).astype(bool)]
+    # with flagged runs kept, a round may hold several attempts of an arm: the last one counts
+    if "attempt" in runs:
+        runs = runs.sort_values("attempt").drop_duplicates(["cell_id", "round", "arm"], keep="last")
     runs = runs.merge(cells[["cell_id", "link_name"]], on="cell_id", how="left")
     runs["pattern"] = runs["link_name"].fillna(runs["cell_id"])
     missing = [n for n in ("F", "B", "S") if not (series["name"] == n).any()]

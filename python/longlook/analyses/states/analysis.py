@@ -1,11 +1,14 @@
 """StatesAnalysis: everything `longlook states DIR` shows, for one set of runs.
 
 Runs are grouped by protocol of their log (QUIC / TCP) and arm label; each group gets its
-inferred machine, its invariants and the per-run loss accounting.
+inferred machine, its invariants and the per-run loss accounting, labelled by whose
+congestion control it is (the arm's server stack and version, `ours`, or `TCP`) and whether
+its states were emitted by that stack or derived from its metrics.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -22,6 +25,13 @@ class MachineReport:
     graph: TransitionGraph
     invariants: list[Invariant]
     losses: pd.DataFrame  # one row per run (LossAccounting.as_dict())
+    stack: str = ""  # whose congestion control: NAME@VERSION, ours, TCP
+    states_source: str = "emitted"  # or "derived" (analyses/qlog_stacks.py)
+
+    @property
+    def label(self) -> str:
+        """`server STACK, arm ARM`; TCP's `arm ARM`."""
+        return f"arm {self.arm}" if self.stack in ("", self.protocol) else f"server {self.stack}, arm {self.arm}"
 
     @property
     def key(self) -> str:
@@ -47,5 +57,9 @@ def analyse_runs(runs: list[RunLogs]) -> StatesAnalysis:
         graph = TransitionGraph.infer(traces, group=arm)
         invariants = mine_invariants([t.states for t in traces])
         losses = pd.DataFrame([r.losses().as_dict() for r in rs])
-        machines.append(MachineReport(protocol, arm, graph, invariants, losses))
+        stacks = Counter(r.stack for r in rs)
+        sources = Counter(r.states_source for r in rs)
+        machines.append(MachineReport(protocol, arm, graph, invariants, losses,
+                                      stack=stacks.most_common(1)[0][0],
+                                      states_source=sources.most_common(1)[0][0]))
     return StatesAnalysis(machines=machines, runs=runs)

@@ -2,7 +2,8 @@
 
 Per machine (QUIC, TCP, or PROTOCOL-ARM): KEY.dot, KEY.svg (with Graphviz), and CSVs of
 transitions, states (dwell), entries per run, invariants and loss accounting; cwnd.svg with
-one QUIC and one TCP run of the set (Fig. 5).
+one run per QUIC stack with one TCP run of the set (Fig. 5): the first stack (ours when
+present) in cwnd.svg, every other in cwnd-STACK.svg.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .analysis import StatesAnalysis
 from .diff import StateDiff
 from .dot import to_dot, to_svg
 from .timeline import cwnd_figure_svg
+from ...stacks.base import OURS
 
 
 def _clean(v: Any) -> Any:
@@ -34,7 +36,8 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 def analysis_json(a: StatesAnalysis) -> dict:
     return {"machines": [{
-        "protocol": m.protocol, "arm": m.arm, "runs": m.graph.n_traces,
+        "protocol": m.protocol, "arm": m.arm, "stack": m.stack, "states_source": m.states_source,
+        "runs": m.graph.n_traces,
         "transitions": _records(m.graph.transitions),
         "states": _records(m.graph.states),
         "entries_per_run": {str(k): {s: int(n) for s, n in row.items()}
@@ -51,16 +54,38 @@ def diff_json(diffs: list[StateDiff]) -> dict:
                        "rows": _records(d.rows)} for d in diffs]}
 
 
-def example_logs(a: StatesAnalysis) -> list:
-    """One run per protocol for the cwnd figure: the run with the median loss events."""
+def _stack_order(stack: str) -> tuple:
+    return (stack == "TCP", stack != OURS, stack)
+
+
+def _examples(a: StatesAnalysis) -> list[tuple[str, str, object]]:
+    """(stack, label, log): one run per stack (QUIC stacks, ours first, then TCP), the run
+    with the median loss events."""
     picked = []
-    for protocol in ("QUIC", "TCP"):
-        rs = [r for r in a.runs if r.protocol == protocol]
-        if rs:
-            rs.sort(key=lambda r: r.losses().loss_events)
-            r = rs[len(rs) // 2]
-            picked.append((f"{protocol} {r.arm} {r.run_id[-4:]}", r.log))
+    for stack in sorted({r.stack for r in a.runs}, key=_stack_order):
+        rs = sorted((r for r in a.runs if r.stack == stack), key=lambda r: r.losses().loss_events)
+        r = rs[len(rs) // 2]
+        who = "TCP" if stack == "TCP" else f"{r.protocol} {stack}"
+        picked.append((stack, f"{who} {r.arm} {r.run_id[-4:]}", r.log))
     return picked
+
+
+def example_logs(a: StatesAnalysis) -> list:
+    """[(label, log)] for the cwnd figure: one run per stack (see `_examples`)."""
+    return [(label, log) for _, label, log in _examples(a)]
+
+
+def cwnd_groups(a: StatesAnalysis) -> list[tuple[str, list]]:
+    """(stack, [(label, log)]) per QUIC stack: its example run with the TCP example when there
+    is one (Fig. 5 per stack); only TCP when no QUIC run has a log."""
+    examples = _examples(a)
+    tcp = [(label, log) for stack, label, log in examples if stack == "TCP"]
+    groups = [(stack, [(label, log), *tcp]) for stack, label, log in examples if stack != "TCP"]
+    return groups or ([("TCP", tcp)] if tcp else [])
+
+
+def slug(stack: str) -> str:
+    return "".join(c if c.isalnum() or c in ".-" else "-" for c in stack)
 
 
 def write_analysis(a: StatesAnalysis, out: Path) -> list[Path]:
@@ -85,8 +110,8 @@ def write_analysis(a: StatesAnalysis, out: Path) -> list[Path]:
             [{"kind": i.kind, "a": i.a, "b": i.b, "support": i.support} for i in m.invariants],
             columns=["kind", "a", "b", "support"]).to_csv(index=False))
         put(f"{m.key}-losses.csv", m.losses.to_csv(index=False))
-    logs = example_logs(a)
-    if logs:
-        put("cwnd.svg", cwnd_figure_svg(logs, "congestion window over time"))
+    for i, (stack, logs) in enumerate(cwnd_groups(a)):
+        put("cwnd.svg" if i == 0 else f"cwnd-{slug(stack)}.svg",
+            cwnd_figure_svg(logs, f"congestion window over time: {stack}"))
     put("states.json", json.dumps(analysis_json(a), indent=1))
     return written

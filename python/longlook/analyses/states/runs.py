@@ -1,8 +1,11 @@
 """Find the runs of an experiment directory and their logs (what `longlook states` reads).
 
-A source is `DIR` or `DIR:CELL_ID`. Runs with a QUIC log (artifact `qlog`) give QUIC
+A source is `DIR`, `DIR:CELL_ID`, or `DIR:DIM=VALUE[,DIM=VALUE]`: every cell whose
+dimensions match (e.g. `DIR:client_cpu=phone-2014` for one CPU budget across the grid). Runs with a QUIC log (artifact `qlog`) give QUIC
 traces, runs with a TCP log (`tcp_log`) TCP traces; only the runs that count
-(core.status) are read, as everywhere in longlook.
+(core.status) are read, as everywhere in longlook. Each run knows whose congestion control
+its log shows (`stack`): the arm's server stack at its recorded version, `ours` for our
+endpoint, `TCP` for the kernel's.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from pathlib import Path
 from ...errors import LonglookError
 from ...core.status import counted_runs
 from ...core.store import Store
+from ...stacks.base import OURS
 from .losses import LossAccounting, loss_accounting
 from ..qlog import QlogFile, read_qlog
 from .trace import StateTrace
@@ -27,11 +31,28 @@ class RunLogs:
     round: int
     log: QlogFile
     linkem: dict | None
+    server: str | None = None  # the arm's server stack as recorded (NAME@VERSION), None = ours
     _cache: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def protocol(self) -> str:
         return self.log.protocol
+
+    @property
+    def stack(self) -> str:
+        """Whose congestion control the log shows: `TCP` (the kernel's), the server stack and
+        version (from the arm, else the normalised log's header), or `ours`."""
+        if self.protocol == "TCP":
+            return "TCP"
+        meta = (self.log.header.get("trace") or {}).get("longlook") or {}
+        return self.server or meta.get("version") or meta.get("stack") or OURS
+
+    @property
+    def states_source(self) -> str:
+        """`emitted` (the stack's or our controller's congestion_state_updated, TCP's
+        ca_state) or `derived` (from the metrics, analyses/qlog_stacks.py)."""
+        meta = (self.log.header.get("trace") or {}).get("longlook") or {}
+        return meta.get("states", "emitted")
 
     def trace(self, group: str | None = None) -> StateTrace:
         group = self.arm if group is None else group
@@ -53,6 +74,35 @@ def parse_source(source: str) -> tuple[Path, str | None]:
     return Path(directory), cell or None
 
 
+def select_cells(dims: dict[str, dict], selector: str, directory: Path | str = "") -> set[str]:
+    """Cell ids a selector names: one cell id, or `DIM=VALUE[,DIM=VALUE]` over the cells'
+    dimensions (values compared as written: `rate_mbit=10`, `client_cpu=phone-2014`)."""
+    if selector in dims:
+        return {selector}
+    keys = sorted({k for d in dims.values() if isinstance(d, dict) for k in d})
+    hint = f"dimensions: {', '.join(keys)}; cells: {', '.join(sorted(dims)[:10])}"
+    wanted = []
+    for part in selector.split(","):
+        key, eq, value = part.partition("=")
+        if not eq or key.strip() not in keys:
+            raise LonglookError(f"{directory}: no cell {selector!r}, nor a DIM=VALUE selector of "
+                                f"its dimensions", hint=hint)
+        wanted.append((key.strip(), value.strip()))
+    found = {cid for cid, d in dims.items() if all(_matches(d.get(k), v) for k, v in wanted)}
+    if not found:
+        raise LonglookError(f"{directory}: no cell has {selector}", hint=hint)
+    return found
+
+
+def _matches(actual, written: str) -> bool:
+    if str(actual) == written:
+        return True
+    try:
+        return float(actual) == float(written)
+    except (TypeError, ValueError):
+        return False
+
+
 def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = None,
               store: Store | None = None) -> list[RunLogs]:
     directory = Path(directory)
@@ -60,16 +110,18 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
     store = store or Store.open(directory, read_only=True)
     try:
         runs = store.runs_frame()
-        cells = set(store.cells_frame()["cell_id"])
+        frame = store.cells_frame()
+        dims = dict(zip(frame["cell_id"], frame["dims"]))
+        scenario = _stored_scenario(store)
+        servers = arm_servers(store, scenario)
     finally:
         if own:
             store.close()
-    if cell is not None and cell not in cells:
-        raise LonglookError(f"{directory}: no cell {cell!r}",
-                            hint="cells: " + ", ".join(sorted(cells)[:20]))
-    ok = counted_runs(runs)
+    selected = select_cells(dims, cell, directory) if cell is not None else set()
+    fidelity = getattr(scenario, "fidelity", None)  # the experiment's [fidelity], as the report's
+    ok = counted_runs(runs, exclude_flagged=fidelity.exclude_flagged if fidelity else True)
     if cell is not None:
-        ok = ok[ok.cell_id == cell]
+        ok = ok[ok.cell_id.isin(selected)]
     if arm is not None:
         ok = ok[ok.arm == arm]
     out = []
@@ -82,5 +134,27 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
         if arts.get("linkem") and (directory / arts["linkem"]).exists():
             linkem = json.loads((directory / arts["linkem"]).read_text())
         out.append(RunLogs(run_id=r.run_id, cell_id=r.cell_id, arm=r.arm, round=int(r.round),
-                           log=read_qlog(directory / rel), linkem=linkem))
+                           log=read_qlog(directory / rel), linkem=linkem, server=servers.get(r.arm)))
+    return out
+
+
+def _stored_scenario(store: Store):
+    try:
+        return store.scenario()
+    except (LonglookError, ValueError):
+        return None
+
+
+def arm_servers(store: Store, scenario=None) -> dict[str, str]:
+    """Arm label -> its server stack's exact version, for arms served by another stack."""
+    scenario = scenario or _stored_scenario(store)
+    versions = ((store.experiment() or {}).get("versions") or {}).get("stacks") or {}
+    from ...stacks.registry import is_stack, resolve
+
+    out = {}
+    for arm in getattr(scenario, "arms", None) or []:
+        server = getattr(arm, "server", None) or getattr(scenario, "server", None)
+        if server and is_stack(server):
+            spec = resolve(server).spec
+            out[arm.label] = versions.get(spec, spec)
     return out

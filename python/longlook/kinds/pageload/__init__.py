@@ -9,7 +9,8 @@ from ...core.kind import Kind, Measurement, RunContext
 from ...stacks.registry import client_fetcher, require_servers, versions_of
 from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
                       record_from_fetch)
-from .sections import clients_section
+from .proxy_section import proxy_section
+from .sections import clients_section, racing_section
 from .spec import Arm, Cell, CellOptions, OptionGrid, RunOptions, Scenario, Workload
 
 
@@ -18,7 +19,7 @@ class PageLoad(Kind):
     scenario_model = Scenario
     metrics = PAGE_LOAD_METRICS
     tables = {"objects": OBJECTS_TABLE}
-    sections = (clients_section,)
+    sections = (clients_section, proxy_section, racing_section)
 
     def prepare(self, scenario: Scenario) -> dict[str, Any]:
         # one fetch function per client the arms use; a missing Chromium stops it here

@@ -12,8 +12,11 @@ from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
 from ...stacks.base import OURS
-from ...stacks.endpoint import SERVER_ADDR, FetchResult, ServerOptions
+from ...stacks.endpoint import FetchResult, ServerOptions
+from ...stacks.race import race_measures
 from ...stacks.runner import stack_server
+from ...stacks.registry import sends_run_header
+from .proxied import route_for
 from .spec import RunOptions
 
 PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time"),
@@ -36,14 +39,23 @@ def measure(ctx: RunContext) -> Measurement:
         port, server = stack_server(ctx, opts.server, opts.server_cc, ctx.cell.workload)
     else:
         port, server = ctx.servers.get(server_options(opts, ctx.servers.tracefs))
-    url = f"https://{SERVER_ADDR}:{port}{ctx.cell.workload.url_path()}"
+    route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
     fetch = ctx.state["fetchers"][opts.client]
-    result: FetchResult = fetch(ctx.testbed, url=url, protocol=opts.protocol, run_id=ctx.run_id,
-                                cert_dir=ctx.cert_dir, out=ctx.run_dir / "fetch.json",
-                                timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
-                                zero_rtt=opts.zero_rtt)
+    racing = opts.protocol == "race"  # the racing client makes full handshakes (no 0-RTT)
+    race = ({"race_argv": ctx.scenario.race.argv(ctx.scenario.race.state_file(
+        ctx.run_dir.parent.parent, ctx.cell.index, ctx.arm.label))} if racing else {})
+    with route.active():
+        result: FetchResult = fetch(ctx.testbed, url=route.url(ctx.cell.workload.url_path()),
+                                    protocol=opts.protocol, run_id=ctx.run_id,
+                                    cert_dir=route.cert_dir, out=ctx.run_dir / "fetch.json",
+                                    timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
+                                    zero_rtt=opts.zero_rtt and not racing, **race)
     artifacts = _artifacts(ctx.run_dir, result.document)
+    proxy_artifacts, proxy_details = route.record(result.document, ctx.run_dir)
+    artifacts.update(proxy_artifacts)
     taken = server.take_logs(ctx.run_id, ctx.run_dir)
+    if not taken and opts.server == OURS and not sends_run_header(opts.client):
+        taken = server.take_unlabelled(ctx.run_dir, result.document.get("started_unix_ms") or 0)
     if isinstance(taken, dict):  # a stack's server names its logs (qlog, qlog_raw)
         artifacts.update(taken)
     for name in taken if isinstance(taken, list) else []:
@@ -54,8 +66,14 @@ def measure(ctx: RunContext) -> Measurement:
         result = FetchResult("failed", result.document,
                              f"the {who} server died during the run (see {server.log_dir}/server.stderr)",
                              result.wall_s)
-    return from_fetch(result.document, protocol_requested=opts.protocol, status=result.status,
-                      error=result.error, options=asdict(opts), artifacts=artifacts)
+    if route.proxied and not route.pool.alive():
+        result = FetchResult("failed", result.document, "the proxy died during the run "
+                             f"(see {route.pool.root}/*/proxy.stderr)", result.wall_s)
+    m = from_fetch(result.document, protocol_requested=None if racing else opts.protocol, status=result.status,
+                   error=result.error, options=asdict(opts), artifacts=artifacts)
+    if ctx.cell.proxy_dim:
+        m.details.update(proxy_details)
+    return m
 
 
 def _artifacts(run_dir: Path, document: dict) -> dict[str, str]:
@@ -80,12 +98,12 @@ def record_from_fetch(fetch: dict, *, run_id: str, cell_id: str, round: int, pos
     the protocol asked for defaults to the document's, the options', else the arm label."""
     requested = (protocol_requested or fetch.get("protocol_requested")
                  or (kw.get("options") or {}).get("protocol") or arm)
-    m = from_fetch(fetch, protocol_requested=requested, **kw)
+    m = from_fetch(fetch, protocol_requested=None if requested == "race" else requested, **kw)
     return RunRecord.of(m, run_id=run_id, cell_id=cell_id, round=round, position=position, arm=arm,
                         attempt=attempt, duration_s=duration_s)
 
 
-def from_fetch(fetch: dict, *, protocol_requested: str, status: str | None = None,
+def from_fetch(fetch: dict, *, protocol_requested: str | None, status: str | None = None,
                error: str | None = None, timed_out: bool = False, options: dict | None = None,
                artifacts: dict[str, str] | None = None) -> Measurement:
     """The fetch JSON of docs/interfaces.md as a Measurement. `fetch` may be {} when the
@@ -103,11 +121,13 @@ def from_fetch(fetch: dict, *, protocol_requested: str, status: str | None = Non
         # where a failed fetch stopped: setup, connect, handshake, request or transfer
         "failure_phase": fetch.get("failure_phase")}
     objects = [{c: o.get(c) for c in OBJECT_COLUMNS} for o in fetch.get("objects") or []]
+    race_metrics, race_details = race_measures(fetch)  # racing client: fallback, shares
+    details.update(race_details)
     return Measurement(
         status=status,
         error=error or fetch.get("error") or ("timed out" if status == "timeout" else None),
         protocol_requested=protocol_requested, protocol_negotiated=fetch.get("protocol"),
         started_unix_ms=fetch.get("started_unix_ms"),
         metrics={"plt_ms": fetch.get("plt_ms"), "handshake_ms": fetch.get("handshake_ms"),
-                 "ttfb_ms": fetch.get("ttfb_ms")},
+                 "ttfb_ms": fetch.get("ttfb_ms"), **race_metrics},
         details=details, rows={"objects": objects}, artifacts=artifacts or {}, options=options or {})

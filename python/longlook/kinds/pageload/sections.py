@@ -141,3 +141,11 @@ def _ratio_table(runs, cell_ids, dims, reference: str, ref_arm: str,
 
 def _ms(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:.0f} ms"
+
+
+def racing_section(store, analysis) -> Section | None:
+    """QUIC-enabled (racing) vs TCP-only arms (analyses/fallback/pageload.py; imported late:
+    the fallback package pulls in statsmodels)."""
+    from ...analyses.fallback.pageload import racing_section as make
+
+    return make(store, analysis)

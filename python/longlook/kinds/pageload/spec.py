@@ -20,10 +20,15 @@ from ...core.units import format_size, parse_size
 from ...core.validation import expand_sweep
 from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
+from ...stacks.race import RaceSettings
 from ...stacks.registry import check_spec, is_stack
 from ...stacks.congestion import QuicCC, TcpCC
 
-KNOWN_PROTOCOLS = ("h3", "h2")
+# "race": the QUIC-enabled racing client (stacks/race.py); counted as itself, never as h3
+KNOWN_PROTOCOLS = ("h3", "h2", "race")
+# Split-connection proxy of a cell (Kakhki §5; testbed/proxies.py): "tcp" relays the h2 arms'
+# TCP, "quic" terminates the h3 arms' QUIC; the other protocol's arm goes straight through.
+ProxyMode = Literal["none", "tcp", "quic"]
 
 
 class Workload(BaseModel):
@@ -200,6 +205,7 @@ class RunOptions:
     client: str = "native"  # which page-load client runs it (stacks.clients.fetcher, or a stack)
     server: str = OURS  # which server: our endpoint or a stack (stacks/registry.py)
     server_cc: str | None = None  # the stack server's congestion control (None: its default)
+    proxy: str = "none"  # the cell's proxy mode (ProxyMode); the run is proxied if it applies
 
 
 _OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"), ("zero_rtt", "0rtt"))
@@ -225,24 +231,31 @@ class Cell(CellBase):
     option_keys: tuple[str, ...] = ()  # options that belong to the cell (not overridden per arm)
     client: str = "native"  # the scenario's client; an arm may name another
     server: str = OURS  # the scenario's server; an arm may name another
+    proxy: str = "none"  # ProxyMode
+    proxy_dim: bool = False  # the scenario uses the proxy topology: proxy is a dimension
 
     def run_options(self, arm: Arm) -> RunOptions:
         merged = {**self.options.model_dump(), **arm.overrides()}
         return RunOptions(protocol=arm.protocol, client=arm.client or self.client,
-                          server=arm.server or self.server, server_cc=arm.server_cc, **merged)
+                          server=arm.server or self.server, server_cc=arm.server_cc,
+                          proxy=self.proxy, **merged)
 
     def dims(self) -> dict[str, Any]:
         d = self.link_dims()
         d.update({"workload": self.workload.label, "object_count": self.workload.object_count,
                   "object_size": self.workload.object_size, "mode": self.workload.mode})
         d.update({k: getattr(self.options, k) for k in self.option_keys})
+        if self.proxy_dim:
+            d["proxy"] = self.proxy
         return d
 
     def settings(self) -> dict[str, Any]:
-        return {"workload": self.workload.model_dump(), "options": self.options.model_dump()}
+        extra = {"proxy": self.proxy} if self.proxy_dim else {}
+        return {"workload": self.workload.model_dump(), "options": self.options.model_dump(), **extra}
 
     def shown(self) -> dict[str, Any]:
-        return {"workload": self.workload.label, "URL path": self.workload.url_path()}
+        extra = {"proxy": self.proxy} if self.proxy_dim else {}
+        return {"workload": self.workload.label, "URL path": self.workload.url_path(), **extra}
 
 
 class Scenario(ScenarioBase):
@@ -258,6 +271,17 @@ class Scenario(ScenarioBase):
     baseline: str | None = None  # label of the arm others are compared against; default last
     workloads: list[Workload]
     options: OptionGrid = Field(default_factory=OptionGrid)
+    # a cell dimension: "none", "tcp", "quic" or a list; needs links with segments
+    proxy: list[ProxyMode] = ["none"]
+    race: RaceSettings = Field(default_factory=RaceSettings)  # constants of "race" arms
+
+    @field_validator("proxy", mode="before")
+    @classmethod
+    def _proxy_list(cls, v: Any) -> Any:
+        v = v if isinstance(v, list) else [v]
+        if len(set(map(str, v))) != len(v):
+            raise ValueError("each proxy mode once")
+        return v
 
     @model_validator(mode="before")
     @classmethod
@@ -293,6 +317,9 @@ class Scenario(ScenarioBase):
             stack = (a.server or self.server) != OURS or is_stack(a.client or self.client)
             if stack and a.protocol != "h3":
                 raise ValueError(f'arm "{a.label}": another QUIC stack\'s server or client runs h3 only')
+            if a.protocol == "race" and (a.client or self.client) != "native":
+                raise ValueError(f'arm "{a.label}": protocol "race" is the native racing client; '
+                                 f'for Chromium\'s racing use client = "chromium-discovery"')
         if len(self.arms) < 2:
             raise ValueError("a comparison needs at least two arms (e.g. protocols = [\"h3\", \"h2\"])")
         if self.baseline is None:
@@ -302,8 +329,22 @@ class Scenario(ScenarioBase):
         for key in self._arm_option_keys():
             if len(getattr(self.options, key)) > 1:
                 raise ValueError(f"options.{key}: set per arm, so it cannot also be swept here")
+        self._check_proxy()
         self._check_unique_cells()
         return self
+
+    def _check_proxy(self) -> None:
+        modes = [m for m in self.proxy if m != "none"]
+        if not modes:
+            return
+        plain = next((i for i, link in enumerate(self.links) if not link.segments), None)
+        if plain is not None:
+            raise ValueError(f'proxy = "{modes[0]}": links[{plain}] has no segments; a proxy sits between '
+                             f"two: give each link link_a (client-proxy) and link_b (proxy-server) tables")
+        for a in self.arms:
+            if (a.client or self.client) != "native" or (a.server or self.server) != OURS:
+                raise ValueError(f'arm "{a.label}": proxied runs use the native client and our endpoint '
+                                 f"(the proxies are in the endpoint binary)")
 
     def _arm_option_keys(self) -> set[str]:
         return {k for a in self.arms for k in a.overrides()}
@@ -313,11 +354,15 @@ class Scenario(ScenarioBase):
         overridden = self._arm_option_keys()
         keys = tuple(k for k, _ in _OPTION_ID if k not in overridden)
         cells = []
-        for (link, label), wl, opts in itertools.product(zip(self.links, self.link_labels()),
-                                                         self.workloads, self.options.combinations()):
-            cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys)])
+        proxy_dim = "proxy" in self.model_fields_set or any(link.segments for link in self.links)
+        for (link, label), wl, opts, proxy in itertools.product(zip(self.links, self.link_labels()),
+                                                                self.workloads, self.options.combinations(),
+                                                                self.proxy):
+            cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys),
+                            *([f"proxy={proxy}"] if proxy_dim else [])])
             cells.append(Cell(id=cid, index=len(cells), link=link, link_label=label, workload=wl,
-                              options=opts, option_keys=keys, client=self.client, server=self.server))
+                              options=opts, option_keys=keys, client=self.client, server=self.server,
+                              proxy=proxy, proxy_dim=proxy_dim))
         return cells
 
     def arm_list(self) -> list[Arm]:

@@ -16,7 +16,8 @@ from typing import Any
 
 from ...core.kind import Measurement, RunContext
 from ...errors import LonglookError
-from ...stacks.clients.chromium import _driver_env, _stop, chromium_path, server_spki
+from ...testbed.processes import stop_child
+from ...stacks.clients.chromium import chromium_path, driver_env, server_spki
 from ...stacks.endpoint import SERVER_ADDR
 from .mpd import Manifest
 from .qoe import Playback, Sample, Stall, qoe_metrics, series_rows
@@ -73,11 +74,11 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
             "--spki", server_spki(ctx.cert_dir / "cert.pem"), "--run-id", ctx.run_id,
             "--out", str(out), "--timeout-s", str(timeout), "--chromium", chromium_path()]
     proc = subprocess.Popen(ctx.testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=_driver_env())
+                            stderr=subprocess.PIPE, text=True, env=driver_env())
     try:
         _, stderr = proc.communicate(timeout=timeout + DRIVER_GRACE_S)
     except subprocess.TimeoutExpired:
-        _stop(proc)
+        stop_child(proc)
         stderr = ""
     ctx.testbed.check()
     artifacts = {"dashjs": out.name, "chromium_stderr": "dashjs.chromium.stderr"}

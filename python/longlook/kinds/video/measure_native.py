@@ -7,6 +7,8 @@ from dataclasses import asdict
 
 from ...core.kind import Measurement, RunContext
 from ...stacks.endpoint import SERVER_ADDR
+from ...stacks.race import race_measures
+from .dashjs import _tcp_share_series
 from .native.player import play
 from .native.session import EndpointSession
 from .qoe import qoe_metrics, series_rows
@@ -17,10 +19,12 @@ def measure_native(ctx: RunContext) -> Measurement:
     content, manifest = ctx.state["content"], ctx.state["manifest"]
     port, server = server_for(ctx, content)
     protocol = ctx.arm.protocol
+    racing = protocol == "race"  # the racing client: each segment's protocol is its own
     timeout = ctx.scenario.run_timeout_s()
     session = EndpointSession(ctx.testbed, url=f"https://{SERVER_ADDR}:{port}/", protocol=protocol,
                               run_id=ctx.run_id, cert_dir=ctx.cert_dir, out=ctx.run_dir / "session.json",
-                              timeout_s=timeout + 30, stderr_path=ctx.run_dir / "client.stderr")
+                              timeout_s=timeout + 30, stderr_path=ctx.run_dir / "client.stderr",
+                              race_argv=ctx.scenario.race.argv() if racing else None)
     try:
         run = play(session, manifest, "/", rule=ctx.cell.abr, timeout_s=timeout)
     finally:
@@ -28,7 +32,10 @@ def measure_native(ctx: RunContext) -> Measurement:
     ctx.testbed.check()
     negotiated = result.document.get("protocol")
     for r in run.requests:
-        r.protocol = negotiated
+        r.protocol = r.protocol or negotiated
+    race_metrics, race_details = race_measures(result.document)
+    if racing:  # the session was "ready" before the race; the report knows who served first
+        run.handshake_ms = result.document.get("handshake_ms")
     status, error = result.status, result.error
     if status == "ok" and run.error:
         status, error = ("timeout" if run.timed_out else "failed"), run.error
@@ -39,11 +46,11 @@ def measure_native(ctx: RunContext) -> Measurement:
         status, error = "failed", f"the endpoint server died during the run (see {server.log_dir}/server.stderr)"
     p = run.playback
     return Measurement(
-        status=status, error=error, protocol_requested=protocol, protocol_negotiated=negotiated,
+        status=status, error=error, protocol_requested=None if racing else protocol, protocol_negotiated=negotiated,
         started_unix_ms=result.document.get("started_unix_ms"),
-        metrics=qoe_metrics(p) if p else {},
+        metrics={**(qoe_metrics(p) if p else {}), **race_metrics},
         details={**run.as_details(), "player": "native", "abr": ctx.cell.abr, "ended": p.ended if p else False,
-                 "stalls": [asdict(s) for s in p.stalls] if p else []},
-        series=series_rows(p) if p else [],
+                 "stalls": [asdict(s) for s in p.stalls] if p else [], **race_details},
+        series=(series_rows(p) if p else []) + (_tcp_share_series([asdict(r) for r in run.requests]) if racing else []),
         rows={"requests": [asdict(r) for r in run.requests]},
         artifacts=artifacts)

@@ -13,11 +13,13 @@ from typing import Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
+from ...stacks.race import RaceSettings
 from .content import VideoSpec
 
 Player = Literal["native", "dashjs"]
 Rule = Literal["bola", "throughput"]
 PROTOCOLS = ("h3", "h2")
+RACE_ARM = "quic-enabled"  # the label of the racing client's arm
 
 
 class Video(BaseModel):
@@ -69,7 +71,10 @@ class VideoScenario(ScenarioBase):
     video: Video = Field(default_factory=Video)
     players: list[Player] = ["native"]
     abr: list[Rule] = ["bola"]
-    protocols: list[Literal["h3", "h2"]] = list(PROTOCOLS)
+    # "race": the native player over the QUIC-enabled racing client (arm "quic-enabled",
+    # compared with h2 = TCP-only, as Chaudhary et al.); its constants in [race]
+    protocols: list[Literal["h3", "h2", "race"]] = list(PROTOCOLS)
+    race: RaceSettings = Field(default_factory=RaceSettings)
     # dash.js in Chromium, h3 arm: "forced" pins QUIC; "discovery" lets Chromium learn h3 from
     # Alt-Svc on an unmeasured first visit and race it against TCP (a QUIC-enabled browser)
     quic_mode: Literal["forced", "discovery"] = "forced"
@@ -89,8 +94,11 @@ class VideoScenario(ScenarioBase):
             values = getattr(self, name)
             if not values or len(set(values)) != len(values):
                 raise ValueError(f"{name}: give each value once, at least one")
-        if len(self.protocols) < 2:
-            raise ValueError('protocols: a comparison needs both, ["h3", "h2"]')
+        if len(self.protocols) < 2 or "h2" not in self.protocols:
+            raise ValueError('protocols: a comparison needs h2 and h3 or race, e.g. ["h3", "h2"]')
+        if "race" in self.protocols and set(self.players) != {"native"}:
+            raise ValueError('protocols: "race" is the native player\'s racing client; dash.js in '
+                             'Chromium races with quic_mode = "discovery"')
         self._check_unique_cells()
         return self
 
@@ -112,7 +120,7 @@ class VideoScenario(ScenarioBase):
         return cells
 
     def arm_list(self) -> list[ArmBase]:
-        return [ArmBase(label=p, protocol=p) for p in self.protocols]
+        return [ArmBase(label=RACE_ARM if p == "race" else p, protocol=p) for p in self.protocols]
 
     def comparisons(self) -> list[tuple[str, str]]:
-        return [("h3", "h2")]
+        return [(RACE_ARM if p == "race" else p, "h2") for p in self.protocols if p != "h2"]

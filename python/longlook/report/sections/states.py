@@ -1,10 +1,12 @@
 """Report section: inferred congestion-control state machines, false losses, cwnd timeline.
 
 Kakhki et al. §4.2/§5.1: explain each difference from the protocols' inner states. For each
-protocol: the state machine of all runs (Fig. 3), per cell the entries into loss-handling
-states and the loss accounting (declared vs spurious, by trigger), for each impaired cell
-what changes against its unimpaired twin (StateDiff), the invariants, and the congestion
-window of one QUIC and one TCP run (Fig. 5).
+protocol and server stack (ours, another QUIC stack at its version, TCP): the state machine
+of all runs (Fig. 3), per cell the entries into loss-handling states and the loss
+accounting (declared vs spurious, by trigger), for each impaired cell what changes against
+its unimpaired twin (StateDiff), the invariants, and the congestion window of one run per
+QUIC stack beside one TCP run (Fig. 5). A stack whose qlog has no congestion_state_updated
+gets derived states, and the section says how.
 """
 
 from __future__ import annotations
@@ -80,17 +82,15 @@ def _cell_rows(by_cell: dict[str, list], labels: dict[str, str]) -> list[list[st
 
     rows = []
     for cell_id, runs in by_cell.items():
-        for protocol in ("QUIC", "TCP"):
-            rs = [r for r in runs if r.protocol == protocol]
-            if not rs:
-                continue
+        for protocol, stack in _stacks_of(runs):
+            rs = [r for r in runs if r.protocol == protocol and r.stack == stack]
             g = TransitionGraph.infer([r.trace() for r in rs])
             loss = pd.DataFrame([r.losses().as_dict() for r in rs])
             entries = sum(g.entries(s) for s in LOSS_STATES[protocol])
             share = g.states.set_index("state")["dwell_share"]
             rec_share = sum(float(share.get(s, 0.0)) for s in LOSS_STATES[protocol])
             mean = lambda c: loss[c].astype(float).mean() if c in loss and loss[c].notna().any() else None  # noqa: E731
-            rows.append([_e(labels.get(cell_id, cell_id)), protocol, str(len(rs)),
+            rows.append([_e(labels.get(cell_id, cell_id)), _e(_who(protocol, stack)), str(len(rs)),
                          _num(float(g.entries("Recovery").mean())),
                          _num(float(np.mean(entries))), _num(rec_share * 100, "{:.0f}%"),
                          _num(mean("declared_lost")), _num(mean("spurious")),
@@ -99,15 +99,36 @@ def _cell_rows(by_cell: dict[str, list], labels: dict[str, str]) -> list[list[st
     return rows
 
 
+def _stacks_of(runs: list) -> list[tuple[str, str]]:
+    """(protocol, server stack) pairs of the runs: QUIC stacks first (ours leading), TCP last."""
+    return sorted({(r.protocol, r.stack) for r in runs}, key=lambda p: (p[0] != "QUIC", p[1] != "ours", p))
+
+
+def _who(protocol: str, stack: str) -> str:
+    return protocol if stack == protocol else f"{protocol} {stack}"
+
+
+def _source_note(m) -> str:
+    """How the machine's states were obtained, for other stacks (ours and TCP: the intro)."""
+    from ...analyses.qlog_stacks import DERIVED_STATES_NOTE, EMITTED_STATES_NOTE
+
+    if m.stack in ("ours", "TCP", ""):
+        return ""
+    note = DERIVED_STATES_NOTE if m.states_source == "derived" else EMITTED_STATES_NOTE
+    return f"<p class=\"note\">{_e(m.stack)} states: {_e(note)}</p>"
+
+
 def _diff_html(base_runs: list, runs: list, label: str, base_label: str, alpha: float) -> str:
     from ...analyses.states import compare
     from ...analyses.states.diff import protocols_in
 
     parts = []
-    for protocol in protocols_in(runs):
-        if protocol not in protocols_in(base_runs):
+    for protocol, stack in _stacks_of(runs):
+        base = [r for r in base_runs if r.stack == stack]
+        if protocol not in protocols_in(base):
             continue
-        d = compare(base_runs, runs, protocol, label_a=base_label, label_b=label, alpha=alpha)
+        d = compare(base, [r for r in runs if r.stack == stack], protocol, label_a=base_label, label_b=label,
+                    alpha=alpha)
         moved = d.rows[d.rows.direction != "same"]
         if moved.empty:
             continue
@@ -119,7 +140,7 @@ def _diff_html(base_runs: list, runs: list, label: str, base_label: str, alpha: 
         headline = "; ".join(f"{_e(r.item)} {_num(r.mean_a, '{:.1f}')} → {_num(r.mean_b, '{:.1f}')}"
                              + ("*" if r.significant else "")
                              for r in rows.head(3).itertuples())
-        parts.append(f"<details><summary><b>{_e(protocol)}</b>, {_e(label)}: {headline}</summary>"
+        parts.append(f"<details><summary><b>{_e(_who(protocol, stack))}</b>, {_e(label)}: {headline}</summary>"
                      + _table(["item", "change", "mean/run twin", "mean/run this", "runs twin",
                                "runs this", "p", "p (Holm)"], body, "diff") + "</details>")
     return "".join(parts)
@@ -127,7 +148,7 @@ def _diff_html(base_runs: list, runs: list, label: str, base_label: str, alpha: 
 
 def section(store, analysis):
     from ...analyses.states import analyse_runs, load_runs, to_dot, to_svg
-    from ...analyses.states.export import example_logs
+    from ...analyses.states.export import cwnd_groups, slug
     from ...analyses.states.timeline import cwnd_figure
     from ..figures import to_svg as fig_svg
     from . import Section
@@ -147,13 +168,14 @@ def section(store, analysis):
 
     a = analyse_runs(runs)
     for m in a.machines:
-        dot = to_dot(m.graph, title=f"{m.protocol} ({m.arm}), all cells")
+        dot = to_dot(m.graph, title=f"{m.protocol} {m.label}, all cells")
         svg = to_svg(dot)
         # Graphviz numbers its elements from 1 in every SVG: keep ids unique in the page.
         fig = svg.replace(' id="', f' id="states-{m.key}-') if svg else f"<pre>{_e(dot)}</pre>"
         inv_text = "; ".join(_e(i) for i in m.invariants if "Init" not in (i.a, i.b))
-        out.append(f"<h3>{_e(m.protocol)} state machine ({_e(m.arm)}, {m.graph.n_traces} runs)</h3>"
-                   f'<div class="figure states-graph">{fig}</div>'
+        out.append(f"<h3>{_e(m.protocol)} state machine, {_e(m.label)}, {m.graph.n_traces} runs</h3>"
+                   + _source_note(m)
+                   + f'<div class="figure states-graph">{fig}</div>'
                    f"<details><summary>invariants holding in all {m.graph.n_traces} runs "
                    f"(Synoptic: AlwaysFollowedBy, NeverFollowedBy, AlwaysPrecedes)</summary>"
                    f"<p>{inv_text}</p></details>")
@@ -162,7 +184,7 @@ def section(store, analysis):
     for r in runs:
         by_cell.setdefault(r.cell_id, []).append(r)
     out.append("<h3>Loss-handling states and false losses per cell</h3>" + _table(
-        ["cell", "protocol", "runs", "Recovery entries/run", "loss-state entries/run",
+        ["cell", "protocol / server stack", "runs", "Recovery entries/run", "loss-state entries/run",
          "time in loss states", "declared lost/run", "spurious/run", "by packet threshold/run",
          "by time threshold/run", "dropped by link/run"], _cell_rows(by_cell, labels)))
 
@@ -190,11 +212,13 @@ def section(store, analysis):
         vals = [v for v in vals if v is not None]
         return float(np.mean(vals)) if vals else -1.0
     worst = max(by_cell, key=spurious_of)
-    logs = example_logs(type(a)(runs=by_cell[worst]))
-    if logs:
-        fig = cwnd_figure(logs, f"cwnd: {labels.get(worst, worst)}")
+    groups = cwnd_groups(type(a)(runs=by_cell[worst]))
+    if groups:
         out.append("<h3>Congestion window over time</h3>"
-                   f"<p>One QUIC and one TCP run of the cell with the most spurious losses "
-                   f"(median run by loss events). Circles: loss events; strip: states.</p>"
-                   + fig_svg(fig, "states-cwnd"))
+                   f"<p>Per QUIC server stack, one of its runs beside one TCP run of the cell with the "
+                   f"most spurious losses, {_e(labels.get(worst, worst))} (median run by loss events). "
+                   f"Circles: loss events; strip: states.</p>")
+        for stack, logs in groups:
+            fig = cwnd_figure(logs, f"cwnd, {stack}: {labels.get(worst, worst)}")
+            out.append(fig_svg(fig, f"states-cwnd-{slug(stack)}"))
     return Section(id="states", title="Root cause: congestion-control states", html="".join(out))

@@ -19,6 +19,7 @@ class Aioquic(Stack):
     versions = ("1.7.2",)
     any_version = True  # any release on PyPI with the same API
     ccs = ("reno", "cubic")
+    qlog_format = "JSON"  # one document per connection, written at close
 
     @property
     def python(self) -> Path:

@@ -28,6 +28,7 @@ from typing import Callable
 from ...binaries import find_binary
 from ..endpoint import FetchResult, fetch_result
 from ...errors import LonglookError
+from ...testbed.processes import stop_child
 from .chromium_driver import DEFAULT_CHROMIUM, EXIT_PROTOCOL_MISMATCH, EXIT_TIMEOUT
 
 # seconds the driver may take beyond the page's timeout: browser start-up and shutdown
@@ -90,11 +91,11 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     proc = subprocess.Popen(testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=_driver_env())
+                            stderr=subprocess.PIPE, text=True, env=driver_env())
     try:
         _, stderr = proc.communicate(timeout=timeout_s + DRIVER_GRACE_S)
     except subprocess.TimeoutExpired:
-        _stop(proc)  # SIGTERM first: the driver closes its browser on the way out
+        stop_child(proc)  # SIGTERM first: the driver closes its browser on the way out
         testbed.check()
         return FetchResult("timeout", {}, f"no result within {timeout_s + DRIVER_GRACE_S:.0f} s",
                            time.monotonic() - started)
@@ -140,7 +141,7 @@ def chromium_fetcher(*, quic: str = "pinned", netlog: bool = False) -> Callable[
     return functools.partial(fetch, quic=quic, netlog=netlog)
 
 
-def _driver_env() -> dict[str, str]:
+def driver_env() -> dict[str, str]:
     """The driver imports longlook from wherever this process does."""
     env = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[3])
@@ -148,10 +149,3 @@ def _driver_env() -> dict[str, str]:
     return env
 
 
-def _stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()

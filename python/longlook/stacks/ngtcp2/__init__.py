@@ -36,6 +36,7 @@ class Ngtcp2(Stack):
     name = "ngtcp2"
     versions = ("0.12.1",)  # what Debian bookworm ships; apt decides, `version_info` records it
     ccs = ("cubic", "reno", "bbr", "bbr2")
+    sends_run_header = False  # Debian's example client has no option for request headers
 
     @property
     def install_command(self) -> str:

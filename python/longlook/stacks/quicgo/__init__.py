@@ -28,7 +28,10 @@ class QuicGo(Stack):
         return self.build_dir / "longlook-quicgo"
 
     def installed(self) -> bool:
-        return self.binary.is_file()
+        """Built, from this adapter's main.go (a changed main.go means a rebuild)."""
+        built_from = self.build_dir / "src" / "main.go"
+        return (self.binary.is_file() and built_from.is_file()
+                and built_from.read_bytes() == (self.folder / "main.go").read_bytes())
 
     def install(self) -> None:
         if self.installed():

@@ -28,6 +28,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/qlog"
+	"github.com/quic-go/quic-go/qlogwriter"
 )
 
 func main() {
@@ -47,7 +48,55 @@ func main() {
 }
 
 func quicConfig() *quic.Config {
-	return &quic.Config{Tracer: qlog.DefaultConnectionTracer, MaxIdleTimeout: 30 * time.Second}
+	return &quic.Config{Tracer: tracer, MaxIdleTimeout: 30 * time.Second}
+}
+
+// qlogsOpen counts qlog producers not yet closed. quic-go writes a qlog file from a goroutine
+// and closes it when the connection's last producer closes; a client exiting before that cut
+// its file at the last 64 KiB buffer flush. fetch waits for them (waitQlogs).
+var qlogsOpen sync.WaitGroup
+
+// tracer is quic-go's QLOGDIR tracer, with its producers counted.
+func tracer(ctx context.Context, isClient bool, connID quic.ConnectionID) qlogwriter.Trace {
+	t := qlog.DefaultConnectionTracer(ctx, isClient, connID)
+	if t == nil {
+		return nil
+	}
+	return countedTrace{t}
+}
+
+type countedTrace struct{ qlogwriter.Trace }
+
+func (t countedTrace) AddProducer() qlogwriter.Recorder {
+	r := t.Trace.AddProducer()
+	if r == nil {
+		return nil
+	}
+	qlogsOpen.Add(1)
+	return &countedRecorder{Recorder: r}
+}
+
+type countedRecorder struct {
+	qlogwriter.Recorder
+	once sync.Once
+}
+
+// Close returns once the file is written when this was the trace's last producer.
+func (r *countedRecorder) Close() error {
+	err := r.Recorder.Close()
+	r.once.Do(qlogsOpen.Done)
+	return err
+}
+
+// waitQlogs waits up to `limit` for every qlog file to be written out.
+func waitQlogs(limit time.Duration) {
+	done := make(chan struct{})
+	go func() { qlogsOpen.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		fmt.Fprintln(os.Stderr, "fetch: qlog not closed within", limit)
+	}
 }
 
 func serve(args []string) int {
@@ -131,6 +180,7 @@ func fetch(args []string) int {
 		Objects: []object{}, ZeroRTT: map[string]bool{"attempted": false, "accepted": false},
 		Goodput: [][2]float64{}}
 	code := run(res, *url, *ca, *mode, *runID, time.Duration(*timeout*float64(time.Second)))
+	waitQlogs(2 * time.Second) // run closed the connection: its qlog is being written out
 	data, _ := json.Marshal(res)
 	if *out == "" {
 		os.Stdout.Write(data)

@@ -24,6 +24,7 @@ class Tquic(Stack):
     versions = ("1.6.0",)
     any_version = True  # any tquic_tools release on crates.io
     ccs = ("bbr", "cubic", "bbr3", "copa")
+    sends_run_header = False  # tquic_client has no option for request headers
 
     def _bin(self, name: str):
         return self.build_dir / "bin" / name

@@ -74,7 +74,8 @@ def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str,
         started = now()
         f = session.get(base + path, timeout_s=left)
         run.requests.append(Request(path=base + path, kind=kind, level=level, segment=segment,
-                                    status=f.status, bytes=f.bytes, start_s=started, end_s=now()))
+                                    status=f.status, bytes=f.bytes, start_s=started, end_s=now(),
+                                    protocol=f.protocol))
         if f.status != 200:
             raise SessionError(f"GET {base + path}: status {f.status}")
         return f

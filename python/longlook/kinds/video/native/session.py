@@ -29,14 +29,15 @@ class ObjectFetch:
     start_ms: float  # ms from the connection's first packet
     first_byte_ms: float
     end_ms: float
+    protocol: str | None = None  # what served it (the racing client says; else the session's)
 
 
 class EndpointSession:
     def __init__(self, testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-                 timeout_s: float, stderr_path: Path):
+                 timeout_s: float, stderr_path: Path, race_argv: list[str] | None = None):
         argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
                 "--mode", "session", "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
-                "--out", str(out), "--timeout-s", str(timeout_s)]
+                "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
         self.protocol = protocol
         self.out = out
         self.started = time.monotonic()
@@ -59,7 +60,7 @@ class EndpointSession:
         except (BrokenPipeError, OSError):
             raise SessionError(self._why("the client exited")) from None
         doc = json.loads(self._line(timeout_s))
-        return ObjectFetch(**{k: doc[k] for k in ObjectFetch.__dataclass_fields__})
+        return ObjectFetch(**{k: doc[k] for k in ObjectFetch.__dataclass_fields__ if k in doc})
 
     def cpu_s(self) -> float | None:
         """CPU time (user + system) the client process used so far."""
@@ -82,7 +83,8 @@ class EndpointSession:
             self.proc.wait()
         self._stderr.close()
         stderr = Path(self._stderr.name).read_text(errors="replace")
-        return fetch_result(self.out, self.proc.returncode, stderr, self.protocol,
+        # the racing client asks for no protocol: what served it is recorded, not a mismatch
+        return fetch_result(self.out, self.proc.returncode, stderr, None if self.protocol == "race" else self.protocol,
                             time.monotonic() - self.started,
                             protocol_unavailable=self.proc.returncode == 3)
 

@@ -1,0 +1,127 @@
+"""Page loads behind middleboxes (Langley §7): a QUIC-enabled racing client against a
+TCP-only one, per cell. What racing costs or gains: the PLT of each arm (Welch), how often
+and how fast the racing client fell back, the share of bytes it got over QUIC, and the time
+lost to a blocked handshake = mean PLT of the racing runs that fell back minus the mean
+TCP-only PLT (compare it with the TCP wait they planned, `tcp_delay_ms`).
+
+Racing runs count when `ok` and not flagged (they ask for no protocol, so whatever served
+them is data); TCP-only runs when counted by core.status (ok over the protocol asked for).
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core.status import counted_runs
+from ...errors import LonglookError
+from .qoe import _welch
+
+COLUMNS = ("cell_id", "pattern", "n_quic", "n_tcp", "plt_quic_ms", "plt_tcp_ms", "p_welch", "verdict",
+           "fell_back_share", "time_to_fallback_ms_median", "tcp_delay_ms_mean", "quic_share_mean",
+           "served_h3", "served_h2", "served_mixed", "lost_to_blocked_handshake_ms")
+
+
+def race_arm_of(scenario) -> str | None:
+    """The first arm running the racing client, or None."""
+    return next((a.label for a in getattr(scenario, "arms", []) if a.protocol == "race"), None)
+
+
+def tcp_arm_of(scenario) -> str | None:
+    return next((a.label for a in getattr(scenario, "arms", []) if a.protocol == "h2"), None)
+
+
+def _mean(x: pd.Series) -> float:
+    x = pd.to_numeric(x, errors="coerce").dropna()
+    return float(x.mean()) if len(x) else float("nan")
+
+
+def compare_pageloads(runs: pd.DataFrame, cells: pd.DataFrame, *, quic_arm: str, tcp_arm: str,
+                      alpha: float = 0.01, exclude_flagged: bool = True) -> pd.DataFrame:
+    """One row per cell (COLUMNS). `runs` as Store.runs_frame(); `cells` as cells_frame()."""
+    ok = runs[runs["status"] == "ok"]
+    if exclude_flagged and "audit_flagged" in ok:
+        ok = ok[~ok["audit_flagged"].fillna(False).astype(bool)]
+    race = ok[ok["arm"] == quic_arm]
+    tcp = counted_runs(runs[runs["arm"] == tcp_arm], "plt_ms", exclude_flagged=exclude_flagged)
+    names = dict(zip(cells["cell_id"], cells.get("link_name", cells["cell_id"])))
+    rows = []
+    for cid in cells["cell_id"]:
+        q, t = race[race["cell_id"] == cid], tcp[tcp["cell_id"] == cid]
+        a = pd.to_numeric(q["plt_ms"], errors="coerce").dropna().to_numpy(float)
+        b = pd.to_numeric(t["plt_ms"], errors="coerce").dropna().to_numpy(float)
+        p = _welch(a, b)
+        verdict = ("inconclusive" if np.isnan(p) or p >= alpha
+                   else ("QUIC-enabled faster" if a.mean() < b.mean() else "TCP-only faster"))
+        ttf = pd.to_numeric(q.get("time_to_fallback_ms", pd.Series(dtype=float)), errors="coerce")
+        fell = q[ttf.notna()] if len(q) else q
+        served = q["protocol_negotiated"].value_counts() if len(q) else pd.Series(dtype=int)
+        lost = _mean(fell["plt_ms"]) - (float(b.mean()) if len(b) else float("nan")) if len(fell) else float("nan")
+        rows.append({
+            "cell_id": cid, "pattern": names.get(cid, cid), "n_quic": len(a), "n_tcp": len(b),
+            "plt_quic_ms": float(a.mean()) if len(a) else float("nan"),
+            "plt_tcp_ms": float(b.mean()) if len(b) else float("nan"),
+            "p_welch": p, "verdict": verdict,
+            "fell_back_share": len(fell) / len(q) if len(q) else float("nan"),
+            "time_to_fallback_ms_median": float(ttf.median()) if ttf.notna().any() else float("nan"),
+            "tcp_delay_ms_mean": _mean(q.get("tcp_delay_ms", pd.Series(dtype=float))),
+            "quic_share_mean": _mean(q.get("quic_share", pd.Series(dtype=float))),
+            "served_h3": int(served.get("h3", 0)), "served_h2": int(served.get("h2", 0)),
+            "served_mixed": int(served.get("mixed", 0)),
+            "lost_to_blocked_handshake_ms": lost})
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def analyze_pageload_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm: str | None = None,
+                           alpha: float | None = None, include_flagged: bool = False) -> pd.DataFrame:
+    from ...core.store import Store
+
+    with Store.open(directory, read_only=True) as store:
+        scenario = store.scenario()
+        runs, cells = store.runs_frame(), store.cells_frame()
+    quic_arm = quic_arm or race_arm_of(scenario)
+    tcp_arm = tcp_arm or tcp_arm_of(scenario)
+    labels = [a.label for a in scenario.arms]
+    if quic_arm not in labels or tcp_arm not in labels:
+        raise LonglookError(f"{directory}: arms {labels} have no racing arm and TCP-only arm to compare "
+                            f"(asked: {quic_arm!r} vs {tcp_arm!r})",
+                            hint='give an arm protocol = "race" and one protocol = "h2", or --quic-arm/--tcp-arm')
+    return compare_pageloads(runs, cells, quic_arm=quic_arm, tcp_arm=tcp_arm,
+                             alpha=alpha if alpha is not None else scenario.statistics.alpha,
+                             exclude_flagged=not include_flagged)
+
+
+def _fmt(v, digits: int = 0) -> str:
+    return "–" if v is None or (isinstance(v, float) and np.isnan(v)) else f"{v:.{digits}f}"
+
+
+def racing_section(store, analysis):
+    """Report section of a page-load experiment with a racing arm: the table above."""
+    from ...report.sections import Section
+
+    scenario = analysis.scenario
+    quic_arm, tcp_arm = race_arm_of(scenario), tcp_arm_of(scenario)
+    if scenario is None or quic_arm is None or tcp_arm is None or analysis.runs.empty:
+        return None
+    df = compare_pageloads(analysis.runs, analysis.cells, quic_arm=quic_arm, tcp_arm=tcp_arm,
+                           alpha=analysis.statistics.alpha, exclude_flagged=analysis.exclude_flagged)
+    head = ("<tr><th>cell</th><th>n</th><th>PLT QUIC-enabled (ms)</th><th>PLT TCP-only (ms)</th>"
+            "<th>Welch p</th><th>verdict</th><th>fell back</th><th>time to fallback, median (ms)</th>"
+            "<th>TCP wait planned (ms)</th><th>bytes over QUIC</th><th>served h3 / h2 / mixed</th>"
+            "<th>lost to blocked handshake (ms)</th></tr>")
+    body = "".join(
+        f"<tr><td>{escape(str(r.pattern))}</td><td>{r.n_quic} / {r.n_tcp}</td><td>{_fmt(r.plt_quic_ms)}</td>"
+        f"<td>{_fmt(r.plt_tcp_ms)}</td><td>{_fmt(r.p_welch, 3)}</td><td>{escape(r.verdict)}</td>"
+        f"<td>{_fmt(100 * r.fell_back_share)}%</td><td>{_fmt(r.time_to_fallback_ms_median)}</td>"
+        f"<td>{_fmt(r.tcp_delay_ms_mean)}</td><td>{_fmt(100 * r.quic_share_mean)}%</td>"
+        f"<td>{r.served_h3} / {r.served_h2} / {r.served_mixed}</td>"
+        f"<td>{_fmt(r.lost_to_blocked_handshake_ms)}</td></tr>" for r in df.itertuples())
+    html = (f"<p>Arm <b>{escape(quic_arm)}</b> races QUIC against TCP as Chromium does; it is "
+            f"counted as what served it (h3, h2 or mixed), never as h3. Compared with the TCP-only "
+            f"arm <b>{escape(tcp_arm)}</b> (α = {analysis.statistics.alpha:g}). Time to fallback: start "
+            f"to the first request given to TCP. Lost to a blocked handshake: mean PLT of the racing "
+            f"runs that fell back − mean TCP-only PLT.</p><table>{head}{body}</table>")
+    return Section(id="racing", title="QUIC-enabled (racing) vs TCP-only", html=html)

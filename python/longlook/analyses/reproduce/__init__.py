@@ -1,0 +1,78 @@
+"""`longlook reproduce`: the papers' claims, one by one, against this testbed.
+
+registry (one entry per claim, the scenarios with their short budget) -> scenarios (run or
+read each into DIR/<scenario>/ with the core Runner) -> measured (what a claim reads of a
+store) -> rules (our number, n, p and the verdict, with core.stats) -> explain (links for a
+"does not hold") -> output (HTML, Markdown, JSON).
+
+    reproduce(out, budget="short", only=None) -> Reproduction
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from ...errors import LonglookError
+from .claims import BUDGETS, Claim, Explain, ShippedScenario
+from .measured import Measured
+from .output import Reproduction, Row
+from .registry import CLAIMS, SCENARIOS, claims
+from .rules import FAILS, HOLDS, NOT_RUN, UNCLEAR, Cells, GrangerShare, Outcome, PairShare, Ratio, not_run
+from .scenarios import ScenarioRun, run_scenario
+
+
+def evaluate(claim: Claim, measured: Measured | None, reason: str = "") -> Outcome:
+    """One claim on one experiment's data (None: not measured, with `reason`)."""
+    if measured is None:
+        return not_run(reason or "its scenario was not run")
+    return claim.rule.evaluate(measured)
+
+
+def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None = None,
+              execute: bool = True, link_check: bool = True,
+              progress: Callable[..., None] | None = None) -> Reproduction:
+    """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
+    ones that do not hold, and write DIR/reproduction.{html,md,json}."""
+    from .explain import explain
+
+    if budget not in BUDGETS:
+        raise LonglookError(f"--budget: {budget!r} is not a budget", hint="short or paper")
+    out = Path(out)
+    chosen = claims(only)
+    started = time.monotonic()
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    progress = progress or (lambda *a, **k: None)
+    runs: dict[str, ScenarioRun] = {}
+    for name in dict.fromkeys(c.scenario for c in chosen):
+        progress("scenario", name=name, budget=budget)
+        runs[name] = run_scenario(SCENARIOS[name], out, budget, execute=execute,
+                                  link_check=link_check, progress=progress)
+        progress("scenario_done", run=runs[name])
+        if runs[name].status == "interrupted":
+            break
+    data: dict[str, Measured | None] = {}
+    reports: dict[Path, Path | str] = {}
+    rows = []
+    for claim in chosen:
+        run = runs.get(claim.scenario)
+        if claim.scenario not in data:
+            measured = Measured.from_store(run.directory) if run and run.has_data else None
+            # a store whose first link check failed holds the experiment but no run
+            data[claim.scenario] = measured if measured is not None and not measured.runs.empty else None
+        reason = (f"{run.status}: {run.detail}" if run else "interrupted before its scenario")
+        outcome = evaluate(claim, data[claim.scenario], reason)
+        links: list[tuple[str, str]] = []
+        if outcome.verdict == FAILS and run is not None:
+            links = explain(claim, run.directory, outcome.against[0] if outcome.against else None, out, reports)
+        rows.append(Row(claim, outcome, run, links))
+    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp)
+    result.write()
+    return result
+
+
+__all__ = ["BUDGETS", "CLAIMS", "Cells", "Claim", "Explain", "FAILS", "GrangerShare", "HOLDS", "Measured",
+           "NOT_RUN", "Outcome", "PairShare", "Ratio", "Reproduction", "Row", "SCENARIOS", "ScenarioRun",
+           "ShippedScenario", "UNCLEAR", "claims", "evaluate", "reproduce"]

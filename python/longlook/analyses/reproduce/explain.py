@@ -1,0 +1,97 @@
+"""Why a claim does not hold: links to what explains it, made from the experiment itself.
+
+- the experiment's own report (`longlook report`), at its section: `#states` (state machines,
+  loss-handling states and false losses per cell, each impaired cell against its twin, cwnd
+  of one QUIC and one TCP run) or `#fairness` (Table 4, throughput and cwnd timelines);
+- for page loads, the states analysis of the first cell against the claim
+  (`longlook states DIR --cell CELL --out ...`: cwnd timeline, state machines, losses) and,
+  when the cell is impaired (reordering, loss), `longlook states diff` against its unimpaired
+  twin (`states-diff.json`);
+- for Chaudhary's fallback claim, the fallback analysis (`longlook analyze fallback`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ...errors import LonglookError
+from .claims import Claim
+
+
+def _report(directory: Path, built: dict[Path, Path | str]) -> Path | str:
+    """The experiment's report (built once per reproduction), or why it could not be built."""
+    if directory not in built:
+        from ...report import build_report
+
+        try:
+            built[directory] = build_report(directory)
+        except LonglookError as e:
+            built[directory] = f"report not built: {e.message}"
+    return built[directory]
+
+
+def _twin(directory: Path, cell_id: str) -> str | None:
+    """The cell's unimpaired twin (same link but for its impairments, workload, options), as
+    the report's states section pairs them."""
+    from ...core.store import Store
+    from ...report.sections.states import _impaired, _twin_key
+
+    with Store.open(directory, read_only=True) as store:
+        cells = store.cells_frame()
+    keyed = {c.cell_id: (_twin_key(c.link_profile or {}, (c.dims or {}).get("workload", ""), c.settings),
+                         _impaired(c.link_profile or {})) for c in cells.itertuples()}
+    if cell_id not in keyed or not keyed[cell_id][1]:
+        return None
+    key = keyed[cell_id][0]
+    return next((cid for cid, (k, impaired) in keyed.items() if k == key and not impaired), None)
+
+
+def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]:
+    """`longlook analyze fallback`: per session correlation, lag and Granger tests, Fig. 12."""
+    from ..fallback.store import analyze_store
+
+    try:
+        paths = analyze_store(directory).write(target)
+    except LonglookError:
+        return []
+    return [(p.name, str(p.relative_to(out))) for p in paths if p.suffix in (".svg", ".csv")]
+
+
+def explain(claim: Claim, directory: Path, cell_id: str | None, out: Path,
+            built: dict[Path, Path | str]) -> list[tuple[str, str]]:
+    """(title, path relative to `out`) of each artefact explaining the claim's failure."""
+    links: list[tuple[str, str]] = []
+    report = _report(directory, built)
+    if isinstance(report, Path):
+        links.append((f"report #{claim.explain.anchor}",
+                      f"{report.relative_to(out)}#{claim.explain.anchor}"))
+    else:
+        links.append((report, ""))
+    if claim.explain.fallback:
+        links += _fallback(directory, out / "explain" / claim.id, out)
+    if not (claim.explain.states and cell_id):
+        return links
+    from ..states import analyse_runs, compare, load_runs
+    from ..states.diff import protocols_in
+    from ..states.export import diff_json, write_analysis
+
+    target = out / "explain" / claim.id
+    runs = load_runs(directory, cell=cell_id)
+    if not runs:
+        return links
+    written = write_analysis(analyse_runs(runs), target)
+    (target / "cell.txt").write_text(cell_id + "\n")
+    names = {p.name for p in written}
+    if "cwnd.svg" in names:
+        links.append(("cwnd timeline", str((target / "cwnd.svg").relative_to(out))))
+    links.append(("states of the cell", str((target / "states.json").relative_to(out))))
+    twin = _twin(directory, cell_id)
+    if twin:
+        other = load_runs(directory, cell=twin)
+        diffs = [compare(other, runs, p, label_a=f"{directory.name}:{twin}", label_b=f"{directory.name}:{cell_id}")
+                 for p in protocols_in(runs) if p in protocols_in(other)]
+        if diffs:
+            (target / "states-diff.json").write_text(json.dumps(diff_json(diffs), indent=1))
+            links.append(("states diff vs unimpaired twin", str((target / "states-diff.json").relative_to(out))))
+    return links

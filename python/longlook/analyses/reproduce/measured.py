@@ -1,0 +1,78 @@
+"""What a claim reads of one experiment: its cells (with their dimensions), the runs (one
+column per metric), the scenario's statistics. Built from a store, or from frames (tests).
+
+Fairness experiments measure several flows per run; `flow_runs()` turns the `flows` table
+into the same shape as page-load runs (one row per flow, `arm` = the flow's label), plus one
+`TCP (mean)` row per run averaging its TCP flows, so every rule reads arms the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...core.spec import Statistics
+from ...core.store import Store
+
+TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
+
+
+@dataclass
+class Measured:
+    cells: pd.DataFrame  # cell_id, dims (dict), link_name
+    runs: pd.DataFrame  # Store.runs_frame(): cell_id, arm, round, status, protocols, audit, metrics
+    statistics: Statistics = field(default_factory=Statistics)
+    seed: int = 1
+    exclude_flagged: bool = True
+    rounds: int | None = None  # rounds the scenario asked for
+    directory: Path | None = None
+    flows: pd.DataFrame | None = None  # fairness: one row per (run, flow)
+
+    @classmethod
+    def from_store(cls, directory: str | Path) -> "Measured":
+        directory = Path(directory)
+        with Store.open(directory, read_only=True) as store:
+            scenario = store.scenario()
+            flows = store.table("flows") if store.kind_name() == "fairness" else None
+            return cls(cells=store.cells_frame(), runs=store.runs_frame(),
+                       statistics=scenario.statistics, seed=scenario.seed,
+                       exclude_flagged=scenario.fidelity.exclude_flagged, rounds=scenario.rounds,
+                       directory=directory, flows=flows)
+
+    def select(self, where: dict[str, Any]) -> list[str]:
+        """Cell ids whose dimensions match `where` (dim -> value, list of values, or a
+        predicate on the value)."""
+        def match(dims: dict) -> bool:
+            for k, want in where.items():
+                if callable(want):
+                    if not want(dims.get(k)):
+                        return False
+                    continue
+                allowed = want if isinstance(want, (list, tuple, set)) else [want]
+                if dims.get(k) not in allowed:
+                    return False
+            return True
+        return [c for c, d in zip(self.cells["cell_id"], self.cells["dims"]) if match(d or {})]
+
+    def dims(self, cell_id: str) -> dict:
+        row = self.cells[self.cells["cell_id"] == cell_id]
+        return dict(row.iloc[0]["dims"]) if len(row) else {}
+
+    def flow_runs(self) -> pd.DataFrame:
+        """The flows table as runs: one row per flow of each run with the run's status and
+        audit (so core.status counts it like the run), `arm` = flow label; plus TCP_MEAN."""
+        if self.flows is None or self.flows.empty:
+            return pd.DataFrame(columns=["run_id", "cell_id", "arm", "status", "protocol_requested",
+                                         "protocol_negotiated", "audit_flagged"])
+        run_cols = ["run_id", "cell_id", "status", "audit_flagged", "round"]
+        f = self.flows.drop(columns=[c for c in ("status", "round", "cell_id") if c in self.flows]).merge(
+            self.runs[run_cols], on="run_id")
+        f = f.assign(arm=f["flow"], protocol_requested=None, protocol_negotiated=None)
+        tcp = f[f["flow"].str.startswith("TCP")]
+        mean = (tcp.groupby(["run_id", "cell_id", "status", "audit_flagged", "round"], as_index=False)
+                .mean(numeric_only=True).assign(arm=TCP_MEAN, protocol_requested=None,
+                                                protocol_negotiated=None))
+        return pd.concat([f, mean], ignore_index=True)

@@ -1,0 +1,77 @@
+"""`longlook reproduce`: run (or read) the shipped paper scenarios and write the reproduction
+report, one row per claim. The library behind it is `longlook.analyses.reproduce`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+VERDICT_STYLE = {"holds": "green", "does not hold": "bold red", "inconclusive": "yellow", "not run": "dim"}
+
+
+def _progress(event: str, **info) -> None:
+    """Scenario starts and ends, link checks and failed runs, on stderr."""
+    if event == "scenario":
+        print(f"== {info['name']} ({info['budget']} budget)", file=sys.stderr)
+    elif event == "scenario_done":
+        r = info["run"]
+        print(f"   {r.status} in {r.wall_s:.0f} s: {r.detail}", file=sys.stderr)
+    elif event == "link_checked":
+        print(f"   link self-check: {info['summary']}", file=sys.stderr)
+    elif event == "run" and info.get("final") and info["status"] != "ok":
+        print(f"   {info['arm']} round {info['round']}: {info['status']} {info.get('error') or ''}", file=sys.stderr)
+
+
+def reproduce(
+    budget: str = typer.Option("short", "--budget", help="short: 1-4 cells per scenario, 2-6 rounds, short "
+                               "transfers, 196 runs (measured on this 2-core machine while busy: 14 min, 6 of them "
+                               "Chaudhary's browser sessions); paper: the "
+                               "scenarios as shipped, the papers' rounds and grids, 3,570 runs (about 22 h: page "
+                               "loads ~3 h, fairness 3 h, video 6 h, Chaudhary's patterns 10 h)."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results folder: one experiment per scenario, "
+                                       "reproduction.html/.md/.json [default: results/reproduce-BUDGET]"),
+    only: Optional[List[str]] = typer.Option(None, "--only", help="only this claim (repeatable; a scenario name "
+                                             "selects its claims); see --list"),
+    list_claims: bool = typer.Option(False, "--list", help="list the claims and exit"),
+    no_run: bool = typer.Option(False, "--no-run", help="measure nothing: read what DIR holds"),
+    link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check each link profile first"),
+) -> None:
+    """Test the papers' claims on this testbed: run (or, when DIR already holds them, read) the
+    shipped scenarios each claim needs, then write one row per claim: the paper's statement
+    and number, ours with n and p, and holds / does not hold / inconclusive (not run: its
+    scenario could not run here or its cells are not in the budget). A "does not hold"
+    links to the experiment's state machines or cwnd timelines. Rerunning resumes."""
+    from ..analyses.reproduce import claims, reproduce as run
+
+    if list_claims:
+        for c in claims(only):
+            typer.echo(f"{c.id:26} {c.paper:22} {c.where:22} {c.scenario}")
+        return
+    directory = out or Path("results") / f"reproduce-{budget}"
+    result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
+                 progress=_progress)
+    console = Console(width=200)
+    table = Table(title=f"longlook reproduce --budget {budget}")
+    for col in ("claim", "paper's number", "ours", "n", "p", "verdict"):
+        table.add_column(col, overflow="fold")
+    for r in result.rows:
+        o = r.outcome
+        style = VERDICT_STYLE.get(o.verdict, "")
+        ours = o.number if o.verdict != "not run" else o.detail
+        table.add_row(r.claim.id, r.claim.paper_number, ours, o.n, o.p_text, f"[{style}]{o.verdict}[/]")
+    console.print(table)
+    counts = ", ".join(f"{k}: {v}" for k, v in result.counts().items())
+    console.print(f"{counts}; wall {result.wall_s / 60:.1f} min")
+    for f in ("reproduction.html", "reproduction.md", "reproduction.json"):
+        typer.echo(str(directory / f))
+    if any(s.status == "interrupted" for s in result.scenarios):
+        raise typer.Exit(130)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("reproduce")(reproduce)

@@ -1,0 +1,199 @@
+"""`longlook reproduce`: claim evaluation on synthetic data (a claim that holds, one that does
+not, one that stays inconclusive, and one whose cells the budget dropped), scenario overrides,
+the registry against the shipped scenarios, and the report a --no-run pass writes."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from longlook.analyses.reproduce import (CLAIMS, FAILS, HOLDS, NOT_RUN, SCENARIOS, UNCLEAR, Cells,
+                                         Measured, PairShare, Ratio, claims, reproduce)
+from longlook.analyses.reproduce.measured import TCP_MEAN
+from longlook.core.record import new_run_id
+from longlook.core.spec import Statistics, apply_overrides, load_scenario
+from longlook.core.store import Store
+from longlook.errors import LonglookError
+from longlook.kinds.pageload import record_from_fetch
+
+CELLS = ["c1", "c2", "c3", "c4"]
+
+
+def page_loads(factor, n=10, noise=0.03, seed=1, cells=CELLS, arms=("h3", "h2")) -> Measured:
+    """Runs of arms a, b per cell: PLT 1000 ms x `factor` for the first arm, `noise` relative sd."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i, c in enumerate(cells):
+        for r in range(n):
+            for arm in arms:
+                plt = 1000 * (1 + i) * (factor if arm == arms[0] else 1.0) * rng.normal(1, noise)
+                rows.append({"run_id": f"{c}-{r}-{arm}", "cell_id": c, "round": r, "arm": arm, "status": "ok",
+                             "protocol_requested": None, "protocol_negotiated": None,
+                             "audit_flagged": False, "plt_ms": plt})
+    dims = [{"rate_mbit": 10 * (i + 1), "object_size": 1000} for i in range(len(cells))]
+    return Measured(cells=pd.DataFrame({"cell_id": cells, "dims": dims}), runs=pd.DataFrame(rows),
+                    statistics=Statistics(bootstrap_resamples=999))
+
+
+def test_quic_clearly_faster_everywhere_holds():
+    out = Cells("h3", "h2", "a").evaluate(page_loads(0.8))
+    assert out.verdict == HOLDS
+    assert out.number.startswith("QUIC better in 4/4 cells")
+    assert out.n == "10/10 per cell" and out.p < 0.01 and out.against == []
+
+
+def test_tcp_clearly_faster_does_not_hold_and_names_the_cells_against():
+    out = Cells("h3", "h2", "a").evaluate(page_loads(1.25))
+    assert out.verdict == FAILS
+    assert sorted(out.against) == CELLS
+    assert "TCP better in 4" in out.number
+
+
+def test_no_difference_is_inconclusive_for_a_direction_and_holds_for_same():
+    m = page_loads(1.0, n=6, noise=0.2)
+    assert Cells("h3", "h2", "a").evaluate(m).verdict == UNCLEAR
+    assert Cells("h3", "h2", "same", tolerance_pct=50).evaluate(page_loads(1.0)).verdict == HOLDS
+    # a large significant difference contradicts "same"
+    assert Cells("h3", "h2", "same", tolerance_pct=5).evaluate(page_loads(0.5)).verdict == FAILS
+
+
+def test_mixed_cells_weigh_against_the_share_needed():
+    # QUIC faster in half the cells, slower in the other half: "nearly every" fails, "half" holds
+    m = page_loads(0.8, cells=["c1", "c2"])
+    slow = page_loads(1.25, cells=["c3", "c4"], seed=2)
+    m.runs = pd.concat([m.runs, slow.runs], ignore_index=True)
+    m.cells = pd.concat([m.cells, slow.cells.assign(dims=[{"rate_mbit": 50}, {"rate_mbit": 60}])], ignore_index=True)
+    assert Cells("h3", "h2", "a", at_least=0.75).evaluate(m).verdict == FAILS
+    assert Cells("h3", "h2", "a", at_least=0.5).evaluate(m).verdict == HOLDS
+    assert Cells("h3", "h2", "a", where={"rate_mbit": [10, 20]}).evaluate(m).verdict == HOLDS
+
+
+def test_cells_the_budget_dropped_say_not_run_and_too_few_runs_are_inconclusive():
+    m = page_loads(0.8)
+    assert Cells("h3", "h2", "a", where={"rate_mbit": 100}).evaluate(m).verdict == NOT_RUN
+    assert Cells("h3", "h2", "a").evaluate(page_loads(0.5, n=1)).verdict == UNCLEAR
+
+
+def test_ratio_against_the_papers_factor():
+    m = page_loads(2.0, arms=("macw107", "macw430"), cells=["c1"])
+    out = Ratio("macw107", "macw430", at_least=1.5).evaluate(m)
+    assert out.verdict == HOLDS and 1.9 < float(out.number.split("x")[0]) < 2.1 and out.p < 0.01
+    out = Ratio("macw107", "macw430", at_least=1.5).evaluate(
+        page_loads(1.1, arms=("macw107", "macw430"), cells=["c1"]))
+    assert out.verdict == FAILS and out.against == ["c1"]  # the whole interval is below 1.5x
+    noisy = page_loads(1.3, n=3, noise=0.4, arms=("macw107", "macw430"), cells=["c1"])
+    assert Ratio("macw107", "macw430", at_least=1.5).evaluate(noisy).verdict == UNCLEAR
+
+
+def test_fairness_flows_read_as_arms_with_the_tcp_mean():
+    runs, flows = [], []
+    rng = np.random.default_rng(3)
+    for r in range(6):
+        rid = f"run{r}"
+        runs.append({"run_id": rid, "cell_id": "x2", "round": r, "arm": "flows", "status": "ok",
+                     "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": r == 5})
+        for label, mbit in (("QUIC", 2.8), ("TCP 1", 0.7), ("TCP 2", 0.96)):
+            flows.append({"run_id": rid, "flow": label, "router_mbit": mbit * rng.normal(1, 0.05), "status": "ok"})
+    m = Measured(cells=pd.DataFrame({"cell_id": ["x2"], "dims": [{"matchup": "QUIC vs TCPx2"}]}),
+                 runs=pd.DataFrame(runs), flows=pd.DataFrame(flows), statistics=Statistics(bootstrap_resamples=999))
+    fr = m.flow_runs()
+    assert set(fr["arm"]) == {"QUIC", "TCP 1", "TCP 2", TCP_MEAN}
+    out = Ratio("QUIC", TCP_MEAN, at_least=2.0, metric="router_mbit", flows=True,
+                where={"matchup": "QUIC vs TCPx2"}).evaluate(m)
+    assert out.verdict == HOLDS and out.n == "5/5"  # the flagged run is left out
+    fair = Cells("QUIC", TCP_MEAN, "same", tolerance_pct=25, metric="router_mbit", lower_is_better=False,
+                 flows=True, at_least=1.0).evaluate(m)
+    assert fair.verdict == FAILS
+
+
+def test_pair_share_counts_tcp_better_or_same():
+    rows = []
+    for r in range(12):
+        for arm, q in (("h3", 0.2), ("h2", 0.5 if r < 11 else 0.1)):
+            rows.append({"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
+                         "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False, "qoe": q})
+    m = Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(rows),
+                 statistics=Statistics(alpha=0.05))
+    out = PairShare().evaluate(m)
+    assert out.verdict == HOLDS and out.number.startswith("92% of 12") and out.n == "12"
+
+
+def test_overrides_merge_tables_replace_lists_and_follow_aliases():
+    data = {"runs": 10, "link": {"rate_mbit": [5, 10], "rtt_ms": 36}, "workloads": {"object_size": ["1k"]}}
+    got = apply_overrides(data, {"rounds": 3, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["2k"]}})
+    assert got == {"rounds": 3, "links": [{"rate_mbit": [10], "rtt_ms": 36}], "workloads": {"object_size": ["2k"]}}
+    with pytest.raises(LonglookError, match="not a list of tables"):
+        apply_overrides({"seed": 1}, {"seed[*]": {"x": 1}})
+
+
+def test_every_claim_reads_a_shipped_scenario_and_its_cells_exist_at_the_paper_budget():
+    assert len({c.id for c in CLAIMS}) == len(CLAIMS)
+    for name, shipped in SCENARIOS.items():
+        paper, short = load_scenario(shipped.path), load_scenario(shipped.path, shipped.short)
+        assert paper.name == name == short.name
+        assert short.total_runs() < paper.total_runs(), name
+        assert "with overrides" in short.toml_text
+    for c in CLAIMS:
+        sc = load_scenario(SCENARIOS[c.scenario].path)
+        cells = pd.DataFrame({"cell_id": [x.id for x in sc.cells()], "dims": [x.dims() for x in sc.cells()]})
+        assert Measured(cells=cells, runs=pd.DataFrame()).select(getattr(c.rule, "where", {})), c.id
+    assert [c.id for c in claims(["kakhki-table4-fairness"])][:2] == ["kakhki-table4-tcp", "kakhki-table4-tcpx2"]
+
+
+def _fig2_store(directory: Path, factor: float) -> None:
+    """The short fig2 scenario with synthetic runs: MACW 107 `factor` times slower."""
+    sc = load_scenario(SCENARIOS["kakhki-fig2-macw"].path, SCENARIOS["kakhki-fig2-macw"].short)
+    rng = np.random.default_rng(1)
+    with Store.open(directory) as st:
+        st.start_experiment(sc, {})
+        for cell in sc.cells():
+            for rnd in range(sc.rounds):
+                for pos, arm in enumerate(sc.round_order(cell, rnd)):
+                    plt = 1500 * (factor if arm.label == "macw107" else 1) * rng.normal(1, 0.02)
+                    f = {"protocol_requested": "h3", "protocol": "h3", "ok": True, "plt_ms": plt,
+                         "handshake_ms": 40, "ttfb_ms": 80, "objects": []}
+                    st.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id, round=rnd,
+                                                    position=pos, arm=arm.label))
+        st.finish_experiment()
+
+
+def test_no_run_reads_the_directory_and_writes_the_report(tmp_path):
+    _fig2_store(tmp_path / "kakhki-fig2-macw", 2.0)
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2", "kakhki-fig6a"], execute=False)
+    verdicts = {r.claim.id: r.outcome.verdict for r in result.rows}
+    assert verdicts == {"kakhki-fig2": HOLDS, "kakhki-fig6a": NOT_RUN}
+    doc = json.loads((tmp_path / "reproduction.json").read_text())
+    assert doc["claims"][0]["n"] == "4/4" and doc["claims"][0]["p"] < 0.01
+    assert "| kakhki-fig2 |" in (tmp_path / "reproduction.md").read_text()
+    html = (tmp_path / "reproduction.html").read_text()
+    assert 'data-verdict="holds"' in html and 'data-verdict="not run"' in html
+
+
+def test_a_claim_that_does_not_hold_links_to_its_explanation(tmp_path):
+    _fig2_store(tmp_path / "kakhki-fig2-macw", 1.0)
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False)
+    row = result.rows[0]
+    assert row.outcome.verdict == FAILS
+    titles = dict(row.links)
+    assert titles.get("report #states") == "kakhki-fig2-macw/report.html#states", row.links
+    assert (tmp_path / "kakhki-fig2-macw" / "report.html").exists()
+    assert 'href="kakhki-fig2-macw/report.html#states"' in (tmp_path / "reproduction.html").read_text()
+
+
+def test_bad_budget_or_unknown_claim_is_one_clear_error(tmp_path):
+    with pytest.raises(LonglookError, match="--budget"):
+        reproduce(tmp_path, budget="long")
+    with pytest.raises(LonglookError, match="unknown claim 'fig99'") as e:
+        claims(["fig99"])
+    assert "kakhki-fig2" in e.value.hint
+
+
+def test_an_experiment_without_runs_leaves_its_claims_not_run(tmp_path):
+    # what a first link check that failed leaves behind: the experiment, no run
+    sc = load_scenario(SCENARIOS["kakhki-fig2-macw"].path, SCENARIOS["kakhki-fig2-macw"].short)
+    with Store.open(tmp_path / "kakhki-fig2-macw") as st:
+        st.start_experiment(sc, {})
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False)
+    assert result.rows[0].outcome.verdict == NOT_RUN
