@@ -189,3 +189,118 @@ def test_a_stack_reference_without_a_grid_or_an_unknown_name_is_one_clear_error(
         reference_from("nosuchstack", tmp_path / "out")
     with pytest.raises(LonglookError, match="not an experiment"):
         reference_from(str(tmp_path), tmp_path / "out")
+
+
+# ---------------------------------------------------------------- several knobs
+def test_knob_labels_name_every_knob_in_a_fixed_order():
+    from longlook.analyses.calibrate.knobs import label
+    assert label({"max_cwnd_packets": 430}) == "macw430"  # the one-knob labels are unchanged
+    assert label({"n_conn": 1, "initial_window_packets": 10, "max_cwnd_packets": 430}) == "macw430-iw10-n1"
+
+
+def test_knob_set_ranges_and_bad_names_are_one_clear_error():
+    from longlook.analyses.calibrate.knobs import knob_set, parse_range
+    macw, iw, n = knob_set(["nconn", "macw", "iw"], start=107, ranges={"iw": (4, 64)})
+    assert (macw.option, macw.start, macw.low, macw.high, macw.log) == ("max_cwnd_packets", 107, 26, 856, True)
+    assert (iw.option, iw.start, iw.low, iw.high, iw.log) == ("initial_window_packets", 10, 4, 64, True)
+    assert (n.option, n.low, n.high, n.log) == ("n_conn", 1, 4, False)
+    assert parse_range("iw=4..64") == ("iw", (4, 64))
+    with pytest.raises(LonglookError, match="unknown knob 'pacing'") as e:
+        knob_set(["macw", "pacing"])
+    assert "quinn always paces" in e.value.hint
+    with pytest.raises(LonglookError, match="not a searched knob"):
+        knob_set(["macw"], ranges={"iw": (4, 64)})
+    with pytest.raises(LonglookError, match="must hold the start"):
+        knob_set(["nconn"], ranges={"nconn": (3, 2)})
+    with pytest.raises(LonglookError, match="NAME=LOW..HIGH"):
+        parse_range("iw=4-64")
+
+
+def test_initial_points_start_at_the_start_and_spread_each_knob():
+    from longlook.analyses.calibrate.knobs import initial_points, knob_set
+    knobs = knob_set(["macw", "iw", "nconn"])
+    pts = initial_points(knobs, 4)
+    assert pts[0] == {"max_cwnd_packets": 107, "initial_window_packets": 10, "n_conn": 1} and len(pts) == 4
+    for k in knobs:
+        values = [p[k.option] for p in pts[1:]]
+        assert all(k.low <= v <= k.high for v in values) and len(set(values)) > 1, k
+
+
+def test_multi_knob_trial_arms_carry_every_knob_and_name_them():
+    ref = fig2_scenario(rounds=9, size="2m")
+    points = [{"max_cwnd_packets": 430, "initial_window_packets": 10, "n_conn": 1},
+              {"max_cwnd_packets": 200, "initial_window_packets": 32, "n_conn": 3}]
+    t = trial_scenario(ref, "macw430", points, rounds=3, name="t")
+    assert [a.label for a in t.arm_list()] == ["macw430-iw10-n1", "macw200-iw32-n3"]
+    assert [(a.max_cwnd_packets, a.initial_window_packets, a.n_conn) for a in t.arm_list()] == [
+        (430, 10, 1), (200, 32, 3)]
+    (cell,) = t.cells()
+    assert not cell.run_options(t.arm_list()[0]).zero_rtt  # the reference grid's 0-RTT off is kept
+    run = cell.run_options(t.arm_list()[1])
+    assert (run.max_cwnd_packets, run.initial_window_packets, run.n_conn) == (200, 32, 3)
+    assert [cell_key(c.dims()) for c in t.cells()] == [cell_key(c.dims()) for c in ref.cells()]
+    # a knob not searched keeps the reference arm's value: searching iw alone keeps MACW 430
+    t2 = trial_scenario(ref, "macw430", [{"initial_window_packets": 4}, {"initial_window_packets": 40}],
+                        rounds=3, name="t2")
+    assert [(a.label, a.max_cwnd_packets) for a in t2.arm_list()] == [("iw4", 430), ("iw40", 430)]
+
+
+def test_n_conn_on_a_non_cubic_reference_arm_fails_before_any_traffic(tmp_path):
+    from longlook.analyses.calibrate import search as search_mod
+    from longlook.analyses.calibrate.knobs import knob_set
+    from longlook.analyses.calibrate.reference import Reference
+    bbr = fig2_scenario(rounds=3, size="2m").model_copy()
+    data = tomllib.loads(bbr.toml_text)
+    data["options"]["quic_cc"] = "bbr"
+    from longlook.kinds.pageload import Scenario
+    bbr = Scenario.from_toml(dumps(data), source="t")
+    ref = Reference(tmp_path, bbr, "macw430", {}, {})
+    with pytest.raises(LonglookError, match="n_conn"):
+        search_mod.search(ref, tmp_path / "s", knobs=knob_set(["macw", "nconn"]))
+    assert not (tmp_path / "s").exists()
+
+
+def test_multi_knob_search_loop_with_a_simulated_testbed(monkeypatch, tmp_path):
+    """Three knobs without traffic: PLT falls with MACW up to the BDP and with a larger
+    initial window; n_conn does nothing. Every trial is an arm with all three values."""
+    from longlook.analyses.calibrate import search as search_mod
+    from longlook.analyses.calibrate.knobs import knob_set
+    from longlook.analyses.calibrate.reference import Reference
+
+    def plt(m: int, iw: int, n: int) -> float:
+        return 300 + 20000 / min(m, 310) + 2000 / iw
+
+    ref_sc = fig2_scenario(rounds=3, size="2m")
+    (cell,) = ref_sc.cells()
+    rng = np.random.default_rng(0)
+    ref = Reference(tmp_path, ref_sc, "macw430", {cell_key(cell.dims()): plt(430, 40, 1) + rng.normal(0, 3, 5)},
+                    {cell_key(cell.dims()): cell.id})
+    ran: dict[str, object] = {}
+    monkeypatch.setattr(search_mod, "run_experiment", lambda sc, out, **kw: ran.__setitem__(out.name, sc))
+    monkeypatch.setattr(search_mod, "counted", lambda out: pd.DataFrame([
+        {"arm": a.label, "cell_id": c.id, "dims": c.dims(),
+         "plt_ms": plt(a.max_cwnd_packets, a.initial_window_packets, a.n_conn) + rng.normal(0, 3)}
+        for sc in [ran[out.name]] for c in sc.cells() for a in sc.arm_list() for _ in range(sc.rounds)]))
+    knobs = knob_set(["macw", "iw", "nconn"], ranges={"iw": (4, 64)})
+    result = search_mod.search(ref, tmp_path / "s", trials=12, rounds=3, seed=3, knobs=knobs)
+    first = result.trials[0]
+    assert first["knobs"] == {"max_cwnd_packets": 107, "initial_window_packets": 10, "n_conn": 1}
+    assert first["label"] == "macw107-iw10-n1" and "value" not in first
+    assert all(set(t["knobs"]) == {"max_cwnd_packets", "initial_window_packets", "n_conn"} for t in result.trials)
+    assert all(a.label.count("-") == 2 for sc in ran.values() for a in sc.arm_list())
+    assert set(result.knobs) == {"max_cwnd_packets", "initial_window_packets", "n_conn"}
+    assert result.best == result.knobs and result.best_objective < result.trials[0]["objective"]
+    for option in result.knobs:
+        assert f"{option} = {result.knobs[option]}" in result.fragment
+    assert tomllib.loads(result.fragment)["options"] == result.knobs  # pastes as it is
+    assert "initial_window_packets" in result.table()
+
+
+def test_search_with_an_unknown_knob_or_bad_range_is_one_clear_error(tmp_path):
+    for args, text in ((["--knob", "pacing"], "unknown knob 'pacing'"),
+                       (["--knob", "iw", "--range", "iw=4"], "NAME=LOW..HIGH"),
+                       (["--range", "nconn=1..4"], "not a searched knob")):
+        res = CliRunner().invoke(app, ["calibrate", "search", "--reference", str(tmp_path), "--out",
+                                       str(tmp_path / "out"), *args])
+        assert res.exit_code != 0 and isinstance(res.exception, LonglookError), res.output
+        assert text in str(res.exception) and not (tmp_path / "out").exists()

@@ -253,3 +253,46 @@ def test_scenario_validate(tmp_path):
     assert "links[0].rate_mbit: Input should be greater than or equal to 0.01" in str(result.exception)
     ok = CliRunner().invoke(_app(), ["scenario", "validate", str(SCENARIOS / "quick.toml")])
     assert ok.exit_code == 0 and ": ok: 4 cells" in ok.output
+
+
+# ---------------------------------------------------------------- server knobs (issue 17)
+def test_initial_window_and_n_conn_are_options_like_macw():
+    s = scenario(MINIMAL + "[options]\ninitial_window_packets = [10, 40]\nn_conn = 2\n")
+    ids = [c.id for c in s.cells()]
+    assert ids == ["link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=10|nconn=2|0rtt=on",
+                   "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=40|nconn=2|0rtt=on"]
+    c = s.cells()[1]
+    assert c.dims()["initial_window_packets"] == 40 and c.dims()["n_conn"] == 2
+    from longlook.kinds.pageload.measure import server_options
+    so = server_options(c.run_options(s.arms[0]), None)
+    assert (so.initial_window_packets, so.n_conn) == (40, 2)
+    argv = " ".join(so.argv())
+    assert "--initial-window-packets 40" in argv and "--n-conn 2" in argv
+
+
+def test_unused_new_options_leave_cell_ids_and_dims_as_they_were():
+    (c,) = scenario(MINIMAL).cells()
+    assert c.id == "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|0rtt=on"
+    assert "initial_window_packets" not in c.dims() and "n_conn" not in c.dims()
+    assert c.run_options(scenario(MINIMAL).arms[0]).n_conn is None
+
+
+def test_arms_override_initial_window_and_n_conn():
+    s = scenario(MINIMAL + '[[arms]]\nlabel = "iw4"\nprotocol = "h3"\ninitial_window_packets = 4\n'
+                 '[[arms]]\nlabel = "n2"\nprotocol = "h3"\nn_conn = 2\n')
+    (c,) = s.cells()
+    assert "iw=" not in c.id and "nconn=" not in c.id
+    a, b = (c.run_options(arm) for arm in s.arms)
+    assert (a.initial_window_packets, a.n_conn) == (4, None) and (b.initial_window_packets, b.n_conn) == (None, 2)
+
+
+def test_bad_initial_window_or_n_conn_is_one_clear_error():
+    assert "positive" in error_of(MINIMAL + "[options]\ninitial_window_packets = 0\n")
+    assert "positive" in error_of(MINIMAL + "[options]\nn_conn = [2, -1]\n")
+    assert "greater than 0" in error_of(MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nn_conn = 0\n'
+                                        '[[arms]]\nlabel = "b"\nprotocol = "h2"\n')
+    msg = error_of(MINIMAL + '[options]\nquic_cc = "bbr"\nn_conn = 2\n')
+    assert 'n_conn = 2 emulates N Cubic connections, but quic_cc = "bbr"' in msg
+    msg = error_of(MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nquic_cc = "newreno"\nn_conn = 3\n'
+                   '[[arms]]\nlabel = "b"\nprotocol = "h2"\n')
+    assert 'arm "a"' in msg and "quic_cc" in msg

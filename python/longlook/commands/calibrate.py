@@ -1,5 +1,6 @@
 """`longlook calibrate fig2` (Kakhki Fig. 2: what an untuned MACW costs) and `longlook
-calibrate search` (our server's MACW that matches a reference experiment). The library
+calibrate search` (our server's knob values, MACW by default, that match a reference
+experiment). The library
 behind them is `longlook.analyses.calibrate`."""
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def _progress(event: str, **info) -> None:
     elif event == "link_checked":
         print(f"  link self-check: {info['summary']}", file=sys.stderr)
     elif event == "trial":
-        pairs = ", ".join(f"MACW {v}: {o:.4f}" for v, o in zip(info["values"], info["objectives"]))
+        pairs = ", ".join(f"{v}: {o:.4f}" for v, o in zip(info["values"], info["objectives"]))
         print(f"  measured {pairs}", file=sys.stderr)
 
 
@@ -57,29 +58,36 @@ def search(
     grid: Optional[Path] = typer.Option(None, "--grid", help="with a stack reference: the page-load scenario whose cells to match"),
     out: Path = typer.Option(..., "--out", "-o", help="output folder: trials/, search.json, calibrated.toml"),
     reference_arm: Optional[str] = typer.Option(None, "--reference-arm", help="the reference's arm to match [default: its first h3 arm]"),
-    trials: int = typer.Option(8, "--trials", min=2, help="MACW values to measure (two per experiment)"),
+    knob: Optional[List[str]] = typer.Option(None, "--knob", "-k", help="a knob to search: macw, iw (initial window), nconn (Cubic's N-connection emulation, 1..4); repeat for several [default: macw]. Pacing is not one: quinn always paces"),
+    knob_range: Optional[List[str]] = typer.Option(None, "--range", help="NAME=LOW..HIGH for a searched knob [defaults: iw 2..100, nconn 1..4; macw: --low/--high]"),
+    trials: int = typer.Option(8, "--trials", min=2, help="points (knob values) to measure (two per experiment)"),
     rounds: int = typer.Option(3, "--rounds", min=2, help="rounds per measured value"),
-    start: int = typer.Option(107, "--start", min=1, help="the first value tried (the untuned default)"),
+    start: int = typer.Option(107, "--start", min=1, help="the first MACW tried (the untuned default); iw starts at 10, nconn at 1"),
     low: Optional[int] = typer.Option(None, "--low", min=1, help="smallest MACW [default: start / 4]"),
     high: Optional[int] = typer.Option(None, "--high", min=1, help="largest MACW [default: start x 8]"),
     seed: int = typer.Option(1, "--seed"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the path before the first trial"),
 ) -> None:
-    """Find our endpoint's MACW whose PLT is closest to the reference's on the reference's
-    own grid (optuna; every evaluation a testbed measurement). The reference is an
+    """Find our endpoint's knob values (MACW, and with --knob the initial window and
+    Cubic's N-connection emulation) whose PLT is closest to the reference's on the
+    reference's own grid (optuna; every evaluation a testbed measurement). Pacing is not a
+    knob: quinn always paces, so it is the same in every trial. The reference is an
     experiment directory (its first h3 arm, or --reference-arm), or a QUIC stack whose
-    server is measured first on --grid. Prints the calibrated knob, the residual difference
+    server is measured first on --grid. Prints the calibrated knobs, the residual difference
     per cell with Welch's p, and a scenario fragment to paste."""
+    from ..analyses.calibrate.knobs import knob_set, parse_range, start_point
     from ..analyses.calibrate.reference import REFERENCE_DIR, reference_from
     from ..analyses.calibrate.search import search as run_search, write
 
-    ref = reference_from(reference, out, arm=reference_arm, grid=grid, start=start, rounds=rounds,
-                         seed=seed, link_check=link_check, progress=_progress)
+    knobs = knob_set(knob or ["macw"], start=start, low=low, high=high,
+                     ranges=dict(parse_range(r) for r in knob_range or []))
+    ref = reference_from(reference, out, arm=reference_arm, grid=grid, start=start_point(knobs),
+                         rounds=rounds, seed=seed, link_check=link_check, progress=_progress)
     # a stack reference measured our start value beside it: the search's first trial
     first = out / REFERENCE_DIR if ref.directory == out / REFERENCE_DIR else None
     result = run_search(ref, out, trials=trials, rounds=rounds, start=start, low=low, high=high,
                         seed=seed, link_check=link_check and first is None, progress=_progress,
-                        measured_start=first)
+                        measured_start=first, knobs=knobs)
     write(result, out)
     typer.echo(result.table())
     for f in result.files:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
@@ -19,7 +19,7 @@ from ...kinds.pageload import Scenario
 from .measure import counted
 
 # dims that only name other dims, and the knob under search (set per trial arm)
-_NOT_MATCHED = ("link", "workload", "max_cwnd_packets")
+_NOT_MATCHED = ("link", "workload", "max_cwnd_packets", "initial_window_packets", "n_conn")
 
 
 def cell_key(dims: dict[str, Any]) -> str:
@@ -75,7 +75,7 @@ REFERENCE_DIR = "reference"
 
 
 def reference_from(value: str, out: Path, *, arm: str | None = None, grid: Path | None = None,
-                   start: int = 107, rounds: int = 3, seed: int = 1, link_check: bool = True,
+                   start: int | Mapping[str, int] = 107, rounds: int = 3, seed: int = 1, link_check: bool = True,
                    progress=None) -> Reference:
     """`value` is an experiment directory, or a QUIC stack (`quiche`, `quiche@0.30.0`) whose
     server is measured here on `grid`'s cells into OUT/reference, beside our endpoint at

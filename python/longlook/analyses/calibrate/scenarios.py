@@ -4,18 +4,26 @@ its pipeline): Fig. 2's two MACW arms, and a search trial's arms on a reference'
 from __future__ import annotations
 
 import tomllib
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from ...errors import LonglookError
 from ...kinds.pageload import Scenario
+from .knobs import KNOBS, Point, label
 from .toml_text import dumps
 
-# Arm fields that are not server knobs: a trial keeps the reference arm's others (0-RTT, CC)
-_NOT_KNOBS = ("label", "protocol", "client", "server", "server_cc", "max_cwnd_packets")
+# Arm fields that are not server knobs: a trial keeps the reference arm's others (0-RTT, CC,
+# and the knobs not under search)
+_NOT_KNOBS = ("label", "protocol", "client", "server", "server_cc")
+_KNOB_OPTIONS = tuple(k.option for k in KNOBS.values())
 
 
 def macw_label(macw: int) -> str:
-    return f"macw{macw}"
+    return label({"max_cwnd_packets": macw})
+
+
+def as_point(value: int | Point) -> dict[str, int]:
+    """A search point; a bare number is a MACW (the one-knob search)."""
+    return {"max_cwnd_packets": value} if isinstance(value, int) else dict(value)
 
 
 def fig2_scenario(*, macws: Sequence[int] = (107, 430), rounds: int = 10, size: str = "10m",
@@ -41,14 +49,15 @@ def fig2_scenario(*, macws: Sequence[int] = (107, 430), rounds: int = 10, size: 
     return Scenario.from_toml(dumps(data), source="calibrate fig2")
 
 
-def _grid(reference: Scenario) -> dict[str, Any]:
+def _grid(reference: Scenario, knobs: Sequence[str] = ("max_cwnd_packets",)) -> dict[str, Any]:
     """The reference's grid (links, workloads, options, statistics) without its arms, its
-    stacks and the knob under search."""
+    stacks and the knobs under search (page-load option names)."""
     data = tomllib.loads(reference.toml_text) if reference.toml_text else reference.model_dump(mode="json")
     for key in ("protocols", "arms", "baseline", "server", "client", "rounds", "runs", "kind"):
         data.pop(key, None)
     options = dict(data.get("options") or {})
-    options.pop("max_cwnd_packets", None)  # set per arm
+    for knob in knobs:
+        options.pop(knob, None)  # set per arm
     data["options"] = options
     return data
 
@@ -57,32 +66,35 @@ def _scenario(data: dict[str, Any], source: str, reference: Scenario) -> Scenari
     return Scenario.from_toml(dumps(data), source=source, base_dir=reference.base_dir)
 
 
-def trial_scenario(reference: Scenario, reference_arm: str, macws: Sequence[int], *,
+def trial_scenario(reference: Scenario, reference_arm: str, points: Sequence[int | Point], *,
                    rounds: int, name: str, seed: int = 1) -> Scenario:
-    """The reference's grid with one h3 arm of our endpoint per MACW to try (keeping the
-    reference arm's other settings, e.g. 0-RTT). Two arms per experiment: the kind compares
-    arms, and two trials measured back to back share a testbed set-up and the same moments
-    of the machine."""
-    if len(set(macws)) < 2:
-        raise LonglookError("a trial measures two different MACW values")
+    """The reference's grid with one h3 arm of our endpoint per point to try (a MACW, or a
+    value per knob), labelled by its knob values, keeping the reference arm's other
+    settings (e.g. 0-RTT). Two arms per experiment: the kind compares arms, and two trials
+    measured back to back share a testbed set-up and the same moments of the machine."""
+    pts = [as_point(p) for p in points]
+    labels = [label(p) for p in pts]
+    if len(set(labels)) < 2:
+        raise LonglookError("a trial measures two different points (MACW values or knob sets)")
+    searched = list(dict.fromkeys(k for p in pts for k in p))
     kept = {k: v for k, v in reference.arm(reference_arm).model_dump(exclude_none=True).items()
-            if k not in _NOT_KNOBS}
-    data = _grid(reference)
+            if k not in _NOT_KNOBS and k not in searched}
+    data = _grid(reference, searched)
     data.update(name=name, seed=seed, rounds=rounds,
-                description=f"calibration trial: MACW {', '.join(map(str, macws))} on {reference.name}'s grid",
-                arms=[{"label": macw_label(m), "protocol": "h3", "max_cwnd_packets": m, **kept}
-                      for m in macws])
+                description=f"calibration trial: {', '.join(labels)} on {reference.name}'s grid",
+                arms=[{"label": lab, "protocol": "h3", **kept, **p} for lab, p in zip(labels, pts)])
     return _scenario(data, f"calibrate search trial {name}", reference)
 
 
-def stack_reference_scenario(grid: Scenario, stack: str, start: int, *, rounds: int,
+def stack_reference_scenario(grid: Scenario, stack: str, start: int | Point, *, rounds: int,
                              seed: int = 1) -> Scenario:
     """A reference measured here: another QUIC stack's server on `grid`'s cells, back to
-    back with our endpoint at the search's start value (its first trial, measured already)."""
-    data = _grid(grid)
+    back with our endpoint at the search's start point (its first trial, measured already)."""
+    point = as_point(start)
+    data = _grid(grid, list(point))
     data.update(name="calibrate-reference", seed=seed, rounds=rounds,
                 description=f"calibration reference: {stack}'s server on {grid.name}'s grid",
                 arms=[{"label": "reference", "protocol": "h3", "server": stack},
-                      {"label": macw_label(start), "protocol": "h3", "max_cwnd_packets": start}],
+                      {"label": label(point), "protocol": "h3", **point}],
                 baseline="reference")
     return _scenario(data, f"calibrate reference {stack}", grid)

@@ -1,8 +1,9 @@
-"""Grey-box calibration: which maximum congestion window makes our endpoint load the
-reference's cells as fast as the reference did? optuna proposes values (an initial design
-of the start value and a log-spaced ladder, then TPE); each proposal is a real testbed
-measurement of the reference's grid. Proposals are measured two at a time, as the two arms
-of one experiment, so they run back to back on the same testbed set-up.
+"""Grey-box calibration: which values of our endpoint's knobs (maximum congestion window,
+by default alone; initial window; Cubic's N-connection emulation: knobs.py) make it load
+the reference's cells as fast as the reference did? optuna proposes points (an initial
+design of the start point and a ladder per knob, then TPE); each proposal is a real
+testbed measurement of the reference's grid. Proposals are measured two at a time, as the
+two arms of one experiment, so they run back to back on the same testbed set-up.
 
 The objective is the mean over cells of |ln(mean ours / mean reference)|: symmetric in
 faster and slower, and each cell weighs the same whatever its PLT."""
@@ -20,11 +21,12 @@ import optuna
 
 from ...core.stats import compare_samples
 from ...errors import LonglookError
+from .knobs import Knob, initial_points, knob_set, label, ordered, start_point
 from .measure import counted, ensure_dir, run_experiment
 from .reference import Reference, samples_by_cell
-from .scenarios import macw_label, trial_scenario
+from .scenarios import trial_scenario
 
-KNOB = "max_cwnd_packets"
+Key = tuple[tuple[str, int], ...]  # a point, hashable: sorted (option, value) pairs
 
 
 def objective(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> float:
@@ -40,10 +42,13 @@ def objective(ours: dict[str, np.ndarray], ref: dict[str, np.ndarray]) -> float:
 
 def initial_design(start: int, low: int, high: int, points: int) -> list[int]:
     """The start value, then `points - 1` values evenly spread in log space over the range
-    (cell midpoints), so the first batches already bracket the answer."""
-    ladder = [round(math.exp(math.log(low) + (i + 0.5) / (points - 1) * math.log(high / low)))
-              for i in range(points - 1)] if points > 1 else []
-    return list(dict.fromkeys([start, *ladder]))
+    (cell midpoints), so the first batches already bracket the answer (one MACW knob)."""
+    knob = Knob("macw", "max_cwnd_packets", "macw", start, low, high, True, "packets")
+    return [p["max_cwnd_packets"] for p in initial_points([knob], points)]
+
+
+def _key(point: dict[str, int]) -> Key:
+    return tuple(sorted(point.items()))
 
 
 @dataclass
@@ -64,13 +69,18 @@ class Residual:
 class SearchResult:
     reference: str
     reference_arm: str
-    best: int
+    knobs: dict[str, int]  # the calibrated point: page-load option -> value
     best_objective: float
     alpha: float
-    trials: list[dict[str, Any]]  # every proposal: value, objective, batch directory
+    trials: list[dict[str, Any]]  # every proposal: knobs (and "value" if one), objective, batch
     residuals: list[Residual]
     fragment: str
     files: list[Path] = field(default_factory=list)
+
+    @property
+    def best(self) -> int | dict[str, int]:
+        """The calibrated value of a one-knob search; the point of a multi-knob one."""
+        return next(iter(self.knobs.values())) if len(self.knobs) == 1 else self.knobs
 
     @property
     def calibrated(self) -> bool:
@@ -78,14 +88,17 @@ class SearchResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"reference": self.reference, "reference_arm": self.reference_arm,
-                "knobs": {KNOB: self.best}, "objective": self.best_objective,
+                "knobs": self.knobs, "objective": self.best_objective,
                 "alpha": self.alpha, "calibrated": self.calibrated, "trials": self.trials,
                 "residuals": [r.__dict__ for r in self.residuals], "fragment": self.fragment}
 
     def table(self) -> str:
-        lines = [f"{'trial':>5} {'MACW':>6} {'objective':>10}"]
-        lines += [f"{t['number']:>5} {t['value']:>6} {t['objective']:>10.4f}" for t in self.trials]
-        lines.append(f"calibrated: {KNOB} = {self.best} (mean |ln PLT ratio| {self.best_objective:.4f})")
+        names = list(self.knobs)
+        lines = [f"{'trial':>5} " + " ".join(f"{n:>22}" for n in names) + f" {'objective':>10}"]
+        lines += [f"{t['number']:>5} " + " ".join(f"{t['knobs'][n]:>22}" for n in names)
+                  + f" {t['objective']:>10.4f}" for t in self.trials]
+        knobs = ", ".join(f"{n} = {v}" for n, v in self.knobs.items())
+        lines.append(f"calibrated: {knobs} (mean |ln PLT ratio| {self.best_objective:.4f})")
         w = max([4, *(len(r.cell) for r in self.residuals)])
         lines.append(f"{'cell':<{w}} {'ours ms':>9} {'ref ms':>9} {'diff %':>8} {'Welch p':>8}  verdict")
         for r in self.residuals:
@@ -96,43 +109,50 @@ class SearchResult:
 
 
 class _Measured:
-    """PLT samples per MACW value, pooled over every batch that measured it."""
+    """PLT samples per point, pooled over every batch that measured it."""
 
     def __init__(self, ref: Reference):
         self.ref = ref
-        self.samples: dict[int, dict[str, list[float]]] = {}
-        self.batches: dict[int, list[str]] = {}
+        self.samples: dict[Key, dict[str, list[float]]] = {}
+        self.batches: dict[Key, list[str]] = {}
 
-    def add(self, out: Path, values: list[int]) -> None:
+    def add(self, out: Path, points: list[dict[str, int]]) -> None:
         runs = counted(out)
-        for v in values:
-            pool = self.samples.setdefault(v, {})
-            for key, x in samples_by_cell(runs, macw_label(v)).items():
+        for p in points:
+            pool = self.samples.setdefault(_key(p), {})
+            for key, x in samples_by_cell(runs, label(p)).items():
                 pool.setdefault(key, []).extend(x.tolist())
-            self.batches.setdefault(v, []).append(out.name)
+            self.batches.setdefault(_key(p), []).append(out.name)
 
-    def arrays(self, v: int) -> dict[str, np.ndarray]:
-        return {k: np.asarray(x, float) for k, x in self.samples.get(v, {}).items()}
+    def arrays(self, p: dict[str, int]) -> dict[str, np.ndarray]:
+        return {k: np.asarray(x, float) for k, x in self.samples.get(_key(p), {}).items()}
 
-    def objective(self, v: int) -> float:
-        return objective(self.arrays(v), self.ref.samples)
+    def objective(self, p: dict[str, int]) -> float:
+        return objective(self.arrays(p), self.ref.samples)
 
-    def best(self) -> int:
-        return min(self.samples, key=self.objective)
+    def best(self) -> dict[str, int]:
+        return ordered(dict(min(self.samples, key=lambda k: self.objective(dict(k)))))
 
 
-def _ask_new(study: optuna.Study, dist: dict, measured: _Measured, taken: set[int],
+def _entry(number: int, point: dict[str, int], objective_: float, batch: str) -> dict[str, Any]:
+    """One line of the trial log; "value" too when one knob is searched (the MACW search's
+    historical shape)."""
+    one = {"value": next(iter(point.values()))} if len(point) == 1 else {}
+    return {"number": number, "knobs": dict(point), "label": label(point), **one,
+            "objective": objective_, "batch": batch}
+
+
+def _ask_new(study: optuna.Study, dist: dict, measured: _Measured, taken: set[Key],
              log: list[dict[str, Any]], tries: int = 20) -> optuna.Trial | None:
-    """A trial whose value is not measured yet; values already measured are answered from
+    """A trial whose point is not measured yet; points already measured are answered from
     what was measured (no traffic) and another is asked for."""
     for _ in range(tries):
         t = study.ask(dist)
-        v = t.params[KNOB]
-        if v in measured.samples:
-            study.tell(t, measured.objective(v))
-            log.append({"number": t.number, "value": v, "objective": measured.objective(v),
-                        "batch": measured.batches[v][-1]})
-        elif v in taken:
+        p = ordered(t.params)
+        if _key(p) in measured.samples:
+            study.tell(t, measured.objective(p))
+            log.append(_entry(t.number, p, measured.objective(p), measured.batches[_key(p)][-1]))
+        elif _key(p) in taken:
             study.tell(t, state=optuna.trial.TrialState.PRUNED)
         else:
             return t
@@ -142,68 +162,76 @@ def _ask_new(study: optuna.Study, dist: dict, measured: _Measured, taken: set[in
 def search(reference: Reference, out: Path, *, trials: int = 8, rounds: int = 3, start: int = 107,
            low: int | None = None, high: int | None = None, seed: int = 1,
            link_check: bool = True, progress: Callable[..., None] | None = None,
-           measured_start: Path | None = None) -> SearchResult:
-    """Up to `trials` measured MACW values (two per experiment, in OUT/trials/NN-...).
-    `measured_start`: an experiment that measured the start value already (arm macwN)."""
-    low, high = low or max(2, start // 4), high or start * 8
-    if not 0 < low <= start <= high:
-        raise LonglookError(f"search range {low}..{high} must hold the start value {start}",
-                            hint="--low <= --start <= --high, all positive")
+           measured_start: Path | None = None, knobs: list[Knob] | None = None) -> SearchResult:
+    """Up to `trials` measured points (two per experiment, in OUT/trials/NN-...). `knobs`:
+    what to search (knobs.knob_set); default MACW alone over start, low..high.
+    `measured_start`: an experiment that measured the start point already (its label's arm)."""
+    knobs = knobs or knob_set(["macw"], start=start, low=low, high=high)
     if trials < 2:
-        raise LonglookError("--trials: at least 2 (two values per measured experiment)")
+        raise LonglookError("--trials: at least 2 (two points per measured experiment)")
+    # the trial arms must make a valid scenario (e.g. n_conn needs the reference arm's Cubic):
+    # one clear error now rather than after the first measurement
+    trial_scenario(reference.scenario, reference.arm, [start_point(knobs), _corner(knobs, start_point(knobs))],
+                   rounds=2, name="calibrate-check")
     ensure_dir(out)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = optuna.create_study(direction="minimize",
                                 sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=0))
-    for v in initial_design(start, low, high, min(4, trials)):
-        study.enqueue_trial({KNOB: v})
-    dist = {KNOB: optuna.distributions.IntDistribution(low, high, log=True)}
+    for p in initial_points(knobs, min(4, trials)):
+        study.enqueue_trial(p)
+    dist = {k.option: optuna.distributions.IntDistribution(k.low, k.high, log=k.log) for k in knobs}
     measured = _Measured(reference)
     if measured_start is not None:
-        measured.add(measured_start, [start])
+        measured.add(measured_start, [start_point(knobs)])
     log: list[dict[str, Any]] = []
     batch = 0
     while len(measured.samples) < trials:
         first = _ask_new(study, dist, measured, set(), log)
         if first is None:
-            break  # the sampler keeps proposing measured values: nothing new to learn
+            break  # the sampler keeps proposing measured points: nothing new to learn
         room = len(measured.samples) + 1 < trials
-        second = _ask_new(study, dist, measured, {first.params[KNOB]}, log) if room else None
+        second = _ask_new(study, dist, measured, {_key(first.params)}, log) if room else None
         pair = [first] + ([second] if second else [])
-        values = [t.params[KNOB] for t in pair]
-        if len(values) < 2:  # one new value: its neighbour arm re-measures the incumbent
-            values.append(measured.best() if measured.samples else (high if values[0] != high else low))
+        points = [ordered(t.params) for t in pair]
+        if len(points) < 2:  # one new point: its neighbour arm re-measures the incumbent
+            points.append(measured.best() if measured.samples else _corner(knobs, points[0]))
         batch += 1
-        name = f"{batch:02d}-" + "-".join(macw_label(v) for v in values)
-        scenario = trial_scenario(reference.scenario, reference.arm, values, rounds=rounds,
+        name = f"{batch:02d}-" + "-".join(label(p) for p in points)
+        scenario = trial_scenario(reference.scenario, reference.arm, points, rounds=rounds,
                                   name=f"calibrate-{name}", seed=seed + batch)
         run_experiment(scenario, out / "trials" / name, link_check=link_check and batch == 1,
                        progress=progress)
-        measured.add(out / "trials" / name, values)
-        for t in pair:
-            v = t.params[KNOB]
-            study.tell(t, measured.objective(v))
-            log.append({"number": t.number, "value": v, "objective": measured.objective(v), "batch": name})
+        measured.add(out / "trials" / name, points)
+        for t, p in zip(pair, points):
+            study.tell(t, measured.objective(p))
+            log.append(_entry(t.number, p, measured.objective(p), name))
         if progress:
-            progress("trial", values=values, objectives=[measured.objective(v) for v in values])
-    best = measured.best()
-    return _result(reference, best, measured, log)
+            progress("trial", values=[label(p) for p in points],
+                     objectives=[measured.objective(p) for p in points])
+    return _result(reference, measured.best(), measured, log)
 
 
-def _result(ref: Reference, best: int, measured: _Measured, log: list[dict]) -> SearchResult:
+def _corner(knobs: list[Knob], other: dict[str, int]) -> dict[str, int]:
+    """Every knob at its high end, or its low end if that is `other`."""
+    high = {k.option: k.high for k in knobs}
+    return high if high != other else {k.option: k.low for k in knobs}
+
+
+def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list[dict]) -> SearchResult:
     st = ref.scenario.statistics
     ours = measured.arrays(best)
     residuals = []
     for key, r in ref.samples.items():
         o = ours.get(key, np.array([]))
-        c = compare_samples(o, r, a_label=macw_label(best), b_label="reference", cell_id=key,
+        c = compare_samples(o, r, a_label=label(best), b_label="reference", cell_id=key,
                             alpha=st.alpha, test="welch", confidence=st.confidence,
                             resamples=st.bootstrap_resamples, seed=ref.scenario.seed)
         # core.stats' % difference is positive when ours is faster; here: ours vs reference
         residuals.append(Residual(ref.labels.get(key, key), c.a.n, c.b.n, c.a.mean, c.b.mean,
                                   -c.percent_difference, -c.ci_high, -c.ci_low, c.p_value,
-                                  c.verdict_text.replace(macw_label(best), "ours")))
-    fragment = f"[options]\n{KNOB} = {best}   # calibrated against {ref.directory} ({ref.arm})\n"
+                                  c.verdict_text.replace(label(best), "ours")))
+    fragment = f"[options]   # calibrated against {ref.directory} ({ref.arm})\n" + "".join(
+        f"{option} = {value}\n" for option, value in best.items())
     return SearchResult(str(ref.directory), ref.arm, best, measured.objective(best), st.alpha,
                         log, residuals, fragment)
 

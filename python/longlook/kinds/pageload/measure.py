@@ -30,6 +30,7 @@ OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
 
 def server_options(opts: RunOptions, tracefs: Path | None) -> ServerOptions:
     return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
+                         initial_window_packets=opts.initial_window_packets, n_conn=opts.n_conn,
                          tcp_cc=opts.tcp_cc, tcp_tracefs=str(tracefs) if tracefs else None)
 
 

@@ -97,6 +97,8 @@ class CellOptions(BaseModel):
     quic_cc: QuicCC = "cubic"
     max_cwnd_packets: int | None = Field(default=None, gt=0)  # QUIC MACW; None = stack default
     tcp_cc: TcpCC = "cubic"
+    initial_window_packets: int | None = Field(default=None, gt=0)  # QUIC initial window; None = quinn's
+    n_conn: int | None = Field(default=None, gt=0)  # Cubic's N-connection emulation; None = 1
 
 
 def _on_off(v: Any) -> Any:
@@ -113,6 +115,8 @@ class OptionGrid(BaseModel):
     quic_cc: list[QuicCC] = ["cubic"]
     max_cwnd_packets: list[int] = []  # empty = stack default
     tcp_cc: list[TcpCC] = ["cubic"]
+    initial_window_packets: list[int] = []  # empty = quinn's default
+    n_conn: list[int] = []  # empty = one connection's Cubic
 
     @field_validator("*", mode="before")
     @classmethod
@@ -120,18 +124,22 @@ class OptionGrid(BaseModel):
         v = v if isinstance(v, list) else [v]
         return [_on_off(x) for x in v]
 
-    @field_validator("max_cwnd_packets")
+    @field_validator("max_cwnd_packets", "initial_window_packets", "n_conn")
     @classmethod
     def _positive(cls, v: list[int]) -> list[int]:
         if any(x <= 0 for x in v):
-            raise ValueError("must be a positive number of packets")
+            raise ValueError("must be a positive number")
         return v
 
     def combinations(self) -> list[CellOptions]:
         macw: list[int | None] = list(self.max_cwnd_packets) or [None]
-        # same nesting as the cell id (cc, tcpcc, macw, 0rtt): the last varies fastest
-        return [CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t)
-                for q, t, m, z in itertools.product(self.quic_cc, self.tcp_cc, macw, self.zero_rtt)]
+        iw: list[int | None] = list(self.initial_window_packets) or [None]
+        nconn: list[int | None] = list(self.n_conn) or [None]
+        # same nesting as the cell id (cc, tcpcc, macw, iw, nconn, 0rtt): the last varies fastest
+        return [CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t, initial_window_packets=i,
+                            n_conn=n)
+                for q, t, m, i, n, z in itertools.product(self.quic_cc, self.tcp_cc, macw, iw, nconn,
+                                                          self.zero_rtt)]
 
 
 def _check_protocol(p: str) -> str:
@@ -173,6 +181,8 @@ class Arm(ArmBase):
     quic_cc: QuicCC | None = None
     max_cwnd_packets: int | None = Field(default=None, gt=0)
     tcp_cc: TcpCC | None = None
+    initial_window_packets: int | None = Field(default=None, gt=0)
+    n_conn: int | None = Field(default=None, gt=0)
 
     @field_validator("zero_rtt", mode="before")
     @classmethod
@@ -206,9 +216,15 @@ class RunOptions:
     server: str = OURS  # which server: our endpoint or a stack (stacks/registry.py)
     server_cc: str | None = None  # the stack server's congestion control (None: its default)
     proxy: str = "none"  # the cell's proxy mode (ProxyMode); the run is proxied if it applies
+    initial_window_packets: int | None = None  # our endpoint's QUIC initial window (None: quinn's)
+    n_conn: int | None = None  # our endpoint's Cubic N-connection emulation (None: 1)
 
 
-_OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"), ("zero_rtt", "0rtt"))
+_OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"),
+              ("initial_window_packets", "iw"), ("n_conn", "nconn"), ("zero_rtt", "0rtt"))
+# options that are in cell ids and dims only when a scenario sets them (added later: the ids
+# of scenarios that do not use them stay as they were)
+_ID_WHEN_SET = ("initial_window_packets", "n_conn")
 
 
 def _option_id(options: CellOptions, keys: tuple[str, ...]) -> list[str]:
@@ -329,9 +345,21 @@ class Scenario(ScenarioBase):
         for key in self._arm_option_keys():
             if len(getattr(self.options, key)) > 1:
                 raise ValueError(f"options.{key}: set per arm, so it cannot also be swept here")
+        self._check_n_conn()
         self._check_proxy()
         self._check_unique_cells()
         return self
+
+    def _check_n_conn(self) -> None:
+        """N-connection emulation is a knob of our endpoint's Cubic only (`endpoint serve
+        --n-conn`): every cell x arm that sets it must run Cubic."""
+        for opts in self.options.combinations():
+            for a in self.arms:
+                merged = {**opts.model_dump(), **a.overrides()}
+                if merged["n_conn"] is not None and merged["quic_cc"] != "cubic":
+                    raise ValueError(f'arm "{a.label}": n_conn = {merged["n_conn"]} emulates N Cubic '
+                                     f'connections, but quic_cc = "{merged["quic_cc"]}"; set quic_cc = '
+                                     f'"cubic" or drop n_conn')
 
     def _check_proxy(self) -> None:
         modes = [m for m in self.proxy if m != "none"]
@@ -352,7 +380,8 @@ class Scenario(ScenarioBase):
     def cells(self) -> list[Cell]:
         """links x workloads x options, in file order; deterministic."""
         overridden = self._arm_option_keys()
-        keys = tuple(k for k, _ in _OPTION_ID if k not in overridden)
+        keys = tuple(k for k, _ in _OPTION_ID if k not in overridden
+                     and (k not in _ID_WHEN_SET or getattr(self.options, k)))
         cells = []
         proxy_dim = "proxy" in self.model_fields_set or any(link.segments for link in self.links)
         for (link, label), wl, opts, proxy in itertools.product(zip(self.links, self.link_labels()),
