@@ -126,11 +126,13 @@ class _ClusterRun:
         self.session = secrets.token_hex(6)
 
     def run(self, cells: list[CellBase]) -> None:
-        previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
         main = threading.current_thread() is threading.main_thread()
-        if main:  # SIGTERM unwinds like Ctrl-C (testbeds on the nodes close, runs are kept)
+        caught: list[int] = []
+        if main:  # Ctrl-C, SIGTERM, SIGHUP: noted here, raised by the loop below, because an
+            # exception raised inside Ray's own code (ray.wait's callbacks) can be swallowed there
             for s in previous:
-                signal.signal(s, _raise_terminated)
+                signal.signal(s, lambda signum, _frame: caught.append(signum))
         self.runner.progress("cells", total=len(cells), nodes=int(self.ray.cluster_resources()[RESOURCE]))
         try:
             for cell in cells:
@@ -140,6 +142,10 @@ class _ClusterRun:
                 self._drain()
                 for ref in ready:
                     self._finished(ref)
+                if caught:
+                    _interrupt(caught[0])
+            if caught:
+                _interrupt(caught[0])
         except BaseException:
             self._cancel_all()
             raise
@@ -239,5 +245,9 @@ class _ClusterRun:
             pass
 
 
-def _raise_terminated(signum, _frame):
+def _interrupt(signum: int) -> None:
+    """Unwind like the local executor: Ctrl-C as KeyboardInterrupt, SIGTERM/SIGHUP as Terminated
+    (testbeds on the nodes close, finished runs are kept)."""
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise Terminated(signum)
