@@ -18,7 +18,9 @@ PROFILE = LinkProfile(name="t", rate_mbit=50, delay_ms=5, buffer_bytes=100_000)
 
 # A runner that builds a testbed and waits to be killed.
 _RUNNER = textwrap.dedent("""
-    import sys, time
+    import signal, sys, time
+    # a process that takes Ctrl-C, whatever its parent ignored (SIG_IGN is inherited)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from longlook.linkprofile import LinkProfile
     from longlook.testbed import Testbed
     emulate = sys.argv[2] == "linkem"
