@@ -104,6 +104,26 @@ def test_sessions_from_long_rows_and_summary():
     assert svg.startswith("<svg") and "CCDF" in svg
 
 
+def test_sessions_without_fallback_are_counted_but_not_tested():
+    """A QUIC-enabled session that never fell back has F = 0 throughout: it counts in the
+    fallback share, but its Granger test cannot run and must not count as a non-rejection."""
+    rows = []
+    for i, fell_back in enumerate([True, True, False, False]):
+        frame = driven(i, n=120)
+        if not fell_back:
+            frame["F"] = 0.0
+        for name in ("F", "B", "S"):
+            rows += [{"run_id": f"r{i}", "name": name, "t_s": float(t), "value": abs(v)}
+                     for t, v in enumerate(frame[name])]
+        rows += [{"run_id": f"r{i}", "name": "F_udp", "t_s": float(t), "value": 100.0} for t in range(120)]
+    results = analyze_sessions(pd.DataFrame(rows), how={"F": "sum"})
+    s = summarize(results)
+    assert s["sessions"] == 4 and s["fell_back"] == 2
+    assert 0 < s["tcp_bytes_share"] < 1
+    assert s["tested_B"] == 2 and s["tested_either"] == 2  # F constant: nothing to test
+    assert s["granger_B_share"] == 1.0 and s["granger_either_share"] == 1.0
+
+
 def test_on_grid_forward_fills_and_sums():
     rows = pd.DataFrame({"name": ["F", "F", "B", "B", "S"], "t_s": [0.2, 3.5, 0.0, 2.1, 0.0],
                          "value": [10.0, 5.0, 1.0, 2.0, 0.0]})

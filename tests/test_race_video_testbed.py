@@ -65,6 +65,18 @@ def test_native_player_races_and_records_each_segments_protocol(tmp_path: Path):
     for link, proto in (("clean", "h3"), ("blocked", "h2")):
         reqs = requests[requests["run_id"] == race.loc[link, "run_id"]]
         assert len(reqs) >= 4 and (reqs["protocol"] == proto).all(), reqs[["path", "protocol"]]
-    # F(t), the bytes over TCP per second, is stored for the fallback analysis
-    f = series[(series["run_id"] == race.loc["blocked", "run_id"]) & (series["name"] == "F")]
-    assert len(f) and f["value"].sum() > 0
+    # F(t), the bytes over TCP per second, is measured at the router (linkem's flow log) for
+    # the fallback analysis; it carries what the client says it received, plus headers
+    def total(link: str, name: str) -> float:
+        rows = series[(series["run_id"] == race.loc[link, "run_id"]) & (series["name"] == name)]
+        return float(rows["value"].sum())
+
+    client_tcp = total("blocked", "F_client")
+    assert client_tcp > 20_000, client_tcp  # the manifest, 2 video and 2 audio segments at least
+    assert client_tcp <= total("blocked", "F") <= 1.3 * client_tcp, (total("blocked", "F"), client_tcp)
+    assert total("blocked", "F_udp") == 0  # every QUIC datagram was dropped, none forwarded
+    assert race.loc["blocked", "router_tcp_share"] == 1.0
+    # on the clean path QUIC won before TCP's wait ended: no TCP connection at all
+    client_udp = total("clean", "F_udp_client")
+    assert total("clean", "F") == 0 and race.loc["clean", "router_tcp_share"] == 0.0
+    assert client_udp <= total("clean", "F_udp") <= 1.3 * client_udp, (total("clean", "F_udp"), client_udp)

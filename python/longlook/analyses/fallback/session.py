@@ -62,39 +62,56 @@ def analyze_session(frame: pd.DataFrame, *, step_s: float = 1.0, alpha_kpss: flo
 def analyze_sessions(rows: pd.DataFrame, *, step_s: float = 1.0, how: dict[str, str] | None = None,
                      **options) -> pd.DataFrame:
     """Long rows (`run_id`, `name`, `t_s`, `value`) of many sessions -> one row per session
-    (`run_id` + the SessionResult fields). A session lacking F, B or S gets `error`."""
+    (`run_id`, `bytes_tcp` = sum of F, `bytes_udp` = sum of F_udp when given, + the
+    SessionResult fields). A session lacking F, B or S gets `error`."""
     out = []
     for run_id, g in rows.groupby("run_id", sort=True):
+        totals = {"bytes_tcp": float(g.loc[g["name"] == "F", "value"].sum()),
+                  "bytes_udp": float(g.loc[g["name"] == "F_udp", "value"].sum())}
         try:
             frame = on_grid(g, step_s=step_s, how=how)
         except Exception as e:  # noqa: BLE001 - one bad session is reported, not fatal
-            out.append({"run_id": run_id, "error": str(e)})
+            out.append({"run_id": run_id, **totals, "error": str(e)})
             continue
-        out.append({"run_id": run_id, "error": None,
+        out.append({"run_id": run_id, **totals, "error": None,
                     **analyze_session(frame, step_s=step_s, **options).row()})
     return pd.DataFrame(out)
 
 
 def summarize(results: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """The paper's numbers over sessions: median max correlation with B and S, share of
-    sessions unsuitable for Granger, and the share of suitable sessions rejecting "F does
-    not Granger-cause B" / S / either (p < alpha)."""
+    """The paper's numbers over sessions: how many fell back (any byte over TCP) and the
+    share of all bytes that went over TCP; median max correlation of F with B and S (over
+    sessions where F varies); share of sessions unsuitable for Granger; and, among suitable
+    sessions where the test could run (F and the effect not constant), the share rejecting
+    "F does not Granger-cause B" / S / either (p < alpha)."""
     nan = float("nan")
-    out = {"sessions": int(len(results)), "analysed": 0, "suitable": 0, "unsuitable_share": nan,
-           "median_corr_B": nan, "median_corr_S": nan, "granger_B_share": nan,
-           "granger_S_share": nan, "granger_either_share": nan, "alpha": alpha}
+    out = {"sessions": int(len(results)), "fell_back": 0, "tcp_bytes_share": nan, "analysed": 0,
+           "suitable": 0, "unsuitable_share": nan, "median_corr_B": nan, "median_corr_S": nan,
+           "tested_B": 0, "tested_S": 0, "tested_either": 0, "granger_B_share": nan, "granger_S_share": nan,
+           "granger_either_share": nan, "alpha": alpha}
+    if "bytes_tcp" in results:
+        tcp = float(results["bytes_tcp"].fillna(0).sum())
+        udp = float(results["bytes_udp"].fillna(0).sum()) if "bytes_udp" in results else 0.0
+        out["fell_back"] = int((results["bytes_tcp"] > 0).sum())
+        out["tcp_bytes_share"] = tcp / (tcp + udp) if tcp + udp > 0 else nan
     if "suitable" not in results:
         return out
     ok = results[results["error"].isna()] if "error" in results else results
-    suitable = ok[ok["suitable"].astype(bool)]
+    suitable = ok[ok["suitable"].fillna(False).astype(bool)]
     out.update(analysed=int(len(ok)), suitable=int(len(suitable)))
     if len(ok):
         out["unsuitable_share"] = float(1 - len(suitable) / len(ok))
         for e in EFFECTS:
             c = ok[f"corr_{e}"].dropna()
             out[f"median_corr_{e}"] = float(c.median()) if len(c) else nan
-    if len(suitable):
-        rej_b, rej_s = suitable["p_B"] < alpha, suitable["p_S"] < alpha
-        out.update(granger_B_share=float(rej_b.mean()), granger_S_share=float(rej_s.mean()),
-                   granger_either_share=float((rej_b | rej_s).mean()))
+    tested = {e: suitable[f"p_{e}"].notna() for e in EFFECTS}
+    out.update(tested_B=int(tested["B"].sum()), tested_S=int(tested["S"].sum()))
+    for e in EFFECTS:
+        if tested[e].any():
+            out[f"granger_{e}_share"] = float((suitable.loc[tested[e], f"p_{e}"] < alpha).mean())
+    either = tested["B"] | tested["S"]
+    out["tested_either"] = int(either.sum())
+    if either.any():
+        rej = (suitable["p_B"] < alpha) | (suitable["p_S"] < alpha)
+        out["granger_either_share"] = float(rej[either].mean())
     return out

@@ -67,7 +67,7 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
                  "(analyses.fallback.bytes_per_second from linkem's flow log), B = quality drop, "
                  "S = stall; the kind's measure() must record them as series rows")
     quic_runs = runs[runs["arm"] == quic_arm]
-    rows = series[series["run_id"].isin(quic_runs["run_id"]) & series["name"].isin(["F", "B", "S"])]
+    rows = series[series["run_id"].isin(quic_runs["run_id"]) & series["name"].isin(["F", "F_udp", "B", "S"])]
     sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum"})
     if sessions.empty:
         raise LonglookError(f"{directory}: no settled {quic_arm!r} run has series F, B and S")
@@ -84,4 +84,8 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     sessions = sessions.merge(paired[["run_id", "pair_verdict"]], on="run_id", how="left")
     summary = {"all": summarize(sessions, alpha),
                "tcp_better_or_same": summarize(sessions[sessions["pair_verdict"].isin(["tcp_better", "same"])], alpha)}
+    # the paper's shares per pattern too: fallback, correlation, Granger beside the QoE test
+    per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items() if k != "alpha"}}
+                                for p, g in sessions.groupby("pattern", sort=True)])
+    patterns = patterns.merge(per_pattern, on="pattern", how="left")
     return FallbackAnalysis(sessions, patterns, summary)

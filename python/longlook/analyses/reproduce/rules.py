@@ -284,11 +284,12 @@ class GrangerShare:
                               include_flagged=not m.exclude_flagged).summary["tcp_better_or_same"]
         except LonglookError as e:
             return Outcome(UNCLEAR, number="no fallback series to test", detail=e.message)
-        n = int(s["suitable"])
+        n = int(s["tested_either"])
         share = s["granger_either_share"]
         k = 0 if n == 0 or share != share else int(round(share * n))
-        out = _share_outcome(k, n, self.at_least, "suitable sessions where F Granger-causes B or S")
-        out.detail += f"; {s['sessions']} sessions, {n} suitable for Granger"
+        out = _share_outcome(k, n, self.at_least, "tested sessions where F Granger-causes B or S")
+        out.detail += (f"; {s['sessions']} sessions, {s['fell_back']} fell back, {s['suitable']} suitable "
+                       f"for Granger, {n} testable (F and B or S not constant)")
         return out
 
 

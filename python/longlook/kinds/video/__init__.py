@@ -12,6 +12,7 @@ from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
 from .mpd import Manifest, parse_manifest
 from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows
+from .router_bytes import with_router_bytes
 from .sections import video_sections
 from .spec import VideoCell, VideoScenario
 
@@ -25,8 +26,10 @@ class Video(Kind):
     scenario_model = VideoScenario
     metrics = QOE_METRICS
     tables = {"requests": REQUESTS_TABLE}
-    # each run sees its link (a trace) from the start, as the papers' sessions did
+    # each run sees its link (a trace) from the start, as the papers' sessions did; the flow
+    # log gives F(t), the bytes over TCP, as the router saw them (router_bytes)
     fresh_link_per_run = True
+    testbed_options = {"flow_log": True}
     sections = video_sections
 
     def prepare(self, scenario: VideoScenario) -> dict[str, Any]:
@@ -44,8 +47,8 @@ class Video(Kind):
     def measure(self, ctx: RunContext) -> Measurement:
         if ctx.cell.player == "dashjs":
             from .dashjs import measure_dashjs
-            return measure_dashjs(ctx)
-        return measure_native(ctx)
+            return with_router_bytes(ctx, measure_dashjs(ctx))
+        return with_router_bytes(ctx, measure_native(ctx))
 
     def versions(self, scenario: VideoScenario) -> dict[str, Any]:
         out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key()}

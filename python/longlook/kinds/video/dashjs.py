@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -116,9 +117,11 @@ def measurement_from_driver(doc: dict, manifest: Manifest, *, protocol: str, sce
              "bytes": r.get("bytes") or 0, "start_s": r.get("start_s"), "end_s": r.get("end_s"),
              "protocol": r.get("protocol")} for r in doc["requests"]]
     tcp_share = _tcp_share_series(rows)
+    t0 = doc.get("t0_monotonic")  # CLOCK_MONOTONIC, one clock for every namespace
+    started = (t0 + time.time() - time.monotonic()) * 1000 if t0 is not None else None
     return Measurement(
         status=status, error=error, protocol_requested=protocol, protocol_negotiated=negotiated,
-        metrics=qoe_metrics(p),
+        started_unix_ms=started, metrics=qoe_metrics(p),
         details={"player": "dashjs", "browser_version": doc.get("browser_version"), "quic": doc.get("quic"),
                  "warmup": doc.get("warmup"), "ended": p.ended, "stalls": [asdict(s) for s in p.stalls],
                  **cpu, "dash_events": [e for e in doc.get("events", []) if e["type"].startswith("dash:")]},

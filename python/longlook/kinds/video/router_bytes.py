@@ -1,0 +1,53 @@
+"""F(t) of a video run measured at the router (Chaudhary et al.'s fallback traffic, issue 16):
+bytes per second over TCP and over UDP between the client and the video server, from linkem's
+per-flow log, so the fallback series does not rest on what the client says it did. The
+client's own per-request figures stay beside it as `F_client` / `F_udp_client`."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import time
+from dataclasses import replace
+
+from ...analyses.fallback.flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
+from ...core.kind import Measurement, RunContext
+from ...errors import LonglookError
+from ...stacks.endpoint import SERVER_ADDR
+
+FLOW_LOG = "linkem-flows.jsonl"
+FLUSH_S = 0.3  # linkem writes its flow log every 100 ms: wait for the run's last lines
+CLIENT_NAMES = {"F": "F_client", "F_udp": "F_udp_client"}
+
+
+def _linkem_t0_unix(ctx: RunContext) -> float:
+    """linkem's clock zero on the wall clock: from its stats (monotonic, exact) when it has
+    written them, else the moment the testbed spawned it."""
+    linkem = ctx.testbed.linkem
+    try:
+        return linkem_start_mono_ms(linkem.stats()) / 1000 + time.time() - time.monotonic()
+    except (LonglookError, OSError):
+        return float(linkem.started_unix or 0.0)
+
+
+def with_router_bytes(ctx: RunContext, m: Measurement) -> Measurement:
+    """`m` with series F and F_udp (bytes per second over TCP / UDP at the router, both
+    directions, from the session start `m.started_unix_ms`) and metrics `router_bytes_tcp`,
+    `router_bytes_udp`, `router_tcp_share`; the client-reported series are renamed. Left as
+    it is when the run has no start time or linkem kept no flow log."""
+    path = ctx.testbed.linkem.flow_log_path
+    if m.started_unix_ms is None or path is None or not path.exists():
+        return m
+    time.sleep(FLUSH_S)
+    copy = ctx.run_dir / FLOW_LOG
+    shutil.copyfile(path, copy)
+    start = m.started_unix_ms / 1000 - _linkem_t0_unix(ctx)
+    ends = [r["t_s"] for r in m.series]  # the player's series: the session's length
+    end = start + math.floor(max(ends)) + 1 if ends else None
+    per = bytes_per_second(copy, SERVER_ADDR, start_s=start, end_s=end)
+    tcp, udp = float(per["tcp"].sum()), float(per["udp"].sum())
+    series = [{**r, "name": CLIENT_NAMES.get(r["name"], r["name"])} for r in m.series]
+    series += series_rows(per)
+    metrics = {**m.metrics, "router_bytes_tcp": tcp, "router_bytes_udp": udp,
+               "router_tcp_share": tcp / (tcp + udp) if tcp + udp > 0 else None}
+    return replace(m, series=series, metrics=metrics, artifacts={**m.artifacts, "flow_log": FLOW_LOG})
