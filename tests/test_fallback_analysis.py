@@ -14,6 +14,7 @@ from longlook.analyses.fallback import (analyze_session, analyze_sessions, bytes
                                         linkem_start_mono_ms, make_stationary, on_grid,
                                         pair_verdicts, series_rows, summarize)
 from longlook.analyses.fallback.figures import fig12_svg
+from longlook.analyses.fallback.stationarity import kpss_p
 from longlook.errors import LonglookError
 
 
@@ -102,6 +103,15 @@ def test_sessions_from_long_rows_and_summary():
     assert s["granger_either_share"] == 1.0 and s["median_corr_B"] > 0.5
     svg = fig12_svg(results)
     assert svg.startswith("<svg") and "CCDF" in svg
+
+
+def test_kpss_of_a_mostly_zero_series_does_not_fail():
+    """Hobijn's automatic lag is undefined for a series that is zero but for a few values
+    (found in a real session: the second difference of a stall series); the p-value still
+    comes, from Schwert's lag rule."""
+    stalled_s = np.array([0.0] * 82 + [0.727949] + [1.568964] * 24)  # one stall, then flat
+    p = kpss_p(np.diff(stalled_s, 2))
+    assert 0.0 < p <= 1.0
 
 
 def test_sessions_without_fallback_are_counted_but_not_tested():

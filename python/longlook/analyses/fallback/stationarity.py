@@ -28,10 +28,21 @@ def kpss_p(x: np.ndarray) -> float:
         return 1.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", InterpolationWarning)
-        try:  # statsmodels >= 0.15 asks to choose the return type; 0.14 has no such argument
-            return float(kpss(x, regression="c", nlags="auto", result_object=False)[1])
-        except TypeError:
-            return float(kpss(x, regression="c", nlags="auto")[1])
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            return _kpss(x, "auto")
+        except (OverflowError, ZeroDivisionError, ValueError):
+            # Hobijn's automatic lag divides by the residuals' autocovariance sum, which is 0
+            # for a mostly-zero series (a stall's second difference with 3 non-zero values):
+            # Schwert's rule instead, which needs no estimate
+            return _kpss(x, "legacy")
+
+
+def _kpss(x: np.ndarray, nlags: str) -> float:
+    try:  # statsmodels >= 0.15 asks to choose the return type; 0.14 has no such argument
+        return float(kpss(x, regression="c", nlags=nlags, result_object=False)[1])
+    except TypeError:
+        return float(kpss(x, regression="c", nlags=nlags)[1])
 
 
 def make_stationary(frame: pd.DataFrame, alpha: float = 0.05, max_order: int = 2) -> Stationarity:
