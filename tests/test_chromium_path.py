@@ -132,6 +132,9 @@ def test_discovery_learns_h3_from_alt_svc(path):
     doc = result.document
     assert doc["warmup"] == {"ok": True, "error": None, "protocol": "h2"}
     assert "h3" in [o["protocol"] for o in doc["objects"]]
+    # Chromium's reason, per object: an h3 object came from the alternative (QUIC) job
+    reasons = {o["protocol"]: o["protocol_reason"] for o in doc["objects"]}
+    assert reasons["h3"] in ("alternativeJobWonRace", "alternativeJobWonWithoutRace"), reasons
     # labelled by what every object used: only an all-h3 page counts as h3
     assert (result.status == "ok") == (doc["protocol"] == "h3")
     assert doc["protocol"] in ("h3", "mixed")

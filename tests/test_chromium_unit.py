@@ -121,6 +121,18 @@ def test_fetch_document_times_are_from_navigation_start():
         assert e["time"] == pytest.approx(o["end_ms"] - o["start_ms"], abs=0.01)
 
 
+def test_chromiums_reason_for_each_protocol_is_kept():
+    log = _events(["h2", "h3"])
+    log.requests["r0"].protocol_reason = None  # as when Chromium gives none
+    log.on_event("Network.responseReceived", {"requestId": "r1", "response": {
+        "status": 200, "protocol": "h3", "alternateProtocolUsage": "alternativeJobWonRace"}})
+    doc = fetch_document(log, run_id="r", url="u", mode="page", protocol_requested="h3",
+                         navigation=NAV, time_origin_unix_ms=None, error=None)
+    assert [o["protocol_reason"] for o in doc["objects"]] == [None, "alternativeJobWonRace"]
+    har = build_har(log, browser_version="156", creator_version="0", title="t", navigation=NAV)
+    assert [e.get("_alternateProtocolUsage") for e in har["log"]["entries"]] == [None, "alternativeJobWonRace"]
+
+
 def test_a_missing_object_fails_the_run():
     doc = fetch_document(_events(["h3", "h3", "h3"], [200, 404, 200]), run_id="r", url="u",
                          mode="page", protocol_requested="h3", navigation=NAV,

@@ -62,7 +62,9 @@ BAD_BUDGETS = [
     ("quota 0", "client_cpu = {quota = 0, cores = 1}", "quota 0: must be > 0"),
     ("negative quota", "client_cpu = {quota = -0.5}", "must be > 0"),
     ("quota over its cores", "client_cpu = {quota = 1.5, cores = 1}", "more than its 1 core"),
-    ("unknown profile", 'client_cpu = "phone-1999"', 'unknown profile "phone-1999"'),
+    # one value is named as written (no [0] of the list it becomes); a list's element by index
+    ("unknown profile", 'client_cpu = "phone-1999"', 'client_cpu: unknown profile "phone-1999"'),
+    ("unknown profile in a list", 'client_cpu = ["desktop", "phone-1999"]', 'client_cpu[1]: unknown profile'),
     ("no quota", "client_cpu = {cores = 2}", "needs quota"),
     ("below the kernel's quota", "client_cpu = {quota = 0.001}", "at least 0.01"),
     ("zero cores", "client_cpu = {quota = 0.2, cores = 0}", "at least one core"),

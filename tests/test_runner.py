@@ -95,6 +95,11 @@ def test_interrupted_run_resumes_to_a_complete_consistent_store(tmp_path: Path):
         assert (tmp_path / arts["fetch"]).is_file()
         assert (tmp_path / arts["linkem"]).is_file()
         assert ("qlog" if r.arm == "h3" else "tcp_log") in arts
+        # the native client's own trace of its QUIC connection, beside the server's
+        assert ("client_qlog" in arts) == (r.arm == "h3")
+        if r.arm == "h3":
+            text = (tmp_path / arts["client_qlog"]).read_text()
+            assert '"type":"client"' in text and '"name":"transport:packet_received"' in text
     # TCP's congestion states come from the kernel's tcp_cong_state_set tracepoint (exact),
     # not only from TCP_INFO samples, when the kernel has it
     from longlook.testbed.tracefs import tcp_tracefs

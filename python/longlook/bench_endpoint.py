@@ -19,7 +19,7 @@ import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from .stacks.endpoint import CLIENT_QLOG, SERVER_ADDR, EndpointServer, ServerOptions, fetch
 from .linkprofile import LinkProfile
 from .analyses.qlog import read_qlog
 from .core.audit import linkem_delta
@@ -57,6 +57,8 @@ def _initial_window(protocol: str, run_dir: Path) -> int:
     """QUIC: as the server's qlog states it; TCP: Linux's IW10 of full segments."""
     if protocol == "h3":
         for log in run_dir.glob("*.sqlog"):
+            if log.name == CLIENT_QLOG:  # the client's own trace, not the sender's window
+                continue
             cc = read_qlog(log).last("longlook:congestion_control")
             if cc is not None:
                 return int(cc["initial_window_bytes"])

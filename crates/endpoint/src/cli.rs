@@ -153,6 +153,10 @@ pub struct FetchArgs {
     /// (a long-running flow for fairness experiments; `ok` stays true, `stopped_early` is set).
     #[arg(long)]
     pub duration_s: Option<f64>,
+    /// Write the measured QUIC connection's trace here (qlog JSON-SEQ, vantage point client:
+    /// quinn's packet events and the client controller's recovery events).
+    #[arg(long)]
+    pub qlog: Option<PathBuf>,
     #[command(flatten)]
     pub flow: FlowControl,
     #[command(flatten)]

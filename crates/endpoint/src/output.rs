@@ -51,6 +51,9 @@ pub struct FetchReport {
     /// `--proto race`: how the race went (client/race.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub race: Option<crate::client::race::RaceReport>,
+    /// Files the fetch wrote (`client_qlog`), named relative to the report's directory.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub artifacts: std::collections::BTreeMap<String, String>,
 }
 
 /// Exit codes: 0 ok, 1 any other error, 3 requested protocol could not be used.

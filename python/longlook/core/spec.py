@@ -351,7 +351,7 @@ def _validate(model: type[ScenarioBase], data: dict, text: str, source: str,
     except ValidationError as e:
         # name a field as the file wrote it (runs = ..., [link])
         written = {field: alias for alias, field in ALIASES if alias in data}
-        raise LonglookError(f"{source}: {format_errors(e, set(model.model_fields), written)}",
+        raise LonglookError(f"{source}: {format_errors(e, set(model.model_fields), written, data)}",
                             hint=f"see {model.example} for a commented example") from None
     scenario._toml_text = text
     scenario._base_dir = base_dir

@@ -51,12 +51,16 @@ def message(err: dict) -> str:
 
 
 def format_errors(e: ValidationError, top_fields: Iterable[str] = (),
-                  written: dict[str, str] | None = None) -> str:
+                  written: dict[str, str] | None = None, data: dict | None = None) -> str:
     """`field[i].sub: message; ...`, with TOML's misplaced-key trap explained; `written`
-    maps a field to the alias the file used for it."""
+    maps a field to the alias the file used for it; `data`, the table as written, names a
+    field the file gave as one value without the [0] of the list a validator made of it."""
     parts = []
     for err in e.errors():
         where = tuple(err["loc"])
+        if (data is not None and len(where) > 1 and where[1] == 0 and where[0] in data
+                and not isinstance(data[where[0]], list)):
+            where = (where[0], *where[2:])
         if where and written and where[0] in written:
             where = (written[where[0]], *where[1:])
         loc = loc_text(where, {}) if where else ""

@@ -18,6 +18,7 @@ from ..errors import LonglookError
 from ..testbed.processes import stop_child
 
 SERVER_ADDR = "198.18.2.2"
+CLIENT_QLOG = "client.sqlog"  # beside fetch.json: the native client's trace of its QUIC connection
 
 # fetch's exit codes (docs/interfaces.md)
 EXIT_OK = 0
@@ -172,6 +173,8 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
             "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
     if zero_rtt:
         argv.append("--zero-rtt")
+    if protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
+        argv += ["--qlog", str(out.parent / CLIENT_QLOG)]
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     try:

@@ -91,10 +91,12 @@ class ProxyPool:
     def alive(self) -> bool:
         return all(p.poll() is None for p in [*([self.tcp] if self.tcp else []), *self.quic.values()])
 
-    def take_log(self, client_addr: str | None, dest: Path, wait_s: float = 2.0) -> list[dict]:
+    def take_log(self, client_addr: str | None, dest: Path, wait_s: float = 15.0) -> list[dict]:
         """The proxy's log lines of the connections from `client_addr` (ip:port, as the fetch
-        reports its local address), written to `dest`; a connection's line is written when
-        it ends, so wait a little for it."""
+        reports its local address), written to `dest`. A connection's line is written when
+        both its directions have ended; on a lossy, long path the closing FINs can need
+        several retransmission timeouts after the client is done (a fixed 2 s wait missed
+        them), so wait up to `wait_s`; a line already there costs no wait."""
         if not client_addr:
             return []
         deadline = time.monotonic() + wait_s

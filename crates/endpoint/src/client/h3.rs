@@ -99,9 +99,12 @@ async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, 
 
 pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
     let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
-    let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?;
-    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
+    let crypto = Arc::new(QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?);
+    let mut cfg = quinn::ClientConfig::new(crypto.clone());
     cfg.transport_config(Arc::new(crate::server::h3::transport_config(&args.flow)));
+    // the measured connection's own config: same TLS (and session cache), and its trace
+    let title = args.run_id.clone().unwrap_or_else(|| "h3".into());
+    let (measured, _trace) = super::quic_client_config(crypto, crate::server::h3::transport_config(&args.flow), args, &title)?;
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
@@ -115,7 +118,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     // QUIC has no connect phase of its own: the Initial starts the handshake.
     enter(Phase::Handshake);
     let t0 = Instant::now();
-    let connecting = endpoint.connect(addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
+    let connecting = endpoint.connect_with(measured, addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
     let mut zero_rtt_done = None;
     let conn = match if args.zero_rtt { connecting.into_0rtt() } else { Err(connecting) } {
         Ok((conn, accepted)) => {

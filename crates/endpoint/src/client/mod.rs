@@ -18,6 +18,26 @@ use crate::cli::{FetchArgs, Mode, Proto};
 use crate::output::{FetchReport, ObjectTiming, ZeroRtt, EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL};
 use crate::tls::{self, Trust};
 
+/// A QUIC client config over `crypto` and `transport`; with `--qlog`, the connection it
+/// makes writes its trace there (flushed when the returned guard drops).
+pub fn quic_client_config(
+    crypto: std::sync::Arc<quinn::crypto::rustls::QuicClientConfig>,
+    mut transport: quinn::TransportConfig,
+    args: &FetchArgs,
+    title: &str,
+) -> Result<(quinn::ClientConfig, crate::qlog::FlushOnDrop), FetchError> {
+    let trace = match &args.qlog {
+        Some(p) => {
+            let ctx = format!("creating the client qlog {}", p.display());
+            Some(crate::qlog::trace_client(&mut transport, p, title).map_err(failed(Phase::Setup, &ctx))?)
+        }
+        None => None,
+    };
+    let mut cfg = quinn::ClientConfig::new(crypto);
+    cfg.transport_config(std::sync::Arc::new(transport));
+    Ok((cfg, crate::qlog::FlushOnDrop(trace)))
+}
+
 /// How far a fetch got: a failure names the phase it happened in, so a lossy link's
 /// handshake timeout is a failure at "handshake", never a protocol mismatch.
 #[derive(Serialize, Debug, Clone, Copy, PartialEq, Eq)]
@@ -243,6 +263,7 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         stopped_early: false,
         failure_phase: None,
         race: None,
+        artifacts: Default::default(),
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
     let result = match tokio::time::timeout(timeout, run(&args, &mut report)).await {
@@ -260,6 +281,9 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         report.failure_phase = Some(e.phase());
     }
     report.ok = result.is_ok();
+    if let Some(q) = args.qlog.as_ref().filter(|q| q.is_file()) {
+        report.artifacts.insert("client_qlog".into(), name_beside(q, args.out.as_deref()));
+    }
     let json = serde_json::to_string(&report).expect("report serialises");
     match &args.out {
         Some(p) => {
@@ -271,6 +295,15 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         None => println!("{json}"),
     }
     code
+}
+
+/// `file` as the report names it: its file name when it sits beside the report, else its path.
+fn name_beside(file: &Path, report: Option<&Path>) -> String {
+    match (file.parent(), report.and_then(Path::parent)) {
+        (Some(a), Some(b)) if a == b => file.file_name().map(|n| n.to_string_lossy().into_owned()),
+        _ => None,
+    }
+    .unwrap_or_else(|| file.display().to_string())
 }
 
 fn trust_of(args: &FetchArgs) -> Result<Trust, FetchError> {

@@ -227,18 +227,19 @@ fn origin_of(target: &Target) -> String {
     format!("{}:{}", target.host, target.port)
 }
 
-fn quic_endpoint(args: &FetchArgs, addr: SocketAddr, trust: &Trust) -> Result<quinn::Endpoint, FetchError> {
+/// The QUIC job's endpoint (its one connection's trace with `--qlog`).
+fn quic_endpoint(args: &FetchArgs, addr: SocketAddr, trust: &Trust) -> Result<(quinn::Endpoint, crate::qlog::FlushOnDrop), FetchError> {
     let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
     let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?;
-    let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     let mut transport = crate::server::h3::transport_config(&args.flow);
     let idle = Duration::from_secs_f64((args.race.quic_idle_timeout_ms / 1000.0).max(0.001));
     transport.max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok());
-    cfg.transport_config(Arc::new(transport));
+    let title = args.run_id.clone().unwrap_or_else(|| "race".into());
+    let (cfg, trace) = super::quic_client_config(Arc::new(crypto), transport, args, &title)?;
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
-    Ok(endpoint)
+    Ok((endpoint, trace))
 }
 
 pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
@@ -254,7 +255,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     let initial = loaded.is_none().then_some(args.race.race_initial);
     let mut state = loaded.unwrap_or_else(|| RaceState::fresh(&origin, args.race.race_initial == RaceInitial::QuicKnown));
     let plan = state.plan(&origin, crate::server::unix_ms(), &c);
-    let endpoint = quic_endpoint(args, addr, trust)?;
+    let (endpoint, _trace) = quic_endpoint(args, addr, trust)?;
     let tcp_cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
 
     let hs_timeout = Duration::from_secs_f64((args.race.quic_handshake_timeout_ms / 1000.0).max(0.001));

@@ -51,6 +51,7 @@ class Route:
             return {}, details
         lines = self.pool.take_log(document.get("local_addr"), run_dir / PROXY_LOG)
         if not lines:
+            details["proxy_log_missing"] = True  # visible, never silently absent
             return {}, details
         line = lines[-1]
         details["proxy_connection"] = {k: v for k, v in line.items() if k != "requests"}

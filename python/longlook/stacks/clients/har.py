@@ -5,7 +5,8 @@ Timings follow Chrome DevTools' own HAR export: dns, connect (which includes ssl
 wait and receive from the response's ResourceTiming; `blocked` is whatever remains of the
 entry's wall time (queueing, and gaps between phases), so the phases sum to `time` exactly
 and `time` is the request's issue-to-finish duration. The protocol Chromium reported is kept
-in `response.httpVersion` and, verbatim, in the custom field `_protocol`.
+in `response.httpVersion` and, verbatim, in the custom field `_protocol`; Chromium's reason for
+it (`alternateProtocolUsage`) in `_alternateProtocolUsage`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ def _entry(r: Request, wall_offset_s: float) -> dict:
         **({"serverIPAddress": r.remote_ip} if r.remote_ip else {}),
         **({"connection": r.connection_id} if r.connection_id else {}),
         "_protocol": r.protocol,
+        **({"_alternateProtocolUsage": r.protocol_reason} if r.protocol_reason else {}),
         "_transferSize": r.encoded_bytes,
     }
 

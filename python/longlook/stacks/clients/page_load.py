@@ -31,6 +31,9 @@ class Request:
     status: int | None = None
     status_text: str = ""
     protocol: str | None = None  # "h3", "h2", "http/1.1" as Chromium reports it
+    # why Chromium used that protocol (Network.Response.alternateProtocolUsage): e.g.
+    # "alternativeJobWonRace", "mainJobWonRace", "broken", "mappingMissing"
+    protocol_reason: str | None = None
     response_headers: dict = field(default_factory=dict)
     mime_type: str = ""
     timing: dict | None = None  # Network.ResourceTiming
@@ -95,6 +98,7 @@ class NetworkLog:
         r.status = resp.get("status")
         r.status_text = resp.get("statusText", "")
         r.protocol = resp.get("protocol")
+        r.protocol_reason = resp.get("alternateProtocolUsage")
         r.response_headers = dict(resp.get("headers") or {})
         r.mime_type = resp.get("mimeType", "")
         r.timing = resp.get("timing")
@@ -170,12 +174,12 @@ def fetch_document(log: NetworkLog, *, run_id: str, url: str, mode: str, protoco
                    navigation: dict | None, time_origin_unix_ms: float | None,
                    error: str | None) -> dict:
     """The fetch JSON of docs/interfaces.md, with times in ms from navigation start, plus
-    `last_object_ms` and each object's `protocol`."""
+    `last_object_ms` and each object's `protocol` with Chromium's reason for it."""
     t0 = origin_s(log, navigation)
     ms = lambda s: None if s is None else round((s - t0) * 1000, 3)  # noqa: E731
     requests = log.page_requests()
     objects = [{"path": r.path, "status": r.status, "bytes": r.body_bytes, "protocol": r.protocol,
-                "start_ms": ms(r.issued_s), "first_byte_ms": ms(r.first_byte_s),
+                "protocol_reason": r.protocol_reason, "start_ms": ms(r.issued_s), "first_byte_ms": ms(r.first_byte_s),
                 "end_ms": ms(r.finished_s), **({"error": r.failed} if r.failed else {})}
                for r in requests]
     protocol = protocol_label(requests)
