@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -138,6 +139,33 @@ def test_discovery_learns_h3_from_alt_svc(path):
     # labelled by what every object used: only an all-h3 page counts as h3
     assert (result.status == "ok") == (doc["protocol"] == "h3")
     assert doc["protocol"] in ("h3", "mixed")
+
+
+@needs_testbed("linkem", "endpoint")
+@needs_chromium
+def test_discovery_behind_a_udp_block_falls_back_to_tcp_with_its_reason(tmp_path: Path):
+    # The same discovery, on a path whose router drops every UDP datagram (Langley §7.2):
+    # the first visit learns Alt-Svc over TCP, the measured one races a QUIC job that never
+    # hears back against TCP. TCP wins, every object comes over h2, and Chromium says why.
+    link = LinkProfile(rate_mbit=10, delay_ms=RTT_MS / 2, buffer_bytes=30_000, middlebox={"block_udp": True})
+    with Testbed(link, workdir=tmp_path / "tb") as tb:
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=tmp_path / "cert",
+                                      log_dir=tmp_path / "server")
+        try:
+            result, _ = _load((tb, server, tmp_path), "blocked", "h3", client="chromium-discovery")
+            time.sleep(0.3)  # linkem rewrites its stats every 100 ms
+            udp_dropped = sum(f["dropped_middlebox"] for f in tb.linkem_stats()["flows"] if f["proto"] == "udp")
+        finally:
+            server.stop()
+    doc = result.document
+    assert doc["warmup"]["protocol"] == "h2"
+    assert doc["protocol"] == "h2" and result.status == "protocol_mismatch", (result.status, doc["protocol"])
+    assert len(doc["objects"]) == 5 and all(o["status"] == 200 for o in doc["objects"])
+    reasons = {o["protocol_reason"] for o in doc["objects"]}
+    assert reasons <= {"mainJobWonRace", "broken"} and reasons, reasons  # the TCP job won; QUIC is broken
+    assert udp_dropped > 0, "the QUIC job's Initials reached the router and were dropped"
+    # no waiting on QUIC: the race starts TCP at once for a service not yet known to work
+    assert doc["plt_ms"] < 3000, doc["plt_ms"]
 
 
 @needs_testbed("linkem", "endpoint")
