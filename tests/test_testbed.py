@@ -142,18 +142,31 @@ def _cpu_latency_target_us() -> int:
 
 
 @needs_testbed("linkem")
-def test_idle_cpus_poll_while_a_testbed_or_linkem_lives():
-    """The testbed and linkem each hold a 0 us CPU wake-up latency request (idle vCPUs poll
-    instead of halting and being woken late by the hypervisor), and both let go."""
+def test_cpu_wakeup_latency_is_held_while_a_testbed_or_linkem_lives(monkeypatch):
+    """The testbed and linkem each hold the same CPU wake-up latency request (1 us by
+    default: no deep idle state, no 0 us polling that made the host preempt the vCPUs;
+    LONGLOOK_CPU_LATENCY_US sets it for both), and both let go."""
     from longlook.testbed import Testbed
     before = _cpu_latency_target_us()
-    with Testbed(PROFILE) as tb:
-        assert _cpu_latency_target_us() == 0
-        assert tb.linkem_stats()["cpu_latency_hold_us"] == 0
-        os.close(tb._cpu_latency_fd)  # the testbed's own request gone: linkem's remains
-        tb._cpu_latency_fd = None
-        assert _cpu_latency_target_us() == 0
-    assert _cpu_latency_target_us() == before != 0
+    for wanted, env in ((1, None), (0, "0")):
+        if env is None:
+            monkeypatch.delenv("LONGLOOK_CPU_LATENCY_US", raising=False)
+        else:
+            monkeypatch.setenv("LONGLOOK_CPU_LATENCY_US", env)
+        with Testbed(PROFILE) as tb:
+            assert _cpu_latency_target_us() == wanted
+            assert tb.linkem_stats()["cpu_latency_hold_us"] == wanted
+            os.close(tb._cpu_latency_fd)  # the testbed's own request gone: linkem's remains
+            tb._cpu_latency_fd = None
+            assert _cpu_latency_target_us() == wanted
+        assert _cpu_latency_target_us() == before > 1
+
+
+def test_a_bad_cpu_latency_setting_is_one_error(monkeypatch):
+    from longlook.testbed.host import TestbedError, cpu_wakeup_latency_us
+    monkeypatch.setenv("LONGLOOK_CPU_LATENCY_US", "-3")
+    with pytest.raises(TestbedError, match="LONGLOOK_CPU_LATENCY_US='-3' is not a whole number"):
+        cpu_wakeup_latency_us()
 
 
 @needs_testbed("linkem")

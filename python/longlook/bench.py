@@ -156,8 +156,8 @@ def run_bench(quick: bool = False) -> dict:
     result["note"] = ("Figures include the host's scheduling noise (see host: load average, "
                       "other testbeds). RTT errors are measured minus (delays + probe "
                       "serialisation); linkem_late = releases over 1 ms late, by linkem's count (whole "
-                      "cell, probe start and exit included). Testbeds and linkem hold a 0 us "
-                      "CPU wake-up latency request (idle vCPUs poll rather than halt).")
+                      "cell, probe start and exit included). Testbeds and linkem hold a CPU "
+                      "wake-up latency request (1 us by default: haltpoll only; LONGLOOK_CPU_LATENCY_US).")
     return result
 
 

@@ -65,9 +65,10 @@ struct RunArgs {
     /// Spin instead of sleeping for this many µs before a deadline (costs CPU).
     #[arg(long, default_value_t = 0)]
     busy_poll_us: u64,
-    /// Hold a PM QoS request for this CPU wake-up latency (µs) while running; 0 keeps idle
-    /// CPUs polling, so timer wake-ups are not delayed by waking a halted (v)CPU.
-    #[arg(long, default_value_t = 0)]
+    /// Hold a PM QoS request for this CPU wake-up latency (µs) while running. 1 allows a
+    /// KVM guest's haltpoll state and nothing deeper; 0 keeps idle CPUs polling, which on
+    /// this VM made the host take ~8 ms slices from the always-busy vCPUs (README, "Timing").
+    #[arg(long, default_value_t = 1)]
     cpu_latency_us: u32,
     /// Do not make the CPU wake-up latency request (idle CPUs may halt).
     #[arg(long)]

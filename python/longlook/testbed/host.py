@@ -38,11 +38,33 @@ def tool(name: str) -> str:
     return found
 
 
-def hold_cpu_wakeup_latency(max_us: int = 0) -> int | None:
+CPU_LATENCY_ENV = "LONGLOOK_CPU_LATENCY_US"
+# 1 µs, not 0: with 0 idle vCPUs poll, the hypervisor sees them always busy and takes
+# ~8 ms slices from them (measured: 6 stalls of 8 ms in 40 s on an idle guest, every video
+# run flagged); 1 µs still allows the guest's 1 µs haltpoll state, and had none.
+DEFAULT_CPU_LATENCY_US = 1
+
+
+def cpu_wakeup_latency_us() -> int:
+    """The CPU wake-up latency (µs) the testbed and linkem ask for: DEFAULT_CPU_LATENCY_US
+    unless LONGLOOK_CPU_LATENCY_US says otherwise (one value for both, so they agree)."""
+    raw = os.environ.get(CPU_LATENCY_ENV, str(DEFAULT_CPU_LATENCY_US))
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise TestbedError(f"{CPU_LATENCY_ENV}={raw!r} is not a whole number of µs ≥ 0",
+                           hint=f"unset it (default {DEFAULT_CPU_LATENCY_US} µs) or give e.g. {CPU_LATENCY_ENV}=0 (idle CPUs poll)")
+    return value
+
+
+def hold_cpu_wakeup_latency(max_us: int = DEFAULT_CPU_LATENCY_US) -> int | None:
     """Ask the kernel's PM QoS for at most `max_us` of CPU wake-up latency until the returned
     fd is closed (the kernel drops the request then, also if we die). With 0, idle CPUs poll
-    instead of halting. On this VM a halted vCPU is woken by the hypervisor, which delivered
-    timers 0.2-9 ms late under load: every endpoint's and probe's wake-up paid for it. linkem
+    instead of halting; with 1, this KVM guest's haltpoll idle state (latency 1 µs) is
+    allowed and deeper ones are not. Without a request a halted vCPU was woken 0.2-9 ms
+    late under load; with 0 the always-busy vCPUs lost ~8 ms slices to the host. linkem
     holds the same request; holding it here too keeps a testbed without linkem (the plain
     baseline of `bench link`) on equal terms. None if the kernel refused (a warning)."""
     try:

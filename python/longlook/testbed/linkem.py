@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from ..binaries import find_binary
-from .host import TestbedError, tool
+from .host import TestbedError, cpu_wakeup_latency_us, tool
 from .processes import start_time, terminate
 
 
@@ -39,7 +39,8 @@ class Linkem:
         self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
         argv = [str(find_binary("linkem")), "run", "--config", str(config),
                 "--up-queue", queues[0], "--down-queue", queues[1],
-                "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms)]
+                "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms),
+                "--cpu-latency-us", str(cpu_wakeup_latency_us())]  # the testbed's own request
         if seed is not None:
             argv += ["--seed", str(seed)]
         if rt_priority is not None:

@@ -28,7 +28,7 @@ from ..errors import Terminated
 from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
 from .cpu import ClientCgroup, CpuBudget, CpuUsage
-from .host import TestbedError, hold_cpu_wakeup_latency, preflight, tool
+from .host import TestbedError, cpu_wakeup_latency_us, hold_cpu_wakeup_latency, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
 
@@ -115,7 +115,7 @@ class Testbed:
         self._record = ownership.new_record(self.id, list(self.ns.values()), self.workdir)
         self._record.save()  # before creating anything, so a crash mid-setup is cleanable
         self._open = True
-        self._cpu_latency_fd = hold_cpu_wakeup_latency(0)
+        self._cpu_latency_fd = hold_cpu_wakeup_latency(cpu_wakeup_latency_us())
         _open_testbeds.add(self)
         self._install_signal_handlers()
         try:
