@@ -209,6 +209,20 @@ def test_kill_9_then_clean_then_next_testbed_starts():
 
 
 @needs_testbed("linkem")
+def test_a_second_testbed_of_the_same_process_leaves_the_first_running():
+    # The clean at open removes records whose owner is gone or is this process; a testbed this
+    # process still has open is neither a leftover nor to be stopped (it once was: its linkem
+    # got SIGTERM when a test opened its own testbed beside a module's shared one).
+    from longlook.testbed import Testbed
+    with Testbed(PROFILE, id="first") as first:
+        with Testbed(PROFILE, id="second"):
+            time.sleep(0.3)
+            first.check()  # raises "linkem died" if the second one's clean stopped it
+        assert first.linkem.proc.poll() is None
+    assert _ours("first") == [] and _ours("second") == []
+
+
+@needs_testbed("linkem")
 def test_next_testbed_cleans_recorded_leftovers():
     p, _ = _start_runner("stale", "linkem")
     p.kill()

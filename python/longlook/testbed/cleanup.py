@@ -38,17 +38,20 @@ def teardown_namespaces(names: list[str]) -> tuple[list[str], list[int]]:
 
 
 def clean(include_live: bool = False, orphans: bool = True,
-          ids: set[str] | None = None) -> Cleaned:
+          ids: set[str] | None = None, open_here: frozenset[str] = frozenset()) -> Cleaned:
     """Remove leftovers of testbeds whose owner is gone (or all, with `include_live`).
     `orphans`: also `ll-` namespaces with no record (and stray processes of our binaries);
     the automatic clean at testbed start leaves those to an explicit `longlook clean`.
-    `ids`: only these testbeds (their records and `ll-<id>-*` namespaces)."""
+    `ids`: only these testbeds (their records and `ll-<id>-*` namespaces).
+    `open_here`: testbeds this process has open; a record of ours not among them is a
+    leftover of an earlier testbed of this process, one among them is live."""
     result = Cleaned()
     live: set[str] = set()
     for rec in ownership.all_records():
         if ids is not None and rec.id not in ids:
             continue
-        if rec.owner_alive() and rec.owner_pid != os.getpid() and not include_live:
+        ours_open = rec.owner_pid == os.getpid() and rec.id in open_here
+        if rec.owner_alive() and (rec.owner_pid != os.getpid() or ours_open) and not include_live:
             live.update(rec.namespaces)
             result.skipped_live.append(rec.id)
             continue

@@ -105,7 +105,8 @@ class Testbed:
 
     def open(self) -> "Testbed":
         preflight()
-        cleanup.clean(orphans=False)  # recorded leftovers of crashed runs (owner gone)
+        # recorded leftovers of crashed runs (owner gone); this process's other open testbeds live on
+        cleanup.clean(orphans=False, open_here=frozenset(tb.id for tb in _open_testbeds))
         if set(self.ns.values()) & set(topology.existing_namespaces()):
             raise TestbedError(f"a testbed with id '{self.id}' is already running",
                                hint="choose another id, or stop that run")
