@@ -86,6 +86,12 @@ def test_links_differing_only_in_buffer_get_distinct_labels():
     assert [l.name for l in s.links] == ["10mbit-36ms,loss=0,buf=30000", "10mbit-36ms,loss=0,buf=300000"]
 
 
+def test_a_middlebox_is_labelled_by_what_it_sets_not_by_its_defaults():
+    s = scenario(MINIMAL + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\nmiddlebox = { udp_rate_mbit = 0.3 }\n")
+    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0",
+                                                 "10mbit-36ms,loss=0,middlebox-udp_rate_mbit=0.3"]
+
+
 def test_links_with_the_same_rtt_split_differently_are_told_apart():
     s = scenario(MINIMAL.replace("rtt_ms = 36\n", "delay_ms = 18\n[[links]]\nrate_mbit = 10\nup = { delay_ms = 6 }\ndown = { delay_ms = 30 }\n"))
     labels = [c.link_label for c in s.cells()]

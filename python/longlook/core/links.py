@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
+from pydantic import BaseModel
+
 from ..linkprofile import Direction, LinkProfile
 from ..testbed.segments import is_segmented, expand_segmented, segments_label
 from .units import short_number
@@ -78,7 +80,12 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
     """Every setting of a link, flattened per direction, for spotting what differs."""
     flat: dict[str, Any] = {}
     for which in ("up", "down"):
-        for k, v in p.resolved(which).model_dump(exclude_none=True).items():
+        resolved = p.resolved(which)
+        for k, v in resolved.model_dump(exclude_none=True).items():
+            if isinstance(getattr(resolved, k, None), BaseModel):
+                # a nested policy (the middlebox) by what it sets: its defaults are what a
+                # link without one does, so they tell no two links apart
+                v = getattr(resolved, k).model_dump(exclude_defaults=True)
             if isinstance(v, dict):
                 for kk, vv in v.items():
                     flat[f"{which}.{k}.{kk}"] = vv

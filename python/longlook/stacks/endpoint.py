@@ -54,6 +54,14 @@ class ServerOptions:
         return args
 
 
+def log_artifacts(names: list[str]) -> dict[str, str]:
+    """A run's artifact keys for the server logs it took: the QUIC connection's qlog
+    (`qlog`), the TCP connection's log (`tcp_log`), anything else by its own name. The
+    analyses (states, fallback) look the traces up by these keys."""
+    return {("tcp_log" if n.endswith(".tcp.sqlog") else "qlog" if n.endswith(".sqlog") else n): n
+            for n in names}
+
+
 @dataclass
 class EndpointServer:
     """`endpoint serve` running in the server namespace until stopped."""

@@ -12,7 +12,7 @@ from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
 from ...stacks.base import OURS
-from ...stacks.endpoint import FetchResult, ServerOptions
+from ...stacks.endpoint import FetchResult, ServerOptions, log_artifacts
 from ...stacks.race import race_measures
 from ...stacks.runner import stack_server
 from ...stacks.registry import sends_run_header
@@ -59,9 +59,8 @@ def measure(ctx: RunContext) -> Measurement:
         taken = server.take_unlabelled(ctx.run_dir, result.document.get("started_unix_ms") or 0)
     if isinstance(taken, dict):  # a stack's server names its logs (qlog, qlog_raw)
         artifacts.update(taken)
-    for name in taken if isinstance(taken, list) else []:
-        key = "tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name
-        artifacts[key] = name
+    if isinstance(taken, list):
+        artifacts.update(log_artifacts(taken))
     if not server.alive():
         who = "endpoint" if opts.server == OURS else opts.server
         result = FetchResult("failed", result.document,

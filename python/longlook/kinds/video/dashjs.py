@@ -19,7 +19,7 @@ from ...core.kind import Measurement, RunContext
 from ...errors import LonglookError
 from ...testbed.processes import stop_child
 from ...stacks.clients.chromium import chromium_path, driver_env, server_spki
-from ...stacks.endpoint import SERVER_ADDR
+from ...stacks.endpoint import SERVER_ADDR, log_artifacts
 from .mpd import Manifest
 from .qoe import Playback, Sample, Stall, qoe_metrics, series_rows
 from .serving import server_for
@@ -83,8 +83,7 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
         stderr = ""
     ctx.testbed.check()
     artifacts = {"dashjs": out.name, "chromium_stderr": "dashjs.chromium.stderr"}
-    for name in server.take_logs(ctx.run_id, ctx.run_dir):
-        artifacts["tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name] = name
+    artifacts.update(log_artifacts(server.take_logs(ctx.run_id, ctx.run_dir)))
     try:
         doc = json.loads(out.read_text())
     except (OSError, json.JSONDecodeError):

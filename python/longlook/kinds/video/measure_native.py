@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ...core.kind import Measurement, RunContext
-from ...stacks.endpoint import SERVER_ADDR
+from ...stacks.endpoint import SERVER_ADDR, log_artifacts
 from ...stacks.race import race_measures
 from .dashjs import _tcp_share_series
 from .native.player import play
@@ -40,8 +40,7 @@ def measure_native(ctx: RunContext) -> Measurement:
     if status == "ok" and run.error:
         status, error = ("timeout" if run.timed_out else "failed"), run.error
     artifacts = {"session": "session.json", "client_stderr": "client.stderr"}
-    for name in server.take_logs(ctx.run_id, ctx.run_dir):
-        artifacts["tcp_log" if name.endswith(".tcp.sqlog") else "qlog" if name.endswith(".sqlog") else name] = name
+    artifacts.update(log_artifacts(server.take_logs(ctx.run_id, ctx.run_dir)))
     if not server.alive():
         status, error = "failed", f"the endpoint server died during the run (see {server.log_dir}/server.stderr)"
     p = run.playback
