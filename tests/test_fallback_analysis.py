@@ -128,8 +128,11 @@ def test_sessions_without_fallback_are_counted_but_not_tested():
         rows += [{"run_id": f"r{i}", "name": "F_udp", "t_s": float(t), "value": 100.0} for t in range(120)]
     results = analyze_sessions(pd.DataFrame(rows), how={"F": "sum"})
     s = summarize(results)
-    assert s["sessions"] == 4 and s["fell_back"] == 2
+    assert s["sessions"] == 4 and s["fell_back"] == s["tcp_flow"] == 2
     assert 0 < s["tcp_bytes_share"] < 1
+    # with the protocol that served each session: a race's losing TCP flow is no fallback
+    served = summarize(results.assign(served=["mixed", "h3", "h3", "h3"]))
+    assert served["fell_back"] == 1 and served["tcp_flow"] == 2
     assert s["tested_B"] == 2 and s["tested_either"] == 2  # F constant: nothing to test
     assert s["granger_B_share"] == 1.0 and s["granger_either_share"] == 1.0
 

@@ -56,13 +56,13 @@ def fallback(
     for path in result.write(out or directory):
         typer.echo(path)
     columns = ["pattern", "n_quic", "n_tcp", "mean_quic", "mean_tcp", "p_welch", "verdict",
-               "tcp_better_or_same_share", "fell_back", "tcp_bytes_share", "median_corr_B",
+               "tcp_better_or_same_share", "fell_back", "tcp_flow", "tcp_bytes_share", "median_corr_B",
                "median_corr_S", "suitable", "granger_B_share", "granger_S_share"]
     typer.echo(result.patterns[[c for c in columns if c in result.patterns]].to_string(
         index=False, float_format=lambda x: f"{x:.3g}"))
     for name, s in result.summary.items():
-        typer.echo(f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back ({s['tcp_bytes_share']:.0%} "
-                   f"of bytes over TCP); {s['suitable']} suitable; median corr B "
+        typer.echo(f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back, {s['tcp_flow']} had a TCP "
+                   f"flow ({s['tcp_bytes_share']:.0%} of bytes over TCP); {s['suitable']} suitable; median corr B "
                    f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger p<{alpha}: "
                    f"B {s['granger_B_share']:.0%} of {s['tested_B']}, S {s['granger_S_share']:.0%} "
                    f"of {s['tested_S']}, either {s['granger_either_share']:.0%}")

@@ -3,6 +3,8 @@ the share of session pairs where TCP did better or the same (Chaudhary §5: 61%)
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from scipy import stats
@@ -11,7 +13,9 @@ from scipy import stats
 def _welch(a: np.ndarray, b: np.ndarray) -> float:
     if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
         return float("nan")
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    with warnings.catch_warnings():  # nearly equal samples: scipy warns, p is still defined
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
 
 
 def pair_verdicts(quic: list, tcp: list, *, alpha: float = 0.05, higher_is_better: bool = True) -> list[str]:

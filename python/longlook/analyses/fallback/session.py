@@ -13,6 +13,7 @@ from .grid import on_grid
 from .stationarity import make_stationary
 
 EFFECTS = ("B", "S")
+TCP_SERVED = ("h2", "mixed")  # a QUIC-enabled session's protocol when TCP served a request
 
 
 @dataclass(frozen=True)
@@ -79,21 +80,27 @@ def analyze_sessions(rows: pd.DataFrame, *, step_s: float = 1.0, how: dict[str, 
 
 
 def summarize(results: pd.DataFrame, alpha: float = 0.05) -> dict:
-    """The paper's numbers over sessions: how many fell back (any byte over TCP) and the
-    share of all bytes that went over TCP; median max correlation of F with B and S (over
+    """The paper's numbers over sessions: how many fell back (`served`, the protocol the
+    client recorded, is h2 or mixed; without it, any byte over TCP), how many had a TCP flow
+    at all (`tcp_flow`: with racing, also the losing TCP connection) and the share of all
+    bytes that went over TCP; median max correlation of F with B and S (over
     sessions where F varies); share of sessions unsuitable for Granger; and, among suitable
     sessions where the test could run (F and the effect not constant), the share rejecting
     "F does not Granger-cause B" / S / either (p < alpha)."""
     nan = float("nan")
-    out = {"sessions": int(len(results)), "fell_back": 0, "tcp_bytes_share": nan, "analysed": 0,
+    out = {"sessions": int(len(results)), "fell_back": 0, "tcp_flow": 0, "tcp_bytes_share": nan, "analysed": 0,
            "suitable": 0, "unsuitable_share": nan, "median_corr_B": nan, "median_corr_S": nan,
            "tested_B": 0, "tested_S": 0, "tested_either": 0, "granger_B_share": nan, "granger_S_share": nan,
            "granger_either_share": nan, "alpha": alpha}
     if "bytes_tcp" in results:
         tcp = float(results["bytes_tcp"].fillna(0).sum())
         udp = float(results["bytes_udp"].fillna(0).sum()) if "bytes_udp" in results else 0.0
-        out["fell_back"] = int((results["bytes_tcp"] > 0).sum())
+        out["tcp_flow"] = out["fell_back"] = int((results["bytes_tcp"] > 0).sum())
         out["tcp_bytes_share"] = tcp / (tcp + udp) if tcp + udp > 0 else nan
+    if "served" in results:
+        # a race's losing TCP connection carries a handshake and no request: TCP bytes at
+        # the router, no fallback. What served the requests (h2 or mixed) says fallback.
+        out["fell_back"] = int(results["served"].isin(TCP_SERVED).sum())
     if "suitable" not in results:
         return out
     ok = results[results["error"].isna()] if "error" in results else results

@@ -71,7 +71,8 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum"})
     if sessions.empty:
         raise LonglookError(f"{directory}: no settled {quic_arm!r} run has series F, B and S")
-    meta = quic_runs[["run_id", "pattern", "cell_id", "round"]]
+    meta = quic_runs[["run_id", "pattern", "cell_id", "round", "protocol_negotiated"]].rename(
+        columns={"protocol_negotiated": "served"})
     sessions = meta.merge(sessions, on="run_id", how="inner")
     patterns = compare_patterns(runs, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
                                 higher_is_better=higher_is_better, alpha=alpha)
