@@ -93,10 +93,34 @@ where
     }
 }
 
+/// Keepalive after this long idle, then a probe a second, the peer dead after three unanswered.
+const KEEPALIVE_IDLE_S: libc::c_int = 2;
+const KEEPALIVE_INTERVAL_S: libc::c_int = 1;
+const KEEPALIVE_PROBES: libc::c_int = 3;
+
+/// A peer that is gone must end the relay. A client that closes with unread data sends a RST,
+/// and a RST is never retransmitted: lost on a lossy segment, it would leave the relay (and
+/// its log line) waiting forever on a silent connection. A keepalive probe draws a new RST.
+fn keep_alive(s: &TcpStream) {
+    let fd = s.as_raw_fd();
+    let set = |level, name, value: libc::c_int| {
+        // SAFETY: a valid socket and an int option value of the size passed.
+        unsafe {
+            libc::setsockopt(fd, level, name, &value as *const _ as *const libc::c_void,
+                             std::mem::size_of::<libc::c_int>() as libc::socklen_t);
+        }
+    };
+    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S);
+    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBES);
+}
+
 async fn relay(mut client: TcpStream, peer: SocketAddr, origin: Option<SocketAddr>, log: ProxyLog) {
     let t0 = Instant::now();
     let accept_unix_ms = unix_ms();
     let _ = client.set_nodelay(true);
+    keep_alive(&client);
     let mut line = serde_json::json!({"mode": "tcp", "client": peer.to_string(), "accept_unix_ms": accept_unix_ms});
     let result: Result<()> = async {
         let dst = destination(&client, origin)?;
@@ -104,6 +128,7 @@ async fn relay(mut client: TcpStream, peer: SocketAddr, origin: Option<SocketAdd
         let mut upstream = TcpStream::connect(dst).await.with_context(|| format!("connecting to origin {dst}"))?;
         line["origin_connect_ms"] = ms(t0.elapsed()).into();
         let _ = upstream.set_nodelay(true);
+        keep_alive(&upstream);
         let (cr, cw) = client.split();
         let (ur, uw) = upstream.split();
         // an error on one direction ends the other too (the connection is over)
