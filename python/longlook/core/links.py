@@ -82,10 +82,11 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
     for which in ("up", "down"):
         resolved = p.resolved(which)
         for k, v in resolved.model_dump(exclude_none=True).items():
-            if isinstance(getattr(resolved, k, None), BaseModel):
+            nested = getattr(resolved, k, None)
+            if isinstance(nested, BaseModel):
                 # a nested policy (the middlebox) by what it sets: its defaults are what a
                 # link without one does, so they tell no two links apart
-                v = getattr(resolved, k).model_dump(exclude_defaults=True)
+                v = nested.model_dump(exclude_defaults=True)
             if isinstance(v, dict):
                 for kk, vv in v.items():
                     flat[f"{which}.{k}.{kk}"] = vv

@@ -50,8 +50,7 @@ def clean(include_live: bool = False, orphans: bool = True,
     for rec in ownership.all_records():
         if ids is not None and rec.id not in ids:
             continue
-        ours_open = rec.owner_pid == os.getpid() and rec.id in open_here
-        if rec.owner_alive() and (rec.owner_pid != os.getpid() or ours_open) and not include_live:
+        if rec.owner_alive() and (rec.owner_pid != os.getpid() or rec.id in open_here) and not include_live:
             live.update(rec.namespaces)
             result.skipped_live.append(rec.id)
             continue

@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4};
 use std::os::fd::AsRawFd;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use tokio::net::{TcpListener, TcpStream};
@@ -93,27 +93,16 @@ where
     }
 }
 
-/// Keepalive after this long idle, then a probe a second, the peer dead after three unanswered.
-const KEEPALIVE_IDLE_S: libc::c_int = 2;
-const KEEPALIVE_INTERVAL_S: libc::c_int = 1;
-const KEEPALIVE_PROBES: libc::c_int = 3;
-
 /// A peer that is gone must end the relay. A client that closes with unread data sends a RST,
 /// and a RST is never retransmitted: lost on a lossy segment, it would leave the relay (and
 /// its log line) waiting forever on a silent connection. A keepalive probe draws a new RST.
+/// Probes after 2 s idle, one a second, the peer dead after three unanswered.
 fn keep_alive(s: &TcpStream) {
-    let fd = s.as_raw_fd();
-    let set = |level, name, value: libc::c_int| {
-        // SAFETY: a valid socket and an int option value of the size passed.
-        unsafe {
-            libc::setsockopt(fd, level, name, &value as *const _ as *const libc::c_void,
-                             std::mem::size_of::<libc::c_int>() as libc::socklen_t);
-        }
-    };
-    set(libc::SOL_SOCKET, libc::SO_KEEPALIVE, 1);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPIDLE, KEEPALIVE_IDLE_S);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S);
-    set(libc::IPPROTO_TCP, libc::TCP_KEEPCNT, KEEPALIVE_PROBES);
+    let params = socket2::TcpKeepalive::new()
+        .with_time(Duration::from_secs(2))
+        .with_interval(Duration::from_secs(1))
+        .with_retries(3);
+    let _ = socket2::SockRef::from(s).set_tcp_keepalive(&params); // best effort, as set_nodelay
 }
 
 async fn relay(mut client: TcpStream, peer: SocketAddr, origin: Option<SocketAddr>, log: ProxyLog) {
