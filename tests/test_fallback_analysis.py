@@ -181,17 +181,39 @@ def test_patterns_welch_and_tcp_better_or_same_share():
     rng = np.random.default_rng(0)
     rows = []
     for r in range(10):
-        rows.append({"pattern": "DL", "arm": "h3", "round": r, "qoe": 1.0 + 0.1 * rng.normal()})
-        rows.append({"pattern": "DL", "arm": "h2", "round": r, "qoe": 2.0 + 0.1 * rng.normal()})
-        rows.append({"pattern": "DH", "arm": "h3", "round": r, "qoe": 3.0 + 0.1 * rng.normal()})
-        rows.append({"pattern": "DH", "arm": "h2", "round": r, "qoe": 1.0 + 0.1 * rng.normal()})
-    out = compare_patterns(pd.DataFrame(rows)).set_index("pattern")
+        for pattern, arm, level in (("DL", "h3", 1.0), ("DL", "h2", 2.0), ("DH", "h3", 3.0), ("DH", "h2", 1.0)):
+            temporal = level + 0.1 * rng.normal(size=30)
+            rows.append({"pattern": pattern, "cell_id": pattern, "arm": arm, "round": r,
+                         "qoe": float(temporal.mean()), "samples": temporal})
+    out = compare_patterns(pd.DataFrame(rows), samples="samples").set_index("pattern")
     assert out.loc["DL", "verdict"] == "TCP better" and out.loc["DL", "tcp_better_or_same_share"] == 1.0
     assert out.loc["DH", "verdict"] == "QUIC better" and out.loc["DH", "tcp_better_or_same_share"] == 0.0
     assert out.loc["DL", "p_welch"] < 1e-6 and out.loc["DL", "pairs"] == 10
-    # pairwise Welch on per-second samples: overlapping samples are "same"
+    # pairwise Welch on per-second samples: overlapping samples are not significantly different
     same = rng.normal(size=50)
-    assert pair_verdicts([same, same + 5], [same + 0.01, same]) == ["same", "quic_better"]
+    assert pair_verdicts([same, same + 5], [same + 0.01, same]) == ["not_significant", "quic_better"]
+    # one number per session is no sample: not testable, on neither side
+    assert pair_verdicts([1.0], [2.0]) == ["not testable"]
+
+
+def fbs_series(r: int) -> list[dict]:
+    """Series F, B and S of one session (F drives B)."""
+    frame = driven(r, n=120)
+    return [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
+            for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
+
+
+def fallback_store(directory: Path, rounds: int, records) -> None:
+    """A page-load store of one cell holding `records(cell_id)` (RunRecords)."""
+    from longlook.core.store import Store
+    from longlook.kinds.pageload import Scenario
+
+    scenario = Scenario.from_toml(f'name = "fb"\nrounds = {rounds}\nworkloads = ["1x10k"]\n'
+                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
+    with Store.open(directory) as s:
+        s.start_experiment(scenario, {})
+        for rec in records(scenario.cells()[0].id):
+            s.record_run(rec)
 
 
 def test_store_analysis_and_cli(tmp_path: Path):
@@ -201,22 +223,17 @@ def test_store_analysis_and_cli(tmp_path: Path):
     from longlook.analyses.fallback.store import analyze_store
     from longlook.cli import app
     from longlook.core.record import RunRecord
-    from longlook.core.store import Store
-    from longlook.kinds.pageload import Scenario
 
-    scenario = Scenario.from_toml('name = "fb"\nrounds = 3\nworkloads = ["1x10k"]\n'
-                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
-    with Store.open(tmp_path) as s:
-        s.start_experiment(scenario, {})
-        cell = scenario.cells()[0]
-        for r in range(3):
-            frame = driven(r, n=120)
-            series = [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
-                      for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
-            s.record_run(RunRecord(run_id=f"q{r}", cell_id=cell.id, round=r, position=0, arm="h3",
-                                   status="ok", metrics={"qoe": 1.0 + r / 10}, series=series))
-            s.record_run(RunRecord(run_id=f"t{r}", cell_id=cell.id, round=r, position=1, arm="h2",
-                                   status="ok", metrics={"qoe": 2.0 + r / 10}))
+    # the temporal QoE the pairs are compared on: TCP plays 2 Mbit/s, QUIC 1 with a stall
+    def bitrate(mbit):
+        return [{"name": "bitrate_mbit", "key": "", "t_s": float(t), "value": mbit} for t in range(120)]
+
+    stalled = [{"name": "stalled", "key": "", "t_s": float(t), "value": float(40 <= t < 50)} for t in range(120)]
+    fallback_store(tmp_path, 3, lambda cell: [rec for r in range(3) for rec in (
+        RunRecord(run_id=f"q{r}", cell_id=cell, round=r, position=0, arm="h3", status="ok",
+                  metrics={"qoe": 1.0 + r / 10}, series=fbs_series(r) + bitrate(1.0) + stalled),
+        RunRecord(run_id=f"t{r}", cell_id=cell, round=r, position=1, arm="h2", status="ok",
+                  metrics={"qoe": 2.0 + r / 10}, series=bitrate(2.0)))])
     result = analyze_store(tmp_path)
     assert list(result.sessions["run_id"]) == ["q0", "q1", "q2"]
     assert (result.sessions["pair_verdict"] == "tcp_better").all()
@@ -232,25 +249,13 @@ def test_flagged_retries_are_one_session_per_round(tmp_path: Path):
     so sessions and pairs are not doubled."""
     from longlook.analyses.fallback.store import analyze_store
     from longlook.core.record import RunRecord
-    from longlook.core.store import Store
-    from longlook.kinds.pageload import Scenario
 
-    scenario = Scenario.from_toml('name = "fb"\nrounds = 2\nworkloads = ["1x10k"]\n'
-                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
-    with Store.open(tmp_path) as s:
-        s.start_experiment(scenario, {})
-        cell = scenario.cells()[0]
-        for r in range(2):
-            frame = driven(r, n=120)
-            series = [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
-                      for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
-            for attempt in (1, 2):  # the first attempt of each arm was flagged and retried
-                s.record_run(RunRecord(run_id=f"q{r}a{attempt}", cell_id=cell.id, round=r, position=0,
-                                       arm="h3", attempt=attempt, status="ok", series=series,
-                                       audit={"flagged": attempt == 1}, metrics={"qoe": 1.0}))
-                s.record_run(RunRecord(run_id=f"t{r}a{attempt}", cell_id=cell.id, round=r, position=1,
-                                       arm="h2", attempt=attempt, status="ok",
-                                       audit={"flagged": attempt == 1}, metrics={"qoe": 2.0}))
+    # the first attempt of each arm was flagged and retried
+    fallback_store(tmp_path, 2, lambda cell: [rec for r in range(2) for attempt in (1, 2) for rec in (
+        RunRecord(run_id=f"q{r}a{attempt}", cell_id=cell, round=r, position=0, arm="h3", attempt=attempt,
+                  status="ok", series=fbs_series(r), audit={"flagged": attempt == 1}, metrics={"qoe": 1.0}),
+        RunRecord(run_id=f"t{r}a{attempt}", cell_id=cell, round=r, position=1, arm="h2", attempt=attempt,
+                  status="ok", audit={"flagged": attempt == 1}, metrics={"qoe": 2.0}))])
     result = analyze_store(tmp_path, include_flagged=True)
     assert list(result.sessions["run_id"]) == ["q0a2", "q1a2"]
     assert result.patterns.iloc[0]["pairs"] == 2

@@ -109,13 +109,16 @@ def test_fairness_flows_read_as_arms_with_the_tcp_mean():
 
 
 def test_pair_share_counts_tcp_better_or_same():
-    rows = []
+    rows, series = [], []
+    rng = np.random.default_rng(4)
     for r in range(12):
-        for arm, q in (("h3", 0.2), ("h2", 0.5 if r < 11 else 0.1)):
+        for arm, mbit in (("h3", 1.0), ("h2", 2.0 if r < 11 else 0.5)):
             rows.append({"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
-                         "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False, "qoe": q})
+                         "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False, "qoe": mbit})
+            series += [{"run_id": f"{r}{arm}", "name": "bitrate_mbit", "t_s": float(t),
+                        "value": mbit + 0.05 * rng.normal()} for t in range(30)]
     m = Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(rows),
-                 statistics=Statistics(alpha=0.05))
+                 statistics=Statistics(alpha=0.05), series=pd.DataFrame(series))
     out = PairShare().evaluate(m)
     assert out.verdict == HOLDS and out.number.startswith("92% of 12") and out.n == "12"
 

@@ -21,7 +21,7 @@ def test_welch_matches_a_hand_computation():
     t = (3 - 6) / math.sqrt(se2)
     df = se2**2 / ((2.5 / 5) ** 2 / 4 + (10 / 5) ** 2 / 4)  # Welch-Satterthwaite: 5.882
     p = 2 * sps.t.sf(abs(t), df)
-    c = compare_samples(QUIC, TCP, resamples=999)
+    c = compare_samples(QUIC, TCP)
     assert df == pytest.approx(5.88235, rel=1e-5)
     assert c.p_value == pytest.approx(p, rel=1e-9)
     assert c.p_value == pytest.approx(sps.ttest_ind(QUIC, TCP, equal_var=False).pvalue, rel=1e-12)
@@ -35,22 +35,30 @@ def test_welch_matches_a_hand_computation():
 def test_clear_differences_in_both_directions():
     rng = np.random.default_rng(7)
     fast, slow = rng.normal(100, 3, 10), rng.normal(130, 3, 10)
-    c = compare_samples(fast, slow, seed=1)
+    c = compare_samples(fast, slow)
     assert c.verdict is Verdict.A_FASTER and c.verdict_text == "QUIC faster"
     assert c.p_value < 1e-6
     assert c.ci_low < percent_difference(fast, slow) < c.ci_high
     assert c.ci_low > 0  # the whole interval says QUIC is faster
-    d = compare_samples(slow, fast, seed=1)
+    d = compare_samples(slow, fast)
     assert d.verdict is Verdict.B_FASTER and d.verdict_text == "TCP faster"
     assert d.percent_difference < 0 and d.ci_high < 0
 
 
-def test_bootstrap_is_seeded():
-    rng = np.random.default_rng(3)
-    a, b = rng.normal(100, 10, 10), rng.normal(110, 10, 10)
-    one = compare_samples(a, b, cell_id="c", seed=5, resamples=2000)
-    two = compare_samples(a, b, cell_id="c", seed=5, resamples=2000)
-    assert (one.ci_low, one.ci_high) == (two.ci_low, two.ci_high)
+def test_welch_interval_is_fiellers_by_hand():
+    # the ratios r with (mean_a - r mean_b)^2 <= t^2 (va + r^2 vb): here for QUIC, TCP above
+    va, vb, ma, mb = 2.5 / 5, 10 / 5, 3.0, 6.0
+    c = compare_samples(QUIC, TCP)
+    for pct in (c.ci_low, c.ci_high):  # lower is better: % difference = (1 - r) * 100
+        r = 1 - pct / 100
+        s2 = va + r * r * vb
+        df = s2**2 / (va**2 / 4 + (r * r * vb) ** 2 / 4)
+        t_df = sps.t.ppf(0.975, (va + 0.25 * vb) ** 2 / (va**2 / 4 + (0.25 * vb) ** 2 / 4))
+        assert (ma - r * mb) ** 2 == pytest.approx(t_df**2 * s2, rel=1e-9)
+        assert df > 0
+    assert c.interval.startswith("Fieller") and c.ci_low < c.percent_difference < c.ci_high
+    again = compare_samples(QUIC, TCP)
+    assert (again.ci_low, again.ci_high) == (c.ci_low, c.ci_high)  # no resampling: deterministic
 
 
 def test_insufficient_data():
@@ -74,7 +82,7 @@ def test_labels_generalise_beyond_quic_and_tcp():
 
 
 def _comparison_with_p(p: float, cell: str):
-    base = compare_samples([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], cell_id=cell, resamples=200)
+    base = compare_samples([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], cell_id=cell)
     from dataclasses import replace
     return replace(base, p_value=p, p_adjusted=p, verdict=Verdict.A_FASTER if p < 0.01 else Verdict.INCONCLUSIVE)
 
@@ -104,7 +112,7 @@ def test_compare_cells_counts_only_ok_runs_over_the_requested_protocol():
     rows.append(("c1", "h3", "h3", "h2", "protocol_mismatch", 5000.0))
     rows.append(("c1", "h2", "h2", None, "failed", None))
     rows.append(("c1", "h2", "h2", "h2", "timeout", 9000.0))
-    [c] = compare_cells(_runs(rows), [("h3", "h2")], resamples=500)
+    [c] = compare_cells(_runs(rows), [("h3", "h2")])
     assert (c.a.n, c.b.n) == (5, 5)
     assert c.a.mean == 100 and c.b.mean == 130
     assert c.verdict is Verdict.A_FASTER
@@ -119,8 +127,8 @@ def test_compare_cells_with_holm_uses_statsmodels_across_cells():
         for v in rng.normal(100 + shift, 5, 8):
             rows.append((cell, "h2", "h2", "h2", "ok", v))
     runs = _runs(rows)
-    plain = compare_cells(runs, [("h3", "h2")], resamples=500)
-    holm = compare_cells(runs, [("h3", "h2")], holm=True, resamples=500)
+    plain = compare_cells(runs, [("h3", "h2")])
+    holm = compare_cells(runs, [("h3", "h2")], holm=True)
     expected = multipletests([c.p_value for c in plain], method="holm")[1]
     assert [c.p_adjusted for c in holm] == pytest.approx(list(expected))
     assert holm[2].verdict is Verdict.A_FASTER  # a 40% effect survives correction
@@ -133,5 +141,5 @@ def test_percent_difference_with_a_zero_or_negative_baseline():
     assert percent_difference([-0.2, -0.2], [-0.5, -0.5], lower_is_better=False) == pytest.approx(60.0)
     # stall time 0 on the baseline: no percentage, yet the comparison runs
     assert math.isnan(percent_difference([1.0, 2.0], [0.0, 0.0]))
-    c = compare_samples([1.0, 1.2, 0.9, 1.1], [0.0, 0.0, 0.0, 0.0], alpha=0.05, resamples=200)
+    c = compare_samples([1.0, 1.2, 0.9, 1.1], [0.0, 0.0, 0.0, 0.0], alpha=0.05)
     assert math.isnan(c.percent_difference) and c.verdict.value == "b_faster"

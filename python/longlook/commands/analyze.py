@@ -60,7 +60,13 @@ def fallback(
                "median_corr_S", "suitable", "granger_B_share", "granger_S_share"]
     typer.echo(result.patterns[[c for c in columns if c in result.patterns]].to_string(
         index=False, float_format=lambda x: f"{x:.3g}"))
-    for name, s in result.summary.items():
+    pairs = result.summary["pairs"]
+    typer.echo(f"session pairs (same cell and round, Welch on the temporal QoE): {pairs['pairs']}; TCP better "
+               f"{pairs['tcp_better']}, not significant {pairs['not_significant']}, QUIC better "
+               f"{pairs['quic_better']}, not testable {pairs['not testable']}; sessions without {metric}: "
+               f"{result.summary['missing_metric']}")
+    for name in ("all", "tcp_better_or_same"):
+        s = result.summary[name]
         typer.echo(f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back, {s['tcp_flow']} had a TCP "
                    f"flow ({s['tcp_bytes_share']:.0%} of bytes over TCP); {s['suitable']} suitable; median corr B "
                    f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger p<{alpha}: "

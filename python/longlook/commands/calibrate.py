@@ -41,7 +41,7 @@ def fig2(
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the path first"),
 ) -> None:
     """Kakhki Fig. 2: a bulk download over QUIC per MACW; the handshake / wait / receive
-    split per configuration and the ratio of mean PLTs with its bootstrap interval."""
+    split per configuration and the ratio of mean PLTs with its interval (Fieller)."""
     from ..analyses.calibrate.fig2 import run_fig2
 
     result = run_fig2(out, rounds=rounds, macws=macw or (107, 430), size=size, rate_mbit=rate_mbit,

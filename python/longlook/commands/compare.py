@@ -12,12 +12,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green",
-                 "insufficient data": "yellow", "no significant change": ""}
+VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "insufficient data": "yellow",
+                 "not testable": "yellow", "inconclusive: survivorship": "yellow", "no significant change": ""}
 
 
 def _n(x, fmt: str = ",.1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
+
+
+def change_text(ch) -> str:
+    """The % change, or the change in the metric's unit where BASE's mean is 0."""
+    if math.isnan(ch.change_pct) and not math.isnan(ch.change):
+        return f"{ch.change:+.3g} {ch.unit}".strip()
+    return f"{_n(ch.change_pct, '+.1f')}%"
 
 
 def compare(
@@ -33,13 +40,12 @@ def compare(
     junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML (a failure per regression)."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write an HTML page."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="History: write the figure (.svg, .png, .pdf)."),
-    pvalue: float = typer.Option(0.05, "--pvalue", help="History: E-Divisive permutation test level."),
+    pvalue: float = typer.Option(0.05, "--pvalue", help="History: E-Divisive permutation test level, family-wise (Bonferroni over the cell x arm series)."),
     strict: bool = typer.Option(False, "--strict", help="Also fail (exit 1) when a cell has too few counted runs to compare."),
-    resamples: Optional[int] = typer.Option(None, "--resamples", help="Bootstrap resamples [default: BASE's statistics]."),
 ) -> None:
     """Compare experiments of one scenario. BASE CAND: per cell, arm and metric, the % change
-    of the mean with its bootstrap interval, a test, Holm, and a verdict; exit status 1 when
-    any cell regressed (a CI gate), 2 on bad input."""
+    of the mean with its interval, a test, Holm, and a verdict; exit status 1 when any cell
+    regressed (a CI gate), 2 on bad input."""
     from ..errors import LonglookError
 
     if history:
@@ -59,7 +65,7 @@ def compare(
 
     base, cand = load_side(directories[0], "BASE"), load_side(directories[1], "CAND")
     result = compare_experiments(base, cand, vary=vary or [], metrics=metric or [], threshold_pct=threshold,
-                                 alpha=alpha, test=test, holm=holm, resamples=resamples)  # type: ignore[arg-type]
+                                 alpha=alpha, test=test, holm=holm)  # type: ignore[arg-type]
     _print_comparison(result)
     if json_out:
         json_out.parent.mkdir(parents=True, exist_ok=True)
@@ -86,9 +92,10 @@ def _print_comparison(result) -> None:
     for ch in result.changes:
         ci = "-" if math.isnan(ch.ci_low) else f"[{ch.ci_low:+.1f}, {ch.ci_high:+.1f}]"
         style = VERDICT_STYLE.get(ch.verdict.value, "")
+        verdict = f"[{style}]{ch.verdict.value}[/]" if style else ch.verdict.value
         table.add_row(ch.cell_id, ch.arm, ch.metric, f"{ch.n_base}/{ch.n_cand}", _n(ch.mean_base),
-                      _n(ch.mean_cand), f"{_n(ch.change_pct, '+.1f')}%", ci, _n(ch.p_adjusted, ".2g"),
-                      f"[{style}]{ch.verdict.value}[/]" if style else ch.verdict.value)
+                      _n(ch.mean_cand), change_text(ch), ci, _n(ch.p_adjusted, ".2g"),
+                      verdict + (f" ({ch.note})" if ch.note else ""))
     console.print(table)
     from ..analyses.compare.change import Verdict
 
@@ -108,13 +115,15 @@ def _history(directories, metric, vary, pvalue, json_out, html_out, plot) -> Non
     h = history(directories, metric=(metric or [None])[0], vary=vary, pvalue=pvalue)
     console = Console(width=200)
     console.print(f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
-                  f"{h.metric.name}, E-Divisive p < {pvalue:g}")
+                  f"{h.metric.name}; {h.method()}")
+    if h.warning():
+        console.print(f"[yellow]{h.warning()}[/yellow]")
     table = Table()
     for col in ("cell", "arm", *(str(i) for i in range(len(h.sides))), "change points"):
         table.add_column(col, overflow="fold")
     for s in h.series:
-        cps = "; ".join(f"at {cp.index} ({h.sides[cp.index].directory.name}): {cp.change_pct:+.1f}%"
-                        for cp in s.change_points) or "-"
+        cps = "; ".join(f"at {cp.index} ({h.sides[cp.index].directory.name}): {cp.change_pct:+.1f}% "
+                        f"(p {cp.p:.2g})" for cp in s.change_points) or "-"
         table.add_row(s.cell_id, s.arm, *(_n(m) for m in s.means), cps)
     console.print(table)
     for i, side in enumerate(h.sides):

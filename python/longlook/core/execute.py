@@ -300,7 +300,7 @@ class Runner:
                 break
 
     def _needs_more_rounds(self, store: "Ledger", cell: CellBase) -> bool:
-        """`rounds = "adaptive"`: stop the cell once its blinded precision is reached
+        """`rounds = "adaptive"`: stop the cell once it has the rounds its pilot planned
         (core.adaptive); a fixed number of rounds always goes on to `rounds`."""
         sc = self.scenario
         rule = sc.adaptive_rounds

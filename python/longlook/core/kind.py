@@ -26,10 +26,21 @@ class Metric:
     unit: str
     better: Literal["lower", "higher"] = "lower"
     title: str = ""
+    # what a failed run is worth where the scenario counts failures as outcomes
+    # ([statistics] failures = "outcome"): "timeout" (a time that never ended: the run's
+    # timeout, censored) or "zero" (nothing delivered); None: no such value, failures stay out
+    on_failure: Literal["timeout", "zero"] | None = None
 
     @property
     def lower_is_better(self) -> bool:
         return self.better == "lower"
+
+    def failure_value(self, timeout_s: float) -> float | None:
+        if self.on_failure == "zero":
+            return 0.0
+        if self.on_failure == "timeout":
+            return timeout_s * {"ms": 1000.0, "s": 1.0}[self.unit]
+        return None
 
     @property
     def label(self) -> str:

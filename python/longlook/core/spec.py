@@ -7,7 +7,7 @@
     retries, timeout_s
     [[links]]                # a sweep: any scalar field may be a list; rtt_ms = two equal delays
                              # ([link] = one link)
-    [statistics]             # the test, alpha, Holm, bootstrap
+    [statistics]             # the test, alpha, Holm, survivorship, failures (core.stats)
     [fidelity]               # when a run's path was not what the scenario said (core.audit)
     client_cpu = "phone-2014"  # the client's CPU budget (testbed/cpu.py): a device profile, a
                              # custom {quota = 0.2, cores = 1}, or a list of them swept as a
@@ -43,12 +43,21 @@ ALIASES = (("runs", "rounds"), ("link", "links"))  # (as a file may write it, th
 
 
 class Statistics(BaseModel):
+    """How every comparison of the experiment is made (core.stats)."""
+
     model_config = ConfigDict(extra="forbid")
     alpha: float = Field(default=0.01, gt=0, lt=1)
     test: Literal["welch", "mannwhitney"] = "welch"
     holm: bool = False  # the paper did not correct for multiple comparisons
     confidence: float = Field(default=0.95, gt=0, lt=1)
+    # accepted so that older files still load; intervals are t-based now (core.effects)
     bootstrap_resamples: int = Field(default=9999, ge=100)
+    # arms whose completions (counted / tried rounds) differ at this level (Fisher's exact
+    # test) are "inconclusive: survivorship"
+    survivorship_alpha: float = Field(default=0.05, gt=0, lt=1)
+    # "outcome": a failed or timed-out run counts with the value its metric declares for a
+    # failure (a page load as the timeout, censored) instead of being left out
+    failures: Literal["excluded", "outcome"] = "excluded"
 
 
 class Fidelity(BaseModel):
@@ -81,11 +90,15 @@ class Fidelity(BaseModel):
 
 class AdaptiveRounds(BaseModel):
     """`rounds = "adaptive"` or `rounds = {min = 6, max = 40, target_halfwidth_pct = 5}`: a
-    cell gets rounds until the confidence interval of its % difference (each comparison, on
-    `metric`, default the kind's first; computed blinded, from the arms' values pooled) is at
-    most +-target_halfwidth_pct wide, between min and max rounds. Stopping looks at precision
-    only, never at the p-value (core.adaptive). The scenario plans for `max`
-    (`rounds` == max)."""
+    cell's first `min` rounds are a pilot; from their spread alone (each comparison, on
+    `metric`, default the kind's first; each arm's own spread plus three times the part due
+    to the arms' difference, arm labels ignored) the number of rounds is fixed once, between
+    min and max, as the fewest that would bring the confidence interval of the % difference
+    within +-target_halfwidth_pct, and the cell runs exactly that many. No later round and
+    never the p-value is looked at, so the final test keeps its alpha when the arms differ
+    in spread, and adds nothing to Welch's own excess when one is skewed (core.adaptive,
+    with the simulated rates). The interval is planned, not guaranteed: a cell can end
+    wider than the target. The scenario plans for `max` (`rounds` == max)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     min: int = Field(default=6, ge=2)  # a variance needs two runs per side

@@ -1,17 +1,30 @@
-"""Per-cell comparison of two arms on any metric of a kind, as the papers report them.
+"""The one two-sample comparison of longlook: arm A against arm B on any metric of a kind.
 
 For a metric where lower is better (page load time), % difference = (mean_B - mean_A) /
-mean_B * 100 with B the baseline (TCP in the papers), so a positive number means A (QUIC) is
-better; where higher is better (throughput, QoE), (mean_A - mean_B) / mean_B * 100, positive
-again meaning A is better. A difference counts only when the test says so at p < alpha;
-otherwise the cell is "inconclusive", and with fewer than two runs per side it is
-"insufficient data". Only the runs that count (core.status) are used: a QUIC run that fell
-back to TCP is never counted as QUIC, and a run whose path audit failed is left out.
+|mean_B| * 100 with B the baseline (TCP in the papers), so a positive number means A (QUIC)
+is better; where higher is better (throughput, QoE), (mean_A - mean_B) / |mean_B| * 100,
+positive again meaning A is better. A difference counts only when the test says so at
+p < alpha; otherwise the cell is "inconclusive".
+
+Every input has one explicit outcome, never a silent default:
+- fewer than two counted runs on a side: "insufficient data";
+- a value that is not a number, or no spread to test against (both arms constant, every
+  pair's difference the same): "not testable", with why;
+- arms that completed at different rates (Fisher's exact test on counted / tried rounds, at
+  `survivorship_alpha`): "inconclusive: survivorship" — the survivors of a condition that
+  kills one protocol's runs say nothing about that protocol (unless the scenario counts a
+  failed run as an outcome, core.failures);
+- otherwise the test's verdict, its direction the one the test looked at (means for Welch,
+  U for Mann-Whitney, the mean log ratio for a paired t).
+
+Intervals are those of core.effects: Fieller's for Welch (coverage simulated from n = 2),
+Moses' for Mann-Whitney, a t interval for paired designs. Only the runs that count
+(core.status) enter: a QUIC run that fell back to TCP is never counted as QUIC, and a run
+whose path audit failed is left out.
 """
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from dataclasses import dataclass, replace
@@ -23,13 +36,17 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from .effects import Effect, hodges_lehmann_effect, paired_effect, welch_effect
 from .status import counted_runs
 
 Test = Literal["welch", "mannwhitney"]
 MIN_N = 2  # per side; below it no test is possible
+SMALL_N = 10  # below it the report says the interval rests on its method's simulated coverage
+SURVIVORSHIP_ALPHA = 0.05
 
 # Display names for the protocol labels of the papers.
 DISPLAY_NAMES = {"h3": "QUIC", "h2": "TCP"}
+TEST_NAMES = {"welch": "Welch's t-test", "mannwhitney": "Mann-Whitney U", "paired_t": "paired t-test"}
 
 
 def display_name(label: str) -> str:
@@ -42,6 +59,12 @@ class Verdict(str, Enum):
     B_FASTER = "b_faster"
     INCONCLUSIVE = "inconclusive"
     INSUFFICIENT = "insufficient_data"
+    NOT_TESTABLE = "not_testable"
+    SURVIVORSHIP = "survivorship"  # inconclusive: the arms completed at different rates
+
+    @property
+    def significant(self) -> bool:
+        return self in (Verdict.A_FASTER, Verdict.B_FASTER)
 
 
 @dataclass(frozen=True)
@@ -62,9 +85,26 @@ class SampleSummary:
 
 
 @dataclass(frozen=True)
+class Completion:
+    """Rounds of an arm that ended with a counted run, of the rounds tried."""
+
+    counted: int
+    tried: int
+
+    @property
+    def share(self) -> float:
+        return self.counted / self.tried if self.tried else math.nan
+
+    def __str__(self) -> str:
+        return f"{self.counted}/{self.tried}"
+
+
+@dataclass(frozen=True)
 class CellComparison:
     """A vs B in one cell. `p_value` is the raw test p; `p_adjusted` equals it unless Holm
-    correction was applied across cells; the verdict uses `p_adjusted`."""
+    correction was applied across cells; the verdict uses `p_adjusted`. `test` is the test
+    that ran ("welch", "mannwhitney", "paired_t"); `interval` names the interval's method;
+    `reason` says why a cell is not testable, insufficient or inconclusive by survivorship."""
 
     cell_id: str
     a: SampleSummary
@@ -73,7 +113,7 @@ class CellComparison:
     ci_low: float
     ci_high: float
     confidence: float
-    test: Test
+    test: str
     p_value: float
     p_adjusted: float
     alpha: float
@@ -82,10 +122,28 @@ class CellComparison:
     metric: str = "plt_ms"
     lower_is_better: bool = True
     better_word: str = "faster"  # "better" for metrics that are not times
+    interval: str = ""
+    reason: str = ""
+    paired: bool = False
+    direction: int = 0  # the test's: +1 A above B, -1 below, 0 none (whatever the p)
+    diff: float = math.nan  # A - B in the metric's unit (see core.effects), with its interval
+    diff_low: float = math.nan
+    diff_high: float = math.nan
+    completion_a: Completion | None = None
+    completion_b: Completion | None = None
+    completion_p: float = math.nan  # Fisher's exact test of the two completions
 
     @property
     def pair(self) -> tuple[str, str]:
         return (self.a.label, self.b.label)
+
+    @property
+    def small_n(self) -> bool:
+        return min(self.a.n, self.b.n) < SMALL_N
+
+    @property
+    def test_name(self) -> str:
+        return TEST_NAMES.get(self.test, self.test)
 
     @property
     def verdict_text(self) -> str:
@@ -93,7 +151,8 @@ class CellComparison:
             return f"{display_name(self.a.label)} {self.better_word}"
         if self.verdict is Verdict.B_FASTER:
             return f"{display_name(self.b.label)} {self.better_word}"
-        return "insufficient data" if self.verdict is Verdict.INSUFFICIENT else "inconclusive"
+        return {Verdict.INSUFFICIENT: "insufficient data", Verdict.SURVIVORSHIP: "inconclusive: survivorship",
+                Verdict.NOT_TESTABLE: f"not testable: {self.reason}"}.get(self.verdict, "inconclusive")
 
     def as_row(self) -> dict:
         return {"cell_id": self.cell_id, "a": self.a.label, "b": self.b.label,
@@ -102,106 +161,161 @@ class CellComparison:
                 "sd_a": self.a.sd, "sd_b": self.b.sd,
                 "percent_difference": self.percent_difference,
                 "ci_low": self.ci_low, "ci_high": self.ci_high, "test": self.test,
+                "interval": self.interval, "paired": self.paired,
+                "diff": self.diff, "diff_low": self.diff_low, "diff_high": self.diff_high,
                 "p_value": self.p_value, "p_adjusted": self.p_adjusted, "alpha": self.alpha,
                 "holm": self.holm, "verdict": self.verdict.value,
-                "verdict_text": self.verdict_text, "metric": self.metric}
+                "verdict_text": self.verdict_text, "reason": self.reason, "metric": self.metric,
+                "completion_a": str(self.completion_a or ""), "completion_b": str(self.completion_b or ""),
+                "completion_p": self.completion_p}
 
 
 def percent_difference(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True) -> float:
     """(mean_B - mean_A) / |mean_B| * 100 for lower-is-better metrics, the opposite sign for
     higher-is-better ones: positive when A is better. |mean_B| keeps the sign right for
-    metrics that can be negative (QoE); with mean_B = 0 (no stall on either side) there is
-    no percentage (nan), while the test still runs."""
-    d = float(_pct_diff_stat(np.asarray(a, dtype=float), np.asarray(b, dtype=float)))
+    metrics that can be negative (QoE); with mean_B = 0 (no stall on the baseline) there is
+    no percentage (nan), while the test still runs and `diff` gives the change in units."""
+    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    mb = float(np.mean(xb))
+    if mb == 0:
+        return math.nan
+    d = (mb - float(np.mean(xa))) / abs(mb) * 100.0
     return d if lower_is_better else -d
 
 
-def _pct_diff_stat(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    mb = np.mean(b, axis=axis)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = (mb - np.mean(a, axis=axis)) / np.abs(mb) * 100.0
-    return np.where(mb == 0, np.nan, d)
+def _pct(relative: float, lower_is_better: bool) -> float:
+    """core.effects' relative change (A - B)/|B| as the papers' % difference."""
+    return -100.0 * relative if lower_is_better else 100.0 * relative
 
 
-def _pct_diff_higher_better(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
-    return -_pct_diff_stat(a, b, axis)
+def equivalent(c: CellComparison, tolerance_pct: float) -> bool | None:
+    """Equivalence from the interval (two one-sided tests at (1 - confidence)/2 each), never
+    from non-significance: True when the whole interval of the % difference lies within
+    +-tolerance, False when it lies wholly beyond it, None when it straddles a bound or
+    there is no bounded interval (too few runs, untestable, survivorship)."""
+    if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+        return None
+    lo, hi = c.ci_low, c.ci_high
+    if math.isnan(lo) or math.isnan(hi):
+        return None
+    if -tolerance_pct <= lo and hi <= tolerance_pct:
+        return True
+    if lo > tolerance_pct or hi < -tolerance_pct:
+        return False
+    return None
 
 
-def _test_p(a: np.ndarray, b: np.ndarray, test: Test) -> float:
+def _not_testable_reason(xa: np.ndarray, xb: np.ndarray, test: str) -> str:
+    """Why these samples admit no test ("" when they do)."""
+    for label, x in (("A", xa), ("B", xb)):
+        bad = int(np.sum(~np.isfinite(x)))
+        if bad:
+            return f"{bad} value{'s' if bad > 1 else ''} of arm {label} not a number"
+    if test == "paired_t":
+        d = xa - xb
+        if np.ptp(d) == 0:
+            return "every pair differs by the same amount (no spread to test against)"
+        if np.all(xa > 0) and np.all(xb > 0) and np.ptp(np.log(xa) - np.log(xb)) == 0:
+            return "every pair has the same ratio (no spread to test against)"
+        return ""
+    if np.ptp(xa) == 0 and np.ptp(xb) == 0:
+        if test == "mannwhitney" and xa[0] != xb[0]:
+            return ""  # ranks still say something; its exact p decides
+        how = "equal" if xa[0] == xb[0] else "different"
+        return f"both arms constant ({how}: {xa[0]:g} vs {xb[0]:g}), no spread to test against"
+    return ""
+
+
+def _test(xa: np.ndarray, xb: np.ndarray, test: str, confidence: float) -> tuple[float, Effect, int]:
+    """The test's p, the effect it looks at, and its direction (+1: A above B)."""
     with warnings.catch_warnings():
-        # identical samples make scipy warn and return nan; nan -> inconclusive below
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", RuntimeWarning)  # nearly equal samples: p is still defined
+        if test == "paired_t":
+            eff, p = paired_effect(xa, xb, confidence)
+            return p, eff, int(np.sign(eff.relative if not math.isnan(eff.relative) else eff.shift))
         if test == "welch":
-            p = sps.ttest_ind(a, b, equal_var=False).pvalue
-        elif test == "mannwhitney":
-            p = sps.mannwhitneyu(a, b, alternative="two-sided").pvalue
-        else:
-            raise ValueError(f"unknown test {test!r}; known: welch, mannwhitney")
-    return float(p)
+            p = float(sps.ttest_ind(xa, xb, equal_var=False).pvalue)
+            eff = welch_effect(xa, xb, confidence)
+            return p, eff, int(np.sign(eff.shift))
+        if test == "mannwhitney":
+            res = sps.mannwhitneyu(xa, xb, alternative="two-sided")
+            eff = hodges_lehmann_effect(xa, xb, confidence)
+            # U counts the pairs where A is above B: its side of n_a n_b / 2 is the direction
+            return float(res.pvalue), eff, int(np.sign(float(res.statistic) - len(xa) * len(xb) / 2))
+    raise ValueError(f"unknown test {test!r}; known: welch, mannwhitney")
 
 
-def _bootstrap_ci(a: np.ndarray, b: np.ndarray, confidence: float, resamples: int,
-                  seed: int, lower_is_better: bool = True) -> tuple[float, float]:
-    """Bias-corrected and accelerated (BCa) bootstrap CI of the % difference; plain percentile when BCa
-    is degenerate (tiny or constant samples)."""
-    for method in ("BCa", "percentile"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            stat = _pct_diff_stat if lower_is_better else _pct_diff_higher_better
-            res = sps.bootstrap((a, b), stat, vectorized=True, paired=False,
-                                confidence_level=confidence, n_resamples=resamples,
-                                method=method, rng=np.random.default_rng(seed))
-        lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        if not (math.isnan(lo) or math.isnan(hi)):
-            return lo, hi
-    return math.nan, math.nan
+def share_test(k_a: int, n_a: int, k_b: int, n_b: int) -> float:
+    """Fisher's exact test (two-sided) of two shares k/n (runs that completed, runs that
+    show a transition); nan when a side has no runs."""
+    if not n_a or not n_b:
+        return math.nan
+    return float(sps.fisher_exact([[k_a, n_a - k_a], [k_b, n_b - k_b]]).pvalue)
 
 
-def _verdict(a: np.ndarray, b: np.ndarray, p: float, alpha: float, test: Test,
-             lower_is_better: bool = True) -> Verdict:
-    if math.isnan(p) or p >= alpha:
-        return Verdict.INCONCLUSIVE
-    # direction of the effect the test looked at: means for Welch, medians for Mann-Whitney
-    centre = np.median if test == "mannwhitney" else np.mean
-    ca, cb = float(centre(a)), float(centre(b))
-    if ca == cb:
-        ca, cb = float(np.mean(a)), float(np.mean(b))
-    if ca == cb:
-        return Verdict.INCONCLUSIVE
-    return Verdict.A_FASTER if (ca < cb) == lower_is_better else Verdict.B_FASTER
-
-
-def cell_seed(seed: int, cell_id: str) -> int:
-    """A per-cell bootstrap seed: results do not depend on the order cells are analysed in."""
-    return int.from_bytes(hashlib.sha256(f"{seed}|{cell_id}".encode()).digest()[:8], "big")
+def completion_test(a: Completion | None, b: Completion | None) -> float:
+    """share_test of two arms' completions; nan without both."""
+    if a is None or b is None:
+        return math.nan
+    return share_test(a.counted, a.tried, b.counted, b.tried)
 
 
 def compare_samples(a: Iterable[float], b: Iterable[float], *, a_label: str = "h3",
                     b_label: str = "h2", cell_id: str = "", alpha: float = 0.01,
-                    test: Test = "welch", confidence: float = 0.95, resamples: int = 9999,
-                    seed: int = 0, metric: str = "plt_ms", lower_is_better: bool = True,
-                    better_word: str = "faster") -> CellComparison:
-    """Compare two samples of a metric (by default page load times: lower is better)."""
+                    test: Test = "welch", confidence: float = 0.95, metric: str = "plt_ms",
+                    lower_is_better: bool = True, better_word: str = "faster", paired: bool = False,
+                    completion_a: Completion | None = None, completion_b: Completion | None = None,
+                    survivorship_alpha: float = SURVIVORSHIP_ALPHA) -> CellComparison:
+    """Compare two samples of a metric (by default page load times: lower is better).
+    `paired`: a[i] and b[i] belong together (flows of one run, runs of one round); the test
+    is then the paired t on their log ratio whatever `test` says. `completion_*`: the arms'
+    completions, for the survivorship check."""
     xa = np.asarray(list(a), dtype=float)
     xb = np.asarray(list(b), dtype=float)
+    if paired and len(xa) != len(xb):
+        raise ValueError(f"paired samples of different lengths ({len(xa)} vs {len(xb)})")
+    ran = "paired_t" if paired else test
     sa, sb = SampleSummary.of(a_label, xa), SampleSummary.of(b_label, xb)
-    common = dict(cell_id=cell_id, a=sa, b=sb, confidence=confidence, test=test, alpha=alpha,
-                  holm=False, metric=metric, lower_is_better=lower_is_better, better_word=better_word)
+    p_surv = completion_test(completion_a, completion_b)
+    common = dict(cell_id=cell_id, a=sa, b=sb, confidence=confidence, test=ran, alpha=alpha,
+                  holm=False, metric=metric, lower_is_better=lower_is_better, better_word=better_word,
+                  paired=paired, completion_a=completion_a, completion_b=completion_b, completion_p=p_surv)
+    nan = math.nan
     if len(xa) < MIN_N or len(xb) < MIN_N:
-        diff = percent_difference(xa, xb, lower_is_better) if len(xa) and len(xb) else math.nan
-        return CellComparison(percent_difference=diff, ci_low=math.nan, ci_high=math.nan,
-                              p_value=math.nan, p_adjusted=math.nan,
-                              verdict=Verdict.INSUFFICIENT, **common)
-    p = _test_p(xa, xb, test)
-    lo, hi = _bootstrap_ci(xa, xb, confidence, resamples, cell_seed(seed, cell_id), lower_is_better)
-    return CellComparison(percent_difference=percent_difference(xa, xb, lower_is_better),
-                          ci_low=lo, ci_high=hi, p_value=p, p_adjusted=p,
-                          verdict=_verdict(xa, xb, p, alpha, test, lower_is_better), **common)
+        what = "pairs" if paired else "counted runs"
+        return CellComparison(percent_difference=nan, ci_low=nan, ci_high=nan, p_value=nan, p_adjusted=nan,
+                              verdict=Verdict.INSUFFICIENT,
+                              reason=f"fewer than {MIN_N} {what} per arm ({len(xa)} vs {len(xb)})", **common)
+    why = _not_testable_reason(xa, xb, ran)
+    if why:
+        pct = percent_difference(xa, xb, lower_is_better) if np.all(np.isfinite(np.r_[xa, xb])) else nan
+        return CellComparison(percent_difference=pct, ci_low=nan, ci_high=nan, p_value=nan, p_adjusted=nan,
+                              verdict=Verdict.NOT_TESTABLE, reason=why, **common)
+    p, eff, direction = _test(xa, xb, ran, confidence)
+    lo, hi = sorted((_pct(eff.relative_low, lower_is_better), _pct(eff.relative_high, lower_is_better)))
+    verdict, reason = _verdict(p, alpha, direction, lower_is_better), ""
+    if math.isnan(p):
+        verdict, reason = Verdict.NOT_TESTABLE, "the test gave no p-value"
+    elif p_surv < survivorship_alpha:
+        verdict = Verdict.SURVIVORSHIP
+        reason = (f"{a_label} completed {completion_a}, {b_label} {completion_b} "
+                  f"(Fisher p = {p_surv:.2g}): the runs that finished are not a fair sample")
+    return CellComparison(percent_difference=_pct(eff.relative, lower_is_better), ci_low=lo, ci_high=hi,
+                          p_value=p, p_adjusted=p, verdict=verdict, reason=reason, interval=eff.method,
+                          direction=direction,
+                          diff=eff.shift, diff_low=eff.shift_low, diff_high=eff.shift_high, **common)
+
+
+def _verdict(p: float, alpha: float, direction: int, lower_is_better: bool) -> Verdict:
+    if math.isnan(p) or p >= alpha or direction == 0:
+        return Verdict.INCONCLUSIVE
+    return Verdict.A_FASTER if (direction < 0) == lower_is_better else Verdict.B_FASTER
 
 
 def holm_adjust(comparisons: Sequence[CellComparison]) -> list[CellComparison]:
     """Holm-Bonferroni across the given comparisons (those with a p-value). An adjusted p is
-    never below the raw one, so a verdict can only turn inconclusive, never change side."""
+    never below the raw one, so a verdict can only turn inconclusive, never change side;
+    not-testable and survivorship verdicts stay what they are."""
     idx = [i for i, c in enumerate(comparisons) if not math.isnan(c.p_value)]
     out = [replace(c, holm=True) for c in comparisons]
     if not idx:
@@ -209,37 +323,99 @@ def holm_adjust(comparisons: Sequence[CellComparison]) -> list[CellComparison]:
     _, p_adj, _, _ = multipletests([comparisons[i].p_value for i in idx], method="holm")
     for i, pa in zip(idx, p_adj):
         c = out[i]
-        verdict = c.verdict if pa < c.alpha else Verdict.INCONCLUSIVE
+        verdict = Verdict.INCONCLUSIVE if c.verdict.significant and not pa < c.alpha else c.verdict
         out[i] = replace(c, p_adjusted=float(pa), verdict=verdict)
     return out
+
+
+def _pairs_of(good: pd.DataFrame, cid: str, a: str, b: str, metric: str, pair_on: str) -> tuple[np.ndarray, np.ndarray]:
+    """Values of arms a and b of one cell matched on `pair_on` (the last attempt of each)."""
+    g = good[good["cell_id"] == cid]
+    if "attempt" in g:
+        g = g.sort_values("attempt")
+    sides = [g[g["arm"] == arm].drop_duplicates(pair_on, keep="last")[[pair_on, metric]] for arm in (a, b)]
+    m = sides[0].merge(sides[1], on=pair_on, suffixes=("_a", "_b"))
+    return m[f"{metric}_a"].to_numpy(dtype=float), m[f"{metric}_b"].to_numpy(dtype=float)
+
+
+def with_failures_as_outcomes(runs: pd.DataFrame, good: pd.DataFrame, metric: str,
+                               value: float) -> pd.DataFrame:
+    """`good` plus, for every (cell, arm, round) without a counted run whose last attempt
+    failed or timed out, that run with `metric` = `value` (e.g. a page load that never
+    finished as the timeout: censored, not dropped)."""
+    keys = ["cell_id", "arm", "round"]
+    last = runs.sort_values("attempt") if "attempt" in runs else runs
+    last = last.drop_duplicates(keys, keep="last")
+    have = good[keys].drop_duplicates().assign(_have=True)
+    last = last.merge(have, on=keys, how="left")
+    lost = last[last["_have"].isna() & last["status"].isin(["failed", "timeout"])].drop(columns="_have")
+    return pd.concat([good, lost.assign(**{metric: float(value)})], ignore_index=True)
+
+
+def _completions(runs: pd.DataFrame, good: pd.DataFrame) -> dict[tuple[str, str], Completion]:
+    """(cell, arm) -> rounds with a counted run (or a failure counted as an outcome) of the
+    rounds tried."""
+    if runs.empty or "round" not in runs:
+        return {}
+    tried = runs.groupby(["cell_id", "arm"])["round"].nunique()
+    counted = good.groupby(["cell_id", "arm"])["round"].nunique() if not good.empty else {}
+    return {k: Completion(int(counted.get(k, 0)), int(n)) for k, n in tried.items()}
 
 
 def compare_cells(runs: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
                   cell_ids: Sequence[str] | None = None, alpha: float = 0.01,
                   test: Test = "welch", holm: bool = False, confidence: float = 0.95,
-                  resamples: int = 9999, seed: int = 0, metric: str = "plt_ms",
-                  lower_is_better: bool = True, better_word: str = "faster",
-                  exclude_flagged: bool = True) -> list[CellComparison]:
+                  metric: str = "plt_ms", lower_is_better: bool = True, better_word: str = "faster",
+                  exclude_flagged: bool = True, pair_on: str | None = None,
+                  survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+                  failure_value: float | None = None) -> list[CellComparison]:
     """One CellComparison per (cell, pair) over the runs that count (core.status). `runs`
-    needs columns cell_id, arm, status, protocol_requested, protocol_negotiated and `metric`
-    (Store.runs_frame() has them). Holm correction, when asked for, is applied across the
-    cells of each pair."""
+    needs columns cell_id, arm, round, status, protocol_requested, protocol_negotiated and
+    `metric` (Store.runs_frame() has them). `pair_on` (e.g. "run_id" for the flows of one
+    run, "round" for the arms of one round): a paired design. Each arm's completion is
+    checked for survivorship; `failure_value` (core.failures) makes a failed or timed-out
+    round an outcome with that value instead. Holm correction, when asked for, is applied
+    across the cells of each pair."""
     good = counted_runs(runs, metric, exclude_flagged=exclude_flagged)
+    if failure_value is not None and not runs.empty:
+        good = with_failures_as_outcomes(runs, good, metric, failure_value)
     if cell_ids is None:
         cell_ids = list(dict.fromkeys(runs["cell_id"]))
     groups = {k: g[metric].to_numpy(dtype=float) for k, g in good.groupby(["cell_id", "arm"])}
+    done = _completions(runs, good)
     empty = np.array([], dtype=float)
     result: list[CellComparison] = []
     for a_label, b_label in pairs:
         batch = []
         for cid in cell_ids:
-            xa, xb = groups.get((cid, a_label), empty), groups.get((cid, b_label), empty)
+            if pair_on:
+                xa, xb = _pairs_of(good, cid, a_label, b_label, metric, pair_on)
+            else:
+                xa, xb = groups.get((cid, a_label), empty), groups.get((cid, b_label), empty)
             batch.append(compare_samples(xa, xb, a_label=a_label, b_label=b_label, cell_id=cid,
-                                         alpha=alpha, test=test, confidence=confidence,
-                                         resamples=resamples, seed=seed, metric=metric,
-                                         lower_is_better=lower_is_better, better_word=better_word))
+                                         alpha=alpha, test=test, confidence=confidence, metric=metric,
+                                         lower_is_better=lower_is_better, better_word=better_word,
+                                         paired=pair_on is not None, completion_a=done.get((cid, a_label)),
+                                         completion_b=done.get((cid, b_label)),
+                                         survivorship_alpha=survivorship_alpha))
         result.extend(holm_adjust(batch) if holm else batch)
     return result
+
+
+def options(statistics, *, metric=None, timeout_s: float | None = None,
+            exclude_flagged: bool = True) -> dict:
+    """compare_cells' keyword arguments from a scenario's [statistics] (a core.spec.Statistics)
+    and the metric compared (a core.kind.Metric): the one place a scenario's settings become
+    how its cells are compared. `timeout_s` is the run timeout a failure is worth when the
+    scenario counts failures as outcomes."""
+    out = dict(alpha=statistics.alpha, test=statistics.test, holm=statistics.holm,
+               confidence=statistics.confidence, exclude_flagged=exclude_flagged,
+               survivorship_alpha=statistics.survivorship_alpha)
+    if metric is not None:
+        out.update(metric=metric.name, lower_is_better=metric.lower_is_better)
+        if statistics.failures == "outcome" and timeout_s is not None:
+            out["failure_value"] = metric.failure_value(timeout_s)
+    return out
 
 
 def comparisons_frame(comparisons: Iterable[CellComparison]) -> pd.DataFrame:

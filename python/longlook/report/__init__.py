@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..core.kind import Metric
 from ..core.spec import Fidelity, ScenarioBase, Statistics
-from ..core.stats import CellComparison, Test, compare_cells, comparisons_frame, display_name
+from ..core.stats import CellComparison, Test, compare_cells, comparisons_frame, display_name, options
 from ..core.status import completion, counted_mask, counted_runs, exclusion_reason
 from ..core.store import Store
 from ..errors import LonglookError
@@ -290,15 +290,12 @@ def analyse(store: Store, *, test: Test | None = None, alpha: float | None = Non
     st = _statistics(scenario, test, alpha, holm)
     runs, cells = store.runs_frame(), store.cells_frame()
     pairs = _pairs(scenario, runs)
-    seed = scenario.seed if scenario else int(exp.get("seed") or 0)
     comparisons: list[CellComparison] = []
     if not runs.empty and pairs:
-        comparisons = compare_cells(runs, pairs, cell_ids=list(cells["cell_id"]), alpha=st.alpha,
-                                    test=st.test, holm=st.holm, confidence=st.confidence,
-                                    resamples=st.bootstrap_resamples, seed=seed, metric=metric.name,
-                                    lower_is_better=metric.lower_is_better,
+        comparisons = compare_cells(runs, pairs, cell_ids=list(cells["cell_id"]),
                                     better_word=better_word(metric),
-                                    exclude_flagged=fidelity.exclude_flagged)
+                                    **options(st, metric=metric, timeout_s=scenario.timeout_s if scenario else None,
+                                              exclude_flagged=fidelity.exclude_flagged))
     return Analysis(exp, scenario, st, pairs, runs, cells, comparisons, metric, fidelity, kind)
 
 

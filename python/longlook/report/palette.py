@@ -46,8 +46,8 @@ def _mix(rgb: tuple[int, int, int], t: float) -> str:
 
 def intensity(percent: float) -> float:
     """0.25..1: even a small significant difference is clearly not white."""
-    if math.isnan(percent):
-        return 0.0
+    if math.isnan(percent):  # significant, no percentage (a baseline of 0): a clear colour
+        return 0.6
     return 0.25 + 0.75 * min(abs(percent) / FULL_AT_PERCENT, 1.0)
 
 
@@ -59,7 +59,7 @@ def cell_colors(verdict: Verdict, percent: float) -> tuple[str, str]:
     if verdict is Verdict.B_FASTER:
         t = intensity(percent)
         return _mix(BLUE, t), ("#ffffff" if t > 0.55 else "#1a1a1a")
-    if verdict is Verdict.INSUFFICIENT:
+    if verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
         return INSUFFICIENT, "#555555"
     return "#ffffff", "#1a1a1a"
 
@@ -69,4 +69,4 @@ def legend_stops(a: str = "A", b: str = "B") -> list[tuple[str, str]]:
     full = f"{FULL_AT_PERCENT:g}"
     return [(_mix(RED, 1.0), f"{a} faster by ≥{full}%"), (_mix(RED, intensity(10)), f"{a} faster by 10%"),
             ("#ffffff", "no significant difference"), (_mix(BLUE, intensity(10)), f"{b} faster by 10%"),
-            (_mix(BLUE, 1.0), f"{b} faster by ≥{full}%"), (INSUFFICIENT, "fewer than 2 runs per side")]
+            (_mix(BLUE, 1.0), f"{b} faster by ≥{full}%"), (INSUFFICIENT, "not judged: too few runs, not testable, or survivorship")]

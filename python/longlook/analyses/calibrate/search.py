@@ -224,8 +224,7 @@ def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list
     for key, r in ref.samples.items():
         o = ours.get(key, np.array([]))
         c = compare_samples(o, r, a_label=label(best), b_label="reference", cell_id=key,
-                            alpha=st.alpha, test="welch", confidence=st.confidence,
-                            resamples=st.bootstrap_resamples, seed=ref.scenario.seed)
+                            alpha=st.alpha, test="welch", confidence=st.confidence)
         # core.stats' % difference is positive when ours is faster; here: ours vs reference
         residuals.append(Residual(ref.labels.get(key, key), c.a.n, c.b.n, c.a.mean, c.b.mean,
                                   -c.percent_difference, -c.ci_high, -c.ci_low, c.p_value,

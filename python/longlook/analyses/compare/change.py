@@ -1,12 +1,16 @@
 """BASE vs CAND, per cell, arm and metric: did the candidate get worse?
 
 Each arm is compared with itself (h3 in CAND against h3 in BASE), on the runs that count
-(core.status) of each side. % change = (mean_CAND - mean_BASE) / mean_BASE * 100, with the
-bootstrap interval and test of core.stats (Welch by default, or Mann-Whitney). Holm's
+(core.status) of each side. % change = (mean_CAND - mean_BASE) / |mean_BASE| * 100, with the
+interval, test and verdict of core.stats (Welch by default, or Mann-Whitney). Holm's
 correction runs over every test of the comparison (all cells, arms and metrics), so when
 nothing changed the chance that the gate fails anyway is at most alpha. A change counts
 only when it is significant AND larger than `threshold_pct`: then it is a regression when
-the metric got worse (a time up, a throughput down), an improvement when it got better.
+the metric got worse (a time up, a throughput down), an improvement when it got better. The
+direction is the test's, never the sign of a percentage: with BASE's mean at 0 (no stall)
+there is no percentage, and a significant rise is a regression beyond any threshold. An arm
+whose runs completed less often in CAND (Fisher's exact test) has regressed whatever its
+metric says; one that completed more often cannot be compared on its survivors.
 """
 
 from __future__ import annotations
@@ -17,11 +21,11 @@ from enum import Enum
 from typing import Any, Sequence
 
 import numpy as np
-from statsmodels.stats.multitest import multipletests
 
 from ...core.kind import Metric
-from ...core.stats import Test, compare_samples
-from ...core.status import counted_runs
+from ...core.stats import CellComparison, Completion, Test, compare_samples, holm_adjust
+from ...core.stats import Verdict as CellVerdict
+from ...core.status import completion, counted_runs
 from ...errors import LonglookError
 from .experiments import Side
 from .matching import CellPair, match_cells, varied
@@ -32,6 +36,11 @@ class Verdict(str, Enum):
     IMPROVEMENT = "improvement"
     NO_CHANGE = "no significant change"
     INSUFFICIENT = "insufficient data"
+    NOT_TESTABLE = "not testable"
+    SURVIVORSHIP = "inconclusive: survivorship"
+
+
+UNJUDGED = (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP)  # fail only a --strict gate
 
 
 @dataclass
@@ -48,9 +57,12 @@ class Change:
     n_cand: int
     mean_base: float
     mean_cand: float
-    change_pct: float  # (cand - base) / base * 100 of the means
+    change_pct: float  # (cand - base) / |base| * 100 of the means (nan: BASE's mean is 0)
     ci_low: float
     ci_high: float
+    change: float  # cand - base in the metric's unit, with its interval
+    change_low: float
+    change_high: float
     p_value: float
     p_adjusted: float
     verdict: Verdict
@@ -74,8 +86,7 @@ class Settings:
     holm: bool
     threshold_pct: float
     confidence: float
-    resamples: int
-    seed: int
+    survivorship_alpha: float
 
 
 @dataclass
@@ -94,8 +105,8 @@ class Comparison:
         return self.count(Verdict.REGRESSION) > 0
 
     def exit_status(self, strict: bool = False) -> int:
-        """1 when any cell regressed (or, strict, lacks data), else 0: a CI gate."""
-        return int(self.regressed or (strict and self.count(Verdict.INSUFFICIENT) > 0))
+        """1 when any cell regressed (or, strict, could not be judged), else 0: a CI gate."""
+        return int(self.regressed or (strict and sum(self.count(v) for v in UNJUDGED) > 0))
 
     def as_dict(self) -> dict[str, Any]:
         return {"base": self.base.summary(), "cand": self.cand.summary(), "varied": self.varied,
@@ -113,46 +124,62 @@ def counted_values(side: Side, cell_id: str, arm: str, metric: str) -> np.ndarra
     return good[metric].to_numpy(dtype=float)
 
 
-def _verdict(change_pct: float, p: float, metric: Metric, s: Settings) -> tuple[Verdict, str]:
-    if math.isnan(p):
-        return Verdict.NO_CHANGE, "no test possible (identical values)"
-    if p >= s.alpha:
+def arm_completion(side: Side, cell_id: str, arm: str, metric: str) -> Completion | None:
+    """Rounds of the arm in the cell that ended with a counted run, of those tried."""
+    runs = side.runs
+    if runs.empty or metric not in runs:
+        return None
+    done = completion(runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)], metric,
+                      exclude_flagged=side.scenario.fidelity.exclude_flagged)
+    return Completion(int(done["counted"].iloc[0]), int(done["rounds"].iloc[0])) if len(done) else None
+
+
+def _judge(c: CellComparison, change_pct: float, s: Settings) -> tuple[Verdict, str]:
+    """The gate's verdict on core.stats' comparison of CAND (a) against BASE (b)."""
+    if c.verdict is CellVerdict.INSUFFICIENT:
+        return Verdict.INSUFFICIENT, c.reason
+    if c.verdict is CellVerdict.NOT_TESTABLE:
+        if c.a.sd == 0 and c.b.sd == 0 and c.a.mean == c.b.mean:
+            return Verdict.NO_CHANGE, f"identical values on both sides ({c.a.mean:g})"
+        return Verdict.NOT_TESTABLE, c.reason
+    if c.verdict is CellVerdict.SURVIVORSHIP:
+        ca, cb = c.completion_a, c.completion_b
+        if ca is not None and cb is not None and ca.share < cb.share:
+            return Verdict.REGRESSION, (f"fewer runs completed: CAND {ca} vs BASE {cb} "
+                                        f"(Fisher p = {c.completion_p:.2g})")
+        return Verdict.SURVIVORSHIP, c.reason
+    if not c.verdict.significant:
         return Verdict.NO_CHANGE, ""
-    if abs(change_pct) <= s.threshold_pct:
+    if math.isnan(change_pct):  # BASE's mean is 0: any significant change is beyond a % threshold
+        note = f"BASE mean 0: no % change; {c.diff:+.4g} in the metric's unit"
+    elif abs(change_pct) <= s.threshold_pct:
         return Verdict.NO_CHANGE, f"significant but within the {s.threshold_pct:g}% threshold"
-    worse = change_pct > 0 if metric.lower_is_better else change_pct < 0
-    return (Verdict.REGRESSION if worse else Verdict.IMPROVEMENT), ""
+    else:
+        note = ""
+    return (Verdict.IMPROVEMENT if c.verdict is CellVerdict.A_FASTER else Verdict.REGRESSION), note
 
 
-def _one(base: Side, cand: Side, pair: CellPair, arm: str, metric: Metric, s: Settings) -> Change:
+def _compare_one(base: Side, cand: Side, pair: CellPair, arm: str, metric: Metric, s: Settings) -> CellComparison:
     xb = counted_values(base, pair.base_id, arm, metric.name)
     xc = counted_values(cand, pair.cand_id, arm, metric.name)
-    # core.stats with A = CAND, B = BASE, "lower is better": its % difference is
-    # (base - cand) / base * 100, the negative of the change; same interval and test as the report
-    c = compare_samples(xc, xb, a_label="cand", b_label="base", cell_id=f"{pair.base_id}|{arm}|{metric.name}",
-                        alpha=s.alpha, test=s.test, confidence=s.confidence, resamples=s.resamples,
-                        seed=s.seed, metric=metric.name, lower_is_better=True)
-    change, lo, hi = -c.percent_difference, -c.ci_high, -c.ci_low
-    common = dict(cell_id=pair.base_id, cand_cell_id=pair.cand_id, arm=arm, metric=metric.name,
-                  unit=metric.unit, better=metric.better, n_base=len(xb), n_cand=len(xc),
+    return compare_samples(xc, xb, a_label="cand", b_label="base", cell_id=f"{pair.base_id}|{arm}|{metric.name}",
+                           alpha=s.alpha, test=s.test, confidence=s.confidence, metric=metric.name,
+                           lower_is_better=metric.lower_is_better,
+                           completion_a=arm_completion(cand, pair.cand_id, arm, metric.name),
+                           completion_b=arm_completion(base, pair.base_id, arm, metric.name),
+                           survivorship_alpha=s.survivorship_alpha)
+
+
+def _change(c: CellComparison, pair: CellPair, arm: str, metric: Metric, s: Settings) -> Change:
+    # core.stats' % difference is positive when A (CAND) is better; a change is CAND - BASE
+    sign = -1.0 if metric.lower_is_better else 1.0
+    change, lo, hi = sign * c.percent_difference, *sorted((sign * c.ci_low, sign * c.ci_high))
+    verdict, note = _judge(c, change, s)
+    return Change(cell_id=pair.base_id, cand_cell_id=pair.cand_id, arm=arm, metric=metric.name,
+                  unit=metric.unit, better=metric.better, n_base=c.b.n, n_cand=c.a.n,
                   mean_base=c.b.mean, mean_cand=c.a.mean, change_pct=change, ci_low=lo, ci_high=hi,
-                  dims=pair.dims)
-    if c.a.n < 2 or c.b.n < 2:
-        return Change(p_value=math.nan, p_adjusted=math.nan, verdict=Verdict.INSUFFICIENT,
-                      note=f"fewer than 2 counted runs (BASE {len(xb)}, CAND {len(xc)})", **common)
-    verdict, note = _verdict(change, c.p_value, metric, s)
-    return Change(p_value=c.p_value, p_adjusted=c.p_value, verdict=verdict, note=note, **common)
-
-
-def _holm(changes: list[Change], metrics: dict[str, Metric], s: Settings) -> None:
-    idx = [i for i, c in enumerate(changes) if not math.isnan(c.p_value)]
-    if not idx:
-        return
-    _, adjusted, _, _ = multipletests([changes[i].p_value for i in idx], method="holm")
-    for i, pa in zip(idx, adjusted):
-        c = changes[i]
-        c.p_adjusted = float(pa)
-        c.verdict, c.note = _verdict(c.change_pct, c.p_adjusted, metrics[c.metric], s)
+                  change=c.diff, change_low=c.diff_low, change_high=c.diff_high,
+                  p_value=c.p_value, p_adjusted=c.p_adjusted, verdict=verdict, note=note, dims=pair.dims)
 
 
 def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
@@ -169,22 +196,23 @@ def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
 def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
                         metrics: Sequence[str] = (), threshold_pct: float = 2.0,
                         alpha: float | None = None, test: Test | None = None,
-                        holm: bool = True, resamples: int | None = None) -> Comparison:
-    """Every matched cell x arm x metric of BASE vs CAND. alpha, test, confidence and
-    resamples default to BASE's [statistics]."""
-    if threshold_pct < 0:
-        raise LonglookError(f"--threshold: must be >= 0, got {threshold_pct:g}")
+                        holm: bool = True) -> Comparison:
+    """Every matched cell x arm x metric of BASE vs CAND. alpha, test and confidence default
+    to BASE's [statistics]."""
+    if not threshold_pct >= 0 or math.isinf(threshold_pct):
+        raise LonglookError(f"--threshold: must be a number >= 0, got {threshold_pct:g}")
     if test is not None and test not in ("welch", "mannwhitney"):
         raise LonglookError(f'--test: must be welch or mannwhitney, got "{test}"')
     if alpha is not None and not 0 < alpha < 1:
         raise LonglookError(f"--alpha: must be between 0 and 1, got {alpha:g}")
     st = base.scenario.statistics
     s = Settings(alpha=alpha or st.alpha, test=test or st.test, holm=holm, threshold_pct=threshold_pct,
-                 confidence=st.confidence, resamples=resamples or st.bootstrap_resamples,
-                 seed=base.scenario.seed)
+                 confidence=st.confidence, survivorship_alpha=st.survivorship_alpha)
     pairs = match_cells(base, cand, vary)
     chosen = pick_metrics(base, metrics)
-    changes = [_one(base, cand, p, arm, m, s) for p in pairs for arm in base.arms for m in chosen]
+    keys = [(p, arm, m) for p in pairs for arm in base.arms for m in chosen]
+    comparisons = [_compare_one(base, cand, p, arm, m, s) for p, arm, m in keys]
     if holm:
-        _holm(changes, {m.name: m for m in chosen}, s)
+        comparisons = holm_adjust(comparisons)
+    changes = [_change(c, p, arm, m, s) for c, (p, arm, m) in zip(comparisons, keys)]
     return Comparison(base, cand, s, changes, varied(base, cand, vary))

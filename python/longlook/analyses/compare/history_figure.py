@@ -3,6 +3,7 @@ colours, change points marked where the new segment starts."""
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -57,6 +58,9 @@ def history_figure(h: History) -> "plt.Figure":
         axes[j // ncols][j % ncols].set_axis_off()
     axes[0][0].legend(fontsize=7, frameon=False)
     fig.tight_layout(pad=0.5)
+    # the test, correction and permutations above the panels (saved with bbox_inches="tight")
+    note = "\n".join(textwrap.fill(t, int(fig.get_figwidth() * 20)) for t in (h.method(), h.warning()) if t)
+    fig.text(0.01, 1.0, note, fontsize=6, color=MUTED, ha="left", va="bottom")
     return fig
 
 

@@ -7,7 +7,7 @@ import math
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from .change import Comparison, Verdict
+from .change import UNJUDGED, Comparison, Verdict
 
 
 def _num(x: float, fmt: str) -> str:
@@ -19,7 +19,7 @@ def junit_xml(comparison: Comparison) -> str:
     s = comparison.settings
     suite = ET.Element("testsuite", name=f"longlook compare {comparison.base.experiment['scenario_name']}",
                        tests=str(len(changes)), failures=str(comparison.count(Verdict.REGRESSION)),
-                       errors="0", skipped=str(comparison.count(Verdict.INSUFFICIENT)))
+                       errors="0", skipped=str(sum(comparison.count(v) for v in UNJUDGED)))
     props = ET.SubElement(suite, "properties")
     for name, value in (("base", comparison.base.directory), ("cand", comparison.cand.directory),
                         ("test", s.test), ("alpha", s.alpha), ("holm", s.holm),
@@ -33,8 +33,8 @@ def junit_xml(comparison: Comparison) -> str:
                 f"n {c.n_base}/{c.n_cand})")
         if c.verdict is Verdict.REGRESSION:
             ET.SubElement(case, "failure", message=f"regression: {text}", type="regression").text = text
-        elif c.verdict is Verdict.INSUFFICIENT:
-            ET.SubElement(case, "skipped", message=c.note)
+        elif c.verdict in UNJUDGED:
+            ET.SubElement(case, "skipped", message=f"{c.verdict.value}: {c.note}")
         else:
             ET.SubElement(case, "system-out").text = f"{c.verdict.value}: {text}"
     ET.indent(suite)

@@ -19,10 +19,17 @@ def _n(x: float | None, fmt: str = ",.1f") -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, fmt)
 
 
+def _change(c) -> str:
+    if math.isnan(c.change_pct) and not math.isnan(c.change):
+        return f"{c.change:+.3g} {escape(c.unit)}"
+    return f"{_n(c.change_pct, '+.1f')}%"
+
+
 def comparison_section(comparison: Comparison) -> Section:
     """The per-cell table: one row per cell x arm x metric, regressions first."""
     s = comparison.settings
-    order = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.INSUFFICIENT: 2, Verdict.NO_CHANGE: 3}
+    order = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.SURVIVORSHIP: 2, Verdict.NOT_TESTABLE: 2,
+             Verdict.INSUFFICIENT: 2, Verdict.NO_CHANGE: 3}
     rows = []
     for c in sorted(comparison.changes, key=lambda c: order[c.verdict]):
         css = c.verdict.name.lower()
@@ -32,12 +39,12 @@ def comparison_section(comparison: Comparison) -> Section:
             f"<td>{escape(c.arm)}</td><td>{escape(c.metric)} ({escape(c.unit)})</td>"
             f'<td class="num">{c.n_base} / {c.n_cand}</td>'
             f'<td class="num nowrap">{_n(c.mean_base)} &rarr; {_n(c.mean_cand)}</td>'
-            f'<td class="num">{_n(c.change_pct, "+.1f")}%</td><td class="num nowrap">{ci}</td>'
+            f'<td class="num">{_change(c)}</td><td class="num nowrap">{ci}</td>'
             f'<td class="num">{"&lt;0.0001" if c.p_adjusted < 1e-4 else _n(c.p_adjusted, ".2g")}</td>'
             f"<td>{escape(c.verdict.value)}{'<br><span class=note>' + escape(c.note) + '</span>' if c.note else ''}</td></tr>")
     test = "Welch's t-test" if s.test == "welch" else "Mann-Whitney U"
     note = (f'<p class="note">% change = (CAND &minus; BASE) / BASE &times; 100 of the mean, per arm; '
-            f"{s.confidence:.0%} bootstrap interval; {test}, "
+            f"{s.confidence:.0%} interval (Fieller's for Welch, Moses' for Mann-Whitney); {test}, "
             f"{'Holm-corrected over all ' + str(len(comparison.changes)) + ' tests' if s.holm else 'no correction'}; "
             f"a change counts when p &lt; {s.alpha:g} and |change| &gt; {s.threshold_pct:g}%.</p>")
     table = ('<div class="scroll"><table class="data" id="changes"><thead><tr><th>cell</th><th>arm</th>'
@@ -84,15 +91,15 @@ def history_page(h) -> str:
     rows = [f'<tr><td class="mono">{escape(s.cell_id)}</td><td>{escape(s.arm)}</td>'
             f"<td>{escape(h.sides[cp.index].directory.name)} ({h.sides[cp.index].started_at:%Y-%m-%d %H:%M})</td>"
             f'<td class="num nowrap">{_n(cp.before)} &rarr; {_n(cp.after)}</td>'
-            f'<td class="num">{_n(cp.change_pct, "+.1f")}%</td></tr>'
+            f'<td class="num">{_n(cp.change_pct, "+.1f")}%</td><td class="num">{_n(cp.p, ".2g")}</td></tr>'
             for s in h.series for cp in s.change_points]
     table = ('<table class="data" id="change-points"><thead><tr><th>cell</th><th>arm</th>'
              "<th>first experiment after the change</th><th>mean before &rarr; after</th><th>change</th>"
-             "</tr></thead><tbody>" + "".join(rows) + "</tbody></table>") if rows else "<p>No change points.</p>"
+             "<th>p</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>") if rows else "<p>No change points.</p>"
     note = (f'<p class="note">Mean {escape(h.metric.title or h.metric.name)} ({escape(h.metric.unit)}) of the '
             f"counted runs per experiment, in start-time order; dashed lines: change points found by "
-            f"E-Divisive (permutation test, p &lt; {h.pvalue:g}), labelled with the change of the "
-            f"segment means.</p>")
+            f"{escape(h.method())}, labelled with the change of the segment means.</p>"
+            + (f'<p class="warning">{escape(h.warning())}</p>' if h.warning() else ""))
     sections = [Section("history", "Over the experiments", note + history_svg(h)),
                 Section("change-points", "Change points", table)]
     first = h.sides[0]

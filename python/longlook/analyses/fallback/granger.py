@@ -1,5 +1,8 @@
-"""Granger causality cause -> effect in a two-variable VAR whose lag order an information
-criterion picks (statsmodels `VAR.select_order`), F-test of the cause's lags."""
+"""Granger causality cause -> effect: the lag order an information criterion picks for the
+two-variable VAR (statsmodels `VAR.select_order`), then the F-test of the cause's lags in the
+effect's own regression (statsmodels `grangercausalitytests`, its ssr F-test: F(p, df_resid)).
+`VAR.test_causality` is not used: its F has 2 * df_resid denominator degrees of freedom (both
+equations' residuals), which makes p slightly too small for a one-equation test."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from statsmodels.tsa.api import VAR
+from statsmodels.tsa.stattools import grangercausalitytests
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,8 @@ def granger_test(cause: np.ndarray, effect: np.ndarray, *, max_lag: int | None =
         warnings.simplefilter("ignore")  # statsmodels' own chatter about frequencies
         try:
             lag = max(1, int(model.select_order(max_lag).selected_orders[criterion]))
-            test = model.fit(lag).test_causality("effect", ["cause"], kind="f")
+            # column 2 Granger-causes column 1: [effect, cause]
+            f, p, _, _ = grangercausalitytests(data[["effect", "cause"]], [lag])[lag][0]["ssr_ftest"]
         except (np.linalg.LinAlgError, ValueError) as e:
             return GrangerResult(float("nan"), None, float("nan"), f"VAR failed: {e}")
-    return GrangerResult(float(test.pvalue), lag, float(test.test_statistic), None)
+    return GrangerResult(float(p), lag, float(f), None)

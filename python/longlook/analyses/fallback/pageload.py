@@ -1,5 +1,5 @@
 """Page loads behind middleboxes (Langley §7): a QUIC-enabled racing client against a
-TCP-only one, per cell. What racing costs or gains: the PLT of each arm (Welch), how often
+TCP-only one, per cell. What racing costs or gains: the PLT of each arm (core.stats, with completion), how often
 and how fast the racing client fell back, the share of bytes it got over QUIC, and the time
 lost to a blocked handshake = mean PLT of the racing runs that fell back minus the mean
 TCP-only PLT (compare it with the TCP wait they planned, `tcp_delay_ms`).
@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ...core.stats import Completion, compare_samples
 from ...core.status import counted_runs
 from ...errors import LonglookError
-from .qoe import _welch
 
-COLUMNS = ("cell_id", "pattern", "n_quic", "n_tcp", "plt_quic_ms", "plt_tcp_ms", "p_welch", "verdict",
+COLUMNS = ("cell_id", "pattern", "n_quic", "n_tcp", "plt_quic_ms", "plt_tcp_ms", "p", "verdict",
            "fell_back_share", "time_to_fallback_ms_median", "tcp_delay_ms_mean", "quic_share_mean",
            "served_h3", "served_h2", "served_mixed", "lost_to_blocked_handshake_ms")
 
@@ -39,10 +39,16 @@ def _mean(x: pd.Series) -> float:
     return float(x.mean()) if len(x) else float("nan")
 
 
+def _rounds(runs: pd.DataFrame) -> int:
+    return len(runs[["round"]].drop_duplicates()) if len(runs) and "round" in runs else 0
+
+
 def compare_pageloads(runs: pd.DataFrame, cells: pd.DataFrame, *, quic_arm: str, tcp_arm: str,
-                      alpha: float = 0.01, exclude_flagged: bool = True) -> pd.DataFrame:
-    """One row per cell (COLUMNS). `runs` as Store.runs_frame(); `cells` as cells_frame()."""
-    ok = runs[runs["status"] == "ok"]
+                      alpha: float = 0.01, test: str = "welch", exclude_flagged: bool = True) -> pd.DataFrame:
+    """One row per cell (COLUMNS). `runs` as Store.runs_frame(); `cells` as cells_frame().
+    The PLTs are compared by core.stats, with each arm's completion (a racing client that
+    cannot finish where TCP-only can is a survivorship problem, not a faster client)."""
+    ok = runs[(runs["status"] == "ok") & runs["plt_ms"].notna()]
     if exclude_flagged and "audit_flagged" in ok:
         ok = ok[~ok["audit_flagged"].fillna(False).astype(bool)]
     race = ok[ok["arm"] == quic_arm]
@@ -51,20 +57,18 @@ def compare_pageloads(runs: pd.DataFrame, cells: pd.DataFrame, *, quic_arm: str,
     rows = []
     for cid in cells["cell_id"]:
         q, t = race[race["cell_id"] == cid], tcp[tcp["cell_id"] == cid]
-        a = pd.to_numeric(q["plt_ms"], errors="coerce").dropna().to_numpy(float)
-        b = pd.to_numeric(t["plt_ms"], errors="coerce").dropna().to_numpy(float)
-        p = _welch(a, b)
-        verdict = ("inconclusive" if np.isnan(p) or p >= alpha
-                   else ("QUIC-enabled faster" if a.mean() < b.mean() else "TCP-only faster"))
+        tried = runs[runs["cell_id"] == cid]
+        c = compare_samples(q["plt_ms"].to_numpy(float), t["plt_ms"].to_numpy(float), a_label="QUIC-enabled",
+                            b_label="TCP-only", cell_id=cid, alpha=alpha, test=test,  # type: ignore[arg-type]
+                            completion_a=Completion(_rounds(q), _rounds(tried[tried["arm"] == quic_arm])),
+                            completion_b=Completion(_rounds(t), _rounds(tried[tried["arm"] == tcp_arm])))
         ttf = pd.to_numeric(q.get("time_to_fallback_ms", pd.Series(dtype=float)), errors="coerce")
         fell = q[ttf.notna()] if len(q) else q
         served = q["protocol_negotiated"].value_counts() if len(q) else pd.Series(dtype=int)
-        lost = _mean(fell["plt_ms"]) - (float(b.mean()) if len(b) else float("nan")) if len(fell) else float("nan")
+        lost = _mean(fell["plt_ms"]) - c.b.mean if len(fell) and c.b.n else float("nan")
         rows.append({
-            "cell_id": cid, "pattern": names.get(cid, cid), "n_quic": len(a), "n_tcp": len(b),
-            "plt_quic_ms": float(a.mean()) if len(a) else float("nan"),
-            "plt_tcp_ms": float(b.mean()) if len(b) else float("nan"),
-            "p_welch": p, "verdict": verdict,
+            "cell_id": cid, "pattern": names.get(cid, cid), "n_quic": c.a.n, "n_tcp": c.b.n,
+            "plt_quic_ms": c.a.mean, "plt_tcp_ms": c.b.mean, "p": c.p_value, "verdict": c.verdict_text,
             "fell_back_share": len(fell) / len(q) if len(q) else float("nan"),
             "time_to_fallback_ms_median": float(ttf.median()) if ttf.notna().any() else float("nan"),
             "tcp_delay_ms_mean": _mean(q.get("tcp_delay_ms", pd.Series(dtype=float))),
@@ -91,7 +95,7 @@ def analyze_pageload_store(directory: str | Path, *, quic_arm: str | None = None
                             hint='give an arm protocol = "race" and one protocol = "h2", or --quic-arm/--tcp-arm')
     return compare_pageloads(runs, cells, quic_arm=quic_arm, tcp_arm=tcp_arm,
                              alpha=alpha if alpha is not None else scenario.statistics.alpha,
-                             exclude_flagged=not include_flagged)
+                             test=scenario.statistics.test, exclude_flagged=not include_flagged)
 
 
 def _fmt(v, digits: int = 0) -> str:
@@ -107,14 +111,15 @@ def racing_section(store, analysis):
     if scenario is None or quic_arm is None or tcp_arm is None or analysis.runs.empty:
         return None
     df = compare_pageloads(analysis.runs, analysis.cells, quic_arm=quic_arm, tcp_arm=tcp_arm,
-                           alpha=analysis.statistics.alpha, exclude_flagged=analysis.exclude_flagged)
+                           alpha=analysis.statistics.alpha, test=analysis.statistics.test,
+                           exclude_flagged=analysis.exclude_flagged)
     head = ("<tr><th>cell</th><th>n</th><th>PLT QUIC-enabled (ms)</th><th>PLT TCP-only (ms)</th>"
-            "<th>Welch p</th><th>verdict</th><th>fell back</th><th>time to fallback, median (ms)</th>"
+            "<th>p</th><th>verdict</th><th>fell back</th><th>time to fallback, median (ms)</th>"
             "<th>TCP wait planned (ms)</th><th>bytes over QUIC</th><th>served h3 / h2 / mixed</th>"
             "<th>lost to blocked handshake (ms)</th></tr>")
     body = "".join(
         f"<tr><td>{escape(str(r.pattern))}</td><td>{r.n_quic} / {r.n_tcp}</td><td>{_fmt(r.plt_quic_ms)}</td>"
-        f"<td>{_fmt(r.plt_tcp_ms)}</td><td>{_fmt(r.p_welch, 3)}</td><td>{escape(r.verdict)}</td>"
+        f"<td>{_fmt(r.plt_tcp_ms)}</td><td>{_fmt(r.p, 3)}</td><td>{escape(r.verdict)}</td>"
         f"<td>{_fmt(100 * r.fell_back_share)}%</td><td>{_fmt(r.time_to_fallback_ms_median)}</td>"
         f"<td>{_fmt(r.tcp_delay_ms_mean)}</td><td>{_fmt(100 * r.quic_share_mean)}%</td>"
         f"<td>{r.served_h3} / {r.served_h2} / {r.served_mixed}</td>"

@@ -1,68 +1,99 @@
-"""Per bandwidth pattern: QoE of QUIC-enabled sessions against TCP-only ones (Welch), and
-the share of session pairs where TCP did better or the same (Chaudhary §5: 61%)."""
+"""Per bandwidth pattern: QoE of QUIC-enabled sessions against TCP-only ones, and per
+session pair the paper's test (Chaudhary §5: TCP "better or the same" in 61% of pairs).
+
+Every test is core.stats' (one two-sample comparison for the whole project). A pair is the
+QUIC-enabled and the TCP-only session of the same cell and round (never of another cell
+that shares the pattern's link name). The paper compares a pair by Welch's t-test on the two
+sessions' temporal QoE (kinds.video.temporal_qoe); "the same" is its reading of a test that
+is not significant, so we call that outcome what it is: "not significant". A pair without
+temporal samples, or with a value that is not a number, is "not testable" and counted
+apart, never on either side.
+"""
 
 from __future__ import annotations
 
-import warnings
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats
+
+from ...core.stats import Completion, Verdict, compare_samples
+
+PAIR_KEYS = ["cell_id", "round"]
+QUIC_BETTER, TCP_BETTER, NOT_SIGNIFICANT = "quic_better", "tcp_better", "not_significant"
+NOT_TESTABLE = "not testable"
 
 
-def _welch(a: np.ndarray, b: np.ndarray) -> float:
-    if len(a) < 2 or len(b) < 2 or (np.ptp(a) == 0 and np.ptp(b) == 0):
-        return float("nan")
-    with warnings.catch_warnings():  # nearly equal samples: scipy warns, p is still defined
-        warnings.simplefilter("ignore", RuntimeWarning)
-        return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+def pair_verdict(quic, tcp, *, alpha: float = 0.05, higher_is_better: bool = True) -> tuple[str, str]:
+    """One session pair -> (outcome, why when not testable). Each side: the session's
+    samples (its temporal QoE)."""
+    q = np.atleast_1d(np.asarray(quic, dtype=float))
+    t = np.atleast_1d(np.asarray(tcp, dtype=float))
+    if len(q) < 2 or len(t) < 2:
+        return NOT_TESTABLE, "a session has fewer than 2 samples (its temporal QoE is needed, not one number)"
+    c = compare_samples(q, t, a_label="quic", b_label="tcp", alpha=alpha, test="welch",
+                        lower_is_better=not higher_is_better)
+    if c.verdict is Verdict.A_FASTER:
+        return QUIC_BETTER, ""
+    if c.verdict is Verdict.B_FASTER:
+        return TCP_BETTER, ""
+    if c.verdict is Verdict.INCONCLUSIVE:
+        return NOT_SIGNIFICANT, ""
+    return NOT_TESTABLE, c.reason
 
 
-def pair_verdicts(quic: list, tcp: list, *, alpha: float = 0.05, higher_is_better: bool = True) -> list[str]:
-    """One verdict per session pair: "tcp_better", "same" or "quic_better". Each side is a
-    sample array (e.g. the session's per-second QoE; Welch at `alpha`, "same" when not
-    significant, as the paper's pairwise tests) or a scalar (compared directly; equal =
-    "same")."""
-    out = []
-    for q, t in zip(quic, tcp, strict=True):
-        q, t = np.atleast_1d(np.asarray(q, float)), np.atleast_1d(np.asarray(t, float))
-        sign = 1 if higher_is_better else -1
-        diff = sign * (np.mean(t) - np.mean(q))
-        if len(q) > 1 and len(t) > 1:
-            p = _welch(q, t)
-            significant = not np.isnan(p) and p < alpha
-        else:
-            significant = diff != 0
-        out.append("same" if not significant else ("tcp_better" if diff > 0 else "quic_better"))
-    return out
+def pair_verdicts(quic: Sequence, tcp: Sequence, *, alpha: float = 0.05,
+                  higher_is_better: bool = True) -> list[str]:
+    """pair_verdict's outcome for each pair."""
+    return [pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better)[0]
+            for q, t in zip(quic, tcp, strict=True)]
+
+
+def tcp_better_or_same_share(verdicts: Sequence[str]) -> tuple[int, int]:
+    """(pairs where TCP was better or QUIC not significantly better, testable pairs)."""
+    testable = [v for v in verdicts if v != NOT_TESTABLE]
+    return sum(v in (TCP_BETTER, NOT_SIGNIFICANT) for v in testable), len(testable)
+
+
+def session_pairs(sessions: pd.DataFrame, quic_arm: str, tcp_arm: str) -> pd.DataFrame:
+    """QUIC-enabled and TCP-only sessions of the same cell and round, one row per pair
+    (columns suffixed _q and _t)."""
+    q = sessions[sessions["arm"] == quic_arm]
+    t = sessions[sessions["arm"] == tcp_arm]
+    return q.merge(t, on=PAIR_KEYS, suffixes=("_q", "_t"))
 
 
 def compare_patterns(sessions: pd.DataFrame, *, quic_arm: str = "h3", tcp_arm: str = "h2",
                      metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
-                     samples: str | None = None) -> pd.DataFrame:
-    """`sessions`: one row per session with `pattern`, `arm`, `round` and the `metric`
-    (optionally a `samples` column of arrays for pairwise Welch). Per pattern: n and mean
-    per side, Welch p over sessions, verdict, number of pairs (same pattern and round) and
-    the share of pairs where TCP is better or the same."""
+                     samples: str | None = None,
+                     completion: dict[tuple[str, str], Completion] | None = None) -> pd.DataFrame:
+    """`sessions`: one row per session with `pattern`, `arm`, `cell_id`, `round` and the
+    `metric` (and a `samples` column of arrays for the pairwise test). Per pattern: n and
+    mean per side (sessions without the metric counted apart), the core's comparison over
+    sessions (Welch), its verdict (survivorship when `completion` — (pattern, arm) ->
+    Completion — says the arms finished at different rates), the pairs, and the share of
+    testable pairs where TCP did better or the same."""
     rows = []
     for pattern, g in sessions.groupby("pattern", sort=True):
-        q = g[g["arm"] == quic_arm]
-        t = g[g["arm"] == tcp_arm]
-        a, b = q[metric].dropna().to_numpy(float), t[metric].dropna().to_numpy(float)
-        p = _welch(a, b)
-        better = (np.mean(b) > np.mean(a)) == higher_is_better if len(a) and len(b) else None
-        verdict = ("inconclusive" if np.isnan(p) or p >= alpha
-                   else ("TCP better" if better else "QUIC better"))
-        pairs = q.merge(t, on="round", suffixes=("_q", "_t"))
+        q, t = g[g["arm"] == quic_arm], g[g["arm"] == tcp_arm]
+        a, b = q[metric].to_numpy(float), t[metric].to_numpy(float)
+        missing = int(np.isnan(a).sum() + np.isnan(b).sum())
+        done = completion or {}
+        c = compare_samples(a[~np.isnan(a)], b[~np.isnan(b)], a_label="QUIC", b_label="TCP",
+                            cell_id=str(pattern), alpha=alpha, test="welch", metric=metric,
+                            lower_is_better=not higher_is_better, better_word="better",
+                            completion_a=done.get((pattern, quic_arm)), completion_b=done.get((pattern, tcp_arm)))
+        pairs = session_pairs(g, quic_arm, tcp_arm)
         col = samples if samples is not None else metric
         verdicts = pair_verdicts(list(pairs[f"{col}_q"]), list(pairs[f"{col}_t"]), alpha=alpha,
                                  higher_is_better=higher_is_better) if len(pairs) else []
+        k, testable = tcp_better_or_same_share(verdicts)
         rows.append({
-            "pattern": pattern, "n_quic": len(a), "n_tcp": len(b),
-            "mean_quic": float(np.mean(a)) if len(a) else float("nan"),
-            "mean_tcp": float(np.mean(b)) if len(b) else float("nan"),
-            "p_welch": p, "verdict": verdict, "pairs": len(verdicts),
-            "tcp_better_or_same_share": (sum(v != "quic_better" for v in verdicts) / len(verdicts)
-                                         if verdicts else float("nan")),
+            "pattern": pattern, "n_quic": c.a.n, "n_tcp": c.b.n, "n_missing": missing,
+            "completion_quic": str(c.completion_a or ""), "completion_tcp": str(c.completion_b or ""),
+            "mean_quic": c.a.mean, "mean_tcp": c.b.mean, "p_welch": c.p_value,
+            "verdict": c.verdict_text,
+            "pairs": len(verdicts), "pairs_testable": testable,
+            "tcp_better_or_same_share": k / testable if testable else float("nan"),
         })
     return pd.DataFrame(rows)

@@ -8,11 +8,15 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from ...core.stats import Completion
 from ...core.store import Store
+from ...kinds.video.qoe import temporal_qoe
 from ...errors import LonglookError
-from .qoe import compare_patterns, pair_verdicts
+from .qoe import (NOT_SIGNIFICANT, NOT_TESTABLE, QUIC_BETTER, TCP_BETTER, compare_patterns, pair_verdict,
+                  session_pairs)
 from .session import analyze_sessions, summarize
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
@@ -37,13 +41,27 @@ class FallbackAnalysis:
         return paths
 
 
+def _completion(all_runs: pd.DataFrame, kept: pd.DataFrame, metric: str) -> dict:
+    """(pattern, arm) -> Completion: the (cell, round)s whose session settled, passed the
+    audit and has the metric, of those tried. A dash.js session that did not reach its end
+    is "failed": when one arm loses more sessions than the other, its survivors are not a
+    fair sample (core.stats: "inconclusive: survivorship")."""
+    have = kept[kept[metric].notna()] if metric in kept else kept.iloc[0:0]
+    tried = all_runs.groupby(["pattern", "arm"])[["cell_id", "round"]].apply(lambda g: len(g.drop_duplicates()))
+    done = have.groupby(["pattern", "arm"])[["cell_id", "round"]].apply(lambda g: len(g.drop_duplicates())) \
+        if len(have) else pd.Series(dtype=int)
+    return {k: Completion(int(done.get(k, 0)), int(n)) for k, n in tried.items()}
+
+
 def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm: str = "h2",
                   metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
                   include_flagged: bool = False, step_s: float = 1.0) -> FallbackAnalysis:
     """F is summed per grid step (bytes), B and S averaged (levels). Runs count when settled
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
     the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
-    scenario has one, else "h3"."""
+    scenario has one, else "h3". Session pairs are compared on their temporal QoE
+    (kinds.video.temporal_qoe) with core.stats; a session without `metric` is counted apart
+    (`missing_metric`), never silently on either side."""
     with Store.open(directory, read_only=True) as store:
         if quic_arm is None:
             arms = store.scenario().arm_list()
@@ -51,14 +69,15 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
         runs = store.runs_frame()
         cells = store.cells_frame()
         series = store.series()
+    runs = runs.merge(cells[["cell_id", "link_name"]], on="cell_id", how="left")
+    runs["pattern"] = runs["link_name"].fillna(runs["cell_id"])
+    tried = runs
     runs = runs[runs["status"].isin(SETTLED)]
     if not include_flagged and "audit_flagged" in runs:
         runs = runs[~runs["audit_flagged"].fillna(False).astype(bool)]
     # with flagged runs kept, a round may hold several attempts of an arm: the last one counts
     if "attempt" in runs:
         runs = runs.sort_values("attempt").drop_duplicates(["cell_id", "round", "arm"], keep="last")
-    runs = runs.merge(cells[["cell_id", "link_name"]], on="cell_id", how="left")
-    runs["pattern"] = runs["link_name"].fillna(runs["cell_id"])
     missing = [n for n in ("F", "B", "S") if not (series["name"] == n).any()]
     if missing:
         raise LonglookError(
@@ -74,17 +93,26 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     meta = quic_runs[["run_id", "pattern", "cell_id", "round", "protocol_negotiated"]].rename(
         columns={"protocol_negotiated": "served"})
     sessions = meta.merge(sessions, on="run_id", how="inner")
+    temporal = temporal_qoe(series[series["run_id"].isin(runs["run_id"])])
+    runs = runs.assign(samples=[temporal.get(r, np.array([])) for r in runs["run_id"]])
+    if metric not in runs:
+        runs = runs.assign(**{metric: np.nan})
     patterns = compare_patterns(runs, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
-                                higher_is_better=higher_is_better, alpha=alpha)
+                                higher_is_better=higher_is_better, alpha=alpha, samples="samples",
+                                completion=_completion(tried, runs, metric))
     # the paper's Granger shares are over sessions where TCP did better (or the same)
-    tcp = runs[runs["arm"] == tcp_arm][["cell_id", "round", metric]]
-    paired = sessions.merge(quic_runs[["run_id", metric]], on="run_id").merge(
-        tcp, on=["cell_id", "round"], suffixes=("_quic", "_tcp"))
-    paired["pair_verdict"] = pair_verdicts(list(paired[f"{metric}_quic"]), list(paired[f"{metric}_tcp"]),
-                                           alpha=alpha, higher_is_better=higher_is_better)
-    sessions = sessions.merge(paired[["run_id", "pair_verdict"]], on="run_id", how="left")
-    summary = {"all": summarize(sessions, alpha),
-               "tcp_better_or_same": summarize(sessions[sessions["pair_verdict"].isin(["tcp_better", "same"])], alpha)}
+    pairs = session_pairs(runs, quic_arm, tcp_arm)
+    outcomes = [pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better)
+                for q, t in zip(pairs["samples_q"], pairs["samples_t"])]
+    verdicts = pd.DataFrame({"run_id": pairs["run_id_q"], "pair_verdict": [o for o, _ in outcomes],
+                             "pair_note": [why for _, why in outcomes]})
+    sessions = sessions.merge(verdicts, on="run_id", how="left")
+    sessions["pair_verdict"] = sessions["pair_verdict"].fillna("no TCP-only session in its cell and round")
+    better_or_same = sessions["pair_verdict"].isin([TCP_BETTER, NOT_SIGNIFICANT])
+    summary = {"all": summarize(sessions, alpha), "tcp_better_or_same": summarize(sessions[better_or_same], alpha),
+               "pairs": {"pairs": len(outcomes), **{v: sum(o == v for o, _ in outcomes)
+                                                    for v in (TCP_BETTER, NOT_SIGNIFICANT, QUIC_BETTER, NOT_TESTABLE)}},
+               "missing_metric": int(runs[metric].isna().sum())}
     # the paper's shares per pattern too: fallback, correlation, Granger beside the QoE test
     per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items() if k != "alpha"}}
                                 for p, g in sessions.groupby("pattern", sort=True)])

@@ -3,7 +3,9 @@ column per metric), the scenario's statistics. Built from a store, or from frame
 
 Fairness experiments measure several flows per run; `flow_runs()` turns the `flows` table
 into the same shape as page-load runs (one row per flow, `arm` = the flow's label), plus one
-`TCP (mean)` row per run averaging its TCP flows, so every rule reads arms the same way.
+`TCP (mean)` row per run averaging its TCP flows, so every rule reads arms the same way. The
+flows of one run share a bottleneck (one's gain is the other's loss): rules compare them
+paired by run, never as independent samples.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ...core.spec import Statistics
 from ...core.store import Store
 
 TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
+TEMPORAL_QOE_SERIES = ("bitrate_mbit", "stalled")
 
 
 @dataclass
@@ -30,17 +33,25 @@ class Measured:
     rounds: int | None = None  # rounds the scenario asked for
     directory: Path | None = None
     flows: pd.DataFrame | None = None  # fairness: one row per (run, flow)
+    # the series a temporal QoE is computed from (kinds.video.temporal_qoe), when recorded
+    series: pd.DataFrame | None = None
+    # metric -> what a failed run is worth where [statistics] failures = "outcome"
+    failure_values: dict[str, float] = field(default_factory=dict)
 
     @classmethod
     def from_store(cls, directory: str | Path) -> "Measured":
         directory = Path(directory)
         with Store.open(directory, read_only=True) as store:
             scenario = store.scenario()
+            kind = store.kind()
             flows = store.table("flows") if store.kind_name() == "fairness" else None
+            series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
+            failures = ({m.name: v for m in (kind.metrics if kind else ()) if (v := m.failure_value(scenario.timeout_s)) is not None}
+                        if scenario.statistics.failures == "outcome" else {})
             return cls(cells=store.cells_frame(), runs=store.runs_frame(),
                        statistics=scenario.statistics, seed=scenario.seed,
                        exclude_flagged=scenario.fidelity.exclude_flagged, rounds=scenario.rounds,
-                       directory=directory, flows=flows)
+                       directory=directory, flows=flows, series=series, failure_values=failures)
 
     def select(self, where: dict[str, Any]) -> list[str]:
         """Cell ids whose dimensions match `where` (dim -> value, list of values, or a
@@ -72,7 +83,7 @@ class Measured:
             self.runs[run_cols], on="run_id")
         f = f.assign(arm=f["flow"], protocol_requested=None, protocol_negotiated=None)
         tcp = f[f["flow"].str.startswith("TCP")]
-        mean = (tcp.groupby(["run_id", "cell_id", "status", "audit_flagged", "round"], as_index=False)
+        mean = (tcp.groupby(["run_id", "cell_id", "status", "audit_flagged", "round"], as_index=False, dropna=False)
                 .mean(numeric_only=True).assign(arm=TCP_MEAN, protocol_requested=None,
                                                 protocol_negotiated=None))
         return pd.concat([f, mean], ignore_index=True)

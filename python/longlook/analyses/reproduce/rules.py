@@ -1,18 +1,23 @@
 """How a claim turns measured runs into our number, its n and p, and a verdict.
 
 Every test is the core's (core.stats: Welch or Mann-Whitney as the scenario's [statistics]
-say, BCa bootstrap intervals, Holm across a claim's cells) or a maintained package's (the
-exact binomial test of scipy for shares of sessions); nothing is re-implemented here.
+say, with their intervals, survivorship and not-testable outcomes, Holm across a claim's
+cells) or a maintained package's (the exact binomial test of scipy for shares of sessions);
+nothing is re-implemented here. Flows of one fairness run share a bottleneck, so they are
+compared paired by run (core.stats' paired t on the per-run log ratio), never as
+independent samples.
 
 - `Cells`: per selected cell, arm a against arm b. `expect = "a"` (a better, by the metric's
   direction), `"b"`, or `"same"` (no difference beyond +-tolerance_pct). A cell agrees when
-  its verdict is the expected one, is against when it is significant the other way (for
-  "same": significant and larger than the tolerance), else unclear. The claim holds when at
-  least `at_least` of the cells with data agree; it does not hold when so many are against
-  that it could not (against > cells - needed); otherwise it is inconclusive.
-- `Ratio`: mean(a) / mean(b) in one cell against the paper's factor: holds when the two
-  differ significantly and the ratio is at least `at_least`; does not hold when the whole
-  bootstrap interval of the ratio is below it; else inconclusive.
+  its verdict is the expected one, is against when it is significant the other way; for
+  "same" it agrees only when its whole interval lies within the tolerance (equivalence, never
+  from a test that is merely not significant) and is against when the whole interval lies
+  beyond it. Every selected cell is in the denominator, those without data too: the claim
+  holds when at least `at_least` of all its cells agree, does not hold when so many are
+  against that it could not (against > cells - needed), else it is inconclusive.
+- `Ratio`: mean(a) / mean(b) in one cell against the paper's factor, on the interval:
+  holds when the whole interval is at or above the factor, does not hold when it is wholly
+  below, else inconclusive (a point estimate near the factor decides nothing).
 - `PairShare`, `GrangerShare` (Chaudhary et al.): a share of session pairs or sessions with
   its exact binomial interval; holds when the interval lies above `at_least`, does not hold
   when it lies below, else inconclusive.
@@ -28,7 +33,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ...core.stats import CellComparison, Verdict, compare_cells, display_name
+from ...core.stats import CellComparison, Verdict, compare_cells, display_name, equivalent, options
 from ...errors import LonglookError
 from .measured import Measured
 
@@ -77,15 +82,27 @@ Where = dict[str, Any]  # dim -> value, list of values, or predicate
 
 def _compare(m: Measured, a: str, b: str, cells: list[str], metric: str, lower_is_better: bool,
              flows: bool, holm: bool) -> list[CellComparison]:
-    st = m.statistics
     runs = m.flow_runs() if flows else m.runs
     if runs.empty or metric not in runs:
         runs = runs.assign(**{metric: np.nan}) if not runs.empty else pd.DataFrame(
-            columns=["cell_id", "arm", "status", "protocol_requested", "protocol_negotiated", metric])
-    return compare_cells(runs, [(a, b)], cell_ids=cells, alpha=st.alpha, test=st.test, holm=holm,
-                         confidence=st.confidence, resamples=st.bootstrap_resamples, seed=m.seed,
-                         metric=metric, lower_is_better=lower_is_better,
-                         exclude_flagged=m.exclude_flagged)
+            columns=["cell_id", "arm", "round", "status", "protocol_requested", "protocol_negotiated", metric])
+    opts = {**options(m.statistics, exclude_flagged=m.exclude_flagged), "holm": holm}
+    return compare_cells(runs, [(a, b)], cell_ids=cells, metric=metric, lower_is_better=lower_is_better,
+                         pair_on="run_id" if flows else None, failure_value=m.failure_values.get(metric),
+                         **opts)
+
+
+def _test_text(m: Measured, cs: list[CellComparison]) -> str:
+    tests = sorted({c.test_name for c in cs if not math.isnan(c.p_value)}) or [
+        "Welch's t-test" if m.statistics.test == "welch" else "Mann-Whitney U"]
+    return f"{', '.join(tests)}, alpha {m.statistics.alpha:g}"
+
+
+def _cell_row(c: CellComparison, judged: str) -> dict:
+    return {"cell_id": c.cell_id, "n_a": c.a.n, "n_b": c.b.n, "mean_a": c.a.mean, "mean_b": c.b.mean,
+            "diff_pct": c.percent_difference, "ci": [c.ci_low, c.ci_high], "interval": c.interval,
+            "p": c.p_value, "p_adjusted": c.p_adjusted, "verdict": c.verdict_text,
+            "completion": [str(c.completion_a or ""), str(c.completion_b or "")], "judged": judged}
 
 
 def _n_text(cs: list[CellComparison]) -> str:
@@ -115,16 +132,14 @@ class Cells:
         return (f"{self.metric}, {_name(self.a)} vs {_name(self.b)}; {cells}; "
                 f"holds if {want} in >= {self.at_least:.0%} of cells")
 
-    def _judge(self, c: CellComparison) -> str | None:
+    def _judge(self, c: CellComparison) -> str:
         if c.verdict is Verdict.INSUFFICIENT:
-            return None
+            return "no data"
+        if c.verdict in (Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+            return c.verdict_text
         if self.expect == "same":
-            d, tol = c.percent_difference, self.tolerance_pct
-            inside = not math.isnan(c.ci_low) and -tol <= c.ci_low and c.ci_high <= tol
-            significant = c.verdict in (Verdict.A_FASTER, Verdict.B_FASTER)
-            if inside or (not significant and not math.isnan(d) and abs(d) <= tol):
-                return "agree"
-            return "against" if significant and abs(d) > tol else "unclear"
+            inside = equivalent(c, self.tolerance_pct)
+            return "agree" if inside else "against" if inside is False else "unclear"
         good, bad = (Verdict.A_FASTER, Verdict.B_FASTER) if self.expect == "a" else (Verdict.B_FASTER, Verdict.A_FASTER)
         return "agree" if c.verdict is good else "against" if c.verdict is bad else "unclear"
 
@@ -135,37 +150,39 @@ class Cells:
         cs = _compare(m, self.a, self.b, cells, self.metric, self.lower_is_better, self.flows,
                       holm=len(cells) > 1)
         judged = [(c, self._judge(c)) for c in cs]
-        rows = [{"cell_id": c.cell_id, "n_a": c.a.n, "n_b": c.b.n, "mean_a": c.a.mean, "mean_b": c.b.mean,
-                 "diff_pct": c.percent_difference, "ci": [c.ci_low, c.ci_high], "p": c.p_value,
-                 "p_adjusted": c.p_adjusted, "judged": j or "no data"} for c, j in judged]
-        with_data = [(c, j) for c, j in judged if j is not None]
-        if not with_data:
+        rows = [_cell_row(c, j) for c, j in judged]
+        total = len(judged)
+        agree = sum(j == "agree" for _, j in judged)
+        against = [c.cell_id for c, j in judged if j == "against"]
+        no_data = sum(j == "no data" for _, j in judged)
+        other = total - agree - len(against) - no_data
+        if no_data == total:
             return Outcome(UNCLEAR, number="no cell with 2 counted runs per arm", n=_n_text(cs),
                            detail="insufficient data", cells=rows)
-        agree = sum(j == "agree" for _, j in with_data)
-        against = [c.cell_id for c, j in with_data if j == "against"]
-        total = len(with_data)
         need = math.ceil(self.at_least * total - 1e-9)
-        diffs = [c.percent_difference for c, _ in with_data if not math.isnan(c.percent_difference)]
+        diffs = [c.percent_difference for c, _ in judged if not math.isnan(c.percent_difference)]
         median = f"; median diff {np.median(diffs):+.1f}%" if diffs else ""
         if self.expect == "same":
-            number = f"within +-{self.tolerance_pct:g}% in {agree}/{total} cells, beyond in {len(against)}{median}"
+            number = (f"interval within +-{self.tolerance_pct:g}% in {agree}/{total} cells, "
+                      f"wholly beyond in {len(against)}{median}")
         else:
             better, worse = (self.a, self.b) if self.expect == "a" else (self.b, self.a)
             number = (f"{_name(better)} better in {agree}/{total} cells, {_name(worse)} better in "
                       f"{len(against)}{median}")
-        ps = [c.p_adjusted for c, _ in with_data if not math.isnan(c.p_adjusted)]
+        ps = [c.p_adjusted for c, _ in judged if not math.isnan(c.p_adjusted)]
         if len(cs) == 1:
             p, p_text = cs[0].p_value, _p_text(cs[0].p_value)
         else:
             p = float(np.median(ps)) if ps else None
             p_text = f"Holm {_p_text(min(ps))}..{_p_text(max(ps))}" if ps else "-"
         verdict = HOLDS if agree >= need else FAILS if len(against) > total - need else UNCLEAR
-        st = m.statistics
-        detail = (f"{'Welch' if st.test == 'welch' else 'Mann-Whitney'}, alpha {st.alpha:g}"
-                  f"{', Holm over ' + str(len(cs)) + ' cells' if len(cs) > 1 else ''}; "
-                  f"{agree} agree, {len(against)} against, {total - agree - len(against)} unclear, "
-                  f"{len(cs) - total} without data; needs {need} of {total}")
+        paired = " paired by run," if self.flows else ""
+        detail = (f"{_test_text(m, cs)},{paired}{' Holm over ' + str(len(cs)) + ' cells,' if len(cs) > 1 else ''} "
+                  f"{cs[0].confidence:.0%} intervals ({cs[0].interval or 'none'}); "
+                  f"{agree} agree, {len(against)} against, {other} unclear, {no_data} without data; "
+                  f"needs {need} of all {total}")
+        if any(c.small_n for c in cs if c.verdict is not Verdict.INSUFFICIENT):
+            detail += "; n < 10 in a cell: its interval rests on its method's simulated coverage"
         return Outcome(verdict, number=number, n=_n_text(cs), p=p, p_text=p_text, detail=detail,
                        cells=rows, against=against)
 
@@ -189,27 +206,26 @@ class Ratio:
         cells = m.select(self.where)
         if not cells:
             return not_run("the claim's cell is not in this experiment (reduced budget?)")
-        # % difference as (mean_a - mean_b) / mean_b whatever the metric's direction
+        # relative difference (mean_a - mean_b) / mean_b whatever the metric's direction
         c = _compare(m, self.a, self.b, cells[:1], self.metric, False, self.flows, holm=False)[0]
-        row = {"cell_id": c.cell_id, "n_a": c.a.n, "n_b": c.b.n, "mean_a": c.a.mean, "mean_b": c.b.mean,
-               "diff_pct": c.percent_difference, "ci": [c.ci_low, c.ci_high], "p": c.p_value}
-        if c.verdict is Verdict.INSUFFICIENT:
-            return Outcome(UNCLEAR, number="fewer than 2 counted runs per arm", n=f"{c.a.n}/{c.b.n}",
-                           detail="insufficient data", cells=[row])
+        row = _cell_row(c, "")
+        if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+            return Outcome(UNCLEAR, number=c.verdict_text, n=f"{c.a.n}/{c.b.n}", detail=c.reason, cells=[row])
         ratio = 1 + c.percent_difference / 100
         lo, hi = 1 + c.ci_low / 100, 1 + c.ci_high / 100
-        ci = "" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
+        ci = " [unbounded]" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
+        what = "geometric mean of the per-run ratios" if c.paired else "ratio of means"
         number = f"{ratio:.2f}x{ci} ({_num(c.a.mean)} vs {_num(c.b.mean)} {self.unit})"
-        significant = not math.isnan(c.p_value) and c.p_value < m.statistics.alpha
-        if significant and ratio >= self.at_least:
+        if not math.isnan(lo) and lo >= self.at_least:
             verdict = HOLDS
         elif not math.isnan(hi) and hi < self.at_least:
             verdict = FAILS
         else:
             verdict = UNCLEAR
-        st = m.statistics
-        detail = (f"{'Welch' if st.test == 'welch' else 'Mann-Whitney'}, alpha {st.alpha:g}; "
-                  f"{st.confidence:.0%} BCa bootstrap interval of the ratio; paper's factor {self.at_least:g}")
+        detail = (f"{_test_text(m, [c])}; {what}, {c.confidence:.0%} interval ({c.interval}); holds when the whole "
+                  f"interval is at or above the paper's factor {self.at_least:g}, fails when wholly below")
+        if c.small_n:
+            detail += f"; n = {min(c.a.n, c.b.n)} < 10: the interval rests on its method's simulated coverage"
         return Outcome(verdict, number=number, n=f"{c.a.n}/{c.b.n}", p=c.p_value, p_text=_p_text(c.p_value),
                        detail=detail, cells=[row], against=[c.cell_id] if verdict == FAILS else [])
 
@@ -229,37 +245,45 @@ def _share_outcome(k: int, n: int, at_least: float, what: str, confidence: float
 
 @dataclass(frozen=True)
 class PairShare:
-    """Chaudhary §5: per (pattern, round), the TCP-only session against the QUIC-enabled one
-    (analyses.fallback.pair_verdicts on `metric`); the share where TCP did better or the same.
-    A QUIC-enabled session that ended on TCP (protocol_mismatch, "mixed") is data here."""
+    """Chaudhary §5: per cell and round, the TCP-only session against the QUIC-enabled one by
+    the paper's test (Welch on the two sessions' temporal QoE, analyses.fallback.pair_verdict);
+    the share of testable pairs where TCP did better or QUIC was not significantly better
+    (the paper's "the same"). A QUIC-enabled session that ended on TCP (protocol_mismatch,
+    "mixed") is data here; a pair without temporal QoE is not testable and counted apart."""
 
     quic_arm: str = "h3"
     tcp_arm: str = "h2"
-    metric: str = "qoe"
     at_least: float = 0.5
 
     def reads(self) -> str:
-        return (f"{self.metric} per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
-                f"same pattern and round); holds if TCP better or same in > {self.at_least:.0%}")
+        return (f"temporal QoE per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
+                f"same cell and round), Welch per pair; holds if TCP better or not significantly "
+                f"worse in > {self.at_least:.0%}")
 
     def evaluate(self, m: Measured) -> Outcome:
-        from ..fallback.qoe import pair_verdicts
+        from ...kinds.video.qoe import temporal_qoe
+        from ..fallback.qoe import NOT_TESTABLE, pair_verdict, session_pairs, tcp_better_or_same_share
         from ..fallback.store import SETTLED
 
         r = m.runs
-        if r.empty or self.metric not in r:
-            return not_run("no runs with the metric in this experiment")
-        r = r[r["status"].isin(SETTLED) & r[self.metric].notna()]
+        if r.empty or m.series is None or m.series.empty:
+            return not_run("no session recorded its temporal QoE (series bitrate_mbit, stalled)")
+        r = r[r["status"].isin(SETTLED)]
         if m.exclude_flagged and "audit_flagged" in r:
             r = r[~r["audit_flagged"].fillna(False).astype(bool)]
-        q, t = r[r["arm"] == self.quic_arm], r[r["arm"] == self.tcp_arm]
-        pairs = q.merge(t, on=["cell_id", "round"], suffixes=("_q", "_t"))
-        verdicts = pair_verdicts(list(pairs[f"{self.metric}_q"]), list(pairs[f"{self.metric}_t"]),
-                                 alpha=m.statistics.alpha) if len(pairs) else []
-        k = sum(v != "quic_better" for v in verdicts)
-        out = _share_outcome(k, len(verdicts), self.at_least, "session pairs TCP better or same")
-        out.cells = [{"cell_id": c, "round": int(rd), "verdict": v}
-                     for c, rd, v in zip(pairs["cell_id"], pairs["round"], verdicts)]
+        temporal = temporal_qoe(m.series[m.series["run_id"].isin(r["run_id"])])
+        r = r.assign(samples=[temporal.get(x, np.array([])) for x in r["run_id"]])
+        pairs = session_pairs(r, self.quic_arm, self.tcp_arm)
+        outcomes = [pair_verdict(q, t, alpha=m.statistics.alpha) for q, t in zip(pairs["samples_q"], pairs["samples_t"])]
+        verdicts = [v for v, _ in outcomes]
+        k, n = tcp_better_or_same_share(verdicts)
+        out = _share_outcome(k, n, self.at_least, "testable session pairs TCP better or not significantly worse")
+        untestable = len(verdicts) - n
+        if untestable:
+            why = next(w for v, w in outcomes if v == NOT_TESTABLE)
+            out.detail += f"; {untestable} of {len(verdicts)} pairs not testable ({why})"
+        out.cells = [{"cell_id": c, "round": int(rd), "verdict": v, "why": w}
+                     for c, rd, (v, w) in zip(pairs["cell_id"], pairs["round"], outcomes)]
         return out
 
 

@@ -3,11 +3,12 @@
 Per protocol, every run gives counts: each transition a->b, entries into each state, and
 its loss accounting (declared losses, spurious losses, loss events). For each item:
 - presence (runs with count > 0, A vs B): Fisher's exact test, two-sided;
-- frequency (per-run counts, A vs B): Mann-Whitney U, two-sided (counts are skewed and
-  often tied at 0, so no normality is assumed).
+- frequency (per-run counts, A vs B): Mann-Whitney U, two-sided (counts are skewed and often
+  tied at 0, so no normality is assumed); both are core.stats'.
 `status`: "appears" / "vanishes" when no run of one side has it; "more" / "fewer" when the
 decisive test (Fisher for appears/vanishes, Mann-Whitney otherwise) is significant after Holm
-correction over all items of the protocol (holm=False: raw p, exploratory); else "same".
+correction over all items of the protocol (holm=False: raw p, exploratory), in U's direction;
+else "same", which means "no significant change", not a shown equivalence.
 With complete separation Mann-Whitney needs about 10 runs a side to pass Holm at 0.01 over
 ~20 items (6 a side give p >= 0.002 before correction). Runs are the unit of replication.
 """
@@ -15,13 +16,12 @@ With complete separation Mann-Whitney needs about 10 runs a side to pass Holm at
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
+from ...core.stats import compare_samples, share_test
 from .machine import TransitionGraph
 from .runs import RunLogs
 from .trace import StateTrace
@@ -76,15 +76,14 @@ def compare(runs_a: list[RunLogs], runs_b: list[RunLogs], protocol: str, *,
             xa, xb = xa.fillna(0), xb.fillna(0)
         xa, xb = xa.dropna().to_numpy(float), xb.dropna().to_numpy(float)
         ra, rb = int((xa > 0).sum()), int((xb > 0).sum())
-        p_pres = p_cnt = math.nan
+        p_pres = share_test(ra, len(xa), rb, len(xb))
+        p_cnt, towards = math.nan, 0
         if len(xa) and len(xb):
-            p_pres = float(sps.fisher_exact([[ra, len(xa) - ra], [rb, len(xb) - rb]])[1])
             if np.ptp(np.concatenate([xa, xb])) > 0:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    p_cnt = float(sps.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
+                c = compare_samples(xa, xb, test="mannwhitney", alpha=alpha)
+                p_cnt, towards = c.p_value, -c.direction  # +1: B above A
             else:
-                p_cnt = 1.0
+                p_cnt = 1.0  # every run of both sides has the same count: nothing moved
         presence_change = (ra == 0) != (rb == 0)
         rows.append({"item": item, "kind": _kind(item),
                      "mean_a": float(xa.mean()) if len(xa) else math.nan,
@@ -92,7 +91,7 @@ def compare(runs_a: list[RunLogs], runs_b: list[RunLogs], protocol: str, *,
                      "n_a": len(xa), "n_b": len(xb), "runs_a": ra, "runs_b": rb,
                      "p_presence": p_pres, "p_counts": p_cnt,
                      "p": p_pres if presence_change else p_cnt,
-                     "presence_change": presence_change})
+                     "presence_change": presence_change, "towards": towards})
     df = pd.DataFrame(rows)
     if len(df):
         ok = df["p"].notna()
@@ -107,7 +106,7 @@ def compare(runs_a: list[RunLogs], runs_b: list[RunLogs], protocol: str, *,
                             ignore_index=True)
     else:
         df = pd.DataFrame(columns=["item", "kind", "mean_a", "mean_b", "n_a", "n_b", "runs_a", "runs_b",
-                                   "p_presence", "p_counts", "p", "presence_change", "p_adjusted", "status",
+                                   "p_presence", "p_counts", "p", "presence_change", "towards", "p_adjusted", "status",
                                    "significant", "direction"])
     return StateDiff(protocol=protocol, label_a=label_a, label_b=label_b, n_a=len(a), n_b=len(b),
                      alpha=alpha, rows=df)
@@ -134,11 +133,12 @@ def _direction(r) -> str:
 
 
 def _status(r, alpha: float) -> str:
+    """The decisive test's verdict; its direction is Mann-Whitney's (U), not the means'."""
     if r.presence_change:
         return "appears" if r.runs_a == 0 else "vanishes"
-    if not (r.p_adjusted < alpha):
+    if not (r.p_adjusted < alpha) or r.towards == 0:
         return "same"
-    return "more" if r.mean_b > r.mean_a else "fewer"
+    return "more" if r.towards > 0 else "fewer"
 
 
 def protocols_in(runs: list[RunLogs]) -> list[str]:

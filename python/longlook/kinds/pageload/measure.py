@@ -19,7 +19,7 @@ from ...stacks.registry import sends_run_header
 from .proxied import route_for
 from .spec import RunOptions
 
-PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time"),
+PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time", on_failure="timeout"),
                      Metric("handshake_ms", "ms", "lower", "handshake"),
                      Metric("ttfb_ms", "ms", "lower", "time to first byte"))
 # the objects of a page load, as the fetch JSON times them (ms from the first packet sent)

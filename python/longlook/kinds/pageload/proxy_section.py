@@ -90,10 +90,8 @@ def proxy_effects(runs: pd.DataFrame, cells: pd.DataFrame, scenario, *, alpha: f
         if mode in (None, "none") or twin is None or arm is None:
             continue
         a, b = plt(cid, arm), plt(twin, arm)
-        c = compare_samples(a, b, a_label="proxied", b_label="direct", cell_id=cid, alpha=alpha, test=test,
-                            resamples=200)
-        verdict = {Verdict.A_FASTER: "proxy faster", Verdict.B_FASTER: "proxy slower",
-                   Verdict.INCONCLUSIVE: "inconclusive"}.get(c.verdict, "insufficient data")
+        c = compare_samples(a, b, a_label="proxied", b_label="direct", cell_id=cid, alpha=alpha, test=test)
+        verdict = {Verdict.A_FASTER: "proxy faster", Verdict.B_FASTER: "proxy slower"}.get(c.verdict, c.verdict_text)
         out.append(ProxyEffect(cid, twin, mode, arm, d, c.a.n, c.b.n, c.a.median, c.b.median,
                                c.percent_difference, c.p_value, verdict, gap(twin), gap(cid)))
     return out

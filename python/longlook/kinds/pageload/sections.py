@@ -15,7 +15,7 @@ from html import escape
 
 import pandas as pd
 
-from ...core.stats import CellComparison, compare_cells
+from ...core.stats import CellComparison, compare_cells, options
 from ...core.status import counted_runs
 from ...report.palette import cell_colors
 from ...report.sections import Section
@@ -74,9 +74,9 @@ def clients_section(store, analysis) -> Section | None:
         h3, h2 = arm_for(arms, client, "h3"), arm_for(arms, client, "h2")
         if not (h3 and h2):
             continue
-        comps = compare_cells(analysis.runs, [(h3, h2)], cell_ids=cell_ids, alpha=st.alpha,
-                              test=st.test, holm=st.holm, confidence=st.confidence,
-                              resamples=st.bootstrap_resamples, seed=scenario.seed)
+        comps = compare_cells(analysis.runs, [(h3, h2)], cell_ids=cell_ids,
+                              **options(st, metric=analysis.metric, timeout_s=scenario.timeout_s,
+                                        exclude_flagged=analysis.exclude_flagged))
         parts.append(f"<h3>{escape(client)}: QUIC vs TCP ({escape(h3)} vs {escape(h2)})</h3>")
         parts.append(_heatmap_table(comps, dims))
     reference = REFERENCE_CLIENT if REFERENCE_CLIENT in clients else clients[0]

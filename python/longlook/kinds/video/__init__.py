@@ -11,7 +11,7 @@ from ...core.kind import Kind, Measurement, RunContext
 from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
 from .mpd import Manifest, parse_manifest
-from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows
+from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows, temporal_qoe
 from .router_bytes import with_router_bytes
 from .sections import video_sections
 from .spec import VideoCell, VideoScenario
@@ -65,4 +65,4 @@ class Video(Kind):
 KIND = Video()
 
 __all__ = ["KIND", "Manifest", "Playback", "Sample", "Stall", "VideoCell", "VideoScenario",
-           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows"]
+           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows", "temporal_qoe"]

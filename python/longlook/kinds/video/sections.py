@@ -5,13 +5,11 @@ run's timeline per arm and cell (Chaudhary Fig. 4-5)."""
 from __future__ import annotations
 
 import math
-import warnings
 from html import escape
 
-import numpy as np
 import pandas as pd
 
-from ...core.stats import compare_samples, display_name
+from ...core.stats import compare_cells, options
 from ...errors import LonglookError
 from ...report.layout import DIM_TITLES
 from ...core.status import counted_mask, counted_runs
@@ -30,69 +28,19 @@ def _num(x, fmt="{:.2f}") -> str:
 
 
 def verdict_table(analysis) -> pd.DataFrame:
-    """One row per (cell, metric): n, means, % difference, p, verdict (QUIC vs TCP).
-
-    The % difference is taken against |mean of the baseline| (the QoE can be negative, and a
-    metric such as stall time is often 0 in both arms: then there is no % difference)."""
-    st, runs = analysis.statistics, analysis.runs
+    """One row per (cell, metric): n, means, % difference, p, verdict (QUIC vs TCP), with
+    the core's comparison (a metric such as stall time is often 0 on the baseline: then
+    there is no % difference, the test still runs and `diff` gives the change in seconds)."""
+    st, runs, sc = analysis.statistics, analysis.runs, analysis.scenario
     rows = []
     for m in QOE_METRICS:
         if m.name not in runs:
             continue
-        good = counted_runs(runs, m.name, exclude_flagged=analysis.exclude_flagged)
-        groups = {k: g[m.name].to_numpy(dtype=float) for k, g in good.groupby(["cell_id", "arm"])}
-        for cell_id in analysis.cells["cell_id"]:
-            for a, b in analysis.pairs:
-                xa, xb = groups.get((cell_id, a), np.array([])), groups.get((cell_id, b), np.array([]))
-                c = _compare(xa, xb, a, b, cell_id, m, st, analysis.experiment)
-                row = c.as_row() if c is not None else _zero_baseline_row(xa, xb, a, b, cell_id, m, st)
-                mb = _mean(xb)
-                sign = -1.0 if m.lower_is_better else 1.0
-                row["percent_difference"] = (sign * (_mean(xa) - mb) / abs(mb) * 100
-                                             if mb == mb and mb != 0 else math.nan)
-                rows.append({**row, "metric": m.name, "title": m.label})
+        comps = compare_cells(runs, analysis.pairs, cell_ids=list(analysis.cells["cell_id"]), better_word="better",
+                              **options(st, metric=m, timeout_s=sc.timeout_s if sc else None,
+                                        exclude_flagged=analysis.exclude_flagged))
+        rows += [{**c.as_row(), "metric": m.name, "title": m.label} for c in comps]
     return pd.DataFrame(rows)
-
-
-def _mean(x) -> float:
-    return float(np.mean(x)) if len(x) else math.nan
-
-
-def _zero_baseline_row(xa, xb, a, b, cell_id, m, st) -> dict:
-    """The comparison the core cannot make (its % difference divides by the baseline's mean,
-    here 0): the same test on the samples, the verdict from the means."""
-    from scipy import stats as sps
-
-    row = {"cell_id": cell_id, "a": a, "b": b, "n_a": len(xa), "n_b": len(xb), "mean_a": _mean(xa),
-           "mean_b": _mean(xb), "sd_a": _sd(xa), "sd_b": _sd(xb), "p_value": math.nan}
-    if len(xa) < 2 or len(xb) < 2:
-        return {**row, "verdict_text": "insufficient data"}
-    if row["mean_a"] == row["mean_b"]:
-        return {**row, "verdict_text": "no difference"}
-    with warnings.catch_warnings():  # identical samples: scipy warns and gives nan
-        warnings.simplefilter("ignore")
-        p = float(sps.ttest_ind(xa, xb, equal_var=False).pvalue if st.test == "welch"
-                  else sps.mannwhitneyu(xa, xb, alternative="two-sided").pvalue)
-    if not p < st.alpha:  # nan (constant samples) is no evidence either way
-        return {**row, "p_value": p, "verdict_text": "inconclusive"}
-    a_better = (row["mean_a"] < row["mean_b"]) == m.lower_is_better
-    return {**row, "p_value": p, "verdict_text": f"{display_name(a if a_better else b)} better"}
-
-
-def _sd(x) -> float:
-    return float(np.std(x, ddof=1)) if len(x) > 1 else math.nan
-
-
-def _compare(xa, xb, a, b, cell_id, m, st, experiment):
-    """The core's comparison, or None when both samples are equal constants (the core's %
-    difference would divide by a zero mean)."""
-    try:
-        return compare_samples(xa, xb, a_label=a, b_label=b, cell_id=cell_id, alpha=st.alpha,
-                               test=st.test, confidence=st.confidence, resamples=st.bootstrap_resamples,
-                               seed=int(experiment.get("seed") or 0), metric=m.name,
-                               lower_is_better=m.lower_is_better, better_word="better")
-    except ZeroDivisionError:
-        return None
 
 
 def _table_html(t: pd.DataFrame) -> str:
