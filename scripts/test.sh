@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/lint-imports  # the floors (pyproject.toml [tool.importlinter])
 cargo test --release --workspace --quiet
 .venv/bin/longlook clean
 .venv/bin/python -m pytest -q "$@"

@@ -21,7 +21,8 @@ from longlook.kinds.fairness import (FairnessScenario, FlowOutcome, FlowSpec, ce
                                      weighted_jain_index)
 from longlook.kinds.fairness.cwnd import downsample, read_cwnd
 from longlook.kinds.fairness.sections import FairnessData
-from longlook.report import analyse, build_report
+from longlook.core.analysis import analyse
+from longlook.report import build_report
 
 CLIENT, SERVER = "198.18.1.2", "198.18.2.2:4433"
 
@@ -348,9 +349,11 @@ def test_cwnd_from_a_qlog(tmp_path: Path):
     assert list(downsample(c, 0.05)["cwnd_bytes"]) == [20000, 30000]  # last value per 50 ms
 
 
-def test_cli_runs_by_default_and_shows(tmp_path: Path):
+def test_cli_fairness_is_run_then_report(tmp_path: Path, monkeypatch):
     import typer
 
+    import longlook.commands.run
+    import longlook.report
     from longlook.commands import fairness
 
     app = typer.Typer()
@@ -358,7 +361,18 @@ def test_cli_runs_by_default_and_shows(tmp_path: Path):
     fairness.register(app)
     path = tmp_path / "s.toml"
     path.write_text(SCENARIO)
-    shown = CliRunner().invoke(app, ["fairness", "show", str(path)])
-    assert shown.exit_code == 0 and "8 cells x 2 runs" in shown.output
+    calls = []
+
+    def short_cells(scenario, out, **kw):
+        calls.append(("run", scenario, out, kw["command"]))
+        raise typer.Exit(1)
+
+    monkeypatch.setattr(longlook.commands.run, "run_scenario", short_cells)
+    monkeypatch.setattr(longlook.report, "build_report", lambda d: calls.append(("report", d)) or d / "report.html")
+    out = tmp_path / "o"
+    ran = CliRunner().invoke(app, ["fairness", str(path), "--out", str(out)])
+    assert ran.exit_code == 1  # cells came up short: reported anyway, the status kept
+    assert calls == [("run", path, out, "longlook fairness"), ("report", out)]
+    assert str(out / "report.html") in ran.output
     missing = CliRunner().invoke(app, ["fairness", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")])
     assert isinstance(missing.exception, LonglookError) and "no such scenario" in str(missing.exception)

@@ -224,16 +224,16 @@ def test_store_analysis_and_cli(tmp_path: Path):
     from longlook.cli import app
     from longlook.core.record import RunRecord
 
-    # the temporal QoE the pairs are compared on: TCP plays 2 Mbit/s, QUIC 1 with a stall
-    def bitrate(mbit):
-        return [{"name": "bitrate_mbit", "key": "", "t_s": float(t), "value": mbit} for t in range(120)]
+    # the temporal QoE the pairs are compared on (series qoe_t): TCP plays 2 Mbit/s, QUIC 1
+    # with a 10 s stall
+    def temporal(level, stall=range(0)):
+        return [{"name": "qoe_t", "key": "", "t_s": float(t), "value": level - 4.3 * (t in stall)} for t in range(120)]
 
-    stalled = [{"name": "stalled", "key": "", "t_s": float(t), "value": float(40 <= t < 50)} for t in range(120)]
     fallback_store(tmp_path, 3, lambda cell: [rec for r in range(3) for rec in (
         RunRecord(run_id=f"q{r}", cell_id=cell, round=r, position=0, arm="h3", status="ok",
-                  metrics={"qoe": 1.0 + r / 10}, series=fbs_series(r) + bitrate(1.0) + stalled),
+                  metrics={"qoe": 1.0 + r / 10}, series=fbs_series(r) + temporal(1.0, range(40, 50))),
         RunRecord(run_id=f"t{r}", cell_id=cell, round=r, position=1, arm="h2", status="ok",
-                  metrics={"qoe": 2.0 + r / 10}, series=bitrate(2.0)))])
+                  metrics={"qoe": 2.0 + r / 10}, series=temporal(2.0)))])
     result = analyze_store(tmp_path)
     assert list(result.sessions["run_id"]) == ["q0", "q1", "q2"]
     assert (result.sessions["pair_verdict"] == "tcp_better").all()

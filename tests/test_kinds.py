@@ -14,7 +14,8 @@ from testbed_helpers import needs_testbed
 from longlook.cli import app
 from longlook.core.status import counted_runs
 from longlook.core.store import Store
-from longlook.report import analyse, build_report
+from longlook.core.analysis import analyse
+from longlook.report import build_report
 
 SCENARIO = """
 kind = "udp-echo"

@@ -5,7 +5,7 @@ import time
 import numpy as np
 import pytest
 
-from longlook.linkcheck import (binomial_interval, check_link, expected_rtt_ms, expected_rtt_sd_ms,
+from longlook.testbed.linkcheck import (binomial_interval, check_link, expected_rtt_ms, expected_rtt_sd_ms,
                                 loss_consistent, most_tcp_goodput)
 from longlook.linkprofile import LinkProfile
 from longlook.traces import write_mahimahi
@@ -126,7 +126,7 @@ def test_link_check_command(tmp_path):
 
 def test_failed_check_raises_with_the_measured_error():
     from longlook.errors import LonglookError
-    from longlook.linkcheck import LinkCheckResult, Row
+    from longlook.testbed.linkcheck import LinkCheckResult, Row
     r = LinkCheckResult("p", [Row("up", "UDP delivered (IP)", "Mbit/s", 8.0, 10.0, 9.7, 10.3)])
     assert not r.ok
     with pytest.raises(LonglookError, match="up UDP delivered .*measured 8 Mbit/s"):

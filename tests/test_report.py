@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from longlook.commands import report as report_cmds
 from longlook.report import build_report
-from longlook.report.layout import choose_layout
+from longlook.render.layout import choose_layout
 from longlook.kinds.pageload import Scenario
 from longlook.core.record import new_run_id
 from longlook.core.store import Store, environment_versions
@@ -197,7 +197,7 @@ def test_zero_rtt_arms(tmp_path):
 
 
 def test_analysis_frame_for_notebooks(experiment):
-    from longlook.report import analyse
+    from longlook.core.analysis import analyse
 
     d, sc, _ = experiment
     with Store.open(d, read_only=True) as st:

@@ -17,6 +17,7 @@ from longlook.core.spec import Statistics, apply_overrides, load_scenario
 from longlook.core.store import Store
 from longlook.errors import LonglookError
 from longlook.kinds.pageload import record_from_fetch
+from longlook.report import build_report
 
 CELLS = ["c1", "c2", "c3", "c4"]
 
@@ -115,7 +116,7 @@ def test_pair_share_counts_tcp_better_or_same():
         for arm, mbit in (("h3", 1.0), ("h2", 2.0 if r < 11 else 0.5)):
             rows.append({"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
                          "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False, "qoe": mbit})
-            series += [{"run_id": f"{r}{arm}", "name": "bitrate_mbit", "t_s": float(t),
+            series += [{"run_id": f"{r}{arm}", "name": "qoe_t", "t_s": float(t),
                         "value": mbit + 0.05 * rng.normal()} for t in range(30)]
     m = Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(rows),
                  statistics=Statistics(alpha=0.05), series=pd.DataFrame(series))
@@ -176,7 +177,7 @@ def test_no_run_reads_the_directory_and_writes_the_report(tmp_path):
 
 def test_a_claim_that_does_not_hold_links_to_its_explanation(tmp_path):
     _fig2_store(tmp_path / "kakhki-fig2-macw", 1.0)
-    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False)
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False, build_report=build_report)
     row = result.rows[0]
     assert row.outcome.verdict == FAILS
     titles = dict(row.links)

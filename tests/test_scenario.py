@@ -6,10 +6,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from longlook.commands import report as report_cmds
+from longlook.commands import scenario as scenario_cmds
 from longlook.errors import LonglookError
 from longlook.core.spec import load_scenario
-from longlook.core.units import format_size, parse_size
+from longlook.units import format_size, parse_size
 from longlook.kinds.pageload import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
@@ -239,7 +239,7 @@ def _app() -> typer.Typer:
     def _root() -> None:
         pass
 
-    report_cmds.register(app)
+    scenario_cmds.register(app)
     return app
 
 
@@ -270,7 +270,7 @@ def test_initial_window_and_n_conn_are_options_like_macw():
     c = s.cells()[1]
     assert c.dims()["initial_window_packets"] == 40 and c.dims()["n_conn"] == 2
     from longlook.kinds.pageload.measure import server_options
-    so = server_options(c.run_options(s.arms[0]), None)
+    so = server_options(c.run_options(s.arms[0]))
     assert (so.initial_window_packets, so.n_conn) == (40, 2)
     argv = " ".join(so.argv())
     assert "--initial-window-packets 40" in argv and "--n-conn 2" in argv

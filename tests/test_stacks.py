@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from longlook.analyses.qlog import read_qlog
-from longlook.analyses.qlog_stacks import derive_states, load_any, normalise, state_name, translate
+from longlook.qlog import read_qlog
+from longlook.qlog.dialects import derive_states, load_any, normalise, state_name, translate
 from longlook.analyses.states.trace import StateTrace
 from longlook.errors import LonglookError
 from longlook.kinds.pageload import Scenario
@@ -266,7 +266,7 @@ def test_ngtcp2_fetch_json_is_timed_from_its_stream_frames(tmp_path: Path):
 
 
 def test_qlog_04_event_names_read_as_the_03_ones():
-    from longlook.analyses.qlog_stacks import canonical_name
+    from longlook.qlog.dialects import canonical_name
 
     assert canonical_name("quic:packet_sent") == "transport:packet_sent"
     assert canonical_name("quic:metrics_updated") == "recovery:metrics_updated"

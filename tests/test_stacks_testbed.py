@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from longlook.analyses.qlog import RECORD_SEPARATOR, read_qlog
-from longlook.analyses.qlog_stacks import load_any
+from longlook.qlog import RECORD_SEPARATOR, read_qlog
+from longlook.qlog.dialects import load_any
 from longlook.analyses.states import analyse_runs, load_runs
 from longlook.analyses.states.export import cwnd_groups
 from longlook.analyses.states.trace import QUIC_STATES, StateTrace

@@ -8,7 +8,7 @@ import pytest
 from longlook.analyses.states import (StateTrace, TransitionGraph, compare, holds, loss_accounting,
                              mine_invariants, qlog_from_events, to_dot, to_svg)
 from longlook.analyses.states.dot import dot_available
-from longlook.analyses.qlog import parse_records
+from longlook.qlog import parse_records
 from longlook.analyses.states.runs import RunLogs, parse_source
 from states_synthetic import ev, linkem, quic_log, tcp_log
 

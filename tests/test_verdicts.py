@@ -136,7 +136,7 @@ def test_item04_pairs_are_joined_on_cell_and_round():
 
 
 def _temporal(m_runs: list[dict], rng, level) -> list[dict]:
-    return [{"run_id": r["run_id"], "name": "bitrate_mbit", "t_s": float(t), "value": level(r) + 0.3 * rng.normal()}
+    return [{"run_id": r["run_id"], "name": "qoe_t", "t_s": float(t), "value": level(r) + 0.3 * rng.normal()}
             for r in m_runs for t in range(40)]
 
 

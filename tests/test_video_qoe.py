@@ -9,7 +9,7 @@ import pytest
 from longlook.kinds.video.native.abr import AbrState, BolaRule, ThroughputRule, level_for
 from longlook.kinds.video.native.playback import PlaybackModel
 from longlook.kinds.video.qoe import (Playback, Sample, Stall, qoe_metrics, quality_drop_series,
-                                      series_rows, stall_series)
+                                      series_rows, stall_series, temporal_qoe)
 
 LEVELS = [100.0, 250.0, 500.0, 900.0, 2000.0]
 
@@ -57,7 +57,15 @@ def test_playback_plays_stalls_and_ends():
     assert by_t[6.0].stalled and not by_t[8.0].stalled and by_t[8.0].level == 0
     assert by_t[3.0].level == 4 and by_t[3.0].position_s == pytest.approx(2.0)
     names = {r["name"] for r in series_rows(p)}
-    assert {"buffer_s", "level", "bitrate_mbit", "B", "S", "stalled", "position_s"} <= names
+    assert {"buffer_s", "level", "bitrate_mbit", "B", "S", "stalled", "position_s", "qoe_t"} <= names
+
+
+def test_temporal_qoe_by_hand():
+    # no level yet, 2 Mbit/s, a stall at 2 Mbit/s, a drop to 0.5 Mbit/s
+    samples = [Sample(0, 0, 0, None, False), Sample(1, 0, 1, 4, False), Sample(2, 1, 0, 4, True),
+               Sample(3, 1, 1, 2, False)]
+    q = dict(temporal_qoe(Playback(levels_kbit=LEVELS, segment_levels=[4, 4, 2], samples=samples)))
+    assert q == {1: pytest.approx(2.0), 2: pytest.approx(2.0 - 4.3), 3: pytest.approx(0.5 - 1.5)}
 
 
 def test_an_open_stall_ends_with_the_run():

@@ -8,6 +8,7 @@ import sys
 import typer
 
 from .commands import analyze as analyze_cmds
+from .commands import bench as bench_cmds
 from .commands import calibrate as calibrate_cmds
 from .commands import compare as compare_cmds
 from .commands import fairness as fairness_cmds
@@ -15,7 +16,9 @@ from .commands import link as link_cmds
 from .commands import report as report_cmds
 from .commands import reproduce as reproduce_cmds
 from .commands import run as run_cmds
+from .commands import scenario as scenario_cmds
 from .commands import states as states_cmds
+from .commands import trace as trace_cmds
 from .errors import LonglookError
 
 app = typer.Typer(no_args_is_help=True, add_completion=False,
@@ -35,7 +38,10 @@ def version() -> None:
 
 
 link_cmds.register(app)
+trace_cmds.register(app)
+bench_cmds.register(app)
 report_cmds.register(app)
+scenario_cmds.register(app)
 states_cmds.register(app)
 fairness_cmds.register(app)
 run_cmds.register(app)

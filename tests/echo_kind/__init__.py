@@ -20,7 +20,7 @@ from longlook.binaries import find_binary
 from longlook.core.kind import Kind, Measurement, Metric, RunContext
 from longlook.core.registry import register
 from longlook.core.spec import ArmBase, CellBase, ScenarioBase
-from longlook.report.sections import Section
+from longlook.render.html import Section
 from longlook.stacks.endpoint import SERVER_ADDR
 
 PORT = 7100

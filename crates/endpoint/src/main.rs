@@ -4,13 +4,14 @@ mod cc;
 mod cli;
 mod client;
 mod content;
-mod output;
 mod proxy;
 mod qlog;
+mod run;
 mod server;
 mod tcp_trace;
 mod tcpinfo;
 mod tls;
+mod transport;
 
 use clap::Parser;
 

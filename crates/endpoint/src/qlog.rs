@@ -201,20 +201,6 @@ impl Write for QuinnEvents {
     }
 }
 
-/// A client connection's trace at `path`: `transport` gets our instrumented controller
-/// (default knobs: quinn's Cubic inside, the controller the client ran before) writing the
-/// recovery events, and quinn's packet events, both into the one file, as on the server.
-pub fn trace_client(transport: &mut quinn::TransportConfig, path: &Path, title: &str) -> std::io::Result<SharedQlog> {
-    let trace: SharedQlog = Arc::new(Mutex::new(QlogWriter::create(path, title, "QUIC", VantagePoint::Client, Instant::now())?));
-    transport.congestion_controller_factory(Arc::new(crate::cc::InstrumentedFactory {
-        knobs: crate::cc::CcKnobs::default(),
-        qlog: Some(trace.clone()),
-        metrics_interval: std::time::Duration::ZERO,
-    }));
-    transport.qlog_stream(quinn_stream(&trace, title));
-    Ok(trace)
-}
-
 /// Flushes a client's trace when dropped, also on an error return: quinn's driver may hold
 /// the controller (and so the writer) past the end of the fetch, and the process exits
 /// without dropping it.

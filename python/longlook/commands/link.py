@@ -1,4 +1,4 @@
-"""`longlook link check`, `longlook clean`, `longlook trace generate`, `longlook bench link`."""
+"""`longlook link check` and `longlook clean`: the testbed's link self-check and its leftovers."""
 
 from __future__ import annotations
 
@@ -12,23 +12,11 @@ from rich.console import Console
 from rich.table import Table
 
 link_app = typer.Typer(no_args_is_help=True, help="Check an emulated link.")
-trace_app = typer.Typer(no_args_is_help=True, help="Bandwidth traces (mahimahi format).")
-bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks of the testbed itself.")
 
 
 @link_app.callback()
 def _link() -> None:
     """Check an emulated link."""
-
-
-@trace_app.callback()
-def _trace() -> None:
-    """Bandwidth traces (mahimahi format)."""
-
-
-@bench_app.callback()
-def _bench() -> None:
-    """Benchmarks of the testbed itself."""
 
 
 def _num(x) -> str:
@@ -46,9 +34,9 @@ def link_check(
     no_iperf: bool = typer.Option(False, "--no-iperf", help="skip the iperf3 measurement"),
 ) -> None:
     """Measure a link profile end to end; exit 1 when it is outside tolerance."""
-    from ..linkcheck import check_link
     from ..linkprofile import load_link_profile
     from ..testbed import Testbed
+    from ..testbed.linkcheck import check_link
 
     prof = load_link_profile(profile)
     secs = duration if duration is not None else (1.0 if quick else 3.0)
@@ -74,21 +62,6 @@ def link_check(
                           "timings may be distorted")
         console.print(("[green]" if result.ok else "[red]") + result.summary())
     raise typer.Exit(0 if result.ok else 1)
-
-
-@trace_app.command("generate")
-def trace_generate(
-    pattern: str = typer.Argument(..., help="incr, decr, dh, dl or dvl (Chaudhary et al., Table 3)"),
-    out: Path = typer.Option(..., "--out", help="trace file to write"),
-    duration: Optional[float] = typer.Option(None, "--duration", help="seconds (default: one cycle)"),
-    hold: Optional[float] = typer.Option(None, "--hold", help="seconds per level (default: the paper's)"),
-) -> None:
-    """Write a mahimahi trace of one of the paper's bandwidth patterns."""
-    from ..traces import generate, pattern as find_pattern
-
-    p = find_pattern(pattern)
-    lines = generate(pattern, out, duration, hold)
-    print(f"{out}: {p.name}, {lines} delivery opportunities")
 
 
 def clean_command(
@@ -117,52 +90,6 @@ def clean_command(
         print("nothing to clean")
 
 
-@bench_app.command("link")
-def bench_link(
-    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
-    quick: bool = typer.Option(False, "--quick", help="shorter measurements"),
-) -> None:
-    """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding."""
-    from ..bench import print_bench, run_bench
-
-    result = run_bench(quick=quick)
-    if as_json:
-        print(json.dumps(result, indent=1))
-    else:
-        print_bench(result)
-
-
-@bench_app.command("endpoint")
-def bench_endpoint_command(
-    size: str = typer.Option("10m", help="download size (k/m suffixes)"),
-    rate_mbit: float = typer.Option(100.0, help="link rate"),
-    rtt_ms: float = typer.Option(36.0, help="round-trip time"),
-    runs: int = typer.Option(3, help="downloads per protocol (the median is judged)"),
-    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
-) -> None:
-    """Each protocol's download against the physical limit of the emulated path (target >= 90%)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    from ..bench_endpoint import bench_endpoint, rows_as_dicts
-
-    rows = bench_endpoint(size=size, rate_mbit=rate_mbit, rtt_ms=rtt_ms, runs=runs)
-    if as_json:
-        print(json.dumps(rows_as_dicts(rows), indent=1))
-        return
-    table = Table(title=f"{size} over {rate_mbit:g} Mbit/s, {rtt_ms:g} ms RTT, median of {runs}")
-    for col in ("protocol", "PLT ms", "goodput Mbit/s", "payload/IP bytes", "initial window B",
-                "physical limit ms", "limit / measured"):
-        table.add_column(col, justify="right")
-    for r in rows:
-        table.add_row(r.protocol, f"{r.plt_ms_median:.1f}", f"{r.goodput_mbit_median:.2f}",
-                      f"{r.efficiency:.4f}", str(r.initial_window_bytes), f"{r.limit_ms:.1f}",
-                      f"{r.ratio:.1%}")
-    Console().print(table)
-
-
 def register(app: typer.Typer) -> None:
     app.add_typer(link_app, name="link")
-    app.add_typer(trace_app, name="trace")
-    app.add_typer(bench_app, name="bench")
     app.command("clean")(clean_command)

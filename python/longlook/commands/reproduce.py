@@ -52,9 +52,11 @@ def reproduce(
         for c in claims(only):
             typer.echo(f"{c.id:26} {c.paper:22} {c.where:22} {c.scenario}")
         return
+    from ..report import build_report
+
     directory = out or Path("results") / f"reproduce-{budget}"
     result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
-                 progress=_progress)
+                 progress=_progress, build_report=build_report)
     console = Console(width=200)
     table = Table(title=f"longlook reproduce --budget {budget}")
     for col in ("claim", "paper's number", "ours", "n", "p", "verdict"):

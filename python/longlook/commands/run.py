@@ -37,22 +37,15 @@ def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check:
                  command: str = "longlook run", force: bool = False, executor: str = "local",
                  address: str | None = None) -> None:
     from ..core.execute import Runner
+    from ..core.executors import by_name
     from ..core.spec import load_scenario
 
-    from ..errors import LonglookError
-
-    if executor not in ("local", "ray"):
-        raise LonglookError(f"--executor {executor}: unknown executor", hint="use local or ray")
-    if address and executor != "ray":
-        raise LonglookError("--address is for --executor ray", hint="add --executor ray, or drop --address")
-    if executor == "ray":
-        from ..core.ray_executor import import_ray
-        import_ray()  # one clear error before anything is written when Ray is missing
+    runs_on = by_name(executor, address)  # one clear error before anything is written
     sc = load_scenario(scenario)
     display = _ProgressDisplay()
     with display.progress:
         summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event,
-                         force=force, executor=executor, address=address).run()
+                         force=force, executor=runs_on).run()
     console.print(
         f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
         f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "

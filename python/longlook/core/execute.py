@@ -1,4 +1,4 @@
-"""The local executor: any kind's grid, cell by cell, round by round, through one testbed.
+"""The experiment loop: any kind's grid, cell by cell, round by round, through one testbed.
 
 Per link profile: linkem reconfigured and the path self-checked (a failure stops the grid
 with the measured error). Per round: every arm once, in the order drawn from (seed, cell,
@@ -8,9 +8,9 @@ the one writer, commits it the moment it ends. Failed runs, and runs whose path 
 (`[fidelity] retry_flagged`), are retried up to `retries`
 times; Ctrl-C leaves a consistent store and `--resume` continues it.
 
-`executor="ray"` runs the same per-cell loop (`Runner.run_cells`) on the nodes of a Ray
-cluster, one cell per task, with this process still the store's one writer
-(core.ray_executor, core.ray_node; docs/cluster.md).
+An executor (core.executors) may run the same per-cell loop (`Runner.run_cells`) elsewhere:
+`Ray` on the nodes of a cluster, one cell per task, with this process still the store's one
+writer (docs/cluster.md); without one, this machine's testbed runs it.
 """
 
 from __future__ import annotations
@@ -20,21 +20,19 @@ import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, ContextManager, Protocol
 
 from ..errors import LonglookError, Terminated
-from ..linkcheck import check_link
+from ..testbed.linkcheck import check_link
 from ..testbed import Testbed
 from ..testbed.cpu import check_fits
 from ..testbed.topology import RECORDED_SYSCTLS
-from ..testbed.tracefs import tcp_tracefs
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
 from .audit import RunAudit, StallWatch, client_cpu_figures, linkem_delta
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
 from .registry import get_kind
-from .servers import ServerPool
 from .spec import ArmBase, CellBase, ScenarioBase
 from .stats import MIN_N
 from .status import completion, settles, shortfalls
@@ -100,7 +98,7 @@ class Bench:
     state: dict[str, Any]
     out_dir: Path
     testbed: Testbed
-    servers: ServerPool
+    session: dict[str, Any]  # the kind's, for this testbed (Kind.session)
     stalls: StallWatch | None
 
 
@@ -118,9 +116,9 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
     audit.begin()
     started = time.monotonic()
-    m = bench.kind.measure(RunContext(testbed=tb, servers=bench.servers, scenario=sc, cell=cell,
-                                      arm=arm, round=round_index, run_id=run_id, run_dir=run_dir,
-                                      cert_dir=bench.servers.cert_dir, state=bench.state))
+    m = bench.kind.measure(RunContext(testbed=tb, scenario=sc, cell=cell, arm=arm, round=round_index,
+                                      run_id=run_id, run_dir=run_dir, experiment_dir=bench.out_dir,
+                                      state=bench.state, session=bench.session))
     wall = time.monotonic() - started
     a = audit.end().with_reasons(m.audit_reasons)
     (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
@@ -158,6 +156,14 @@ def prepare_out_dir(out: Path, *, resume: bool, force: bool) -> None:
                             hint="give a directory you can write to") from None
 
 
+class Executor(Protocol):
+    """Runs a Runner's cells elsewhere than this machine's testbed (core.executors)."""
+
+    def connected(self) -> ContextManager[Any]: ...
+
+    def run_cells(self, runner: "Runner", store: Store, cells: list[CellBase]) -> None: ...
+
+
 class Runner:
     """Runs one scenario of any kind into one experiment directory. `progress(event, **info)`
     is called as things happen, for a progress display; the library itself prints nothing."""
@@ -165,10 +171,9 @@ class Runner:
     def __init__(self, scenario: ScenarioBase, out_dir: Path, *, resume: bool = False,
                  link_check: bool = True, link_check_duration_s: float = 2.0,
                  progress: Callable[..., None] | None = None, force: bool = False,
-                 executor: str = "local", address: str | None = None):
+                 executor: "Executor | None" = None):
         self.scenario = scenario
-        self.executor = executor  # "local": this machine's testbed; "ray": core.ray_executor
-        self.address = address  # the Ray cluster's address (None: RAY_ADDRESS or the local one)
+        self.executor = executor  # None: this machine's testbed (core.executors)
         self.node = socket.gethostname()  # recorded with every run (details["node"])
         self.force = force
         self.kind = get_kind(scenario.kind)
@@ -184,9 +189,8 @@ class Runner:
             check_fits(budget)
 
     def run(self) -> RunSummary:
-        if self.executor == "ray":  # before anything is written: no cluster, no experiment
-            from .ray_executor import connected
-            with connected(self.address):
+        if self.executor is not None:  # before anything is written: no cluster, no experiment
+            with self.executor.connected():
                 return self._run()
         return self._run()
 
@@ -239,9 +243,8 @@ class Runner:
         if not todo:
             return False
         store.mark_running()
-        if self.executor == "ray":
-            from .ray_executor import run_cells_on_ray
-            run_cells_on_ray(self, store, todo)
+        if self.executor is not None:
+            self.executor.run_cells(self, store, todo)
         else:
             self.run_cells(store, todo)
         return True
@@ -249,15 +252,15 @@ class Runner:
     def run_cells(self, ledger: "Ledger", cells: list[CellBase]) -> None:
         """The per-cell loop on this machine's testbed: link switch and self-check, rounds,
         alternation, retries, adaptive rounds. `ledger` is where it reads what is settled and
-        writes what happened: the Store locally; on a Ray node (core.ray_node) a scratch
+        writes what happened: the Store locally; on a Ray node (core.executors.ray_node) a scratch
         store that forwards every write to the driver, the one writer."""
         sc = self.scenario
         t0 = time.monotonic()
         with Testbed(cells[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
-                     seed=sc.seed, **self.kind.testbed_options) as tb:
-            servers = ServerPool(tb, self.out_dir / "cert", self.out_dir / "server-logs", tcp_tracefs())
+                     seed=sc.seed, **self.kind.testbed_options) as tb, \
+                self.kind.session(tb, self.out_dir) as session:
             stalls = StallWatch(tb)
-            bench = Bench(sc, self.kind, self.state, self.out_dir, tb, servers, stalls)
+            bench = Bench(sc, self.kind, self.state, self.out_dir, tb, session, stalls)
             current_link = None
             self.summary.setup_s += time.monotonic() - t0
             try:
@@ -267,7 +270,6 @@ class Runner:
                         current_link = cell.link
                     self._run_cell(ledger, bench, cell)
             finally:
-                servers.stop_all()
                 stalls.stop()
 
     def _switch_link(self, store: "Ledger", tb: Testbed, cell: CellBase, first: bool) -> None:

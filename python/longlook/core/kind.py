@@ -8,13 +8,13 @@ one writer), and its report sections. Register it in `longlook/kinds/__init__.py
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, ContextManager, Literal
 
 if TYPE_CHECKING:
     from ..testbed import Testbed
-    from .servers import ServerPool
     from .spec import ArmBase, CellBase, ScenarioBase
 
 
@@ -92,19 +92,20 @@ class Measurement:
 
 @dataclass
 class RunContext:
-    """What a kind's `measure` gets for one run: the live testbed, the servers, where to put
-    files, and the run's place in the grid."""
+    """What a kind's `measure` gets for one run: the live testbed, where to put files, the
+    run's place in the grid, and what the kind keeps for the experiment (`state`, from its
+    `prepare`) and for this testbed (`session`, from its `session`: its servers)."""
 
     testbed: "Testbed"
-    servers: "ServerPool"
     scenario: "ScenarioBase"
     cell: "CellBase"
     arm: "ArmBase"
     round: int
     run_id: str
     run_dir: Path
-    cert_dir: Path
+    experiment_dir: Path  # what the runs of the experiment share: certificates, server logs
     state: dict[str, Any]  # what the kind's `prepare` returned, shared by all runs
+    session: dict[str, Any] = field(default_factory=dict)  # what the kind's `session` yielded
 
 
 class Kind:
@@ -125,6 +126,11 @@ class Kind:
         """Before the grid, outside the testbed: resolve clients and check what is needed,
         so a missing piece stops the experiment before its first run."""
         return {}
+
+    def session(self, testbed: "Testbed", experiment_dir: Path) -> ContextManager[dict[str, Any]]:
+        """While a testbed lives (one per machine and batch of cells): what the kind's runs
+        share on it, e.g. its servers (stacks.servers.serving), ended when the testbed is."""
+        return contextlib.nullcontext({})
 
     def measure(self, ctx: RunContext) -> Measurement:
         raise NotImplementedError

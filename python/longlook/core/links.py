@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from ..linkprofile import Direction, LinkProfile
 from ..testbed.segments import is_segmented, expand_segmented, segments_label
-from .units import short_number
+from ..units import short_number
 from .validation import expand_sweep
 
 # Link fields that may be given as a list to sweep over (Direction's scalar fields, plus the

@@ -36,6 +36,7 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
+from ..render.names import display_name
 from .effects import Effect, hodges_lehmann_effect, paired_effect, welch_effect
 from .status import counted_runs
 
@@ -44,13 +45,7 @@ MIN_N = 2  # per side; below it no test is possible
 SMALL_N = 10  # below it the report says the interval rests on its method's simulated coverage
 SURVIVORSHIP_ALPHA = 0.05
 
-# Display names for the protocol labels of the papers.
-DISPLAY_NAMES = {"h3": "QUIC", "h2": "TCP"}
 TEST_NAMES = {"welch": "Welch's t-test", "mannwhitney": "Mann-Whitney U", "paired_t": "paired t-test"}
-
-
-def display_name(label: str) -> str:
-    return DISPLAY_NAMES.get(label, label)
 
 
 class Verdict(str, Enum):

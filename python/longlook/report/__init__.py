@@ -1,8 +1,9 @@
 """The HTML report of an experiment directory: one self-contained file (inline CSS and SVG,
-no scripts, nothing fetched), built from the store alone.
+no scripts, nothing fetched), built from the store alone: the shell (header, heatmaps,
+distributions, link checks, exclusions, versions) around the sections (report.sections).
 
     build_report(DIR) -> DIR/report.html
-    analyse(store) -> Analysis        (the numbers without the HTML, for notebooks)
+    core.analysis.analyse(store) -> Analysis   (the numbers without the HTML, for notebooks)
 """
 
 from __future__ import annotations
@@ -16,20 +17,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-import jinja2
 import pandas as pd
 
-from ..core.kind import Metric
-from ..core.spec import Fidelity, ScenarioBase, Statistics
-from ..core.stats import CellComparison, Test, compare_cells, comparisons_frame, display_name, options
-from ..core.status import completion, counted_mask, counted_runs, exclusion_reason
+from ..core.analysis import Analysis, analyse, better_word
+from ..core.stats import CellComparison, Test
+from ..core.status import completion, counted_mask, exclusion_reason
 from ..core.store import Store
 from ..errors import LonglookError
-from .palette import FULL_AT_PERCENT, cell_colors, legend_stops
-from .figures import distribution_grid
-from .layout import DIM_TITLES, Layout, choose_layout, format_dim, sort_values
-
-TEMPLATES = Path(__file__).parent / "templates"
+from ..render.figures import distribution_grid
+from ..render.html import environment, fmt
+from ..render.layout import DIM_TITLES, Layout, choose_layout, format_dim, sort_values
+from ..render.names import display_name
+from ..render.palette import FULL_AT_PERCENT, cell_colors, legend_stops
+from .sections import extra_sections
 
 
 # ---------------------------------------------------------------- heatmap model
@@ -167,29 +167,6 @@ def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def _fmt(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.4g}"
-    if isinstance(v, (datetime, pd.Timestamp)):
-        return f"{v:%Y-%m-%d %H:%M:%S}"
-    return str(v)
-
-
-def _ms(v: Any) -> str:
-    """Milliseconds: one decimal, thousands separated."""
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return f"{v:,.1f}"
-
-
-def _p(v: Any) -> str:
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    return "<0.0001" if v < 0.0001 else f"{v:.4f}"
-
-
 def _check_lines(configured: Any, measured: Any) -> list[dict[str, Any]]:
     """Quantities of one link check. `measured` is either linkcheck's result (a "rows" list
     of direction/quantity/unit/measured/expected/low/high/ok/note) or any dict, shown
@@ -198,15 +175,15 @@ def _check_lines(configured: Any, measured: Any) -> list[dict[str, Any]]:
         out = []
         for r in measured["rows"]:
             low, high = r.get("low"), r.get("high")
-            band = "" if low is None and high is None else f"{_fmt(low)} .. {_fmt(high)}"
+            band = "" if low is None and high is None else f"{fmt(low)} .. {fmt(high)}"
             unit = f" {r['unit']}" if r.get("unit") else ""
             out.append({"key": f"{r.get('direction', '')} {r.get('quantity', '')}".strip(),
-                        "configured": _fmt(r.get("expected")) + (unit if r.get("expected") is not None else ""),
-                        "measured": _fmt(r.get("measured")) + unit, "band": band,
+                        "configured": fmt(r.get("expected")) + (unit if r.get("expected") is not None else ""),
+                        "measured": fmt(r.get("measured")) + unit, "band": band,
                         "ok": r.get("ok"), "note": r.get("note") or ""})
         return out
     conf, meas = _flatten(configured or {}), _flatten(measured or {})
-    return [{"key": k, "configured": _fmt(conf.get(k)), "measured": _fmt(meas.get(k)),
+    return [{"key": k, "configured": fmt(conf.get(k)), "measured": fmt(meas.get(k)),
              "band": "", "ok": None, "note": ""} for k in dict.fromkeys([*conf, *meas])]
 
 
@@ -224,84 +201,6 @@ def _link_check_rows(checks: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 # ---------------------------------------------------------------- assembly
-
-def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float | None,
-                holm: bool | None) -> Statistics:
-    base = scenario.statistics if scenario else Statistics()
-    update = {k: v for k, v in (("test", test), ("alpha", alpha), ("holm", holm)) if v is not None}
-    return base.model_copy(update=update)
-
-
-def _pairs(scenario: ScenarioBase | None, runs: pd.DataFrame) -> list[tuple[str, str]]:
-    if scenario:
-        return scenario.comparisons()
-    arms = list(dict.fromkeys(runs["arm"])) if not runs.empty else []
-    if "h3" in arms and "h2" in arms:
-        return [("h3", "h2")]
-    return [(a, arms[-1]) for a in arms[:-1]]
-
-
-@dataclass
-class Analysis:
-    """An experiment's comparisons with everything they were computed from."""
-
-    experiment: dict[str, Any]
-    scenario: ScenarioBase | None  # None when the stored TOML no longer parses
-    statistics: Statistics
-    pairs: list[tuple[str, str]]
-    runs: pd.DataFrame
-    cells: pd.DataFrame
-    comparisons: list[CellComparison]
-    metric: Metric = Metric("plt_ms", "ms", "lower", "page load time")
-    fidelity: Fidelity = field(default_factory=Fidelity)
-    kind: Any = None  # core.kind.Kind of the experiment (None if not registered here)
-
-    @property
-    def exclude_flagged(self) -> bool:
-        return self.fidelity.exclude_flagged
-
-    def counted(self, metric: str | None = None) -> pd.DataFrame:
-        """The runs that count (core.status), by this experiment's [fidelity]."""
-        return counted_runs(self.runs, metric or self.metric.name, exclude_flagged=self.exclude_flagged)
-
-    def frame(self) -> pd.DataFrame:
-        """One row per (cell, pair), with the cell's dimensions as columns."""
-        df = comparisons_frame(self.comparisons)
-        if df.empty:
-            return df
-        dims = pd.DataFrame([{"cell_id": c, **d} for c, d in zip(self.cells["cell_id"], self.cells["dims"])])
-        return df.merge(dims, on="cell_id", how="left")
-
-
-def analyse(store: Store, *, test: Test | None = None, alpha: float | None = None,
-            holm: bool | None = None) -> Analysis:
-    """Compare the arms in every cell on the kind's primary metric, with the scenario's
-    [statistics] unless overridden."""
-    exp = store.experiment()
-    if exp is None:
-        raise LonglookError(f"{store.directory}: no experiment recorded", hint="run `longlook run` first")
-    try:
-        scenario: ScenarioBase | None = store.scenario()
-    except LonglookError:
-        scenario = None  # stored by another longlook version; report what the tables say
-    kind = store._kind_or_none()
-    metric = (kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time"))
-    fidelity = scenario.fidelity if scenario else Fidelity()
-    st = _statistics(scenario, test, alpha, holm)
-    runs, cells = store.runs_frame(), store.cells_frame()
-    pairs = _pairs(scenario, runs)
-    comparisons: list[CellComparison] = []
-    if not runs.empty and pairs:
-        comparisons = compare_cells(runs, pairs, cell_ids=list(cells["cell_id"]),
-                                    better_word=better_word(metric),
-                                    **options(st, metric=metric, timeout_s=scenario.timeout_s if scenario else None,
-                                              exclude_flagged=fidelity.exclude_flagged))
-    return Analysis(exp, scenario, st, pairs, runs, cells, comparisons, metric, fidelity, kind)
-
-
-def better_word(metric: Metric) -> str:
-    return "faster" if metric.lower_is_better and metric.unit in ("ms", "s") else "better"
-
 
 def _distributions(an: Analysis, facets: list[Facet], layout: Layout) -> list[dict[str, str]]:
     """One small-multiples figure per facet, panels placed like the heatmap's cells."""
@@ -379,17 +278,6 @@ def _fidelity(runs: pd.DataFrame) -> dict[str, Any]:
             "max_stall": num("audit_max_stall_ms").max()}
 
 
-from .sections import extra_sections  # noqa: E402  (after Analysis, which sections use)
-
-
-def _environment() -> jinja2.Environment:
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(fmt=_fmt, ms=_ms, p=_p, name=display_name)
-    return env
-
-
 def render_report(store: Store, *, test: Test | None = None, alpha: float | None = None,
                   holm: bool | None = None) -> str:
     """The report's HTML. test/alpha/holm override the scenario's [statistics]."""
@@ -399,7 +287,7 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
     by_key = {(c.cell_id, *c.pair): c for c in an.comparisons}
     checks = store.link_checks_frame()
     names = [display_name(x) for x in an.pairs[0]] if an.pairs else ["A", "B"]
-    return _environment().get_template("report.html.j2").render(
+    return environment().get_template("report.html.j2").render(
         exp=an.experiment, scenario=an.scenario, stats=an.statistics, pairs=an.pairs,
         comparisons=an.comparisons, **_counts(an), metric=an.metric, better_word=better_word(an.metric),
         exclude_flagged=an.exclude_flagged, fidelity=_fidelity(an.runs), fidelity_limits=an.fidelity,

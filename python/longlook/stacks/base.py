@@ -14,7 +14,9 @@ line in `stacks/registry.py`. The adapter says:
   the fetch JSON of `endpoint fetch` (the adapter may build it afterwards: `finish_fetch`).
 
 The machinery that runs them (namespaces, readiness, logs, statuses) is shared:
-`stacks/runner.py`.
+`stacks/runner.py`; the pool of an experiment's servers is `stacks/servers.py`. Our own
+endpoint is a stack too (`stacks/ours.py`): it keeps this contract and overrides how its
+server starts (`start_server`, `server_key`), since it has knobs the others lack.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import Callable, ClassVar, Hashable
 
 from ..errors import LonglookError
+from .runner import StackServer, stack_fetcher
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
 
@@ -72,6 +75,8 @@ class Stack:
     sends_run_header: ClassVar[bool] = True
     # a version is "pinned" by the adapter's files (go.mod, Cargo.lock, pip pin, apt)
     any_version: ClassVar[bool] = False  # True: any registry version may be named
+    # its server serves files from a content root (stacks/content.py writes the workload's)
+    serves_files: ClassVar[bool] = True
 
     def __init__(self, version: str | None = None):
         self.version = version or self.versions[0]
@@ -128,6 +133,24 @@ class Stack:
                                      f"(install command: `{self.install_command}`)")
         return cc
 
+    # ---- serving (the pool of stacks/servers.py calls these) ----------------------------------
+    def server_key(self, options, cc: str | None) -> Hashable:
+        """What makes two of its servers different: one server per key and testbed."""
+        return (self.spec, self.cc(cc))
+
+    def log_folder(self, cc: str | None, port: int) -> str:
+        return f"{self.name}-{self.version}-{self.cc(cc)}-{port}"
+
+    def start_server(self, testbed, *, port: int, options, cc: str | None, cert_dir: Path, log_dir: Path,
+                     content_root: Path) -> StackServer:
+        """Its server in the server namespace, ready (`server_argv` through stacks/runner.py)."""
+        return StackServer.start(testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root,
+                                 log_dir=log_dir)
+
+    def fetcher(self, cc: str | None = None) -> Callable:
+        """A fetch function (the signature of stacks.endpoint.fetch) running its client."""
+        return stack_fetcher(self, cc)
+
     # ---- running -------------------------------------------------------------------------
     def server_argv(self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path,
                     cc: str) -> ServerCall:
@@ -144,7 +167,7 @@ class Stack:
 
     def normalise_qlog(self, path: Path, out: Path) -> None:
         """Write `path` (the stack's own qlog) as a JSON-SEQ qlog in our vocabulary
-        (analyses/qlog_stacks.py)."""
-        from ..analyses.qlog_stacks import normalise
+        (qlog/dialects.py)."""
+        from ..qlog.dialects import normalise
 
         normalise(path, out, stack=self.name)

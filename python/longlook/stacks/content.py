@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..core.units import format_size
+from ..units import format_size
 
 # an 8x8 grey baseline JPEG (the endpoint's TINY_JPEG)
 TINY_JPEG = bytes.fromhex(

@@ -6,6 +6,7 @@ The command lines and JSON are specified in docs/interfaces.md.
 
 from __future__ import annotations
 
+import functools
 import json
 import select
 import subprocess
@@ -54,6 +55,24 @@ class ServerOptions:
         return args
 
 
+def server_spki(cert_pem: Path) -> str:
+    """base64 SHA-256 of the certificate's SubjectPublicKeyInfo (`endpoint spki`), for
+    Chromium's pin; cached per certificate file and modification."""
+    if not Path(cert_pem).is_file():
+        raise LonglookError(f"no server certificate at {cert_pem}",
+                            hint="the endpoint server writes it when it first starts")
+    return _spki(str(cert_pem), Path(cert_pem).stat().st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _spki(cert_pem: str, _mtime_ns: int) -> str:  # a regenerated certificate is a new key
+    out = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)],
+                         capture_output=True, text=True, timeout=10)
+    if out.returncode != 0 or not out.stdout.strip():
+        raise LonglookError(f"`endpoint spki --cert {cert_pem}` failed: {out.stderr.strip()}")
+    return out.stdout.strip()
+
+
 def log_artifacts(names: list[str]) -> dict[str, str]:
     """A run's artifact keys for the server logs it took: the QUIC connection's qlog
     (`qlog`), the TCP connection's log (`tcp_log`), anything else by its own name. The
@@ -80,7 +99,7 @@ class EndpointServer:
                 "--cert-dir", str(cert_dir), "--log-dir", str(log_dir), *options.argv()]
         proc = testbed.popen("server", argv, stdout=subprocess.PIPE,
                              stderr=open(log_dir / "server.stderr", "ab"), text=True)
-        spki = _wait_for_ready(proc, timeout_s, log_dir / "server.stderr")
+        spki = wait_for_ready(proc, timeout_s, log_dir / "server.stderr")
         return cls(process=proc, log_dir=log_dir, spki=spki, options=options)
 
     def alive(self) -> bool:
@@ -112,6 +131,15 @@ class EndpointServer:
                 moved.append(target.name)
         return moved
 
+    def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]:
+        """stacks.servers.Server: the run's logs as artifacts (log_artifacts); with
+        `unlabelled_since_ms` (a client that cannot send the run header, Stack.sends_run_header)
+        the unlabelled connections since then when none was labelled."""
+        taken = self.take_logs(run_id, dest)
+        if not taken and unlabelled_since_ms is not None:
+            taken = self.take_unlabelled(dest, int(unlabelled_since_ms))
+        return log_artifacts(taken)
+
     def take_unlabelled(self, dest: Path, since_unix_ms: int, wait_s: float = 3.0) -> list[str]:
         """Move the logs of the connections that named no run and started at or after
         `since_unix_ms` (the fetch's start) into `dest`: clients that cannot send the run
@@ -140,7 +168,9 @@ class EndpointServer:
         return moved
 
 
-def _wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) -> str:
+def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) -> str:
+    """Until an endpoint process (serve, proxy) prints `ready [spki=...]`: its SPKI pin ("" if
+    none), or one clear error when it exits or stays silent."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
-from ..analyses.qlog_stacks import load_any
+from ..qlog.dialects import load_any
 
 
 def _stream_frames(events: list[dict], name: str) -> list[tuple[float, dict]]:

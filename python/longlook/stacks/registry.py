@@ -9,7 +9,10 @@ import importlib
 from ..errors import LonglookError
 from .base import OURS, Stack
 
-# name -> "module:class" (imported when used, so one stack's missing pieces never stop another)
+# name -> "module:class" (imported when used, so one stack's missing pieces never stop another).
+# Our endpoint is a stack too, built by scripts/setup.sh with the workspace, not by stacks.install;
+# STACKS are the others (`is_stack`: a stack other than ours).
+OWN = {OURS: "longlook.stacks.ours:Ours"}
 STACKS: dict[str, str] = {
     "aioquic": "longlook.stacks.aioquic:Aioquic",
     "quic-go": "longlook.stacks.quicgo:QuicGo",
@@ -29,11 +32,12 @@ def is_stack(spec: str) -> bool:
 
 
 def stack_class(name: str) -> type[Stack]:
-    if name not in STACKS:
+    known = {**OWN, **STACKS}
+    if name not in known:
         raise LonglookError(f"unknown stack {name!r}",
-                            hint=f"known stacks: {', '.join([OURS, *STACKS])}; "
+                            hint=f"known stacks: {', '.join(known)}; "
                                  "install one with `python -m longlook.stacks.install NAME`")
-    module, _, cls = STACKS[name].partition(":")
+    module, _, cls = known[name].partition(":")
     return getattr(importlib.import_module(module), cls)
 
 
@@ -53,12 +57,10 @@ def check_spec(spec: str) -> str:
 
 
 def client_fetcher(name: str, **kwargs):
-    """The fetch function of client `name`: a stack's (checked installed), else one of
-    stacks.clients (native, chromium, ...)."""
+    """The fetch function of client `name`: a stack's, else one of stacks.clients (native,
+    chromium, ...)."""
     if is_stack(name):
-        from .runner import stack_fetcher
-
-        return stack_fetcher(resolve(name))
+        return resolve(name).fetcher()
     from .clients import fetcher
 
     return fetcher(name, **kwargs)
@@ -74,11 +76,11 @@ def require_servers(servers: list[tuple[str, str | None]]) -> None:
     """Before a grid: every (stack, congestion control) a server will run is installed and
     offered, else one clear error naming the stack and its install command."""
     for spec, cc in servers:
-        if spec != OURS:
-            resolve(spec).require(cc)
+        resolve(spec).require(cc)
 
 
 def versions_of(specs: list[str]) -> dict[str, str]:
-    """The exact version of each stack named (recorded with the experiment)."""
+    """The exact version of each other stack named (recorded with the experiment; ours is
+    recorded by the core with every experiment, as the endpoint binary's)."""
     stacks = [resolve(spec) for spec in dict.fromkeys(specs) if is_stack(spec)]
     return {s.spec: s.version_info() for s in stacks}

@@ -1,8 +1,8 @@
-"""Running any stack in the testbed: its server in the server namespace (one per stack, version
-and congestion control, kept for the experiment), its client in the client namespace for one
-fetch. The result follows `endpoint fetch` (status through core.status, via
+"""Running any stack in the testbed: its server in the server namespace (started by the pool
+of stacks/servers.py, one per stack, version and congestion control), its client in the
+client namespace for one fetch. The result follows `endpoint fetch` (status through core.status, via
 endpoint.fetch_result); the stack's qlogs are moved into the run directory, raw and
-translated into our vocabulary (analyses/qlog_stacks.py)."""
+translated into our vocabulary (qlog/dialects.py)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import LonglookError
 from ..testbed.processes import stop_child
-from .base import Stack
-from .endpoint import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
+from .endpoint import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result, server_spki
 
-FIRST_STACK_PORT = 5433  # ours use 4433 and up (core/servers.py)
+if TYPE_CHECKING:  # the contract (stacks/base.py) starts its servers through this module
+    from .base import Stack
+
 LOG_SETTLE_S = 3.0  # how long a server may take to write a connection's qlog after the client left
 
 
@@ -52,13 +54,9 @@ def ensure_cert(cert_dir: Path) -> tuple[Path, Path]:
 
 
 def _spki(cert: Path) -> str:
-    """The certificate's SPKI pin for Chromium (`endpoint spki`), "" when unavailable."""
-    from ..binaries import find_binary
-
+    """The certificate's SPKI pin for Chromium, "" when unavailable."""
     try:
-        p = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert)], capture_output=True,
-                           text=True, timeout=10)
-        return p.stdout.strip() if p.returncode == 0 else ""
+        return server_spki(cert)
     except (LonglookError, OSError, subprocess.TimeoutExpired):
         return ""
 
@@ -73,7 +71,7 @@ def _udp_listening(testbed, port: int) -> bool:
 class StackServer:
     """A stack's server running in the server namespace until stopped."""
 
-    stack: Stack
+    stack: "Stack"
     cc: str
     process: subprocess.Popen
     qlog_dir: Path
@@ -82,7 +80,7 @@ class StackServer:
     _taken: set[str] = field(default_factory=set)
 
     @classmethod
-    def start(cls, testbed, stack: Stack, cc: str, *, port: int, cert_dir: Path, root: Path,
+    def start(cls, testbed, stack: "Stack", cc: str, *, port: int, cert_dir: Path, root: Path,
               log_dir: Path, timeout_s: float = 20.0) -> "StackServer":
         cert, key = ensure_cert(cert_dir)
         qlog_dir = log_dir / "qlog"
@@ -131,6 +129,10 @@ class StackServer:
         files = _settled_new_files(self.qlog_dir, self._taken, LOG_SETTLE_S)
         return _move_logs(self.stack, files, dest, "server")
 
+    def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]:
+        """stacks.servers.Server: its logs are new files since the last call, whatever the client."""
+        return self.take_logs(run_id, dest)
+
 
 def _settled_new_files(directory: Path, taken: set[str], wait_s: float) -> list[Path]:
     """Files not yet taken, once their sizes stopped changing (a log written at close)."""
@@ -150,7 +152,7 @@ def _settled_new_files(directory: Path, taken: set[str], wait_s: float) -> list[
     return new
 
 
-def _move_logs(stack: Stack, files: list[Path], dest: Path, side: str) -> dict[str, str]:
+def _move_logs(stack: "Stack", files: list[Path], dest: Path, side: str) -> dict[str, str]:
     dest.mkdir(parents=True, exist_ok=True)
     arts: dict[str, str] = {}
     prefix = "" if side == "server" else "client_"
@@ -171,34 +173,7 @@ def _move_logs(stack: Stack, files: list[Path], dest: Path, side: str) -> dict[s
     return arts
 
 
-@dataclass
-class StackServers:
-    """The stack servers of one experiment, by (stack, cc), each on its own port; a dead one
-    is restarted on its port. Its processes belong to the testbed (ended at teardown)."""
-
-    testbed: object
-    cert_dir: Path
-    log_root: Path
-    content_root: Path
-    by_key: dict[tuple[str, str], tuple[int, StackServer]] = field(default_factory=dict)
-
-    def get(self, stack: Stack, cc: str) -> tuple[int, StackServer]:
-        key = (stack.spec, cc)
-        entry = self.by_key.get(key)
-        if entry is not None and entry[1].alive():
-            return entry
-        port = entry[0] if entry else FIRST_STACK_PORT + len(self.by_key)
-        server = StackServer.start(self.testbed, stack, cc, port=port, cert_dir=self.cert_dir,
-                                   root=self.content_root, log_dir=self.log_root / f"{stack.name}-{stack.version}-{cc}-{port}")
-        self.by_key[key] = (port, server)
-        return port, server
-
-    def stop_all(self) -> None:
-        for _, server in self.by_key.values():
-            server.stop()
-
-
-def stack_fetcher(stack: Stack, cc: str | None = None):
+def stack_fetcher(stack: "Stack", cc: str | None = None):
     """A fetch function (the signature of endpoint.fetch) running `stack`'s client."""
     stack.require(cc)
     cc = stack.cc(cc)
@@ -234,19 +209,3 @@ def stack_fetcher(stack: Stack, cc: str | None = None):
         return result
 
     return fetch
-
-
-def stack_server(ctx, spec: str, cc: str | None, workload) -> tuple[int, StackServer]:
-    """For a kind's `measure`: the server of stack `spec` in this run's testbed, serving the
-    workload's files (written under the experiment's `stack-content/`)."""
-    from .content import ensure_content
-    from .registry import resolve
-
-    pool = ctx.state.get("stack_servers")
-    if pool is None or pool.testbed is not ctx.testbed:  # a new testbed: new servers
-        log_root = ctx.servers.log_root
-        pool = ctx.state["stack_servers"] = StackServers(ctx.testbed, ctx.cert_dir, log_root,
-                                                         log_root.parent / "stack-content")
-    ensure_content(pool.content_root, workload.mode, workload.object_count, workload.object_size)
-    stack = resolve(spec)
-    return pool.get(stack, stack.cc(cc))

@@ -87,7 +87,7 @@ def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[
 def segments_label(p: LinkProfile) -> str:
     """How the path is split, for the link's label: `seg=25ms+25ms` (loss per segment added
     when any: `seg=25ms@0.01+25ms@0.01`)."""
-    from ..core.units import short_number
+    from ..units import short_number
 
     parts = []
     for s in p.segments or ():

@@ -10,9 +10,9 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
 use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
-use crate::cli::FetchArgs;
-use crate::output::{FetchReport, ObjectTiming};
-use crate::server::RUN_HEADER;
+use super::output::{FetchReport, ObjectTiming};
+use super::FetchArgs;
+use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
 
 #[derive(Clone)]

@@ -8,10 +8,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 
 use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
-use crate::cli::FetchArgs;
-use crate::output::{FetchReport, ObjectTiming};
-use crate::server::RUN_HEADER;
+use super::output::{FetchReport, ObjectTiming};
+use super::FetchArgs;
+use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
+use crate::transport::transport_config;
 
 #[derive(Clone)]
 pub struct H3Requester {
@@ -101,10 +102,10 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
     let crypto = Arc::new(QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?);
     let mut cfg = quinn::ClientConfig::new(crypto.clone());
-    cfg.transport_config(Arc::new(crate::server::h3::transport_config(&args.flow)));
+    cfg.transport_config(Arc::new(transport_config(&args.flow)));
     // the measured connection's own config: same TLS (and session cache), and its trace
     let title = args.run_id.clone().unwrap_or_else(|| "h3".into());
-    let (measured, _trace) = super::quic_client_config(crypto, crate::server::h3::transport_config(&args.flow), args, &title)?;
+    let (measured, _trace) = super::quic_client_config(crypto, transport_config(&args.flow), args, &title)?;
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);

@@ -3,20 +3,91 @@
 
 mod h2;
 mod h3;
+mod output;
 mod page;
 pub mod race;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use crate::cli::{FetchArgs, Mode, Proto};
-use crate::output::{FetchReport, ObjectTiming, ZeroRtt, EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL};
+use crate::qlog::{quinn_stream, FlushOnDrop, QlogWriter, SharedQlog, VantagePoint};
+use crate::run::unix_ms;
 use crate::tls::{self, Trust};
+use crate::transport::FlowControl;
+use output::{FetchReport, ObjectTiming, ZeroRtt, EXIT_ERROR, EXIT_OK, EXIT_PROTOCOL};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    H3,
+    H2,
+    /// QUIC-enabled: race QUIC against TCP as Chromium does (client/race.rs).
+    Race,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Page,
+    Bulk,
+    /// One connection; paths read from stdin one per line, fetched one at a time, each
+    /// object's timing printed on stdout as a JSON line (a video player's session).
+    Session,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct FetchArgs {
+    #[arg(long)]
+    pub url: String,
+    #[arg(long, value_enum)]
+    pub proto: Proto,
+    #[arg(long, value_enum, default_value_t = Mode::Page)]
+    pub mode: Mode,
+    /// Trust this CA / self-signed certificate (PEM).
+    #[arg(long)]
+    pub ca: Option<PathBuf>,
+    /// Trust `<cert-dir>/cert.pem` when --ca is not given.
+    #[arg(long)]
+    pub cert_dir: Option<PathBuf>,
+    /// Accept any server certificate.
+    #[arg(long)]
+    pub insecure: bool,
+    /// Not supported: rustls cannot serialise TLS 1.3 session tickets (see README); use --zero-rtt.
+    #[arg(long)]
+    pub session_file: Option<PathBuf>,
+    /// Make a warm-up connection first (full handshake, gets a session ticket), then the
+    /// measured connection sends its requests as 0-RTT (h3) / resumes the session (h2).
+    #[arg(long)]
+    pub zero_rtt: bool,
+    #[arg(long)]
+    pub run_id: Option<String>,
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[arg(long, default_value_t = 60.0)]
+    pub timeout_s: f64,
+    /// Goodput sampling interval (bulk mode).
+    #[arg(long, default_value_t = 10)]
+    pub goodput_interval_ms: u64,
+    /// Bulk mode: stop receiving this many seconds after t0 and report what arrived
+    /// (a long-running flow for fairness experiments; `ok` stays true, `stopped_early` is set).
+    #[arg(long)]
+    pub duration_s: Option<f64>,
+    /// Write the measured QUIC connection's trace here (qlog JSON-SEQ, vantage point client:
+    /// quinn's packet events and the client controller's recovery events).
+    #[arg(long)]
+    pub qlog: Option<PathBuf>,
+    #[command(flatten)]
+    pub flow: FlowControl,
+    #[command(flatten)]
+    pub race: race::RaceArgs,
+}
 
 /// A QUIC client config over `crypto` and `transport`; with `--qlog`, the connection it
 /// makes writes its trace there (flushed when the returned guard drops).
@@ -25,17 +96,31 @@ pub fn quic_client_config(
     mut transport: quinn::TransportConfig,
     args: &FetchArgs,
     title: &str,
-) -> Result<(quinn::ClientConfig, crate::qlog::FlushOnDrop), FetchError> {
+) -> Result<(quinn::ClientConfig, FlushOnDrop), FetchError> {
     let trace = match &args.qlog {
         Some(p) => {
             let ctx = format!("creating the client qlog {}", p.display());
-            Some(crate::qlog::trace_client(&mut transport, p, title).map_err(failed(Phase::Setup, &ctx))?)
+            Some(trace_client(&mut transport, p, title).map_err(failed(Phase::Setup, &ctx))?)
         }
         None => None,
     };
     let mut cfg = quinn::ClientConfig::new(crypto);
     cfg.transport_config(std::sync::Arc::new(transport));
-    Ok((cfg, crate::qlog::FlushOnDrop(trace)))
+    Ok((cfg, FlushOnDrop(trace)))
+}
+
+/// A client connection's trace at `path`: `transport` gets our instrumented controller
+/// (default knobs: quinn's Cubic inside, the controller the client ran before) writing the
+/// recovery events, and quinn's packet events, both into the one file, as on the server.
+fn trace_client(transport: &mut quinn::TransportConfig, path: &Path, title: &str) -> std::io::Result<SharedQlog> {
+    let trace: SharedQlog = Arc::new(Mutex::new(QlogWriter::create(path, title, "QUIC", VantagePoint::Client, Instant::now())?));
+    transport.congestion_controller_factory(Arc::new(crate::cc::InstrumentedFactory {
+        knobs: crate::cc::CcKnobs::default(),
+        qlog: Some(trace.clone()),
+        metrics_interval: std::time::Duration::ZERO,
+    }));
+    transport.qlog_stream(quinn_stream(&trace, title));
+    Ok(trace)
 }
 
 /// How far a fetch got: a failure names the phase it happened in, so a lossy link's
@@ -241,7 +326,7 @@ pub async fn until_deadline<T, F: std::future::Future<Output = T>>(goodput: &mut
 }
 
 pub async fn fetch_main(args: FetchArgs) -> i32 {
-    let started_unix_ms = crate::server::unix_ms();
+    let started_unix_ms = unix_ms();
     let mut report = FetchReport {
         run_id: args.run_id.clone(),
         url: args.url.clone(),

@@ -3,10 +3,9 @@
 
 use std::time::Instant;
 
-use super::{Conn, FetchError, Goodput, Phase, Settings, Target};
-use crate::cli::Mode;
+use super::output::{FetchReport, ObjectTiming};
+use super::{Conn, FetchError, Goodput, Mode, Phase, Settings, Target};
 use crate::content::extract_srcs;
-use crate::output::{FetchReport, ObjectTiming};
 
 /// Resolve an object reference from the page to a path on the same origin.
 pub fn object_path(page_path: &str, src: &str) -> String {

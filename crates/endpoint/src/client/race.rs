@@ -27,10 +27,11 @@ use quinn::crypto::rustls::QuicClientConfig;
 use serde::Serialize;
 use tokio::sync::{watch, Notify};
 
-use super::{failed, h2, h3, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
-use crate::cli::FetchArgs;
-use crate::output::FetchReport;
+use super::output::FetchReport;
+use super::{failed, h2, h3, ms_since, page, Conn, FetchArgs, FetchError, Fetched, Goodput, Phase, Settings, Target};
+use crate::run::unix_ms;
 use crate::tls::{self, Trust};
+use crate::transport::transport_config;
 use state::{Constants, Plan, RaceState};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
@@ -231,7 +232,7 @@ fn origin_of(target: &Target) -> String {
 fn quic_endpoint(args: &FetchArgs, addr: SocketAddr, trust: &Trust) -> Result<(quinn::Endpoint, crate::qlog::FlushOnDrop), FetchError> {
     let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
     let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?;
-    let mut transport = crate::server::h3::transport_config(&args.flow);
+    let mut transport = transport_config(&args.flow);
     let idle = Duration::from_secs_f64((args.race.quic_idle_timeout_ms / 1000.0).max(0.001));
     transport.max_idle_timeout(quinn::IdleTimeout::try_from(idle).ok());
     let title = args.run_id.clone().unwrap_or_else(|| "race".into());
@@ -254,7 +255,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     };
     let initial = loaded.is_none().then_some(args.race.race_initial);
     let mut state = loaded.unwrap_or_else(|| RaceState::fresh(&origin, args.race.race_initial == RaceInitial::QuicKnown));
-    let plan = state.plan(&origin, crate::server::unix_ms(), &c);
+    let plan = state.plan(&origin, unix_ms(), &c);
     let (endpoint, _trace) = quic_endpoint(args, addr, trust)?;
     let tcp_cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
 
@@ -352,7 +353,7 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
         None => None,
     };
     let mut rep = inner.report.lock().unwrap().clone();
-    let now = crate::server::unix_ms();
+    let now = unix_ms();
     let quic_failed = rep.quic_failed_ms.is_some() && rep.quic_attempted;
     if quic_failed && rep.requests.h2 > 0 {
         let d = state.mark_broken(&origin, now, &c);

@@ -24,7 +24,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 use clap::{Args, ValueEnum};
 
-use crate::cli::FlowControl;
+use crate::transport::FlowControl;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum ProxyMode {

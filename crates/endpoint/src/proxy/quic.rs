@@ -18,9 +18,9 @@ use tokio::sync::OnceCell;
 
 use super::log::{ms, ProxyLog};
 use super::ProxyArgs;
-use crate::server::h3::transport_config;
-use crate::server::unix_ms;
+use crate::run::{unix_ms, RUN_HEADER};
 use crate::tls::{self, Trust};
+use crate::transport::transport_config;
 
 type Upstream = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
@@ -192,7 +192,7 @@ impl Shared {
         stream.finish().await?;
         log.requests.lock().unwrap().push(serde_json::json!({
             "path": path, "status": resp.status().as_u16(), "bytes": bytes,
-            "run_id": req.headers().get(crate::server::RUN_HEADER).and_then(|v| v.to_str().ok()),
+            "run_id": req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok()),
             "start_ms": start_ms, "first_byte_ms": first_byte_ms, "end_ms": ms(log.t0.elapsed()),
         }));
         Ok(())

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::log::{ms, ProxyLog};
-use crate::server::unix_ms;
+use crate::run::unix_ms;
 
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener> {
     let sock = socket2::Socket::new(socket2::Domain::for_address(addr), socket2::Type::STREAM, None)?;

@@ -11,8 +11,9 @@ use hyper::body::Frame;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsAcceptor;
 
-use super::{ConnRecord, ServerState, RUN_HEADER};
+use super::{ConnRecord, ServerState};
 use crate::content::{self, BodySource};
+use crate::run::RUN_HEADER;
 use crate::tcpinfo::{self, SamplerConfig};
 use crate::tls::{self, Identity};
 

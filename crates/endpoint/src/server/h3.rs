@@ -1,34 +1,24 @@
 //! HTTP/3 server: quinn endpoint, one instrumented congestion controller per connection.
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Result;
 use bytes::Bytes;
 use quinn::crypto::rustls::QuicServerConfig;
 
-use super::{ConnRecord, ServerState, RUN_HEADER};
+use super::{ConnRecord, ServerState};
 use crate::cc::InstrumentedFactory;
 use crate::content;
 use crate::qlog::{QlogWriter, VantagePoint};
+use crate::run::RUN_HEADER;
 use crate::tls::{self, Identity};
+use crate::transport::transport_config;
 
 pub struct Server {
     state: Arc<ServerState>,
     endpoint: quinn::Endpoint,
     crypto: Arc<QuicServerConfig>,
-}
-
-/// Transport parameters shared by server and client: receive windows from the flags, and
-/// a send window as large as the connection window so the sender is never the limit.
-pub fn transport_config(flow: &crate::cli::FlowControl) -> quinn::TransportConfig {
-    let mut t = quinn::TransportConfig::default();
-    t.stream_receive_window(quinn::VarInt::from_u64(flow.stream_window).unwrap_or(quinn::VarInt::MAX));
-    t.receive_window(quinn::VarInt::from_u64(flow.conn_window).unwrap_or(quinn::VarInt::MAX));
-    t.send_window(flow.conn_window);
-    t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(flow.max_streams));
-    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(30)).unwrap()));
-    t
 }
 
 impl Server {

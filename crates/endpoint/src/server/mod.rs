@@ -1,7 +1,7 @@
 //! `endpoint serve`: one port, HTTP/3 on UDP and HTTP/2 over TLS 1.3 on TCP.
 
 mod h2;
-pub mod h3;
+mod h3;
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
@@ -9,16 +9,69 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
 
 use crate::cc::{Algorithm, CcKnobs};
-use crate::cli::{FlowControl, OnOff, ServeArgs};
+use crate::run::unix_ms;
+use crate::transport::FlowControl;
 use crate::{tcpinfo, tls};
 
-/// Header carrying the run id a connection belongs to.
-pub const RUN_HEADER: &str = "x-longlook-run";
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OnOff {
+    On,
+    Off,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    #[arg(long, default_value = "0.0.0.0:4433")]
+    pub listen: SocketAddr,
+    /// Holds cert.pem and key.pem; generated when absent.
+    #[arg(long)]
+    pub cert_dir: PathBuf,
+    /// Also serve files from this directory.
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Where connections.jsonl and the per-connection qlog files go.
+    #[arg(long, default_value = ".")]
+    pub log_dir: PathBuf,
+    /// QUIC congestion control: cubic, newreno, bbr.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Maximum congestion window in packets (MACW; the paper's 107 and 430).
+    #[arg(long)]
+    pub max_cwnd_packets: Option<u64>,
+    /// Initial congestion window in packets.
+    #[arg(long)]
+    pub initial_window_packets: Option<u64>,
+    /// One QUIC connection emulates N TCP connections (Cubic only).
+    #[arg(long, default_value_t = 1)]
+    pub n_conn: u32,
+    /// quinn always paces; `off` is recorded but cannot disable it (see README).
+    #[arg(long, value_enum, default_value_t = OnOff::On)]
+    pub pacing: OnOff,
+    /// TCP congestion control set per connection with TCP_CONGESTION.
+    #[arg(long, default_value = "cubic")]
+    pub tcp_cc: String,
+    #[arg(long, default_value_t = 5)]
+    pub tcp_info_interval_ms: u64,
+    /// A mounted tracefs (e.g. /sys/kernel/tracing): take exact TCP ca_state transitions
+    /// from the tcp:tcp_cong_state_set tracepoint instead of TCP_INFO samples.
+    #[arg(long)]
+    pub tcp_tracefs: Option<PathBuf>,
+    /// No qlog / TCP_INFO logs (connections.jsonl is still written).
+    #[arg(long)]
+    pub no_qlog: bool,
+    /// Minimum spacing of QUIC `recovery:metrics_updated` events in microseconds (0 = every
+    /// change); state changes and losses are always logged at once.
+    #[arg(long, default_value_t = 0)]
+    pub qlog_metrics_interval_us: u64,
+    #[command(flatten)]
+    pub flow: FlowControl,
+}
 
 pub struct ServerState {
     pub root: Option<PathBuf>,
@@ -41,10 +94,6 @@ impl ServerState {
         let n = self.seq.fetch_add(1, Ordering::Relaxed);
         format!("{proto}-{n:06}-{}_{}", peer.ip(), peer.port()).replace(':', "-")
     }
-}
-
-pub fn unix_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
 /// The connections.jsonl line of one connection, written once: at its first request (which

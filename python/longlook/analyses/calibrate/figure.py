@@ -10,7 +10,7 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ...report.palette import MUTED, SERIES  # noqa: E402
+from ...render.palette import MUTED, SERIES  # noqa: E402
 
 # every bar here is QUIC, so the phases take the palette's non-protocol colours
 PHASE_STYLE = (("handshake_ms", "handshake", MUTED), ("wait_ms", "wait (TTFB − handshake)", SERIES[4]),

@@ -1,4 +1,4 @@
-"""Each cell's series over the experiments, one panel per cell, arms in the report's
+"""Each cell's series over the experiments, one panel per cell, arms in the palette's
 colours, change points marked where the new segment starts."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ...core.stats import display_name  # noqa: E402
-from ...report.figures import to_svg  # noqa: E402
-from ...report.layout import DIM_TITLES, format_dim  # noqa: E402
-from ...report.palette import MUTED, SERIES  # noqa: E402
+from ...render.figures import to_svg  # noqa: E402
+from ...render.layout import DIM_TITLES, format_dim  # noqa: E402
+from ...render.names import display_name  # noqa: E402
+from ...render.palette import MUTED, SERIES  # noqa: E402
 from .history import History  # noqa: E402
 
 

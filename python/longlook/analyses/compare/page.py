@@ -1,5 +1,5 @@
-"""The HTML page of a comparison (BASE vs CAND) or a history: the report's templates and
-stylesheet (report/templates/compare.html.j2), with `Section`s like the report's own, so
+"""The HTML page of a comparison (BASE vs CAND) or a history: render's templates and
+stylesheet (render/templates/compare.html.j2), with `Section`s like the report's own, so
 a comparison can also be shown inside another page."""
 
 from __future__ import annotations
@@ -10,8 +10,7 @@ from html import escape
 from pathlib import Path
 from typing import Sequence
 
-from ...report import _environment
-from ...report.sections import Section
+from ...render.html import Section, environment
 from .change import Comparison, Verdict
 
 
@@ -56,7 +55,7 @@ def comparison_section(comparison: Comparison) -> Section:
 
 def render_page(title: str, lead: str, summary: Sequence[tuple[str, str]],
                 sections: Sequence[Section]) -> str:
-    return _environment().get_template("compare.html.j2").render(
+    return environment().get_template("compare.html.j2").render(
         title=title, lead=lead, summary=list(summary), sections=list(sections),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 

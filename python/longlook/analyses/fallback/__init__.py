@@ -9,7 +9,7 @@ F -> B and F -> S with the lag chosen by an information criterion (`granger`), a
 """
 
 from .crosscorr import CrossCorrelation, cross_correlation
-from .flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
+from ...flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
 from .granger import GrangerResult, granger_test
 from .grid import on_grid
 from .qoe import compare_patterns, pair_verdicts

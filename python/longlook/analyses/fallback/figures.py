@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...report.figures import plt, to_svg
-from ...report.palette import MUTED, SERIES
+from ...render.figures import plt, to_svg
+from ...render.palette import MUTED, SERIES
 
 COLORS = {"B": SERIES[0], "S": SERIES[1]}
 LABELS = {"B": "quality drop B", "S": "stall S"}

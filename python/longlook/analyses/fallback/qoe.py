@@ -4,7 +4,7 @@ session pair the paper's test (Chaudhary §5: TCP "better or the same" in 61% of
 Every test is core.stats' (one two-sample comparison for the whole project). A pair is the
 QUIC-enabled and the TCP-only session of the same cell and round (never of another cell
 that shares the pattern's link name). The paper compares a pair by Welch's t-test on the two
-sessions' temporal QoE (kinds.video.temporal_qoe); "the same" is its reading of a test that
+sessions' temporal QoE (the series `qoe_t` a kind records, e.g. the video kind); "the same" is its reading of a test that
 is not significant, so we call that outcome what it is: "not significant". A pair without
 temporal samples, or with a value that is not a number, is "not testable" and counted
 apart, never on either side.
@@ -20,8 +20,15 @@ import pandas as pd
 from ...core.stats import Completion, Verdict, compare_samples
 
 PAIR_KEYS = ["cell_id", "round"]
+TEMPORAL_QOE = "qoe_t"  # the series a kind records for it (the video kind: R_t - |dR| - 4.3 stalled_t)
 QUIC_BETTER, TCP_BETTER, NOT_SIGNIFICANT = "quic_better", "tcp_better", "not_significant"
 NOT_TESTABLE = "not testable"
+
+
+def temporal_samples(series: pd.DataFrame) -> dict[str, np.ndarray]:
+    """run_id -> the run's temporal QoE in time order, from the store's series rows."""
+    rows = series[series["name"] == TEMPORAL_QOE].sort_values(["run_id", "t_s"])
+    return {run_id: g["value"].to_numpy(dtype=float) for run_id, g in rows.groupby("run_id", sort=False)}
 
 
 def pair_verdict(quic, tcp, *, alpha: float = 0.05, higher_is_better: bool = True) -> tuple[str, str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
 import pandas as pd
 
 from .crosscorr import cross_correlation

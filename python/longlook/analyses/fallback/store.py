@@ -13,10 +13,9 @@ import pandas as pd
 
 from ...core.stats import Completion
 from ...core.store import Store
-from ...kinds.video.qoe import temporal_qoe
 from ...errors import LonglookError
 from .qoe import (NOT_SIGNIFICANT, NOT_TESTABLE, QUIC_BETTER, TCP_BETTER, compare_patterns, pair_verdict,
-                  session_pairs)
+                  session_pairs, temporal_samples)
 from .session import analyze_sessions, summarize
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
@@ -60,7 +59,7 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
     the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
     scenario has one, else "h3". Session pairs are compared on their temporal QoE
-    (kinds.video.temporal_qoe) with core.stats; a session without `metric` is counted apart
+    (series `qoe_t`) with core.stats; a session without `metric` is counted apart
     (`missing_metric`), never silently on either side."""
     with Store.open(directory, read_only=True) as store:
         if quic_arm is None:
@@ -93,7 +92,7 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     meta = quic_runs[["run_id", "pattern", "cell_id", "round", "protocol_negotiated"]].rename(
         columns={"protocol_negotiated": "served"})
     sessions = meta.merge(sessions, on="run_id", how="inner")
-    temporal = temporal_qoe(series[series["run_id"].isin(runs["run_id"])])
+    temporal = temporal_samples(series)
     runs = runs.assign(samples=[temporal.get(r, np.array([])) for r in runs["run_id"]])
     if metric not in runs:
         runs = runs.assign(**{metric: np.nan})

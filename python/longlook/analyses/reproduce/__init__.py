@@ -5,7 +5,11 @@ read each into DIR/<scenario>/ with the core Runner) -> measured (what a claim r
 store) -> rules (our number, n, p and the verdict, with core.stats) -> explain (links for a
 "does not hold") -> output (HTML, Markdown, JSON).
 
-    reproduce(out, budget="short", only=None) -> Reproduction
+    reproduce(out, budget="short", only=None, build_report=None) -> Reproduction
+
+`build_report` (longlook.report.build_report, which the `longlook reproduce` command passes)
+writes an experiment's report for the links of a "does not hold"; without it they name no
+report.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from typing import Callable
 
 from ...errors import LonglookError
 from .claims import BUDGETS, Claim, Explain, ShippedScenario
+from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
 from .registry import CLAIMS, SCENARIOS, claims
@@ -33,11 +38,10 @@ def evaluate(claim: Claim, measured: Measured | None, reason: str = "") -> Outco
 
 def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None = None,
               execute: bool = True, link_check: bool = True,
-              progress: Callable[..., None] | None = None) -> Reproduction:
+              progress: Callable[..., None] | None = None,
+              build_report: BuildReport | None = None) -> Reproduction:
     """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
     ones that do not hold, and write DIR/reproduction.{html,md,json}."""
-    from .explain import explain
-
     if budget not in BUDGETS:
         raise LonglookError(f"--budget: {budget!r} is not a budget", hint="short or paper")
     out = Path(out)
@@ -66,7 +70,8 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
         outcome = evaluate(claim, data[claim.scenario], reason)
         links: list[tuple[str, str]] = []
         if outcome.verdict == FAILS and run is not None:
-            links = explain(claim, run.directory, outcome.against[0] if outcome.against else None, out, reports)
+            links = explain(claim, run.directory, outcome.against[0] if outcome.against else None, out, reports,
+                            build_report)
         rows.append(Row(claim, outcome, run, links))
     result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp)
     result.write()

@@ -1,8 +1,10 @@
 """Why a claim does not hold: links to what explains it, made from the experiment itself.
 
-- the experiment's own report (`longlook report`), at its section: `#states` (state machines,
-  loss-handling states and false losses per cell, each impaired cell against its twin, cwnd
-  of one QUIC and one TCP run) or `#fairness` (Table 4, throughput and cwnd timelines);
+- the experiment's own report (`longlook report`, built by the `build_report` the caller
+  passes: the report floor sits above the analyses), at its section: `#states` (state
+  machines, loss-handling states and false losses per cell, each impaired cell against its
+  twin, cwnd of one QUIC and one TCP run) or `#fairness` (Table 4, throughput and cwnd
+  timelines);
 - for page loads, the states analysis of the first cell against the claim
   (`longlook states DIR --cell CELL --out ...`: cwnd timeline, state machines, losses) and,
   when the cell is impaired (reordering, loss), `longlook states diff` against its unimpaired
@@ -14,16 +16,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Callable
 
 from ...errors import LonglookError
 from .claims import Claim
 
+BuildReport = Callable[[Path], Path]  # writes an experiment's report, returns its path
 
-def _report(directory: Path, built: dict[Path, Path | str]) -> Path | str:
+
+def _report(directory: Path, built: dict[Path, Path | str], build_report: BuildReport) -> Path | str:
     """The experiment's report (built once per reproduction), or why it could not be built."""
     if directory not in built:
-        from ...report import build_report
-
         try:
             built[directory] = build_report(directory)
         except LonglookError as e:
@@ -33,18 +36,13 @@ def _report(directory: Path, built: dict[Path, Path | str]) -> Path | str:
 
 def _twin(directory: Path, cell_id: str) -> str | None:
     """The cell's unimpaired twin (same link but for its impairments, workload, options), as
-    the report's states section pairs them."""
+    the report's states section pairs them (analyses.states.twins)."""
     from ...core.store import Store
-    from ...report.sections.states import _impaired, _twin_key
+    from ..states.twins import twins
 
     with Store.open(directory, read_only=True) as store:
         cells = store.cells_frame()
-    keyed = {c.cell_id: (_twin_key(c.link_profile or {}, (c.dims or {}).get("workload", ""), c.settings),
-                         _impaired(c.link_profile or {})) for c in cells.itertuples()}
-    if cell_id not in keyed or not keyed[cell_id][1]:
-        return None
-    key = keyed[cell_id][0]
-    return next((cid for cid, (k, impaired) in keyed.items() if k == key and not impaired), None)
+    return twins(cells).get(cell_id)
 
 
 def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]:
@@ -59,15 +57,17 @@ def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]
 
 
 def explain(claim: Claim, directory: Path, cell_id: str | None, out: Path,
-            built: dict[Path, Path | str]) -> list[tuple[str, str]]:
-    """(title, path relative to `out`) of each artefact explaining the claim's failure."""
+            built: dict[Path, Path | str], build_report: BuildReport | None = None) -> list[tuple[str, str]]:
+    """(title, path relative to `out`) of each artefact explaining the claim's failure; the
+    experiment's report first when `build_report` is given."""
     links: list[tuple[str, str]] = []
-    report = _report(directory, built)
-    if isinstance(report, Path):
-        links.append((f"report #{claim.explain.anchor}",
-                      f"{report.relative_to(out)}#{claim.explain.anchor}"))
-    else:
-        links.append((report, ""))
+    if build_report is not None:
+        report = _report(directory, built, build_report)
+        if isinstance(report, Path):
+            links.append((f"report #{claim.explain.anchor}",
+                          f"{report.relative_to(out)}#{claim.explain.anchor}"))
+        else:
+            links.append((report, ""))
     if claim.explain.fallback:
         links += _fallback(directory, out / "explain" / claim.id, out)
     if not (claim.explain.states and cell_id):

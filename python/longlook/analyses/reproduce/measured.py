@@ -20,7 +20,7 @@ from ...core.spec import Statistics
 from ...core.store import Store
 
 TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
-TEMPORAL_QOE_SERIES = ("bitrate_mbit", "stalled")
+TEMPORAL_QOE_SERIES = ("qoe_t",)  # the temporal QoE session pairs are compared on
 
 
 @dataclass
@@ -33,7 +33,7 @@ class Measured:
     rounds: int | None = None  # rounds the scenario asked for
     directory: Path | None = None
     flows: pd.DataFrame | None = None  # fairness: one row per (run, flow)
-    # the series a temporal QoE is computed from (kinds.video.temporal_qoe), when recorded
+    # the temporal QoE of each session (series qoe_t), when recorded
     series: pd.DataFrame | None = None
     # metric -> what a failed run is worth where [statistics] failures = "outcome"
     failure_values: dict[str, float] = field(default_factory=dict)

@@ -1,6 +1,6 @@
 """The reproduction report: one row per claim (paper, where, statement, the paper's number,
 ours with n and p, verdict, the Mininet reproduction's verdict, links that explain a "does
-not hold"), as HTML (the report's templates and stylesheet), Markdown and JSON."""
+not hold"), as HTML (render's templates and stylesheet), Markdown and JSON."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from ...report import _environment
+from ...render.html import environment
 from .claims import Claim
 from .rules import Outcome
 from .scenarios import ScenarioRun
@@ -73,7 +73,7 @@ class Reproduction:
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
-        return _environment().get_template("reproduce.html.j2").render(
+        return environment().get_template("reproduce.html.j2").render(
             r=self, rows=self.rows, classes=VERDICT_CLASS,
             generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 

@@ -33,8 +33,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ...core.stats import CellComparison, Verdict, compare_cells, display_name, equivalent, options
+from ...core.stats import CellComparison, Verdict, compare_cells, equivalent, options
 from ...errors import LonglookError
+from ...render.names import display_name
 from .measured import Measured
 
 HOLDS, FAILS, UNCLEAR, NOT_RUN = "holds", "does not hold", "inconclusive", "not run"
@@ -261,17 +262,16 @@ class PairShare:
                 f"worse in > {self.at_least:.0%}")
 
     def evaluate(self, m: Measured) -> Outcome:
-        from ...kinds.video.qoe import temporal_qoe
-        from ..fallback.qoe import NOT_TESTABLE, pair_verdict, session_pairs, tcp_better_or_same_share
+        from ..fallback.qoe import NOT_TESTABLE, pair_verdict, session_pairs, tcp_better_or_same_share, temporal_samples
         from ..fallback.store import SETTLED
 
         r = m.runs
         if r.empty or m.series is None or m.series.empty:
-            return not_run("no session recorded its temporal QoE (series bitrate_mbit, stalled)")
+            return not_run("no session recorded its temporal QoE (series qoe_t)")
         r = r[r["status"].isin(SETTLED)]
         if m.exclude_flagged and "audit_flagged" in r:
             r = r[~r["audit_flagged"].fillna(False).astype(bool)]
-        temporal = temporal_qoe(m.series[m.series["run_id"].isin(r["run_id"])])
+        temporal = temporal_samples(m.series)
         r = r.assign(samples=[temporal.get(x, np.array([])) for x in r["run_id"]])
         pairs = session_pairs(r, self.quic_arm, self.tcp_arm)
         outcomes = [pair_verdict(q, t, alpha=m.statistics.alpha) for q, t in zip(pairs["samples_q"], pairs["samples_t"])]

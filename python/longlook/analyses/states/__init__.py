@@ -12,7 +12,7 @@ from .dot import to_dot, to_svg
 from .invariants import Invariant, holds, mine_invariants
 from .losses import LossAccounting, loss_accounting
 from .machine import TransitionGraph
-from ..qlog import QlogFile, qlog_from_events, read_qlog
+from ...qlog import QlogFile, qlog_from_events, read_qlog
 from .runs import RunLogs, load_runs, parse_source
 from .timeline import cwnd_figure_svg
 from .trace import StateTrace

@@ -26,7 +26,7 @@ class MachineReport:
     invariants: list[Invariant]
     losses: pd.DataFrame  # one row per run (LossAccounting.as_dict())
     stack: str = ""  # whose congestion control: NAME@VERSION, ours, TCP
-    states_source: str = "emitted"  # or "derived" (analyses/qlog_stacks.py)
+    states_source: str = "emitted"  # or "derived" (qlog/dialects.py)
 
     @property
     def label(self) -> str:

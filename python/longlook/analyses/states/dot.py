@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 
-from ...report.palette import LOSS_STATE_FILL
+from ...render.palette import LOSS_STATE_FILL
 from .machine import TransitionGraph
 
 # Loss-handling states stand out, as the paper's discussion is about them.

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..qlog import QlogFile
+from ...qlog import QlogFile
 
 
 @dataclass

@@ -19,7 +19,7 @@ from ...core.status import counted_runs
 from ...core.store import Store
 from ...stacks.base import OURS
 from .losses import LossAccounting, loss_accounting
-from ..qlog import QlogFile, read_qlog
+from ...qlog import QlogFile, read_qlog
 from .trace import StateTrace
 
 
@@ -50,7 +50,7 @@ class RunLogs:
     @property
     def states_source(self) -> str:
         """`emitted` (the stack's or our controller's congestion_state_updated, TCP's
-        ca_state) or `derived` (from the metrics, analyses/qlog_stacks.py)."""
+        ca_state) or `derived` (from the metrics, qlog/dialects.py)."""
         meta = (self.log.header.get("trace") or {}).get("longlook") or {}
         return meta.get("states", "emitted")
 

@@ -12,10 +12,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..qlog import QlogFile  # noqa: E402
+from ...qlog import QlogFile  # noqa: E402
 from .trace import StateTrace  # noqa: E402
 
-from ...report.palette import MUTED, PROTOCOL_COLORS, STATE_COLORS  # noqa: E402
+from ...render.palette import MUTED, PROTOCOL_COLORS, STATE_COLORS  # noqa: E402
 
 
 def cwnd_series(log: QlogFile) -> tuple[list[float], list[float]]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from ..qlog import QlogFile
+from ...qlog import QlogFile
 
 INITIAL = "Init"
 QUIC_STATES = ("Init", "SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed",

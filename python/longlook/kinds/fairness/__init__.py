@@ -10,8 +10,9 @@ from dataclasses import asdict
 
 from ...core.kind import Kind, Measurement, RunContext, table_columns
 from ...stacks.endpoint import ServerOptions
+from ...stacks.servers import open_servers
 from .aggregate import cell_summary, example_run, table4
-from .flowlog import FlowCounters, flow_counters, read_flow_log
+from ...flowlog import FlowCounters, flow_counters, read_flow_log
 from .flows import FlowOutcome, run_concurrent_flows
 from .measure import FlowMeasurement, RunMeasurement, measure_run
 from .metrics import FAIRNESS_METRICS, expected_shares, jain_index, shares, weighted_jain_index
@@ -22,9 +23,8 @@ SETTLE_S = 0.5  # after the flows: linkem's last flow-log lines and the server's
 FLOW_LOG = "linkem-flows.jsonl"
 
 
-def server_options(cell: FairnessCell, tracefs=None) -> ServerOptions:
-    return ServerOptions(quic_cc=cell.quic_cc or "cubic", n_conn=cell.n_conn,
-                         tcp_cc=cell.tcp_cc or "cubic", tcp_tracefs=str(tracefs) if tracefs else None)
+def server_options(cell: FairnessCell) -> ServerOptions:
+    return ServerOptions(quic_cc=cell.quic_cc or "cubic", n_conn=cell.n_conn, tcp_cc=cell.tcp_cc or "cubic")
 
 
 def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str] | None = None) -> Measurement:
@@ -58,12 +58,16 @@ class Fairness(Kind):
     testbed_options = {"flow_log": True}
     sections = (fairness_section,)
 
+    def session(self, testbed, experiment_dir):
+        return open_servers(testbed, experiment_dir)
+
     def measure(self, ctx: RunContext) -> Measurement:
         cell: FairnessCell = ctx.cell
-        port, server = ctx.servers.get(server_options(cell, ctx.servers.tracefs))
+        servers = ctx.session["servers"]
+        port, server = servers.get(options=server_options(cell))
         linkem = ctx.testbed.linkem
         launch_unix, outcomes = run_concurrent_flows(
-            ctx.testbed, port=port, cert_dir=ctx.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
+            ctx.testbed, port=port, cert_dir=servers.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
             run_dir=ctx.run_dir, duration_s=cell.duration_s)
         time.sleep(SETTLE_S)
         flow_log = ctx.run_dir / FLOW_LOG

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ...analyses.qlog import read_qlog
+from ...qlog import read_qlog
 
 
 def read_cwnd(log: Path) -> pd.DataFrame:

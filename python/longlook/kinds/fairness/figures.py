@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ...report.figures import to_svg  # noqa: E402
-from ...report.palette import MUTED, flow_colors  # noqa: E402
+from ...render.figures import to_svg  # noqa: E402
+from ...render.palette import MUTED, flow_colors  # noqa: E402
 
 
 def _axes(title: str, ylabel: str):

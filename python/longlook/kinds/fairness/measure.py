@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from .cwnd import downsample, read_cwnd
-from .flowlog import FlowCounters, flow_counters, read_flow_log
+from ...flowlog import FlowCounters, flow_counters, read_flow_log
 from .flows import FlowOutcome
 from .metrics import expected_shares, jain_index, shares, weighted_jain_index
 

@@ -7,7 +7,7 @@ from html import escape
 import pandas as pd
 
 from ...core.status import counted_mask
-from ...report.sections import Section
+from ...render.html import Section
 from .aggregate import CELL_COLUMNS, cell_summary, example_run, table4
 from .figures import cwnd_svg, timeline_svg
 

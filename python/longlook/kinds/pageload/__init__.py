@@ -3,14 +3,18 @@ object) back to back with the others; the page load time is compared per cell.""
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from pathlib import Path
+from typing import Any, Iterator
 
 from ...core.kind import Kind, Measurement, RunContext
 from ...stacks.registry import client_fetcher, require_servers, versions_of
+from ...stacks.servers import open_servers
+from .proxied import proxies
 from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
                       record_from_fetch)
 from .proxy_section import proxy_section
-from .sections import clients_section, racing_section
+from .sections import clients_section
 from .spec import Arm, Cell, CellOptions, OptionGrid, RunOptions, Scenario, Workload
 
 
@@ -19,7 +23,7 @@ class PageLoad(Kind):
     scenario_model = Scenario
     metrics = PAGE_LOAD_METRICS
     tables = {"objects": OBJECTS_TABLE}
-    sections = (clients_section, proxy_section, racing_section)
+    sections = (clients_section, proxy_section)
 
     def prepare(self, scenario: Scenario) -> dict[str, Any]:
         # one fetch function per client the arms use; a missing Chromium stops it here
@@ -27,6 +31,12 @@ class PageLoad(Kind):
         # and every QUIC stack's server installed, with the congestion control asked for
         require_servers([(a.server or scenario.server, a.server_cc) for a in scenario.arms])
         return {"fetchers": {c: client_fetcher(c, chromium_netlog=scenario.chromium_netlog) for c in clients}}
+
+    @contextlib.contextmanager
+    def session(self, testbed, experiment_dir: Path) -> Iterator[dict[str, Any]]:
+        """The servers of every stack the arms name, and the cell's proxies."""
+        with open_servers(testbed, experiment_dir) as shared:
+            yield {**shared, "proxies": proxies(testbed, experiment_dir, shared["servers"].cert_dir / "cert.pem")}
 
     def versions(self, scenario: Scenario) -> dict[str, Any]:
         """The exact version of every QUIC stack the arms run (server or client)."""

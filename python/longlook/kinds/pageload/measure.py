@@ -11,10 +11,8 @@ from typing import Any
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
-from ...stacks.base import OURS
-from ...stacks.endpoint import FetchResult, ServerOptions, log_artifacts
+from ...stacks.endpoint import FetchResult, ServerOptions
 from ...stacks.race import race_measures
-from ...stacks.runner import stack_server
 from ...stacks.registry import sends_run_header
 from .proxied import route_for
 from .spec import RunOptions
@@ -28,23 +26,22 @@ OBJECTS_TABLE = {"path": "VARCHAR", "status": "INTEGER", "bytes": "BIGINT", "sta
 OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
 
 
-def server_options(opts: RunOptions, tracefs: Path | None) -> ServerOptions:
+def server_options(opts: RunOptions) -> ServerOptions:
+    """Our endpoint's server configuration for a run (other stacks use `server_cc` only)."""
     return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
                          initial_window_packets=opts.initial_window_packets, n_conn=opts.n_conn,
-                         tcp_cc=opts.tcp_cc, tcp_tracefs=str(tracefs) if tracefs else None)
+                         tcp_cc=opts.tcp_cc)
 
 
 def measure(ctx: RunContext) -> Measurement:
     opts = ctx.cell.run_options(ctx.arm)
-    if opts.server != OURS:  # another QUIC stack's server (stacks/runner.py)
-        port, server = stack_server(ctx, opts.server, opts.server_cc, ctx.cell.workload)
-    else:
-        port, server = ctx.servers.get(server_options(opts, ctx.servers.tracefs))
+    port, server = ctx.session["servers"].get(opts.server, server_options(opts), opts.server_cc,
+                                              workload=ctx.cell.workload)
     route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
     fetch = ctx.state["fetchers"][opts.client]
     racing = opts.protocol == "race"  # the racing client makes full handshakes (no 0-RTT)
     race = ({"race_argv": ctx.scenario.race.argv(ctx.scenario.race.state_file(
-        ctx.run_dir.parent.parent, ctx.cell.index, ctx.arm.label))} if racing else {})
+        ctx.experiment_dir, ctx.cell.index, ctx.arm.label))} if racing else {})
     with route.active():
         result: FetchResult = fetch(ctx.testbed, url=route.url(ctx.cell.workload.url_path()),
                                     protocol=opts.protocol, run_id=ctx.run_id,
@@ -54,17 +51,12 @@ def measure(ctx: RunContext) -> Measurement:
     artifacts = _artifacts(ctx.run_dir, result.document)
     proxy_artifacts, proxy_details = route.record(result.document, ctx.run_dir)
     artifacts.update(proxy_artifacts)
-    taken = server.take_logs(ctx.run_id, ctx.run_dir)
-    if not taken and opts.server == OURS and not sends_run_header(opts.client):
-        taken = server.take_unlabelled(ctx.run_dir, result.document.get("started_unix_ms") or 0)
-    if isinstance(taken, dict):  # a stack's server names its logs (qlog, qlog_raw)
-        artifacts.update(taken)
-    if isinstance(taken, list):
-        artifacts.update(log_artifacts(taken))
+    # a client that cannot name its run in a header: its connection is the one since it started
+    since = None if sends_run_header(opts.client) else (result.document.get("started_unix_ms") or 0)
+    artifacts.update(server.take_artifacts(ctx.run_id, ctx.run_dir, unlabelled_since_ms=since))
     if not server.alive():
-        who = "endpoint" if opts.server == OURS else opts.server
         result = FetchResult("failed", result.document,
-                             f"the {who} server died during the run (see {server.log_dir}/server.stderr)",
+                             f"the {opts.server} server died during the run (see {server.log_dir}/server.stderr)",
                              result.wall_s)
     if route.proxied and not route.pool.alive():
         result = FetchResult("failed", result.document, "the proxy died during the run "

@@ -1,4 +1,4 @@
-"""A page load through the cell's proxy (testbed/proxies.py): which runs it applies to, the
+"""A page load through the cell's proxy (stacks/proxies.py): which runs it applies to, the
 URL and trust the client gets, and what the run records of it.
 
 `proxy = "tcp"`: the h2 arm's connection is relayed (transparently: same URL, the origin's
@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 from ...core.kind import RunContext
 from ...stacks.endpoint import SERVER_ADDR
-from ...testbed.proxies import ProxyPool, require_proxy_topology
+from ...stacks.proxies import ProxyPool, require_proxy_topology
 from .spec import RunOptions
 
 PROXY_LOG = "proxy.jsonl"
@@ -58,21 +58,20 @@ class Route:
         return {"proxy_log": PROXY_LOG}, details
 
 
-def _pool(ctx: RunContext) -> ProxyPool:
-    """The experiment's proxies (one pool per testbed, kept in the kind's shared state)."""
-    pool = ctx.state.get("proxies")
-    if pool is None or pool.testbed is not ctx.testbed:
-        require_proxy_topology(ctx.testbed)
-        pool = ProxyPool(ctx.testbed, ctx.servers.log_root.parent / "proxies", ctx.cert_dir / "cert.pem")
-        ctx.state["proxies"] = pool
-    return pool
+def proxies(testbed, experiment_dir: Path, origin_cert: Path) -> ProxyPool | None:
+    """The proxies of a testbed with the proxy topology (started on first use), for the
+    kind's session; None without the topology."""
+    return ProxyPool(testbed, experiment_dir / "proxies", origin_cert) if "proxy" in testbed.ns else None
 
 
 def route_for(ctx: RunContext, opts: RunOptions, port: int) -> Route:
+    cert_dir = ctx.session["servers"].cert_dir
     if opts.proxy == "none" or APPLIES.get(opts.proxy) != opts.protocol:
-        return Route(opts.proxy, False, SERVER_ADDR, port, ctx.cert_dir)
-    pool = _pool(ctx)
+        return Route(opts.proxy, False, SERVER_ADDR, port, cert_dir)
+    pool = ctx.session["proxies"]
+    if pool is None:
+        require_proxy_topology(ctx.testbed)  # one clear error
     if opts.proxy == "quic":
         host, qport = pool.quic_route(port)
         return Route(opts.proxy, True, host, qport, pool.trust_dir, pool)
-    return Route(opts.proxy, True, SERVER_ADDR, port, ctx.cert_dir, pool)
+    return Route(opts.proxy, True, SERVER_ADDR, port, cert_dir, pool)

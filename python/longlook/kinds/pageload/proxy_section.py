@@ -28,7 +28,7 @@ import pandas as pd
 
 from ...core.stats import Verdict, compare_samples, percent_difference
 from ...core.status import counted_runs
-from ...report.sections import Section
+from ...render.html import Section
 from .proxied import APPLIES
 
 PAPER = {

@@ -17,8 +17,8 @@ import pandas as pd
 
 from ...core.stats import CellComparison, compare_cells, options
 from ...core.status import counted_runs
-from ...report.palette import cell_colors
-from ...report.sections import Section
+from ...render.html import Section
+from ...render.palette import cell_colors
 
 REFERENCE_CLIENT = "native"
 
@@ -141,11 +141,3 @@ def _ratio_table(runs, cell_ids, dims, reference: str, ref_arm: str,
 
 def _ms(v: float) -> str:
     return "n/a" if math.isnan(v) else f"{v:.0f} ms"
-
-
-def racing_section(store, analysis) -> Section | None:
-    """QUIC-enabled (racing) vs TCP-only arms (analyses/fallback/pageload.py; imported late:
-    the fallback package pulls in statsmodels)."""
-    from ...analyses.fallback.pageload import racing_section as make
-
-    return make(store, analysis)

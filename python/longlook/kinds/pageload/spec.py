@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
-from ...core.units import format_size, parse_size
+from ...units import format_size, parse_size
 from ...core.validation import expand_sweep
 from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS

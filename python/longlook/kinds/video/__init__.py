@@ -8,10 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext
+from ...stacks.servers import open_servers
 from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
 from .mpd import Manifest, parse_manifest
-from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows, temporal_qoe
+from .qoe import QOE_METRICS, Playback, Sample, Stall, qoe_metrics, series_rows
 from .router_bytes import with_router_bytes
 from .sections import video_sections
 from .spec import VideoCell, VideoScenario
@@ -44,6 +45,9 @@ class Video(Kind):
             state.update(prepare_dashjs(content))
         return state
 
+    def session(self, testbed, experiment_dir):
+        return open_servers(testbed, experiment_dir)
+
     def measure(self, ctx: RunContext) -> Measurement:
         if ctx.cell.player == "dashjs":
             from .dashjs import measure_dashjs
@@ -65,4 +69,4 @@ class Video(Kind):
 KIND = Video()
 
 __all__ = ["KIND", "Manifest", "Playback", "Sample", "Stall", "VideoCell", "VideoScenario",
-           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows", "temporal_qoe"]
+           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows"]

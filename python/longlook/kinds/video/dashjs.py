@@ -18,8 +18,9 @@ from typing import Any
 from ...core.kind import Measurement, RunContext
 from ...errors import LonglookError
 from ...testbed.processes import stop_child
-from ...stacks.clients.chromium import chromium_path, driver_env, server_spki
-from ...stacks.endpoint import SERVER_ADDR, log_artifacts
+from ...stacks.clients.chromium import chromium_path, driver_env, quic_mode
+from ...stacks.endpoint import server_spki
+from ...stacks.endpoint import SERVER_ADDR
 from .mpd import Manifest
 from .qoe import Playback, Sample, Stall, qoe_metrics, series_rows
 from .serving import server_for
@@ -57,12 +58,6 @@ def dashjs_versions() -> dict[str, Any]:
     return {"dashjs": dashjs_version(), "chromium": out.stdout.strip()}
 
 
-def driver_quic(protocol: str, quic_mode: str) -> str:
-    if protocol == "h2":
-        return "off"
-    return "discovery" if quic_mode == "discovery" else "forced"
-
-
 def measure_dashjs(ctx: RunContext) -> Measurement:
     manifest: Manifest = ctx.state["manifest"]
     port, server = server_for(ctx, ctx.state["content"])
@@ -71,8 +66,9 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
     url = (f"https://{SERVER_ADDR}:{port}/{PLAYER_DIR}/player.html?mpd=/manifest.mpd&abr={ctx.cell.abr}")
     out = ctx.run_dir / "dashjs.json"
     argv = [sys.executable, "-m", "longlook.kinds.video.dashjs_driver", "--url", url,
-            "--quic", driver_quic(protocol, ctx.cell.quic_mode),
-            "--spki", server_spki(ctx.cert_dir / "cert.pem"), "--run-id", ctx.run_id,
+            # the cell's quic_mode is how its QUIC arms get QUIC; the TCP-only arm never does
+            "--quic", quic_mode(protocol, ctx.cell.quic_mode if protocol != "h2" else "forced"),
+            "--spki", server_spki(ctx.session["servers"].cert_dir / "cert.pem"), "--run-id", ctx.run_id,
             "--out", str(out), "--timeout-s", str(timeout), "--chromium", chromium_path()]
     proc = subprocess.Popen(ctx.testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True, env=driver_env())
@@ -83,7 +79,7 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
         stderr = ""
     ctx.testbed.check()
     artifacts = {"dashjs": out.name, "chromium_stderr": "dashjs.chromium.stderr"}
-    artifacts.update(log_artifacts(server.take_logs(ctx.run_id, ctx.run_dir)))
+    artifacts.update(server.take_artifacts(ctx.run_id, ctx.run_dir))
     try:
         doc = json.loads(out.read_text())
     except (OSError, json.JSONDecodeError):

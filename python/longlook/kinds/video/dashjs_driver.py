@@ -19,14 +19,13 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ...stacks.clients.chromium_driver import DEFAULT_CHROMIUM, QUIC_MODES, browser_argv
+from ...stacks.clients.chromium_driver import browser_argv, drive, driver_parser
 from ...stacks.clients.devtools_pipe import DevToolsBrowser, DevToolsError
 from ...stacks.clients.page_load import NetworkLog
 
@@ -173,17 +172,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="dashjs_driver", description=__doc__.split("\n\n")[0])
-    p.add_argument("--url", required=True)
-    p.add_argument("--quic", choices=QUIC_MODES, required=True)
-    p.add_argument("--spki", required=True)
-    p.add_argument("--run-id", required=True)
-    p.add_argument("--out", required=True)
-    p.add_argument("--timeout-s", type=float, default=90.0)
-    p.add_argument("--chromium", default=DEFAULT_CHROMIUM)
-    args = p.parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_TIMEOUT))
-    return run(args)
+    return drive(run, driver_parser("dashjs_driver", __doc__.split("\n\n")[0], timeout_s=90.0).parse_args(argv))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from ...report.figures import to_svg  # noqa: E402
+from ...render.figures import to_svg  # noqa: E402
 from .traffic import bytes_per_second  # noqa: E402
 
 PROTOCOL_COLORS = {"h3": "#1f77b4", "h2": "#d62728"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from ...core.kind import Measurement, RunContext
-from ...stacks.endpoint import SERVER_ADDR, log_artifacts
+from ...stacks.endpoint import SERVER_ADDR
 from ...stacks.race import race_measures
 from .dashjs import _tcp_share_series
 from .native.player import play
@@ -22,7 +22,7 @@ def measure_native(ctx: RunContext) -> Measurement:
     racing = protocol == "race"  # the racing client: each segment's protocol is its own
     timeout = ctx.scenario.run_timeout_s()
     session = EndpointSession(ctx.testbed, url=f"https://{SERVER_ADDR}:{port}/", protocol=protocol,
-                              run_id=ctx.run_id, cert_dir=ctx.cert_dir, out=ctx.run_dir / "session.json",
+                              run_id=ctx.run_id, cert_dir=ctx.session["servers"].cert_dir, out=ctx.run_dir / "session.json",
                               timeout_s=timeout + 30, stderr_path=ctx.run_dir / "client.stderr",
                               race_argv=ctx.scenario.race.argv() if racing else None)
     try:
@@ -40,7 +40,7 @@ def measure_native(ctx: RunContext) -> Measurement:
     if status == "ok" and run.error:
         status, error = ("timeout" if run.timed_out else "failed"), run.error
     artifacts = {"session": "session.json", "client_stderr": "client.stderr"}
-    artifacts.update(log_artifacts(server.take_logs(ctx.run_id, ctx.run_dir)))
+    artifacts.update(server.take_artifacts(ctx.run_id, ctx.run_dir))
     if not server.alive():
         status, error = "failed", f"the endpoint server died during the run (see {server.log_dir}/server.stderr)"
     p = run.playback

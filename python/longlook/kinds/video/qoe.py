@@ -20,8 +20,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-import pandas as pd
 
 from ...core.kind import Metric
 
@@ -112,8 +110,25 @@ def stall_series(samples: list[Sample], startup_s: float | None) -> list[tuple[f
             for s in samples]
 
 
+def temporal_qoe(p: Playback) -> list[tuple[float, float]]:
+    """The QoE second by second (Chaudhary §4: "multiple temporal QoE values for one video",
+    compared per session pair by Welch): at each sample once playback has a quality level,
+    R_t - |R_t - R_prev| - 4.3 * stalled_t, with R_t the bitrate being played (Mbit/s) and
+    stalled_t 1 during a stall (one second of it). Its mean is the run's QoE per second
+    instead of per segment."""
+    out, prev = [], None
+    for s in p.samples:
+        if s.level is None:
+            continue
+        rate = p.levels_kbit[s.level] / 1000
+        out.append((s.t_s, rate - abs(rate - (rate if prev is None else prev)) - STALL_PENALTY * float(s.stalled)))
+        prev = rate
+    return out
+
+
 def series_rows(p: Playback) -> list[dict[str, Any]]:
-    """The run's time series for the store: buffer, level, bitrate, position, B(t), S(t)."""
+    """The run's time series for the store: buffer, level, bitrate, position, B(t), S(t), and
+    the temporal QoE (`qoe_t`) session pairs are compared on."""
     rows = []
     for s in p.samples:
         rows.append({"name": "buffer_s", "key": "", "t_s": s.t_s, "value": s.buffer_s})
@@ -125,25 +140,5 @@ def series_rows(p: Playback) -> list[dict[str, Any]]:
                          "value": p.levels_kbit[s.level] / 1000})
     rows += [{"name": "B", "key": "", "t_s": t, "value": v} for t, v in quality_drop_series(p.samples)]
     rows += [{"name": "S", "key": "", "t_s": t, "value": v} for t, v in stall_series(p.samples, p.startup_s)]
+    rows += [{"name": "qoe_t", "key": "", "t_s": t, "value": v} for t, v in temporal_qoe(p)]
     return [r for r in rows if math.isfinite(r["value"])]
-
-
-def temporal_qoe(series: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The QoE second by second (Chaudhary §4: "multiple temporal QoE values for one video"),
-    per run, from the stored series (a frame with run_id, name, t_s, value): at each sample
-    once playback has a quality level, R_t - |R_t - R_prev| - 4.3 * stalled_t, with R_t the
-    bitrate being played (Mbit/s) and stalled_t 1 during a stall (one second of it). Its
-    mean is the run's QoE per second instead of per segment. -> run_id: array."""
-    out: dict[str, np.ndarray] = {}
-    rows = series[series["name"].isin(["bitrate_mbit", "stalled"])]
-    for run_id, g in rows.groupby("run_id", sort=False):
-        wide = g.pivot_table(index="t_s", columns="name", values="value", aggfunc="last").sort_index()
-        if "bitrate_mbit" not in wide:
-            out[run_id] = np.array([], dtype=float)
-            continue
-        wide = wide.dropna(subset=["bitrate_mbit"])
-        r = wide["bitrate_mbit"].to_numpy(dtype=float)
-        stalled = wide["stalled"].fillna(0).to_numpy(dtype=float) if "stalled" in wide else np.zeros_like(r)
-        change = np.abs(np.diff(r, prepend=r[:1]))
-        out[run_id] = r - change - STALL_PENALTY * stalled
-    return out

@@ -10,7 +10,7 @@ import shutil
 import time
 from dataclasses import replace
 
-from ...analyses.fallback.flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
+from ...flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
 from ...core.kind import Measurement, RunContext
 from ...errors import LonglookError
 from ...stacks.endpoint import SERVER_ADDR

@@ -11,9 +11,9 @@ import pandas as pd
 
 from ...core.stats import compare_cells, options
 from ...errors import LonglookError
-from ...report.layout import DIM_TITLES
+from ...render.layout import DIM_TITLES
 from ...core.status import counted_mask, counted_runs
-from ...report.sections import Section
+from ...render.html import Section
 from .figures import timeline_svg
 
 # Titles for this kind's heatmap axes (the report shell falls back to the dimension's name).

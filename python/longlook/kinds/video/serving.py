@@ -1,6 +1,6 @@
 """The server side: our endpoint serving the clip's directory (`--root`) over h3 and h2 on
-one port, no-store (docs/interfaces.md). The core's ServerOptions has no root, so this kind
-adds it; the server pool keys servers by options, so one server per clip."""
+one port, no-store (docs/interfaces.md). Our endpoint's ServerOptions has no root, so this
+kind adds it; the server pool (stacks.servers) keys servers by options: one server per clip."""
 
 from __future__ import annotations
 
@@ -18,5 +18,4 @@ class VideoServerOptions(ServerOptions):
 
 
 def server_for(ctx, root) -> tuple[int, object]:
-    tracefs = ctx.servers.tracefs
-    return ctx.servers.get(VideoServerOptions(root=str(root), tcp_tracefs=str(tracefs) if tracefs else None))
+    return ctx.session["servers"].get(options=VideoServerOptions(root=str(root)))

@@ -1,22 +1,18 @@
 """The report's sections beyond the shell: first the experiment's kind's own (its
-`sections`), then the analyses', one module each here, found automatically.
+`Kind.sections`, in the kind's folder), then every other section, one module each here,
+found automatically.
 
-A section is a function `(store, analysis) -> Section | None` (None = nothing to show for
-this experiment). An analysis module here defines `section` and its ORDER (default 100).
+A section is a function `(store, analysis) -> Section | None` (render.html.Section; None =
+nothing to show for this experiment). A module here defines `section` and its ORDER
+(default 100; ties by module name).
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from dataclasses import dataclass
 
-
-@dataclass
-class Section:
-    id: str  # HTML id of the <section>
-    title: str
-    html: str  # trusted HTML built by the module (escape anything from data yourself)
+from ...render.html import Section
 
 
 def extra_sections(store, analysis) -> list[Section]:

@@ -10,7 +10,7 @@ from html import escape
 
 import pandas as pd
 
-from . import Section
+from ...render.html import Section
 
 ORDER = 30
 

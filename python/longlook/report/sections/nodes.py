@@ -71,7 +71,7 @@ def _num(x: float, fmt: str) -> str:
 
 
 def section(store, analysis):
-    from . import Section
+    from ...render.html import Section
 
     metric = analysis.metric.name if analysis.metric else None
     table = node_table(analysis.runs, metric, alpha=analysis.statistics.alpha,

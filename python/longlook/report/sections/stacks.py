@@ -4,8 +4,8 @@ stack's server or client.
 Per arm: its server and client (exact versions, as recorded), the server's congestion
 control, the counted runs and their median PLT over all cells, and which Table-3 states its
 server's qlog shows (emitted by the stack, or derived from its metrics: see
-analyses/qlog_stacks.py). Then, when `stacks-bench.json` lies beside the store
-(`python -m longlook.stacks.bench --out DIR/stacks-bench.json`), each stack's 10 MB at
+qlog/dialects.py). Then, when `stacks-bench.json` lies beside the store
+(`longlook bench stacks --out DIR/stacks-bench.json`), each stack's 10 MB at
 100 Mbit/s, 36 ms as a share of the physical limit.
 """
 
@@ -25,7 +25,7 @@ def _e(x: Any) -> str:
 
 
 def _arm_rows(store, analysis) -> list[dict]:
-    from ...analyses.qlog import read_qlog
+    from ...qlog import read_qlog
     from ...analyses.states.trace import StateTrace
     from ...core.status import counted_runs
     from ...stacks.base import OURS
@@ -65,7 +65,7 @@ def _bench_table(directory: Path) -> str:
     path = directory / "stacks-bench.json"
     if not path.is_file():
         return ("<p>No per-stack benchmark beside this experiment: run "
-                "<code>python -m longlook.stacks.bench --out DIR/stacks-bench.json</code>.</p>")
+                "<code>longlook bench stacks --out DIR/stacks-bench.json</code>.</p>")
     doc = json.loads(path.read_text())
     head = (f"<h3>{_e(doc.get('size'))} at {_e(doc.get('rate_mbit'))} Mbit/s, {_e(doc.get('rtt_ms'))} ms RTT: "
             "share of the physical limit</h3><table><tr><th>stack</th><th>version</th><th>CC</th><th>runs</th>"
@@ -80,7 +80,7 @@ def _bench_table(directory: Path) -> str:
 def section(store, analysis):
     from ...stacks.base import OURS
     from ...stacks.registry import is_stack
-    from . import Section
+    from ...render.html import Section
 
     sc = analysis.scenario
     if sc is None or not hasattr(sc, "arms") or getattr(sc, "kind", "") != "pageload":

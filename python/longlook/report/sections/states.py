@@ -12,7 +12,6 @@ gets derived states, and the section says how.
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 import numpy as np
@@ -23,7 +22,6 @@ ORDER = 60
 # Entries into these states are what §5 reads as "the protocol thought it lost packets".
 LOSS_STATES = {"QUIC": ("Recovery", "RetransmissionTimeout", "TailLossProbe"),
                "TCP": ("Disorder", "Recovery", "Loss", "CWR")}
-IMPAIRMENTS = ("reorder", "loss", "gilbert_elliott", "jitter_ms")
 DIFF_ROWS = 8
 
 
@@ -37,14 +35,9 @@ def _num(v: Any, fmt: str = "{:.1f}") -> str:
     return fmt.format(v)
 
 
-def _impaired(profile: dict) -> bool:
-    dirs = [profile] + [profile.get(w) or {} for w in ("up", "down")]
-    return any(d.get(k) for d in dirs for k in IMPAIRMENTS)
-
-
 def _cell_label(dims: dict, profile: dict, workload: str) -> str:
     """Short: "10 Mbit/s 36 ms, reorder 5% 10 ms early, 1x1m" (impairments from the profile)."""
-    from ..layout import format_dim
+    from ...render.layout import format_dim
 
     parts = [f"{format_dim('rate_mbit', dims.get('rate_mbit'))} {format_dim('rtt_ms', dims.get('rtt_ms'))}"
              if dims.get("rate_mbit") else str(dims.get("link", ""))]
@@ -61,14 +54,6 @@ def _cell_label(dims: dict, profile: dict, workload: str) -> str:
         if d.get("gilbert_elliott"):
             parts.append(f"{pre}bursty loss")
     return ", ".join(parts + [workload])
-
-
-def _twin_key(profile: dict, workload: str, options: Any) -> str:
-    """A cell's identity with its link impairments removed: its unimpaired twin shares it."""
-    def strip(d: dict) -> dict:
-        return {k: v for k, v in d.items() if k not in IMPAIRMENTS and k not in ("name", "up", "down")}
-    return json.dumps([strip(profile), strip(profile.get("up") or {}), strip(profile.get("down") or {}),
-                       workload, options], sort_keys=True, default=str)
 
 
 def _table(headers: list[str], rows: list[list[str]], cls: str = "") -> str:
@@ -110,7 +95,7 @@ def _who(protocol: str, stack: str) -> str:
 
 def _source_note(m) -> str:
     """How the machine's states were obtained, for other stacks (ours and TCP: the intro)."""
-    from ...analyses.qlog_stacks import DERIVED_STATES_NOTE, EMITTED_STATES_NOTE
+    from ...qlog.dialects import DERIVED_STATES_NOTE, EMITTED_STATES_NOTE
 
     if m.stack in ("ours", "TCP", ""):
         return ""
@@ -150,8 +135,9 @@ def section(store, analysis):
     from ...analyses.states import analyse_runs, load_runs, to_dot, to_svg
     from ...analyses.states.export import cwnd_groups, slug
     from ...analyses.states.timeline import cwnd_figure
-    from ..figures import to_svg as fig_svg
-    from . import Section
+    from ...analyses.states.twins import twins
+    from ...render.figures import to_svg as fig_svg
+    from ...render.html import Section
 
     runs = load_runs(store.directory, store=store)
     if not runs:
@@ -188,16 +174,9 @@ def section(store, analysis):
          "time in loss states", "declared lost/run", "spurious/run", "by packet threshold/run",
          "by time threshold/run", "dropped by link/run"], _cell_rows(by_cell, labels)))
 
-    # Each impaired cell against its unimpaired twin: what the impairment changes.
-    twins, impaired = {}, []
-    for c in cells.itertuples():
-        key = _twin_key(c.link_profile or {}, (c.dims or {}).get("workload", ""), c.settings)
-        if _impaired(c.link_profile or {}):
-            impaired.append((c.cell_id, key))
-        else:
-            twins[key] = c.cell_id
-    diffs = [_diff_html(by_cell[twins[k]], by_cell[cid], labels[cid], labels[twins[k]], alpha)
-             for cid, k in impaired if k in twins and cid in by_cell and twins[k] in by_cell]
+    # Each impaired cell against its unimpaired twin (analyses.states.twins): what the impairment changes.
+    diffs = [_diff_html(by_cell[twin], by_cell[cid], labels[cid], labels[twin], alpha)
+             for cid, twin in twins(cells).items() if cid in by_cell and twin in by_cell]
     if any(diffs):
         out.append("<h3>What each impairment changes</h3><p>Per run counts of transitions, state "
                    "entries and losses, impaired cell vs the same cell without the impairment. "

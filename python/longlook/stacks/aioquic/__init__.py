@@ -2,7 +2,7 @@
 HTTP/3 server and client are the two scripts beside this file (the wheel ships none).
 Congestion control: reno (default), cubic. qlog: one JSON file (not JSON-SEQ) per connection,
 written when the connection closes; no congestion-state event (states are derived,
-analyses/qlog_stacks.py). CPU-bound near 80-90 Mbit/s on this machine."""
+qlog/dialects.py). CPU-bound near 80-90 Mbit/s on this machine."""
 
 from __future__ import annotations
 

@@ -16,7 +16,6 @@ so a page that fell back to TCP, even partly, never counts as h3.
 from __future__ import annotations
 
 import functools
-import json
 import os
 import shutil
 import subprocess
@@ -25,8 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ...binaries import find_binary
-from ..endpoint import FetchResult, fetch_result
+from ..endpoint import FetchResult, fetch_result, server_spki
 from ...errors import LonglookError
 from ...testbed.processes import stop_child
 from .chromium_driver import DEFAULT_CHROMIUM, EXIT_PROTOCOL_MISMATCH, EXIT_TIMEOUT
@@ -49,25 +47,10 @@ def chromium_path() -> str:
     return path
 
 
-def server_spki(cert_pem: Path) -> str:
-    """base64 SHA-256 of the certificate's SubjectPublicKeyInfo, for Chromium's pin."""
-    if not Path(cert_pem).is_file():
-        raise LonglookError(f"no server certificate at {cert_pem}",
-                            hint="the endpoint server writes it when it first starts")
-    return _spki(str(cert_pem), Path(cert_pem).stat().st_mtime_ns)
-
-
-@functools.lru_cache(maxsize=8)
-def _spki(cert_pem: str, _mtime_ns: int) -> str:  # a regenerated certificate is a new key
-    out = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)],
-                         capture_output=True, text=True, timeout=10)
-    if out.returncode != 0 or not out.stdout.strip():
-        raise LonglookError(f"`endpoint spki --cert {cert_pem}` failed: {out.stderr.strip()}")
-    return out.stdout.strip()
-
-
 def quic_mode(protocol: str, quic: str) -> str:
-    """The driver's --quic for a run: "pinned" forces QUIC for h3 and disables it for h2."""
+    """The Chromium driver's --quic for a run (page loads and dash.js alike): "discovery"
+    lets Chromium learn h3 from Alt-Svc and race; "pinned" (or "forced") forces QUIC for h3
+    and disables it otherwise."""
     if quic == "discovery":
         return "discovery"
     return "forced" if protocol == "h3" else "off"

@@ -24,6 +24,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit
 
 from ... import __version__
@@ -192,23 +193,33 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK if doc["ok"] else EXIT_FAILED
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="chromium_driver", description=__doc__.split("\n\n")[0])
+def driver_parser(prog: str, description: str, timeout_s: float) -> argparse.ArgumentParser:
+    """The arguments every Chromium driver takes (page loads here, dash.js in the video kind)."""
+    p = argparse.ArgumentParser(prog=prog, description=description)
     p.add_argument("--url", required=True)
     p.add_argument("--quic", choices=QUIC_MODES, required=True)
     p.add_argument("--spki", required=True, help="base64 SHA-256 of the server's SubjectPublicKeyInfo")
     p.add_argument("--run-id", required=True)
     p.add_argument("--out", required=True)
-    p.add_argument("--har", required=True)
-    p.add_argument("--netlog")
-    p.add_argument("--timeout-s", type=float, default=60.0)
-    p.add_argument("--protocol-requested", default="h3")
-    p.add_argument("--mode", default="page")
+    p.add_argument("--timeout-s", type=float, default=timeout_s)
     p.add_argument("--chromium", default=DEFAULT_CHROMIUM)
-    args = p.parse_args(argv)
-    # SIGTERM from the parent's timeout unwinds through `with`, which closes the browser
+    return p
+
+
+def drive(run: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """A driver's run: SIGTERM from the parent's timeout unwinds through `with`, which closes
+    the browser."""
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(EXIT_TIMEOUT))
     return run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = driver_parser("chromium_driver", __doc__.split("\n\n")[0], timeout_s=60.0)
+    p.add_argument("--har", required=True)
+    p.add_argument("--netlog")
+    p.add_argument("--protocol-requested", default="h3")
+    p.add_argument("--mode", default="page")
+    return drive(run, p.parse_args(argv))
 
 
 if __name__ == "__main__":

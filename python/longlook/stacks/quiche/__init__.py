@@ -3,7 +3,7 @@ stacks-rs/quiche-h3/ is a small Rust binary (its own crate and Cargo.lock, outsi
 workspace) with a file server and a page-load client on quiche's HTTP/3, built once per
 quiche version under the build directory. Congestion control: cubic (default), reno, bbr2
 (quiche's gcongestion BBRv2). qlog: JSON-SEQ per connection, with `congestion_state_updated`
-(quiche's names, mapped onto Table 3 by analyses/qlog_stacks.py)."""
+(quiche's names, mapped onto Table 3 by qlog/dialects.py)."""
 
 from __future__ import annotations
 

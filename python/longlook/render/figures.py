@@ -1,4 +1,5 @@
-"""Matplotlib figures rendered to inline SVG (the report is one self-contained file)."""
+"""Matplotlib figures rendered to inline SVG (every page is one self-contained file), and the
+report's small multiples of each cell's distributions."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ..core.stats import display_name  # noqa: E402
+from .names import display_name  # noqa: E402
 from .palette import SERIES as ARM_COLORS  # noqa: E402
 
 

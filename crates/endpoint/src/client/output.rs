@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::cli::{Mode, Proto};
+use super::{Mode, Proto};
 
 #[derive(Serialize, Debug, Clone, Default)]
 pub struct ObjectTiming {
@@ -47,10 +47,10 @@ pub struct FetchReport {
     /// Bulk mode with --duration-s: the transfer was cut at the deadline, not completed.
     pub stopped_early: bool,
     /// Where a failed fetch stopped (null when ok).
-    pub failure_phase: Option<crate::client::Phase>,
+    pub failure_phase: Option<super::Phase>,
     /// `--proto race`: how the race went (client/race.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub race: Option<crate::client::race::RaceReport>,
+    pub race: Option<super::race::RaceReport>,
     /// Files the fetch wrote (`client_qlog`), named relative to the report's directory.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub artifacts: std::collections::BTreeMap<String, String>,

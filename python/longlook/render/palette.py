@@ -1,12 +1,10 @@
-"""Every colour of the report in one place: QUIC red and TCP blue as in Kakhki Fig. 6,
+"""Every colour longlook draws with, in one place: QUIC red and TCP blue as in Kakhki Fig. 6,
 heatmap shading (red where A (QUIC) is significantly better, blue where B (TCP) is, white
 where the difference is not significant; darker = larger), series colours, state colours."""
 
 from __future__ import annotations
 
 import math
-
-from ..core.stats import Verdict
 
 RED = (200, 30, 40)
 BLUE = (30, 90, 190)
@@ -51,15 +49,20 @@ def intensity(percent: float) -> float:
     return 0.25 + 0.75 * min(abs(percent) / FULL_AT_PERCENT, 1.0)
 
 
-def cell_colors(verdict: Verdict, percent: float) -> tuple[str, str]:
-    """(background, text colour) for a heatmap cell."""
-    if verdict is Verdict.A_FASTER:
+# verdicts (core.stats.Verdict, a str Enum, or its value) shaded grey: not judged
+NOT_JUDGED = ("insufficient_data", "not_testable", "survivorship")
+
+
+def cell_colors(verdict: str, percent: float) -> tuple[str, str]:
+    """(background, text colour) for a heatmap cell; `verdict` is a core.stats.Verdict or its
+    value ("a_faster", "b_faster", "inconclusive", and the NOT_JUDGED ones)."""
+    if verdict == "a_faster":
         t = intensity(percent)
         return _mix(RED, t), ("#ffffff" if t > 0.55 else "#1a1a1a")
-    if verdict is Verdict.B_FASTER:
+    if verdict == "b_faster":
         t = intensity(percent)
         return _mix(BLUE, t), ("#ffffff" if t > 0.55 else "#1a1a1a")
-    if verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+    if verdict in NOT_JUDGED:
         return INSUFFICIENT, "#555555"
     return "#ffffff", "#1a1a1a"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from ..core.units import format_size
+from ..units import format_size
 
 LINK_DIMS = ("rate_mbit", "rtt_ms", "loss", "trace")
 WORKLOAD_DIMS = ("object_size", "object_count", "mode")

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import LonglookError
-from .record import RunRecord
-from .run_bundle import pack_run
-from .store import RUNS_DIR, Store
+from ...errors import LonglookError
+from ..record import RunRecord
+from ..run_bundle import pack_run
+from ..store import RUNS_DIR, Store
 
 SPOOL_ROOT = Path(tempfile.gettempdir()) / "longlook-ray-spool"
 
@@ -80,8 +80,8 @@ def run_cell(job: CellJob, queue: Any) -> dict[str, Any]:
     back, on a fresh testbed after the link self-check. Returns the node's timings."""
     import ray
 
-    from .execute import Runner
-    from .spec import parse_scenario
+    from ..execute import Runner
+    from ..spec import parse_scenario
 
     host = socket.gethostname()
     node_id = ray.get_runtime_context().get_node_id()

@@ -17,13 +17,15 @@ import time
 
 import numpy as np
 
-from .linkcheck import binomial_interval, expected_rtt_ms, most_tcp_goodput, RTT_PROBE_SIZE, UDP_IP_OVERHEAD
-from .linkprofile import LinkProfile
-from .testbed import Testbed
-from .testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
-from .testbed.ownership import all_records
-from .testbed.processes import cpu_seconds
-from .testbed.stalls import StallMonitor, probes_hit, stalls_within
+from ..linkprofile import LinkProfile
+from ..testbed import Testbed
+from ..testbed.linkcheck import binomial_interval, expected_rtt_ms, most_tcp_goodput, RTT_PROBE_SIZE, UDP_IP_OVERHEAD
+from ..testbed.ownership import all_records
+from ..testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
+from ..testbed.processes import cpu_seconds
+from ..testbed.stalls import StallMonitor, probes_hit, stalls_within
+from .measure import settled_stats
+from .row import print_table
 
 
 def _profile(name: str, rate_mbit: float, rtt_ms: float, buffer_bytes: int | None = None,
@@ -100,9 +102,8 @@ def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, d
             tb.reconfigure(p)  # fresh linkem counters per cell
             m = measure_rtt(probe, count, load)
             base = baseline[load]
-            time.sleep(0.25)  # linkem rewrites its stats every 100 ms
             late = sum(d.get("late_releases_over_1ms", 0)
-                       for d in tb.linkem_stats()["directions"].values())
+                       for d in settled_stats(tb)["directions"].values())
             rows.append({"rtt_ms": rtt, "load_mbit": load, "expected_ms": expected,
                          **_errors(m["all"], expected, base["all"]),
                          "unstalled": _errors(m["unstalled"], expected, base["unstalled"]),
@@ -163,45 +164,35 @@ def run_bench(quick: bool = False) -> dict:
 
 def print_bench(result: dict) -> None:
     from rich.console import Console
-    from rich.table import Table
 
     c = Console()
-
-    def table(title: str, cols: list[str], rows: list[list]) -> None:
-        t = Table(title=title)
-        for col in cols:
-            t.add_column(col, justify="right")
-        for r in rows:
-            t.add_row(*[f"{x:.3f}" if isinstance(x, float) else str(x) for x in r])
-        c.print(t)
-
-    table("bulk TCP goodput (40 ms RTT, buffer 2 BDP, server -> client)",
-          ["rate Mbit/s", "most possible", "probe", "% of most", "iperf3", "% of most"],
-          [[r["rate_mbit"], r["most_possible_mbit"], r["probe_mbit"], r["probe_pct"],
-            r["iperf3_mbit"], r["iperf3_pct"]] for r in result["tcp_goodput"]])
-    table("RTT error, ms (measured - configured; 100 Mbit/s, no jitter; 'added' = over the "
-          "plain-forwarding path)",
-          ["RTT", "load Mbit/s", "mean err", "sd", "p99 err", "max err", "plain sd",
-           "added mean", "added sd", "n", "linkem late"],
-          [[r["rtt_ms"], r["load_mbit"], r["mean_err_ms"], r["sd_ms"], r["p99_err_ms"],
-            r["max_err_ms"], r["plain_sd_ms"], r["added_mean_err_ms"], r["added_sd_ms"], r["n"],
-            r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
-    table("the same without the probes a machine stall overlapped (a SCHED_FIFO 90 thread per "
-          "CPU woke > 0.3 ms late: the CPU ran nothing, so every process waited)",
-          ["RTT", "load Mbit/s", "stalls", "longest ms", "probes hit", "mean err", "sd",
-           "p99 err", "max err", "added mean", "added sd", "plain stalls"],
-          [[r["rtt_ms"], r["load_mbit"], r["stalls"], r["stall_max_ms"], r["probes_hit"],
-            r["unstalled"]["mean_err_ms"], r["unstalled"]["sd_ms"], r["unstalled"]["p99_err_ms"],
-            r["unstalled"]["max_err_ms"], r["unstalled"]["added_mean_err_ms"],
-            r["unstalled"]["added_sd_ms"], r["plain_stalls"]] for r in result["rtt_error"]])
-    table("random loss (50 Mbit/s, UDP at 25 Mbit/s)",
-          ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
-          [[r["configured"], r["direction"], r["sent"], r["lost"], r["measured"],
-            r["ci99_low"], r["ci99_high"], r["inside"]] for r in result["loss"]])
+    print_table("bulk TCP goodput (40 ms RTT, buffer 2 BDP, server -> client)",
+                ["rate Mbit/s", "most possible", "probe", "% of most", "iperf3", "% of most"],
+                [[r["rate_mbit"], r["most_possible_mbit"], r["probe_mbit"], r["probe_pct"],
+                  r["iperf3_mbit"], r["iperf3_pct"]] for r in result["tcp_goodput"]])
+    print_table("RTT error, ms (measured - configured; 100 Mbit/s, no jitter; 'added' = over the "
+                "plain-forwarding path)",
+                ["RTT", "load Mbit/s", "mean err", "sd", "p99 err", "max err", "plain sd",
+                 "added mean", "added sd", "n", "linkem late"],
+                [[r["rtt_ms"], r["load_mbit"], r["mean_err_ms"], r["sd_ms"], r["p99_err_ms"],
+                  r["max_err_ms"], r["plain_sd_ms"], r["added_mean_err_ms"], r["added_sd_ms"], r["n"],
+                  r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
+    print_table("the same without the probes a machine stall overlapped (a SCHED_FIFO 90 thread per "
+                "CPU woke > 0.3 ms late: the CPU ran nothing, so every process waited)",
+                ["RTT", "load Mbit/s", "stalls", "longest ms", "probes hit", "mean err", "sd",
+                 "p99 err", "max err", "added mean", "added sd", "plain stalls"],
+                [[r["rtt_ms"], r["load_mbit"], r["stalls"], r["stall_max_ms"], r["probes_hit"],
+                  r["unstalled"]["mean_err_ms"], r["unstalled"]["sd_ms"], r["unstalled"]["p99_err_ms"],
+                  r["unstalled"]["max_err_ms"], r["unstalled"]["added_mean_err_ms"],
+                  r["unstalled"]["added_sd_ms"], r["plain_stalls"]] for r in result["rtt_error"]])
+    print_table("random loss (50 Mbit/s, UDP at 25 Mbit/s)",
+                ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
+                [[r["configured"], r["direction"], r["sent"], r["lost"], r["measured"],
+                  r["ci99_low"], r["ci99_high"], r["inside"]] for r in result["loss"]])
     m = result["max_forwarding"]
-    table("max forwarding (10 Gbit/s configured, 20 ms each way, iperf3 -P 4)",
-          ["Mbit/s (median 1 s)", "Mbit/s (whole run)", "linkem CPU % of a core"],
-          [[m["iperf3_mbit"], m["iperf3_whole_mbit"], m["linkem_cpu_pct_of_core"]]])
+    print_table("max forwarding (10 Gbit/s configured, 20 ms each way, iperf3 -P 4)",
+                ["Mbit/s (median 1 s)", "Mbit/s (whole run)", "linkem CPU % of a core"],
+                [[m["iperf3_mbit"], m["iperf3_whole_mbit"], m["linkem_cpu_pct_of_core"]]])
     h = result["host"]
     c.print(f"host: {h['cpus']} CPUs, load average {h['loadavg_before'][0]:.2f} before, "
             f"{h['loadavg_after'][0]:.2f} after; other testbeds running: "

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from scipy.stats import binomtest
 
-from .errors import LonglookError
-from .linkprofile import Direction, LinkProfile
+from ..errors import LonglookError
+from ..linkprofile import Direction, LinkProfile
+from ..traces import load_mahimahi, rate_profile
+from .ownership import all_records
+from .probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
 from .testbed import Testbed
-from .testbed.ownership import all_records
-from .testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
-from .traces import load_mahimahi, rate_profile
 
 IP_PACKET = 1500
 TCP_PAYLOAD = 1448  # 1500 - 20 IP - 20 TCP - 12 timestamp option

@@ -21,15 +21,15 @@ import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LonglookError, Terminated
-from .record import RunRecord
+from ...errors import LonglookError, Terminated
+from ..record import RunRecord
 from .ray_node import CellJob, run_cell
-from .run_bundle import unpack_run
-from .spec import CellBase
-from .store import Store
+from ..run_bundle import unpack_run
+from ..spec import CellBase
+from ..store import Store
 
 if TYPE_CHECKING:
-    from .execute import Runner
+    from ..execute import Runner
 
 RAY_REQUIREMENT = "ray[default]==2.60.0"  # as pyproject's `cluster` extra
 RESOURCE = "testbed"
@@ -106,6 +106,20 @@ def cell_records(store: Store, cell_id: str) -> list[RunRecord]:
 def run_cells_on_ray(runner: "Runner", store: Store, cells: list[CellBase]) -> None:
     """Within `connected` (Runner.run)."""
     _ClusterRun(import_ray(), runner, store).run(cells)
+
+
+class Ray:
+    """The executor a Runner is given for a cluster (`--executor ray`)."""
+
+    def __init__(self, address: str | None = None):
+        import_ray()  # one clear error before anything is written when Ray is missing
+        self.address = address  # None: RAY_ADDRESS or the cluster on this machine
+
+    def connected(self):
+        return connected(self.address)
+
+    def run_cells(self, runner: "Runner", store: Store, cells: list[CellBase]) -> None:
+        run_cells_on_ray(runner, store, cells)
 
 
 class _ClusterRun:

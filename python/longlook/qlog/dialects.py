@@ -4,7 +4,7 @@ Each stack writes qlog its own way: aioquic one JSON document per connection (`t
 .events`, absolute times in ms), quic-go, ngtcp2 and quiche JSON-SEQ (relative times),
 tquic and quiche in qlog 0.4+ names (`quic:packet_sent`, `quic:recovery_metrics_updated`, read
 as `transport:packet_sent`, `recovery:metrics_updated`). `normalise`
-rewrites any of them as one JSON-SEQ file that `analyses.qlog.read_qlog` and the states
+rewrites any of them as one JSON-SEQ file that `qlog.read_qlog` and the states
 analysis read like our endpoint's:
 
 - times in ms from the first event;
@@ -32,7 +32,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .qlog import RECORD_SEPARATOR, parse_records
+from .reader import RECORD_SEPARATOR, parse_records
 
 # stacks' own state names -> Table 3
 STATE_NAMES = {

@@ -21,8 +21,9 @@ from pathlib import Path
 from typing import Iterator
 
 from ..binaries import find_binary
-from .host import TestbedError, tool
-from .topology import PROXY_ADDR, SERVER_ADDR
+from ..testbed.host import TestbedError, tool
+from ..testbed.topology import PROXY_ADDR, SERVER_ADDR
+from .endpoint import wait_for_ready
 
 TCP_PROXY_PORT = 9443
 LOG_FILE = "proxy.jsonl"
@@ -43,14 +44,12 @@ class ProxyPool:
         return self.root / "client-trust"
 
     def _start(self, name: str, argv: list[str]) -> subprocess.Popen:
-        from ..stacks.endpoint import _wait_for_ready
-
         log_dir = self.root / name
         log_dir.mkdir(parents=True, exist_ok=True)
         stderr = log_dir / "proxy.stderr"
         proc = self.testbed.popen("proxy", [str(find_binary("endpoint")), "proxy", *argv, "--log-dir", str(log_dir)],
                                   stdout=subprocess.PIPE, stderr=open(stderr, "ab"), text=True)
-        _wait_for_ready(proc, 15.0, stderr)
+        wait_for_ready(proc, 15.0, stderr)
         return proc
 
     @contextlib.contextmanager

@@ -1,0 +1,82 @@
+"""`longlook bench link|stacks|endpoint`: benchmarks of the testbed itself (longlook.bench)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+bench_app = typer.Typer(no_args_is_help=True, help="Benchmarks of the testbed itself.")
+
+
+@bench_app.callback()
+def _bench() -> None:
+    """Benchmarks of the testbed itself."""
+
+
+@bench_app.command("link")
+def bench_link(
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+    quick: bool = typer.Option(False, "--quick", help="shorter measurements"),
+) -> None:
+    """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding."""
+    from ..bench.link import print_bench, run_bench
+
+    result = run_bench(quick=quick)
+    if as_json:
+        print(json.dumps(result, indent=1))
+    else:
+        print_bench(result)
+
+
+@bench_app.command("endpoint")
+def bench_endpoint_command(
+    size: str = typer.Option("10m", help="download size (k/m suffixes)"),
+    rate_mbit: float = typer.Option(100.0, help="link rate"),
+    rtt_ms: float = typer.Option(36.0, help="round-trip time"),
+    runs: int = typer.Option(3, help="downloads per protocol (the median is judged)"),
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
+) -> None:
+    """Each protocol's download against the physical limit of the emulated path (target >= 90%)."""
+    from ..bench.endpoint import bench_endpoint
+    from ..bench.row import print_rows, title
+
+    rows = bench_endpoint(size=size, rate_mbit=rate_mbit, rtt_ms=rtt_ms, runs=runs)
+    if as_json:
+        print(json.dumps([r.endpoint_json() for r in rows], indent=1))
+        return
+    print_rows(rows, title(size, rate_mbit, rtt_ms, runs))
+
+
+@bench_app.command("stacks")
+def bench_stacks_command(
+    specs: Optional[list[str]] = typer.Argument(
+        None, metavar="SPEC", show_default=False,
+        help="a stack (quic-go, quic-go@v0.64.1, ngtcp2, ...), optionally with a congestion control "
+             "(tquic:cubic), or ours (our endpoint, h3, Cubic); default: ours and every installed stack"),
+    size: str = typer.Option("10m", help="download size (k/m suffixes)"),
+    rate_mbit: float = typer.Option(100.0, help="link rate"),
+    rtt_ms: float = typer.Option(36.0, help="round-trip time"),
+    runs: int = typer.Option(3, help="downloads per stack (the median is judged)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="write the rows as JSON (DIR/stacks-bench.json: "
+                                                           "the report's stacks table)"),
+    as_json: bool = typer.Option(False, "--json", help="print the rows as JSON"),
+) -> None:
+    """Each QUIC stack's download, its own server and client, against the physical limit of the path."""
+    from ..bench.row import print_rows, title
+    from ..bench.stacks import bench_stacks, default_specs, stacks_document
+
+    rows = bench_stacks(specs or default_specs(), size, rate_mbit, rtt_ms, runs)
+    doc = stacks_document(rows, size, rate_mbit, rtt_ms)
+    if out:
+        out.write_text(json.dumps(doc, indent=1))
+    if as_json:
+        print(json.dumps(doc, indent=1))
+    else:
+        print_rows(rows, title(size, rate_mbit, rtt_ms, runs), label=("stack", "version", "cc"))
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bench_app, name="bench")

@@ -1,0 +1,161 @@
+"""linkem's per-flow log (`--flow-log`, docs/interfaces.md "Flow log line"): the one reader
+of the format, on the ground floor (the fairness kind measures throughput at the router from
+it, the video kind and the fallback analysis F(t)), independent of what the endpoints say.
+
+Each line holds a flow's cumulative counters at `t` (s since linkem started); a flow gets a
+line only in intervals where a counter changed, so the counters are a step function: the
+value at time t is that of the last line at or before t.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .errors import LonglookError
+
+COLUMNS = ["t", "direction", "proto", "src", "dst", "packets", "bytes", "dropped_loss",
+           "dropped_buffer"]
+
+
+def read_flow_log(path: Path) -> pd.DataFrame:
+    """All lines of a flow log; a torn last line (linkem killed mid-write) is skipped."""
+    rows = []
+    for line in Path(path).read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    frame = pd.DataFrame(rows)
+    for c in COLUMNS:
+        if c not in frame:
+            frame[c] = pd.Series(dtype=float if c == "t" else object)
+    return frame[COLUMNS]
+
+
+@dataclass
+class FlowCounters:
+    """One flow's cumulative forwarded IP bytes over time in one direction, as the router
+    counted them."""
+
+    t: np.ndarray  # s since linkem started, increasing
+    bytes: np.ndarray  # cumulative IP bytes forwarded
+    packets: np.ndarray
+    dropped_buffer: np.ndarray
+
+    @classmethod
+    def empty(cls) -> "FlowCounters":
+        """A flow the router never saw."""
+        return cls(*(np.array([], dtype=np.int64),) * 4)
+
+    @property
+    def total_bytes(self) -> int:
+        return int(self.bytes[-1]) if self.bytes.size else 0
+
+    @property
+    def total_packets(self) -> int:
+        return int(self.packets[-1]) if self.packets.size else 0
+
+    @property
+    def first_seen(self) -> float:
+        return float(self.t[0]) if self.t.size else float("nan")
+
+    def bytes_at(self, t: float | np.ndarray) -> np.ndarray:
+        """Cumulative bytes at time(s) t (step function; 0 before the first line)."""
+        idx = np.searchsorted(self.t, np.asarray(t, dtype=float), side="right") - 1
+        padded = np.concatenate([[0], self.bytes])  # index 0 = before the first line
+        values = padded[idx + 1]
+        return values if np.ndim(t) else values.item()
+
+    def mean_mbit(self, t0: float, t1: float) -> float:
+        """Average rate over [t0, t1] in Mbit/s of IP bytes."""
+        if t1 <= t0:
+            return float("nan")
+        return (self.bytes_at(t1) - self.bytes_at(t0)) * 8 / (t1 - t0) / 1e6
+
+    def timeline_mbit(self, edges: np.ndarray) -> np.ndarray:
+        """Rate in each bin between consecutive `edges` (Mbit/s)."""
+        cum = self.bytes_at(edges).astype(float)
+        return np.diff(cum) * 8 / np.diff(edges) / 1e6
+
+
+def flow_counters(log: pd.DataFrame, *, client_addr: str, proto: str,
+                  direction: str = "down") -> FlowCounters:
+    """The counters of the flow whose client end is `client_addr` ("ip:port", the fetch's
+    `local_addr`): down = server -> client (dst is the client), up = client -> server."""
+    end = "dst" if direction == "down" else "src"
+    rows = log[(log["direction"] == direction) & (log["proto"] == proto) & (log[end] == client_addr)]
+    rows = rows.sort_values("t", kind="stable")
+    return FlowCounters(t=rows["t"].to_numpy(float), bytes=rows["bytes"].to_numpy(np.int64),
+                        packets=rows["packets"].to_numpy(np.int64),
+                        dropped_buffer=rows["dropped_buffer"].to_numpy(np.int64))
+
+
+def _split(endpoint: pd.Series) -> tuple[pd.Series, pd.Series]:
+    host_port = endpoint.astype(str).str.rsplit(":", n=1, expand=True)
+    return host_port[0].str.strip("[]"), pd.to_numeric(host_port[1], errors="coerce")
+
+
+def bytes_per_second(flow_log: str | Path, server: str, ports: set[int] | None = None, *,
+                     directions: tuple[str, ...] = ("down", "up"), start_s: float = 0.0,
+                     end_s: float | None = None, bin_s: float = 1.0) -> pd.DataFrame:
+    """Columns `tcp` and `udp` (IP bytes forwarded by linkem per `bin_s` bin), index `t_s` =
+    bin start in seconds since `start_s` on linkem's clock (the flow log's `t`; see
+    `linkem_start_mono_ms`, or the testbed's `Linkem.started_unix` on the wall clock). Only
+    flows with `server` (an IP address) as source or destination, with one of `ports` on
+    the server's side if given, in `directions`. A flow's line carries cumulative counters
+    and comes only in intervals where they changed, so its increase since its previous line
+    happened within the last flow-log interval: it goes in the bin of the line's time
+    (resolution: the interval, 100 ms by default). Bins run from `start_s` to `end_s`
+    (default: the last line)."""
+    path = Path(flow_log)
+    if not path.exists():
+        raise LonglookError(f"{path}: no such flow log")
+    log = read_flow_log(path)
+    if log.empty:
+        return pd.DataFrame({"tcp": [], "udp": []}, index=pd.Index([], name="t_s", dtype=float))
+    flow = ["direction", "proto", "src", "dst"]
+    log["delta"] = log.groupby(flow)["bytes"].diff().fillna(log["bytes"])
+    src_host, src_port = _split(log["src"])
+    dst_host, dst_port = _split(log["dst"])
+    port = src_port.where(src_host == server, dst_port.where(dst_host == server))
+    keep = (log["proto"].isin(["tcp", "udp"]) & log["direction"].isin(directions) & port.notna())
+    if ports is not None:
+        keep &= port.isin(list(ports))
+    t = log["t"].astype(float) - start_s
+    keep &= t > 0
+    if end_s is not None:
+        keep &= t <= end_s - start_s
+    sel = pd.DataFrame({"t": t[keep], "proto": log["proto"][keep], "bytes": log["delta"][keep]})
+    n_bins = (math.ceil((end_s - start_s) / bin_s) if end_s is not None
+              else int(((sel["t"].max() - 1e-9) // bin_s) + 1) if len(sel) else 0)
+    # (t - tiny): a line exactly on a bin edge counts for the interval that just ended
+    sel["bin"] = ((sel["t"] - 1e-9) // bin_s).astype(int)
+    table = sel.pivot_table(index="bin", columns="proto", values="bytes", aggfunc="sum")
+    table = table.reindex(index=range(n_bins), columns=["tcp", "udp"]).fillna(0.0).astype(float)
+    table.index = pd.Index(table.index * bin_s, name="t_s", dtype=float)
+    table.columns.name = None
+    return table
+
+
+def linkem_start_mono_ms(stats: dict) -> float:
+    """linkem's start on CLOCK_MONOTONIC (ms), from any stats document: `mono_ms` is when it
+    was written and `elapsed_s` how long linkem had run. A session that started at
+    monotonic time M began at (M - this) / 1000 s on the flow log's clock (`start_s`)."""
+    try:
+        return float(stats["mono_ms"]) - float(stats["elapsed_s"]) * 1000.0
+    except (KeyError, TypeError, ValueError):
+        raise LonglookError("linkem stats: need mono_ms and elapsed_s") from None
+
+
+def series_rows(per_second: pd.DataFrame) -> list[dict]:
+    """`bytes_per_second` output as a kind's store series rows: `F` (bytes over TCP) and
+    `F_udp` (bytes over UDP), one row per bin, `t_s` = bin start (the names the fallback
+    analysis reads)."""
+    return [{"name": name, "key": "", "t_s": float(t), "value": float(v)}
+            for name, col in (("F", "tcp"), ("F_udp", "udp")) for t, v in per_second[col].items()]

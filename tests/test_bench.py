@@ -1,0 +1,72 @@
+"""The bench package without a testbed: the limit model, the one row type and its JSON, the
+`longlook bench stacks` command."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from longlook.bench.limit import physical_limit_ms
+from longlook.bench.row import BenchRow, print_rows, title
+from longlook.bench.stacks import stacks_document
+
+
+def test_physical_limit_full_pipe_and_slow_start():
+    # a window that fills the pipe at once: handshake + request/last byte + size / rate
+    assert physical_limit_ms(1_000_000, 8.0, 10.0, "h3", 10**9, 1.0) == pytest.approx(20 + 1000)
+    assert physical_limit_ms(1_000_000, 8.0, 10.0, "h2", 10**9, 1.0) == pytest.approx(30 + 1000)
+    # 10 kB doubling at 1 MB/s over 100 ms: four rounds (10, 20, 40, 80 kB), then line rate
+    assert physical_limit_ms(1_000_000, 8.0, 100.0, "h3", 10_000, 1.0) == pytest.approx(200 + 400 + 850)
+
+
+def _row(**kw) -> BenchRow:
+    args = dict(stack="ours", version="ours", cc="cubic", protocol="h3", plts=[100.0, 80.0, 90.0],
+                effs=[0.9, 0.95, 0.8], size_bytes=1_000_000, initial_window=10**9, rate_mbit=8.0,
+                rtt_ms=10.0)
+    return BenchRow.of_runs(**{**args, **kw})
+
+
+def test_row_of_runs_judges_the_medians():
+    r = _row()
+    assert (r.runs, r.plt_ms_median, r.efficiency) == (3, 90.0, 0.9)
+    assert r.goodput_mbit_median == pytest.approx(1_000_000 * 8 / 90 / 1e3)
+    assert r.limit_ms == pytest.approx(physical_limit_ms(1_000_000, 8.0, 10.0, "h3", 10**9, 0.9))
+    assert r.share == pytest.approx(r.limit_ms / 90.0)
+
+
+def test_each_bench_keeps_its_json_fields():
+    r = _row()
+    assert list(r.endpoint_json()) == ["protocol", "runs", "plt_ms_median", "goodput_mbit_median", "efficiency",
+                                       "initial_window_bytes", "limit_ms", "ratio"]
+    assert r.endpoint_json()["ratio"] == r.share
+    doc = stacks_document([r], "10m", 100.0, 36.0)
+    assert list(doc) == ["size", "rate_mbit", "rtt_ms", "rows"]
+    assert list(doc["rows"][0]) == ["stack", "version", "cc", "runs", "plt_ms_median", "goodput_mbit_median",
+                                    "efficiency", "initial_window_bytes", "limit_ms", "share"]
+
+
+def test_print_rows(capsys):
+    print_rows([_row(), _row(protocol="h2")], title("1m", 8.0, 10.0, 3))
+    out = capsys.readouterr().out
+    assert "1m over 8 Mbit/s, 10 ms RTT, median of 3" in out and "h3" in out and "h2" in out
+
+
+def test_bench_stacks_command_writes_the_report_json(tmp_path, monkeypatch):
+    import longlook.bench.stacks
+    from longlook.commands import bench
+
+    asked = []
+    monkeypatch.setattr(longlook.bench.stacks, "bench_stacks",
+                        lambda specs, *a: asked.append((specs, a)) or [_row(stack="quic-go", version="v0.64.1")])
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    bench.register(app)
+    out = tmp_path / "stacks-bench.json"
+    result = CliRunner().invoke(app, ["bench", "stacks", "quic-go", "--runs", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert asked == [(["quic-go"], ("10m", 100.0, 36.0, 2))]
+    doc = json.loads(out.read_text())
+    assert doc["rows"][0]["stack"] == "quic-go" and doc["size"] == "10m"
