@@ -347,7 +347,7 @@ def with_failures_as_outcomes(runs: pd.DataFrame, good: pd.DataFrame, metric: st
     return pd.concat([good, lost.assign(**{metric: float(value)})], ignore_index=True)
 
 
-def _completions(runs: pd.DataFrame, good: pd.DataFrame) -> dict[tuple[str, str], Completion]:
+def completions(runs: pd.DataFrame, good: pd.DataFrame) -> dict[tuple[str, str], Completion]:
     """(cell, arm) -> rounds with a counted run (or a failure counted as an outcome) of the
     rounds tried."""
     if runs.empty or "round" not in runs:
@@ -377,7 +377,7 @@ def compare_cells(runs: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
     if cell_ids is None:
         cell_ids = list(dict.fromkeys(runs["cell_id"]))
     groups = {k: g[metric].to_numpy(dtype=float) for k, g in good.groupby(["cell_id", "arm"])}
-    done = _completions(runs, good)
+    done = completions(runs, good)
     empty = np.array([], dtype=float)
     result: list[CellComparison] = []
     for a_label, b_label in pairs:

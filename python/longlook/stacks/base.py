@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Hashable
 
 from ..errors import LonglookError
+from ..qlog.dialects import normalise
 from .runner import StackServer, stack_fetcher
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
@@ -168,6 +169,4 @@ class Stack:
     def normalise_qlog(self, path: Path, out: Path) -> None:
         """Write `path` (the stack's own qlog) as a JSON-SEQ qlog in our vocabulary
         (qlog/dialects.py)."""
-        from ..qlog.dialects import normalise
-
         normalise(path, out, stack=self.name)

@@ -24,6 +24,7 @@ import itertools
 from typing import Any, Callable
 
 from ..linkprofile import Direction, LinkProfile
+from ..units import short_number
 
 SEGMENT_KEYS = ("link_a", "link_b")
 # settings whose series is not a single profile's (left out rather than made up)
@@ -87,8 +88,6 @@ def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[
 def segments_label(p: LinkProfile) -> str:
     """How the path is split, for the link's label: `seg=25ms+25ms` (loss per segment added
     when any: `seg=25ms@0.01+25ms@0.01`)."""
-    from ..units import short_number
-
     parts = []
     for s in p.segments or ():
         text = f"{short_number(s.rtt_ms())}ms"

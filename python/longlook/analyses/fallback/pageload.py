@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ...core.stats import Completion, compare_samples
+from ...core.stats import compare_samples, completions
 from ...core.status import counted_runs
 from ...errors import LonglookError
 
@@ -38,10 +38,6 @@ def _mean(x: pd.Series) -> float:
     return float(x.mean()) if len(x) else float("nan")
 
 
-def _rounds(runs: pd.DataFrame) -> int:
-    return len(runs[["round"]].drop_duplicates()) if len(runs) and "round" in runs else 0
-
-
 def compare_pageloads(runs: pd.DataFrame, cells: pd.DataFrame, *, quic_arm: str, tcp_arm: str,
                       alpha: float = 0.01, test: str = "welch", exclude_flagged: bool = True) -> pd.DataFrame:
     """One row per cell (COLUMNS). `runs` as Store.runs_frame(); `cells` as cells_frame().
@@ -53,14 +49,13 @@ def compare_pageloads(runs: pd.DataFrame, cells: pd.DataFrame, *, quic_arm: str,
     race = ok[ok["arm"] == quic_arm]
     tcp = counted_runs(runs[runs["arm"] == tcp_arm], "plt_ms", exclude_flagged=exclude_flagged)
     names = dict(zip(cells["cell_id"], cells.get("link_name", cells["cell_id"])))
+    done = completions(runs, pd.concat([race, tcp]))
     rows = []
     for cid in cells["cell_id"]:
         q, t = race[race["cell_id"] == cid], tcp[tcp["cell_id"] == cid]
-        tried = runs[runs["cell_id"] == cid]
         c = compare_samples(q["plt_ms"].to_numpy(float), t["plt_ms"].to_numpy(float), a_label="QUIC-enabled",
                             b_label="TCP-only", cell_id=cid, alpha=alpha, test=test,  # type: ignore[arg-type]
-                            completion_a=Completion(_rounds(q), _rounds(tried[tried["arm"] == quic_arm])),
-                            completion_b=Completion(_rounds(t), _rounds(tried[tried["arm"] == tcp_arm])))
+                            completion_a=done.get((cid, quic_arm)), completion_b=done.get((cid, tcp_arm)))
         ttf = pd.to_numeric(q.get("time_to_fallback_ms", pd.Series(dtype=float)), errors="coerce")
         fell = q[ttf.notna()] if len(q) else q
         served = q["protocol_negotiated"].value_counts() if len(q) else pd.Series(dtype=int)

@@ -46,8 +46,8 @@ class Measured:
             kind = store.kind()
             flows = store.table("flows") if store.kind_name() == "fairness" else None
             series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
-            failures = ({m.name: v for m in (kind.metrics if kind else ()) if (v := m.failure_value(scenario.timeout_s)) is not None}
-                        if scenario.statistics.failures == "outcome" else {})
+            metrics = kind.metrics if kind and scenario.statistics.failures == "outcome" else ()
+            failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
             return cls(cells=store.cells_frame(), runs=store.runs_frame(),
                        statistics=scenario.statistics, seed=scenario.seed,
                        exclude_flagged=scenario.fidelity.exclude_flagged, rounds=scenario.rounds,
