@@ -1,18 +1,43 @@
 #!/usr/bin/env bash
-# Everything longlook needs on a fresh Debian machine, idempotent and quick when already done:
-# system packages, tracefs, the Rust binaries (release), the Python package in .venv.
+# What longlook's main job (scripts/quick.sh) needs on a fresh Debian machine, idempotent and
+# quick when already done: system packages, tracefs, the Rust binaries (release), the Python
+# package in .venv.
+#
+#   bash scripts/setup.sh               # the main job: our endpoint and linkem, nothing else
+#   bash scripts/setup.sh --all-stacks  # also every other QUIC stack (quiche, tquic, quic-go,
+#                                       # aioquic, ngtcp2; ~15 min the first time)
+#   bash scripts/setup.sh --all         # also Chromium, ffmpeg, dash.js, tshark, the test tools
+#                                       # and Ray: everything the tests need (scripts/test.sh)
+#
+# Otherwise each is installed the first time a scenario needs it (before its grid starts, with
+# progress on stderr), or ahead of time by `longlook stacks install NAME` (or --all); cached.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+all_stacks=0
+browser=0
+for arg in "$@"; do
+  case "$arg" in
+    --all-stacks) all_stacks=1 ;;
+    --all) all_stacks=1; browser=1 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "setup: unknown option $arg (known: --all-stacks, --all)" >&2; exit 2 ;;
+  esac
+done
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "longlook set-up needs root (network namespaces, apt): run it with sudo" >&2
   exit 2
 fi
 
-# System tools the testbed drives, and Debian's Chromium for the browser client (never a
-# downloaded build). apt once failed mid-way on a first install (a dpkg archive missing)
-# and worked when re-run, so installs are retried, repairing dpkg in between.
-packages=(iproute2 ethtool iptables nftables iperf3 procps graphviz chromium ffmpeg)
+# System tools the testbed drives; with --all also Debian's Chromium for the browser clients
+# (never a downloaded build) and ffmpeg for the video kind (otherwise the first scenario that
+# uses them installs them). apt once failed mid-way on a first install (a dpkg archive
+# missing) and worked when re-run, so installs are retried, repairing dpkg in between.
+packages=(iproute2 ethtool iptables nftables iperf3 procps graphviz)
+if [ "$browser" -eq 1 ]; then packages+=(chromium ffmpeg); fi
+# tshark decrypts a run's pcap with its key log in the capture test ([capture], tests only)
+if [ "$browser" -eq 1 ]; then packages+=(tshark); fi
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
   local attempt
@@ -46,15 +71,18 @@ fi
 echo "setup: building Rust binaries (release)"
 cargo build --release --workspace --quiet
 
-# Python package and its tools.
+# Python package and its tools; with --all also the test tools and Ray (the `cluster` extra,
+# for --executor ray and its tests), which the main job does not need.
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import longlook, pytest" 2>/dev/null \
+extras="" needs="import longlook"
+if [ "$browser" -eq 1 ]; then extras="[test,cluster]" needs="import longlook, pytest, nbclient, ray"; fi
+if ! .venv/bin/python -c "$needs" 2>/dev/null \
    || [ pyproject.toml -nt .venv/.longlook-installed ]; then
-  echo "setup: installing the Python package into .venv"
+  echo "setup: installing the Python package${extras:+ with $extras} into .venv"
   .venv/bin/pip install -q --upgrade pip
-  .venv/bin/pip install -q -e '.[test,cluster]'  # cluster: Ray, for --executor ray and its tests
+  .venv/bin/pip install -q -e ".$extras"
   # E-Divisive (longlook compare --history): its metadata caps numpy<2 and Python<3.12,
   # which would downgrade numpy for all of longlook; it runs on ours, so no deps (pyproject
   # lists what it imports)
@@ -62,34 +90,28 @@ if ! .venv/bin/python -c "import longlook, pytest" 2>/dev/null \
   touch .venv/.longlook-installed
 fi
 
-# ---- QUIC stacks (issue 14) -------------------------------------------------------------
+# ---- QUIC stacks (issue 14), only with --all-stacks ----------------------------------------
 # Other QUIC stacks as adapters (python/longlook/stacks/<name>/): ngtcp2 from Debian, the
-# others built once per version under target/stacks/<name>-<version>/ (aioquic from PyPI,
-# quic-go from the Go module proxy, quiche/tquic from crates.io). Cached: a no-op when built.
-stack_packages=(ngtcp2-server ngtcp2-client libclang-dev)
-stack_missing=()
-for p in "${stack_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || stack_missing+=("$p"); done
-if [ ${#stack_missing[@]} -gt 0 ]; then
-  apt_install "${stack_missing[@]}"
+# others built once per version under ~/.cache/longlook/stacks/<name>-<version>/ (aioquic from
+# PyPI, quic-go from the Go module proxy, quiche/tquic from crates.io). Cached: a no-op when
+# built. The main job uses none of them; a scenario that names one installs it on first use.
+if [ "$all_stacks" -eq 1 ]; then
+  stack_packages=(ngtcp2-server ngtcp2-client libclang-dev)
+  stack_missing=()
+  for p in "${stack_packages[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || stack_missing+=("$p"); done
+  if [ ${#stack_missing[@]} -gt 0 ]; then
+    apt_install "${stack_missing[@]}"
+  fi
+  echo "setup: QUIC stacks (python -m longlook.stacks.install --all-versions)"
+  .venv/bin/python -m longlook.stacks.install --all-versions
 fi
-echo "setup: QUIC stacks (python -m longlook.stacks.install --all-versions)"
-.venv/bin/python -m longlook.stacks.install --all-versions
 # ---- end of QUIC stacks -----------------------------------------------------------------
-# ---- video (issue 15) -------------------------------------------------------------------
-# dash.js for the video kind's browser player, pinned, from npm; its dist file is shipped as
-# package data (python/longlook/kinds/video/static/), never fetched at run time.
-DASHJS_VERSION=4.7.4
-dashjs_dir=python/longlook/kinds/video/static
-if ! grep -qs "^$DASHJS_VERSION\$" "$dashjs_dir/dashjs.version"; then
-  if ! command -v npm >/dev/null; then apt_install npm; fi
-  echo "setup: dash.js $DASHJS_VERSION (npm)"
-  tmp=$(mktemp -d)
-  npm install --prefix "$tmp" --no-audit --no-fund --ignore-scripts --silent "dashjs@$DASHJS_VERSION"
-  mkdir -p "$dashjs_dir"
-  cp "$tmp/node_modules/dashjs/dist/dash.all.min.js" "$dashjs_dir/dash.all.min.js"
-  cp "$tmp/node_modules/dashjs/LICENSE.md" "$dashjs_dir/dashjs.LICENSE.md" 2>/dev/null || true
-  echo "$DASHJS_VERSION" > "$dashjs_dir/dashjs.version"
-  rm -rf "$tmp"
+# ---- video (issue 15), only with --all --------------------------------------------------
+# dash.js for the video kind's browser player, pinned (kinds/video/dashjs.py), from npm; its
+# dist file is copied into the package data (python/longlook/kinds/video/static/), never
+# fetched at run time. Without --all, the first scenario with the dash.js player does this.
+if [ "$browser" -eq 1 ]; then
+  .venv/bin/python -c "from longlook.kinds.video.dashjs import install_dashjs; install_dashjs()"
 fi
 # ---- end of video -----------------------------------------------------------------------
 echo "setup: done"

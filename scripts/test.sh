@@ -3,7 +3,7 @@
 # includes real-namespace testbed tests; they need root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh --all  # every QUIC stack, Chromium, ffmpeg, dash.js: the tests use them all
 .venv/bin/lint-imports  # the floors (pyproject.toml [tool.importlinter])
 cargo test --release --workspace --quiet
 .venv/bin/longlook clean

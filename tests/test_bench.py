@@ -70,3 +70,42 @@ def test_bench_stacks_command_writes_the_report_json(tmp_path, monkeypatch):
     assert asked == [(["quic-go"], ("10m", 100.0, 36.0, 2))]
     doc = json.loads(out.read_text())
     assert doc["rows"][0]["stack"] == "quic-go" and doc["size"] == "10m"
+
+
+def test_constant_trace_carries_its_rate(tmp_path):
+    from longlook.bench.link import constant_trace
+    from longlook.traces import load_mahimahi, rate_profile
+    for rate in (100, 250, 1000):
+        per_s = rate_profile(load_mahimahi(constant_trace(tmp_path / f"{rate}.trace", rate)), 1000)
+        assert per_s.mean() == pytest.approx(rate, rel=0.002)
+
+
+def test_ceiling_tolerance_judges_a_trace_like_a_rate():
+    from longlook.bench.link import within_tolerance
+    from longlook.testbed.linkcheck import Row, Tolerances
+    rows = [Row("down", "TCP goodput, probe", "Mbit/s", 470.0, 482.7),  # a trace: no band
+            Row("down", "UDP delivered (IP)", "Mbit/s", 498.0, 500.0)]
+    assert within_tolerance(rows, Tolerances()) == (True, "")
+    rows[1].measured = 470.0
+    ok, why = within_tolerance(rows, Tolerances())
+    assert not ok and "UDP delivered" in why
+    # a sender that reached only 471 Mbit/s: judged on what it sent
+    assert within_tolerance(rows, Tolerances(), udp_sent_mbit=471.0)[0]
+    # a trace's RTT, unjudged by the self-check, is judged here (opportunity waits allowed)
+    rtt = Row("both", "RTT mean", "ms", 41.6, 40.0)
+    assert within_tolerance([rtt], Tolerances())[0]
+    rtt.measured = 75.1
+    assert not within_tolerance([rtt], Tolerances())[0]
+
+
+def test_bench_link_command_passes_ceiling(monkeypatch):
+    import longlook.bench.link
+    from longlook.commands import bench
+    asked = []
+    monkeypatch.setattr(longlook.bench.link, "run_bench", lambda **kw: asked.append(kw) or {"ok": 1})
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    bench.register(app)
+    result = CliRunner().invoke(app, ["bench", "link", "--quick", "--ceiling", "--json"])
+    assert result.exit_code == 0, result.output
+    assert asked == [{"quick": True, "ceiling": True}] and json.loads(result.output) == {"ok": 1}

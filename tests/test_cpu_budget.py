@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from longlook.core.spec import parse_scenario
-from longlook.testbed.cpu import PROFILES, ClientCgroup, CpuBudget, CpuUsage
+from longlook.testbed.cpu import PROFILES, CpuBudget, CpuUsage, PartyCgroup
 from test_bad_input import GOOD, _invoke, _one_clear_error
 from testbed_helpers import needs_testbed
 
@@ -48,7 +48,7 @@ def test_other_kinds_get_the_dimension_too():
 
 
 def test_a_client_process_joins_the_group_before_it_execs():
-    group = ClientCgroup("t1")
+    group = PartyCgroup("t1", "client")
     assert group.wrap(["endpoint", "fetch"]) == ["endpoint", "fetch"]  # no group: as it was
     group.created, group.version = True, 1
     argv = group.wrap(["ip", "netns", "exec", "ll-t1-client", "endpoint", "fetch"])
@@ -111,7 +111,7 @@ def test_clean_removes_a_client_group_whose_testbed_is_gone():
     from longlook.testbed import clean
     from longlook.testbed.cpu import testbed_groups as groups
 
-    left = ClientCgroup("zzleft1")
+    left = PartyCgroup("zzleft1", "client")
     left.create()  # as a testbed killed with -9 leaves it: no record, no namespaces
     assert "zzleft1" in {i for i, _ in groups()}
     cleaned = clean(ids={"zzleft1"})
@@ -119,13 +119,30 @@ def test_clean_removes_a_client_group_whose_testbed_is_gone():
 
 
 def test_an_unbudgeted_client_that_kept_the_machine_busy_is_flagged_a_budgeted_one_is_not():
-    from longlook.core.audit import Audit, client_cpu_figures
+    from longlook.core.audit import Audit, cpu_figures
     from longlook.core.spec import Fidelity
 
     starved = Audit(client_cpu=None, client_cpu_s=3.6, client_cpu_share=1.8).judge(Fidelity())
     assert starved.flagged and "client CPU-starved" in starved.reasons[0]
     assert not Audit(client_cpu="unlimited", client_cpu_share=1.0).judge(Fidelity()).flagged
     assert not Audit(client_cpu="phone-2014", client_cpu_share=1.9).judge(Fidelity()).flagged  # asked for
-    metrics, details = client_cpu_figures(Audit(client_cpu_s=0.5, client_cpu_share=0.25, client_throttled_s=0.1))
+    metrics, details = cpu_figures(Audit(client_cpu_s=0.5, client_cpu_share=0.25, client_throttled_s=0.1))
     assert metrics == {"client_cpu_s": 0.5, "client_cpu_share": 0.25}
     assert details == {"client_cpu": "unlimited", "client_throttled_s": 0.1}
+
+
+def test_each_party_gets_its_cpu_per_mb_and_a_saturated_linkem_flags_the_run():
+    from longlook.core.audit import Audit, cpu_figures, party_cpu
+    from longlook.core.spec import Fidelity
+
+    a = Audit(delivered_mb=10.0)
+    party_cpu(a, {"client": CpuUsage(0), "server": CpuUsage(0), "router": CpuUsage(0)},
+              {"client": CpuUsage(int(1.96e9)), "server": CpuUsage(int(0.5e9)), "router": CpuUsage(int(1e9))}, 2.0)
+    metrics, details = cpu_figures(a)
+    assert metrics["server_cpu_s"] == 0.5 and metrics["server_cpu_s_per_mb"] == 0.05
+    assert metrics["router_cpu_share"] == 0.5 and details["saturated"] == ["client"]
+    assert not a.judge(Fidelity()).flagged  # a saturated client is an outcome, not a fault
+    busy = Audit(router_cpu_s=1.0, router_cpu_share=0.99, linkem_busiest_thread_share=0.97).judge(Fidelity())
+    assert busy.flagged and "linkem out of CPU" in busy.reasons[0]
+    held = Audit(router_cpu_s=0.2, router_cpu_share=0.1, router_throttled_s=0.5).judge(Fidelity())
+    assert held.flagged and "quota held it back" in held.reasons[0]

@@ -94,6 +94,62 @@ def test_the_client_cgroup_lives_as_long_as_its_testbed():
         scheduled = (f"cpu:/longlook/ll-{tb.id}-client", f"cpuset:/longlook/ll-{tb.id}-client") \
             if cpu.cgroup_version() == 1 else (f"::/longlook/ll-{tb.id}-client",)
         assert all(s in out for s in scheduled), out  # now also scheduled under the budget
-        probe = tb.run("client", ["cat", "/proc/self/cgroup"], client_cpu=False).stdout
+        probe = tb.run("client", ["cat", "/proc/self/cgroup"], as_party=False).stdout
         assert f"ll-{tb.id}-client" not in probe  # the testbed's own tools stay out
     assert tb.id not in {i for i, _ in cpu.testbed_groups()}
+
+
+@needs_testbed("linkem", "endpoint")
+def test_every_party_s_cpu_is_recorded_per_run_with_the_pinning_and_the_host_buffers(tmp_path: Path):
+    """Server and linkem CPU per run (Langley §6.7 needs the server's), per MB forwarded; the
+    pinning asked for and who shared a CPU; the TCP buffers sized to the path."""
+    text = textwrap.dedent("""
+        name = "party-cpu-test"
+        rounds = 1
+        protocols = ["h3", "h2"]
+        workloads = ["bulk:2m"]
+        timeout_s = 30
+        [[links]]
+        rate_mbit = 100
+        rtt_ms = 40
+        buffer_bytes = 500000
+        [options]
+        zero_rtt = false
+        [fidelity]
+        exclude_flagged = false
+        [testbed]
+        cpus = {router = [0], server = [1], client = [1]}
+    """)
+    summary = Runner(Scenario.from_toml(text, source="test"), tmp_path, link_check=False).run()
+    assert summary.ok == summary.runs == 2, summary
+    with Store.open(tmp_path, read_only=True) as store:
+        runs = counted_runs(store.runs_frame(), "plt_ms", exclude_flagged=False)
+    for party in ("client", "server", "router"):
+        assert (runs[f"{party}_cpu_s"] > 0.005).all(), runs.filter(like="cpu")
+        assert (runs[f"{party}_cpu_s_per_mb"] > 0).all()
+    assert all(c == {"router": [0], "server": [1], "client": [1]} for c in runs["cpus"])
+    assert all(s == ["server+client on CPU 1"] or s == ["client+server on CPU 1"] for s in runs["cpus_shared"])
+    # 100 Mbit/s x 40 ms + 0.5 MB = 1 MB in flight: twice that, but never below the default
+    assert all(b["path_bytes"] == 1_000_000 and b["tcp_max"] == 4 * 1024 * 1024 for b in runs["host_buffers"])
+
+
+@needs_testbed("linkem")
+def test_a_linkem_held_back_by_a_cpu_quota_flags_the_run(tmp_path: Path):
+    """linkem that cannot run when packets are due is the bottleneck itself: the audit says
+    so (a quota of 2% of a core on its group, a 50 Mbit/s flow through it)."""
+    from longlook.core.audit import RunAudit
+    from longlook.core.spec import Fidelity
+    from longlook.linkprofile import LinkProfile
+
+    link = LinkProfile(rate_mbit=50, delay_ms=5, buffer_bytes=200_000)
+    with Testbed(link) as tb:
+        tb.cgroups["router"].apply(cpu.CpuBudget(quota=0.02, cores=1))
+        tb.reconfigure(link)  # linkem restarts inside the budget
+        server = tb.popen("server", ["iperf3", "-s", "-1"], as_party=False)
+        audit = RunAudit(tb, None, Fidelity())
+        audit.begin()
+        tb.run("client", ["iperf3", "-c", Testbed.server_addr, "-t", "2"], check=False, timeout=30)
+        a = audit.end()
+        server.wait(10)
+    assert a.flagged and any("linkem out of CPU" in r for r in a.reasons), a.reasons
+    assert a.router_throttled_s > 0.04, a

@@ -146,3 +146,32 @@ def test_check_fails_when_the_link_is_not_the_profile():
     assert not r.ok
     failed = {x.quantity for x in r.failures()}
     assert {"RTT mean", "UDP delivered (IP)", "TCP goodput, probe"} <= failed
+
+
+def test_a_slow_reverse_direction_caps_tcp_by_its_acks():
+    from longlook.testbed.linkcheck import ack_limited_goodput
+    # 0.1 Mbit/s of 52-byte ACKs, one per two 1448-byte segments: about 5.6 Mbit/s of goodput
+    assert ack_limited_goodput(0.1) == pytest.approx(5.57, abs=0.01)
+
+
+@needs_testbed("linkem", "linkem-probe")
+def test_an_up_link_whose_acks_ride_a_collapsing_down_trace_passes_and_a_broken_one_fails(tmp_path):
+    """Issue 33: up 10 Mbit/s with a down trace falling to 0.1 Mbit/s was blamed on the
+    emulator ("up TCP goodput 5.769, expected 9.653"): the ACKs are throttled by the down
+    trace. Not judged (ACK-limited), everything else judged; a link that is really slower
+    than it claims still fails."""
+    from longlook.testbed import Testbed
+    write_mahimahi([(1.0, 0.1), (1.0, 4.0)], tmp_path / "collapse.mahi")
+    p = LinkProfile(name="asym", delay_ms=10, buffer_bytes=60_000, up={"rate_mbit": 10},
+                    down={"trace": "collapse.mahi"})
+    with Testbed(p, base_dir=tmp_path) as tb:
+        r = check_link(tb, duration_s=2, rtt_count=200, iperf=False, directions=("up",),
+                       include=("rate",))
+        assert r.ok, r.summary()
+        tcp = next(x for x in r.rows if x.quantity == "TCP goodput, probe")
+        assert tcp.ok is None and "ACK-limited by the reverse direction" in tcp.note
+        slower = LinkProfile(name="asym-claims-20", delay_ms=10, buffer_bytes=60_000, up={"rate_mbit": 20},
+                             down={"trace": "collapse.mahi"})
+        broken = check_link(tb, slower, duration_s=2, rtt_count=200, iperf=False, directions=("up",),
+                            include=("rate",), base_dir=tmp_path)
+    assert not broken.ok and "UDP delivered (IP)" in {x.quantity for x in broken.failures()}

@@ -150,10 +150,10 @@ class _FailOnObjects:
     def __init__(self, con):
         self._con = con
 
-    def executemany(self, sql, params):
-        if "objects" in sql:
+    def execute(self, sql, params=None):
+        if "INSERT INTO objects" in sql:
             raise KeyboardInterrupt
-        return self._con.executemany(sql, params)
+        return self._con.execute(sql, params)
 
     def __getattr__(self, name):
         return getattr(self._con, name)

@@ -65,7 +65,34 @@ def test_protocol_and_cpu_starvation(manifest):
     cpu = cpu_figures(doc)
     assert starved_reason(cpu, 1.6, 0.05) is None
     assert "cores" in starved_reason(cpu, 0.1, 0.05)
-    assert "dropped" in starved_reason({**cpu, "dropped_share": 0.2}, 1.6, 0.05)
+    busy = {**cpu, "player_cpu_cores": 1.1}
+    assert "dropped" in starved_reason({**busy, "unexplained_dropped_share": 0.2, "unexplained_dropped_frames": 120},
+                                       1.6, 0.05)
+
+
+def test_frames_dropped_at_stalls_and_switches_or_at_a_third_of_a_core_are_not_cpu_starvation():
+    """Issue 33: a step-down video's h3 runs were flagged "client CPU-starved: 10-17% of the
+    frames were dropped" at 0.33 cores; the drops sat around stalls and switches."""
+    from longlook.kinds.video.dashjs import unexplained_drops
+    from longlook.kinds.video.qoe import Stall
+    # 30 fps for 20 s; 40 frames dropped during a stall at 8-10 s, 20 at a switch at 15 s
+    samples = [{"t_s": float(t), "frames": 30 * t, "quality": 2 if t < 15 else 0,
+                "dropped": (40 if t >= 9 else 0) + (20 if t >= 15 else 0)} for t in range(21)]
+    stalls = [Stall(8.0, 10.0)]
+    assert unexplained_drops(samples, stalls) == 0
+    doc = {"samples": samples, "cpu_s": 6.8, "wall_s": 20.0}
+    cpu = cpu_figures(doc, stalls)
+    assert cpu["dropped_share"] == 0.1 and starved_reason(cpu, 1.6, 0.05) is None
+    # the same drops spread over the run while the browser kept a core busy: starved
+    spread = [{**smp, "dropped": 3 * int(smp["t_s"]), "quality": 2} for smp in samples]
+    busy = cpu_figures({"samples": spread, "cpu_s": 20.0, "wall_s": 20.0}, [])
+    assert "dropped away from stalls" in starved_reason(busy, 1.6, 0.05)
+    # ... but not at a third of a core, nor two drops of a short clip
+    idle = cpu_figures({"samples": spread, "cpu_s": 6.8, "wall_s": 20.0}, [])
+    assert starved_reason(idle, 1.6, 0.05) is None
+    few = [{"t_s": float(t), "frames": 30 * t, "quality": 1, "dropped": 1 if t >= 1 else 0} for t in range(2)]
+    few[-1]["dropped"] = 2
+    assert starved_reason(cpu_figures({"samples": few, "cpu_s": 2.0, "wall_s": 2.0}, []), 1.6, 0.05) is None
 
 
 SHORT = """

@@ -18,7 +18,7 @@ from .errors import LonglookError, read_user_text
 class GilbertElliott(BaseModel):
     """Bursty loss: a two-state Markov chain stepped once per packet."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # no "0.1" or true for a number
     p: float = Field(ge=0, le=1, description="P(good -> bad) per packet")
     r: float = Field(ge=0, le=1, description="P(bad -> good) per packet")
     loss_bad: float = Field(default=1.0, ge=0, le=1)
@@ -33,13 +33,14 @@ class GilbertElliott(BaseModel):
 
 
 class Reorder(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
     probability: float = Field(ge=0, le=1)
     ahead_ms: float = Field(gt=0)
 
 
 class Middlebox(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: `block_udp = "false"` or `= 0` is an error, not a boolean; 1e30 is no packet count
+    model_config = ConfigDict(extra="forbid", strict=True)
     block_udp: bool = False
     block_udp_after_packets: int = Field(default=0, ge=0)
     udp_rate_mbit: float = Field(default=0.0, ge=0)
@@ -93,7 +94,7 @@ class LinkProfile(Direction):
     up = client -> server, down = server -> client.
     """
 
-    name: str = "link"
+    name: str = Field(default="link", max_length=128)  # shown in tables and ids: a name, not a text
     up: Direction = Field(default_factory=Direction)
     down: Direction = Field(default_factory=Direction)
     # A path through the proxy namespace: (client-proxy, proxy-server) segments, each its own
@@ -158,6 +159,27 @@ def _toml_value(v: object) -> str:
     if isinstance(v, (int, float)):
         return repr(v)
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def linkem_refusal(profile: LinkProfile, base_dir: Path | None = None) -> str | None:
+    """What linkem would say of this link's config, by linkem's own parser (`linkem-check`:
+    ranges, middlebox numbers, trace contents), so Python and linkem never disagree about a
+    link: None when linkem runs it, or when linkem-check is not built (then the Python model
+    and `traces.load_mahimahi` are the only checks). A proxied link: each segment's config."""
+    import subprocess
+
+    from .binaries import find_binary
+
+    try:
+        check = find_binary("linkem-check")
+    except LonglookError:
+        return None
+    for part in profile.segments or (profile,):
+        p = subprocess.run([str(check), "--name", f"link {profile.name}"], input=part.to_linkem_toml(base_dir),
+                           capture_output=True, text=True, timeout=60)
+        if p.returncode != 0:
+            return (p.stderr.strip() or f"linkem-check exited {p.returncode}").splitlines()[0]
+    return None
 
 
 def load_link_profile(path: Path) -> LinkProfile:

@@ -15,7 +15,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import LonglookError
+from .errors import TRACE_LIMIT, LonglookError, check_range, read_user_text
+
+MAX_TRACE_S = 86_400  # the longest trace `trace generate` writes
 
 PACKET_BYTES = 1500
 
@@ -64,6 +66,12 @@ def rate_steps(p: Pattern, duration_s: float | None = None,
                hold_s: float | None = None) -> list[tuple[float, float]]:
     """(seconds, Mbit/s) steps of the pattern, cycled until `duration_s` (one cycle if None).
     `hold_s` overrides the pattern's hold time (to make short test traces)."""
+    # a trace has 1 ms resolution and is written whole: a hold under 1 ms would make
+    # endless steps, a duration over a day an endless file
+    if hold_s is not None:
+        check_range("--hold", hold_s, 0.001, 86_400, hint="seconds per rate level, e.g. 60")
+    if duration_s is not None:
+        check_range("--duration", duration_s, 0.001, MAX_TRACE_S, hint="seconds, at most a day")
     hold = hold_s if hold_s is not None else p.hold_s
     levels = p.levels()
     total = duration_s if duration_s is not None else len(levels) * hold
@@ -106,17 +114,14 @@ def generate(name: str, out: Path, duration_s: float | None = None,
 
 def load_mahimahi(path: Path) -> np.ndarray:
     """Timestamps (ms) of a mahimahi trace; errors name the file and line."""
-    try:
-        text = Path(path).read_text()
-    except FileNotFoundError:
-        raise LonglookError(f"{path}: no such trace file") from None
+    text = read_user_text(path, "trace file", "traces/incr.trace (`longlook trace generate`)", TRACE_LIMIT)
     values = []
     prev = 0
     for n, line in enumerate(text.splitlines(), start=1):
         s = line.strip()
         if not s:
             continue
-        if not s.isdigit():
+        if not (s.isascii() and s.isdigit()):
             raise LonglookError(f"{path}:{n}: '{s}' is not a non-negative integer (ms)")
         v = int(s)
         if v < prev:

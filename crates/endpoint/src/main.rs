@@ -12,11 +12,24 @@ mod tcp_trace;
 mod tcpinfo;
 mod tls;
 mod transport;
+mod userfile;
 
 use clap::Parser;
 
 fn main() {
     let cli = cli::Cli::parse();
+    // before any TLS config is built: every config of the process then logs its secrets
+    let keylog = match &cli.command {
+        cli::Command::Serve(a) => a.keylog.as_deref(),
+        cli::Command::Fetch(a) => a.keylog.as_deref(),
+        _ => None,
+    };
+    if let Some(path) = keylog {
+        if let Err(e) = tls::set_key_log(path) {
+            eprintln!("error: {e:#}");
+            std::process::exit(2);
+        }
+    }
     let code = match cli.command {
         cli::Command::Spki { cert } => match tls::load_certs(&cert).and_then(|c| tls::spki_sha256_b64(&c[0])) {
             Ok(s) => {

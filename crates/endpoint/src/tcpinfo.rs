@@ -258,9 +258,12 @@ fn summary_json(samples: u64, last: Option<&TcpInfo>) -> String {
     match last {
         None => format!("{{\"samples\":{samples}}}"),
         Some(i) => format!(
-            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{}}}",
+            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{},\"busy_time_us\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{}}}",
             i.total_retrans, i.bytes_retrans, i.dsack_dups, i.reord_seen, i.reordering,
-            i.data_segs_out, i.segs_out, i.bytes_sent, i.delivered, i.snd_mss),
+            i.data_segs_out, i.segs_out, i.bytes_sent, i.delivered, i.snd_mss,
+            // the kernel's chrono (Linux >= 4.9): time sending, and limited by the peer's
+            // window or this socket's send buffer; the audit reads a host buffer cap from them
+            i.busy_time, i.rwnd_limited, i.sndbuf_limited),
     }
 }
 

@@ -223,10 +223,10 @@ impl LinkConfig {
     /// the config file's directory.
     pub fn load(path: &Path) -> Result<LinkConfig, ConfigError> {
         let file = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        let text = crate::userfile::read_text(path, crate::userfile::CONFIG_LIMIT).map_err(|message| ConfigError {
             file: file.clone(),
             field: String::new(),
-            message: format!("cannot read: {e}"),
+            message,
         })?;
         let base = path.parent().unwrap_or(Path::new("."));
         LinkConfig::parse(&text, &file, base)

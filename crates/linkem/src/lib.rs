@@ -25,3 +25,4 @@ pub mod rng;
 pub mod stats;
 pub mod sys;
 pub mod trace;
+pub mod userfile;

@@ -50,9 +50,12 @@ struct RunArgs {
     /// JSON lines, cumulative counters per flow per interval.
     #[arg(long)]
     flow_log: Option<PathBuf>,
-    /// Packet log of arrivals (headers only, as copied from the queue), pcap LINKTYPE_RAW.
+    /// Packet log of arrivals (the bytes copied from the queue, `--copy-bytes`), pcap LINKTYPE_RAW.
     #[arg(long)]
     pcap: Option<PathBuf>,
+    /// Stop adding packets to the pcap once it would grow past this many bytes.
+    #[arg(long)]
+    pcap_max_bytes: Option<u64>,
     /// RNG seed (loss, jitter, reordering). Default: from the clock, printed on stderr.
     #[arg(long)]
     seed: Option<u64>,
@@ -73,7 +76,8 @@ struct RunArgs {
     /// Do not make the CPU wake-up latency request (idle CPUs may halt).
     #[arg(long)]
     no_cpu_latency_hold: bool,
-    /// Bytes of each packet copied from the kernel (IP + transport headers).
+    /// Bytes of each packet copied from the kernel (IP + transport headers; 1500 or more:
+    /// whole packets, for a full pcap).
     #[arg(long, default_value_t = 128)]
     copy_bytes: u32,
     /// Kernel queue length per direction (packets held awaiting a verdict).
@@ -106,11 +110,12 @@ fn config_error(e: ConfigError) -> ExitCode {
 
 fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     // Each received datagram must fit a 1024-byte slot with its netlink attributes.
-    if !(40..=512).contains(&args.copy_bytes) {
-        linkem::say!("linkem: --copy-bytes: expected 40..=512");
+    if !(40..=linkem::nfqueue::MAX_COPY_BYTES).contains(&args.copy_bytes) {
+        linkem::say!("linkem: --copy-bytes: expected 40..={}", linkem::nfqueue::MAX_COPY_BYTES);
         return ExitCode::from(2);
     }
-    let pcap = match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes)).transpose() {
+    let pcap_max = args.pcap_max_bytes.unwrap_or(u64::MAX);
+    let pcap = match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes, pcap_max)).transpose() {
         Ok(p) => p.map(Arc::new),
         Err(e) => {
             linkem::say!("linkem: --pcap: {e}");
@@ -263,6 +268,9 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     if let Some(p) = &pcap {
         if let Err(e) = p.flush() {
             linkem::say!("linkem: --pcap: {e}");
+        }
+        if p.skipped() > 0 {
+            linkem::say!("linkem: --pcap: {} packets not written (--pcap-max-bytes reached)", p.skipped());
         }
     }
     if failed {

@@ -22,6 +22,8 @@ const NFQA_VERDICT_HDR: u16 = 2;
 const NFQA_TIMESTAMP: u16 = 4;
 const NFQA_PAYLOAD: u16 = 10;
 const NFQA_CAP_LEN: u16 = 13;
+const NFQA_SKB_INFO: u16 = 14;
+const NFQA_SKB_GSO: u32 = 2;
 const NFQA_CFG_CMD: u16 = 1;
 const NFQA_CFG_PARAMS: u16 = 2;
 const NFQA_CFG_QUEUE_MAXLEN: u16 = 3;
@@ -39,8 +41,11 @@ const NFGENMSG_LEN: usize = 4;
 const VERDICT_MSG_LEN: usize = NLMSG_HDRLEN + NFGENMSG_LEN + 4 + 8;
 /// Packets taken per recvmmsg call.
 pub const RECV_BATCH: usize = 64;
-/// One received netlink datagram: metadata attributes + the copied packet bytes.
-const RECV_SLOT: usize = 1024;
+/// One received netlink datagram: metadata attributes + the copied packet bytes (2 KiB:
+/// a whole 1500-byte packet fits, for `--copy-bytes` up to MAX_COPY_BYTES).
+const RECV_SLOT: usize = 2048;
+/// The most `--copy-bytes` may ask for: a slot less room for the attributes (~120 bytes).
+pub const MAX_COPY_BYTES: u32 = (RECV_SLOT - 256) as u32;
 const TX_CAPACITY: usize = 32 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,6 +63,9 @@ pub struct QueueErrors {
     pub socket_overruns: u64,
     /// Datagrams larger than a receive slot, or malformed.
     pub malformed: u64,
+    /// GSO super-packets handed over whole (the testbed's links have offloads off, so none
+    /// are expected); each is scheduled as one packet of its IP total length.
+    pub gso_unsegmented: u64,
     pub last_verdict_errno: i32,
 }
 
@@ -66,9 +74,17 @@ pub struct NfQueue {
     queue_num: u16,
     seq: u32,
     rx: Box<[[u8; RECV_SLOT]; RECV_BATCH]>,
+    /// recvmmsg's headers, pointing into `rx`; built once (the kernel rewrites only their
+    /// lengths and flags), so a receive call does no per-call set-up.
+    rx_iov: Box<[libc::iovec; RECV_BATCH]>,
+    rx_hdrs: Box<[libc::mmsghdr; RECV_BATCH]>,
     tx: Vec<u8>,
     pub errors: QueueErrors,
 }
+
+// The raw pointers in `rx_iov`/`rx_hdrs` point into the queue's own boxed buffers, which move
+// with it; only the owning thread uses them.
+unsafe impl Send for NfQueue {}
 
 fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
@@ -125,9 +141,17 @@ impl NfQueue {
             queue_num,
             seq: 0,
             rx: vec![[0u8; RECV_SLOT]; RECV_BATCH].into_boxed_slice().try_into().unwrap(),
+            rx_iov: Box::new(unsafe { std::mem::zeroed() }),
+            rx_hdrs: Box::new(unsafe { std::mem::zeroed() }),
             tx: Vec::with_capacity(TX_CAPACITY + 256),
             errors: QueueErrors::default(),
         };
+        for i in 0..RECV_BATCH {
+            q.rx_iov[i].iov_base = q.rx[i].as_mut_ptr() as *mut libc::c_void;
+            q.rx_iov[i].iov_len = RECV_SLOT;
+            q.rx_hdrs[i].msg_hdr.msg_iov = &mut q.rx_iov[i];
+            q.rx_hdrs[i].msg_hdr.msg_iovlen = 1;
+        }
         let mut addr: libc::sockaddr_nl = unsafe { std::mem::zeroed() };
         addr.nl_family = libc::AF_NETLINK as u16;
         cvt(unsafe {
@@ -145,13 +169,17 @@ impl NfQueue {
         end_msg(&mut b, s);
         q.send_config(&b).map_err(|e| io::Error::new(e.kind(), format!("bind queue {queue_num}: {e} (is another process bound to it?)")))?;
 
-        // 2. queue length, flags (fail-open and GSO off), then copy mode last: packets start
-        //    flowing to us as soon as the copy mode is set.
+        // 2. queue length, flags (fail-open off; GSO on), then copy mode last: packets start
+        //    flowing to us as soon as the copy mode is set. F_GSO also tells the kernel we
+        //    take packets whose checksum is not filled in yet (CHECKSUM_PARTIAL): without it,
+        //    it computes every checksum in software before queueing, and the receiver then
+        //    verifies it in software too (5% of linkem's CPU at 1 Gbit/s; README,
+        //    "Performance"). linkem never reads the L4 checksum (a RST rewrite computes its own).
         let mut b = Vec::new();
         let s = begin_msg(&mut b, NFQNL_MSG_CONFIG, (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16, q.next_seq(), queue_num);
         put_attr(&mut b, NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes());
         put_attr(&mut b, NFQA_CFG_MASK, &(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO).to_be_bytes());
-        put_attr(&mut b, NFQA_CFG_FLAGS, &0u32.to_be_bytes());
+        put_attr(&mut b, NFQA_CFG_FLAGS, &NFQA_CFG_F_GSO.to_be_bytes());
         let mut params = copy_bytes.to_be_bytes().to_vec();
         params.push(NFQNL_COPY_PACKET);
         put_attr(&mut b, NFQA_CFG_PARAMS, &params);
@@ -235,16 +263,8 @@ impl NfQueue {
     /// Receive up to RECV_BATCH packets without blocking; calls `f(packet)` for each.
     /// Returns how many datagrams were read (0 = nothing waiting).
     pub fn recv_batch(&mut self, mut f: impl FnMut(&RxPacket)) -> io::Result<usize> {
-        let mut iov: [libc::iovec; RECV_BATCH] = unsafe { std::mem::zeroed() };
-        let mut hdrs: [libc::mmsghdr; RECV_BATCH] = unsafe { std::mem::zeroed() };
-        for i in 0..RECV_BATCH {
-            iov[i].iov_base = self.rx[i].as_mut_ptr() as *mut libc::c_void;
-            iov[i].iov_len = RECV_SLOT;
-            hdrs[i].msg_hdr.msg_iov = &mut iov[i];
-            hdrs[i].msg_hdr.msg_iovlen = 1;
-        }
         let n = unsafe {
-            libc::recvmmsg(self.fd, hdrs.as_mut_ptr(), RECV_BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            libc::recvmmsg(self.fd, self.rx_hdrs.as_mut_ptr(), RECV_BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
         };
         if n < 0 {
             let e = io::Error::last_os_error();
@@ -258,7 +278,7 @@ impl NfQueue {
             };
         }
         let n = n as usize;
-        for (i, hdr) in hdrs.iter().enumerate().take(n) {
+        for (i, hdr) in self.rx_hdrs.iter().enumerate().take(n) {
             let len = hdr.msg_len as usize;
             if hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > RECV_SLOT {
                 self.errors.malformed += 1;
@@ -276,7 +296,10 @@ impl NfQueue {
                 let msg = &buf[off..off + mlen];
                 if typ == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
                     match parse_packet(msg) {
-                        Some(p) => f(&p),
+                        Some(p) => {
+                            self.errors.gso_unsegmented += p.gso as u64;
+                            f(&p)
+                        }
                         None => self.errors.malformed += 1,
                     }
                 } else if typ == libc::NLMSG_ERROR as u16 && mlen >= NLMSG_HDRLEN + 4 {
@@ -375,6 +398,8 @@ pub struct RxPacket<'a> {
     pub orig_len: u32,
     /// When the kernel received it (CLOCK_REALTIME ns, µs resolution), if it was stamped.
     pub kernel_rx_realtime_ns: Option<u64>,
+    /// A GSO super-packet (NFQA_SKB_INFO), not segmented because linkem sets F_GSO.
+    pub gso: bool,
 }
 
 fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
@@ -383,6 +408,7 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
     let mut payload: &[u8] = &[];
     let mut cap_len = None;
     let mut stamp = None;
+    let mut gso = false;
     while off + 4 <= msg.len() {
         let alen = u16::from_ne_bytes([msg[off], msg[off + 1]]) as usize;
         let atype = u16::from_ne_bytes([msg[off + 2], msg[off + 3]]) & 0x3fff;
@@ -396,6 +422,7 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
             NFQA_PACKET_HDR if data.len() >= 4 => id = Some(be32(data)),
             NFQA_PAYLOAD => payload = data,
             NFQA_CAP_LEN if data.len() >= 4 => cap_len = Some(be32(data)),
+            NFQA_SKB_INFO if data.len() >= 4 => gso = be32(data) & NFQA_SKB_GSO != 0,
             NFQA_TIMESTAMP if data.len() >= 16 => {
                 stamp = Some(be64(data) * 1_000_000_000 + be64(&data[8..]) * 1000);
             }
@@ -408,6 +435,7 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
         bytes: payload,
         orig_len: cap_len.unwrap_or(payload.len() as u32),
         kernel_rx_realtime_ns: stamp.filter(|&t| t > 0),
+        gso,
     })
 }
 

@@ -190,6 +190,7 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
             "verdict_errors": d.queue.verdict_errors,
             "socket_overruns": d.queue.socket_overruns,
             "malformed": d.queue.malformed,
+            "gso_unsegmented": d.queue.gso_unsegmented,
             "kernel_queue_dropped": kernel.map(|k| k.queue_dropped),
             "kernel_user_dropped": kernel.map(|k| k.user_dropped),
         },

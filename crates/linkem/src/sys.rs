@@ -41,7 +41,8 @@ pub fn realtime_ns() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
 }
 
-/// Wait until `fd` is readable or `timeout_ns` passes. Returns true when readable.
+/// Wait until `fd` is readable or `timeout_ns` passes. Returns true when readable. A
+/// negative `fd` is ignored by ppoll: then this just sleeps.
 pub fn wait_readable(fd: i32, timeout_ns: u64) -> bool {
     let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     let ts = libc::timespec {

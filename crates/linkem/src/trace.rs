@@ -8,6 +8,12 @@ use std::path::Path;
 /// Bytes one delivery opportunity may carry (mahimahi's `PACKET_SIZE`).
 pub const OPPORTUNITY_BYTES: u32 = 1500;
 
+/// The latest timestamp a trace may hold: 30 days. Times are kept in u64 nanoseconds, and a
+/// period whose nanoseconds overflow (or wrap to 0, then divide by zero) cannot be run;
+/// with it, u64 ns overflow only after 584 years of emulation, whatever the period.
+/// longlook's Python reads the same number (`linkem-check --limits`).
+pub const MAX_TIMESTAMP_MS: u64 = 30 * 24 * 3600 * 1000;
+
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Trace {
     /// Opportunity times within one period, in ms, non-decreasing; the last equals the period.
@@ -16,8 +22,8 @@ pub struct Trace {
 
 impl Trace {
     pub fn load(path: &Path) -> Result<Trace, String> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read trace {}: {e}", path.display()))?;
+        let text = crate::userfile::read_text(path, crate::userfile::TRACE_LIMIT)
+            .map_err(|e| format!("trace {}: {e}", path.display()))?;
         Trace::parse(&text).map_err(|e| format!("trace {}: {e}", path.display()))
     }
 
@@ -31,6 +37,12 @@ impl Trace {
             let t: u64 = line
                 .parse()
                 .map_err(|_| format!("line {}: expected an integer ms timestamp, got {line:?}", i + 1))?;
+            if t > MAX_TIMESTAMP_MS {
+                return Err(format!(
+                    "line {}: {t} ms is beyond the {MAX_TIMESTAMP_MS} ms (30 days) a trace may last",
+                    i + 1
+                ));
+            }
             if let Some(&prev) = times_ms.last() {
                 if t < prev {
                     return Err(format!("line {}: timestamps must not decrease ({t} < {prev})", i + 1));
@@ -103,6 +115,19 @@ mod tests {
         assert!(Trace::parse("0\n0\n").is_err());
         assert!(Trace::parse("5\n3\n").unwrap_err().contains("line 2"));
         assert!(Trace::parse("1\nx\n").unwrap_err().contains("line 2"));
+    }
+
+    #[test]
+    fn periods_whose_nanoseconds_overflow_or_wrap_are_refused() {
+        // u64::MAX / 1e6 + 1 overflows; 2^58 ms times 1e6 wraps to exactly 0 (a division by zero)
+        for period in [u64::MAX / 1_000_000 + 1, 1u64 << 58, u64::MAX, MAX_TIMESTAMP_MS + 1] {
+            let e = Trace::parse(&format!("1\n{period}\n")).unwrap_err();
+            assert!(e.contains("line 2") && e.contains("30 days"), "{e}");
+        }
+        assert!(Trace::parse("18446744073709551616\n").is_err()); // beyond u64
+        let t = Trace::parse(&format!("1\n{MAX_TIMESTAMP_MS}\n")).unwrap();
+        assert_eq!(t.first_at_or_after(0), 0);
+        assert_eq!(t.opportunity_ns(2_001), (1000 * MAX_TIMESTAMP_MS + MAX_TIMESTAMP_MS) * 1_000_000); // 1000 periods on
     }
 
     #[test]

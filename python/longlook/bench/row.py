@@ -56,15 +56,16 @@ def title(size: str, rate_mbit: float, rtt_ms: float, runs: int) -> str:
 
 def print_table(title: str, columns: list[str], rows: list[list]) -> None:
     """One table, every column right-aligned; floats with 3 decimals, anything else as is."""
-    from rich.console import Console
     from rich.table import Table
+
+    from ..render.console import make_console
 
     t = Table(title=title)
     for col in columns:
         t.add_column(col, justify="right")
     for r in rows:
         t.add_row(*[f"{x:.3f}" if isinstance(x, float) else str(x) for x in r])
-    Console().print(t)
+    make_console().print(t)
 
 
 def print_rows(rows: list[BenchRow], title: str, label: tuple[str, ...] = ("protocol",)) -> None:

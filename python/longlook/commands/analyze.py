@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -25,14 +26,20 @@ def fallback(
     alpha: Optional[float] = typer.Option(None, "--alpha", help="significance level [default: the paper's "
                                           "0.05; page loads: the scenario's]"),
     include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
+    as_json: bool = typer.Option(False, "--json", help="print the tables as JSON (records) instead of text"),
 ) -> None:
-    """Per QUIC-enabled session: cross-correlation of F with B and S and its lag, KPSS
+    """Does falling back to TCP drive quality drops and stalls (Chaudhary et al.)?
+
+    Per QUIC-enabled session: cross-correlation of F with B and S and its lag, KPSS
     differencing, Granger F -> B and F -> S. Per pattern: Welch on QoE and the share of
     pairs where TCP did better or the same. Writes CSV, JSON and the Fig. 12 figure.
+
     A page-load experiment with a racing arm: PLT of the racing arm vs the TCP-only arm per cell, fallback
     share and time, bytes over QUIC, time lost to a blocked handshake (fallback-pageloads.csv)."""
     from ..core.store import Store
+    from ..errors import check_output
 
+    check_output(out or directory, "--out", directory=True)
     with Store.open(directory, read_only=True) as store:
         racing = store.kind_name() == "pageload" and any(
             a.protocol == "race" for a in store.scenario().arm_list())
@@ -44,6 +51,10 @@ def fallback(
         path = (out or directory) / "fallback-pageloads.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(path, index=False)
+        if as_json:
+            typer.echo(json.dumps({"files": [str(path)], "cells": json.loads(df.to_json(orient="records"))},
+                                  indent=1))
+            return
         typer.echo(path)
         typer.echo(df.drop(columns=["cell_id"]).to_string(index=False))
         return
@@ -53,7 +64,13 @@ def fallback(
     result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm or "h2", metric=metric,
                            higher_is_better=not lower_is_better, alpha=alpha,
                            include_flagged=include_flagged)
-    for path in result.write(out or directory):
+    written = result.write(out or directory)
+    if as_json:
+        typer.echo(json.dumps({"files": [str(p) for p in written],
+                               "patterns": json.loads(result.patterns.to_json(orient="records")),
+                               "summary": result.summary}, indent=1, default=float))
+        return
+    for path in written:
         typer.echo(path)
     columns = ["pattern", "n_quic", "n_tcp", "mean_quic", "mean_tcp", "p_welch", "verdict",
                "tcp_better_or_same_share", "fell_back", "tcp_flow", "tcp_bytes_share", "median_corr_B",

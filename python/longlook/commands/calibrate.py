@@ -5,11 +5,14 @@ behind them is `longlook.analyses.calibrate`."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
+
+from ..errors import check_output
 
 calibrate_app = typer.Typer(no_args_is_help=True, add_completion=False,
                             help="Calibrate our QUIC server (Kakhki §4.1): Fig. 2, and a knob search against a reference.")
@@ -39,14 +42,19 @@ def fig2(
     buffer_bytes: int = typer.Option(30000, "--buffer-bytes", help="drop-tail buffer (the paper's 30 KB)"),
     seed: int = typer.Option(1, "--seed"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the path first"),
+    as_json: bool = typer.Option(False, "--json", help="print the figures as JSON (what fig2.json holds)"),
 ) -> None:
     """Kakhki Fig. 2: a bulk download over QUIC per MACW; the handshake / wait / receive
     split per configuration and the ratio of mean PLTs with its interval (Fieller)."""
     from ..analyses.calibrate.fig2 import run_fig2
 
+    check_output(out, "--out", directory=True)
     result = run_fig2(out, rounds=rounds, macws=macw or (107, 430), size=size, rate_mbit=rate_mbit,
                       rtt_ms=rtt_ms, buffer_bytes=buffer_bytes, seed=seed, link_check=link_check,
                       progress=_progress)
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
+        return
     typer.echo(result.table())
     for f in result.files:
         typer.echo(f)
@@ -67,9 +75,12 @@ def search(
     high: Optional[int] = typer.Option(None, "--high", min=1, help="largest MACW [default: start x 8]"),
     seed: int = typer.Option(1, "--seed"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the path before the first trial"),
+    as_json: bool = typer.Option(False, "--json", help="print the result as JSON (what search.json holds)"),
 ) -> None:
-    """Find our endpoint's knob values (MACW, and with --knob the initial window and
-    Cubic's N-connection emulation) whose PLT is closest to the reference's on the
+    """Find our endpoint's knob values whose page load times match a reference's.
+
+    The knobs: MACW, and with --knob the initial window and Cubic's N-connection
+    emulation; the values chosen are those whose PLT is closest to the reference's on the
     reference's own grid (optuna; every evaluation a testbed measurement). Pacing is not a
     knob: quinn always paces, so it is the same in every trial. The reference is an
     experiment directory (its first h3 arm, or --reference-arm), or a QUIC stack whose
@@ -79,6 +90,7 @@ def search(
     from ..analyses.calibrate.reference import REFERENCE_DIR, reference_from
     from ..analyses.calibrate.search import search as run_search, write
 
+    check_output(out, "--out", directory=True)
     knobs = knob_set(knob or ["macw"], start=start, low=low, high=high,
                      ranges=dict(parse_range(r) for r in knob_range or []))
     ref = reference_from(reference, out, arm=reference_arm, grid=grid, start=start_point(knobs),
@@ -89,6 +101,9 @@ def search(
                         seed=seed, link_check=link_check and first is None, progress=_progress,
                         measured_start=first, knobs=knobs)
     write(result, out)
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
+        return
     typer.echo(result.table())
     for f in result.files:
         typer.echo(f)

@@ -9,11 +9,15 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from ..render.console import make_console
 
 VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "insufficient data": "yellow",
                  "not testable": "yellow", "inconclusive: survivorship": "yellow", "no significant change": ""}
+
+
+PLOT_SUFFIXES = (".svg", ".png", ".pdf")
 
 
 def _n(x, fmt: str = ",.1f") -> str:
@@ -36,18 +40,26 @@ def compare(
     holm: bool = typer.Option(True, "--holm/--no-holm", help="Holm-correct over all tests (cells x arms x metrics)."),
     metric: Optional[List[str]] = typer.Option(None, "--metric", help="Only this metric (repeatable) (default: all of the kind's; history: the first)."),
     vary: Optional[List[str]] = typer.Option(None, "--vary", help="A parameter that is the change under test (e.g. max_cwnd_packets): left out of cell matching."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON to this file, or to stdout with `--json -` (instead of the table)."),
     junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML (a failure per regression)."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write an HTML page."),
-    plot: Optional[Path] = typer.Option(None, "--plot", help="History: write the figure (.svg, .png, .pdf)."),
+    plot: Optional[Path] = typer.Option(None, "--plot", help="History: write the figure (.svg, .png or .pdf)."),
     pvalue: float = typer.Option(0.05, "--pvalue", help="History: E-Divisive permutation test level, family-wise (Bonferroni over the cell x arm series)."),
     strict: bool = typer.Option(False, "--strict", help="Also fail (exit 1) when a cell has too few counted runs to compare."),
 ) -> None:
-    """Compare experiments of one scenario. BASE CAND: per cell, arm and metric, the % change
-    of the mean with its interval, a test, Holm, and a verdict; exit status 1 when any cell
-    regressed (a CI gate), 2 on bad input."""
-    from ..errors import LonglookError
+    """Compare experiments of one scenario: a regression gate, or change points over many.
 
+    BASE CAND: per cell, arm and metric, the % change of the mean with its interval, a test,
+    Holm, and a verdict; exit status 1 when any cell regressed (a CI gate), 2 on bad input.
+    With --history, many experiments in start-time order: the change points of each cell's
+    mean (E-Divisive)."""
+    from ..errors import LonglookError, check_output
+
+    for option, path in (("--json", json_out), ("--junit", junit_out), ("--html", html_out)):
+        if path is not None and not _stdout(path):  # `--json -` is stdout
+            check_output(path, option)
+    if plot is not None:
+        check_output(plot, "--plot", suffixes=PLOT_SUFFIXES)
     if history:
         if junit_out:
             raise LonglookError("--junit: only for BASE CAND, not --history")
@@ -66,10 +78,9 @@ def compare(
     base, cand = load_side(directories[0], "BASE"), load_side(directories[1], "CAND")
     result = compare_experiments(base, cand, vary=vary or [], metrics=metric or [], threshold_pct=threshold,
                                  alpha=alpha, test=test, holm=holm)  # type: ignore[arg-type]
-    _print_comparison(result)
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(result.as_dict(), indent=1, default=str))
+    if not _stdout(json_out):
+        _print_comparison(result)
+    _write_json(result.as_dict(), json_out)
     if junit_out:
         write_junit(result, junit_out)
     if html_out:
@@ -78,7 +89,7 @@ def compare(
 
 
 def _print_comparison(result) -> None:
-    console = Console(width=200)
+    console = make_console()
     s = result.settings
     b, c = result.base, result.cand
     console.print(f"[bold]{b.experiment['scenario_name']}[/bold]: BASE {b.directory} "
@@ -113,7 +124,17 @@ def _history(directories, metric, vary, pvalue, json_out, html_out, plot) -> Non
     from ..analyses.compare.page import history_page, write_page
 
     h = history(directories, metric=(metric or [None])[0], vary=vary, pvalue=pvalue)
-    console = Console(width=200)
+    _write_json(h.as_dict(), json_out)
+    if not _stdout(json_out):
+        _print_history(h)
+    if html_out:
+        write_page(history_page(h), html_out)
+    if plot:
+        save_history_figure(h, plot)
+
+
+def _print_history(h) -> None:
+    console = make_console()
     console.print(f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
                   f"{h.metric.name}; {h.method()}")
     if h.warning():
@@ -128,13 +149,22 @@ def _history(directories, metric, vary, pvalue, json_out, html_out, plot) -> Non
     console.print(table)
     for i, side in enumerate(h.sides):
         console.print(f"  {i}: {side.directory} ({side.started_at:%Y-%m-%d %H:%M})")
-    if json_out:
-        json_out.parent.mkdir(parents=True, exist_ok=True)
-        json_out.write_text(json.dumps(h.as_dict(), indent=1, default=str))
-    if html_out:
-        write_page(history_page(h), html_out)
-    if plot:
-        save_history_figure(h, plot)
+
+
+def _stdout(path: Path | None) -> bool:
+    return path is not None and str(path) == "-"
+
+
+def _write_json(doc: dict, path: Path | None) -> None:
+    """--json FILE writes the document; --json - prints it (and the table is left out)."""
+    if path is None:
+        return
+    text = json.dumps(doc, indent=1, default=str)
+    if _stdout(path):
+        typer.echo(text)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
 
 
 def register(app: typer.Typer) -> None:

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from ..render.console import make_console
 
 link_app = typer.Typer(no_args_is_help=True, help="Check an emulated link.")
 
@@ -55,7 +56,7 @@ def link_check(
             band = "" if r.low is None and r.high is None else f"{_num(r.low)}..{_num(r.high)}"
             table.add_row(r.direction, f"{r.quantity} ({r.unit})", _num(r.expected), _num(r.measured),
                           band, ok, r.note)
-        console = Console()
+        console = make_console()
         console.print(table)
         if others := result.raw.get("other_testbeds_running"):
             console.print(f"[yellow]note: other testbeds were running ({', '.join(others)}); "

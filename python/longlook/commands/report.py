@@ -16,8 +16,10 @@ def report(
     holm: Optional[bool] = typer.Option(None, "--holm/--no-holm", help="Override Holm correction."),
 ) -> None:
     """Write the self-contained HTML report of an experiment."""
-    from ..errors import LonglookError
+    from ..errors import LonglookError, check_output
     from ..report import build_report
+
+    check_output(out if out is not None else directory / "report.html", "--out")
 
     if test is not None and test not in ("welch", "mannwhitney"):
         raise LonglookError(f'--test: must be welch or mannwhitney, got "{test}"')

@@ -3,13 +3,17 @@ report, one row per claim. The library behind it is `longlook.analyses.reproduce
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
+
+from ..errors import check_output
 from rich.table import Table
+
+from ..render.console import make_console
 
 VERDICT_STYLE = {"holds": "green", "does not hold": "bold red", "inconclusive": "yellow", "not run": "dim"}
 
@@ -40,12 +44,15 @@ def reproduce(
     list_claims: bool = typer.Option(False, "--list", help="list the claims and exit"),
     no_run: bool = typer.Option(False, "--no-run", help="measure nothing: read what DIR holds"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check each link profile first"),
+    as_json: bool = typer.Option(False, "--json", help="print the rows as JSON (what reproduction.json holds)"),
 ) -> None:
-    """Test the papers' claims on this testbed: run (or, when DIR already holds them, read) the
-    shipped scenarios each claim needs, then write one row per claim: the paper's statement
-    and number, ours with n and p, and holds / does not hold / inconclusive (not run: its
-    scenario could not run here or its cells are not in the budget). A "does not hold"
-    links to the experiment's state machines or cwnd timelines. Rerunning resumes."""
+    """Test the papers' claims on this testbed: one row per claim, with its verdict.
+
+    Runs (or, when DIR already holds them, reads) the shipped scenarios each claim needs,
+    then writes one row per claim: the paper's statement and number, ours with n and p, and
+    holds / does not hold / inconclusive (not run: its scenario could not run here or its
+    cells are not in the budget). A "does not hold" links to the experiment's state machines
+    or cwnd timelines. Rerunning resumes."""
     from ..analyses.reproduce import claims, reproduce as run
 
     if list_claims:
@@ -54,10 +61,15 @@ def reproduce(
         return
     from ..report import build_report
 
-    directory = out or Path("results") / f"reproduce-{budget}"
+    directory = check_output(out or Path("results") / f"reproduce-{budget}", "--out", directory=True)
     result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
                  progress=_progress, build_report=build_report)
-    console = Console(width=200)
+    if as_json:
+        typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
+        if any(s.status == "interrupted" for s in result.scenarios):
+            raise typer.Exit(130)
+        return
+    console = make_console()
     table = Table(title=f"longlook reproduce --budget {budget}")
     for col in ("claim", "paper's number", "ours", "n", "p", "verdict"):
         table.add_column(col, overflow="fold")

@@ -8,7 +8,7 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-console = Console(stderr=True)
+from ..render.console import make_console
 
 
 def register(app: typer.Typer) -> None:
@@ -27,25 +27,36 @@ def run(
                                       "with the testbed resource; docs/cluster.md)"),
     address: str = typer.Option(None, "--address", help="Ray cluster address HOST:PORT (--executor ray; "
                                                         "default: RAY_ADDRESS or the cluster on this machine)"),
+    as_json: bool = typer.Option(False, "--json", help="also print the session's counts and times as JSON "
+                                                       "on stdout (progress stays on stderr)"),
 ) -> None:
     """Run every cell of SCENARIO (rounds, arms in random order) and store each run as it ends."""
     run_scenario(scenario, out, resume=resume, link_check=link_check, force=force,
-                 executor=executor, address=address)
+                 executor=executor, address=address, as_json=as_json)
 
 
 def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check: bool = True,
                  command: str = "longlook run", force: bool = False, executor: str = "local",
-                 address: str | None = None) -> None:
+                 address: str | None = None, as_json: bool = False) -> None:
     from ..core.execute import Runner
     from ..core.executors import by_name
     from ..core.spec import load_scenario
 
     runs_on = by_name(executor, address)  # one clear error before anything is written
     sc = load_scenario(scenario)
-    display = _ProgressDisplay()
+    console = make_console(stderr=True)
+    from .scenario import summary as plan
+    console.print(f"{sc.name}: {plan(sc)}", markup=False, highlight=False)  # what it will cost, first
+    display = _ProgressDisplay(console)
     with display.progress:
         summary = Runner(sc, out, resume=resume, link_check=link_check, progress=display.event,
                          force=force, executor=runs_on).run()
+    if as_json:
+        import dataclasses
+        import json
+
+        doc = {**dataclasses.asdict(summary), "harness_overhead": summary.harness_overhead}
+        typer.echo(json.dumps(doc, indent=1, default=str))
     console.print(
         f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
         f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "
@@ -70,7 +81,7 @@ def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check:
 class _ProgressDisplay:
     """Runs, failures and ETA in one bar; link checks and failures as log lines above it."""
 
-    def __init__(self):
+    def __init__(self, console: Console):
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                  TextColumn("failed {task.fields[failed]}"), TimeElapsedColumn(),
                                  TimeRemainingColumn(), console=console, transient=False)

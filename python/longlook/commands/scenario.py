@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
+
+from ..render.console import make_console
 
 from ..core.spec import ScenarioBase, load_scenario
 from ..render.layout import format_dim
@@ -23,10 +25,17 @@ def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> No
 
 
 @scenario_app.command("show")
-def show(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
+def show(file: Path = typer.Argument(..., help="Scenario TOML file."),
+         as_json: bool = typer.Option(False, "--json", help="Print the grid as JSON: each cell's id and dimensions.")) -> None:
     """Print the expanded grid: one line per cell, in run order."""
     s = load_scenario(file)
-    console = Console(width=200)
+    if as_json:
+        typer.echo(json.dumps({"name": s.name, "kind": s.kind, "summary": summary(s),
+                               "cells": [{"index": c.index, "id": c.id, "dims": c.dims()} for c in s.cells()],
+                               "arms": [{"label": a.label, "protocol": a.protocol} for a in s.arm_list()],
+                               "compared": [list(pair) for pair in s.comparisons()]}, indent=1, default=str))
+        return
+    console = make_console()
     console.print(f"[bold]{s.name}[/bold] ({s.kind}): {summary(s)}")
     table = Table(show_lines=False)
     cells = s.cells()
@@ -47,9 +56,13 @@ def show(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
 
 
 def summary(s: ScenarioBase) -> str:
+    from ..core.grid import duration_text
+
     cells = s.cells()
     st = s.statistics
-    return (f"{len(cells)} cells x {s.rounds} rounds x {len(s.arm_list())} arms = {s.total_runs()} runs; "
+    per_run = s.run_timeout_s() if hasattr(s, "run_timeout_s") else s.timeout_s
+    return (f"{len(cells)} cells x {s.rounds} rounds x {len(s.arm_list())} arms = {s.total_runs():,} runs "
+            f"(at most {duration_text(s.total_runs() * per_run)}: every run to its {per_run:g} s timeout); "
             f"{st.test}, alpha {st.alpha}{', Holm' if st.holm else ''}")
 
 

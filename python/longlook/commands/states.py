@@ -14,7 +14,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ..errors import LonglookError
+from ..errors import LonglookError, check_output, check_range
+from ..render.console import make_console
 
 FORMATS = ("text", "json")
 
@@ -26,15 +27,23 @@ def states(
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm's runs (e.g. h3)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write DOT/SVG/CSV/JSON files here."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
+    as_json: bool = typer.Option(False, "--json", help="The same as --format json."),
     alpha: float = typer.Option(0.01, "--alpha", help="Significance level of `diff` (after Holm)."),
     holm: bool = typer.Option(True, "--holm/--no-holm", help="Holm correction across the items of `diff`."),
 ) -> None:
-    """Infer QUIC's and TCP's congestion-control state machines from the run logs: states,
-    transitions (counts, probabilities), time in each state, entries per run, invariants,
-    loss accounting (declared vs spurious). `diff A B` shows what appears, vanishes or
-    changes in frequency between two sets of runs (Fisher exact / Mann-Whitney U, Holm)."""
+    """Infer QUIC's and TCP's congestion-control state machines from the run logs.
+
+    States, transitions (counts, probabilities), time in each state, entries per run,
+    invariants, loss accounting (declared vs spurious). `diff A B` shows what appears,
+    vanishes or changes in frequency between two sets of runs (Fisher exact / Mann-Whitney
+    U, Holm)."""
+    if as_json:
+        fmt = "json"
     if fmt not in FORMATS:
         raise LonglookError(f'--format: must be text or json, got "{fmt}"')
+    if out is not None:
+        check_output(out, "--out", directory=True)
+    check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     if args[0] == "diff":
         if len(args) != 3:
             raise LonglookError("usage: longlook states diff A B (A, B = DIR, DIR:CELL_ID or DIR:DIM=VALUE)")
@@ -59,7 +68,7 @@ def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | 
     if fmt == "json":
         print(json.dumps(analysis_json(a), indent=1))
         return
-    console = Console(width=160)
+    console = make_console()
     for m in a.machines:
         g = m.graph
         console.rule(f"[bold]{m.protocol}[/bold] {m.label}: {g.n_traces} runs, states {m.states_source}")
@@ -118,7 +127,7 @@ def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None,
     if fmt == "json":
         print(json.dumps(doc, indent=1))
         return
-    console = Console(width=160)
+    console = make_console()
     for d in diffs:
         console.rule(f"[bold]{d.protocol}[/bold]: A = {d.label_a} ({d.n_a} runs), "
                      f"B = {d.label_b} ({d.n_b} runs)")

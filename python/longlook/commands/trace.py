@@ -23,8 +23,10 @@ def trace_generate(
     hold: Optional[float] = typer.Option(None, "--hold", help="seconds per level (default: the paper's)"),
 ) -> None:
     """Write a mahimahi trace of one of the paper's bandwidth patterns."""
+    from ..errors import check_output
     from ..traces import generate, pattern as find_pattern
 
+    check_output(out, "--out")
     p = find_pattern(pattern)
     lines = generate(pattern, out, duration, hold)
     print(f"{out}: {p.name}, {lines} delivery opportunities")

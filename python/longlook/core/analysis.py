@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..errors import LonglookError
+from ..errors import LonglookError, check_range
 from .kind import Metric
 from .spec import Fidelity, ScenarioBase, Statistics
 from .stats import CellComparison, Test, compare_cells, comparisons_frame, options
@@ -22,6 +22,8 @@ from .store import Store
 
 def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float | None,
                 holm: bool | None) -> Statistics:
+    if alpha is not None:
+        check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     base = scenario.statistics if scenario else Statistics()
     update = {k: v for k, v in (("test", test), ("alpha", alpha), ("holm", holm)) if v is not None}
     return base.model_copy(update=update)

@@ -6,8 +6,11 @@ Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
 - the kernel's NFQUEUE drops (linkem's queue full): packets lost that the link did not lose;
 - machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
   VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited;
-- the client's CPU time (its cgroup, testbed/cpu.py) and its share of the run's wall time:
-  a client with no budget that kept nearly the whole machine busy starved itself and the path.
+- each party's CPU time (its cgroup, testbed/cpu.py) and its share of the run's wall time:
+  a client with no budget that kept nearly the whole machine busy starved itself and the path;
+  a linkem whose busiest thread ran nearly all the run, or that its CPU quota held back, was
+  the path's bottleneck itself (flagged); a server or client that kept a core busy is named
+  as saturated (an outcome to report, as Zhang's receiver-bound QUIC, not a fault).
 
 A run over any threshold of the scenario's [fidelity] is flagged, with its reasons, and by
 default kept out of the statistics (core.status); the report lists it as excluded.
@@ -23,9 +26,11 @@ import subprocess
 import threading
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..binaries import find_binary
+from ..qlog import read_qlog
 from ..testbed.cpu import UNLIMITED, CpuBudget
 from .spec import Fidelity
 
@@ -39,6 +44,10 @@ FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
 # `mono_ms`; SIGUSR1 has it written at once instead of at the next interval
 STATS_LAG_MS = 25.0
 STALL_REPORT_MS = 12.0  # linkem-probe prints a stall within 10 ms of its end, read soon after
+# a thread on the CPU this share of the run's wall time had no more to give: its party was
+# saturated (a process whose work fits in one thread cannot use a second core)
+SATURATED_SHARE = 0.95
+LINKEM_THROTTLED_SHARE = 0.02  # linkem held back by a quota this share of the run: out of CPU
 
 
 @dataclass
@@ -53,6 +62,14 @@ class Audit:
     client_cpu_s: float | None = None  # user + system of every client process in the run
     client_cpu_share: float | None = None  # client_cpu_s / the run's wall time (cores busy)
     client_throttled_s: float | None = None  # time the budget held the client back
+    server_cpu_s: float | None = None  # every server process (the stacks' servers)
+    server_cpu_share: float | None = None
+    router_cpu_s: float | None = None  # linkem (both segments' linkems in the proxy topology)
+    router_cpu_share: float | None = None
+    router_throttled_s: float | None = None  # a quota on linkem's group held it back this long
+    linkem_busiest_thread_share: float | None = None  # its busiest thread's on-CPU time / wall
+    delivered_mb: float | None = None  # IP bytes linkem forwarded in both directions, MB
+    saturated: list[str] = field(default_factory=list)  # parties that kept a core busy
     flagged: bool = False
     reasons: list[str] = field(default_factory=list)
 
@@ -75,9 +92,22 @@ class Audit:
                 and self.client_cpu_share > limits.max_client_cpu_cores):
             reasons.append(f"client CPU-starved with no budget asked: it kept {self.client_cpu_share:.2f} "
                            f"cores busy over the run (limit {limits.max_client_cpu_cores:g})")
+        reasons += self._linkem_out_of_cpu()
         self.reasons = reasons
         self.flagged = bool(reasons)
         return self
+
+    def _linkem_out_of_cpu(self) -> list[str]:
+        """linkem that could not run when it wanted to delayed or dropped packets the link
+        did not: the path was not the scenario's, whatever its late-release counters say."""
+        wall_s = (self.router_cpu_s / self.router_cpu_share) if self.router_cpu_share else None
+        if self.router_throttled_s and wall_s and self.router_throttled_s / wall_s > LINKEM_THROTTLED_SHARE:
+            return [f"linkem out of CPU: its CPU quota held it back {self.router_throttled_s:.3f} s "
+                    f"of {wall_s:.2f} s"]
+        if self.linkem_busiest_thread_share is not None and self.linkem_busiest_thread_share >= SATURATED_SHARE:
+            return [f"linkem out of CPU: its busiest thread ran {self.linkem_busiest_thread_share:.0%} "
+                    f"of the run"]
+        return []
 
     def with_reasons(self, extra: list[str]) -> "Audit":
         """The kind's own reasons (Measurement.audit_reasons) flag the run too."""
@@ -200,25 +230,31 @@ class RunAudit:
         self.before: dict = {}
         self.after: dict = {}
         self.t0_ms = self.t1_ms = 0.0
-        self._cpu0 = None
+        self._cpu0: dict = {}
+        self._threads0: dict[int, int] = {}
 
     def begin(self) -> None:
         self.before = _stats(self.testbed)
-        self._cpu0 = _client_usage(self.testbed)
+        self._cpu0 = _party_usage(self.testbed)
+        self._threads0 = _linkem_threads(self.testbed)
         self.t0_ms = time.monotonic() * 1000
 
     def end(self) -> Audit:
         self.t1_ms = time.monotonic() * 1000
-        cpu1 = _client_usage(self.testbed)
+        cpu1 = _party_usage(self.testbed)
+        threads1 = _linkem_threads(self.testbed)
         self.after = _fresh_stats(self.testbed, self.t1_ms)
         a = linkem_audit(self.before, self.after, self.t0_ms, self.t1_ms)
         a.client_cpu = self.client_cpu.label if self.client_cpu is not None else None
-        if self._cpu0 is not None and cpu1 is not None:
-            used = cpu1 - self._cpu0
-            a.client_cpu_s = round(used.cpu_s, 4)
-            wall_s = (self.t1_ms - self.t0_ms) / 1000
-            a.client_cpu_share = round(used.cpu_s / wall_s, 4) if wall_s > 0 else None
-            a.client_throttled_s = round(used.throttled_ns / 1e9, 4)
+        wall_s = (self.t1_ms - self.t0_ms) / 1000
+        party_cpu(a, self._cpu0, cpu1, wall_s)
+        if threads1 and wall_s > 0:
+            busiest_ns = max(ns - self._threads0.get(tid, 0) for tid, ns in threads1.items())
+            a.linkem_busiest_thread_share = round(busiest_ns / 1e9 / wall_s, 4)
+            if a.linkem_busiest_thread_share >= SATURATED_SHARE:
+                a.saturated.append("router")
+        forwarded = _delta(self.before, self.after, lambda d: d.get("bytes"))
+        a.delivered_mb = round(forwarded / 1e6, 6) if self.after else None
         if self.stalls is not None:
             wait_ms = self.t1_ms + STALL_REPORT_MS - time.monotonic() * 1000
             if wait_ms > 0:
@@ -239,18 +275,91 @@ def linkem_delta(before: dict, after: dict) -> dict:
     return out
 
 
-def _client_usage(testbed):
-    usage = getattr(testbed, "client_cpu_usage", None)
-    return usage() if usage is not None else None
+HOST_BUFFER_LIMITED_SHARE = 0.10  # of a TCP sender's busy time, limited by a host buffer
 
 
-def client_cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
-    """The client CPU part of an audit as a run's metrics (numbers any analysis can compare)
-    and details (the budget it ran under)."""
-    if a.client_cpu_s is None:
-        return {}, ({"client_cpu": a.client_cpu} if a.client_cpu else {})
-    return ({"client_cpu_s": a.client_cpu_s, "client_cpu_share": a.client_cpu_share},
-            {"client_cpu": a.client_cpu or UNLIMITED, "client_throttled_s": a.client_throttled_s})
+def host_buffer_reasons(tcp_log: Path | None) -> list[str]:
+    """A TCP sender held back by a host buffer measured the host, not the path: its send
+    buffer (sndbuf_limited) or the receiver's buffer behind the window it advertised
+    (rwnd_limited), from the kernel's chrono in our server's `longlook:tcp_info_summary`."""
+    if tcp_log is None or not tcp_log.is_file():
+        return []
+    summary = read_qlog(tcp_log).last("longlook:tcp_info_summary") or {}
+    busy = summary.get("busy_time_us") or 0
+    if busy <= 0:
+        return []
+    out = []
+    for key, whose in (("sndbuf_limited_us", "the server's send buffer"),
+                       ("rwnd_limited_us", "the client's receive buffer (the window it advertised)")):
+        share = (summary.get(key) or 0) / busy
+        if share > HOST_BUFFER_LIMITED_SHARE:
+            out.append(f"window-limited by a host buffer: {whose} held TCP back {share:.0%} of its "
+                       f"sending time")
+    return out
+
+
+def _party_usage(testbed) -> dict:
+    usage = getattr(testbed, "cpu_usage", None)
+    return usage() if usage is not None else {}
+
+
+def party_cpu(a: Audit, before: dict, after: dict, wall_s: float) -> None:
+    """Each party's CPU time over the run (cgroup counters before and after) into the audit;
+    the client's share of one core marks it saturated (its packet work is one thread)."""
+    for party in ("client", "server", "router"):
+        b, e = before.get(party), after.get(party)
+        if b is None or e is None:
+            continue
+        used = e - b
+        setattr(a, f"{party}_cpu_s", round(used.cpu_s, 4))
+        share = round(used.cpu_s / wall_s, 4) if wall_s > 0 else None
+        setattr(a, f"{party}_cpu_share", share)
+        if party in ("client", "router"):
+            setattr(a, f"{party}_throttled_s", round(used.throttled_ns / 1e9, 4))
+        if party != "router" and share is not None and share >= SATURATED_SHARE:
+            a.saturated.append(party)
+
+
+def _linkem_threads(testbed) -> dict[int, int]:
+    """On-CPU ns of each thread of the testbed's linkems (/proc/<pid>/task/*/schedstat, ns
+    exact, unlike the 10 ms ticks of /proc/<pid>/stat)."""
+    out: dict[int, int] = {}
+    for lk in (getattr(testbed, "linkem", None), getattr(testbed, "linkem_b", None)):
+        pid = getattr(lk, "pid", None)
+        if not pid:
+            continue
+        try:
+            tasks = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                    out[int(tid)] = int(f.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
+    """The CPU part of an audit as a run's metrics (numbers any analysis can compare: each
+    party's CPU seconds, its share of the run, and per MB the router forwarded) and details
+    (the client's budget, the throttling, who was saturated)."""
+    metrics: dict[str, float | None] = {}
+    for party in ("client", "server", "router"):
+        cpu_s = getattr(a, f"{party}_cpu_s")
+        if cpu_s is None:
+            continue
+        metrics[f"{party}_cpu_s"] = cpu_s
+        metrics[f"{party}_cpu_share"] = getattr(a, f"{party}_cpu_share")
+        if a.delivered_mb:
+            metrics[f"{party}_cpu_s_per_mb"] = round(cpu_s / a.delivered_mb, 6)
+    details: dict = {"client_cpu": a.client_cpu} if a.client_cpu else {}
+    if a.client_cpu_s is not None:
+        details = {"client_cpu": a.client_cpu or UNLIMITED, "client_throttled_s": a.client_throttled_s}
+    if a.saturated:
+        details["saturated"] = list(a.saturated)
+    return metrics, details
 
 
 def _stats(testbed) -> dict:

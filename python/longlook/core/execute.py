@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol
 
-from ..errors import LonglookError, Terminated
+from ..errors import LonglookError, Terminated, check_output
 from ..testbed.linkcheck import check_link
 from ..testbed import Testbed
 from ..testbed.cpu import check_fits
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
-from .audit import RunAudit, StallWatch, client_cpu_figures, linkem_delta
+from .audit import RunAudit, StallWatch, cpu_figures, linkem_delta
+from .capture import RunCapture
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
 from .registry import get_kind
@@ -110,24 +111,37 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     run_id = new_run_id()
     run_dir = bench.out_dir / RUNS_DIR / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    if bench.kind.fresh_link_per_run:
-        tb.reconfigure(cell.link, base_dir=sc.base_dir)
+    relink = lambda: tb.reconfigure(cell.link, base_dir=sc.base_dir)  # noqa: E731
+    capture = RunCapture(sc.capture, tb, run_dir, relink)
+    if bench.kind.fresh_link_per_run and not capture.restarts_link:
+        relink()
+    capture.begin()  # a pcap: linkem restarted writing the run's file
     tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
     audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
-    audit.begin()
-    started = time.monotonic()
-    m = bench.kind.measure(RunContext(testbed=tb, scenario=sc, cell=cell, arm=arm, round=round_index,
-                                      run_id=run_id, run_dir=run_dir, experiment_dir=bench.out_dir,
-                                      state=bench.state, session=bench.session))
-    wall = time.monotonic() - started
-    a = audit.end().with_reasons(m.audit_reasons)
+    try:
+        audit.begin()
+        started = time.monotonic()
+        m = bench.kind.measure(RunContext(testbed=tb, scenario=sc, cell=cell, arm=arm, round=round_index,
+                                          run_id=run_id, run_dir=run_dir, experiment_dir=bench.out_dir,
+                                          state=bench.state, session=bench.session,
+                                          keylog=sc.capture.keylog_path(run_dir)))
+        wall = time.monotonic() - started
+        a = audit.end().with_reasons(m.audit_reasons)
+    except BaseException:
+        capture.abandon()  # no restart while unwinding; no later linkem writes into this run's file
+        raise
+    capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole
+    capture_files, capture_details = capture.record()
     (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
     rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
-    artifacts = {k: rel(v) for k, v in m.artifacts.items() if (run_dir / v).exists()}
+    artifacts = {k: rel(v) for k, v in {**m.artifacts, **capture_files}.items() if (run_dir / v).exists()}
     artifacts["linkem"] = rel("linkem.json")
-    cpu_metrics, cpu_details = client_cpu_figures(a)
+    cpu_metrics, cpu_details = cpu_figures(a)
     m.metrics = {**m.metrics, **cpu_metrics}
-    m.details = {**m.details, **cpu_details}
+    m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
+    if tb.cpus.as_dict():
+        m.details["cpus"] = tb.cpus.as_dict()
+        m.details["cpus_shared"] = tb.cpus.shared()
     record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
                           arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
                           audit=a.as_dict())
@@ -137,12 +151,7 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
 def prepare_out_dir(out: Path, *, resume: bool, force: bool) -> None:
     """An experiment directory must be one longlook can write, and either new, empty, an
     experiment of its own (with --resume), or explicitly reused (--force)."""
-    if out.exists() and not out.is_dir():
-        raise LonglookError(f"--out {out}: is a file, not a directory", hint="give a new directory")
-    resolved = out.resolve()
-    if resolved.parts[1:2] in (("proc",), ("sys",), ("dev",)):
-        raise LonglookError(f"--out {out}: under /{resolved.parts[1]}, which holds no files",
-                            hint="give a directory on a disk, e.g. results/NAME")
+    check_output(out, "--out", directory=True)
     if out.is_dir() and any(out.iterdir()) and not (out / DB_FILE).exists() and not force:
         raise LonglookError(f"--out {out}: holds other files and no experiment",
                             hint="give a new or empty directory, or add --force to write into it")
@@ -257,7 +266,7 @@ class Runner:
         sc = self.scenario
         t0 = time.monotonic()
         with Testbed(cells[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
-                     seed=sc.seed, **self.kind.testbed_options) as tb, \
+                     seed=sc.seed, cpus=sc.testbed.cpus, **self.kind.testbed_options) as tb, \
                 self.kind.session(tb, self.out_dir) as session:
             stalls = StallWatch(tb)
             bench = Bench(sc, self.kind, self.state, self.out_dir, tb, session, stalls)

@@ -106,6 +106,8 @@ class RunContext:
     experiment_dir: Path  # what the runs of the experiment share: certificates, server logs
     state: dict[str, Any]  # what the kind's `prepare` returned, shared by all runs
     session: dict[str, Any] = field(default_factory=dict)  # what the kind's `session` yielded
+    # where the run's client writes its TLS key log ([capture] keylog), None: no key log
+    keylog: Path | None = None
 
 
 class Kind:

@@ -9,6 +9,7 @@
                              # ([link] = one link)
     [statistics]             # the test, alpha, Holm, survivorship, failures (core.stats)
     [fidelity]               # when a run's path was not what the scenario said (core.audit)
+    [capture]                # per run: pcap at the router, TLS key log (core.capture)
     client_cpu = "phone-2014"  # the client's CPU budget (testbed/cpu.py): a device profile, a
                              # custom {quota = 0.2, cores = 1}, or a list of them swept as a
                              # cell dimension; every kind's grid is crossed with it here
@@ -19,6 +20,7 @@ name the field (`links[0].rate_mbit[2]: ...`) whatever part of the file it is in
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import functools
 import hashlib
@@ -33,12 +35,16 @@ from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
                       model_validator)
 
 from ..errors import LonglookError, read_user_text
-from ..linkprofile import LinkProfile
-from ..testbed.cpu import CpuBudget
+from .grid import check_size
+from ..linkprofile import LinkProfile, linkem_refusal
+from ..testbed.cpu import CpuBudget, CpuPinning
+from ..traces import load_mahimahi
+from .capture import Capture
 from .links import expand_links, link_labels
 from .validation import format_errors
 
 DEFAULT_KIND = "pageload"
+MAX_NAME = 128  # a scenario name is a directory name (255 bytes), and a label a table column
 ALIASES = (("runs", "rounds"), ("link", "links"))  # (as a file may write it, the field)
 
 
@@ -51,7 +57,7 @@ class Statistics(BaseModel):
     holm: bool = False  # the paper did not correct for multiple comparisons
     confidence: float = Field(default=0.95, gt=0, lt=1)
     # accepted so that older files still load; intervals are t-based now (core.effects)
-    bootstrap_resamples: int = Field(default=9999, ge=100)
+    bootstrap_resamples: int = Field(default=9999, ge=100, le=1_000_000)
     # arms whose completions (counted / tried rounds) differ at this level (Fisher's exact
     # test) are "inconclusive: survivorship"
     survivorship_alpha: float = Field(default=0.05, gt=0, lt=1)
@@ -88,6 +94,15 @@ class Fidelity(BaseModel):
         return self.exclude_flagged and self.retry_flagged
 
 
+class TestbedOptions(BaseModel):
+    """`[testbed]`: how the testbed itself runs. `cpus` pins parties to CPUs
+    (testbed/cpu.py: CpuPinning)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    __test__ = False  # not a pytest test class
+    cpus: CpuPinning = Field(default_factory=CpuPinning)
+
+
 class AdaptiveRounds(BaseModel):
     """`rounds = "adaptive"` or `rounds = {min = 6, max = 40, target_halfwidth_pct = 5}`: a
     cell's first `min` rounds are a pilot; from their spread alone (each comparison, on
@@ -102,7 +117,7 @@ class AdaptiveRounds(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     min: int = Field(default=6, ge=2)  # a variance needs two runs per side
-    max: int = Field(default=40, ge=2)
+    max: int = Field(default=40, ge=2, le=10_000)  # as `rounds`
     target_halfwidth_pct: float = Field(default=5.0, gt=0)
     metric: str | None = None
 
@@ -152,7 +167,7 @@ class ArmBase(BaseModel):
     """One side of a comparison within a cell; a kind with a single arm still has one."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")
+    label: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$", max_length=MAX_NAME)
     protocol: str | None = None  # what the run must verify it used (None: the kind checks)
 
 
@@ -162,7 +177,7 @@ class ScenarioBase(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     kind: str = DEFAULT_KIND
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=MAX_NAME)
     description: str = ""
     # ranges where the model is defined: a seed the RNGs and the store take (64 bits), no
     # more rounds than a year of runs would hold, a run's timeout within a day
@@ -172,6 +187,8 @@ class ScenarioBase(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0, le=86_400)  # per run (a kind may derive its own)
     statistics: Statistics = Field(default_factory=Statistics)
     fidelity: Fidelity = Field(default_factory=Fidelity)
+    testbed: TestbedOptions = Field(default_factory=TestbedOptions)
+    capture: Capture = Field(default_factory=Capture)  # pcap and key log per run (core.capture)
     links: list[LinkProfile]
     # the client's CPU budgets (testbed/cpu.py); each kind cell runs once per budget
     client_cpu: list[CpuBudget] = []
@@ -192,6 +209,7 @@ class ScenarioBase(BaseModel):
         if own is not None and not getattr(own, "crossed_with_client_cpu", False):
             @functools.wraps(own)
             def cells(self):
+                check_size(self)  # before the product: a huge or empty grid is an error
                 return self.with_client_cpu(own(self))
             cells.crossed_with_client_cpu = True
             cls.cells = cells
@@ -274,8 +292,8 @@ class ScenarioBase(BaseModel):
         return self
 
     def _check_unique_cells(self) -> None:
-        ids = [c.id for c in self.cells()]
-        dup = {i for i in ids if ids.count(i) > 1}
+        counts = collections.Counter(c.id for c in self.cells())
+        dup = {i for i, n in counts.items() if n > 1}
         if dup:
             raise ValueError(f"the grid has duplicate cells: {sorted(dup)[0]} (a repeated entry?)")
 
@@ -283,6 +301,10 @@ class ScenarioBase(BaseModel):
 
     def cells(self) -> list[CellBase]:
         raise NotImplementedError
+
+    def grid_axes(self) -> dict[str, int]:
+        """The length of each list `cells()` crosses (core.grid); kinds add theirs."""
+        return {"links": len(self.links)}
 
     def arm_list(self) -> list[ArmBase]:
         """The arms run in every round, in scenario order."""
@@ -330,13 +352,23 @@ class ScenarioBase(BaseModel):
         return self._base_dir or Path.cwd()
 
     def check_files(self, source: str) -> None:
+        """Traces exist and parse, and linkem accepts every link as it will run it (one
+        validation for Python and linkem: linkprofile.linkem_refusal), before the first run."""
+        seen: set[str] = set()
         for link in self.links:
-            for which in ("up", "down"):
-                trace = link.resolved(which).trace
-                if trace and not (self.base_dir / trace).is_file():
-                    raise LonglookError(
-                        f"{source}: link {link.name}: {which} trace: no such file {self.base_dir / trace}",
-                        hint="trace paths are relative to the scenario file")
+            for part in link.segments or (link,):
+                for which in ("up", "down"):
+                    trace = part.resolved(which).trace
+                    if trace and not (self.base_dir / trace).is_file():
+                        raise LonglookError(
+                            f"{source}: link {link.name}: {which} trace: no such file {self.base_dir / trace}",
+                            hint="trace paths are relative to the scenario file")
+                    if trace and trace not in seen:
+                        seen.add(trace)
+                        load_mahimahi(self.base_dir / trace)
+            refusal = linkem_refusal(link, self.base_dir)
+            if refusal:
+                raise LonglookError(f"{source}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
 
     @classmethod
     def from_toml(cls, text: str, source: str = "<scenario>",
@@ -379,11 +411,21 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
 
     data = _parse_toml(text, source)
     name = data.get("kind", DEFAULT_KIND)
+    if not isinstance(name, str):
+        raise LonglookError(f"{source}: kind: must be one kind's name, got {name!r}",
+                            hint='one experiment has one kind, e.g. kind = "pageload"; a file per kind')
     try:
         kind = get_kind(name)
     except LonglookError as e:
         raise LonglookError(f"{source}: kind: {e.message}", hint=e.hint) from None
-    return _validate(kind.scenario_model, data, text, source, base_dir)
+    scenario = _validate(kind.scenario_model, data, text, source, base_dir)
+    rule = scenario.adaptive_rounds
+    names = [m.name for m in kind.metrics]
+    if rule is not None and rule.metric is not None and rule.metric not in names:
+        # the rule would never find its metric and always run to max
+        raise LonglookError(f"{source}: rounds.metric: {rule.metric!r} is not a metric of kind {name!r}",
+                            hint=f"its metrics: {', '.join(names)}")
+    return scenario
 
 
 def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:

@@ -27,6 +27,8 @@ from typing import Any, Iterable
 import duckdb
 import pandas as pd
 
+from . import store_check
+
 from ..errors import LonglookError
 from .record import RunRecord, new_run_id
 from .spec import ScenarioBase
@@ -154,6 +156,18 @@ class _ShieldedConnection:
         return shielded
 
 
+ROWS_PER_STATEMENT = 500  # a grid's cells or a long series: bounded statements
+
+
+def _many_rows(sql: str, n: int) -> str:
+    """`INSERT ... VALUES (?, ?)` for n rows: its VALUES tuple repeated n times."""
+    head, _, values = sql.rpartition("VALUES ")
+    tail = ""
+    if ")" in values and not values.rstrip().endswith(")"):  # e.g. ON CONFLICT after the tuple
+        values, tail = values[:values.index(")") + 1], values[values.index(")") + 1:]
+    return f"{head}VALUES {', '.join([values.strip()] * n)}{tail}"
+
+
 class Store:
     """`Store.open(dir)`; every `record_*` call commits before it returns."""
 
@@ -179,7 +193,14 @@ class Store:
         store._check_layout()
         if not read_only:
             store._con.execute(_SCHEMA)
+            store_check.mark_schema(store._con)
             store._create_kind_tables()
+        else:  # every reader (report, compare, states, analyses, export) passes here once
+            try:
+                store_check.check_readable(store._con, directory, _SCHEMA, _JSON_COLUMNS)
+            except BaseException:
+                store.close()
+                raise
         return store
 
     def _check_layout(self) -> None:
@@ -233,7 +254,11 @@ class Store:
                     if not many:
                         con.execute(sql, params)
                     elif params:
-                        con.executemany(sql, params)
+                        # one statement of many rows: DuckDB's executemany runs each row
+                        # as its own statement, ~10 ms a run's worth of metrics
+                        for i in range(0, len(params), ROWS_PER_STATEMENT):
+                            chunk = params[i:i + ROWS_PER_STATEMENT]
+                            con.execute(_many_rows(sql, len(chunk)), [v for row in chunk for v in row])
                 con.commit()
             except duckdb.IOException as e:
                 con.rollback()
@@ -276,6 +301,14 @@ class Store:
              json.dumps(versions or {}, default=str)])])
         self._record_cells(scenario)
         return exp_id
+
+    def check_scenario(self, scenario: ScenarioBase) -> None:
+        """Refuse when this directory holds another scenario's results (a reader that gives
+        a verdict for `scenario`, e.g. `reproduce --no-run`, calls this)."""
+        exp = self.experiment()
+        stored = exp["scenario_toml"] if exp else None
+        if stored is not None and stored != (scenario.toml_text or scenario.model_dump_json()):
+            self._refuse_other_scenario(stored, scenario)
 
     def _refuse_other_scenario(self, stored_toml: str, scenario: ScenarioBase) -> None:
         """Another text is fine when it parses to the same scenario (a comment changed)."""
@@ -401,8 +434,10 @@ class Store:
 
     def _frame(self, table: str, order: str = "") -> pd.DataFrame:
         df = self._con.execute(f"SELECT * FROM {table} {order}").df()
+        key = store_check.ROW_KEY.get(table)
         for col in _JSON_COLUMNS.get(table, ()):
-            df[col] = df[col].map(lambda s: json.loads(s) if isinstance(s, str) else s)
+            df[col] = [store_check.decode(self.directory, table, col, k, v)
+                       for k, v in zip(df[key] if key else df.index, df[col])]
         return df
 
     def runs_frame(self) -> pd.DataFrame:

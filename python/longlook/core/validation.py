@@ -12,6 +12,8 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ValidationError
 
+from .grid import check_sweep
+
 
 def misplaced_key(where: str, key: str, top_fields: Iterable[str]) -> str | None:
     """TOML's trap: a top-level key written after a [table] header belongs to that table."""
@@ -46,7 +48,10 @@ def message(err: dict) -> str:
     # say what was given, unless the message already does or the input is a whole table
     if (err["type"] != "missing" and "got" not in msg and not isinstance(inp, (dict, list))
             and str(inp) not in msg):
-        msg += f", got {inp!r}"
+        shown = repr(inp)
+        if len(shown) > 80:  # a 100k-character value is named, not printed
+            shown = f"{shown[:60]}... ({len(str(inp)):,} characters)"
+        msg += f", got {shown}"
     return msg
 
 
@@ -105,6 +110,7 @@ def expand_sweep(raw: Any, name: str, model: type[BaseModel], *, top_fields: Ite
                                  f"{', '.join(allowed)}")
             if not lists[k]:
                 raise ValueError(f"{where(i)}.{k}: empty list")
+        check_sweep(where(i), [len(x) for x in lists.values()])
         keys = list(lists)
         for combo in itertools.product(*(list(enumerate(lists[k])) for k in keys)):
             d = dict(entry)

@@ -4,6 +4,7 @@ columns and facets (layout), display names of arms (names), and the HTML side: `
 the jinja environment and its templates (html).
 
 Ground floor: it reads nothing of core, testbed, stacks, kinds, analyses or report.
+The terminal side of the CLI is `console.make_console` (one rich Console factory).
 Import the module you need (`from longlook.render.palette import QUIC`); this package
 imports none of them, so matplotlib and jinja load only where they are used.
 """

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
+from markupsafe import Markup
 
 from ..core.analysis import Analysis, analyse, better_word
 from ..core.stats import CellComparison, Test
@@ -30,6 +31,7 @@ from ..render.layout import DIM_TITLES, Layout, choose_layout, format_dim, sort_
 from ..render.names import display_name
 from ..render.palette import FULL_AT_PERCENT, cell_colors, legend_stops
 from .sections import extra_sections
+from .sections.runs import artifact_links
 
 
 # ---------------------------------------------------------------- heatmap model
@@ -247,7 +249,7 @@ def _completion(an: Analysis) -> dict[tuple[str, str], str]:
     return {(c, a): f"{k}/{n}" for c, a, n, k in done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)}
 
 
-def _excluded_rows(an: Analysis) -> list[dict[str, Any]]:
+def _excluded_rows(an: Analysis, directory: Path) -> list[dict[str, Any]]:
     runs = an.runs
     if runs.empty:
         return []
@@ -255,7 +257,8 @@ def _excluded_rows(an: Analysis) -> list[dict[str, Any]]:
                                   exclude_flagged=an.exclude_flagged)]
     return [{"run_id": r["run_id"], "cell_id": r["cell_id"], "round": r["round"], "arm": r["arm"],
              "attempt": r["attempt"], "status": r["status"],
-             "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged)}
+             "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged),
+             "files": Markup(artifact_links(r["artifacts"], directory))}
             for _, r in left_out.iterrows()]
 
 
@@ -296,7 +299,7 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
         distributions=_distributions(an, facets, layout),
         link_checks=_link_check_rows(checks),
         failed_checks=list(dict.fromkeys(checks.loc[~checks["passed"].astype(bool), "profile_name"])),
-        excluded=_excluded_rows(an), completion=_completion(an),
+        excluded=_excluded_rows(an, Path(store.directory)), completion=_completion(an),
         versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
         scenario_toml=an.experiment.get("scenario_toml") or "",
         extra_sections=extra_sections(store, an),

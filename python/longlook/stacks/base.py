@@ -11,7 +11,8 @@ line in `stacks/registry.py`. The adapter says:
 - how to start its server (`server_argv`: the testbed's server address, the files under a
   content root, the paths of `endpoint serve`) and where its qlog goes (a directory given);
 - how to run its client for one page load or bulk download (`client_argv`), whose result is
-  the fetch JSON of `endpoint fetch` (the adapter may build it afterwards: `finish_fetch`).
+  the fetch JSON of `endpoint fetch` (the adapter may build it afterwards: `finish_fetch`);
+  and how that client writes a TLS key log (`with_keylog`), when it can.
 
 The machinery that runs them (namespaces, readiness, logs, statuses) is shared:
 `stacks/runner.py`; the pool of an experiment's servers is `stacks/servers.py`. Our own
@@ -160,6 +161,11 @@ class Stack:
     def client_argv(self, *, url: str, mode: str, ca: Path, run_id: str, out: Path,
                     qlog_dir: Path, timeout_s: float, cc: str) -> ClientCall:
         raise NotImplementedError
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall | None:
+        """`call` made to append its TLS secrets to `keylog` (NSS key log format, for
+        Wireshark); None when its client cannot write one (docs/interfaces.md says why)."""
+        return None
 
     def finish_fetch(self, *, url: str, mode: str, run_id: str, out: Path, qlog_dir: Path,
                      returncode: int, stderr: str, started_unix_ms: int, wall_ms: float) -> None:

@@ -20,6 +20,7 @@ from ..testbed.processes import stop_child
 
 SERVER_ADDR = "198.18.2.2"
 CLIENT_QLOG = "client.sqlog"  # beside fetch.json: the native client's trace of its QUIC connection
+SERVER_KEYLOG = "keys.log"  # in a server's log directory: the secrets of all its connections
 
 # fetch's exit codes (docs/interfaces.md)
 EXIT_OK = 0
@@ -38,6 +39,8 @@ class ServerOptions:
     tcp_cc: str = "cubic"
     qlog: bool = True
     tcp_tracefs: str | None = None  # exact TCP state transitions from tcp_cong_state_set
+    keylog: bool = False  # TLS secrets of all its connections in <log dir>/keys.log ([capture])
+    udp_buffer: int = 0  # UDP socket buffers sized to the path (testbed/buffers.py); 0 = kernel's
 
     def argv(self) -> list[str]:
         args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc,
@@ -52,6 +55,8 @@ class ServerOptions:
             args.append("--no-qlog")
         if self.tcp_tracefs:
             args += ["--tcp-tracefs", self.tcp_tracefs]
+        if self.udp_buffer:
+            args += ["--udp-buffer", str(self.udp_buffer)]
         return args
 
 
@@ -97,6 +102,8 @@ class EndpointServer:
         log_dir.mkdir(parents=True, exist_ok=True)
         argv = [str(find_binary("endpoint")), "serve", "--listen", f"0.0.0.0:{port}",
                 "--cert-dir", str(cert_dir), "--log-dir", str(log_dir), *options.argv()]
+        if options.keylog:
+            argv += ["--keylog", str(log_dir / SERVER_KEYLOG)]
         proc = testbed.popen("server", argv, stdout=subprocess.PIPE,
                              stderr=open(log_dir / "server.stderr", "ab"), text=True)
         spki = wait_for_ready(proc, timeout_s, log_dir / "server.stderr")
@@ -201,11 +208,12 @@ class FetchResult:
 
 def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
           timeout_s: float, mode: str = "page", zero_rtt: bool = False,
-          race_argv: list[str] | None = None) -> FetchResult:
+          race_argv: list[str] | None = None, keylog: Path | None = None) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
     protocol "race" is the QUIC-enabled racing client (its flags in `race_argv`); it asks
-    for no particular protocol, so whatever served the page is recorded, never a mismatch."""
+    for no particular protocol, so whatever served the page is recorded, never a mismatch.
+    `keylog`: the TLS secrets of its connections are appended there (NSS key log format)."""
     argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
             "--mode", mode, "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
             "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
@@ -213,6 +221,11 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
         argv.append("--zero-rtt")
     if protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
         argv += ["--qlog", str(out.parent / CLIENT_QLOG)]
+    if keylog is not None:
+        argv += ["--keylog", str(keylog)]
+    buffers = getattr(testbed, "host_buffers", None)  # sized to the path (testbed/buffers.py)
+    if buffers is not None and protocol == "h3":
+        argv += ["--udp-buffer", str(buffers.udp_bytes)]
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     try:

@@ -5,8 +5,10 @@ default version) or `NAME@VERSION` (e.g. `quic-go@v0.64.1`, built beside the def
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from ..errors import LonglookError
+from ..versions import file_digest
 from .base import OURS, Stack
 
 # name -> "module:class" (imported when used, so one stack's missing pieces never stop another).
@@ -84,3 +86,16 @@ def versions_of(specs: list[str]) -> dict[str, str]:
     recorded by the core with every experiment, as the endpoint binary's)."""
     stacks = [resolve(spec) for spec in dict.fromkeys(specs) if is_stack(spec)]
     return {s.spec: s.version_info() for s in stacks}
+
+
+def binary_digests(specs: list[str]) -> dict[str, str]:
+    """The SHA-256 (first 12 hex) of each named stack's built binary, where it has one: two
+    builds of one release from different adapters or toolchains differ here."""
+    out = {}
+    for spec in dict.fromkeys(specs):
+        if not is_stack(spec):
+            continue
+        binary = getattr(resolve(spec), "binary", None)
+        if isinstance(binary, Path) and binary.is_file():
+            out[spec] = file_digest(binary)
+    return out

@@ -62,7 +62,7 @@ def _spki(cert: Path) -> str:
 
 
 def _udp_listening(testbed, port: int) -> bool:
-    p = subprocess.run(testbed.exec_argv("server", ["ss", "-Hnul", f"sport = :{port}"]),
+    p = subprocess.run(testbed.exec_argv("server", ["ss", "-Hnul", f"sport = :{port}"], as_party=False),
                        capture_output=True, text=True, timeout=10)
     return bool(p.stdout.strip())
 
@@ -179,11 +179,14 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
     cc = stack.cc(cc)
 
     def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-              timeout_s: float, mode: str = "page", zero_rtt: bool = False) -> FetchResult:
+              timeout_s: float, mode: str = "page", zero_rtt: bool = False,
+              keylog: Path | None = None) -> FetchResult:
         qlog_dir = out.parent / "client-qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
         call = stack.client_argv(url=url, mode=mode, ca=cert_dir / "cert.pem", run_id=run_id, out=out,
                                  qlog_dir=qlog_dir, timeout_s=timeout_s, cc=cc)
+        if keylog is not None:  # a client that cannot write one runs as it is (no key log file)
+            call = stack.with_keylog(call, keylog) or call
         started_ms, started = int(time.time() * 1000), time.monotonic()
         timed_out = False
         try:

@@ -61,6 +61,10 @@ class ServerPool:
         stack = resolve(spec)
         if options is not None and self.tracefs:
             options = replace(options, tcp_tracefs=str(self.tracefs))
+        buffers = getattr(self.testbed, "host_buffers", None)
+        if options is not None and buffers is not None:
+            # sized to the current link: a server of a smaller link's size is restarted
+            options = replace(options, udp_buffer=buffers.udp_bytes)
         if workload is not None and stack.serves_files:
             ensure_content(self.content_root, workload.mode, workload.object_count, workload.object_size)
         key = stack.server_key(options, cc)

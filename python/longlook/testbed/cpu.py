@@ -1,12 +1,14 @@
-"""Client CPU budgets (Kakhki §5: QUIC's gains shrank on phones whose CPUs could not keep up).
+"""CPU of each party: client budgets (Kakhki §5: QUIC's gains shrank on phones whose CPUs could
+not keep up), and every party's CPU time (Langley §6.7: a QUIC server's CPU per byte).
 
-A slower device is emulated by a CFS bandwidth quota on every process of the client side,
-through one cgroup per testbed (`longlook/ll-<id>-client`): `quota` = CPU time per period as
-a share of one core (0.2 = a fifth of a core), `cores` = how many CPUs those processes may
-run on (cpuset). The same cgroup measures the client's CPU time (user + system) per run.
+Each testbed has one cgroup per party (`longlook/ll-<id>-client|server|router`): the client's
+processes, the servers', linkem. Each measures its CPU time per run; any may be pinned to
+CPUs (`[testbed] cpus`). A slower device is emulated by a CFS bandwidth quota on the client's
+group: `quota` = CPU time per period as a share of one core (0.2 = a fifth of a core),
+`cores` = how many CPUs those processes may run on (cpuset).
 
     budget = CpuBudget.parse("phone-2014")           # or {quota = 0.2, cores = 1}
-    group = ClientCgroup("ab12cd"); group.create()
+    group = PartyCgroup("ab12cd", "client"); group.create()
     group.apply(budget)                               # before a cell's runs
     argv = group.wrap(argv)                           # the process joins before it execs
     before = group.usage(); ...; after = group.usage(); after - before
@@ -14,7 +16,7 @@ run on (cpuset). The same cgroup measures the client's CPU time (user + system) 
 
 cgroup v1 (this kernel: `cpu`, `cpuacct` and `cpuset` mounted separately under
 /sys/fs/cgroup) or v2 (`cpu.max`, `cpuset.cpus`, `cpu.stat`) where /sys/fs/cgroup is cgroup2.
-With no budget (unlimited) a v1 client joins only `cpuacct`, which measures without
+With no budget (unlimited) and no pinning a v1 party joins only `cpuacct`, which measures without
 scheduling it as a group, so an unlimited run is scheduled exactly as before.
 """
 
@@ -200,13 +202,22 @@ def _stat(path: Path) -> dict[str, int]:
         return {}
 
 
-class ClientCgroup:
-    """The client side's cgroup of one testbed."""
+PARTIES = ("client", "server", "router")
 
-    def __init__(self, testbed_id: str):
-        self.name = f"ll-{testbed_id}-client"
+
+class PartyCgroup:
+    """One party's cgroup of one testbed (`ll-<id>-client|server|router`): the client's
+    processes (under its budget), the servers', linkem. Each measures its CPU time; any may
+    be pinned to CPUs (`[testbed] cpus`)."""
+
+    def __init__(self, testbed_id: str, party: str = "client"):
+        if party not in PARTIES:
+            raise ValueError(f"party must be one of {', '.join(PARTIES)}, not {party!r}")
+        self.party = party
+        self.name = f"ll-{testbed_id}-{party}"
         self.version = cgroup_version()
         self.budget: CpuBudget = CpuBudget.parse(UNLIMITED)
+        self.cpus: tuple[int, ...] | None = None  # pinned; None = every CPU the budget allows
         self.created = False
 
     # ---- where things are
@@ -246,6 +257,16 @@ class ClientCgroup:
         self.created = True
         self.apply(self.budget)
 
+    def pin(self, cpus: list[int] | tuple[int, ...] | None) -> None:
+        """Run this party's processes started from now on on these CPUs only (None: all)."""
+        if cpus is not None:
+            unknown = sorted(set(cpus) - set(machine_cpus()))
+            if unknown or not cpus:
+                raise TestbedError(f"[testbed] cpus.{self.party} = {list(cpus)}: this machine has CPUs "
+                                   f"{machine_cpus()}", hint="pin each party to CPUs this machine has")
+        self.cpus = tuple(sorted(set(cpus))) if cpus is not None else None
+        self.apply(self.budget)
+
     def apply(self, budget: CpuBudget | None) -> None:
         """Set the budget of the processes started from now on (between cells)."""
         budget = budget or CpuBudget.parse(UNLIMITED)
@@ -257,7 +278,7 @@ class ClientCgroup:
         self.budget = budget
         if not self.created:
             return
-        cpus = machine_cpus()
+        cpus = list(self.cpus) if self.cpus is not None else machine_cpus()
         cpu_list = ",".join(map(str, cpus if budget.unlimited else cpus[-budget.cores:]))
         quota = budget.quota_us()
         if self.version == 2:
@@ -289,8 +310,9 @@ class ClientCgroup:
             return []
         if self.version == 2:
             return [self._dir("") / "cgroup.procs"]
-        if self.budget.unlimited:  # measured, not scheduled as a group
-            return [self._dir("cpuacct") / "cgroup.procs"]
+        if self.budget.unlimited:  # measured, not scheduled as a group (pinned: its cpuset too)
+            pinned = [self._dir("cpuset")] if self.cpus is not None and (ROOT / "cpuset").is_dir() else []
+            return [d / "cgroup.procs" for d in (self._dir("cpuacct"), *pinned)]
         return [d / "cgroup.procs" for d in self._dirs()]
 
     def wrap(self, argv: list[str]) -> list[str]:
@@ -301,9 +323,9 @@ class ClientCgroup:
         if not files:
             return argv
         joins = " && ".join(f"echo $$ > {shlex.quote(str(f))}" for f in files)
-        script = (f'{{ {joins}; }} 2>/dev/null || {{ echo "longlook: could not join the client CPU '
+        script = (f'{{ {joins}; }} 2>/dev/null || {{ echo "longlook: could not join the {self.party} CPU '
                   f'cgroup {self.name}" >&2; exit 125; }}; exec "$@"')
-        return ["/bin/sh", "-c", script, "longlook-client-cpu", *map(str, argv)]
+        return ["/bin/sh", "-c", script, f"longlook-{self.party}-cpu", *map(str, argv)]
 
     def usage(self) -> CpuUsage | None:
         if not self.created:
@@ -355,20 +377,22 @@ def _rmdir(d: Path, wait_s: float = 2.0) -> None:
 
 
 def testbed_groups() -> list[tuple[str, Path]]:
-    """(testbed id, group directory) of every testbed's client group, in every hierarchy."""
+    """(testbed id, group directory) of every testbed's party groups, in every hierarchy."""
     bases = [ROOT] if cgroup_version() == 2 else [ROOT / c for c in ("cpu", "cpuacct", "cpuset")]
     found = []
     for base in bases:
         parent = base / PARENT
         if parent.is_dir():
-            found += [(d.name.removeprefix("ll-").removesuffix("-client"), d)
-                      for d in sorted(parent.glob("ll-*-client")) if d.is_dir()]
+            for d in sorted(parent.glob("ll-*-*")):
+                tb_id, _, party = d.name.removeprefix("ll-").rpartition("-")
+                if d.is_dir() and party in PARTIES:
+                    found.append((tb_id, d))
     return found
 
 
 def remove_leftovers(ids: Callable[[str], bool]) -> list[str]:
-    """Remove the client groups of the testbeds `ids` selects (gone ones: `longlook clean`);
-    processes still in them are ended first (a client of a dead testbed is ours)."""
+    """Remove the party groups of the testbeds `ids` selects (gone ones: `longlook clean`);
+    processes still in them are ended first (a process of a dead testbed is ours)."""
     from .processes import terminate
 
     removed = []
@@ -386,3 +410,38 @@ def remove_leftovers(ids: Callable[[str], bool]) -> list[str]:
         if not d.exists():
             removed.append(str(d))
     return removed
+
+
+class CpuPinning(BaseModel):
+    """`[testbed] cpus = {router = [0], server = [1], client = [1]}`: the CPUs each party's
+    processes may run on; a party not named runs anywhere. Recorded with every run, and the
+    audit names the parties that shared a CPU."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    client: tuple[int, ...] | None = None
+    server: tuple[int, ...] | None = None
+    router: tuple[int, ...] | None = None
+
+    @model_validator(mode="after")
+    def _cpus(self) -> "CpuPinning":
+        for party in PARTIES:
+            cpus = getattr(self, party)
+            if cpus is None:
+                continue
+            if not cpus or any(c < 0 for c in cpus) or len(set(cpus)) != len(cpus):
+                raise ValueError(f"{party} = {list(cpus)}: a non-empty list of distinct CPU numbers (0, 1, ...)")
+        return self
+
+    def as_dict(self) -> dict[str, list[int]]:
+        return {p: list(getattr(self, p)) for p in PARTIES if getattr(self, p) is not None}
+
+    def shared(self) -> list[str]:
+        """Parties that may run on one CPU, e.g. `client+server on CPU 1` (unpinned parties
+        share every CPU, which the report says without listing)."""
+        pinned = self.as_dict()
+        out = []
+        for cpu in sorted({c for cpus in pinned.values() for c in cpus}):
+            on = [p for p in PARTIES if cpu in pinned.get(p, ())]
+            if len(on) > 1:
+                out.append(f"{'+'.join(on)} on CPU {cpu}")
+        return out

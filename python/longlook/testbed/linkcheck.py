@@ -106,6 +106,18 @@ def most_tcp_goodput(rate_mbit: float) -> float:
     return rate_mbit * TCP_PAYLOAD / IP_PACKET
 
 
+# A TCP receiver acks every second full segment (Linux's delayed ACK), each ACK 52 IP bytes
+# (20 IP + 20 TCP + 12 timestamps): the reverse direction carries 52 bytes per 2 x 1448 of
+# goodput, so it caps the forward goodput at its rate x 2 x 1448 / 52 (about 56x).
+ACK_IP_BYTES = 52
+SEGMENTS_PER_ACK = 2
+
+
+def ack_limited_goodput(reverse_rate_mbit: float) -> float:
+    """The most TCP goodput whose ACKs a reverse direction of this rate can carry."""
+    return reverse_rate_mbit * SEGMENTS_PER_ACK * TCP_PAYLOAD / ACK_IP_BYTES
+
+
 def serialization_ms(ip_bytes: int, rate_mbit: float | None) -> float:
     return 0.0 if not rate_mbit else ip_bytes * 8 / (rate_mbit * 1e6) * 1e3
 
@@ -247,6 +259,15 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     why_not = ("trace" if not fixed else "loss configured" if loss > 0 else
                f"buffer {buf:.0f} B < BDP {bdp:.0f} B" if buf is not None and buf < bdp else "")
     most = most_tcp_goodput(mean_rate)
+    # the ACKs travel the other way: a slow reverse direction caps what TCP can send
+    reverse = profile.resolved("down" if which == "up" else "up")
+    rev_mean, rev_low = direction_rates(reverse, base_dir)
+    if ack_limited_goodput(rev_low) < most * tol.tcp_min:
+        if reverse.rate_mbit is not None:  # a fixed reverse rate: the cap is the expectation
+            most = ack_limited_goodput(rev_low)
+        elif not why_not:
+            why_not = (f"ACK-limited by the reverse direction (its trace falls to {rev_low:.3g} Mbit/s, "
+                       f"which carries the ACKs of {ack_limited_goodput(rev_low):.3g} Mbit/s)")
     band = (None, None) if why_not else (tol.tcp_min * most, tol.tcp_max * most)
     warmup = min(1.0, duration_s / 3)
     t = probe.tcp(which, duration_s)

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Callable
 
 from ..binaries import find_binary
 from .host import TestbedError, cpu_wakeup_latency_us, tool
@@ -29,8 +30,11 @@ class Linkem:
     def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
                  rt_priority: int | None = None, stats_interval_ms: int = 25,
                  flow_log: bool = False, ready_timeout_s: float = 10.0, profile_name: str = "link",
-                 queues: tuple[str, str] = ("0", "1")):
+                 queues: tuple[str, str] = ("0", "1"), pcap: Path | None = None,
+                 pcap_copy_bytes: int = 128, pcap_max_bytes: int | None = None,
+                 launcher: Callable[[list[str]], list[str]] = lambda argv: argv):
         self.router_ns = router_ns
+        self.launcher = launcher  # wraps the whole command line (the router's CPU cgroup)
         self.profile_name = profile_name
         self.config = config
         self.stats_path = workdir / "linkem-stats.json"
@@ -47,6 +51,10 @@ class Linkem:
             argv += ["--rt-priority", str(rt_priority)]
         if self.flow_log_path is not None:
             argv += ["--flow-log", str(self.flow_log_path)]
+        if pcap is not None:  # complete once linkem has stopped (it buffers)
+            argv += ["--pcap", str(pcap), "--copy-bytes", str(pcap_copy_bytes)]
+            if pcap_max_bytes is not None:
+                argv += ["--pcap-max-bytes", str(pcap_max_bytes)]
         self.argv = argv
         self.ready_timeout_s = ready_timeout_s
         self.proc: subprocess.Popen | None = None
@@ -66,7 +74,7 @@ class Linkem:
         # its clock right after it is exec'd)
         self.started_unix = time.time()
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
-            self.proc = subprocess.Popen([tool("ip"), "netns", "exec", self.router_ns, *self.argv],
+            self.proc = subprocess.Popen(self.launcher([tool("ip"), "netns", "exec", self.router_ns, *self.argv]),
                                          stdout=out, stderr=err, stdin=subprocess.DEVNULL)
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:

@@ -32,12 +32,13 @@ class PathProbe:
         for role in ("client", "server"):
             p = self.tb.popen(role, [self.binary, "serve", "--bind", f"0.0.0.0:{PROBE_PORT}"],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              client_cpu=False)  # the path's probes, not a device
+                              as_party=False)  # the path's probes, not a device
             self._servers.append(p)
             if p.stdout.readline().strip() != "ready":
                 raise TestbedError(f"linkem-probe serve did not start in {role}: {p.stderr.read()[:500]}")
         self._servers.append(self.tb.popen("server", ["iperf3", "-s", "-J", "-p", str(IPERF_PORT)],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                           as_party=False))
         return self
 
     def __exit__(self, *exc) -> None:
@@ -59,7 +60,7 @@ class PathProbe:
         raise ValueError(f"direction must be up or down, not {direction!r}")
 
     def _probe(self, role: str, args: list[str], timeout: float) -> dict:
-        p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False, client_cpu=False)
+        p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False, as_party=False)
         if p.returncode != 0:
             raise TestbedError(f"linkem-probe {args[0]} failed: {p.stderr.strip()}")
         return json.loads(p.stdout)
@@ -97,7 +98,7 @@ class PathProbe:
         if direction == "down":
             argv.append("-R")
         for attempt in range(20):  # the server may still be starting
-            p = self.tb.run("client", argv, timeout=duration_s + 30, check=False, client_cpu=False)
+            p = self.tb.run("client", argv, timeout=duration_s + 30, check=False, as_party=False)
             if p.returncode == 0:
                 return json.loads(p.stdout)
             time.sleep(0.2)

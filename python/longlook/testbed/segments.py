@@ -77,6 +77,8 @@ def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[
             if "rtt_ms" in own:
                 merged.pop("delay_ms", None)
             bad = [k for k in _NOT_IN_SEGMENTS if k in merged]
+            bad += [f"{d}.{k}" for d in ("up", "down") if isinstance(merged.get(d), dict)
+                    for k in _NOT_IN_SEGMENTS if k in merged[d]]  # one direction's trace, too
             if bad:
                 raise ValueError(f"{where}.{key}.{bad[0]}: not supported on a proxy segment "
                                  f"(its end-to-end series would not be one link profile)")

@@ -27,7 +27,8 @@ from pathlib import Path
 from ..errors import Terminated
 from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
-from .cpu import ClientCgroup, CpuBudget, CpuUsage
+from .buffers import HostBuffers, host_buffers
+from .cpu import PARTIES, CpuBudget, CpuPinning, CpuUsage, PartyCgroup
 from .host import TestbedError, cpu_wakeup_latency_us, hold_cpu_wakeup_latency, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
@@ -70,7 +71,8 @@ class Testbed:
     def __init__(self, profile: LinkProfile | None, id: str | None = None,
                  workdir: Path | str | None = None, *, base_dir: Path | None = None,
                  seed: int | None = None, rt_priority: int | None = None,
-                 flow_log: bool = False, ready_timeout_s: float = 10.0):
+                 flow_log: bool = False, ready_timeout_s: float = 10.0,
+                 cpus: CpuPinning | None = None):
         self.id = id or secrets.token_hex(3)
         if not re.fullmatch(r"[A-Za-z0-9_]{1,24}", self.id):
             raise TestbedError(f"testbed id {self.id!r}: use 1-24 letters, digits or _",
@@ -85,14 +87,17 @@ class Testbed:
                                     ready_timeout_s=ready_timeout_s)
         self.linkem: Linkem | None = None
         self.linkem_b: Linkem | None = None  # segment B's, in router2 (proxy topology)
+        self.host_buffers: HostBuffers = host_buffers(None)  # sized to each link (testbed/buffers.py)
         self._record: ownership.Record | None = None
         self._children: list[subprocess.Popen] = []
         self._previous_handlers: dict[int, object] = {}
         self._lock = threading.Lock()
         self._open = False
         self._cpu_latency_fd: int | None = None
-        # every client-side process joins it: a CPU budget (client_cpu) and its CPU time
-        self.client_cgroup = ClientCgroup(self.id)
+        # each party's processes join its group: the client's budget (client_cpu), every
+        # party's CPU time per run, pinning (`[testbed] cpus`)
+        self.cgroups = {party: PartyCgroup(self.id, party) for party in PARTIES}
+        self.cpus = cpus or CpuPinning()
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -120,7 +125,9 @@ class Testbed:
         _open_testbeds.add(self)
         self._install_signal_handlers()
         try:
-            self.client_cgroup.create()
+            for party, group in self.cgroups.items():
+                group.create()
+                group.pin(getattr(self.cpus, party))  # before linkem and servers start
             topology.create(self.ns)
             if self.profile is not None:
                 for router in ("router", "router2"):
@@ -150,7 +157,8 @@ class Testbed:
             for linkem in self._linkems():
                 linkem.stop()
             cleanup.teardown_namespaces(list(self.ns.values()))
-            self.client_cgroup.remove()  # its processes ended with the namespaces
+            for group in self.cgroups.values():
+                group.remove()  # their processes ended with the namespaces
         finally:
             if self._record is not None:
                 self._record.remove()
@@ -195,6 +203,7 @@ class Testbed:
             raise TestbedError(f"link profile {profile.name!r}: {'has' if profile.segments else 'has no'} "
                                f"proxy segments, and this testbed was built {'with' if 'proxy' in self.ns else 'without'} "
                                f"the proxy topology", hint="every link of one experiment has segments, or none")
+        self._size_host_buffers(profile)
         if profile.segments:  # segment A in router, B in router2, each its own linkem
             a, b = profile.segments
             self.linkem = self._linkem("router", a, self.workdir)
@@ -206,6 +215,13 @@ class Testbed:
         self._record.linkem_started = self.linkem.started
         self._record.save()
 
+    def _size_host_buffers(self, profile: LinkProfile) -> None:
+        """The ends' TCP buffer limits for this link (between cells, with linkem's restart)."""
+        self.host_buffers = host_buffers(profile, self.base_dir)
+        for role in ("client", "server", "proxy"):
+            if role in self.ns:
+                topology.set_sysctls(self.ns[role], self.host_buffers.sysctls())
+
     def _linkem(self, router: str, profile: LinkProfile, workdir: Path) -> Linkem:
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "link.toml"
@@ -215,13 +231,22 @@ class Testbed:
             # its own random stream: with A's seed, B would drop the packets right after A's
             # drops (the same draw sequence, shifted), pairing losses into single events
             options["seed"] = (options["seed"] + 1) % 2**63
+        if router == "router2" and options.get("pcap") is not None:  # B's packets in a file of their own
+            options["pcap"] = options["pcap"].with_stem(options["pcap"].stem + "-b")
         linkem = Linkem(self.ns[router], config, workdir, profile_name=profile.name,
-                        queues=tuple(q for _, q in topology.NFQUEUES[router]), **options)
+                        queues=tuple(q for _, q in topology.NFQUEUES[router]),
+                        launcher=self.cgroups["router"].wrap, **options)
         linkem.start()
         return linkem
 
     def _linkems(self) -> list[Linkem]:
         return [lk for lk in (self.linkem, self.linkem_b) if lk is not None]
+
+    def set_pcap(self, path: Path | None, copy_bytes: int = 128, max_bytes: int | None = None) -> None:
+        """linkem's packet log from its next start (`reconfigure`) on: arrivals of both
+        directions at `path`, `copy_bytes` of each packet, at most `max_bytes`; None: none.
+        The file is complete once that linkem stopped."""
+        self._linkem_options.update(pcap=path, pcap_copy_bytes=copy_bytes, pcap_max_bytes=max_bytes)
 
     def reconfigure(self, profile: LinkProfile, base_dir: Path | None = None) -> None:
         """Restart linkem with another profile (between grid cells; the path drops packets
@@ -253,34 +278,41 @@ class Testbed:
 
     # ---- running things inside -------------------------------------------------------
 
-    def exec_argv(self, role: Role, argv: list[str], *, client_cpu: bool = True) -> list[str]:
+    def exec_argv(self, role: Role, argv: list[str], *, as_party: bool = True) -> list[str]:
         """argv run in the role's namespace. A client process joins the client's CPU cgroup
-        before it execs (its budget, its CPU time); `client_cpu=False` for the testbed's own
-        tools there (link probes), which must not be slowed by a device's budget."""
+        before it execs (its budget, its CPU time), a server process the server's;
+        `as_party=False` for the testbed's own tools (link probes), which must neither be
+        slowed by a device's budget nor counted as a party's CPU."""
         if role not in self.ns:
             raise ValueError(f"role must be one of {', '.join(self.ns)}, not {role!r}")
         argv = [tool("ip"), "netns", "exec", self.ns[role], *map(str, argv)]
         # joined outside: `ip netns exec` remounts /sys, hiding the cgroup file system
-        return self.client_cgroup.wrap(argv) if role == "client" and client_cpu else argv
+        if role in ("client", "server") and as_party:
+            return self.cgroups[role].wrap(argv)
+        return argv
 
     def set_client_cpu(self, budget: CpuBudget | None) -> None:
         """The CPU budget of client processes started from now on (None: unlimited)."""
         self._require_open()
-        self.client_cgroup.apply(budget)
+        self.cgroups["client"].apply(budget)
 
     def client_cpu_usage(self) -> CpuUsage | None:
         """Cumulative CPU counters of the client's processes (None: not measurable here)."""
-        return self.client_cgroup.usage()
+        return self.cgroups["client"].usage()
+
+    def cpu_usage(self) -> dict[str, CpuUsage | None]:
+        """Cumulative CPU counters of each party (client, server, router = linkem)."""
+        return {party: group.usage() for party, group in self.cgroups.items()}
 
     def run(self, role: Role, argv: list[str], *, timeout: float | None = None,
-            check: bool = True, client_cpu: bool = True, **kwargs) -> subprocess.CompletedProcess:
+            check: bool = True, as_party: bool = True, **kwargs) -> subprocess.CompletedProcess:
         """Run a command in a namespace to completion (output captured as text by default).
         Checks linkem afterwards: a result obtained over a dead link is not returned."""
         self._require_open()
         kwargs.setdefault("capture_output", True)
         kwargs.setdefault("text", True)
         try:
-            p = subprocess.run(self.exec_argv(role, argv, client_cpu=client_cpu), timeout=timeout, **kwargs)
+            p = subprocess.run(self.exec_argv(role, argv, as_party=as_party), timeout=timeout, **kwargs)
         except subprocess.TimeoutExpired:
             self.check()
             raise TestbedError(f"`{' '.join(map(str, argv))}` in {role} did not finish in {timeout} s") from None
@@ -290,11 +322,11 @@ class Testbed:
             raise TestbedError(f"`{' '.join(map(str, argv))}` in {role} failed (exit {p.returncode}): {err}")
         return p
 
-    def popen(self, role: Role, argv: list[str], *, client_cpu: bool = True, **kwargs) -> subprocess.Popen:
+    def popen(self, role: Role, argv: list[str], *, as_party: bool = True, **kwargs) -> subprocess.Popen:
         """Start a command in a namespace; it is ended at teardown if still running."""
         self._require_open()
         kwargs.setdefault("stdin", subprocess.DEVNULL)
-        p = subprocess.Popen(self.exec_argv(role, argv, client_cpu=client_cpu), **kwargs)
+        p = subprocess.Popen(self.exec_argv(role, argv, as_party=as_party), **kwargs)
         self._children.append(p)
         return p
 

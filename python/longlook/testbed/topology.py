@@ -116,6 +116,11 @@ def _create_proxy(ns: dict[str, str]) -> None:
         sh(["ip", "netns", "exec", ns[role], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
 
 
+def set_sysctls(name: str, settings: list[str]) -> None:
+    """Namespace-local sysctls (`key=value`) in namespace `name`."""
+    sh(["ip", "netns", "exec", name, "sysctl", "-qw", *settings])
+
+
 def add_nfqueue_rules(router_ns: str, queues: tuple[tuple[str, str], ...] = NFQUEUES["router"]) -> None:
     """Hand every forwarded packet to linkem: queue 0 = up (from the client), 1 = down
     (router2 of the proxy topology: 2 and 3).

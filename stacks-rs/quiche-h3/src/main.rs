@@ -2,7 +2,7 @@
 //!
 //!   longlook-quiche serve --listen 0.0.0.0:4433 --cert C --key K --root DIR --qlog-dir D --cc cubic
 //!   longlook-quiche fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
-//!                         --timeout-s S --qlog-dir D --cc cubic
+//!                         --timeout-s S --qlog-dir D --cc cubic [--keylog FILE]
 //!
 //! quiche is a sans-I/O library: this is the smallest event loop around it (one UDP socket,
 //! blocking reads with the connection's timer as the read timeout). The server serves the
@@ -63,6 +63,9 @@ fn config(f: &HashMap<String, String>, server: bool) -> Result<quiche::Config, S
     c.set_max_connection_window(CONN_WINDOW);
     c.set_max_stream_window(STREAM_WINDOW);
     c.set_disable_active_migration(true);
+    if f.contains_key("keylog") {
+        c.log_keys();
+    }
     if server {
         c.load_cert_chain_from_pem_file(flag(f, "cert", "")).map_err(|e| format!("--cert: {e}"))?;
         c.load_priv_key_from_pem_file(flag(f, "key", "")).map_err(|e| format!("--key: {e}"))?;
@@ -350,6 +353,11 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
     let mut conn = quiche::connect(Some(host), &quiche::ConnectionId::from_ref(&scid), local, peer, &mut cfg)
         .map_err(|e| e.to_string())?;
     set_qlog(&mut conn, f.get("qlog-dir"), &scid, "client");
+    if let Some(path) = f.get("keylog") {
+        // unbuffered: each secret is on disk once written
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("--keylog: {e}"))?;
+        conn.set_keylog(Box::new(file));
+    }
     let (mut buf, mut out) = (vec![0u8; 65535], vec![0u8; MAX_DATAGRAM]);
     let mut h3: Option<quiche::h3::Connection> = None;
     let mut transfers: HashMap<u64, Transfer> = HashMap::new();

@@ -107,7 +107,9 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     let title = args.run_id.clone().unwrap_or_else(|| "h3".into());
     let (measured, _trace) = super::quic_client_config(crypto, transport_config(&args.flow), args, &title)?;
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
-    let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let socket = crate::transport::udp_socket(bind, &args.flow).map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let mut endpoint = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
+        .map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
     let hs_timeout = handshake_timeout(args);
 

@@ -70,19 +70,22 @@ pub struct FetchArgs {
     pub run_id: Option<String>,
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[arg(long, default_value_t = 60.0)]
+    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::seconds)]
     pub timeout_s: f64,
     /// Goodput sampling interval (bulk mode).
     #[arg(long, default_value_t = 10)]
     pub goodput_interval_ms: u64,
     /// Bulk mode: stop receiving this many seconds after t0 and report what arrived
     /// (a long-running flow for fairness experiments; `ok` stays true, `stopped_early` is set).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::cli::seconds)]
     pub duration_s: Option<f64>,
     /// Write the measured QUIC connection's trace here (qlog JSON-SEQ, vantage point client:
     /// quinn's packet events and the client controller's recovery events).
     #[arg(long)]
     pub qlog: Option<PathBuf>,
+    /// Append the TLS secrets of the fetch's connections here, NSS key log format.
+    #[arg(long)]
+    pub keylog: Option<PathBuf>,
     #[command(flatten)]
     pub flow: FlowControl,
     #[command(flatten)]

@@ -47,22 +47,22 @@ pub enum RaceInitial {
 #[derive(Args, Debug, Clone)]
 pub struct RaceArgs {
     /// TCP waits this factor x the cached smoothed RTT when QUIC is known to work.
-    #[arg(long, default_value_t = 1.5)]
+    #[arg(long, default_value_t = 1.5, value_parser = crate::cli::factor)]
     pub race_delay_factor: f64,
     /// ... or this long with no cached RTT.
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::cli::millis)]
     pub race_default_delay_ms: f64,
     /// Cap of the TCP wait (Chromium's kMaxDelayTimeForMainJobSecs = 3 s).
-    #[arg(long, default_value_t = 3000.0)]
+    #[arg(long, default_value_t = 3000.0, value_parser = crate::cli::millis)]
     pub race_max_delay_ms: f64,
     /// The QUIC handshake fails after this long (Chromium: 5 s idle before the handshake).
-    #[arg(long, default_value_t = 5000.0)]
+    #[arg(long, default_value_t = 5000.0, value_parser = crate::cli::millis)]
     pub quic_handshake_timeout_ms: f64,
     /// Idle timeout of an established QUIC connection (a blackholed one fails after it).
-    #[arg(long, default_value_t = 30000.0)]
+    #[arg(long, default_value_t = 30000.0, value_parser = crate::cli::millis)]
     pub quic_idle_timeout_ms: f64,
     /// A failed alternative service is broken this long, doubled on each repeat.
-    #[arg(long, default_value_t = 300.0)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::cli::seconds)]
     pub broken_for_s: f64,
     /// JSON state (alt-svc, broken marks, cached RTT) read before and written after the run;
     /// absent or missing file = the --race-initial state.

@@ -69,6 +69,9 @@ pub struct ServeArgs {
     /// change); state changes and losses are always logged at once.
     #[arg(long, default_value_t = 0)]
     pub qlog_metrics_interval_us: u64,
+    /// Append the TLS secrets of every connection (h3 and h2) here, NSS key log format.
+    #[arg(long)]
+    pub keylog: Option<PathBuf>,
     #[command(flatten)]
     pub flow: FlowControl,
 }
@@ -141,7 +144,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let connections_log = OpenOptions::new().create(true).append(true).open(args.log_dir.join("connections.jsonl"))?;
 
     // UDP first (port 0 picks a free port), then TCP on the same port number.
-    let udp = std::net::UdpSocket::bind(args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
+    let udp = crate::transport::udp_socket(args.listen, &args.flow).with_context(|| format!("binding UDP {}", args.listen))?;
     let addr = udp.local_addr()?;
     let tcp = bind_tcp(addr, &args.tcp_cc)?;
 

@@ -35,7 +35,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core.kind import Metric
-from ...errors import LonglookError
+from ...errors import LonglookError, check_range
 from .change import counted_values, pick_metrics
 from .experiments import Side, load_side
 from .matching import match_cells
@@ -228,6 +228,7 @@ def history(directories: Sequence[str | Path], *, metric: str | None = None,
     """Read the experiments, order them by start time, and find change points per cell and
     arm, Bonferroni-corrected over the series (`permutations` is a floor: raised so that
     the per-series threshold is reachable)."""
+    check_range("--pvalue", pvalue, 0, 1, low_open=True, high_open=True)
     if len(directories) < MIN_EXPERIMENTS:
         raise LonglookError(
             f"--history: needs at least {MIN_EXPERIMENTS} experiment directories, got {len(directories)}: "

@@ -17,7 +17,7 @@ import pandas as pd
 
 from ...core.stats import compare_samples, completions
 from ...core.status import counted_runs
-from ...errors import LonglookError
+from ...errors import LonglookError, check_range
 
 COLUMNS = ("cell_id", "pattern", "n_quic", "n_tcp", "plt_quic_ms", "plt_tcp_ms", "p", "verdict",
            "fell_back_share", "time_to_fallback_ms_median", "tcp_delay_ms_mean", "quic_share_mean",
@@ -77,6 +77,8 @@ def analyze_pageload_store(directory: str | Path, *, quic_arm: str | None = None
                            alpha: float | None = None, include_flagged: bool = False) -> pd.DataFrame:
     from ...core.store import Store
 
+    if alpha is not None:
+        check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     with Store.open(directory, read_only=True) as store:
         scenario = store.scenario()
         runs, cells = store.runs_frame(), store.cells_frame()

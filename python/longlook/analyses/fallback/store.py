@@ -13,7 +13,7 @@ import pandas as pd
 
 from ...core.stats import Completion
 from ...core.store import Store
-from ...errors import LonglookError
+from ...errors import LonglookError, check_range
 from .qoe import (NOT_SIGNIFICANT, NOT_TESTABLE, QUIC_BETTER, TCP_BETTER, compare_patterns, pair_verdict,
                   session_pairs, temporal_samples)
 from .session import analyze_sessions, summarize
@@ -61,10 +61,16 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     scenario has one, else "h3". Session pairs are compared on their temporal QoE
     (series `qoe_t`) with core.stats; a session without `metric` is counted apart
     (`missing_metric`), never silently on either side."""
+    check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     with Store.open(directory, read_only=True) as store:
+        arms = store.scenario().arm_list()
         if quic_arm is None:
-            arms = store.scenario().arm_list()
             quic_arm = next((a.label for a in arms if a.protocol == "race"), "h3")
+        labels = [a.label for a in arms]
+        for option, arm in (("--quic-arm", quic_arm), ("--tcp-arm", tcp_arm)):
+            if arm not in labels:
+                raise LonglookError(f"{option} {arm}: {directory} has no such arm",
+                                    hint=f"its arms: {', '.join(labels)}")
         runs = store.runs_frame()
         cells = store.cells_frame()
         series = store.series()

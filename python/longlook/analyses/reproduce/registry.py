@@ -15,6 +15,8 @@ from .measured import TCP_MEAN
 from .rules import Cells, GrangerShare, PairShare, Ratio, contains
 
 KAKHKI = "Kakhki IMC'17"
+ZHANG = "Zhang WWW'24"
+LANGLEY = "Langley SIGCOMM'17"
 CHAUDHARY = "Chaudhary et al."
 MININET = "Mininet reproduction"
 
@@ -63,6 +65,10 @@ SCENARIOS = {s.name: s for s in (
                     {"rounds": 3, "players": ["native"], "video": {"duration_s": 20},
                      "links[*]": {"rate_mbit": [10]}},
                     "native player, 20 s clip, 10 Mbit/s with and without 1% loss; 3 rounds"),
+    _short("zhang-fast-internet.toml",
+                    {"rounds": 4, "links[*]": {"rate_mbit": [100, 1000]}, "workloads": ["1x50m"],
+                     "arms": [{"label": "h2", "protocol": "h2"}, {"label": "h3", "protocol": "h3"}]},
+                    "100 and 1000 Mbit/s x 50 MB, our client only; 4 rounds"),
     _short("chaudhary-patterns.toml",
                     {"rounds": 2, "video": {"duration_s": 60},
                      "links": [{"name": "DL", "delay_ms": 20, "buffer_packets": 30, "up": {"rate_mbit": 10},
@@ -166,6 +172,36 @@ CLAIMS: list[Claim] = [
           GrangerShare(at_least=0.5),
           note="F(t) = bytes over TCP per second from linkem's flow log",
           explain=Explain("video", states=False, fallback=True)),
+    Claim("zhang-equal-to-500", ZHANG, "§4, Fig. 2",
+          "Up to 500 Mbit/s QUIC and TCP download a large file equally fast.",
+          "477 vs 479 Mbit/s at 500 Mbit/s", "zhang-fast-internet",
+          Cells("h3", "h2", "same", where={"rate_mbit": [50, 100, 200, 500]}, tolerance_pct=5.0, at_least=0.75),
+          note="our endpoint's client (quinn) and HTTP/2 over kernel TCP, 200 MB (50 MB short), 10 ms RTT"),
+    Claim("zhang-slower-at-1g", ZHANG, "§4, Table 2",
+          "At 1 Gbit/s QUIC is slower than TCP (cURL h2 939 vs h3 792 Mbit/s; Chrome h2 889-924 vs h3 446-475).",
+          "QUIC 16-50% below TCP", "zhang-fast-internet",
+          Cells("h3", "h2", "b", where={"rate_mbit": [1000]}, at_least=1.0),
+          note="on 2 vCPUs the endpoints and linkem share cores: the CPU table names who saturated"),
+    Claim("zhang-receiver-cpu", ZHANG, "§5",
+          "QUIC's receiver spends far more CPU per byte than TCP's (more packets, ACKs and decryption "
+          "in user space): the cause of its shortfall at 1 Gbit/s.",
+          "receiver-side processing (no single factor in our copy)", "zhang-fast-internet",
+          Ratio("h3", "h2", at_least=1.5, metric="client_cpu_s_per_mb", unit="s/MB",
+                where={"rate_mbit": [1000]}),
+          note="client CPU per MB forwarded, from the client's cgroup; TCP's receive softirq is only partly charged to it",
+          explain=Explain("party-cpu", states=False)),
+    Claim("langley-server-cpu", LANGLEY, "§6.7",
+          "QUIC's server CPU per byte is 3.5x that of TLS/TCP (2x after optimisation).",
+          "3.5x, then 2x", "zhang-fast-internet",
+          Ratio("h3", "h2", at_least=2.0, at_most=3.5, metric="server_cpu_s_per_mb", unit="s/MB",
+                where={"rate_mbit": [100]}),
+          note="our quinn server vs our HTTP/2 server over kernel TCP, per MB forwarded, at 100 Mbit/s",
+          explain=Explain("party-cpu", states=False)),
+    Claim("langley-high-bandwidth", LANGLEY, "§6.8",
+          "Above 100 Mbit/s QUIC may be slower than TCP, held back by the client's CPU.",
+          "no number (a limitation)", "zhang-fast-internet",
+          Cells("h3", "h2", "b", where={"rate_mbit": [200, 500, 1000]}, at_least=0.5),
+          explain=Explain("party-cpu", states=False)),
     Claim("mininet-fair-tcpx2", MININET, "Table 4 (theirs)",
           "One QUIC flow is fair when competing with two TCP flows.",
           "1.48 vs 1.33 and 1.33 Mbit/s", "kakhki-table4-fairness",

@@ -197,11 +197,13 @@ class Ratio:
     metric: str = "plt_ms"
     unit: str = "ms"
     flows: bool = False
+    at_most: float | None = None  # a range claim (Langley §6.7: 2x to 3.5x): the interval inside it
 
     def reads(self) -> str:
         cells = ", ".join(f"{k} {_where_text(v)}" for k, v in self.where.items()) or "the one cell"
+        want = f">= {self.at_least:g}x" if self.at_most is None else f"within {self.at_least:g}x..{self.at_most:g}x"
         return (f"{self.metric}, mean {_name(self.a)} / mean {_name(self.b)}; {cells}; "
-                f"holds if significant and >= {self.at_least:g}x")
+                f"holds if significant and {want}")
 
     def evaluate(self, m: Measured) -> Outcome:
         cells = m.select(self.where)
@@ -217,14 +219,16 @@ class Ratio:
         ci = " [unbounded]" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
         what = "geometric mean of the per-run ratios" if c.paired else "ratio of means"
         number = f"{ratio:.2f}x{ci} ({_num(c.a.mean)} vs {_num(c.b.mean)} {self.unit})"
-        if not math.isnan(lo) and lo >= self.at_least:
+        top = math.inf if self.at_most is None else self.at_most
+        if not math.isnan(lo) and lo >= self.at_least and hi <= top:
             verdict = HOLDS
-        elif not math.isnan(hi) and hi < self.at_least:
+        elif not math.isnan(hi) and (hi < self.at_least or lo > top):
             verdict = FAILS
         else:
             verdict = UNCLEAR
-        detail = (f"{_test_text(m, [c])}; {what}, {c.confidence:.0%} interval ({c.interval}); holds when the whole "
-                  f"interval is at or above the paper's factor {self.at_least:g}, fails when wholly below")
+        span = (f"at or above the paper's factor {self.at_least:g}, fails when wholly below" if self.at_most is None
+                else f"inside the paper's {self.at_least:g}x..{self.at_most:g}x, fails when wholly outside")
+        detail = f"{_test_text(m, [c])}; {what}, {c.confidence:.0%} interval ({c.interval}); holds when the whole interval is {span}"
         if c.small_n:
             detail += f"; n = {min(c.a.n, c.b.n)} < 10: the interval rests on its method's simulated coverage"
         return Outcome(verdict, number=number, n=f"{c.a.n}/{c.b.n}", p=c.p_value, p_text=_p_text(c.p_value),

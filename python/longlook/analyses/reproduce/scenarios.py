@@ -13,7 +13,7 @@ from typing import Callable
 
 from ...core.execute import LinkCheckFailed, Runner
 from ...core.spec import load_scenario
-from ...core.store import DB_FILE
+from ...core.store import DB_FILE, Store
 from ...errors import LonglookError
 from .claims import ShippedScenario
 
@@ -26,10 +26,11 @@ class ScenarioRun:
     detail: str = ""
     wall_s: float = 0.0
     runs: int = 0  # runs measured in this session
+    foreign: bool = False  # the directory holds another scenario's results: never read
 
     @property
     def has_data(self) -> bool:
-        return (self.directory / DB_FILE).exists()
+        return not self.foreign and (self.directory / DB_FILE).exists()
 
     def as_dict(self) -> dict:
         return {"name": self.name, "directory": str(self.directory), "status": self.status,
@@ -42,8 +43,15 @@ def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: b
     directory = out / sc.name
     exists = (directory / DB_FILE).exists()
     if not execute:
-        return ScenarioRun(sc.name, directory, "read" if exists else "not run",
-                           "" if exists else "not measured yet (run without --no-run)")
+        if not exists:
+            return ScenarioRun(sc.name, directory, "not run", "not measured yet (run without --no-run)")
+        try:  # a verdict only on this scenario's own results
+            with Store.open(directory, read_only=True) as store:
+                store.check_scenario(sc)
+        except LonglookError as e:
+            return ScenarioRun(sc.name, directory, "failed", e.message + (f" ({e.hint})" if e.hint else ""),
+                               foreign=True)
+        return ScenarioRun(sc.name, directory, "read")
     started = time.monotonic()
     try:
         try:
@@ -56,9 +64,10 @@ def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: b
         detail = e.message + (f" ({e.hint})" if e.hint else "")
         if isinstance(e, LinkCheckFailed):
             detail += "; the machine may be busy: rerun later, or with --no-link-check (each run is still audited)"
-        if "holds results of another scenario" in e.message:
+        foreign = "holds results of another scenario" in e.message
+        if foreign:
             detail += f"; another budget ran into {directory}: give reproduce another --out"
-        return ScenarioRun(sc.name, directory, "failed", detail, time.monotonic() - started)
+        return ScenarioRun(sc.name, directory, "failed", detail, time.monotonic() - started, foreign=foreign)
     except Exception as e:  # noqa: BLE001 - one scenario's crash leaves the others to run
         return ScenarioRun(sc.name, directory, "failed", f"{type(e).__name__}: {e}", time.monotonic() - started)
     wall = time.monotonic() - started

@@ -68,7 +68,7 @@ class Fairness(Kind):
         linkem = ctx.testbed.linkem
         launch_unix, outcomes = run_concurrent_flows(
             ctx.testbed, port=port, cert_dir=servers.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
-            run_dir=ctx.run_dir, duration_s=cell.duration_s)
+            run_dir=ctx.run_dir, duration_s=cell.duration_s, keylog=ctx.keylog)
         time.sleep(SETTLE_S)
         flow_log = ctx.run_dir / FLOW_LOG
         shutil.copyfile(linkem.flow_log_path, flow_log)

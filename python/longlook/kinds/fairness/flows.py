@@ -38,13 +38,14 @@ def flow_slug(label: str) -> str:
 
 
 def run_concurrent_flows(tb, *, port: int, cert_dir: Path, flows: list[FlowSpec], run_id: str,
-                         run_dir: Path, duration_s: float | None,
-                         object_size: str = ENDLESS_OBJECT) -> tuple[float, list[FlowOutcome]]:
+                         run_dir: Path, duration_s: float | None, object_size: str = ENDLESS_OBJECT,
+                         keylog: Path | None = None) -> tuple[float, list[FlowOutcome]]:
     """Start every flow at its `start_s` after launch, wait for all, return the launch time
     (Unix seconds, the run's t = 0) and each flow's outcome.
 
     With `duration_s`, each flow stops receiving at `duration_s` after launch (its own
     duration is shortened by its start offset); without it, each fetches `object_size` whole.
+    With `keylog`, every flow appends its TLS secrets there ([capture] keylog).
     """
     run_dir.mkdir(parents=True, exist_ok=True)
     endpoint = str(find_binary("endpoint"))
@@ -67,6 +68,8 @@ def run_concurrent_flows(tb, *, port: int, cert_dir: Path, flows: list[FlowSpec]
                 "--goodput-interval-ms", "100"]
         if budget is not None:
             argv += ["--duration-s", f"{budget:.3f}"]
+        if keylog is not None:
+            argv += ["--keylog", str(keylog)]
         with open(run_dir / f"{slug}.stderr", "wb") as err:
             proc = tb.popen("client", argv, stdout=subprocess.DEVNULL, stderr=err)
         started.append((spec, flow_run_id, out, proc, timeout_s))

@@ -12,6 +12,7 @@ Cubic (the endpoint refuses it otherwise), so such combinations are left out.
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -190,6 +191,13 @@ class FairnessScenario(ScenarioBase):
     def link(self) -> LinkProfile:
         """The bottleneck when the scenario has one link (the usual case)."""
         return self.links[0]
+
+    def grid_axes(self) -> dict[str, int]:
+        sw = self.sweep
+        dims = [len(sw.quic_cc), len(sw.n_conn), len(sw.tcp_cc), len(sw.buffer_bytes)]
+        combos = math.prod(dims) if sw.mode == "grid" else (0 if 0 in dims else 1 + sum(n - 1 for n in dims))
+        return {**super().grid_axes(), "matchups": len(self.matchups), "starts": len(self.starts),
+                "sweep": combos}
 
     def cells(self) -> list[FairnessCell]:
         cells: dict[str, FairnessCell] = {}

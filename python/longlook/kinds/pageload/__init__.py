@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...core.kind import Kind, Measurement, RunContext
-from ...stacks.registry import client_fetcher, require_servers, versions_of
+from ...stacks.install import ensure_chromium, ensure_stacks
+from ...stacks.registry import binary_digests, client_fetcher, require_servers, versions_of
 from ...stacks.servers import open_servers
 from .proxied import proxies
 from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
@@ -28,6 +29,12 @@ class PageLoad(Kind):
     def prepare(self, scenario: Scenario) -> dict[str, Any]:
         # one fetch function per client the arms use; a missing Chromium stops it here
         clients = dict.fromkeys(a.client or scenario.client for a in scenario.arms)
+        servers = [a.server or scenario.server for a in scenario.arms]
+        # a QUIC stack the scenario names is installed the first time it is named (set-up
+        # installs none unless asked: scripts/setup.sh --all-stacks)
+        ensure_stacks([*servers, *clients])
+        if any(c.startswith("chromium") for c in clients):  # Debian's browser, on first use too
+            ensure_chromium()
         # and every QUIC stack's server installed, with the congestion control asked for
         require_servers([(a.server or scenario.server, a.server_cc) for a in scenario.arms])
         return {"fetchers": {c: client_fetcher(c, chromium_netlog=scenario.chromium_netlog) for c in clients}}
@@ -42,7 +49,7 @@ class PageLoad(Kind):
         """The exact version of every QUIC stack the arms run (server or client)."""
         names = [n for a in scenario.arms for n in (a.server or scenario.server, a.client or scenario.client)]
         stacks = versions_of(names)
-        return {"stacks": stacks} if stacks else {}
+        return {"stacks": stacks, "stack_binaries": binary_digests(names)} if stacks else {}
 
     def measure(self, ctx: RunContext) -> Measurement:
         return measure(ctx)

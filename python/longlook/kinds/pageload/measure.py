@@ -8,6 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ...core.audit import host_buffer_reasons
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
@@ -26,16 +27,18 @@ OBJECTS_TABLE = {"path": "VARCHAR", "status": "INTEGER", "bytes": "BIGINT", "sta
 OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
 
 
-def server_options(opts: RunOptions) -> ServerOptions:
-    """Our endpoint's server configuration for a run (other stacks use `server_cc` only)."""
+def server_options(opts: RunOptions, keylog: bool = False) -> ServerOptions:
+    """Our endpoint's server configuration for a run (other stacks use `server_cc` only);
+    `keylog`: it logs its TLS secrets ([capture] keylog)."""
     return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
                          initial_window_packets=opts.initial_window_packets, n_conn=opts.n_conn,
-                         tcp_cc=opts.tcp_cc)
+                         tcp_cc=opts.tcp_cc, keylog=keylog)
 
 
 def measure(ctx: RunContext) -> Measurement:
     opts = ctx.cell.run_options(ctx.arm)
-    port, server = ctx.session["servers"].get(opts.server, server_options(opts), opts.server_cc,
+    port, server = ctx.session["servers"].get(opts.server, server_options(opts, ctx.scenario.capture.keylog),
+                                              opts.server_cc,
                                               workload=ctx.cell.workload)
     route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
     fetch = ctx.state["fetchers"][opts.client]
@@ -47,7 +50,7 @@ def measure(ctx: RunContext) -> Measurement:
                                     protocol=opts.protocol, run_id=ctx.run_id,
                                     cert_dir=route.cert_dir, out=ctx.run_dir / "fetch.json",
                                     timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
-                                    zero_rtt=opts.zero_rtt and not racing, **race)
+                                    zero_rtt=opts.zero_rtt and not racing, keylog=ctx.keylog, **race)
     artifacts = _artifacts(ctx.run_dir, result.document)
     proxy_artifacts, proxy_details = route.record(result.document, ctx.run_dir)
     artifacts.update(proxy_artifacts)
@@ -63,6 +66,8 @@ def measure(ctx: RunContext) -> Measurement:
                              f"(see {route.pool.root}/*/proxy.stderr)", result.wall_s)
     m = from_fetch(result.document, protocol_requested=None if racing else opts.protocol, status=result.status,
                    error=result.error, options=asdict(opts), artifacts=artifacts)
+    if "tcp_log" in artifacts:
+        m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"])
     if ctx.cell.proxy_dim:
         m.details.update(proxy_details)
     return m

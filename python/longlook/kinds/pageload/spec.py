@@ -290,6 +290,16 @@ class Scenario(ScenarioBase):
     # a cell dimension: "none", "tcp", "quic" or a list; needs links with segments
     proxy: list[ProxyMode] = ["none"]
     race: RaceSettings = Field(default_factory=RaceSettings)  # constants of "race" arms
+    # releases as arms (issue 30): `versions = "quic-go@v0.52.0..v0.65.0"` (every release of
+    # the range on its registry, stacks/releases.py) or a list of them; each arm that runs
+    # that stack (its server or client) becomes one arm per release, labelled
+    # `<label>-<version>`, so the releases of a cell alternate within each round like arms
+    versions: list[str] = []
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions_list(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
 
     @field_validator("proxy", mode="before")
     @classmethod
@@ -326,6 +336,8 @@ class Scenario(ScenarioBase):
             raise ValueError("set either protocols or [[arms]], not both")
         if not self.arms:
             self.arms = [Arm(label=p, protocol=p) for p in self.protocols]
+        if self.versions:
+            self.arms = self._release_arms()
         labels = [a.label for a in self.arms]
         if len(set(labels)) != len(labels):
             raise ValueError(f"arms: labels must be unique, got {labels}")
@@ -336,6 +348,9 @@ class Scenario(ScenarioBase):
             if a.protocol == "race" and (a.client or self.client) != "native":
                 raise ValueError(f'arm "{a.label}": protocol "race" is the native racing client; '
                                  f'for Chromium\'s racing use client = "chromium-discovery"')
+            if a.protocol == "race" and a.zero_rtt:  # the racing client always races a fresh connection
+                raise ValueError(f'arm "{a.label}": zero_rtt = true is ignored by the racing client; '
+                                 f'remove it, or use an h3 arm for 0-RTT')
         if len(self.arms) < 2:
             raise ValueError("a comparison needs at least two arms (e.g. protocols = [\"h3\", \"h2\"])")
         if self.baseline is None:
@@ -349,6 +364,46 @@ class Scenario(ScenarioBase):
         self._check_proxy()
         self._check_unique_cells()
         return self
+
+    def _release_arms(self) -> list[Arm]:
+        """Each arm running a swept stack, once per release (core of the `versions` sweep)."""
+        from ...errors import LonglookError
+        from ...stacks.releases import expand
+
+        chosen: dict[str, list[str]] = {}
+        for entry in self.versions:
+            try:
+                specs = expand(entry)
+            except LonglookError as e:
+                raise ValueError(f"versions: {e.message}" + (f" ({e.hint})" if e.hint else "")) from None
+            for spec in specs:
+                name, _, version = spec.partition("@")
+                check_spec(spec)
+                if not version:
+                    raise ValueError(f'versions: "{entry}" names no release (write NAME@VERSION or NAME@A..B)')
+                chosen.setdefault(name, []).append(version)
+        out, used = [], set()
+        for a in self.arms:
+            server, client = a.server or self.server, a.client or self.client
+            names = {n for n in (server.partition("@")[0], client.partition("@")[0]) if n in chosen}
+            if not names:
+                out.append(a)
+                continue
+            if len(names) > 1:
+                raise ValueError(f'arm "{a.label}": its server and client are two swept stacks; sweep one')
+            name = names.pop()
+            used.add(name)
+            for v in dict.fromkeys(chosen[name]):
+                spec = f"{name}@{v}"
+                out.append(a.model_copy(update={
+                    "label": f"{a.label}-{v}",
+                    "server": spec if server.partition("@")[0] == name else a.server,
+                    "client": spec if client.partition("@")[0] == name else a.client}))
+        unused = set(chosen) - used
+        if unused:
+            raise ValueError(f"versions: no arm runs {', '.join(sorted(unused))} (set an arm's server or "
+                             f"client to it)")
+        return out
 
     def _check_n_conn(self) -> None:
         """N-connection emulation is a knob of our endpoint's Cubic only (`endpoint serve
@@ -376,6 +431,13 @@ class Scenario(ScenarioBase):
 
     def _arm_option_keys(self) -> set[str]:
         return {k for a in self.arms for k in a.overrides()}
+
+    def grid_axes(self) -> dict[str, int]:
+        o = self.options
+        options = (len(o.quic_cc) * len(o.tcp_cc) * max(1, len(o.max_cwnd_packets))
+                   * max(1, len(o.initial_window_packets)) * max(1, len(o.n_conn)) * len(o.zero_rtt))
+        return {**super().grid_axes(), "workloads": len(self.workloads), "options": options,
+                "proxy": len(self.proxy)}
 
     def cells(self) -> list[Cell]:
         """links x workloads x options, in file order; deterministic."""

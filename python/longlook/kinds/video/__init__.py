@@ -36,6 +36,12 @@ class Video(Kind):
     def prepare(self, scenario: VideoScenario) -> dict[str, Any]:
         from pathlib import Path
 
+        from ...stacks.install import ensure_packages
+
+        # set-up installs the video tools only when asked (scripts/setup.sh --all): the first
+        # video scenario does
+        ensure_packages(["ffmpeg"], "the video kind's clip")
+
         cache = Path(scenario.video.cache_dir).expanduser() if scenario.video.cache_dir else None
         content = ensure_content(scenario.video.spec(), cache)
         manifest = parse_manifest((content / "manifest.mpd").read_text(), str(content / "manifest.mpd"))

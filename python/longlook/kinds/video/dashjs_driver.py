@@ -35,8 +35,9 @@ PLAYER_FLAGS = ("--autoplay-policy=no-user-gesture-required",)
 SAMPLE_JS = "JSON.stringify(window.llSample ? window.llSample() : null)"
 
 
-def player_argv(chromium: str, *, url: str, quic: str, spki: str, profile: str) -> list[str]:
-    argv = browser_argv(chromium, url=url, quic=quic, spki=spki, user_data_dir=profile)
+def player_argv(chromium: str, *, url: str, quic: str, spki: str, profile: str,
+                keylog: str | None = None) -> list[str]:
+    argv = browser_argv(chromium, url=url, quic=quic, spki=spki, user_data_dir=profile, keylog=keylog)
     return [*argv[:-1], *PLAYER_FLAGS, argv[-1]]  # about:blank stays last
 
 
@@ -157,7 +158,8 @@ def run(args: argparse.Namespace) -> int:
     stderr = open(out.with_name(out.stem + ".chromium.stderr"), "wb")
     warmup = None
     try:
-        argv = player_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki, profile=profile)
+        argv = player_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki, profile=profile,
+                           keylog=str(Path(args.keylog).resolve()) if args.keylog else None)
         if args.quic == "discovery":
             warmup = warm_up(argv, args.url, args.run_id, deadline, stderr)
         doc = play(argv, url=args.url, run_id=args.run_id, timeout_s=args.timeout_s, stderr=stderr)

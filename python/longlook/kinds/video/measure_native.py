@@ -24,7 +24,7 @@ def measure_native(ctx: RunContext) -> Measurement:
     session = EndpointSession(ctx.testbed, url=f"https://{SERVER_ADDR}:{port}/", protocol=protocol,
                               run_id=ctx.run_id, cert_dir=ctx.session["servers"].cert_dir, out=ctx.run_dir / "session.json",
                               timeout_s=timeout + 30, stderr_path=ctx.run_dir / "client.stderr",
-                              race_argv=ctx.scenario.race.argv() if racing else None)
+                              race_argv=ctx.scenario.race.argv() if racing else None, keylog=ctx.keylog)
     try:
         run = play(session, manifest, "/", rule=ctx.cell.abr, timeout_s=timeout)
     finally:

@@ -80,8 +80,8 @@ class VideoScenario(ScenarioBase):
     quic_mode: Literal["forced", "discovery"] = "forced"
     # a run whose player used more CPU than this (cores, averaged over the run) or dropped more
     # than this share of frames was CPU-starved: it is flagged with that reason (core.audit)
-    max_player_cpu: float = Field(default=1.6, gt=0)
-    max_dropped_frames: float = Field(default=0.05, ge=0, le=1)
+    max_player_cpu: float = Field(default=1.6, gt=0, le=4096, strict=True)  # cores; true is no number
+    max_dropped_frames: float = Field(default=0.05, ge=0, le=1, strict=True)
 
     @field_validator("players", "abr", "protocols", mode="before")
     @classmethod
@@ -107,6 +107,9 @@ class VideoScenario(ScenarioBase):
         if "timeout_s" in self.model_fields_set:
             return self.timeout_s
         return max(self.timeout_s, 3.0 * self.video.duration_s + 30.0)
+
+    def grid_axes(self) -> dict[str, int]:
+        return {**super().grid_axes(), "players": len(self.players), "abr": len(self.abr)}
 
     def cells(self) -> list[VideoCell]:
         many = len(self.links) > 1

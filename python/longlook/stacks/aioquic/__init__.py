@@ -49,3 +49,6 @@ class Aioquic(Stack):
         return ClientCall([str(self.python), str(self.folder / "h3client.py"), "--url", url, "--ca", str(ca),
                            "--mode", mode, "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
                            "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # secrets_log_file

@@ -79,7 +79,9 @@ async def load(a, doc: dict) -> int:
     path = url.path + (f"?{url.query}" if url.query else "")
     config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, congestion_control_algorithm=a.cc,
                                server_name=url.hostname,
-                               quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None)
+                               quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None,
+                               # NSS key log lines, flushed as written (the process may be killed)
+                               secrets_log_file=open(a.keylog, "a", buffering=1) if a.keylog else None)
     config.load_verify_locations(a.ca)
     t0 = time.monotonic()
     doc["started_unix_ms"] = int(time.time() * 1000)
@@ -121,6 +123,7 @@ def main() -> int:
     ap.add_argument("--timeout-s", type=float, default=60)
     ap.add_argument("--qlog-dir")
     ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
+    ap.add_argument("--keylog", help="append the TLS secrets here (NSS key log format)")
     a = ap.parse_args()
     doc = {"run_id": a.run_id, "url": a.url, "mode": a.mode, "protocol_requested": "h3", "protocol": None,
            "ok": False, "error": None, "started_unix_ms": None, "plt_ms": None, "handshake_ms": None,

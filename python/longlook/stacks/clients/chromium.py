@@ -57,11 +57,12 @@ def quic_mode(protocol: str, quic: str) -> str:
 
 
 def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-          timeout_s: float, mode: str = "page", zero_rtt: bool = False,
+          timeout_s: float, mode: str = "page", zero_rtt: bool = False, keylog: Path | None = None,
           quic: str = "pinned", netlog: bool = False) -> FetchResult:
     """One page load in a fresh Chromium in the client namespace. `zero_rtt` is not
     supported: a fresh profile per run holds no session ticket (reported as not attempted).
-    With `netlog`, Chromium's net-log (its QUIC congestion events) is kept beside `out`."""
+    With `netlog`, Chromium's net-log (its QUIC congestion events) is kept beside `out`;
+    with `keylog`, its TLS secrets are written there (`--ssl-key-log-file`)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [sys.executable, "-m", "longlook.stacks.clients.chromium_driver", "--url", url,
@@ -71,6 +72,8 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
             "--chromium", chromium_path()]
     if netlog:
         argv += ["--netlog", str(out.with_name(NETLOG_NAME))]
+    if keylog is not None:
+        argv += ["--keylog", str(keylog)]
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     proc = subprocess.Popen(testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,

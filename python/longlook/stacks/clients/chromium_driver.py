@@ -47,7 +47,7 @@ BASE_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
 
 
 def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir: str,
-                 netlog: str | None = None) -> list[str]:
+                 netlog: str | None = None, keylog: str | None = None) -> list[str]:
     """Chromium's command line for one run (exact flags: shared/notes/quic-stacks.md).
 
     forced: QUIC to the page's origin from the first request (`--origin-to-force-quic-on`).
@@ -58,6 +58,7 @@ def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir
     whose certificate is not from a public root unless the host is named in
     --origin-to-force-quic-on (it allows the host, whatever the port), so discovery names
     the host with an unused port: QUIC allowed for the page's origin, but not forced.
+    `keylog`: the browser's TLS secrets (QUIC and TCP) appended there, NSS key log format.
     """
     if quic not in QUIC_MODES:
         raise ValueError(f"quic mode {quic!r}: use one of {', '.join(QUIC_MODES)}")
@@ -74,6 +75,8 @@ def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir
         argv.append(f"--origin-to-force-quic-on={parts.hostname}:{unused}")
     if netlog:
         argv += [f"--log-net-log={netlog}", "--net-log-capture-mode=Everything"]
+    if keylog:
+        argv.append(f"--ssl-key-log-file={keylog}")
     return [*argv, "about:blank"]
 
 
@@ -152,8 +155,9 @@ def run(args: argparse.Namespace) -> int:
     out, har_path = Path(args.out), Path(args.har)
     profile = tempfile.mkdtemp(prefix="longlook-chromium-")
     netlog = str(Path(args.netlog).resolve()) if args.netlog else None
+    keylog = str(Path(args.keylog).resolve()) if args.keylog else None
     argv = browser_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki,
-                        user_data_dir=profile, netlog=netlog)
+                        user_data_dir=profile, netlog=netlog, keylog=keylog)
     deadline = time.monotonic() + args.timeout_s
     stderr = open(out.with_name(out.stem + ".chromium.stderr"), "wb")
     warmup = None
@@ -203,6 +207,7 @@ def driver_parser(prog: str, description: str, timeout_s: float) -> argparse.Arg
     p.add_argument("--out", required=True)
     p.add_argument("--timeout-s", type=float, default=timeout_s)
     p.add_argument("--chromium", default=DEFAULT_CHROMIUM)
+    p.add_argument("--keylog", help="append the browser's TLS secrets here (NSS key log format)")
     return p
 
 

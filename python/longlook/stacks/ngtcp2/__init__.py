@@ -71,6 +71,10 @@ class Ngtcp2(Stack):
                            f"--cc={cc}", f"--timeout={int(timeout_s)}s", *WINDOWS, u.hostname, str(u.port or 443),
                            *urls], env={})
 
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        # gtlsclient has no flag; GnuTLS itself appends to $SSLKEYLOGFILE
+        return ClientCall(call.argv, {**call.env, "SSLKEYLOGFILE": str(keylog)})
+
     def finish_fetch(self, *, url, mode, run_id, out, qlog_dir, returncode, stderr, started_unix_ms, wall_ms):
         u = urlsplit(url)
         paths = [u.path] + (object_paths(u.path) if mode == "page" else [])

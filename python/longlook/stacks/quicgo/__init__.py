@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 
 from ...errors import LonglookError
 from ..base import ClientCall, ServerCall, Stack
@@ -61,3 +62,6 @@ class QuicGo(Stack):
         return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
                            "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s)],
                           env={"QLOGDIR": str(qlog_dir)})
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # tls.Config.KeyLogWriter

@@ -174,12 +174,13 @@ func fetch(args []string) int {
 	runID := fs.String("run-id", "", "x-longlook-run header")
 	out := fs.String("out", "", "fetch JSON")
 	timeout := fs.Float64("timeout-s", 60, "seconds")
+	keylog := fs.String("keylog", "", "append the TLS secrets here (NSS key log format)")
 	fs.Parse(args)
 
 	res := &result{RunID: *runID, URL: *url, Mode: *mode, ProtocolRequested: "h3",
 		Objects: []object{}, ZeroRTT: map[string]bool{"attempted": false, "accepted": false},
 		Goodput: [][2]float64{}}
-	code := run(res, *url, *ca, *mode, *runID, time.Duration(*timeout*float64(time.Second)))
+	code := run(res, *url, *ca, *mode, *runID, *keylog, time.Duration(*timeout*float64(time.Second)))
 	waitQlogs(2 * time.Second) // run closed the connection: its qlog is being written out
 	data, _ := json.Marshal(res)
 	if *out == "" {
@@ -193,7 +194,7 @@ func fetch(args []string) int {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func run(res *result, url, caFile, mode, runID string, timeout time.Duration) int {
+func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Duration) int {
 	fail := func(err error) int {
 		msg := err.Error()
 		res.Error = &msg
@@ -207,13 +208,22 @@ func run(res *result, url, caFile, mode, runID string, timeout time.Duration) in
 		}
 		pool.AppendCertsFromPEM(pem)
 	}
+	tlsConf := &tls.Config{RootCAs: pool, NextProtos: []string{http3.NextProtoH3}}
+	if keylog != "" { // unbuffered: each secret is on disk once written
+		f, err := os.OpenFile(keylog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return fail(err)
+		}
+		defer f.Close()
+		tlsConf.KeyLogWriter = f
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	t0 := time.Now()
 	res.StartedUnixMs = t0.UnixMilli()
 	var conn *quic.Conn
 	tr := &http3.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, NextProtos: []string{http3.NextProtoH3}},
+		TLSClientConfig: tlsConf,
 		QUICConfig:      quicConfig(),
 		Dial: func(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
 			c, err := quic.DialAddr(ctx, addr, tlsCfg, cfg) // returns once the handshake completed

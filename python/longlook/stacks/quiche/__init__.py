@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 from ...binaries import REPO_ROOT
 from ...errors import LonglookError
@@ -30,7 +31,12 @@ class Quiche(Stack):
         return self.build_dir / "longlook-quiche"
 
     def installed(self) -> bool:
-        return self.binary.is_file()
+        """Built from this checkout's stacks-rs/quiche-h3: a changed main.rs means a rebuild
+        (the source is copied before the build, so the binary must also be newer than it)."""
+        built_from = self.build_dir / "src" / "src" / "main.rs"
+        return (self.binary.is_file() and built_from.is_file()
+                and built_from.read_bytes() == (CRATE / "src" / "main.rs").read_bytes()
+                and self.binary.stat().st_mtime >= built_from.stat().st_mtime)
 
     def install(self) -> None:
         if self.installed():
@@ -62,3 +68,6 @@ class Quiche(Stack):
         return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
                            "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
                            "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # Connection::set_keylog

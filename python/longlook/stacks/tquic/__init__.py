@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from pathlib import Path
 from urllib.parse import urlsplit
 
 from ...errors import LonglookError
@@ -61,6 +62,9 @@ class Tquic(Stack):
                            "--max-requests-per-conn", n, "--total-requests-per-thread", n,
                            "--congestion-control-algor", cc, "--qlog-dir", str(qlog_dir),
                            "--dump-dir", str(download), "--log-level", "OFF", *urls], env={})
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        return ClientCall([call.argv[0], "--keylog-file", str(keylog), *call.argv[1:]], call.env)
 
     def finish_fetch(self, *, url, mode, run_id, out, qlog_dir, returncode, stderr, started_unix_ms, wall_ms):
         import json

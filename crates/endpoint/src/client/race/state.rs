@@ -79,10 +79,10 @@ impl RaceState {
 
     /// The state in `path`, or None when the file does not exist yet.
     pub fn load(path: &Path) -> Result<Option<Self>, String> {
-        match std::fs::read_to_string(path) {
-            Ok(text) => serde_json::from_str(&text).map(Some).map_err(|e| format!("race state {}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("race state {}: {e}", path.display())),
+        match crate::userfile::read_regular(path, "race state", crate::userfile::SMALL_FILE_LIMIT) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("race state {}: {e}", path.display())),
+            Err(None) => Ok(None),
+            Err(Some(e)) => Err(e),
         }
     }
 

@@ -34,10 +34,13 @@ class ObjectFetch:
 
 class EndpointSession:
     def __init__(self, testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-                 timeout_s: float, stderr_path: Path, race_argv: list[str] | None = None):
+                 timeout_s: float, stderr_path: Path, race_argv: list[str] | None = None,
+                 keylog: Path | None = None):
         argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
                 "--mode", "session", "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
                 "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
+        if keylog is not None:  # [capture] keylog
+            argv += ["--keylog", str(keylog)]
         self.protocol = protocol
         self.out = out
         self.started = time.monotonic()

@@ -1,0 +1,190 @@
+"""The released versions of a stack, from its registry: what `NAME@A..B` sweeps, what bisect
+searches, and what an error names when a release does not exist.
+
+    releases("quic-go")                      # every release, oldest first (no pre-releases)
+    expand("quic-go@v0.50.0..v0.65.0")       # the releases in the range, ends included
+    nearest("quic-go", "v0.52.9")            # the registry's closest releases, for errors
+
+Registries: the Go module proxy (`/@v/list`), PyPI's JSON API, crates.io's sparse index (one
+JSON line per version, with `yanked`). A listing is cached for a day under
+~/.cache/longlook/releases/ (`LONGLOOK_CACHE`), so sweeps plan offline once listed; a
+registry that cannot be reached with no cached listing is one clear error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from ..errors import LonglookError
+
+CACHE_TTL_S = 24 * 3600
+TIMEOUT_S = 20
+
+
+@dataclass(frozen=True)
+class Registry:
+    kind: str  # "go" | "pypi" | "crates"
+    package: str  # module path, PyPI project or crate
+
+    @property
+    def where(self) -> str:
+        return {"go": "the Go module proxy", "pypi": "PyPI", "crates": "crates.io"}[self.kind]
+
+    def url(self) -> str:
+        if self.kind == "go":
+            return f"https://proxy.golang.org/{self.package.lower()}/@v/list"
+        if self.kind == "pypi":
+            return f"https://pypi.org/pypi/{self.package}/json"
+        name = self.package.lower()
+        prefix = {1: "1", 2: "2", 3: f"3/{name[0]}"}.get(len(name), f"{name[:2]}/{name[2:4]}")
+        return f"https://index.crates.io/{prefix}/{name}"
+
+    def parse(self, text: str) -> list[str]:
+        """Every version the registry lists and has not withdrawn (yanked crates, PyPI
+        releases with no files or only yanked ones)."""
+        if self.kind == "go":
+            return [v.strip() for v in text.splitlines() if v.strip()]
+        if self.kind == "pypi":
+            doc = json.loads(text)
+            return [v for v, files in (doc.get("releases") or {}).items()
+                    if files and not all(f.get("yanked") for f in files)]
+        out = []
+        for line in text.splitlines():
+            if line.strip():
+                entry = json.loads(line)
+                if not entry.get("yanked"):
+                    out.append(entry["vers"])
+        return out
+
+
+# The stacks whose releases a registry lists (ngtcp2 comes from Debian: one version; ours is
+# this checkout, its quinn from crates.io).
+REGISTRIES = {
+    "quic-go": Registry("go", "github.com/quic-go/quic-go"),
+    "aioquic": Registry("pypi", "aioquic"),
+    "quiche": Registry("crates", "quiche"),
+    "tquic": Registry("crates", "tquic_tools"),
+    "quinn": Registry("crates", "quinn"),
+}
+
+
+def _key(v: str) -> Version:
+    return Version(v.removeprefix("v"))
+
+
+def _is_pre(v: str) -> bool:
+    try:
+        return _key(v).is_prerelease or _key(v).is_devrelease
+    except InvalidVersion:
+        return True
+
+
+def _cache_file(stack: str) -> Path:
+    root = Path(os.environ.get("LONGLOOK_CACHE", Path.home() / ".cache" / "longlook"))
+    return root / "releases" / f"{stack}.json"
+
+
+def registry(stack: str) -> Registry:
+    if stack not in REGISTRIES:
+        raise LonglookError(f"{stack}: no registry lists its releases",
+                            hint=f"releases can be swept for {', '.join(REGISTRIES)}")
+    return REGISTRIES[stack]
+
+
+def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:
+    """The stack's releases, oldest first; `pre` keeps pre-releases. `fetch(url) -> text`
+    replaces the network (tests)."""
+    reg = registry(stack)
+    cache = _cache_file(stack)
+    text = None
+    if fetch is None and cache.is_file() and time.time() - cache.stat().st_mtime < CACHE_TTL_S:
+        text = cache.read_text()
+    if text is None:
+        try:
+            text = (fetch or _get)(reg.url())
+        except (OSError, urllib.error.URLError) as e:
+            if cache.is_file():  # stale, but a listing: better than none offline
+                text = cache.read_text()
+            else:
+                raise LonglookError(f"{stack}: cannot list its releases from {reg.where} ({e})",
+                                    hint=f"check the network to {reg.url()}, or name one release") from None
+        else:
+            if fetch is None:
+                cache.parent.mkdir(parents=True, exist_ok=True)
+                cache.write_text(text)
+    versions = []
+    for v in reg.parse(text):
+        try:
+            _key(v)
+        except InvalidVersion:
+            continue  # a tag that is no version (e.g. a pseudo-version)
+        if pre or not _is_pre(v):
+            versions.append(v)
+    return sorted(set(versions), key=_key)
+
+
+def _get(url: str) -> str:
+    req = urllib.request.Request(url, headers={"User-Agent": "longlook (release listing)"})
+    with urllib.request.urlopen(req, timeout=TIMEOUT_S) as r:
+        return r.read().decode()
+
+
+def nearest(stack: str, version: str, n: int = 3, *, known: list[str] | None = None) -> list[str]:
+    """The registry's releases closest to `version` (by version order), for an error."""
+    known = known if known is not None else releases(stack, pre=True)
+    if not known:
+        return []
+    try:
+        target = _key(version)
+    except InvalidVersion:
+        return known[-n:]
+    below = [v for v in known if _key(v) < target][-((n + 1) // 2):]
+    above = [v for v in known if _key(v) > target][:n - len(below)]
+    return below + above
+
+
+def check_release(stack: str, version: str, *, fetch=None) -> str:
+    """`version` as the registry spells it, or one error naming the nearest releases."""
+    known = releases(stack, pre=True, fetch=fetch)
+    for v in known:
+        if v == version or v.removeprefix("v") == version.removeprefix("v"):
+            return v
+    close = nearest(stack, version, known=known)
+    raise LonglookError(f"{stack}@{version}: {registry(stack).where} has no such release",
+                        hint=("nearest releases: " + ", ".join(close)) if close else "it lists none")
+
+
+_RANGE = re.compile(r"^(?P<stack>[A-Za-z0-9_-]+)@(?P<lo>[^.][^ ]*?)\.\.(?P<hi>\S+)$")
+
+
+def expand(spec: str, *, pre: bool = False, fetch=None) -> list[str]:
+    """`NAME@A..B` -> `NAME@v` for every release from A to B (bounds included, oldest
+    first; a bound need not be a release itself); `NAME@V` or `NAME` -> itself. A range
+    holding no release is an error naming the registry's nearest ones."""
+    m = _RANGE.match(spec)
+    if not m:
+        return [spec]
+    stack, lo, hi = m["stack"], m["lo"], m["hi"]
+    try:
+        lo_k, hi_k = _key(lo), _key(hi)
+    except InvalidVersion as e:
+        raise LonglookError(f"{spec}: {e}", hint=f"write a range of versions, e.g. {stack}@A..B") from None
+    if lo_k > hi_k:
+        raise LonglookError(f"{spec}: the range is empty ({lo} is newer than {hi})",
+                            hint=f"write it oldest first: {stack}@{hi}..{lo}")
+    known = releases(stack, pre=pre, fetch=fetch)
+    inside = [v for v in known if lo_k <= _key(v) <= hi_k]
+    if not inside:
+        close = nearest(stack, lo, known=known)
+        raise LonglookError(f"{spec}: {registry(stack).where} has no release in this range",
+                            hint=("nearest releases: " + ", ".join(close)) if close else "it lists none")
+    return [f"{stack}@{v}" for v in inside]
