@@ -15,10 +15,11 @@ def test_a_gigabit_path_gets_twice_what_it_holds_and_a_slow_one_keeps_the_kernel
     giga = LinkProfile(rate_mbit=1000, delay_ms=25, buffer_bytes=6_250_000)  # Zhang's fast path
     assert path_bytes(giga) == 12_500_000  # 6.25 MB BDP + 6.25 MB buffer
     b = host_buffers(giga)
-    assert b.tcp_max == 25_000_000 and b.udp_bytes == 25_000_000
+    assert b.tcp_rmem_max == b.tcp_wmem_max == 25_000_000 and b.udp_bytes == 25_000_000
     assert b.sysctls() == ["net.ipv4.tcp_rmem=4096 131072 25000000", "net.ipv4.tcp_wmem=4096 16384 25000000"]
-    slow = host_buffers(LinkProfile(rate_mbit=10, delay_ms=20, buffer_packets=100))
-    assert slow.tcp_max == KERNEL_DEFAULT_MAX  # never below what the kernel gives anyway
+    slow = host_buffers(LinkProfile(rate_mbit=10, delay_ms=20, buffer_packets=100), floors=(32 << 20, 4 << 20))
+    assert (slow.tcp_rmem_max, slow.tcp_wmem_max) == (32 << 20, 4 << 20)  # never below what the namespace had
+    assert KERNEL_DEFAULT_MAX == 4 << 20
 
 
 def test_a_trace_is_sized_by_its_busiest_100_ms(tmp_path: Path):

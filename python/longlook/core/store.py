@@ -260,15 +260,24 @@ class Store:
                             chunk = params[i:i + ROWS_PER_STATEMENT]
                             con.execute(_many_rows(sql, len(chunk)), [v for row in chunk for v in row])
                 con.commit()
-            except duckdb.IOException as e:
-                con.rollback()
-                if "space" in str(e).lower():
+            except duckdb.Error as e:
+                self._rollback()
+                # a full disk shows at the statement (IOException) or, when the rows fit in
+                # memory, at the commit's WAL write (TransactionException)
+                if "space left" in str(e).lower():
                     raise LonglookError(f"{self.directory}: no space left on device to store the run",
                                         hint="free space, then rerun with --resume: finished runs are kept") from None
                 raise
             except BaseException:
-                con.rollback()
+                self._rollback()
                 raise
+
+    def _rollback(self) -> None:
+        """Undo the open transaction; a commit that failed has already ended it."""
+        try:
+            self._con.rollback()
+        except duckdb.TransactionException:
+            pass
 
     # -- experiment
 

@@ -3,9 +3,10 @@
 A TCP sender can keep at most its send buffer in flight, a receiver advertise at most what its
 receive buffer holds; the namespaces' defaults (tcp_wmem max 4 MB here) cap one Cubic flow
 over 1 Gbit/s x 50 ms (6.25 MB BDP, plus a BDP of router buffer) near 500 Mbit/s: the testbed,
-not the link, would be measured. So each end's `tcp_rmem`/`tcp_wmem` maximum is set to
+not the link, would be measured. So each end's `tcp_rmem`/`tcp_wmem` maximum is raised to
 twice what the path can hold (its BDP plus the router's buffer; the kernel charges about half
-a buffer to overhead), never below the kernel's default and capped at 1 GiB.
+a buffer to overhead), capped at 1 GiB; never lowered below what the namespace had (here
+tcp_rmem 32 MiB, tcp_wmem 4 MiB).
 
 UDP's `net.core.rmem_max`/`wmem_max` are read-only in a network namespace on this kernel (the
 host's own value shows through), so QUIC stacks size their UDP buffers themselves: our
@@ -36,7 +37,8 @@ class HostBuffers:
     """The socket buffer limits the testbed set for a link (bytes)."""
 
     path_bytes: int  # what the path can hold in flight: BDP + router buffer, the larger direction
-    tcp_max: int  # tcp_rmem and tcp_wmem maximum in the client's and server's namespaces
+    tcp_rmem_max: int  # in the client's and server's namespaces
+    tcp_wmem_max: int
     udp_bytes: int  # what our endpoint asks for its UDP socket, each way
 
     def as_dict(self) -> dict:
@@ -44,8 +46,8 @@ class HostBuffers:
 
     def sysctls(self) -> list[str]:
         """The namespace-local settings (min and default as the kernel's)."""
-        return [f"net.ipv4.tcp_rmem=4096 131072 {self.tcp_max}",
-                f"net.ipv4.tcp_wmem=4096 16384 {self.tcp_max}"]
+        return [f"net.ipv4.tcp_rmem=4096 131072 {self.tcp_rmem_max}",
+                f"net.ipv4.tcp_wmem=4096 16384 {self.tcp_wmem_max}"]
 
 
 def _peak_rate_mbit(profile: LinkProfile, which: str, base_dir: Path | None) -> float:
@@ -72,9 +74,11 @@ def path_bytes(profile: LinkProfile, base_dir: Path | None = None) -> int:
     return max(held)
 
 
-def host_buffers(profile: LinkProfile | None, base_dir: Path | None = None) -> HostBuffers:
+def host_buffers(profile: LinkProfile | None, base_dir: Path | None = None, *,
+                 floors: tuple[int, int] = (KERNEL_DEFAULT_MAX, KERNEL_DEFAULT_MAX)) -> HostBuffers:
+    """`floors`: the namespace's own tcp_rmem and tcp_wmem maxima, never lowered."""
     if profile is None:
-        return HostBuffers(0, KERNEL_DEFAULT_MAX, MIN_UDP)
+        return HostBuffers(0, *floors, MIN_UDP)
     held = path_bytes(profile, base_dir)
-    tcp = min(CAP, max(KERNEL_DEFAULT_MAX, 2 * held))
-    return HostBuffers(held, tcp, min(CAP, max(MIN_UDP, 2 * held)))
+    need = min(CAP, 2 * held)
+    return HostBuffers(held, max(floors[0], need), max(floors[1], need), min(CAP, max(MIN_UDP, 2 * held)))

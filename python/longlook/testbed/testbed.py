@@ -88,6 +88,7 @@ class Testbed:
         self.linkem: Linkem | None = None
         self.linkem_b: Linkem | None = None  # segment B's, in router2 (proxy topology)
         self.host_buffers: HostBuffers = host_buffers(None)  # sized to each link (testbed/buffers.py)
+        self._tcp_floors: tuple[int, int] | None = None  # the namespaces' own tcp_rmem/wmem maxima
         self._record: ownership.Record | None = None
         self._children: list[subprocess.Popen] = []
         self._previous_handlers: dict[int, object] = {}
@@ -216,8 +217,11 @@ class Testbed:
         self._record.save()
 
     def _size_host_buffers(self, profile: LinkProfile) -> None:
-        """The ends' TCP buffer limits for this link (between cells, with linkem's restart)."""
-        self.host_buffers = host_buffers(profile, self.base_dir)
+        """The ends' TCP buffer limits for this link (between cells, with linkem's restart),
+        never below what the namespaces had when the testbed made them."""
+        if self._tcp_floors is None:
+            self._tcp_floors = topology.tcp_buffer_maxima(self.ns["client"])
+        self.host_buffers = host_buffers(profile, self.base_dir, floors=self._tcp_floors)
         for role in ("client", "server", "proxy"):
             if role in self.ns:
                 topology.set_sysctls(self.ns[role], self.host_buffers.sysctls())

@@ -121,6 +121,12 @@ def set_sysctls(name: str, settings: list[str]) -> None:
     sh(["ip", "netns", "exec", name, "sysctl", "-qw", *settings])
 
 
+def tcp_buffer_maxima(name: str) -> tuple[int, int]:
+    """(tcp_rmem max, tcp_wmem max) in namespace `name`."""
+    out = sh(["ip", "netns", "exec", name, "sysctl", "-n", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"]).stdout.split("\n")
+    return int(out[0].split()[-1]), int(out[1].split()[-1])
+
+
 def add_nfqueue_rules(router_ns: str, queues: tuple[tuple[str, str], ...] = NFQUEUES["router"]) -> None:
     """Hand every forwarded packet to linkem: queue 0 = up (from the client), 1 = down
     (router2 of the proxy topology: 2 and 3).

@@ -1,0 +1,116 @@
+"""The performance envelope of a flow (Mishra et al., IMC'23): the region its (throughput,
+queueing delay) points cover over time, and how much two envelopes overlap.
+
+Throughput per bin comes from the router (linkem's flow log: IP bytes forwarded to the
+client); queueing delay per bin from the sender's own RTT samples (RTT - min RTT; QUIC:
+each ack's latest_rtt, TCP: TCP_INFO's smoothed RTT every 5 ms), since linkem's flow log
+carries no per-interval queue delay. An envelope is the convex hull of a flow's points
+after dropping the 5% most extreme on each axis (with 40 points or more); the overlap of two envelopes is the area
+of their intersection over the area of their union (Jaccard: 1 = the same envelope, 0 =
+disjoint), computed on a grid over both (scipy's Delaunay for the inside test).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+from scipy.spatial import Delaunay, QhullError
+
+from ...flowlog import FlowCounters
+from .params.trace import ConnTrace
+
+GRID = 160  # cells per axis of the overlap grid
+TRIM = 0.05  # share of points dropped at each axis' extremes (each side: TRIM / 2)
+MIN_TRIMMED = 40  # points a flow needs before its extremes are trimmed (1 a side at 5%)
+
+
+@dataclass
+class Envelope:
+    points: pd.DataFrame  # t_s, mbit, queue_ms
+
+    @property
+    def n(self) -> int:
+        return len(self.points)
+
+    def core(self) -> np.ndarray:
+        """The points inside the per-axis [TRIM/2, 1 - TRIM/2] quantiles, as (mbit, queue_ms)."""
+        p = self.points[["mbit", "queue_ms"]].dropna().to_numpy(float)
+        if len(p) < MIN_TRIMMED:
+            return p  # too few to call any of them an outlier
+        lo = np.quantile(p, TRIM / 2, axis=0)
+        hi = np.quantile(p, 1 - TRIM / 2, axis=0)
+        return p[np.all((p >= lo) & (p <= hi), axis=1)]
+
+
+def envelope_points(counters: FlowCounters, trace: ConnTrace | None, *, offset_s: float, trace_t0_s: float,
+                    bin_s: float, end_s: float) -> pd.DataFrame:
+    """Per bin of `bin_s` from the flow's first to its last byte at the router: Mbit/s and
+    mean queueing delay (ms). `offset_s`: run time -> linkem time; `trace_t0_s`: the run
+    time of the trace's time 0 (the sender log's reference time)."""
+    if counters.t.size == 0:
+        return pd.DataFrame(columns=["t_s", "mbit", "queue_ms"])
+    first, last = counters.first_seen - offset_s, float(counters.t[-1]) - offset_s
+    last = min(last, end_s)
+    edges = np.arange(max(first, 0.0), last + 1e-9, bin_s)
+    if len(edges) < 2:
+        return pd.DataFrame(columns=["t_s", "mbit", "queue_ms"])
+    mbit = counters.timeline_mbit(edges + offset_s)
+    queue = np.full(len(edges) - 1, np.nan)
+    if trace is not None and not trace.metrics.empty:
+        min_rtt = trace.min_rtt_ms()
+        m = trace.metrics.dropna(subset=["latest_rtt_ms"])
+        m = m[m["latest_rtt_ms"] > 0]
+        if min_rtt is not None and not m.empty:
+            t = m["t_ms"].to_numpy() / 1000 + trace_t0_s
+            q = np.maximum(m["latest_rtt_ms"].to_numpy() - min_rtt, 0.0)
+            idx = np.searchsorted(edges, t, side="right") - 1
+            ok = (idx >= 0) & (idx < len(queue))
+            if ok.any():
+                sums = np.bincount(idx[ok], weights=q[ok], minlength=len(queue))
+                counts = np.bincount(idx[ok], minlength=len(queue))
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    queue = np.where(counts > 0, sums / counts, np.nan)
+    return pd.DataFrame({"t_s": edges[:-1], "mbit": mbit, "queue_ms": queue})
+
+
+def _inside(points: np.ndarray, grid: np.ndarray) -> np.ndarray:
+    try:
+        return Delaunay(points).find_simplex(grid) >= 0
+    except (QhullError, ValueError):
+        return np.zeros(len(grid), dtype=bool)  # fewer than 3 points, or all on a line
+
+
+def overlap(a: np.ndarray, b: np.ndarray) -> float:
+    """Area of hull(a) ∩ hull(b) over area of hull(a) ∪ hull(b), points as (x, y) rows;
+    NaN when either hull has no area."""
+    if len(a) < 3 or len(b) < 3:
+        return math.nan
+    both = np.vstack([a, b])
+    lo, hi = both.min(axis=0), both.max(axis=0)
+    span = np.where(hi > lo, hi - lo, 1.0)
+    # each axis scaled to [0, 1] (the ratio of areas does not change) so neither dominates
+    a_s, b_s = (a - lo) / span, (b - lo) / span
+    g = (np.arange(GRID) + 0.5) / GRID
+    grid = np.array(np.meshgrid(g, g)).reshape(2, -1).T
+    ia, ib = _inside(a_s, grid), _inside(b_s, grid)
+    if not ia.any() or not ib.any():
+        return math.nan
+    return float((ia & ib).sum() / (ia | ib).sum())
+
+
+def mean_interval(values, confidence: float = 0.95) -> tuple[float, float, float, int]:
+    """(mean, low, high, n) of the finite values: Student's t interval of the mean across
+    rounds (scipy.stats.t.interval); low = high = NaN with fewer than two values."""
+    x = np.asarray([v for v in values if v is not None and math.isfinite(v)], dtype=float)
+    if x.size == 0:
+        return math.nan, math.nan, math.nan, 0
+    if x.size < 2:
+        return float(x.mean()), math.nan, math.nan, int(x.size)
+    if np.std(x) == 0:
+        return float(x.mean()), float(x.mean()), float(x.mean()), int(x.size)
+    lo, hi = stats.t.interval(confidence, x.size - 1, loc=x.mean(), scale=stats.sem(x))
+    return float(x.mean()), float(lo), float(hi), int(x.size)
