@@ -40,7 +40,7 @@ def bisect_command(
     GOOD by the scenario's test. A step that cannot decide within its budget ends the search
     as inconclusive; it never guesses. Two ends that do not differ are reported as such.
     Rerun the same command to resume. Exit 0 when found or no difference, 1 when inconclusive."""
-    from ..analyses.releases.bisect import bisect
+    from ..analyses.releases.bisect import bisect, max_steps
     from ..errors import LonglookError, check_output
     from ..stacks.releases import check_release, expand
 
@@ -55,7 +55,7 @@ def bisect_command(
     step_runner = _StepRunner(stack, scenario, out, metric, threshold, max_rounds, link_check)
     step_runner.check()
     print(f"bisect {stack}: {len(releases)} releases {releases[0]}..{releases[-1]}, threshold +-{threshold:g}%, "
-          f"at most {step_runner.max_steps(len(releases))} steps", flush=True)
+          f"at most {max_steps(len(releases))} steps", flush=True)
     res = bisect(stack, releases, threshold, step_runner.measure)
     for s in res.steps:
         print(f"  step {s.index}: {s.release} vs {s.against}: n {s.n[0]}/{s.n[1]}, {_n(s.change_pct, '+.1f')}% "
@@ -74,10 +74,6 @@ class _StepRunner:
     def __init__(self, stack, scenario, out, metric, threshold, max_rounds, link_check):
         self.stack, self.scenario, self.out = stack, Path(scenario), Path(out)
         self.metric, self.threshold, self.max_rounds, self.link_check = metric, threshold, max_rounds, link_check
-
-    @staticmethod
-    def max_steps(n: int) -> int:
-        return math.ceil(math.log2(max(1, n - 2) + 1)) + 1
 
     def _load(self, releases: list[str]):
         from ..core.spec import load_scenario

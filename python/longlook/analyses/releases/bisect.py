@@ -53,7 +53,7 @@ class BisectResult:
     outcome: str = ""  # "found" | "no difference" | "inconclusive"
 
     def max_steps(self) -> int:
-        return math.ceil(math.log2(max(1, len(self.releases) - 2) + 1)) + 1
+        return max_steps(len(self.releases))
 
     def summary(self) -> str:
         if self.outcome == "found":
@@ -68,6 +68,11 @@ class BisectResult:
     def _before_first(self) -> str:
         i = self.releases.index(self.first_changed)
         return self.releases[i - 1]
+
+
+def max_steps(n_releases: int) -> int:
+    """The most steps a search over GOOD .. BAD (n_releases, ends included) can take."""
+    return math.ceil(math.log2(max(1, n_releases - 2) + 1)) + 1
 
 
 def judge(c: CellComparison, threshold_pct: float) -> str:
