@@ -5,7 +5,7 @@
 #
 #   bash scripts/setup.sh               # the main job: our endpoint and linkem, nothing else
 #   bash scripts/setup.sh --all-stacks  # also every other QUIC stack (quiche, tquic, quic-go,
-#                                       # aioquic, ngtcp2; ~15 min the first time)
+#                                       # aioquic, ngtcp2, s2n-quic, kwik; ~25 min the first time)
 #   bash scripts/setup.sh --all         # also Chromium, ffmpeg, dash.js, tshark, the test tools
 #                                       # and Ray: everything the tests need (scripts/test.sh)
 #

@@ -44,7 +44,7 @@ def test_cells_are_stacks_times_their_ccs_with_a_kernel_reference():
     # tquic's copa has no Linux reference: left out; BBRv3 is held against Linux's BBR
     assert got == {("ours", "cubic", "cubic"), ("ours", "newreno", "reno"), ("ours", "bbr", "bbr"),
                    ("tquic", "bbr", "bbr"), ("tquic", "cubic", "cubic"), ("tquic", "bbr3", "bbr")}
-    assert [a.label for a in s.arm_list()] == ["alone", "kernel", "shared"]
+    assert [a.label for a in s.arm_list()] == ["alone", "kernel", "shared", "fingerprint"]
     assert s.comparisons() == [("alone", "kernel")]
     assert get_kind("conformance").tables["conformance"]["verdict"] == "VARCHAR"
 
@@ -185,6 +185,10 @@ def _alone(**figures):
     ({"loss_episodes": 20.0, "queue_ms": 2.0}, "loss-limited"),
     ({"queue_ms": 120.0}, "processing-limited"),  # a 90 KB buffer drains in 36 ms at 20 Mbit/s
     ({"idle_share": 0.3}, "stalled"),
+    # evenly spaced sends at 9 Mbit/s, a window that allows 40, 40% of it in flight
+    ({"send_mbit": 9.0, "gap_regularity": 0.8, "window_mbit": 40.0, "inflight_share": 0.4}, "pacing-limited"),
+    ({"send_mbit": 9.0, "gap_regularity": 0.1, "window_mbit": 40.0, "inflight_share": 0.4},
+     "flow-control or application-limited"),  # the same rate in lumps
     ({}, "not diagnosed"),
 ])
 def test_slow_stacks_are_diagnosed_with_their_evidence(figures, reason):

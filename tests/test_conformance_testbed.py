@@ -135,6 +135,7 @@ def test_family_pacing(families):
 def test_family_ack_frequency(families):
     r = row(families[3], "stack", "packets_per_ack")
     assert 1.0 <= r["measured"] <= 3.0, r  # quinn's client acks about every second packet
+    assert "packets with an ACK frame" in r["note"], r  # our server logs its ACK frames
 
 
 @needs_testbed("linkem", "endpoint")
@@ -152,3 +153,35 @@ def test_envelopes_and_share_are_stored(families):
     assert by_arm.loc["shared", "ref_mbit"] > 0.5
     s = store.series(by_arm.loc["alone", "run_id"])
     assert {"mbit", "queue_ms"} <= set(s["name"])
+
+
+@needs_testbed("linkem", "endpoint")
+def test_family_fingerprint_of_our_endpoint(families):
+    """Our endpoint's transport parameters (both sides), quinn's ACK frame count, the
+    scheduling of a multiplexed page and 0-RTT on a resumed connection (the fingerprint arm)."""
+    out, store, runs, table = families
+    fp = store.table("fingerprint")
+    got = {(r.side, r.field): r for r in fp.itertuples()}
+    for side in ("server", "client"):
+        assert got[(side, "initial_max_data")].value == 15 * 2**20, side  # the endpoint's default window
+        assert got[(side, "max_ack_delay")].value == 25, side
+    assert got[("client", "ack_frames")].value > 100
+    sched = got[("server", "stream_scheduling")]
+    assert sched.label in ("round-robin", "partly interleaved", "sequential") and sched.value >= 1, sched
+    assert "client" in sched.note  # quinn logs no STREAM frames: from the client's object timings
+    assert got[("connection", "zero_rtt")].label == "sent, accepted"
+    html = build_report(out).read_text()
+    assert "0-RTT on resumption" in html and "sent, accepted" in html
+
+
+@needs_testbed("linkem", "endpoint")
+def test_family_send_clock(families):
+    """The pacing-limited rule's figures from a real sender: our endpoint reaches the link, and
+    its window allows it, so it is not pacing-limited."""
+    from longlook.kinds.conformance.params.send_clock import pacing_limited
+
+    alone = families[2].set_index("arm").loc["alone"]
+    assert 3.0 <= alone["send_mbit"] <= 8.0, alone["send_mbit"]  # 5 Mbit/s link, its own log
+    assert 0 <= alone["gap_regularity"] <= 1 and alone["window_mbit"] > 3.0
+    assert not pacing_limited(alone["send_mbit"], alone["gap_regularity"], alone["window_mbit"],
+                              alone["inflight_share"], 5.0, 0.9)

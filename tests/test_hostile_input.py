@@ -325,3 +325,63 @@ def test_zero_rtt_on_a_racing_arm_is_refused_not_ignored(tmp_path):
     path.write_text(SMALL + '[[arms]]\nlabel = "race"\nprotocol = "race"\nzero_rtt = true\n'
                     '[[arms]]\nlabel = "h2"\nprotocol = "h2"\n')
     _one_clear_error(_invoke("scenario", "validate", path), 'arm "race": zero_rtt = true is ignored')
+
+
+ARMS = '[[arms]]\nlabel = "{a}"\nprotocol = "{p}"\n{extra}\n'
+
+
+@pytest.mark.parametrize("body, words", [
+    # a sweep of a QUIC knob over TCP arms: four cells, two of them copies
+    ('[options]\nmax_cwnd_packets = [10, 100]\n' + ARMS.format(a="h2", p="h2", extra="")
+     + ARMS.format(a="h2-bbr", p="h2", extra='tcp_cc = "bbr"'),
+     "options.max_cwnd_packets: no arm uses it: it is read by our endpoint's QUIC server"),
+    # the option's only reader sets its own
+    ('[options]\nquic_cc = "bbr"\n' + ARMS.format(a="h3", p="h3", extra='quic_cc = "cubic"')
+     + ARMS.format(a="h2", p="h2", extra=""), "options.quic_cc: no arm uses it: every arm that reads it sets its own (h3)"),
+    # an arm's own option its processes never read
+    (ARMS.format(a="h3", p="h3", extra="") + ARMS.format(a="h2-bbr", p="h2", extra='quic_cc = "bbr"'),
+     'arm "h2-bbr": quic_cc does nothing for this arm'),
+    # 0-RTT swept where only Chromium (a fresh profile: no ticket) loads the page
+    ('client = "chromium"\n' + SMALL + '[options]\nzero_rtt = [true, false]\n', "options.zero_rtt: no arm uses it"),
+    # a stack's server has its own congestion control (server_cc), ours is not in the path
+    ('server = "quic-go"\n' + SMALL + '[options]\nquic_cc = "bbr"\n' + ARMS.format(a="x", p="h3", extra="")
+     + ARMS.format(a="y", p="h3", extra=""),
+     "options.quic_cc: no arm uses it"),
+])
+def test_options_no_arm_uses_are_refused_naming_the_option_and_the_arms(tmp_path, body, words):
+    path = tmp_path / "o.toml"
+    path.write_text(body if "name =" in body else SMALL + body)
+    _one_clear_error(_invoke("scenario", "validate", path), words)
+
+
+def test_options_some_arm_uses_still_validate(tmp_path):
+    path = tmp_path / "o.toml"
+    for body in ['[options]\nmax_cwnd_packets = [10, 100]\ntcp_cc = "bbr"\nzero_rtt = true\n',
+                 # zero_rtt = false is what a client without 0-RTT does anyway: not a knob there
+                 'client = "chromium"\n' + SMALL + '[options]\nzero_rtt = false\n',
+                 ARMS.format(a="h3", p="h3", extra='quic_cc = "bbr"') + ARMS.format(a="h2", p="h2", extra="")]:
+        path.write_text(body if "name =" in body else SMALL + body)
+        result = _invoke("scenario", "validate", path)
+        assert result.exit_code == 0, (body, result.output, result.exception)
+
+
+@pytest.mark.parametrize("what, profile, trace, words", [
+    ("middlebox number beyond u64", "rate_mbit = 10\ndelay_ms = 10\n[up.middlebox]\n"
+     "max_udp_datagram = 18446744073709551616\n", None, "up.middlebox.max_udp_datagram"),
+    # Python sized the host buffers from this trace first: a 20 PiB array, MemoryError
+    ("trace beyond 30 days", 'trace = "t.trace"\ndelay_ms = 10\n', b"1\n288230376151711744\n", "30 days"),
+])
+def test_link_check_asks_linkem_check_before_it_starts_a_testbed(tmp_path, monkeypatch, what, profile, trace, words):
+    if not _linkem_check_built():
+        pytest.skip("linkem-check is not built (cargo build --release -p linkem)")
+    from longlook.testbed import Testbed
+
+    def no_testbed(self):
+        raise AssertionError(f"{what}: a testbed was started for a profile linkem refuses")
+
+    monkeypatch.setattr(Testbed, "__enter__", no_testbed)
+    if trace is not None:
+        (tmp_path / "t.trace").write_bytes(trace)
+    path = tmp_path / "p.toml"
+    path.write_text(profile)
+    _one_clear_error(_invoke("link", "check", path, "--quick"), words, "link p")

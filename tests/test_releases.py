@@ -55,7 +55,7 @@ SWEEP = """
 name = "sweep"
 rounds = 2
 workloads = ["1x1m"]
-versions = "quic-go@v0.52.0..v0.55.0"
+versions = "quic-go@v0.57.0..v0.65.0"
 [[links]]
 rate_mbit = 20
 rtt_ms = 36
@@ -77,14 +77,17 @@ def test_a_release_range_becomes_one_arm_per_release_that_alternate_within_a_rou
     (tmp_path / "releases").mkdir()
     (tmp_path / "releases" / "quic-go.json").write_text(GO)  # a fresh listing: no network
     sc = Scenario.from_toml(SWEEP, source="test")
-    assert [a.label for a in sc.arms] == ["qg-v0.52.0", "qg-v0.54.0", "qg-v0.55.0", "h2"]
-    assert [(a.server, a.client) for a in sc.arms[:3]] == [(f"quic-go@{v}",) * 2 for v in ("v0.52.0", "v0.54.0", "v0.55.0")]
+    assert [a.label for a in sc.arms] == ["qg-v0.57.1", "qg-v0.65.0", "h2"]
+    assert [(a.server, a.client) for a in sc.arms[:2]] == [(f"quic-go@{v}",) * 2 for v in ("v0.57.1", "v0.65.0")]
     cell = sc.cells()[0]
     assert sorted(a.label for a in sc.round_order(cell, 0)) == sorted(a.label for a in sc.arms)  # one round, all
     with pytest.raises(LonglookError, match="versions: .*no release in this range"):
-        Scenario.from_toml(SWEEP.replace("v0.52.0..v0.55.0", "v0.70.0..v0.80.0"), source="test")
+        Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.70.0..v0.80.0"), source="test")
+    # releases older than the adapter's main.go supports: one error naming the range
+    with pytest.raises(LonglookError, match="supports v0.56.0 and newer"):
+        Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.52.0..v0.57.1"), source="test")
     with pytest.raises(LonglookError, match="no arm runs aioquic"):
-        Scenario.from_toml(SWEEP.replace('versions = "quic-go@v0.52.0..v0.55.0"', 'versions = "aioquic@1.7.0"'),
+        Scenario.from_toml(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"', 'versions = "aioquic@1.7.0"'),
                            source="test")
 
 
@@ -98,11 +101,11 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
     from longlook.kinds.pageload import Scenario, record_from_fetch
     from test_store import fetch
 
-    listing = "\n".join(f"v0.{50 + i}.0" for i in range(9))
+    listing = "\n".join(f"v0.{60 + i}.0" for i in range(9))
     monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache" / "releases").mkdir(parents=True)
     (tmp_path / "cache" / "releases" / "quic-go.json").write_text(listing)
-    sc = Scenario.from_toml(SWEEP.replace("v0.52.0..v0.55.0", "v0.50.0..v0.58.0").replace("rounds = 2", "rounds = 6"),
+    sc = Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.68.0").replace("rounds = 2", "rounds = 6"),
                             source="test")
     out = tmp_path / "exp"
     rng = np.random.default_rng(3)
@@ -117,14 +120,14 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
                                                    position=i, arm=arm.label))
     h = release_history(out)
     [s] = h.series
-    assert [p.version for p in s.points] == [f"v0.{50 + i}.0" for i in range(9)]
+    assert [p.version for p in s.points] == [f"v0.{60 + i}.0" for i in range(9)]
     assert [cp.index for cp in s.change_points] == [5] and 15 < s.change_points[0].change_pct < 25
     assert "E-Divisive over 9 releases" in h.limit() and "95% intervals" in h.limit()
     from longlook.report.sections.releases import section
     with Store.open(out, read_only=True) as store:
         from longlook.core.analysis import analyse
         sec = section(store, analyse(store))
-    assert sec is not None and "v0.54.0 → v0.55.0" in sec.html
+    assert sec is not None and "v0.64.0 → v0.65.0" in sec.html
 
 
 def _comparison(a_mean: float, b_mean: float, n: int = 12, sd: float = 0.02):
@@ -193,3 +196,55 @@ def test_the_build_cache_drops_the_least_recently_used_release_first_and_never_a
     assert [d.name for d in removed] == ["quic-go-v0.54.0", "quiche-0.30.0"]
     assert sorted(d.name for d in tmp_path.iterdir()) == ["quic-go-v0.52.0", "quic-go-v0.65.0"]
     assert evict(tmp_path, keep=set(), limit=10**9) == []  # under the limit: nothing goes
+
+
+def test_a_bisect_step_is_read_back_from_its_store_as_each_release_against_each_end(tmp_path, monkeypatch):
+    """The command's step (commands/bisect.py compare_step) on a real store: three releases,
+    the middle and the last 20% slower than the first."""
+    import numpy as np
+
+    from longlook.analyses.releases.bisect import DIFFERENT, SAME, judge
+    from longlook.commands.bisect import compare_step
+    from longlook.core.store import Store
+    from longlook.kinds.pageload import Scenario, record_from_fetch
+    from test_store import fetch
+
+    monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "releases").mkdir(parents=True)
+    (tmp_path / "cache" / "releases" / "quic-go.json").write_text("v0.60.0\nv0.61.0\nv0.62.0\n")
+    sc = Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.62.0").replace("rounds = 2", "rounds = 8")
+                            .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""), source="test")
+    releases = ["v0.60.0", "v0.61.0", "v0.62.0"]
+    out = tmp_path / "step"
+    rng = np.random.default_rng(5)
+    with Store.open(out) as store:
+        store.start_experiment(sc)
+        cell = sc.cells()[0]
+        for i, arm in enumerate(sc.arms):
+            for r in range(8):
+                plt = (1000.0 if i == 0 else 1200.0) * rng.normal(1, 0.02)
+                store.record_run(record_from_fetch(fetch("h3", plt=plt), run_id=f"{arm.label}-{r}", cell_id=cell.id,
+                                                   round=r, position=i, arm=arm.label))
+    got = compare_step(out, sc, releases)
+    assert set(got) == {("v0.61.0", "v0.60.0"), ("v0.61.0", "v0.62.0"), ("v0.60.0", "v0.62.0"),
+                        ("v0.62.0", "v0.60.0")}
+    mid = got[("v0.61.0", "v0.60.0")]
+    assert (mid.a.n, mid.b.n) == (8, 8) and 15 < (mid.a.mean / mid.b.mean - 1) * 100 < 25
+    assert judge(mid, 5.0) == DIFFERENT and judge(got[("v0.61.0", "v0.62.0")], 5.0) == SAME
+
+
+def test_bisect_accepts_a_scenario_whose_one_arm_runs_the_stack_and_refuses_more_than_one_cell(tmp_path, monkeypatch):
+    """The scenario alone has one arm (no comparison); bisect checks it with the two ends as arms."""
+    from longlook.commands.bisect import _StepRunner
+
+    monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "releases").mkdir(parents=True)
+    (tmp_path / "cache" / "releases" / "quic-go.json").write_text("v0.60.0\nv0.61.0\nv0.62.0\n")
+    one = tmp_path / "one.toml"
+    one.write_text(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"\n', "")
+                   .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""))
+    _StepRunner("quic-go", one, tmp_path / "out", None, 10.0, 12, False).check("v0.60.0", "v0.62.0")
+    two = tmp_path / "two.toml"
+    two.write_text(one.read_text().replace("rtt_ms = 36", "rtt_ms = [36, 112]"))
+    with pytest.raises(LonglookError, match="bisect measures one cell, it has 2"):
+        _StepRunner("quic-go", two, tmp_path / "out", None, 10.0, 12, False).check("v0.60.0", "v0.62.0")

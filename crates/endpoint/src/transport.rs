@@ -54,6 +54,8 @@ fn size_udp_buffers(sock: &std::net::UdpSocket, bytes: usize) -> std::io::Result
     Ok(())
 }
 
+const IDLE_TIMEOUT_S: u64 = 30;
+
 /// Transport parameters shared by server and client: receive windows from the flags, and
 /// a send window as large as the connection window so the sender is never the limit.
 pub fn transport_config(flow: &FlowControl) -> quinn::TransportConfig {
@@ -62,6 +64,46 @@ pub fn transport_config(flow: &FlowControl) -> quinn::TransportConfig {
     t.receive_window(quinn::VarInt::from_u64(flow.conn_window).unwrap_or(quinn::VarInt::MAX));
     t.send_window(flow.conn_window);
     t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(flow.max_streams));
-    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(30)).unwrap()));
+    t.max_idle_timeout(Some(quinn::IdleTimeout::try_from(Duration::from_secs(IDLE_TIMEOUT_S)).unwrap()));
     t
+}
+
+/// quinn 0.11 sends these two at the RFC 9000 §18.2 defaults and has no setting for them
+/// (TransportParameters' defaults); logged beside the configured ones for the fingerprint.
+const ACK_DELAY_EXPONENT: u64 = 3;
+const MAX_ACK_DELAY_MS: u64 = 25;
+
+/// The `transport:parameters_set` event (owner "local") for the transport parameters that
+/// `transport_config(flow)` makes quinn announce: quinn copies the receive windows into
+/// initial_max_data and every initial_max_stream_data_*, and the endpoint config's
+/// max_udp_payload_size. quinn exposes no peer parameters: "remote" is the peer's own log.
+pub fn local_parameters_json(flow: &FlowControl, endpoint: &quinn::EndpointConfig) -> String {
+    format!(
+        "{{\"owner\":\"local\",\"initial_max_data\":{c},\"initial_max_stream_data_bidi_local\":{s},\
+         \"initial_max_stream_data_bidi_remote\":{s},\"initial_max_stream_data_uni\":{s},\
+         \"initial_max_streams_bidi\":{b},\"max_idle_timeout\":{i},\"max_udp_payload_size\":{u},\
+         \"ack_delay_exponent\":{ACK_DELAY_EXPONENT},\"max_ack_delay\":{MAX_ACK_DELAY_MS}}}",
+        c = flow.conn_window.min(quinn::VarInt::MAX.into_inner()),
+        s = flow.stream_window.min(quinn::VarInt::MAX.into_inner()),
+        b = flow.max_streams,
+        i = IDLE_TIMEOUT_S * 1000,
+        u = endpoint.get_max_udp_payload_size(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_parameters_are_the_configured_windows_as_json() {
+        let flow = FlowControl { stream_window: 1000, conn_window: 5000, max_streams: 7, udp_buffer: 0 };
+        let v: serde_json::Value = serde_json::from_str(&local_parameters_json(&flow, &quinn::EndpointConfig::default())).unwrap();
+        assert_eq!(v["owner"], "local");
+        assert_eq!(v["initial_max_data"], 5000);
+        assert_eq!(v["initial_max_stream_data_bidi_local"], 1000);
+        assert_eq!(v["initial_max_streams_bidi"], 7);
+        assert_eq!(v["max_udp_payload_size"], 1472); // quinn's default: 1500 - IP - UDP headers
+        assert_eq!(v["max_idle_timeout"], 30000);
+    }
 }

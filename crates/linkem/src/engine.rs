@@ -15,6 +15,14 @@
 //! `busy_poll` before a deadline and spins (use a small slot then), trading CPU for precision.
 //! Arrival times are the kernel's receive timestamps when present (see `nfqueue`).
 //!
+//! Its own lateness: a packet read more than 1 ms after its stamp beyond the designed read
+//! lag, and a timer wake-up more than 1 ms later than asked, are kept as events
+//! (`stats::LateReads`, `LateWakeups`): linkem was not running when it meant to (stopped,
+//! or its vCPU descheduled), which late releases show only when a packet came due meanwhile.
+//!
+//! Counters reach the stats writer once per interval, or at once when it wakes the thread
+//! through its eventfd (SIGUSR1: a run's audit wants them up to now).
+//!
 //! Lazy reading: with stamps, when a read is late changes nothing. A packet can be due no
 //! earlier than its arrival + the direction's *lead* (delay, less the jitter's lower bound
 //! and the reorder advance), so with a lead of 0.45 ms or more the thread does not
@@ -31,7 +39,7 @@ use crate::nfqueue::{NfQueue, Verdict};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
-use crate::sys::{realtime_ns, wait_readable, Clock};
+use crate::sys::{realtime_ns, wait_any, Clock, Waker};
 use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -115,6 +123,8 @@ pub struct Direction {
     clock: Clock,
     timing: Timing,
     shared: Arc<Mutex<DirectionSnapshot>>,
+    /// The stats writer wakes the thread through it to have the counters published now.
+    publish_waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     pcap: Option<Arc<PcapLog>>,
 }
@@ -134,6 +144,7 @@ impl Direction {
         clock: Clock,
         timing: Timing,
         shared: Arc<Mutex<DirectionSnapshot>>,
+        publish_waker: Arc<Waker>,
         stop: Arc<AtomicBool>,
         pcap: Option<Arc<PcapLog>>,
     ) -> Direction {
@@ -155,6 +166,7 @@ impl Direction {
             clock,
             timing,
             shared,
+            publish_waker,
             stop,
             pcap,
         }
@@ -173,22 +185,35 @@ impl Direction {
             .min(next_publish)
             .saturating_sub(self.timing.busy_poll_ns);
             let lazy = self.read_lag_ns > 0 && !self.read_now;
+            let waker = self.publish_waker.fd();
+            // Already past the time this turn was meant to start (a release, a read or a
+            // publish due): a thread stopped while it was running, not waiting, shows here.
+            let read_at = self.last_read_ns + self.read_lag_ns;
+            let planned = if lazy { wake_at.min(read_at) } else { wake_at };
+            if planned < now {
+                self.totals.late_wakeups.record(self.clock.to_monotonic_ns(now), now - planned);
+            }
             let readable = if lazy {
                 // Sleep without the socket until a release or the next read is due.
-                let read_at = self.last_read_ns + self.read_lag_ns;
-                let wake_at = wake_at.min(read_at);
+                let wake_at = planned;
                 if wake_at > now {
-                    wait_readable(-1, wake_at - now);
-                    self.learn_oversleep(wake_at);
+                    let w = wait_any(-1, waker, wake_at - now);
+                    if w.woken {
+                        next_publish = 0;
+                    } else {
+                        self.learn_oversleep(wake_at);
+                    }
                 }
                 self.clock.now_ns() >= read_at
             } else {
                 wake_at <= now || {
-                    let r = wait_readable(self.queue.fd(), wake_at - now);
-                    if !r {
+                    let w = wait_any(self.queue.fd(), waker, wake_at - now);
+                    if w.woken {
+                        next_publish = 0; // the stats writer asks for the counters now
+                    } else if !w.readable {
                         self.learn_oversleep(wake_at);
                     }
-                    r
+                    w.readable
                 }
             };
             // After a timeout with nothing readable, skip the (empty) receive syscall.
@@ -212,9 +237,14 @@ impl Direction {
         Ok(())
     }
 
-    /// After a timer wake-up: learn how late the OS wakes us (EWMA, 1/16).
+    /// After a timer wake-up: learn how late the OS wakes us (EWMA, 1/16), and keep a
+    /// wake-up over 1 ms late as an event (linkem could not run: stopped, descheduled; see
+    /// also the start of each turn in `run`).
     fn learn_oversleep(&mut self, wake_at: u64) {
-        let late = self.clock.now_ns().saturating_sub(wake_at) as i64;
+        let now = self.clock.now_ns();
+        let late_ns = now.saturating_sub(wake_at);
+        self.totals.late_wakeups.record(self.clock.to_monotonic_ns(now), late_ns);
+        let late = late_ns as i64;
         self.oversleep_ns = (self.oversleep_ns as i64 + (late - self.oversleep_ns as i64) / 16) as u64;
     }
 
@@ -234,7 +264,8 @@ impl Direction {
         self.read_now = true;
         for _ in 0..MAX_RECV_ROUNDS {
             // Split borrows: the callback needs everything but the queue.
-            let Direction { queue, link, flows, totals, fifo, early, drops, rewrites, clock, last_arrival, pcap, .. } = self;
+            let Direction { queue, link, flows, totals, fifo, early, drops, rewrites, clock, last_arrival, pcap, read_lag_ns, .. } = self;
+            let allowed_wait = *read_lag_ns;
             let now = clock.now_ns();
             let realtime_offset = realtime_ns() as i128 - now as i128;
             let n = queue.recv_batch(|p| {
@@ -244,6 +275,7 @@ impl Direction {
                     Some(t) => {
                         let a = (t as i128 - realtime_offset).clamp(*last_arrival as i128, now as i128) as u64;
                         totals.arrival_lag.record(now - a);
+                        totals.late_reads.packet(now - a, allowed_wait);
                         a
                     }
                     None => {
@@ -282,6 +314,7 @@ impl Direction {
                     }
                 }
             })?;
+            totals.late_reads.end_read(clock.to_monotonic_ns(now));
             // Drops are verdicted outside the receive callback (it borrows the queue).
             for &id in drops.iter() {
                 queue.verdict(id, Verdict::Drop);
@@ -409,6 +442,7 @@ impl Direction {
         match self.shared.try_lock() {
             Ok(mut s) => {
                 s.update(&self.totals, &self.flows);
+                s.published_ns = self.clock.now_ns();
                 true
             }
             Err(std::sync::TryLockError::WouldBlock) => false,

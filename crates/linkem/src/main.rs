@@ -103,6 +103,25 @@ fn main() -> ExitCode {
     }
 }
 
+/// Most time `publish_now` waits for the directions (a stopped or starved linkem's reader
+/// gets what there is, with its `covers_mono_ms`).
+const PUBLISH_NOW_WAIT_NS: u64 = 20_000_000;
+
+/// Wake every direction thread to publish its counters, and wait until each has: the stats
+/// written next then cover every release up to now, not up to a stats interval ago.
+fn publish_now(clock: sys::Clock, snapshots: &[(&str, u16, Arc<Mutex<DirectionSnapshot>>)], wakers: &[Arc<sys::Waker>]) {
+    let asked = clock.now_ns();
+    for w in wakers {
+        w.wake();
+    }
+    while clock.now_ns() < asked + PUBLISH_NOW_WAIT_NS {
+        if snapshots.iter().all(|(_, _, s)| s.lock().map(|g| g.published_ns >= asked).unwrap_or(true)) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_micros(100));
+    }
+}
+
 fn config_error(e: ConfigError) -> ExitCode {
     linkem::say!("{e}");
     ExitCode::from(2)
@@ -157,6 +176,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
 
     let mut threads = Vec::new();
     let mut snapshots = Vec::new();
+    let mut wakers = Vec::new();
     let dirs = [("up", args.up_queue, &config.up, 1u64), ("down", args.down_queue, &config.down, 2u64)];
     for (name, queue_num, profile, stream) in dirs {
         let queue = match NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen) {
@@ -168,8 +188,17 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             }
         };
         let shared = Arc::new(Mutex::new(DirectionSnapshot::default()));
+        let waker = match sys::Waker::new() {
+            Ok(w) => Arc::new(w),
+            Err(e) => {
+                linkem::say!("linkem: {name}: eventfd: {e}");
+                stop.store(true, Ordering::Relaxed);
+                return ExitCode::from(1);
+            }
+        };
         snapshots.push((name, queue_num, shared.clone()));
-        let dir = Direction::new(name, queue, profile, Rng::derive(seed, stream).next_u64(), clock, timing, shared, stop.clone(), pcap.clone());
+        wakers.push(waker.clone());
+        let dir = Direction::new(name, queue, profile, Rng::derive(seed, stream).next_u64(), clock, timing, shared, waker, stop.clone(), pcap.clone());
         let prio = args.rt_priority;
         let handle = std::thread::Builder::new()
             .name(format!("linkem-{name}"))
@@ -208,6 +237,9 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             let dirs: Vec<_> =
                 guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
             let mut doc = stats_json(elapsed, clock.to_monotonic_ns(now), &dirs);
+            // Every release up to this instant is in the document (the oldest direction copy).
+            let covers = guards.iter().map(|(_, _, g)| g.published_ns).min().unwrap_or(0);
+            doc["covers_mono_ms"] = ((clock.to_monotonic_ns(covers) as f64 / 1e3).round() / 1e3).into();
             doc["seed"] = seed.into();
             doc["cpu_latency_hold_us"] = cpu_latency_us.into();
             if let Err(e) = write_atomic(path, &doc) {
@@ -234,6 +266,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             // SIGUSR1: a reader wants counters up to now (the per-run audit); the flow log
             // keeps its regular interval
             Some(libc::SIGUSR1) => {
+                publish_now(clock, &snapshots, &wakers);
                 let mut no_flow_log = None;
                 write_outputs(&mut no_flow_log);
                 continue;

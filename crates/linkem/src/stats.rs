@@ -107,6 +107,61 @@ impl LateEvents {
     }
 }
 
+/// Packets linkem read from its kernel queue more than 1 ms later than it meant to (its
+/// lazy-reading lag, 0 when it waits on the socket). The kernel's receive stamp says when
+/// each was queued, so this is exact even for a linkem that was not running (stopped, or its
+/// vCPU descheduled) while they waited, and whether or not their releases came late.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LateReads {
+    pub over_1ms: u64,
+    /// One per read call that met such packets: (read time on CLOCK_MONOTONIC, the longest
+    /// wait in the kernel), both ns.
+    pub events: LateEvents,
+    longest_ns: u64,
+}
+
+impl LateReads {
+    /// One packet read `wait_ns` after the kernel queued it, by a reader meant to lag at most
+    /// `allowed_ns`.
+    #[inline]
+    pub fn packet(&mut self, wait_ns: u64, allowed_ns: u64) {
+        if wait_ns > allowed_ns + LATE_EVENT_NS as u64 {
+            self.over_1ms += 1;
+            self.longest_ns = self.longest_ns.max(wait_ns);
+        }
+    }
+
+    /// A read call ended at `mono_ns`: one event for its longest late wait, if it had one
+    /// (one per read, not per packet: a stop leaves hundreds of packets behind it).
+    #[inline]
+    pub fn end_read(&mut self, mono_ns: u64) {
+        if self.longest_ns > 0 {
+            self.events.push(mono_ns, self.longest_ns);
+            self.longest_ns = 0;
+        }
+    }
+}
+
+/// linkem's wake-ups more than 1 ms later than it asked, or turns of its loop that began
+/// more than 1 ms after the release, read or publish they were for: it could not run,
+/// whether or not packets were waiting (a stop while the link is idle shows here only).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LateWakeups {
+    pub over_1ms: u64,
+    /// (wake-up time on CLOCK_MONOTONIC, how late), both ns.
+    pub events: LateEvents,
+}
+
+impl LateWakeups {
+    #[inline]
+    pub fn record(&mut self, mono_ns: u64, late_ns: u64) {
+        if late_ns > LATE_EVENT_NS as u64 {
+            self.over_1ms += 1;
+            self.events.push(mono_ns, late_ns);
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Copy)]
 pub struct DirectionTotals {
     /// Packets received from the kernel queue.
@@ -128,11 +183,15 @@ pub struct DirectionTotals {
     pub queue: QueueErrors,
     /// Releases more than 1 ms late, the most recent `LATE_EVENTS_CAP`.
     pub late_events: LateEvents,
+    pub late_reads: LateReads,
+    pub late_wakeups: LateWakeups,
 }
 
 /// What a direction thread publishes for the writer.
 #[derive(Debug, Default, Clone)]
 pub struct DirectionSnapshot {
+    /// When the direction made this copy (linkem's clock, ns): it holds every release up to then.
+    pub published_ns: u64,
     pub totals: DirectionTotals,
     pub keys: Vec<FlowKey>,
     pub flows: Vec<FlowCounters>,
@@ -154,6 +213,11 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
+/// `[[mono_ms, ms], ...]` oldest first, 3 decimals.
+fn events_json(e: &LateEvents) -> Vec<Value> {
+    e.iter().map(|(t, v)| json!([round3(t as f64 / 1e6), round3(v as f64 / 1e6)])).collect()
+}
+
 fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Value {
     let l = &d.lateness;
     let mut hist = Map::new();
@@ -169,10 +233,14 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "rst_rewritten": d.rst_rewritten,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
-        "late_release_events": d.late_events.iter()
-            .map(|(t, late)| json!([round3(t as f64 / 1e6), round3(late as f64 / 1e6)]))
-            .collect::<Vec<_>>(),
+        "late_release_events": events_json(&d.late_events),
         "late_release_events_dropped": d.late_events.dropped,
+        "late_reads_over_1ms": d.late_reads.over_1ms,
+        "late_read_events": events_json(&d.late_reads.events),
+        "late_read_events_dropped": d.late_reads.events.dropped,
+        "late_wakeups_over_1ms": d.late_wakeups.over_1ms,
+        "late_wakeup_events": events_json(&d.late_wakeups.events),
+        "late_wakeup_events_dropped": d.late_wakeups.events.dropped,
         "received": d.received,
         "held": d.held,
         "unparsed": d.unparsed,
@@ -338,7 +406,9 @@ mod tests {
         assert_eq!(f["packets"], 3);
         assert_eq!(v["mono_ms"], 5.0);
         for k in ["packets", "bytes", "dropped_loss", "dropped_buffer", "dropped_middlebox", "reordered",
-                  "late_releases_over_1ms", "late_release_events", "late_release_events_dropped"] {
+                  "late_releases_over_1ms", "late_release_events", "late_release_events_dropped",
+                  "late_reads_over_1ms", "late_read_events", "late_read_events_dropped",
+                  "late_wakeups_over_1ms", "late_wakeup_events", "late_wakeup_events_dropped"] {
             assert!(v["directions"]["up"].get(k).is_some(), "{k}");
         }
         for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "dropped_middlebox"] {
@@ -376,5 +446,43 @@ mod tests {
         let up = &v["directions"]["up"];
         assert_eq!(up["late_release_events"], json!([[123456.789, 1.235], [123457.0, 16.0]]));
         assert_eq!(up["late_release_events_dropped"], 0);
+    }
+
+    #[test]
+    fn late_reads_count_packets_and_keep_one_event_per_read() {
+        let mut r = LateReads::default();
+        // a lazy reader (0.5 ms lag allowed): 1.4 ms is within lag + 1 ms, 1.6 ms is not
+        r.packet(1_400_000, 500_000);
+        r.end_read(7_000_000);
+        assert_eq!((r.over_1ms, r.events.len()), (0, 0));
+        // a read after a 140 ms stop: every packet that waited is counted, the read is one
+        // event carrying the longest wait
+        for wait in [140_000_000, 120_000_000, 1_600_000, 300_000] {
+            r.packet(wait, 500_000);
+        }
+        r.end_read(9_000_000);
+        assert_eq!(r.over_1ms, 3);
+        assert_eq!(r.events.iter().collect::<Vec<_>>(), vec![(9_000_000, 140_000_000)]);
+        // the next read starts afresh
+        r.packet(2_000_000, 0);
+        r.end_read(10_000_000);
+        assert_eq!(r.events.iter().last(), Some((10_000_000, 2_000_000)));
+
+        let mut w = LateWakeups::default();
+        w.record(1_000_000, 900_000);
+        w.record(2_000_000, 138_000_000);
+        assert_eq!(w.over_1ms, 1);
+        assert_eq!(w.events.iter().collect::<Vec<_>>(), vec![(2_000_000, 138_000_000)]);
+
+        let mut totals = DirectionTotals { late_reads: r, late_wakeups: w, ..Default::default() };
+        totals.late_reads.events.dropped = 0;
+        let mut snap = DirectionSnapshot::default();
+        snap.update(&totals, &FlowTable::default());
+        let v = stats_json(0.0, 0, &[("up", &snap, None)]);
+        let up = &v["directions"]["up"];
+        assert_eq!(up["late_reads_over_1ms"], 4);
+        assert_eq!(up["late_read_events"], json!([[9.0, 140.0], [10.0, 2.0]]));
+        assert_eq!(up["late_wakeup_events"], json!([[2.0, 138.0]]));
+        assert_eq!(up["late_wakeups_over_1ms"], 1);
     }
 }

@@ -53,6 +53,62 @@ pub fn wait_readable(fd: i32, timeout_ns: u64) -> bool {
     r > 0
 }
 
+/// What woke `wait_any`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Woken {
+    /// `fd` is readable.
+    pub readable: bool,
+    /// `wake_fd` (an eventfd) was written: it is drained here.
+    pub woken: bool,
+}
+
+/// `wait_readable` that also returns as soon as `wake_fd` (an eventfd) is written, and
+/// drains it: another thread's way to interrupt the wait.
+pub fn wait_any(fd: i32, wake_fd: i32, timeout_ns: u64) -> Woken {
+    let mut pfd = [
+        libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
+        libc::pollfd { fd: wake_fd, events: libc::POLLIN, revents: 0 },
+    ];
+    let ts = libc::timespec {
+        tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+    };
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    if r <= 0 {
+        return Woken::default();
+    }
+    let woken = pfd[1].revents & libc::POLLIN != 0;
+    if woken {
+        let mut n = 0u64;
+        unsafe { libc::read(wake_fd, &mut n as *mut u64 as *mut libc::c_void, 8) };
+    }
+    Woken { readable: pfd[0].revents & libc::POLLIN != 0, woken }
+}
+
+/// A non-blocking eventfd: `wake` it from one thread to end another's `wait_any`.
+pub struct Waker(std::os::fd::OwnedFd);
+
+impl Waker {
+    pub fn new() -> io::Result<Waker> {
+        use std::os::fd::FromRawFd;
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(Waker(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) }))
+    }
+
+    pub fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.0.as_raw_fd()
+    }
+
+    pub fn wake(&self) {
+        let one = 1u64;
+        unsafe { libc::write(self.fd(), &one as *const u64 as *const libc::c_void, 8) };
+    }
+}
+
 /// SCHED_FIFO for the calling thread. Also shrinks the timer slack (the default 50 µs slack
 /// of normal threads would add to every release when real-time scheduling is refused).
 pub fn set_realtime(priority: i32) -> io::Result<()> {
@@ -110,5 +166,28 @@ pub fn wait_termination(timeout_ns: u64) -> Option<i32> {
         Some(r)
     } else {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_waker_ends_a_wait_at_once_and_is_drained() {
+        let w = std::sync::Arc::new(Waker::new().unwrap());
+        let w2 = w.clone();
+        let t0 = std::time::Instant::now();
+        let h = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            w2.wake();
+        });
+        let r = wait_any(-1, w.fd(), 5_000_000_000);
+        h.join().unwrap();
+        assert!(r.woken && !r.readable, "{r:?}");
+        assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+        // drained: the next wait times out
+        let r = wait_any(-1, w.fd(), 1_000_000);
+        assert!(!r.woken, "{r:?}");
     }
 }

@@ -1,5 +1,6 @@
 """`longlook analyze fallback DIR`: does falling back to TCP drive quality drops and stalls
-(Chaudhary et al.)? The library behind it is `longlook.analyses.fallback`."""
+(Chaudhary et al.)? `longlook analyze intervention DIR`: the same question by experiment (the
+ATE of a randomised QUIC break). The library behind both is `longlook.analyses.fallback`."""
 
 from __future__ import annotations
 
@@ -89,6 +90,48 @@ def fallback(
                    f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger p<{alpha}: "
                    f"B {s['granger_B_share']:.0%} of {s['tested_B']}, S {s['granger_S_share']:.0%} "
                    f"of {s['tested_S']}, either {s['granger_either_share']:.0%}")
+
+
+@analyze_app.command("intervention")
+def intervention(
+    directory: Path = typer.Argument(..., help="experiment directory of a video scenario with [intervention]"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder [default: DIR]"),
+    alpha: Optional[float] = typer.Option(None, "--alpha", help="significance level [default: the scenario's]"),
+    include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
+    as_json: bool = typer.Option(False, "--json", help="print the tables as JSON (records) instead of text"),
+) -> None:
+    """Causality by experiment: the average treatment effect of a randomised QUIC break (and the
+    fallback it forces) on QoE, bitrate and stall time, beside the Granger verdicts of the same
+    sessions. Writes intervention-ate.csv, -sessions.csv and -summary.json."""
+    from ..analyses.fallback.intervention import analyze_intervention
+    from ..errors import check_output, check_range
+
+    check_output(out or directory, "--out", directory=True)
+    if alpha is not None:
+        check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.05")
+    result = analyze_intervention(directory, alpha=alpha, include_flagged=include_flagged)
+    written = result.write(out or directory)
+    if as_json:
+        typer.echo(json.dumps({"files": [str(p) for p in written],
+                               "effects": json.loads(result.effects.to_json(orient="records")),
+                               "summary": result.summary}, indent=1, default=float))
+        return
+    for path in written:
+        typer.echo(path)
+    cols = ["scope", "metric", "n_treated", "n_control", "mean_treated", "mean_control", "ate", "ci_low",
+            "ci_high", "p", "verdict"]
+    typer.echo(result.effects[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
+    s = result.summary
+    typer.echo(f"treated {s['treated']} (fell back {s['compliance']['treated_fell_back']}), control {s['control']} "
+               f"(fell back {s['compliance']['control_fell_back']}); {s['estimator']}")
+    for arm in ("treated", "control"):
+        g = s["granger"][arm]
+        typer.echo(f"Granger, {arm}: {g['fell_back']}/{g['sessions']} fell back, {g['suitable']} suitable; p<{s['alpha']:g}: "
+                   f"B {g['granger_B_share']:.0%} of {g['tested_B']}, S {g['granger_S_share']:.0%} of {g['tested_S']}, "
+                   f"either {g['granger_either_share']:.0%} of {g['tested_either']}")
+    if s["granger_note"]:
+        typer.echo(f"Granger not run: {s['granger_note']}")
+    typer.echo(f"observational vs interventional: {s['agreement']}")
 
 
 def register(app: typer.Typer) -> None:

@@ -57,10 +57,15 @@ def bench_soak_command(
     else:
         print(f"soak ({res.executor}): planned {res.planned}, settled {res.settled}, stored {res.stored} "
               f"(ok {res.ok}, failed {res.failed}, flagged {res.flagged}), duplicates {res.duplicates}, "
-              f"unsettled {len(res.unsettled)}, counted through a fault {len(res.counted_through_fault)}, "
+              f"unsettled {len(res.unsettled)}, counted through a kill {len(res.counted_through_fault)}, "
+              f"counted through a linkem stop {len(res.counted_through_linkem_stop)}, unjudged {len(res.unjudged)}, "
               f"leftover namespaces {len(res.leftover_namespaces)}, processes {len(res.leftover_processes)}; "
               f"faults {res.faults}; driver exits {res.driver_exits}; wall {res.wall_s:.0f} s")
-        for line in res.counted_through_fault[:20] + res.unsettled[:20]:
+        for title, reasons in (("failed", res.failed_reasons), ("flagged", res.flagged_reasons)):
+            for reason, n in reasons.items():
+                print(f"  {title} {n}x: {reason}")
+        for line in (res.counted_through_fault[:20] + res.counted_through_linkem_stop[:20] + res.unjudged[:20]
+                     + res.unsettled[:20]):
             print(f"  {line}")
     if not res.passed:
         raise typer.Exit(1)

@@ -20,7 +20,7 @@ def _n(x: float, fmt: str) -> str:
 
 def bisect_command(
     stack: str = typer.Argument(..., help="The stack whose releases are searched, e.g. quic-go."),
-    good: str = typer.Argument(..., help="A release with the old behaviour, e.g. v0.52.0."),
+    good: str = typer.Argument(..., help="A release with the old behaviour, e.g. v0.57.0."),
     bad: str = typer.Argument(..., help="A later release with the new behaviour."),
     scenario: Path = typer.Option(..., "--scenario", help="A page-load scenario of one cell with an arm running STACK."),
     metric: Optional[str] = typer.Option(None, "--metric", help="The metric (default: the kind's first)."),
@@ -53,7 +53,7 @@ def bisect_command(
         raise LonglookError(f"{stack}@{good_v}..{bad_v}: fewer than two releases to search",
                             hint="give two different releases, the older first")
     step_runner = _StepRunner(stack, scenario, out, metric, threshold, max_rounds, link_check)
-    step_runner.check()
+    step_runner.check(good_v, bad_v)
     print(f"bisect {stack}: {len(releases)} releases {releases[0]}..{releases[-1]}, threshold +-{threshold:g}%, "
           f"at most {max_steps(len(releases))} steps", flush=True)
     res = bisect(stack, releases, threshold, step_runner.measure)
@@ -84,11 +84,11 @@ class _StepRunner:
         return load_scenario(self.scenario, {"versions": [f"{self.stack}@{v}" for v in releases],
                                              "rounds": rounds})
 
-    def check(self) -> None:
+    def check(self, good: str, bad: str) -> None:
         """One cell, and one arm family running the stack: else one clear error, before any run."""
         from ..errors import LonglookError
 
-        sc = self._load([])  # no versions: the scenario as written
+        sc = self._load([good, bad])  # the ends as arms (one arm alone is no comparison)
         if len(sc.cells()) != 1:
             raise LonglookError(f"--scenario {self.scenario}: bisect measures one cell, it has {len(sc.cells())}",
                                 hint="narrow the scenario to the one cell (link x workload x options) to search")
@@ -96,34 +96,42 @@ class _StepRunner:
     def measure(self, step: int, releases: list[str]):
         from ..analyses.releases import swept_arms
         from ..core.execute import Runner
-        from ..core.stats import compare_samples
-        from ..core.store import DB_FILE, Store
+        from ..core.store import DB_FILE
         from ..errors import LonglookError
 
         sc = self._load(releases)
-        families = swept_arms(sc)
-        if len(families) != 1:
+        if len(swept_arms(sc)) != 1:
             raise LonglookError(f"--scenario {self.scenario}: bisect needs exactly one arm running {self.stack}, "
-                                f"found {len(families)}", hint=f"give one [[arms]] entry server or client = \"{self.stack}\"")
+                                f"found {len(swept_arms(sc))}", hint=f"give one [[arms]] entry server or client = \"{self.stack}\"")
         directory = self.out / f"step-{step}-{releases[1] if len(releases) == 3 else 'ends'}"
         print(f"step {step}: {', '.join(releases)} -> {directory}", flush=True)
         Runner(sc, directory, resume=(directory / DB_FILE).exists(), link_check=self.link_check).run()
-        with Store.open(directory, read_only=True) as store:
-            from ..core.analysis import analyse
-            an = analyse(store)
-        m = an.kind.metric(self.metric) if self.metric else an.metric
-        runs = an.counted(m.name)
-        label = {v: lab for lab, v in next(iter(families.values()))}
-        values = {v: runs[runs["arm"] == label[v]][m.name].dropna().to_numpy(float) for v in releases}
-        st = sc.statistics
-        out = {}
-        for r in releases:
-            for end in (releases[0], releases[-1]):
-                if r != end:
-                    out[(r, end)] = compare_samples(values[r], values[end], a_label=r, b_label=end, alpha=st.alpha,
-                                                    test=st.test, confidence=st.confidence, metric=m.name,
-                                                    lower_is_better=m.direction == "lower")
-        return out, str(directory)
+        return compare_step(directory, sc, releases, self.metric), str(directory)
+
+
+def compare_step(directory: Path, sc, releases: list[str], metric: str | None = None) -> dict:
+    """A step's experiment read back: {(release, end): the comparison of release against end}
+    for each release and each end, over the counted runs, by the scenario's test."""
+    from ..analyses.releases import swept_arms
+    from ..core.analysis import analyse
+    from ..core.stats import compare_samples
+    from ..core.store import Store
+
+    with Store.open(directory, read_only=True) as store:
+        an = analyse(store)
+    m = an.kind.metric(metric) if metric else an.metric
+    runs = an.counted(m.name)
+    label = {v: lab for lab, v in next(iter(swept_arms(sc).values()))}
+    values = {v: runs[runs["arm"] == label[v]][m.name].dropna().to_numpy(float) for v in releases}
+    st = sc.statistics
+    out = {}
+    for r in releases:
+        for end in (releases[0], releases[-1]):
+            if r != end:
+                out[(r, end)] = compare_samples(values[r], values[end], a_label=r, b_label=end, alpha=st.alpha,
+                                                test=st.test, confidence=st.confidence, metric=m.name,
+                                                lower_is_better=m.lower_is_better)
+    return out
 
 
 def _junit(res) -> str:

@@ -35,11 +35,15 @@ def link_check(
     no_iperf: bool = typer.Option(False, "--no-iperf", help="skip the iperf3 measurement"),
 ) -> None:
     """Measure a link profile end to end; exit 1 when it is outside tolerance."""
-    from ..linkprofile import load_link_profile
+    from ..errors import LonglookError
+    from ..linkprofile import linkem_refusal, load_link_profile
     from ..testbed import Testbed
     from ..testbed.linkcheck import check_link
 
     prof = load_link_profile(profile)
+    # linkem's own parser first (ranges, trace contents): a profile it refuses starts no testbed
+    if refusal := linkem_refusal(prof, profile.resolve().parent):
+        raise LonglookError(f"{profile}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
     secs = duration if duration is not None else (1.0 if quick else 3.0)
     with Testbed(prof, base_dir=profile.resolve().parent) as tb:
         result = check_link(tb, duration_s=secs, rtt_count=500 if quick else 2000,

@@ -32,9 +32,11 @@ def _progress(event: str, **info) -> None:
 
 
 def reproduce(
-    budget: str = typer.Option("short", "--budget", help="short: 1-4 cells per scenario, 2-6 rounds, short "
-                               "transfers, 196 runs (measured on this 2-core machine while busy: 14 min, 6 of them "
-                               "Chaudhary's browser sessions); paper: the "
+    budget: str = typer.Option("short", "--budget", help="short: 1-12 cells per scenario, 2-6 rounds, short "
+                               "transfers (a check that every claim runs); standard: the short cells with the "
+                               "rounds that should make >= 80% of the claims conclusive in <= 4 h on one 2-core "
+                               "machine, resumable (the estimate is printed before it starts; an inconclusive "
+                               "claim says the rounds it would need); paper: the "
                                "scenarios as shipped, the papers' rounds and grids, 3,570 runs (about 22 h: page "
                                "loads ~3 h, fairness 3 h, video 6 h, Chaudhary's patterns 10 h)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="results folder: one experiment per scenario, "
@@ -45,6 +47,8 @@ def reproduce(
     no_run: bool = typer.Option(False, "--no-run", help="measure nothing: read what DIR holds"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check each link profile first"),
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON (what reproduction.json holds)"),
+    include_flagged: bool = typer.Option(False, "--include-flagged", help="count runs their path audit flagged "
+                                         "(a machine too busy for the [fidelity] limits); the table says so"),
 ) -> None:
     """Test the papers' claims on this testbed: one row per claim, with its verdict.
 
@@ -59,11 +63,16 @@ def reproduce(
         for c in claims(only):
             typer.echo(f"{c.id:26} {c.paper:22} {c.where:22} {c.scenario}")
         return
+    from ..analyses.reproduce import SCENARIOS
+    from ..analyses.reproduce.estimate import describe, estimate
     from ..report import build_report
 
     directory = check_output(out or Path("results") / f"reproduce-{budget}", "--out", directory=True)
+    if not no_run and budget in ("short", "standard", "paper"):
+        chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
+        print(describe(estimate(chosen, budget, directory)), file=sys.stderr)
     result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
-                 progress=_progress, build_report=build_report)
+                 progress=_progress, build_report=build_report, include_flagged=include_flagged)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
         if any(s.status == "interrupted" for s in result.scenarios):
@@ -71,16 +80,17 @@ def reproduce(
         return
     console = make_console()
     table = Table(title=f"longlook reproduce --budget {budget}")
-    for col in ("claim", "paper's number", "ours", "n", "p", "verdict"):
+    for col in ("claim", "paper's number", "ours", "n", "p", "verdict", "would need"):
         table.add_column(col, overflow="fold")
     for r in result.rows:
         o = r.outcome
         style = VERDICT_STYLE.get(o.verdict, "")
         ours = o.number if o.verdict != "not run" else o.detail
-        table.add_row(r.claim.id, r.claim.paper_number, ours, o.n, o.p_text, f"[{style}]{o.verdict}[/]")
+        table.add_row(r.claim.id, r.claim.paper_number, ours, o.n, o.p_text, f"[{style}]{o.verdict}[/]", o.needs or "")
     console.print(table)
     counts = ", ".join(f"{k}: {v}" for k, v in result.counts().items())
-    console.print(f"{counts}; wall {result.wall_s / 60:.1f} min")
+    console.print(f"{counts}; wall {result.wall_s / 60:.1f} min"
+                  + ("; runs flagged by their path audit counted" if include_flagged else ""))
     for f in ("reproduction.html", "reproduction.md", "reproduction.json"):
         typer.echo(str(directory / f))
     if any(s.status == "interrupted" for s in result.scenarios):

@@ -4,6 +4,9 @@ Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
 - linkem's releases more than 1 ms after their due time (each one timestamped by linkem),
   and the largest lateness: a late release is a packet delayed more than configured;
 - the kernel's NFQUEUE drops (linkem's queue full): packets lost that the link did not lose;
+- linkem's own stalls: a packet it read long after the kernel queued it (the kernel's receive
+  stamp), or a timer wake-up long after it asked; either way linkem was not running when it
+  meant to (stopped, its vCPU descheduled), even if no packet came due meanwhile;
 - machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
   VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited;
 - each party's CPU time (its cgroup, testbed/cpu.py) and its share of the run's wall time:
@@ -41,7 +44,8 @@ _BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", 
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
 # linkem's directions hand their counters to its stats writer once per stats interval
 # (testbed.linkem: 25 ms), so a document covers everything up to that long before its own
-# `mono_ms`; SIGUSR1 has it written at once instead of at the next interval
+# `mono_ms`; SIGUSR1 has it written at once instead of at the next interval (a linkem with
+# `covers_mono_ms` has its directions hand over first: no wait)
 STATS_LAG_MS = 25.0
 STALL_REPORT_MS = 12.0  # linkem-probe prints a stall within 10 ms of its end, read soon after
 # a thread on the CPU this share of the run's wall time had no more to give: its party was
@@ -56,6 +60,9 @@ class Audit:
     late_releases: int = 0  # of them more than 1 ms late
     max_release_late_ms: float | None = None  # exact when > 1 ms; else the histogram's bound
     kernel_queue_drops: int | None = None  # None: the kernel's counters were not readable
+    # linkem's own stalls in the window, the longest (None: none over 1 ms, or an older linkem)
+    max_read_wait_ms: float | None = None  # a packet waited this long in the kernel's queue
+    max_wakeup_late_ms: float | None = None  # it woke (or began a turn) this much after its time
     stalls: int = 0
     max_stall_ms: float = 0.0
     client_cpu: str | None = None  # the budget's label; None = none asked (unlimited)
@@ -86,6 +93,12 @@ class Audit:
                            f"(limit {limits.max_late_release_share:.1%})")
         if self.kernel_queue_drops is not None and self.kernel_queue_drops > limits.max_kernel_queue_drops:
             reasons.append(f"{self.kernel_queue_drops} packets dropped by the kernel's queue to linkem")
+        if self.max_read_wait_ms is not None and self.max_read_wait_ms > limits.max_stall_ms:
+            reasons.append(f"linkem read a packet {self.max_read_wait_ms:.1f} ms after the kernel queued it "
+                           f"(linkem stalled; limit {limits.max_stall_ms:g} ms)")
+        if self.max_wakeup_late_ms is not None and self.max_wakeup_late_ms > limits.max_stall_ms:
+            reasons.append(f"linkem woke {self.max_wakeup_late_ms:.1f} ms later than it asked "
+                           f"(linkem stalled; limit {limits.max_stall_ms:g} ms)")
         if self.max_stall_ms > limits.max_stall_ms:
             reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
         if (self.client_cpu in (None, UNLIMITED) and self.client_cpu_share is not None
@@ -154,11 +167,21 @@ def linkem_audit(before: dict, after: dict, t0_ms: float, t1_ms: float) -> Audit
         a.max_release_late_ms = _BUCKET_UPPER_MS[max(moved)] if moved else None
         if a.max_release_late_ms == float("inf"):  # counted late but not timestamped (old linkem)
             a.max_release_late_ms = None
+    a.max_read_wait_ms = _longest_gap(after, "late_read_events", t0_ms, t1_ms)
+    a.max_wakeup_late_ms = _longest_gap(after, "late_wakeup_events", t0_ms, t1_ms)
     drops = [(_kernel_drops(d), _kernel_drops(_directions(before).get(w, {})))
              for w, d in _directions(after).items()]
     if drops and all(now is not None for now, _ in drops):
         a.kernel_queue_drops = sum(now - (prev or 0) for now, prev in drops)
     return a
+
+
+def _longest_gap(after: dict, key: str, t0_ms: float, t1_ms: float) -> float | None:
+    """The longest of linkem's own stalls (`[end_mono_ms, length_ms]` events) that overlap
+    the window: a stop that began inside it and ended after it counts too."""
+    gaps = [length for d in _directions(after).values() for end, length in d.get(key) or []
+            if end >= t0_ms and end - length <= t1_ms]
+    return max(gaps) if gaps else None
 
 
 @dataclass(frozen=True)
@@ -371,20 +394,28 @@ def _stats(testbed) -> dict:
 
 
 def _fresh_stats(testbed, t1_ms: float) -> dict:
-    """linkem's stats covering everything up to t1: once its directions have handed over
-    their counters past t1, SIGUSR1 has linkem write them at once (rather than waiting for
-    its next interval); an older linkem without `mono_ms` is read as it is."""
-    wait_ms = t1_ms + STATS_LAG_MS + 1 - time.monotonic() * 1000
-    if wait_ms > 0:
-        time.sleep(wait_ms / 1000)
-    pid = getattr(getattr(testbed, "linkem", None), "pid", None)
-    if pid:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGUSR1)
+    """linkem's stats covering everything up to t1. SIGUSR1 has linkem write them at once; a
+    linkem that says what its document covers (`covers_mono_ms`) first has its directions
+    hand over their counters, so it is asked right away; an older one is asked once its
+    directions' regular hand-over (every STATS_LAG_MS) passed t1; one without `mono_ms` is
+    read as it is."""
+    if "covers_mono_ms" not in _stats(testbed):
+        wait_ms = t1_ms + STATS_LAG_MS + 1 - time.monotonic() * 1000
+        if wait_ms > 0:
+            time.sleep(wait_ms / 1000)
+    for lk in (getattr(testbed, "linkem", None), getattr(testbed, "linkem_b", None)):  # both segments'
+        if pid := getattr(lk, "pid", None):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + FRESH_WAIT_S
     while True:
         stats = _stats(testbed)
-        if (stats.get("mono_ms") is None or stats["mono_ms"] >= t1_ms + STATS_LAG_MS
-                or time.monotonic() > deadline):
+        if _covers(stats, t1_ms) or time.monotonic() > deadline:
             return stats
-        time.sleep(0.002)
+        time.sleep(0.001)
+
+
+def _covers(stats: dict, t1_ms: float) -> bool:
+    if stats.get("covers_mono_ms") is not None:
+        return stats["covers_mono_ms"] >= t1_ms
+    return stats.get("mono_ms") is None or stats["mono_ms"] >= t1_ms + STATS_LAG_MS

@@ -111,7 +111,8 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     run_id = new_run_id()
     run_dir = bench.out_dir / RUNS_DIR / run_id
     run_dir.mkdir(parents=True, exist_ok=True)
-    relink = lambda: tb.reconfigure(cell.link, base_dir=sc.base_dir)  # noqa: E731
+    link = sc.run_link(cell, arm, round_index)  # the cell's, or an intervention's
+    relink = lambda: tb.reconfigure(link, base_dir=sc.base_dir)  # noqa: E731
     capture = RunCapture(sc.capture, tb, run_dir, relink)
     if bench.kind.fresh_link_per_run and not capture.restarts_link:
         relink()

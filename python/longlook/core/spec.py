@@ -337,6 +337,11 @@ class ScenarioBase(BaseModel):
         rng.shuffle(arms)
         return arms
 
+    def run_link(self, cell: CellBase, arm: ArmBase, round_index: int) -> LinkProfile:
+        """The link one run gets (restarted per run where the kind asks): the cell's, unless
+        the scenario intervenes per run (a video scenario's [intervention])."""
+        return cell.link
+
     def total_runs(self) -> int:
         return len(self.cells()) * self.rounds * len(self.arm_list())
 

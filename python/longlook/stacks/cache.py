@@ -3,8 +3,10 @@
 Every build lives in its own folder under stacks_dir() (`<name>-<version>`). A use of a stack
 (installed or found installed) stamps its folder; after a build, while the cache holds more
 than its limit ($LONGLOOK_STACKS_CACHE_GB, default 8 GB; measured here: a quic-go release
-13 MB, aioquic 47 MB, tquic 13 MB, quiche 552 MB), the least recently used folders are removed, never the
-stacks' default versions nor the one just built. A removed release is rebuilt on its next use.
+13 MB, aioquic 47 MB, tquic 13 MB, quiche 552 MB, our endpoint on a quinn-proto release 46 MB
+plus the target folder those builds share, `ours-cargo-target`, about 0.6 GB), the least
+recently used folders are removed, never the stacks' default versions nor the one just built.
+A removed release is rebuilt on its next use.
 """
 
 from __future__ import annotations

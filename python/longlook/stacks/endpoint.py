@@ -98,9 +98,10 @@ class EndpointServer:
 
     @classmethod
     def start(cls, testbed, options: ServerOptions, *, port: int, cert_dir: Path, log_dir: Path,
-              timeout_s: float = 15.0) -> "EndpointServer":
+              timeout_s: float = 15.0, binary: Path | None = None) -> "EndpointServer":
+        """`binary`: another build of the endpoint (ours@VERSION); default the workspace's."""
         log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [str(find_binary("endpoint")), "serve", "--listen", f"0.0.0.0:{port}",
+        argv = [str(binary or find_binary("endpoint")), "serve", "--listen", f"0.0.0.0:{port}",
                 "--cert-dir", str(cert_dir), "--log-dir", str(log_dir), *options.argv()]
         if options.keylog:
             argv += ["--keylog", str(log_dir / SERVER_KEYLOG)]
@@ -208,13 +209,15 @@ class FetchResult:
 
 def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
           timeout_s: float, mode: str = "page", zero_rtt: bool = False,
-          race_argv: list[str] | None = None, keylog: Path | None = None) -> FetchResult:
+          race_argv: list[str] | None = None, keylog: Path | None = None,
+          binary: Path | None = None) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
     protocol "race" is the QUIC-enabled racing client (its flags in `race_argv`); it asks
     for no particular protocol, so whatever served the page is recorded, never a mismatch.
-    `keylog`: the TLS secrets of its connections are appended there (NSS key log format)."""
-    argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
+    `keylog`: the TLS secrets of its connections are appended there (NSS key log format).
+    `binary`: another build of the endpoint (ours@VERSION); default the workspace's."""
+    argv = [str(binary or find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
             "--mode", mode, "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
             "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
     if zero_rtt:
@@ -249,7 +252,9 @@ def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str |
     try:
         doc = json.loads(Path(out).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
-        err = (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"]
+        # a killed client's last stderr line is whatever it last noted, not why it stopped
+        err = ([f"killed by signal {-returncode}"] if returncode < 0 else
+               (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"])
         return FetchResult("failed", {}, f"no JSON result: {err[0]}", wall)
     status = classify(ok=returncode == EXIT_OK and bool(doc.get("ok")), requested=protocol,
                       negotiated=doc.get("protocol"), timed_out=timed_out,

@@ -32,6 +32,7 @@ APT_NEEDS: dict[str, tuple[str, ...]] = {
     "quiche": ("cmake", "libclang-dev"),
     "tquic": ("cmake",),
     "ngtcp2": ("ngtcp2-server", "ngtcp2-client"),
+    "kwik": ("maven", "openjdk-17-jdk-headless"),
 }
 HEARTBEAT_S = 30.0
 

@@ -21,6 +21,8 @@ STACKS: dict[str, str] = {
     "ngtcp2": "longlook.stacks.ngtcp2:Ngtcp2",
     "quiche": "longlook.stacks.quiche:Quiche",
     "tquic": "longlook.stacks.tquic:Tquic",
+    "s2n-quic": "longlook.stacks.s2nquic:S2nQuic",
+    "kwik": "longlook.stacks.kwik:Kwik",
 }
 
 
@@ -30,7 +32,10 @@ def split(spec: str) -> tuple[str, str | None]:
 
 
 def is_stack(spec: str) -> bool:
-    return split(spec)[0] in STACKS
+    """A stack built into the stacks cache: another stack, or our endpoint built against a
+    quinn-proto release (`ours@0.11.15`; plain `ours` is the workspace's build)."""
+    name, version = split(spec)
+    return name in STACKS or (name == OURS and version not in (None, "workspace"))
 
 
 def stack_class(name: str) -> type[Stack]:

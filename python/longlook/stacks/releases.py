@@ -66,13 +66,15 @@ class Registry:
         return out
 
 
-# The stacks whose releases a registry lists (ngtcp2 comes from Debian: one version; ours is
-# this checkout, its quinn from crates.io).
+# The stacks whose releases a registry lists (ngtcp2 comes from Debian: one version). Ours is
+# this checkout; `ours@V` is it built against quinn-proto release V (stacks/quinn_build.py),
+# the crate where quinn's transport behaviour lives.
 REGISTRIES = {
     "quic-go": Registry("go", "github.com/quic-go/quic-go"),
     "aioquic": Registry("pypi", "aioquic"),
     "quiche": Registry("crates", "quiche"),
     "tquic": Registry("crates", "tquic_tools"),
+    "ours": Registry("crates", "quinn-proto"),
     "quinn": Registry("crates", "quinn"),
 }
 
@@ -103,6 +105,28 @@ def registry(stack: str) -> Registry:
 def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:
     """The stack's releases, oldest first; `pre` keeps pre-releases. `fetch(url) -> text`
     replaces the network (tests)."""
+    versions = []
+    for v in registry(stack).parse(_listing(stack, fetch)):
+        try:
+            _key(v)
+        except InvalidVersion:
+            continue  # a tag that is no version (e.g. a pseudo-version)
+        if pre or not _is_pre(v):
+            versions.append(v)
+    return sorted(set(versions), key=_key)
+
+
+def index_entries(stack: str, *, fetch=None) -> list[dict]:
+    """A crates.io stack's index lines (one per version: `vers`, `deps` with their `req`,
+    `features`, `yanked`), for what a release requires of its dependencies."""
+    reg = registry(stack)
+    if reg.kind != "crates":
+        raise LonglookError(f"{stack}: its registry is {reg.where}, not crates.io")
+    return [json.loads(line) for line in _listing(stack, fetch).splitlines() if line.strip()]
+
+
+def _listing(stack: str, fetch=None) -> str:
+    """The registry's listing text, from the day's cache when there is one."""
     reg = registry(stack)
     cache = _cache_file(stack)
     text = None
@@ -121,15 +145,7 @@ def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:
             if fetch is None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 cache.write_text(text)
-    versions = []
-    for v in reg.parse(text):
-        try:
-            _key(v)
-        except InvalidVersion:
-            continue  # a tag that is no version (e.g. a pseudo-version)
-        if pre or not _is_pre(v):
-            versions.append(v)
-    return sorted(set(versions), key=_key)
+    return text
 
 
 def _get(url: str) -> str:

@@ -47,6 +47,10 @@ def merged_stats(a: dict, b: dict) -> dict:
     out["flows"] = [*(a.get("flows") or []), *({**f, "segment": "b"} for f in b.get("flows") or [])]
     if a.get("mono_ms") is not None and b.get("mono_ms") is not None:
         out["mono_ms"] = min(a["mono_ms"], b["mono_ms"])
+    # covers every release up to the older of the two (absent unless both say: core.audit)
+    out.pop("covers_mono_ms", None)
+    if a.get("covers_mono_ms") is not None and b.get("covers_mono_ms") is not None:
+        out["covers_mono_ms"] = min(a["covers_mono_ms"], b["covers_mono_ms"])
     return out
 
 

@@ -190,6 +190,18 @@ impl InstrumentedController {
         }
     }
 
+    /// One ACK frame that acknowledged new packets (quinn calls `on_end_acks` once per such
+    /// frame, while it processes the packet whose `transport:packet_received` it has just
+    /// logged). qlog's `frames_processed` is the schema's event for frames logged apart from
+    /// their packet; quinn 0.11 logs packets without frames, so the ACK-frequency and
+    /// fingerprint readers take ACKs from here. ACKs that acknowledge nothing new are not seen.
+    fn log_ack_frame(&self, now: Instant, largest: Option<u64>) {
+        if let Some(q) = &self.qlog {
+            let data = format!("{{\"frames\":[{{\"frame_type\":\"ack\",\"largest_acknowledged\":{}}}]}}", opt_num(largest));
+            q.lock().unwrap().event(now, "transport:frames_processed", &data);
+        }
+    }
+
     fn log_metrics(&mut self, now: Instant, force: bool) {
         let Some(q) = &self.qlog else { return };
         let ssthresh = self.inner.metrics().ssthresh.filter(|s| *s != u64::MAX);
@@ -271,6 +283,7 @@ impl Controller for InstrumentedController {
 
     fn on_end_acks(&mut self, now: Instant, in_flight: u64, app_limited: bool, largest_packet_num_acked: Option<u64>) {
         self.inner.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked);
+        self.log_ack_frame(now, largest_packet_num_acked);
         self.in_flight = in_flight;
         self.largest_acked = largest_packet_num_acked;
         self.last_ack_batch = Some(now);
@@ -442,5 +455,7 @@ mod tests {
         assert!(text.contains("\"new\":\"Recovery\""));
         assert!(text.contains("longlook:loss_summary"));
         assert!(text.contains("\"old\":\"Init\""));
+        // the ack batch's ACK frame, as qlog's frames_processed
+        assert!(text.contains("\"name\":\"transport:frames_processed\",\"data\":{\"frames\":[{\"frame_type\":\"ack\",\"largest_acknowledged\":39}]}"));
     }
 }

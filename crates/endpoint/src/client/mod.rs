@@ -103,7 +103,9 @@ pub fn quic_client_config(
     let trace = match &args.qlog {
         Some(p) => {
             let ctx = format!("creating the client qlog {}", p.display());
-            Some(trace_client(&mut transport, p, title).map_err(failed(Phase::Setup, &ctx))?)
+            // the client's endpoints use quinn's default endpoint config (h3.rs, race.rs)
+            let params = crate::transport::local_parameters_json(&args.flow, &quinn::EndpointConfig::default());
+            Some(trace_client(&mut transport, p, title, &params).map_err(failed(Phase::Setup, &ctx))?)
         }
         None => None,
     };
@@ -114,9 +116,12 @@ pub fn quic_client_config(
 
 /// A client connection's trace at `path`: `transport` gets our instrumented controller
 /// (default knobs: quinn's Cubic inside, the controller the client ran before) writing the
-/// recovery events, and quinn's packet events, both into the one file, as on the server.
-fn trace_client(transport: &mut quinn::TransportConfig, path: &Path, title: &str) -> std::io::Result<SharedQlog> {
-    let trace: SharedQlog = Arc::new(Mutex::new(QlogWriter::create(path, title, "QUIC", VantagePoint::Client, Instant::now())?));
+/// recovery events, and quinn's packet events, both into the one file, as on the server;
+/// first the transport parameters it announces.
+fn trace_client(transport: &mut quinn::TransportConfig, path: &Path, title: &str, parameters: &str) -> std::io::Result<SharedQlog> {
+    let mut writer = QlogWriter::create(path, title, "QUIC", VantagePoint::Client, Instant::now())?;
+    writer.event(Instant::now(), "transport:parameters_set", parameters);
+    let trace: SharedQlog = Arc::new(Mutex::new(writer));
     transport.congestion_controller_factory(Arc::new(crate::cc::InstrumentedFactory {
         knobs: crate::cc::CcKnobs::default(),
         qlog: Some(trace.clone()),

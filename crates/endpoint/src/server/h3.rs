@@ -13,12 +13,14 @@ use crate::content;
 use crate::qlog::{QlogWriter, VantagePoint};
 use crate::run::RUN_HEADER;
 use crate::tls::{self, Identity};
-use crate::transport::transport_config;
+use crate::transport::{local_parameters_json, transport_config};
 
 pub struct Server {
     state: Arc<ServerState>,
     endpoint: quinn::Endpoint,
     crypto: Arc<QuicServerConfig>,
+    /// the transport parameters every connection announces, for its trace
+    local_parameters: String,
 }
 
 impl Server {
@@ -26,13 +28,10 @@ impl Server {
         let crypto = Arc::new(QuicServerConfig::try_from(tls::h3_server_config(id)?)?);
         let mut cfg = quinn::ServerConfig::with_crypto(crypto.clone());
         cfg.transport_config(Arc::new(transport_config(&state.flow)));
-        let endpoint = quinn::Endpoint::new(
-            quinn::EndpointConfig::default(),
-            Some(cfg),
-            udp,
-            Arc::new(quinn::TokioRuntime),
-        )?;
-        Ok(Server { state, endpoint, crypto })
+        let endpoint_cfg = quinn::EndpointConfig::default();
+        let local_parameters = local_parameters_json(&state.flow, &endpoint_cfg);
+        let endpoint = quinn::Endpoint::new(endpoint_cfg, Some(cfg), udp, Arc::new(quinn::TokioRuntime))?;
+        Ok(Server { state, endpoint, crypto, local_parameters })
     }
 
     pub async fn run(self) -> Result<()> {
@@ -44,7 +43,10 @@ impl Server {
             let qlog = if self.state.qlog {
                 let path = self.state.log_dir.join(format!("{stem}.sqlog"));
                 match QlogWriter::create(&path, &stem, "QUIC", VantagePoint::Server, Instant::now()) {
-                    Ok(w) => Some(Arc::new(Mutex::new(w))),
+                    Ok(mut w) => {
+                        w.event(Instant::now(), "transport:parameters_set", &self.local_parameters);
+                        Some(Arc::new(Mutex::new(w)))
+                    }
                     Err(e) => {
                         eprintln!("endpoint: cannot create {}: {e}", path.display());
                         None
@@ -135,13 +137,14 @@ async fn handle_connection(
 
 /// quinn's own per-connection counters at close. `lost_packets` is exact (the controller only
 /// sees lost bytes per batch); with the link's drop count it bounds spurious losses from below.
+/// The frame counts include the ACKs that acknowledged nothing new (not in `frames_processed`).
 fn connection_stats_json(s: &quinn::ConnectionStats) -> String {
     let p = &s.path;
     format!(
-        "{{\"sent_packets\":{},\"lost_packets\":{},\"lost_bytes\":{},\"congestion_events\":{},\"sent_plpmtud_probes\":{},\"lost_plpmtud_probes\":{},\"black_holes_detected\":{},\"udp_tx_datagrams\":{},\"udp_rx_datagrams\":{},\"current_mtu\":{}}}",
+        "{{\"sent_packets\":{},\"lost_packets\":{},\"lost_bytes\":{},\"congestion_events\":{},\"sent_plpmtud_probes\":{},\"lost_plpmtud_probes\":{},\"black_holes_detected\":{},\"udp_tx_datagrams\":{},\"udp_rx_datagrams\":{},\"current_mtu\":{},\"ack_frames_received\":{},\"ack_frames_sent\":{},\"max_data_frames_received\":{},\"max_stream_data_frames_received\":{}}}",
         p.sent_packets, p.lost_packets, p.lost_bytes, p.congestion_events, p.sent_plpmtud_probes,
         p.lost_plpmtud_probes, p.black_holes_detected, s.udp_tx.datagrams, s.udp_rx.datagrams,
-        p.current_mtu,
+        p.current_mtu, s.frame_rx.acks, s.frame_tx.acks, s.frame_rx.max_data, s.frame_rx.max_stream_data,
     )
 }
 

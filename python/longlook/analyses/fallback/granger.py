@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from statsmodels.tools.sm_exceptions import InfeasibleTestError
 from statsmodels.tsa.api import VAR
 from statsmodels.tsa.stattools import grangercausalitytests
 
@@ -44,6 +45,6 @@ def granger_test(cause: np.ndarray, effect: np.ndarray, *, max_lag: int | None =
             lag = max(1, int(model.select_order(max_lag).selected_orders[criterion]))
             # column 2 Granger-causes column 1: [effect, cause]
             f, p, _, _ = grangercausalitytests(data[["effect", "cause"]], [lag])[lag][0]["ssr_ftest"]
-        except (np.linalg.LinAlgError, ValueError) as e:
+        except (np.linalg.LinAlgError, ValueError, InfeasibleTestError) as e:  # e.g. a perfect fit
             return GrangerResult(float("nan"), None, float("nan"), f"VAR failed: {e}")
     return GrangerResult(float(p), lag, float(f), None)

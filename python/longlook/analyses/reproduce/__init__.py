@@ -25,7 +25,8 @@ from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
 from .registry import CLAIMS, SCENARIOS, claims
-from .rules import FAILS, HOLDS, NOT_RUN, UNCLEAR, Cells, GrangerShare, Outcome, PairShare, Ratio, not_run
+from .rules import (FAILS, HOLDS, NOT_RUN, UNCLEAR, Ate, Cells, GrangerShare, Outcome, PairShare, Ratio, Shrinks,
+                    StateShift, Twins, Value, not_run)
 from .scenarios import ScenarioRun, run_scenario
 
 
@@ -39,11 +40,12 @@ def evaluate(claim: Claim, measured: Measured | None, reason: str = "") -> Outco
 def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None = None,
               execute: bool = True, link_check: bool = True,
               progress: Callable[..., None] | None = None,
-              build_report: BuildReport | None = None) -> Reproduction:
+              build_report: BuildReport | None = None, include_flagged: bool = False) -> Reproduction:
     """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
-    ones that do not hold, and write DIR/reproduction.{html,md,json}."""
+    ones that do not hold, and write DIR/reproduction.{html,md,json}. `include_flagged`: count
+    runs their path audit flagged (a machine too busy for the limits; the table says so)."""
     if budget not in BUDGETS:
-        raise LonglookError(f"--budget: {budget!r} is not a budget", hint="short or paper")
+        raise LonglookError(f"--budget: {budget!r} is not a budget", hint="short, standard or paper")
     out = Path(out)
     chosen = claims(only)
     started = time.monotonic()
@@ -64,6 +66,8 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
         run = runs.get(claim.scenario)
         if claim.scenario not in data:
             measured = Measured.from_store(run.directory) if run and run.has_data else None
+            if measured is not None and include_flagged:
+                measured.exclude_flagged = False
             # a store whose first link check failed holds the experiment but no run
             data[claim.scenario] = measured if measured is not None and not measured.runs.empty else None
         reason = (f"{run.status}: {run.detail}" if run else "interrupted before its scenario")
@@ -73,11 +77,12 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
             links = explain(claim, run.directory, outcome.against[0] if outcome.against else None, out, reports,
                             build_report)
         rows.append(Row(claim, outcome, run, links))
-    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp)
+    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp,
+                          include_flagged)
     result.write()
     return result
 
 
-__all__ = ["BUDGETS", "CLAIMS", "Cells", "Claim", "Explain", "FAILS", "GrangerShare", "HOLDS", "Measured",
-           "NOT_RUN", "Outcome", "PairShare", "Ratio", "Reproduction", "Row", "SCENARIOS", "ScenarioRun",
-           "ShippedScenario", "UNCLEAR", "claims", "evaluate", "reproduce"]
+__all__ = ["Ate", "BUDGETS", "CLAIMS", "Cells", "Claim", "Explain", "FAILS", "GrangerShare", "HOLDS", "Measured",
+           "NOT_RUN", "Outcome", "PairShare", "Ratio", "Reproduction", "Row", "SCENARIOS",
+           "ScenarioRun", "ShippedScenario", "Shrinks", "StateShift", "Twins", "UNCLEAR", "Value", "claims", "evaluate", "reproduce"]

@@ -15,7 +15,7 @@ from typing import Any
 from .rules import Rule
 
 SCENARIOS_DIR = Path(__file__).resolve().parents[4] / "scenarios"
-BUDGETS = ("short", "paper")
+BUDGETS = ("short", "standard", "paper")
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,10 @@ class ShippedScenario:
     file: str  # in scenarios/
     short: dict[str, Any]  # overrides for --budget short (the paper budget runs the file as is)
     short_note: str  # what the short budget keeps, in words
+    # --budget standard: the short budget's grid with the rounds (and lengths) that make its
+    # claims conclusive on one 2-core machine (registry.STANDARD); None: the short budget's
+    standard: dict[str, Any] | None = None
+    standard_note: str = ""
 
     @property
     def path(self) -> Path:
@@ -33,6 +37,8 @@ class ShippedScenario:
         return Path(self.file).stem
 
     def overrides(self, budget: str) -> dict[str, Any] | None:
+        if budget == "standard":
+            return {**self.short, **(self.standard or {})}
         return self.short if budget == "short" else None
 
 

@@ -41,6 +41,7 @@ class Reproduction:
     scenarios: list[ScenarioRun]
     wall_s: float
     started: str
+    include_flagged: bool = False  # runs the path audit flagged were counted
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -50,7 +51,7 @@ class Reproduction:
 
     def as_dict(self) -> dict:
         return {"budget": self.budget, "out": str(self.out), "started": self.started,
-                "wall_s": round(self.wall_s, 1), "counts": self.counts(),
+                "wall_s": round(self.wall_s, 1), "counts": self.counts(), "include_flagged": self.include_flagged,
                 "scenarios": [s.as_dict() for s in self.scenarios], "claims": [r.as_dict() for r in self.rows]}
 
     def markdown(self) -> str:
@@ -58,16 +59,18 @@ class Reproduction:
             return s.replace("|", "\\|").replace("\n", " ")
         lines = [f"# longlook reproduce --budget {self.budget}", "",
                  f"{len(self.rows)} claims: " + ", ".join(f"{k} {v}" for k, v in self.counts().items())
-                 + f"; wall {self.wall_s / 60:.1f} min", "",
-                 "| claim | paper | where | statement | paper's number | ours | n | p | verdict | Mininet | explained by |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|"]
+                 + f"; wall {self.wall_s / 60:.1f} min"
+                 + ("; **runs flagged by their path audit are counted** (--include-flagged)" if self.include_flagged else ""),
+                 "",
+                 "| claim | paper | where | statement | paper's number | ours | n | p | verdict | would need | Mininet | explained by |",
+                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in self.rows:
             o, c = r.outcome, r.claim
             ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
             links = ", ".join(f"[{t}]({p})" if p else t for t, p in r.links)
             lines.append("| " + " | ".join(cell(x) for x in (
                 c.id, c.paper, c.where, c.statement, c.paper_number, ours, o.n, o.p_text, o.verdict,
-                c.mininet or "-", links or "-")) + " |")
+                o.needs or "-", c.mininet or "-", links or "-")) + " |")
         lines += ["", "| scenario | status | wall | detail |", "|---|---|---|---|"]
         lines += [f"| {s.name} | {s.status} | {s.wall_s:.0f} s | {cell(s.detail)} |" for s in self.scenarios]
         return "\n".join(lines) + "\n"

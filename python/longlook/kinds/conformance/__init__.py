@@ -1,7 +1,8 @@
 """Conformance: each QUIC stack's congestion control held against the Linux kernel's
 implementation of the same algorithm (Mishra et al., IMC'23), and each of its parameters
 against the specifications (RFC 9002, RFC 9438, RFC 9406, RFC 9000). Per cell (stack x
-congestion control x bottleneck) and round: the stack alone, the kernel alone, both at once.
+congestion control x bottleneck) and round: the stack alone, the kernel alone, both at once,
+and the stack's fingerprint runs (a multiplexed page, a resumed connection).
 Every run stores each flow's envelope (router throughput, queueing delay per bin) as series,
 the stack's share beside the kernel, and a `conformance` row per flow and parameter."""
 
@@ -12,6 +13,7 @@ from ...stacks.base import OURS
 from ...stacks.install import ensure_stacks
 from ...stacks.registry import require_servers, split, versions_of
 from ...stacks.servers import open_servers
+from .fingerprint_run import FINGERPRINT_ARM, measure_fingerprint
 from .measure import CONFORMANCE_METRICS, CONFORMANCE_TABLE, FINGERPRINT_TABLE, measure
 from .sections import conformance_section
 from .spec import ConformanceCell, ConformanceScenario, StackEntry
@@ -40,7 +42,7 @@ class Conformance(Kind):
         return versions_of([e.stack for e in scenario.stacks])
 
     def measure(self, ctx: RunContext) -> Measurement:
-        return measure(ctx)
+        return measure_fingerprint(ctx) if ctx.arm.label == FINGERPRINT_ARM else measure(ctx)
 
     def progress_text(self, m) -> str:
         mbit, share = m.metrics.get("mbit"), m.metrics.get("share")

@@ -14,6 +14,7 @@ from ...core.stats import CellComparison, compare_samples
 from ...core.status import counted_runs
 from .envelope import Envelope, mean_interval, overlap
 from .measure import KERNEL_FLOW, STACK_FLOW
+from .params.send_clock import pacing_limited
 
 
 def run_envelope(store, run_id: str, flow: str) -> Envelope:
@@ -122,11 +123,15 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
     - stalled: the sender sent nothing for 2+ RTTs over 10% or more of the transfer
       (timeouts, blocked on flow control or its application);
     - window-limited: its median congestion window below the path's BDP (rate x min RTT);
+    - pacing-limited: it sends steadily (its releases evenly spaced: 10th-percentile gap at
+      least half the median) at a rate below SLOW x the link's, while its window would allow
+      the link's rate (median cwnd / srtt) and is not full (under 90% in flight): its send
+      clock, not the window, holds it back (params/send_clock.py);
     - flow-control or application-limited: a window of a BDP or more kept less than FILL_LOW
       full (the receiver's flow-control window or the sender's application held it back);
     - loss-limited: repeated window cuts (2+ per second of transfer) with the queue not
       filled (mean queueing delay under half the buffer's drain time, else a quarter RTT);
-    otherwise not diagnosed. Pacing-limited cannot be told from these logs (no pacing rate)."""
+    otherwise not diagnosed."""
     good = counted_runs(runs, "mbit", exclude_flagged=exclude_flagged)
     alone = good[good["arm"] == "alone"]
     if alone.empty:
@@ -142,11 +147,14 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
     bdp = rate_mbit * 1e6 / 8 * rtt / 1000 if rtt == rtt else math.nan
     cwnd, fill, losses, queue = med("cwnd_bytes"), med("inflight_share"), med("loss_episodes"), med("queue_ms")
     idle = med("idle_share")
+    send, regular, allowed = med("send_mbit"), med("gap_regularity"), med("window_mbit")
     drain_ms = buffer_bytes * 8 / (rate_mbit * 1e6) * 1000 if buffer_bytes else math.nan
     figures = (f"{util:.0%} of the link; CPU over the transfer: server {busy.get('server', math.nan):.2f}, "
                f"client {busy.get('client', math.nan):.2f} cores; median cwnd {cwnd / 1000:.0f} KB vs BDP "
                f"{bdp / 1000:.0f} KB, {fill:.0%} of it in flight; {losses:.0f} window cuts in {transfer:.1f} s; "
-               f"queueing {queue:.1f} ms (the buffer drains in {drain_ms:.0f} ms); idle {idle:.0%}")
+               f"queueing {queue:.1f} ms (the buffer drains in {drain_ms:.0f} ms); idle {idle:.0%}; "
+               f"sending at {send:.1f} Mbit/s while active (release gaps p10/median {regular:.2f}), "
+               f"cwnd/srtt allows {allowed:.1f} Mbit/s")
     who = max(busy, key=busy.get) if busy else None
     if who and busy[who] >= CPU_BUSY:
         return {**out, "reason": f"CPU-bound ({who})", "evidence": figures}
@@ -157,6 +165,9 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
         return {**out, "reason": "stalled (idle for 2+ RTTs)", "evidence": figures}
     if cwnd == cwnd and bdp == bdp and cwnd < WINDOW_SHORT * bdp:
         return {**out, "reason": "window-limited (congestion window below the BDP)", "evidence": figures}
+    if pacing_limited(send, regular, allowed, fill, rate_mbit, SLOW):
+        return {**out, "reason": "pacing-limited (evenly spaced sends below the link's rate, window not limiting)",
+                "evidence": figures}
     if fill == fill and fill < FILL_LOW:
         return {**out, "reason": "flow-control or application-limited (window not filled)", "evidence": figures}
     not_full = drain_ms / 2 if drain_ms == drain_ms else (rtt / 4 if rtt == rtt else math.nan)

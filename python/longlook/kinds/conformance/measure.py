@@ -24,12 +24,13 @@ import numpy as np
 from ...core.kind import Measurement, Metric, RunContext
 from ...flowlog import FlowCounters, read_flow_log
 from ...stacks.base import OURS
-from ...stacks.endpoint import SERVER_ADDR, FetchResult, ServerOptions, fetch
+from ...stacks.endpoint import CLIENT_QLOG, SERVER_ADDR, FetchResult, ServerOptions, fetch
 from ...stacks.registry import resolve, split
 from ...units import format_size
 from .envelope import Envelope, envelope_points
 from .params import all_parameters, read_trace
 from .params.fingerprint import fingerprint
+from .params.send_clock import send_clock
 from .params.trace import ConnTrace, loss_events
 from .spec import KERNEL, ConformanceCell
 
@@ -50,9 +51,14 @@ CONFORMANCE_METRICS = (
     Metric("loss_episodes", "", "lower", "window reductions"),
     Metric("min_rtt_ms", "ms", "lower", "the sender's minimum RTT"),
     Metric("idle_share", "", "lower", "share of the transfer the sender sent nothing for 2+ RTTs"),
+    Metric("send_mbit", "Mbit/s", "higher", "the sender's own rate while sending (its log, idle periods left out)"),
+    Metric("gap_regularity", "", "higher", "10th-percentile / median gap between the sender's releases"),
+    Metric("window_mbit", "Mbit/s", "higher", "median cwnd / srtt: the rate the window allows"),
 )
 FINGERPRINT_TABLE = {"stack": "VARCHAR", "version": "VARCHAR", "cc": "VARCHAR", "side": "VARCHAR",
-                     "field": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR"}
+                     "field": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR",
+                     # a categorical outcome (stream scheduling, 0-RTT) and how it was seen
+                     "label": "VARCHAR", "note": "VARCHAR"}
 CONFORMANCE_TABLE = {"stack": "VARCHAR", "version": "VARCHAR", "cc": "VARCHAR", "parameter": "VARCHAR",
                      "measured": "DOUBLE", "reference": "DOUBLE", "unit": "VARCHAR", "verdict": "VARCHAR",
                      "tolerance": "VARCHAR", "note": "VARCHAR", "flow": "VARCHAR", "arm": "VARCHAR"}
@@ -228,7 +234,8 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
             for r in all_parameters(trace, f.cc if f.name == KERNEL_FLOW else cell.cc):
                 rows.append({"stack": f.who, "version": f.version, "cc": f.cc, **_row(r), "flow": f.name, "arm": arm})
             if f.name == STACK_FLOW and arm == "alone":
-                prints += [{"stack": f.who, "version": f.version, "cc": f.cc, **p} for p in fingerprint(trace)]
+                client = _client_trace(ctx.run_dir / f.name / CLIENT_QLOG)
+                prints += [{"stack": f.who, "version": f.version, "cc": f.cc, **p} for p in fingerprint(trace, client)]
         details[f"{f.name}_status"] = f.result.status if f.result else "not run"
         details[f"{f.name}_log"] = str(f.log.relative_to(ctx.run_dir)) if f.log else None
     under_test = STACK_FLOW if arm in ("alone", "shared") else KERNEL_FLOW
@@ -259,9 +266,19 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
                        artifacts=artifacts)
 
 
+def _client_trace(path: Path) -> ConnTrace | None:
+    """Our client's own log of the connection (its transport parameters), where it wrote one."""
+    if not path.exists():
+        return None
+    try:
+        return read_trace(path)
+    except (OSError, ValueError):
+        return None
+
+
 def sender_figures(tr: ConnTrace) -> dict[str, float]:
     """What the sender's log says about what limited it: its median window, how full it
-    kept it, how often it cut it, its minimum RTT."""
+    kept it, how often it cut it, its minimum RTT, the rate of its own send clock."""
     m = tr.metrics.dropna(subset=["cwnd"])
     fill = (m["in_flight"] / m["cwnd"]).dropna()
     rtt = tr.min_rtt_ms() or math.nan
@@ -272,7 +289,8 @@ def sender_figures(tr: ConnTrace) -> dict[str, float]:
         idle = float(gaps[gaps > max(2 * rtt, 20.0)].sum() / max(t[-1] - t[0], 1e-9))
     return {"cwnd_bytes": float(m["cwnd"].median()) if len(m) else math.nan,
             "inflight_share": float(fill.median()) if len(fill) else math.nan,
-            "loss_episodes": float(len(loss_events(tr))), "min_rtt_ms": rtt, "idle_share": idle}
+            "loss_episodes": float(len(loss_events(tr))), "min_rtt_ms": rtt, "idle_share": idle,
+            **send_clock(tr)}
 
 
 def shared_window_share(stack: FlowCounters, kernel: FlowCounters) -> tuple[float, float, tuple[float, float] | None]:

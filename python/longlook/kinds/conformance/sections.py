@@ -116,17 +116,25 @@ def diagnosis_html(store, runs: pd.DataFrame, labels: dict[str, str], exclude_fl
             "order: CPU-bound (its server's or client's CPU seconds over the transfer's duration reach "
             "0.85 of a core), processing-limited (its RTT rose by more than 1.5x the buffer's drain time: "
             "the delay is at the endpoints), stalled (idle for 2+ RTTs over 10%+ of the transfer), window-limited (median congestion window below the path's BDP), "
+            "pacing-limited (it sends steadily, the 10th-percentile gap between its releases at least half "
+            "the median, at a rate under 90% of the link's, while cwnd / srtt allows the link's rate and "
+            "less than 90% of cwnd is in flight; a send loop that slow for want of CPU, under the CPU "
+            "rule, looks the same), "
             "flow-control or application-limited (a window of a BDP or more, less than 60% of it in "
             "flight), loss-limited (2+ window cuts per second with the queue not filled); else not "
-            "diagnosed. Pacing-limited cannot be told from these logs.</p>",
+            "diagnosed, with the figures that were checked.</p>",
             _table(["cell", "of the link", "diagnosis", "evidence (medians of the alone runs)"], rows)]
 
 
 FINGERPRINT_FIELDS = [("server", "initial_max_data"), ("server", "initial_max_stream_data_bidi_local"),
-                      ("client", "initial_max_data"), ("client", "initial_max_stream_data_bidi_remote"),
-                      ("client", "max_data_updates"), ("client", "max_data_final"),
+                      ("client", "initial_max_data"), ("client", "initial_max_stream_data_bidi_local"),
+                      ("client", "max_data_updates"), ("client", "max_data_growth"),
+                      ("client", "max_stream_data_updates"), ("client", "max_stream_data_growth"),
                       ("server", "max_udp_payload_size"), ("server", "max_datagram_sent"),
                       ("server", "max_ack_delay"), ("client", "max_ack_delay"), ("client", "ack_delay_median")]
+# categorical dimensions from the fingerprint runs: (side, field) -> heading
+FINGERPRINT_LABELS = {("server", "stream_scheduling"): "stream scheduling (concurrency)",
+                      ("connection", "zero_rtt"): "0-RTT on resumption"}
 
 
 def fingerprint_html(store) -> list[str]:
@@ -137,21 +145,36 @@ def fingerprint_html(store) -> list[str]:
     if fp.empty:
         return []
     med = fp.groupby(["stack", "version", "side", "field"])["value"].median()
+    labelled = fp[fp["label"].notna()] if "label" in fp else fp.iloc[0:0]
     rows = []
     for (stack, version), _ in fp.groupby(["stack", "version"], sort=False):
         cells = [escape(f"{stack}"), escape(str(version))]
+        for side, field in FINGERPRINT_LABELS:
+            seen = labelled[(labelled["stack"] == stack) & (labelled["version"] == version)
+                            & (labelled["side"] == side) & (labelled["field"] == field)]
+            v = med.get((stack, version, side, field))
+            cells.append("–" if seen.empty else escape(", ".join(
+                f"{k} ({n})" for k, n in seen["label"].value_counts().items()))
+                + (f" · {_n(v, '{:.2g}')}" if field == "stream_scheduling" else ""))
         for side, field in FINGERPRINT_FIELDS:
             v = med.get((stack, version, side, field))
             cells.append(_n(v, "{:,.0f}" if v is not None and v == v and abs(v) >= 10 else "{:.3g}"))
         rows.append(cells)
-    heads = ["stack", "version"] + [f"{side} {field}" for side, field in FINGERPRINT_FIELDS]
+    heads = (["stack", "version"] + list(FINGERPRINT_LABELS.values())
+             + [f"{side} {field}" for side, field in FINGERPRINT_FIELDS])
     return ["<h3>Fingerprint of each stack (Marx et al., EPIQ'20)</h3>",
-            "<p>From the stack's server log of its alone runs (medians): the flow-control windows each "
-            "side announced in its transport parameters (bytes), how often and how far the client "
-            "raised the connection window (MAX_DATA), the datagram size announced and sent, the ACK "
-            "delay announced (ms) and the client's measured ack_delay (ms). A dash: the stack's log does "
-            "not show it (our endpoint logs no transport parameters or frames). Stream scheduling and "
-            "0-RTT need a multiplexed page and a resumed connection, not run by this kind.</p>",
+            "<p>Stream scheduling and 0-RTT come from the fingerprint runs (outcomes counted over runs): "
+            "a page of 8 objects of 100 KB requested together over one connection, where concurrency is "
+            "the sum of the responses' first-to-last-byte intervals over their span (1 = one after "
+            "another: sequential; the number of objects = all side by side: round-robin), from the "
+            "server's STREAM frames, else the client's per-object timings; and a resumed connection "
+            "sending its request as 0-RTT, where the stack's client in longlook can resume. The rest "
+            "from the stack's server log of its alone runs (medians): the flow-control windows each "
+            "side announced in its transport parameters (bytes; our endpoint's client side from its "
+            "client's log, since quinn exposes no peer parameters), how often the client raised the "
+            "connection and stream windows (MAX_DATA, MAX_STREAM_DATA) and the last value over the "
+            "announced one (growth, x), the datagram size announced and sent, the ACK delay announced "
+            "(ms) and the client's measured ack_delay (ms). A dash: the stack's log does not show it.</p>",
             _table(heads, rows)]
 
 

@@ -2,8 +2,9 @@
 against the Linux kernel's implementation of the same algorithm, on which bottlenecks.
 
     links x stacks x (each stack's congestion controls) = cells, `rounds` rounds each;
-    every round runs three arms: the stack alone ("alone"), the kernel reference alone
-    ("kernel"), and both at once through the bottleneck ("shared"); `include` picks fewer.
+    every round runs four arms: the stack alone ("alone"), the kernel reference alone
+    ("kernel"), both at once through the bottleneck ("shared"), and the stack's fingerprint
+    runs ("fingerprint": a multiplexed page, a resumed connection); `include` picks fewer.
 
 Each run downloads one `object_size` bulk object per flow (the same workload for the stack
 and the kernel). The kernel reference is our endpoint's HTTP/2 over kernel TCP with the
@@ -31,7 +32,7 @@ ALGORITHMS: dict[str, tuple[str, str]] = {
     "cubic": ("cubic", "cubic"), "reno": ("reno", "reno"), "newreno": ("reno", "reno"),
     "bbr": ("bbr", "bbr"), "bbr2": ("bbr", "bbr"), "bbr3": ("bbr", "bbr"),
 }
-ARMS = (ArmBase(label="alone"), ArmBase(label="kernel"), ArmBase(label="shared"))
+ARMS = (ArmBase(label="alone"), ArmBase(label="kernel"), ArmBase(label="shared"), ArmBase(label="fingerprint"))
 KERNEL = "kernel"  # the reference's name in the tables
 
 
@@ -129,16 +130,18 @@ class ConformanceScenario(ScenarioBase):
     stacks: list[StackEntry] = Field(min_length=1)
     object_size: int = Field(default=10_000_000, description="bytes each flow downloads")
     bin_s: float = Field(default=0.2, gt=0, le=10, description="envelope bin width (s)")
-    # which of the three runs each round makes: "alone" (the stack), "kernel" (the reference),
+    # which of the four runs each round makes: "alone" (the stack), "kernel" (the reference),
     # "shared" (both at once); fewer for a parameters-only check
     # (named `include`, not `arms`: other kinds' arms are tables, and report sections read them)
-    include: list[Literal["alone", "kernel", "shared"]] = Field(default=["alone", "kernel", "shared"], min_length=1)
+    # "fingerprint": the stack's multiplexed page and resumed connection (fingerprint_run.py)
+    include: list[Literal["alone", "kernel", "shared", "fingerprint"]] = Field(
+        default=["alone", "kernel", "shared", "fingerprint"], min_length=1)
 
     @field_validator("include")
     @classmethod
     def _arms_once(cls, v: list[str]) -> list[str]:
         if len(set(v)) != len(v):
-            raise ValueError("include: each of alone, kernel, shared at most once")
+            raise ValueError("include: each of alone, kernel, shared, fingerprint at most once")
         return v
 
     @field_validator("stacks", mode="before")

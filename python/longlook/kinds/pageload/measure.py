@@ -4,6 +4,7 @@ server's log of that connection (qlog, or the TCP log) an artifact."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -45,12 +46,14 @@ def measure(ctx: RunContext) -> Measurement:
     racing = opts.protocol == "race"  # the racing client makes full handshakes (no 0-RTT)
     race = ({"race_argv": ctx.scenario.race.argv(ctx.scenario.race.state_file(
         ctx.experiment_dir, ctx.cell.index, ctx.arm.label))} if racing else {})
+    fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active():
         result: FetchResult = fetch(ctx.testbed, url=route.url(ctx.cell.workload.url_path()),
                                     protocol=opts.protocol, run_id=ctx.run_id,
                                     cert_dir=route.cert_dir, out=ctx.run_dir / "fetch.json",
                                     timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
                                     zero_rtt=opts.zero_rtt and not racing, keylog=ctx.keylog, **race)
+    fetch_end = time.monotonic()
     artifacts = _artifacts(ctx.run_dir, result.document)
     proxy_artifacts, proxy_details = route.record(result.document, ctx.run_dir)
     artifacts.update(proxy_artifacts)
@@ -70,6 +73,12 @@ def measure(ctx: RunContext) -> Measurement:
         m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"])
     if ctx.cell.proxy_dim:
         m.details.update(proxy_details)
+    # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
+    # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
+    # its start on the wall clock too, which places the document's own times on that clock
+    m.details.update(fetch_start_mono_s=fetch_start, fetch_end_mono_s=fetch_end,
+                     fetch_start_unix_s=fetch_start_unix,
+                     server_pid=getattr(getattr(server, "process", None), "pid", None))
     return m
 
 

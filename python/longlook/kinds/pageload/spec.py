@@ -220,6 +220,12 @@ class RunOptions:
     n_conn: int | None = None  # our endpoint's Cubic N-connection emulation (None: 1)
 
 
+# who reads each option (Scenario._check_options_used)
+_QUIC_SERVER_OPTIONS = ("quic_cc", "max_cwnd_packets", "initial_window_packets", "n_conn")
+_READ_BY = {**{k: "our endpoint's QUIC server (h3 and race arms it serves)" for k in _QUIC_SERVER_OPTIONS},
+            "tcp_cc": "our endpoint's TCP server (h2 and race arms)",
+            "zero_rtt": "the native client's h3 and h2 arms"}
+
 _OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"),
               ("initial_window_packets", "iw"), ("n_conn", "nconn"), ("zero_rtt", "0rtt"))
 # options that are in cell ids and dims only when a scenario sets them (added later: the ids
@@ -361,6 +367,7 @@ class Scenario(ScenarioBase):
             if len(getattr(self.options, key)) > 1:
                 raise ValueError(f"options.{key}: set per arm, so it cannot also be swept here")
         self._check_n_conn()
+        self._check_options_used()
         self._check_proxy()
         self._check_unique_cells()
         return self
@@ -415,6 +422,41 @@ class Scenario(ScenarioBase):
                     raise ValueError(f'arm "{a.label}": n_conn = {merged["n_conn"]} emulates N Cubic '
                                      f'connections, but quic_cc = "{merged["quic_cc"]}"; set quic_cc = '
                                      f'"cubic" or drop n_conn')
+
+    def _reads(self, a: Arm) -> set[str]:
+        """The options this arm's processes read (endpoint serve, endpoint fetch)."""
+        ours = (a.server or self.server).partition("@")[0] == OURS  # ours@V: the same code on quinn-proto V
+        used = set()
+        if ours and a.protocol in ("h3", "race"):
+            used |= set(_QUIC_SERVER_OPTIONS)
+        if ours and a.protocol in ("h2", "race"):
+            used.add("tcp_cc")
+        if (a.client or self.client).partition("@")[0] in ("native", OURS) and a.protocol in ("h3", "h2"):
+            used.add("zero_rtt")
+        return used
+
+    def _check_options_used(self) -> None:
+        """An option no arm reads is refused, not warned about: cells (or arms) that differ
+        only in it would be reported as a comparison of a knob that did nothing, and a sweep
+        of it multiplies the grid's hours for nothing. zero_rtt = false is what an arm that
+        cannot make 0-RTT does anyway, so it is no knob there."""
+        def knob(key: str, values: list) -> bool:
+            return key != "zero_rtt" or any(values)
+
+        for a in self.arms:
+            ignored = [k for k, v in a.overrides().items() if k not in self._reads(a) and knob(k, [v])]
+            if ignored:
+                raise ValueError(f'arm "{a.label}": {ignored[0]} does nothing for this arm; it is read by '
+                                 f'{_READ_BY[ignored[0]]}; remove it from the arm')
+        for key in sorted(self.options.model_fields_set):
+            if not knob(key, getattr(self.options, key)):
+                continue
+            if any(key in self._reads(a) and key not in a.overrides() for a in self.arms):
+                continue
+            own = [a.label for a in self.arms if key in self._reads(a)]
+            why = (f"every arm that reads it sets its own ({', '.join(own)})" if own else
+                   f"it is read by {_READ_BY[key]}, and the arms are {', '.join(a.label for a in self.arms)}")
+            raise ValueError(f"options.{key}: no arm uses it: {why}; remove it from [options]")
 
     def _check_proxy(self) -> None:
         modes = [m for m in self.proxy if m != "none"]

@@ -57,8 +57,13 @@ class Video(Kind):
     def measure(self, ctx: RunContext) -> Measurement:
         if ctx.cell.player == "dashjs":
             from .dashjs import measure_dashjs
-            return with_router_bytes(ctx, measure_dashjs(ctx))
-        return with_router_bytes(ctx, measure_native(ctx))
+            m = with_router_bytes(ctx, measure_dashjs(ctx))
+        else:
+            m = with_router_bytes(ctx, measure_native(ctx))
+        assignment = ctx.scenario.assignment(ctx.cell, ctx.arm, ctx.round)
+        if assignment is not None:  # [intervention]: what this session was given, for the ATE
+            m.details["intervention"] = assignment.as_dict()
+        return m
 
     def versions(self, scenario: VideoScenario) -> dict[str, Any]:
         out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key()}

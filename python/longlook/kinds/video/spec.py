@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...stacks.race import RaceSettings
 from .content import VideoSpec
+from .intervention import Intervention, assign, treated_link
 
 Player = Literal["native", "dashjs"]
 Rule = Literal["bola", "throughput"]
@@ -82,6 +83,8 @@ class VideoScenario(ScenarioBase):
     # than this share of frames was CPU-starved: it is flagged with that reason (core.audit)
     max_player_cpu: float = Field(default=1.6, gt=0, le=4096, strict=True)  # cores; true is no number
     max_dropped_frames: float = Field(default=0.05, ge=0, le=1, strict=True)
+    # a randomised onset of a QUIC-breaking middlebox per QUIC-enabled session (intervention.py)
+    intervention: Intervention | None = None
 
     @field_validator("players", "abr", "protocols", mode="before")
     @classmethod
@@ -99,8 +102,25 @@ class VideoScenario(ScenarioBase):
         if "race" in self.protocols and set(self.players) != {"native"}:
             raise ValueError('protocols: "race" is the native player\'s racing client; dash.js in '
                              'Chromium races with quic_mode = "discovery"')
+        if self.intervention is not None:
+            if "race" not in self.protocols:
+                raise ValueError('[intervention] breaks QUIC under a QUIC-enabled client: add "race" to protocols')
+            if any(lk.middlebox or lk.up.middlebox or lk.down.middlebox for lk in self.links):
+                raise ValueError("[intervention] sets the middlebox per session: leave it out of [[links]]")
+            if self.rounds < 2:
+                raise ValueError("[intervention] needs rounds >= 2 (a treated and a control session per cell)")
         self._check_unique_cells()
         return self
+
+    def assignment(self, cell: CellBase, arm: ArmBase, round_index: int):
+        """The intervention's draw for one run (None: no intervention, or the TCP-only arm)."""
+        if self.intervention is None or arm.protocol != "race":
+            return None
+        return assign(self.intervention, self.seed, cell.id, round_index, self.rounds)
+
+    def run_link(self, cell: CellBase, arm: ArmBase, round_index: int):
+        a = self.assignment(cell, arm, round_index)
+        return cell.link if a is None else treated_link(cell.link, self.intervention, a)
 
     def run_timeout_s(self) -> float:
         """Per run: the scenario's timeout_s if set, else 3x the clip plus 30 s."""

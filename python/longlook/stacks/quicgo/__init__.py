@@ -3,7 +3,12 @@
 directory; go.mod/go.sum pin the default version, another version is resolved through the Go
 module proxy into its own folder. Congestion control: NewReno only (hard-coded in quic-go).
 qlog: JSON-SEQ through quic-go's tracer into $QLOGDIR, with `congestion_state_updated`
-(slow_start, congestion_avoidance, recovery, application_limited)."""
+(slow_start, congestion_avoidance, recovery, application_limited).
+
+Supported releases: v0.56.0 and newer (OLDEST). main.go uses the `qlogwriter` package, which
+quic-go added in v0.56.0; an older release is one error at once. After `go mod tidy` the
+build checks that the module resolved to the release asked for: tidy would otherwise satisfy
+a missing package by upgrading quic-go, and an "old" build would silently be the newest."""
 
 from __future__ import annotations
 
@@ -12,10 +17,13 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from packaging.version import InvalidVersion, Version
+
 from ...errors import LonglookError
 from ..base import ClientCall, ServerCall, Stack
 
 MODULE = "github.com/quic-go/quic-go"
+OLDEST = "v0.56.0"  # the first release with the qlogwriter package main.go uses
 
 
 class QuicGo(Stack):
@@ -24,15 +32,28 @@ class QuicGo(Stack):
     any_version = True  # any tag on the module proxy whose API main.go compiles against
     ccs = ("newreno",)
 
+    def __init__(self, version: str | None = None):
+        super().__init__(version)
+        try:
+            old = Version(self.version.removeprefix("v")) < Version(OLDEST.removeprefix("v"))
+        except InvalidVersion:
+            old = False  # not a release number: the module proxy answers for it at build time
+        if old:
+            raise LonglookError(f"{self.spec}: longlook's quic-go adapter supports {OLDEST} and newer",
+                                hint=f"main.go uses the qlogwriter package, added in quic-go {OLDEST}")
+
     @property
     def binary(self):
         return self.build_dir / "longlook-quicgo"
 
     def installed(self) -> bool:
-        """Built, from this adapter's main.go (a changed main.go means a rebuild)."""
+        """Built, from this adapter's main.go (a changed main.go means a rebuild), against
+        the release asked for (go.mod says so)."""
         built_from = self.build_dir / "src" / "main.go"
-        return (self.binary.is_file() and built_from.is_file()
-                and built_from.read_bytes() == (self.folder / "main.go").read_bytes())
+        go_mod = self.build_dir / "src" / "go.mod"
+        return (self.binary.is_file() and built_from.is_file() and go_mod.is_file()
+                and built_from.read_bytes() == (self.folder / "main.go").read_bytes()
+                and f"{MODULE} {self.version}" in go_mod.read_text())
 
     def install(self) -> None:
         if self.installed():
@@ -52,6 +73,20 @@ class QuicGo(Stack):
             if p.returncode != 0:
                 raise LonglookError(f"building {self.spec} failed at `{' '.join(argv)}`: {p.stderr.strip()[-800:]}",
                                     hint=f"retry `{self.install_command}`")
+            if argv[1:3] == ["mod", "tidy"]:
+                self._check_resolved(src, env)
+
+    def _check_resolved(self, src: Path, env: dict) -> None:
+        """The module resolved to the release asked for (tidy may upgrade it to supply a
+        package the release lacks)."""
+        p = subprocess.run(["go", "list", "-m", "-f", "{{.Version}}", MODULE], cwd=src, env=env,
+                           capture_output=True, text=True)
+        got = p.stdout.strip()
+        if got != self.version:
+            shutil.rmtree(src, ignore_errors=True)
+            raise LonglookError(f"{self.spec} does not build with longlook's main.go: Go resolved {MODULE} to "
+                                f"{got or 'nothing'} ({p.stderr.strip()[-300:] or 'a package main.go uses is missing'})",
+                                hint=f"the adapter supports {OLDEST} and newer")
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
         return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),

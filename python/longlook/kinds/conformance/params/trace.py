@@ -36,6 +36,8 @@ class ConnTrace:
     # (t_ms, maximum) and the ack_delay (ms) of its ACK frames
     max_data: list = field(default_factory=list)
     ack_delays: list = field(default_factory=list)
+    max_stream_data: list = field(default_factory=list)  # (t_ms, stream_id, maximum)
+    stream_sent: list = field(default_factory=list)  # (t_ms, stream_id, length) of STREAM frames sent
 
     @property
     def is_tcp(self) -> bool:
@@ -95,11 +97,23 @@ def _size(data: dict) -> float:
 ACK_ONLY = {"ack", "padding"}
 
 
+def _peer_frames(frames: list[dict], t: float, max_data: list, ack_delays: list, max_stream_data: list) -> None:
+    """The peer's MAX_DATA and MAX_STREAM_DATA raises and ACK delays among a received
+    packet's frames."""
+    for f in frames:
+        if f.get("frame_type") == "max_data" and isinstance(f.get("maximum"), (int, float)):
+            max_data.append((t, float(f["maximum"])))
+        elif f.get("frame_type") == "max_stream_data" and isinstance(f.get("maximum"), (int, float)):
+            max_stream_data.append((t, f.get("stream_id"), float(f["maximum"])))
+        elif f.get("frame_type") == "ack" and isinstance(f.get("ack_delay"), (int, float)):
+            ack_delays.append(float(f["ack_delay"]))
+
+
 def from_qlog(q: QlogFile) -> ConnTrace:
     metrics, states, losses, sent, received = [], [], [], [], []
     info: dict = {}
     last: dict = {}
-    max_data, ack_delays = [], []
+    max_data, ack_delays, max_stream_data, stream_sent = [], [], [], []
     for e in q.events:
         name, t, data = e.get("name"), float(e.get("time", 0.0)), e.get("data") or {}
         if name == "recovery:metrics_updated":
@@ -114,21 +128,29 @@ def from_qlog(q: QlogFile) -> ConnTrace:
         elif name == "recovery:packet_lost":
             losses.append(t)
         elif name == "transport:packet_sent":
-            frames = {f.get("frame_type") for f in data.get("frames") or [] if isinstance(f, dict)}
+            frame_list = [f for f in data.get("frames") or [] if isinstance(f, dict)]
+            frames = {f.get("frame_type") for f in frame_list}
+            stream_sent += [(t, f.get("stream_id"), _num(f.get("length"))) for f in frame_list
+                            if f.get("frame_type") == "stream"]
             ptype = (data.get("header") or {}).get("packet_type") or data.get("packet_type")
             sent.append([t, _size(data), str(ptype).lower(), bool(frames - ACK_ONLY) if frames else True])
         elif name == "transport:packet_received":
             frame_list = [f for f in data.get("frames") or [] if isinstance(f, dict)]
             frames = [f.get("frame_type") for f in frame_list]
-            for f in frame_list:
-                if f.get("frame_type") == "max_data" and isinstance(f.get("maximum"), (int, float)):
-                    max_data.append((t, float(f["maximum"])))
-                elif f.get("frame_type") == "ack" and isinstance(f.get("ack_delay"), (int, float)):
-                    ack_delays.append(float(f["ack_delay"]))
+            _peer_frames(frame_list, t, max_data, ack_delays, max_stream_data)
             ptype = (data.get("header") or {}).get("packet_type") or data.get("packet_type")
             received.append([t, _size(data), str(ptype).lower(), "ack" in frames if frames else None])
+        elif name == "transport:frames_processed":
+            # frames logged apart from their packet (our endpoint: quinn logs packets without
+            # frames): they belong to the packet received last
+            frame_list = [f for f in data.get("frames") or [] if isinstance(f, dict)]
+            _peer_frames(frame_list, t, max_data, ack_delays, max_stream_data)
+            if received and any(f.get("frame_type") == "ack" for f in frame_list):
+                received[-1][3] = True
         elif name in ("longlook:congestion_control", "longlook:tcp_info_summary"):
             info.update(data)
+        elif name == "longlook:connection_stats":  # our endpoint's (quinn's) counters at close
+            info["connection_stats"] = data
         elif name == "transport:parameters_set":
             owner = data.get("owner") or data.get("initiator") or "local"
             info.setdefault("parameters", {}).setdefault(owner, {}).update(data)
@@ -143,7 +165,8 @@ def from_qlog(q: QlogFile) -> ConnTrace:
         losses=np.array(sorted(losses), dtype=float),
         sent=pd.DataFrame(sent, columns=["t_ms", "size", "packet_type", "ack_eliciting"]),
         received=pd.DataFrame(received, columns=["t_ms", "size", "packet_type", "has_ack"]),
-        info=info, max_data=max_data, ack_delays=ack_delays)
+        info=info, max_data=max_data, ack_delays=ack_delays, max_stream_data=max_stream_data,
+        stream_sent=stream_sent)
 
 
 def read_trace(path: str | Path) -> ConnTrace:

@@ -1,0 +1,150 @@
+"""Causality by experiment (issue 31): the average treatment effect of a QUIC-breaking
+middlebox, switched on at a random time in randomly chosen sessions (a video scenario's
+[intervention], kinds/video/intervention.py), on QoE, bitrate and stall time, beside the
+Granger verdicts (`store.analyze_store`) of the same sessions.
+
+The estimator: per cell and over all cells, mean(treated) - mean(control) of the
+QUIC-enabled sessions, with Welch's interval and p from core.stats.compare_samples (the
+one two-sample comparison). Under complete randomisation that difference is unbiased for
+the sample's ATE, and Welch's variance is Neyman's conservative one, so the interval covers
+the ATE at least at its level even when effects differ between sessions
+(tests/test_intervention.py simulates it). Pooling cells is valid because every cell treats
+the same share of its rounds. What is randomised is the break; with every treated session
+falling back (compliance, shown) it is the effect of the fallback together with the silence
+that forces it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ...core.stats import compare_samples
+from ...core.store import Store
+from ...errors import LonglookError
+from .session import TCP_SERVED, summarize
+from .store import SETTLED, analyze_store
+
+# (metric, lower is better): the outcomes Chaudhary et al. judge a session by
+OUTCOMES = (("qoe", False), ("avg_bitrate_mbit", False), ("stall_s", True))
+ALL = "all cells"
+
+
+@dataclass
+class InterventionAnalysis:
+    effects: pd.DataFrame  # one row per (scope, metric): n, means, ATE with interval, p
+    sessions: pd.DataFrame  # one row per QUIC-enabled session: assignment, outcomes, Granger p
+    summary: dict  # compliance, Granger shares per arm, the agreement of the two answers
+
+    def write(self, out: Path) -> list[Path]:
+        out.mkdir(parents=True, exist_ok=True)
+        paths = [out / "intervention-ate.csv", out / "intervention-sessions.csv", out / "intervention-summary.json"]
+        self.effects.to_csv(paths[0], index=False)
+        self.sessions.drop(columns=["intervention"], errors="ignore").to_csv(paths[1], index=False)
+        paths[2].write_text(json.dumps(self.summary, indent=2, default=float) + "\n")
+        return paths
+
+
+def ate_rows(sessions: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95,
+             outcomes=OUTCOMES, scope: str = ALL) -> list[dict]:
+    """ATE of `treated` on each outcome over `sessions` (columns treated, and the outcomes)."""
+    rows = []
+    for metric, lower in outcomes:
+        x = sessions[metric] if metric in sessions else pd.Series(np.nan, index=sessions.index)
+        t = x[sessions["treated"]].dropna().to_numpy(dtype=float)
+        c = x[~sessions["treated"]].dropna().to_numpy(dtype=float)
+        cmp = compare_samples(t, c, a_label="treated", b_label="control", alpha=alpha, test="welch",
+                              confidence=confidence, metric=metric, lower_is_better=lower, better_word="better")
+        rows.append({"scope": scope, "metric": metric, "n_treated": len(t), "n_control": len(c),
+                     "mean_treated": float(t.mean()) if len(t) else math.nan,
+                     "mean_control": float(c.mean()) if len(c) else math.nan,
+                     "ate": cmp.diff, "ci_low": cmp.diff_low, "ci_high": cmp.diff_high,
+                     "confidence": confidence, "p": cmp.p_value, "verdict": cmp.verdict_text,
+                     "why": cmp.reason})
+    return rows
+
+
+def agreement(qoe: dict, granger: dict, alpha: float) -> str:
+    """Do the two answers agree? Interventional: the QoE ATE's interval wholly below 0
+    (the break and its fallback lower QoE) or not. Observational (Chaudhary §6): F
+    Granger-causes B or S in more than half of the treated sessions it could be tested in."""
+    lo, hi = qoe.get("ci_low", math.nan), qoe.get("ci_high", math.nan)
+    tested = granger.get("tested_either", 0)
+    if math.isnan(lo) or math.isnan(hi):
+        return "undecided: the ATE has no interval (too few sessions per arm)"
+    if not tested:
+        return "undecided: Granger could be tested in no treated session"
+    harm = hi < 0
+    share = granger["granger_either_share"]
+    says = share > 0.5
+    ate_text = (f"the ATE on QoE is {'negative' if harm else 'not shown negative'} "
+                f"([{lo:.3g}, {hi:.3g}])")
+    obs_text = f"Granger F -> B or S in {share:.0%} of {tested} tested treated sessions (p < {alpha:g})"
+    return ("agree" if harm == says else "disagree") + f": {ate_text}; {obs_text}"
+
+
+def intervention_sessions(runs: pd.DataFrame, quic_arm: str) -> pd.DataFrame:
+    """The QUIC-enabled sessions that carry an assignment, with treated / onset_s / fell_back."""
+    if "intervention" not in runs:
+        raise LonglookError("no run records an intervention",
+                            hint="a video scenario with [intervention] (scenarios/chaudhary-intervention.toml)")
+    s = runs[(runs["arm"] == quic_arm) & runs["intervention"].map(lambda d: isinstance(d, dict))].copy()
+    s["treated"] = s["intervention"].map(lambda d: bool(d.get("treated")))
+    s["onset_s"] = s["intervention"].map(lambda d: d.get("onset_s"))
+    s["fell_back"] = s["protocol_negotiated"].isin(TCP_SERVED)
+    return s
+
+
+def analyze_intervention(directory: str | Path, *, alpha: float | None = None,
+                         include_flagged: bool = False) -> InterventionAnalysis:
+    with Store.open(directory, read_only=True) as store:
+        sc = store.scenario()
+        runs = store.runs_frame()
+        cells = store.cells_frame()
+    alpha = sc.statistics.alpha if alpha is None else alpha
+    quic_arm = next((a.label for a in sc.arm_list() if a.protocol == "race"), None)
+    if quic_arm is None or getattr(sc, "intervention", None) is None:
+        raise LonglookError(f"{directory}: not an interventional experiment",
+                            hint="run a video scenario with [intervention], e.g. scenarios/chaudhary-intervention.toml")
+    runs = runs[runs["status"].isin(SETTLED)]
+    if not include_flagged and "audit_flagged" in runs:
+        runs = runs[~runs["audit_flagged"].fillna(False).astype(bool)]
+    if "attempt" in runs:
+        runs = runs.sort_values("attempt").drop_duplicates(["cell_id", "round", "arm"], keep="last")
+    s = intervention_sessions(runs, quic_arm).merge(cells[["cell_id", "link_name"]], on="cell_id", how="left")
+    if s.empty:
+        raise LonglookError(f"{directory}: no settled QUIC-enabled session with an assignment")
+    rows = ate_rows(s, alpha=alpha, confidence=sc.statistics.confidence)
+    if s["cell_id"].nunique() > 1:
+        for cid, g in s.groupby("cell_id", sort=True):
+            rows += ate_rows(g, alpha=alpha, confidence=sc.statistics.confidence, scope=cid)
+    effects = pd.DataFrame(rows)
+    granger_note = ""
+    try:
+        fb = analyze_store(directory, quic_arm=quic_arm, alpha=alpha, include_flagged=include_flagged).sessions
+        keep = ["run_id", "suitable", "p_B", "p_S", "corr_B", "corr_S", "pair_verdict"]
+        s = s.merge(fb[[c for c in keep if c in fb]], on="run_id", how="left")
+    except LonglookError as e:  # no F/B/S series: the ATE stands alone
+        granger_note = e.message
+    # the run's own error column is not the Granger analysis's: summarize must not read it
+    judged = s.drop(columns=["error"], errors="ignore").assign(served=s["protocol_negotiated"])
+    g = {arm: summarize(judged[judged["treated"] == t], alpha)
+         for arm, t in (("treated", True), ("control", False))}
+    qoe = next(r for r in rows if r["scope"] == ALL and r["metric"] == "qoe")
+    summary = {"alpha": alpha, "sessions": int(len(s)), "treated": int(s["treated"].sum()),
+               "control": int((~s["treated"]).sum()),
+               "compliance": {"treated_fell_back": int(s.loc[s["treated"], "fell_back"].sum()),
+                              "control_fell_back": int(s.loc[~s["treated"], "fell_back"].sum())},
+               "onset_s": sorted(float(x) for x in s["onset_s"].dropna()),
+               "granger": g, "granger_note": granger_note,
+               "agreement": agreement(qoe, g["treated"], alpha),
+               "estimator": "difference in means, Welch interval and p (core.stats.compare_samples); "
+                            "complete randomisation of rounds per cell"}
+    cols = ["run_id", "cell_id", "link_name", "round", "treated", "onset_s", "protocol_negotiated", "fell_back",
+            *[m for m, _ in OUTCOMES if m in s], *[c for c in ("suitable", "p_B", "p_S", "pair_verdict") if c in s]]
+    return InterventionAnalysis(effects, s[cols].sort_values(["cell_id", "round"]), summary)

@@ -1,0 +1,74 @@
+"""A stack whose server and client are one small Rust binary of ours in `stacks-rs/<crate>/`
+(its own crate and Cargo.lock, outside the main workspace), built alone once per version of
+the library it wraps, in its own CARGO_TARGET_DIR under the build directory (so it never
+waits on, or invalidates, another build). The version is the library's crates.io release:
+the shipped lockfile pins the default one; another has its pin rewritten and is resolved
+afresh."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import ClassVar
+
+from ..binaries import REPO_ROOT
+from ..errors import LonglookError
+from .base import Stack
+
+
+class RustCrateStack(Stack):
+    crate: ClassVar[str]  # folder under stacks-rs/
+    binary_name: ClassVar[str]  # the [package] name, the binary cargo builds
+    library: ClassVar[str]  # the crates.io dependency whose version is the stack's
+    build_hint: ClassVar[str] = "scripts/setup.sh installs Rust"
+
+    @property
+    def source(self) -> Path:
+        return REPO_ROOT / "stacks-rs" / self.crate
+
+    @property
+    def binary(self) -> Path:
+        return self.build_dir / self.binary_name
+
+    def _sources(self, root: Path) -> dict[str, bytes]:
+        files = [root / "Cargo.toml", *sorted((root / "src").glob("*.rs"))]
+        return {str(p.relative_to(root)): p.read_bytes() for p in files if p.is_file()}
+
+    def installed(self) -> bool:
+        """Built from this checkout's sources: a changed source file means a rebuild (the
+        sources are copied before the build; the pin in Cargo.toml is compared apart)."""
+        built = self.build_dir / "src"
+        if not (self.binary.is_file() and (built / "Cargo.toml").is_file()):
+            return False
+        ours, theirs = self._sources(self.source), self._sources(built)
+        ours["Cargo.toml"] = self._pinned(ours["Cargo.toml"].decode()).encode()
+        return ours == theirs and self.binary.stat().st_mtime >= (built / "Cargo.toml").stat().st_mtime
+
+    def _pinned(self, manifest: str) -> str:
+        return re.sub(rf'{re.escape(self.library)} = \{{ version = "=[^"]+"',
+                      f'{self.library} = {{ version = "={self.version}"', manifest)
+
+    def install(self) -> None:
+        if self.installed():
+            return
+        if not shutil.which("cargo"):
+            raise LonglookError(f"{self.spec} needs cargo to build", hint=f"install Rust, then `{self.install_command}`")
+        src = self.build_dir / "src"
+        shutil.rmtree(src, ignore_errors=True)
+        shutil.copytree(self.source, src, ignore=shutil.ignore_patterns("target"))
+        manifest = src / "Cargo.toml"
+        text = manifest.read_text()
+        pinned = self._pinned(text)
+        manifest.write_text(pinned)
+        locked = ["--locked"] if pinned == text else []  # the shipped lockfile is for the default version
+        target = self.build_dir / "target"
+        env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
+        p = subprocess.run(["cargo", "build", "--release", *locked], cwd=src, env=env, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise LonglookError(f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
+                                hint=f"{self.build_hint}; retry `{self.install_command}`")
+        shutil.copy(target / "release" / self.binary_name, self.binary)
+        shutil.rmtree(target, ignore_errors=True)  # hundreds of MB of objects

@@ -1,0 +1,74 @@
+//! What server and client share: flags, flow-control limits, congestion controllers, the
+//! qlog subscriber.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use s2n_quic::provider::congestion_controller::{Bbr, Cubic};
+use s2n_quic::provider::limits::Limits;
+use serde_json::json;
+
+use crate::qlog::{LocalParameters, QlogSubscriber};
+
+// the windows of our endpoint, Chromium and the quiche adapter: flow control is not what differs
+const STREAM_WINDOW: u64 = 6 * 1024 * 1024;
+const CONN_WINDOW: u64 = 15 * 1024 * 1024;
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+const MAX_STREAMS_BIDI: u64 = 100;
+
+pub struct Flags(HashMap<String, String>);
+
+impl Flags {
+    pub fn parse(args: &[String]) -> Flags {
+        Flags(args.chunks(2)
+            .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
+            .collect())
+    }
+
+    pub fn get(&self, name: &str) -> Result<&str, String> {
+        self.0.get(name).map(String::as_str).ok_or(format!("--{name} is required"))
+    }
+
+    pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
+        self.0.get(name).map(String::as_str).unwrap_or(default)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
+    }
+}
+
+pub fn limits() -> Result<Limits, String> {
+    let l = Limits::new()
+        .with_data_window(CONN_WINDOW)
+        .and_then(|l| l.with_bidirectional_local_data_window(STREAM_WINDOW))
+        .and_then(|l| l.with_bidirectional_remote_data_window(STREAM_WINDOW))
+        .and_then(|l| l.with_unidirectional_data_window(STREAM_WINDOW))
+        .and_then(|l| l.with_max_open_remote_bidirectional_streams(MAX_STREAMS_BIDI))
+        .and_then(|l| l.with_max_idle_timeout(IDLE_TIMEOUT))
+        .map_err(|e| format!("limits: {e}"))?;
+    Ok(l)
+}
+
+fn local_parameters() -> LocalParameters {
+    LocalParameters(json!({"initial_max_data": CONN_WINDOW,
+        "initial_max_stream_data_bidi_local": STREAM_WINDOW,
+        "initial_max_stream_data_bidi_remote": STREAM_WINDOW,
+        "initial_max_stream_data_uni": STREAM_WINDOW,
+        "initial_max_streams_bidi": MAX_STREAMS_BIDI,
+        "max_idle_timeout": IDLE_TIMEOUT.as_millis() as u64}))
+}
+
+pub fn subscriber(f: &Flags, side: &'static str) -> QlogSubscriber {
+    QlogSubscriber { dir: f.0.get("qlog-dir").map(PathBuf::from), side, cc: f.get_or("cc", "cubic").to_string(),
+                     local: local_parameters() }
+}
+
+pub fn cubic() -> Cubic {
+    Cubic::default()
+}
+
+pub fn bbr() -> Bbr {
+    Bbr::default()
+}
