@@ -214,3 +214,26 @@ def test_slow_start_exit_by_delay_conforms_by_a_filled_deep_buffer_deviates():
 def test_bbr_has_no_hystart_exit_to_judge():
     r = slow_start_exit(fixture("ours-cubic"), "bbr")
     assert r.verdict == NOT_MEASURABLE and "Startup" in r.note
+
+
+def _quic_start(sizes: list[float], cwnd: float):
+    """A QUIC sender whose first 1-RTT packets have `sizes` and whose first window is `cwnd`."""
+    import numpy as np
+    import pandas as pd
+
+    from longlook.kinds.conformance.params.trace import ConnTrace
+
+    sent = pd.DataFrame({"t_ms": np.arange(len(sizes), dtype=float), "size": sizes,
+                         "packet_type": "1rtt", "ack_eliciting": True})
+    metrics = pd.DataFrame({"t_ms": [0.0], "cwnd": [cwnd]})
+    return ConnTrace("QUIC", metrics, pd.DataFrame(columns=["t_ms", "old", "new", "trigger"]),
+                     np.array([]), sent, pd.DataFrame(columns=["t_ms", "size", "packet_type", "has_ack"]))
+
+
+def test_a_path_mtu_probe_in_the_first_flight_is_not_taken_for_the_senders_datagram_size():
+    # s2n-quic: ten 1200-byte data packets and one 1472-byte probe; its window is 10 x 1200
+    r = initial_window(_quic_start([1200.0] * 5 + [1472.0] + [1200.0] * 5, 12000.0))
+    assert (r.reference, r.verdict) == (12000.0, CONFORMS) and "max datagram 1200 B" in r.note
+    # a window of 32 packets deviates whichever of its sizes it meant
+    r = initial_window(_quic_start([1200.0] * 5 + [1472.0] + [1200.0] * 5, 32 * 1200.0))
+    assert r.verdict == DEVIATES

@@ -57,6 +57,10 @@ def run(tmp_path: Path, toml: str):
     return out, store, runs, table
 
 
+def _within(a, b, share: float) -> bool:
+    return a is not None and b is not None and a == a and b == b and abs(a - b) <= share * max(abs(a), abs(b))
+
+
 def verdicts(table, cell_id: str, flow: str = "stack") -> dict[str, str]:
     t = table[(table["cell_id"] == cell_id) & (table["flow"] == flow)]
     return dict(zip(t["parameter"], t["verdict"]))
@@ -68,7 +72,15 @@ def test_initial_window_of_100_packets_deviates_on_exactly_that_parameter(tmp_pa
     base, iw = verdicts(table, "ours-cubic-buf300000"), verdicts(table, "ours-iw100-cubic-buf300000")
     assert base and base.keys() == iw.keys()
     assert base["initial_window"] == "conforms" and iw["initial_window"] == "deviates"
-    assert {p for p in base if base[p] != iw[p]} == {"initial_window"}, (base, iw)
+    # every other verdict agrees, or flipped on a measurement that stayed within 10% (a
+    # parameter at its tolerance's edge, e.g. quinn's 2.4-2.5 packets per ACK against 2.5,
+    # flips between two runs by noise; the window itself changes tenfold)
+    stack = table[table["flow"] == "stack"]
+    measured = {(c, p): m for c, p, m in zip(stack["cell_id"], stack["parameter"], stack["measured"])}
+    flipped = {p for p in base if base[p] != iw[p]}
+    moved = {p for p in flipped
+             if not _within(measured.get(("ours-cubic-buf300000", p)), measured.get(("ours-iw100-cubic-buf300000", p)), 0.1)}
+    assert moved == {"initial_window"}, (base, iw)
     row = table[(table["cell_id"] == "ours-iw100-cubic-buf300000") & (table["parameter"] == "initial_window")].iloc[0]
     assert (row["measured"], row["reference"]) == (120000, 12000)
     store.close()

@@ -248,3 +248,26 @@ def test_bisect_accepts_a_scenario_whose_one_arm_runs_the_stack_and_refuses_more
     two.write_text(one.read_text().replace("rtt_ms = 36", "rtt_ms = [36, 112]"))
     with pytest.raises(LonglookError, match="bisect measures one cell, it has 2"):
         _StepRunner("quic-go", two, tmp_path / "out", None, 10.0, 12, False).check("v0.60.0", "v0.62.0")
+
+
+@pytest.mark.skipif(not __import__("shutil").which("go"), reason="needs Go")
+def test_a_release_that_does_not_build_is_one_error_naming_it_and_the_failed_step(tmp_path, monkeypatch):
+    """A real Go build that fails (the adapter's main.go broken in a copy): the error names
+    the release and the step, and nothing half-built counts as installed."""
+    import shutil
+
+    from longlook.stacks.quicgo import QuicGo
+
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    for f in ("go.mod", "go.sum"):
+        shutil.copy(QuicGo().folder / f, folder / f)
+    (folder / "main.go").write_text('package main\n\nimport "github.com/quic-go/quic-go"\n\n'
+                                    "func main() { quic.NoSuchFunction() }\n")
+    monkeypatch.setenv("LONGLOOK_STACKS_DIR", str(tmp_path / "stacks"))
+    monkeypatch.setattr(QuicGo, "folder", property(lambda self: folder))
+    stack = QuicGo("v0.65.0")
+    with pytest.raises(LonglookError, match=r"building quic-go@v0\.65\.0 failed at `go build") as e:
+        stack.install()
+    assert "undefined" in e.value.message and "retry" in e.value.hint
+    assert not stack.installed()

@@ -3,7 +3,8 @@
 the library it wraps, in its own CARGO_TARGET_DIR under the build directory (so it never
 waits on, or invalidates, another build). The version is the library's crates.io release:
 the shipped lockfile pins the default one; another has its pin rewritten and is resolved
-afresh."""
+afresh. Every such binary takes the same arguments (`serve`, `fetch`, `--keylog`), given
+here once."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import ClassVar
 
 from ..binaries import REPO_ROOT
 from ..errors import LonglookError
-from .base import Stack
+from .base import ClientCall, ServerCall, Stack
 
 
 class RustCrateStack(Stack):
@@ -71,4 +72,17 @@ class RustCrateStack(Stack):
             raise LonglookError(f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
                                 hint=f"{self.build_hint}; retry `{self.install_command}`")
         shutil.copy(target / "release" / self.binary_name, self.binary)
-        shutil.rmtree(target, ignore_errors=True)  # hundreds of MB of objects
+        shutil.rmtree(target, ignore_errors=True)  # hundreds of MB to GBs of objects: not kept
+
+    def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
+        return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
+                           "--key", str(key), "--root", str(root), "--qlog-dir", str(qlog_dir), "--cc", cc],
+                          env={}, prints_ready=True)
+
+    def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
+        return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
+                           "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
+                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
+
+    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
+        return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)

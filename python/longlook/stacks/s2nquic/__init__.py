@@ -11,9 +11,6 @@ derived from the metrics). The client writes a key log through rustls ($SSLKEYLO
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ..base import ClientCall, ServerCall
 from ..rust_crate import RustCrateStack
 
 
@@ -25,16 +22,3 @@ class S2nQuic(RustCrateStack):
     crate = "s2n-quic"
     binary_name = "longlook-s2n-quic"
     library = "s2n-quic"
-
-    def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
-                           "--key", str(key), "--root", str(root), "--qlog-dir", str(qlog_dir), "--cc", cc],
-                          env={}, prints_ready=True)
-
-    def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
-        return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
-                           "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
-                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
-
-    def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
-        return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # rustls' KeyLogFile

@@ -60,8 +60,19 @@ class ConnTrace:
         data = self.sent[self.sent["packet_type"].isin(["1rtt", "onertt"])]["size"].dropna()
         if data.empty:
             return float(QUIC_MIN_DATAGRAM)
-        # the size its first data packets were cut to (before any path-MTU probing raised it)
-        return float(max(QUIC_MIN_DATAGRAM, data.iloc[:FIRST_PACKETS].max()))
+        # the size its first data packets were cut to: the most common one (a path-MTU probe
+        # is a single larger packet, and s2n-quic sends one within its first flight; the
+        # largest packet would take the probe's size for the sender's)
+        counts = pd.Series(self.first_datagram_sizes()).value_counts()
+        if counts.empty:
+            return float(QUIC_MIN_DATAGRAM)
+        return float(max(size for size, n in counts.items() if n == counts.max()))
+
+    def first_datagram_sizes(self) -> list[float]:
+        """The sizes (>= 1200 B) of the sender's first 1-RTT packets, in order: its data size
+        and, where it probed or raised the path MTU early, the larger ones."""
+        data = self.sent[self.sent["packet_type"].isin(["1rtt", "onertt"])]["size"].dropna()
+        return [float(x) for x in data.iloc[:FIRST_PACKETS] if x >= QUIC_MIN_DATAGRAM]
 
     def first_rtt_ms(self) -> float:
         rtt = self.metrics["latest_rtt_ms"].dropna()
