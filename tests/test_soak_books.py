@@ -14,7 +14,7 @@ from pathlib import Path
 
 from testbed_helpers import needs_testbed
 
-from longlook.bench.soak import Fault, _reasons, faults_in_counted_fetches, tally
+from longlook.bench.soak import Fault, _pids_named, _reasons, faults_in_counted_fetches, tally
 
 
 def run(run_id: str, start: float | None, end: float | None, server_pid: int | None = 100) -> dict:
@@ -88,16 +88,7 @@ SCENARIO = textwrap.dedent("""
 
 
 def _pids(words: tuple[str, ...], where: str) -> list[int]:
-    found = []
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit():
-            try:
-                cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            except OSError:
-                continue
-            if where in cmd and all(w in cmd for w in words) and "/bin/sh" not in cmd:
-                found.append(int(d.name))
-    return found
+    return [pid for pid, cmd in _pids_named(where) if all(w in cmd for w in words) and "/bin/sh" not in cmd]
 
 
 @needs_testbed("linkem", "endpoint")
