@@ -104,6 +104,10 @@ def test_zero_rtt_outcomes():
     assert zero_rtt({"zero_rtt": {"attempted": True, "accepted": False}}, True)["value"] == 0.0
     assert zero_rtt({"zero_rtt": {"attempted": False}}, True)["label"].startswith("not sent")
     assert zero_rtt(None, False)["label"] == NOT_SUPPORTED
+    resumed = {"zero_rtt": {"attempted": True, "accepted": True}, "handshake_ms": 40.0}
+    assert zero_rtt({**resumed, "objects": [{"start_ms": 0.4}]}, True)["label"] == "sent, accepted"
+    late = zero_rtt({**resumed, "objects": [{"start_ms": 41.0}]}, True)
+    assert late["value"] == 1.0 and late["label"].endswith("after the handshake")
 
 
 # ---- pacing-limited --------------------------------------------------------------------------

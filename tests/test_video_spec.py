@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from longlook.core.spec import parse_scenario
+from longlook.core.spec import load_scenario, parse_scenario
 from longlook.errors import LonglookError
+from testbed_helpers import REPO
 
 BASE = """
 kind = "video"
@@ -25,6 +26,14 @@ def test_grid_and_defaults():
     assert [a.label for a in sc.arm_list()] == ["h3", "h2"] and sc.comparisons() == [("h3", "h2")]
     assert sc.video.max_height == 720 and sc.run_timeout_s() == 3 * 20 + 30
     assert cells[0].dims()["player"] == "native"
+
+
+def test_video_sessions_have_their_own_stall_limit_and_a_scenario_overrides_it():
+    assert parse_scenario(BASE.format(extra="")).fidelity.max_stall_ms == 20.0
+    own = parse_scenario(BASE.format(extra="[fidelity]\nmax_stall_ms = 7\nexclude_flagged = false"))
+    assert own.fidelity.max_stall_ms == 7.0 and own.fidelity.max_release_late_ms == 20.0
+    assert not own.fidelity.exclude_flagged
+    assert load_scenario(REPO / "scenarios/quick.toml").fidelity.max_stall_ms == 5.0  # a page load
 
 
 @pytest.mark.parametrize("extra, words", [

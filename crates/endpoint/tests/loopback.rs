@@ -272,9 +272,9 @@ fn second_connection_sends_0rtt_and_it_is_accepted() {
     check_page(&json, "h3");
     assert_eq!(json["zero_rtt"]["attempted"], true);
     assert_eq!(json["zero_rtt"]["accepted"], true);
-    // The HTML request went out before the handshake completed.
-    let html = &json["objects"][0];
-    assert!(html["start_ms"].as_f64().unwrap() < json["handshake_ms"].as_f64().unwrap(), "{json}");
+    // Not asserted: the HTML request going out before the handshake completed. On loopback
+    // the handshake (~0.8 ms) can beat setting up HTTP/3; over a 36 ms path it cannot, and
+    // tests/test_conformance_testbed.py asserts the order there.
     let conns = wait_for_log(&s.logs(), "connections.jsonl", "\"z\"");
     assert!(conns.contains("z-warmup"));
 }

@@ -195,6 +195,9 @@ class ScenarioBase(BaseModel):
 
     # the example file a kind points to in its errors
     example: ClassVar[str] = "scenarios/quick.toml"
+    # a kind's own [fidelity] limits where the scenario's table is silent (a limit suited to
+    # how long its runs last); the scenario's own values win
+    fidelity_defaults: ClassVar[dict[str, Any]] = {}
 
     _toml_text: str | None = PrivateAttr(default=None)
     _base_dir: Path | None = PrivateAttr(default=None)
@@ -224,6 +227,15 @@ class ScenarioBase(BaseModel):
             for b in self.client_cpu:
                 out.append(dataclasses.replace(c, id=f"{c.id}|cpu={b.label}", index=len(out), client_cpu=b))
         return out
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_fidelity_defaults(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.fidelity_defaults:
+            own = data.get("fidelity")
+            if own is None or isinstance(own, dict):
+                data = {**data, "fidelity": {**cls.fidelity_defaults, **(own or {})}}
+        return data
 
     @field_validator("client_cpu", mode="before")
     @classmethod
