@@ -131,6 +131,16 @@ def test_resuming_with_other_versions_is_refused_unless_allowed(tmp_path, scenar
     assert len(v["resumed"]) == 2 and v["resumed"][1]["changed"] == {"endpoint": {"was": "0.1.0", "now": "0.2.0"}}
 
 
+def test_a_session_at_another_commit_resumes_and_records_its_commit(tmp_path, scenario):
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {"endpoint": "0.1.0", "commit": "aaa"})
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {"endpoint": "0.1.0", "commit": "bbb+dirty"})  # not refused
+        v = s.experiment()["versions"]
+    assert v["commit"] == "aaa" and v["resumed"][0]["commit"] == "bbb+dirty"
+    assert "changed" not in v["resumed"][0]
+
+
 def test_a_different_scenario_is_refused(tmp_path, scenario):
     with Store.open(tmp_path) as s:
         s.start_experiment(scenario)

@@ -25,3 +25,20 @@ def binary_version(name: str) -> str:
 def file_digest(path: Path, length: int = 12) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()[:length]
+
+
+def source_commit() -> str | None:
+    """The git commit of the checkout this package runs from, "+dirty" when its tracked files
+    differ from it; None outside a checkout. Recorded per experiment so a published result
+    names the code that measured it."""
+    root = Path(__file__).resolve().parents[2]
+    try:
+        head = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode != 0:
+            return None
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=10)
+        return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.TimeoutExpired):
+        return None

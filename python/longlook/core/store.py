@@ -30,6 +30,7 @@ import pandas as pd
 from . import store_check
 
 from ..errors import LonglookError
+from ..versions import source_commit
 from .record import RunRecord, new_run_id
 from .spec import ScenarioBase
 from .status import settles
@@ -101,7 +102,7 @@ def environment_versions(**extra: Any) -> dict[str, Any]:
             pkgs[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             pkgs[name] = None
-    return {"longlook": __version__, "python": sys.version.split()[0],
+    return {"longlook": __version__, "commit": source_commit(), "python": sys.version.split()[0],
             "kernel": platform.release(), "machine": platform.machine(),
             "packages": pkgs, **extra}
 
@@ -341,8 +342,12 @@ class Store:
     def _resumed_versions(self, stored: dict, now: dict | None, allow: bool) -> dict:
         resumed = {"at": utcnow().isoformat(timespec="seconds") + "Z"}
         if now is not None:
+            # the checkout's commit may move on between sessions (a fix elsewhere, docs): each
+            # session records its own; the binaries' and packages' versions are what must hold
             changed = {k: {"was": stored.get(k), "now": v} for k, v in now.items()
-                       if k != "resumed" and stored.get(k) != v}
+                       if k not in ("resumed", "commit") and stored.get(k) != v}
+            if now.get("commit") != stored.get("commit"):
+                resumed["commit"] = now.get("commit")
             if changed and not allow:
                 what = "; ".join(f"{k}: {c['was']} -> {c['now']}" for k, c in changed.items())
                 raise LonglookError(
