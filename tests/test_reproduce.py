@@ -201,3 +201,29 @@ def test_an_experiment_without_runs_leaves_its_claims_not_run(tmp_path):
         st.start_experiment(sc, {})
     result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False)
     assert result.rows[0].outcome.verdict == NOT_RUN
+
+
+def test_sessions_leave_out_the_gaps_between_them():
+    from datetime import datetime, timedelta
+
+    from longlook.analyses.reproduce.publish import active_seconds, sessions
+
+    t0 = datetime(2026, 11, 27, 4, 0)
+    day1 = [t0 + timedelta(minutes=m) for m in (0, 5, 19, 30)]  # one session of 30 min
+    day2 = [t0 + timedelta(hours=20, minutes=m) for m in (0, 10)]  # the next day: 10 min
+    assert len(sessions(day1 + day2)) == 2
+    assert active_seconds(day2 + day1) == pytest.approx(40 * 60)
+    assert active_seconds([]) == 0.0
+
+
+def test_the_published_reproduction_says_when_where_how_long_and_why(tmp_path):
+    from longlook.analyses.reproduce.publish import publish
+
+    _fig2_store(tmp_path / "kakhki-fig2-macw", 1.0)  # TCP as fast: the claim does not hold
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=False, build_report=build_report)
+    text = publish(result, tmp_path / "docs" / "reproduction.md", "longlook reproduce ...").read_text()
+    assert "0 of 1 claims conclusive" not in text and "1 of 1 claims conclusive (100%" in text
+    assert "**wall time" in text and "vCPUs" in text and "commit(s)" in text
+    assert "### kakhki-fig2 (Kakhki IMC'17" in text and "Measured:" in text
+    assert "--no-run --publish docs/reproduction.md" in text
+    assert "report.html" not in text  # the results folder is not published

@@ -49,6 +49,10 @@ def reproduce(
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON (what reproduction.json holds)"),
     include_flagged: bool = typer.Option(False, "--include-flagged", help="count runs their path audit flagged "
                                          "(a machine too busy for the [fidelity] limits); the table says so"),
+    publish: Optional[Path] = typer.Option(None, "--publish", help="also write the published form of the result "
+                                           "here (e.g. docs/reproduction.md): dates, machine, commits, wall time "
+                                           "over sessions, each 'does not hold' explained in words, the commands "
+                                           "that regenerate it"),
 ) -> None:
     """Test the papers' claims on this testbed: one row per claim, with its verdict.
 
@@ -68,11 +72,18 @@ def reproduce(
     from ..report import build_report
 
     directory = check_output(out or Path("results") / f"reproduce-{budget}", "--out", directory=True)
+    published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
     if not no_run and budget in ("short", "standard", "paper"):
         chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
         print(describe(estimate(chosen, budget, directory)), file=sys.stderr)
     result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
                  progress=_progress, build_report=build_report, include_flagged=include_flagged)
+    if published is not None:
+        from ..analyses.reproduce.publish import publish as write_published
+
+        write_published(result, published, f"longlook reproduce --budget {budget} -o {directory} --no-run "
+                                           f"--publish {publish}")
+        print(f"published: {published}", file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
         if any(s.status == "interrupted" for s in result.scenarios):
@@ -93,6 +104,7 @@ def reproduce(
                   + ("; runs flagged by their path audit counted" if include_flagged else ""))
     for f in ("reproduction.html", "reproduction.md", "reproduction.json"):
         typer.echo(str(directory / f))
+
     if any(s.status == "interrupted" for s in result.scenarios):
         raise typer.Exit(130)
 

@@ -1,0 +1,218 @@
+"""The published reproduction (`longlook reproduce --publish docs/reproduction.md`): the claims
+table of a finished run with what a reader needs to trust and redo it — when and on what it
+was measured (dates, machine, kernel, the code's commit per session, the binaries), the wall
+time the measuring really took (summed over sessions, from the stores: a run resumed the next
+day does not count the night), the share of claims that ended conclusive, each "does not
+hold" explained in words from the state machines its explain step wrote, and the commands that
+regenerate it. Links into the results folder are left out: the folder is not published."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from ...core.store import Store
+from .output import Reproduction, Row
+
+# two timestamps of one experiment further apart than this belong to two sessions; the
+# longest single run of a shipped scenario (a 90 s video session) is far below it
+SESSION_GAP_S = 20 * 60
+CONCLUSIVE_GOAL = 0.8
+
+
+def sessions(stamps: list[datetime]) -> list[tuple[datetime, datetime]]:
+    """(first, last) of each session of activity: consecutive stamps closer than
+    SESSION_GAP_S are one session."""
+    out: list[tuple[datetime, datetime]] = []
+    for t in sorted(stamps):
+        if out and (t - out[-1][1]).total_seconds() <= SESSION_GAP_S:
+            out[-1] = (out[-1][0], t)
+        else:
+            out.append((t, t))
+    return out
+
+
+def active_seconds(stamps: list[datetime]) -> float:
+    """Wall time covered by the sessions of activity, each from its first stamp to its last."""
+    return sum((b - a).total_seconds() for a, b in sessions(stamps))
+
+
+def _stamps(store: Store) -> list[datetime]:
+    runs = store.runs_frame()
+    out = [t for col in ("started_at", "recorded_at") if col in runs for t in pd.to_datetime(runs[col]).dropna()]
+    checks = store.link_checks_frame()
+    if "checked_at" in checks:
+        out += list(pd.to_datetime(checks["checked_at"]).dropna())
+    exp = store.experiment() or {}
+    if exp.get("started_at") is not None:
+        out.append(pd.to_datetime(exp["started_at"]))
+    return [t.to_pydatetime() for t in out]
+
+
+def provenance(result: Reproduction) -> dict:
+    """Per scenario: its dates, active wall time, runs and flagged runs, versions; and the
+    machine this is published on."""
+    scenarios, commits, versions = [], [], {}
+    for s in result.scenarios:
+        if not s.has_data:
+            continue
+        with Store.open(s.directory, read_only=True) as store:
+            exp = store.experiment() or {}
+            runs = store.runs_frame()
+            stamps = _stamps(store)
+        v = exp.get("versions") or {}
+        v = json.loads(v) if isinstance(v, str) else v
+        versions = versions or v
+        for c in [v.get("commit"), *[r.get("commit") for r in v.get("resumed", [])]]:
+            if c and c not in commits:
+                commits.append(c)
+        flagged = int(runs["audit_flagged"].fillna(False).astype(bool).sum()) if "audit_flagged" in runs else 0
+        scenarios.append({"name": s.name, "runs": len(runs), "flagged": flagged,
+                          "first": min(stamps) if stamps else None, "last": max(stamps) if stamps else None,
+                          "active_s": active_seconds(stamps), "sessions": len(sessions(stamps))})
+    return {"scenarios": scenarios, "commits": commits, "versions": versions, "host": host()}
+
+
+def host() -> dict:
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+        mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                       if line.startswith("MemTotal"))
+    except (OSError, StopIteration, ValueError):
+        mem_kib = 0
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
+            "kernel": platform.release(), "arch": platform.machine()}
+
+
+def _dwell_text(machine: dict) -> str:
+    states = sorted(machine.get("states") or [], key=lambda s: -float(s.get("dwell_share") or 0))
+    parts = [f"{s['state']} {float(s.get('dwell_share') or 0) * 100:.0f}%" for s in states[:4]]
+    losses = machine.get("losses") or []
+    loss = ""
+    if losses and "loss_events" in losses[0]:
+        loss = f"; {sum(float(r.get('loss_events') or 0) for r in losses) / len(losses):.1f} loss events per run"
+    who = " ".join(str(x) for x in (machine.get("protocol"), machine.get("stack"), machine.get("arm")) if x)
+    return f"{who} ({machine.get('runs')} runs): {', '.join(parts) or 'no states'}{loss}"
+
+
+def _diff_text(diff: dict) -> list[str]:
+    rows = [r for r in diff.get("rows", []) if r.get("status") != "same"]
+    out = []
+    for r in rows[:6]:
+        out.append(f"{r['item']} {r['status']} in {diff['b']} than {diff['a']} "
+                   f"({float(r['mean_a']):.2f} -> {float(r['mean_b']):.2f} per run, Holm p {float(r['p_adjusted']):.2g})")
+    return out or [f"no transition differs between {diff['a']} and {diff['b']} at alpha {diff.get('alpha')}"]
+
+
+def explanation(row: Row, out: Path) -> list[str]:
+    """Words for a "does not hold": what was measured against the claim, how our test differs
+    from the paper's, and the state machines of the cell against it (and its unimpaired twin)."""
+    o, c = row.outcome, row.claim
+    lines = [f"Measured: {o.number} (n {o.n}, p {o.p_text})" + (f"; {o.detail}" if o.detail else "") + "."]
+    if c.note:
+        lines.append(f"How our test differs from the paper's: {c.note}")
+    target = out / "explain" / c.id
+    cell = (target / "cell.txt").read_text().strip() if (target / "cell.txt").exists() else None
+    states = json.loads((target / "states.json").read_text()) if (target / "states.json").exists() else None
+    if states:
+        lines.append(f"State machines of the cell against the claim ({cell}): "
+                     + "; ".join(_dwell_text(m) for m in states.get("machines", [])) + ".")
+    diff = target / "states-diff.json"
+    if diff.exists():
+        for d in json.loads(diff.read_text()).get("diffs", []):
+            lines.append(f"Against its unimpaired twin ({d['protocol']}): " + "; ".join(_diff_text(d)) + ".")
+    if not states and not diff.exists():
+        lines.append("No state-machine logs for this claim's cell (its scenario keeps none, or the cell had no runs "
+                     "with logs): explained by the numbers above only.")
+    return lines
+
+
+def _fmt_time(t: datetime | None) -> str:
+    return t.strftime("%Y-%m-%d %H:%M UTC") if t else "-"
+
+
+def publish_markdown(result: Reproduction, command: str) -> str:
+    prov = provenance(result)
+    scen = prov["scenarios"]
+    active = sum(s["active_s"] for s in scen)
+    counts = result.counts()
+    judged = len(result.rows)
+    conclusive = counts.get("holds", 0) + counts.get("does not hold", 0)
+    with_needs = sum(1 for r in result.rows if r.outcome.verdict == "inconclusive" and r.outcome.needs)
+    first = min((s["first"] for s in scen if s["first"]), default=None)
+    last = max((s["last"] for s in scen if s["last"]), default=None)
+    v, h = prov["versions"], prov["host"]
+    stacks = {k: val for k, val in v.items()
+              if k not in ("longlook", "commit", "python", "kernel", "machine", "packages", "endpoint", "linkem",
+                           "testbed", "resumed")}
+    lines = [
+        f"# Reproduction of the papers' claims: `--budget {result.budget}`", "",
+        f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by `{command}` from the results of a "
+        f"real run. **{conclusive} of {judged} claims conclusive ({conclusive / judged:.0%}; goal "
+        f">= {CONCLUSIVE_GOAL:.0%})**: " + ", ".join(f"{k} {n}" for k, n in counts.items())
+        + (f"; {with_needs} inconclusive claim(s) say the rounds they would need." if with_needs else "."),
+        "",
+        "## Provenance", "",
+        f"- measured {_fmt_time(first)} to {_fmt_time(last)}; **wall time {active / 3600:.2f} h** of measuring "
+        f"(summed over sessions, gaps over {SESSION_GAP_S // 60} min left out), "
+        f"{sum(s['runs'] for s in scen):,} runs, {sum(s['flagged'] for s in scen)} flagged by their path audit"
+        + (" and counted (--include-flagged)" if result.include_flagged else " and not counted"),
+        f"- machine: {h['cpu']}, {h['cores']} vCPUs, {h['memory_gib']} GiB, kernel {h['kernel']} ({h['arch']})"
+        + (f"; the runs' kernel: {v.get('kernel')}" if v.get("kernel") and v.get("kernel") != h["kernel"] else ""),
+        f"- code: longlook {v.get('longlook', '?')}, commit(s) {', '.join(prov['commits']) or 'not recorded'}; "
+        f"endpoint {v.get('endpoint', '?')}; linkem {v.get('linkem', '?')}; Python {v.get('python', '?')}",
+    ]
+    if stacks:
+        lines.append("- what the first experiment ran beyond the core: "
+                     + "; ".join(f"{k} {json.dumps(val, default=str) if not isinstance(val, str) else val}"
+                                 for k, val in stacks.items()))
+    lines += ["", "| scenario | runs | flagged | sessions | wall |", "|---|---|---|---|---|"]
+    lines += [f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min |"
+              for s in scen]
+    lines += ["", "## Claims", "", _table(result), "", "## Why the claims that do not hold do not", ""]
+    failing = [r for r in result.rows if r.outcome.verdict == "does not hold"]
+    for r in failing:
+        lines += [f"### {r.claim.id} ({r.claim.paper}, {r.claim.where})", "",
+                  f"> {r.claim.statement} (paper: {r.claim.paper_number})", ""]
+        lines += [f"- {t}" for t in explanation(r, result.out)] + [""]
+    if not failing:
+        lines += ["Every conclusive claim holds.", ""]
+    lines += ["## Regenerate", "", "```sh",
+              f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget}"
+              "   # resumable: rerun after an interruption",
+              f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget} --no-run "
+              f"--publish docs/reproduction.md", "```", ""]
+    return "\n".join(lines)
+
+
+def _table(result: Reproduction) -> str:
+    def cell(s: object) -> str:
+        return str(s).replace("|", "\\|").replace("\n", " ")
+    lines = ["| claim | paper | where | paper's number | ours | n | p | verdict | would need |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result.rows:
+        o, c = r.outcome, r.claim
+        ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
+        lines.append("| " + " | ".join(cell(x) for x in (c.id, c.paper, c.where, c.paper_number, ours, o.n, o.p_text,
+                                                          f"**{o.verdict}**", o.needs or "-")) + " |")
+    return "\n".join(lines)
+
+
+def publish(result: Reproduction, path: Path, command: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(publish_markdown(result, command))
+    tmp.replace(path)
+    return path
+
+
+__all__ = ["active_seconds", "sessions", "explanation", "provenance", "publish", "publish_markdown"]
