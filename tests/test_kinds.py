@@ -90,3 +90,23 @@ def test_flagged_runs_are_kept_without_retry_when_asked(tmp_path: Path):
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
     assert len(runs) == 2 and runs["audit_flagged"].all(), runs[["arm", "attempt", "audit_reasons"]]
+
+
+def test_an_arm_that_measures_something_else_is_not_short_of_its_rounds():
+    """The conformance kind's fingerprint arm stores no throughput: its runs count by status
+    and audit, so a run summary does not say "fingerprint has 0 of 3 rounds counted"."""
+    import pandas as pd
+
+    from longlook.core.status import completion, shortfalls
+    from longlook.kinds.conformance import KIND
+
+    runs = pd.DataFrame([{"run_id": f"{a}{r}", "cell_id": "c", "arm": a, "round": r, "status": "ok",
+                          "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False,
+                          "mbit": 4.5 if a == "alone" else None} for a in ("alone", "fingerprint") for r in range(3)])
+    before = shortfalls(completion(runs, "mbit"), {"c": ["alone", "fingerprint"]}, need=2)
+    assert before == ["c: fingerprint has 0 of 3 rounds counted"]
+    done = completion(runs, "mbit", metric_free_arms=KIND.metric_free_arms)
+    assert shortfalls(done, {"c": ["alone", "fingerprint"]}, need=2) == []
+    failed = runs.assign(status=["ok"] * 3 + ["failed"] * 3)  # a failed fingerprint run still does not count
+    assert shortfalls(completion(failed, "mbit", metric_free_arms=KIND.metric_free_arms),
+                      {"c": ["alone", "fingerprint"]}, need=2) == ["c: fingerprint has 0 of 3 rounds counted"]

@@ -229,7 +229,7 @@ class Runner:
         sc = self.scenario
         metric = self.kind.primary_metric
         done = completion(store.runs_frame(), metric.name if metric else None,
-                          exclude_flagged=sc.fidelity.exclude_flagged)
+                          exclude_flagged=sc.fidelity.exclude_flagged, metric_free_arms=self.kind.metric_free_arms)
         arms = [a.label for a in sc.arm_list()]
         return shortfalls(done, {c.id: arms for c in sc.cells()}, need=min(MIN_N, sc.rounds))
 

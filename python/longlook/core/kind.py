@@ -116,6 +116,9 @@ class Kind:
     name: ClassVar[str]
     scenario_model: ClassVar[type]  # a core.spec.ScenarioBase subclass
     metrics: ClassVar[tuple[Metric, ...]] = ()
+    # arms whose runs measure something else than `metrics` (a stack's fingerprint): they
+    # count by status and audit, never "short of rounds" for lacking the primary metric
+    metric_free_arms: ClassVar[frozenset[str]] = frozenset()
     # extra store tables: name -> column definitions after `run_id VARCHAR` (DuckDB DDL)
     tables: ClassVar[dict[str, str]] = {}
     # linkem restarted before each run (a fresh flow log whose clock starts with the run)

@@ -7,7 +7,7 @@ audit clean (unless the scenario keeps flagged runs), and with the metric measur
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Iterable, Literal
 
 import pandas as pd
 
@@ -44,12 +44,16 @@ def protocol_verified(runs: pd.DataFrame) -> pd.Series:
 
 
 def counted_mask(runs: pd.DataFrame, metric: str | None = None, *,
-                 exclude_flagged: bool = True) -> pd.Series:
+                 exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()) -> pd.Series:
+    """`metric_free_arms`: arms whose runs measure something else than `metric` (a kind's
+    Kind.metric_free_arms): they count by status and audit alone."""
     ok = (runs["status"] == "ok") & protocol_verified(runs)
     if exclude_flagged and "audit_flagged" in runs:
         ok &= ~runs["audit_flagged"].fillna(False).astype(bool)
     if metric is not None:
-        ok &= runs[metric].notna() if metric in runs else False
+        has = runs[metric].notna() if metric in runs else pd.Series(False, index=runs.index)
+        free = set(metric_free_arms)
+        ok &= has | runs["arm"].isin(free) if free and "arm" in runs else has
     return ok
 
 
@@ -77,13 +81,14 @@ def exclusion_reason(r: pd.Series, metric: str | None = None, *, exclude_flagged
 
 
 def completion(runs: pd.DataFrame, metric: str | None = None, *,
-               exclude_flagged: bool = True) -> pd.DataFrame:
+               exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()) -> pd.DataFrame:
     """Per (cell, arm): the rounds tried, those that ended with a counted run, and the share.
     Where a protocol cannot finish under a condition, this is the result, not its PLT."""
     cols = ["cell_id", "arm", "rounds", "counted", "share"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
-    r = runs.assign(_counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged))
+    r = runs.assign(_counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged,
+                                          metric_free_arms=metric_free_arms))
     per_round = r.groupby(["cell_id", "arm", "round"])["_counted"].any().reset_index()
     out = per_round.groupby(["cell_id", "arm"])["_counted"].agg(rounds="size", counted="sum").reset_index()
     out["counted"] = out["counted"].astype(int)

@@ -243,9 +243,13 @@ def _counts(an: Analysis) -> dict[str, Any]:
             "verdict_counts": verdicts}
 
 
+def _free(an: Analysis) -> frozenset[str]:
+    return getattr(an.kind, "metric_free_arms", frozenset())
+
+
 def _completion(an: Analysis) -> dict[tuple[str, str], str]:
     """(cell, arm) -> "counted/tried" rounds: how often each arm finished, beside its metric."""
-    done = completion(an.runs, an.metric.name, exclude_flagged=an.exclude_flagged)
+    done = completion(an.runs, an.metric.name, exclude_flagged=an.exclude_flagged, metric_free_arms=_free(an))
     return {(c, a): f"{k}/{n}" for c, a, n, k in done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)}
 
 
@@ -254,7 +258,7 @@ def _excluded_rows(an: Analysis, directory: Path) -> list[dict[str, Any]]:
     if runs.empty:
         return []
     left_out = runs[~counted_mask(runs, an.metric.name if an.pairs else None,
-                                  exclude_flagged=an.exclude_flagged)]
+                                  exclude_flagged=an.exclude_flagged, metric_free_arms=_free(an))]
     return [{"run_id": r["run_id"], "cell_id": r["cell_id"], "round": r["round"], "arm": r["arm"],
              "attempt": r["attempt"], "status": r["status"],
              "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged),
