@@ -168,9 +168,10 @@ def nearest(stack: str, version: str, n: int = 3, *, known: list[str] | None = N
     return below + above
 
 
-def check_release(stack: str, version: str, *, fetch=None) -> str:
-    """`version` as the registry spells it, or one error naming the nearest releases."""
-    known = releases(stack, pre=True, fetch=fetch)
+def check_release(stack: str, version: str, *, fetch=None, known: list[str] | None = None) -> str:
+    """`version` as the registry spells it, or one error naming the nearest releases
+    (`known`: the listing, when the caller has it)."""
+    known = known if known is not None else releases(stack, pre=True, fetch=fetch)
     for v in known:
         if v == version or v.removeprefix("v") == version.removeprefix("v"):
             return v

@@ -3,14 +3,18 @@ releases (oldest first) with each release's interval, change points, and at each
 what the state machine did differently on either side.
 
 An experiment with `versions = "quic-go@A..B"` runs one arm per release (`<label>-<version>`,
-kinds/pageload/spec.py); here they are put back in release order. Change points come from
+stacks/release_arms.py), whatever its kind: page loads (the metric: page load time), fairness
+(Jain's index; the arm runs every flow of the matchup on that release) or video (QoE; the h3
+arm per release, h2 unchanged); here they are put back in release order. Change points come from
 E-Divisive on the per-release means (analyses/compare/history.py: the same permutation test,
 Bonferroni over the series). Its limit is stated with every result: with N releases the
 smallest p its permutation test can give is 2/C(N, N//2), so fewer than 8 releases can show
 no change at 0.05; and two releases whose intervals overlap cannot be told apart, so a change
 much smaller than the releases' interval half-width goes unseen. At each change point the
 runs of the last release before it and the first after it are compared by `states diff`
-(analyses/states/diff.py): transitions that appear, vanish or change frequency.
+(analyses/states/diff.py): transitions that appear, vanish or change frequency. A fairness run
+is several flows at once and has no one connection's trace, so a fairness sweep has no states
+diff (its history says so); a video run's diff is its session's connection.
 """
 
 from __future__ import annotations
@@ -66,6 +70,8 @@ class ReleaseHistory:
     pvalue: float
     series_pvalue: float
     permutations: int
+    note: str = ""  # what this sweep's history does not hold, and why
+
 
     def limit(self) -> str:
         """What this sweep can detect, in words."""
@@ -73,6 +79,7 @@ class ReleaseHistory:
         need = max(8, min_experiments(self.series_pvalue))
         hw = [s.halfwidth_pct() for s in self.series if not math.isnan(s.halfwidth_pct())]
         size = f"; releases' 95% intervals are +-{np.median(hw):.1f}% (median), so smaller steps are not separable" if hw else ""
+        size += f"; {self.note}" if self.note else ""
         if smallest_p(n) > self.series_pvalue:
             return (f"no change can be significant: {n} releases give E-Divisive a smallest p of "
                     f"{smallest_p(n):.3g} > {self.series_pvalue:.3g}; it needs {need}{size}")
@@ -132,6 +139,10 @@ def release_history(directory: str | Path, *, metric: str | None = None, pvalue:
                 v = counted[(counted["cell_id"] == cell) & (counted["arm"] == label)][m.name]
                 pts.append(_point(v.dropna().to_numpy(float), version, label))
             series.append(ReleaseSeries(cell, family, m.name, pts))
+    # a fairness run is all its flows at once: no one connection's trace to diff
+    traced = getattr(an.kind, "name", None) != "fairness"
+    note = "" if traced else ("no state-machine diff at change points: a fairness run is several flows "
+                              "at once, with no one connection's trace")
     tested = [s for s in series if sum(not math.isnan(p.mean) for p in s.points) >= 3]
     threshold = pvalue / max(1, len(tested))
     perms = permutations_for(threshold)
@@ -139,10 +150,10 @@ def release_history(directory: str | Path, *, metric: str | None = None, pvalue:
         means = [p.mean for p in s.points]
         found = e_divisive(means, threshold, perms)
         s.change_points = _describe(means, found)
-        if diffs:
+        if diffs and traced:
             for cp in s.change_points:
                 s.diffs[cp.index] = _state_diffs(directory, s, cp.index)
-    return ReleaseHistory(series, m.name, m.unit, pvalue, threshold, perms)
+    return ReleaseHistory(series, m.name, m.unit, pvalue, threshold, perms, note)
 
 
 def _state_diffs(directory: Path, s: ReleaseSeries, index: int) -> list[StateDiff]:

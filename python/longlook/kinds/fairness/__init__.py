@@ -7,9 +7,13 @@ from __future__ import annotations
 import shutil
 import time
 from dataclasses import asdict
+from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext, table_columns
 from ...stacks.endpoint import ServerOptions
+from ...stacks.install import ensure_stacks
+from ...stacks.registry import is_stack, require_servers, resolve
+from ...stacks.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .aggregate import cell_summary, example_run, table4
 from ...flowlog import FlowCounters, flow_counters, read_flow_log
@@ -17,7 +21,7 @@ from .flows import FlowOutcome, run_concurrent_flows
 from .measure import FlowMeasurement, RunMeasurement, measure_run
 from .metrics import FAIRNESS_METRICS, expected_shares, jain_index, shares, weighted_jain_index
 from .sections import fairness_section
-from .spec import FairnessCell, FairnessScenario, FlowSpec, Matchup, Sweep
+from .spec import FairnessCell, FairnessScenario, FlowsArm, FlowSpec, Matchup, Sweep
 
 SETTLE_S = 0.5  # after the flows: linkem's last flow-log lines and the server's log flushes
 FLOW_LOG = "linkem-flows.jsonl"
@@ -27,7 +31,8 @@ def server_options(cell: FairnessCell) -> ServerOptions:
     return ServerOptions(quic_cc=cell.quic_cc or "cubic", n_conn=cell.n_conn, tcp_cc=cell.tcp_cc or "cubic")
 
 
-def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str] | None = None) -> Measurement:
+def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str] | None = None,
+                options: dict[str, str] | None = None) -> Measurement:
     """One run's fairness figures as the core stores them: per-run metrics, a `flows` row per
     flow, and the throughput timeline and cwnd as series keyed by flow."""
     flows = [{**asdict(f), "position": i} for i, f in enumerate(m.flows)]
@@ -42,7 +47,7 @@ def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str]
         metrics={"jain": _finite(m.jain), "jain_weighted": _finite(m.jain_weighted),
                  "total_mbit": _finite(sum(rates))},
         details={"window_start_s": m.window[0], "window_end_s": m.window[1]},
-        series=series, rows={"flows": flows}, artifacts=artifacts or {})
+        series=series, rows={"flows": flows}, artifacts=artifacts or {}, options=options or {})
 
 
 def _finite(x: float) -> float | None:
@@ -58,17 +63,30 @@ class Fairness(Kind):
     testbed_options = {"flow_log": True}
     sections = (fairness_section,)
 
+    def prepare(self, scenario: FairnessScenario) -> dict[str, Any]:
+        # an ours@VERSION the arms name is built on first use, before the grid's first run
+        specs = [s for a in scenario.arms for s in scenario.stacks_of(a)]
+        ensure_stacks(specs)
+        require_servers([(scenario.stacks_of(a)[0], None) for a in scenario.arms])
+        return {}
+
     def session(self, testbed, experiment_dir):
         return open_servers(testbed, experiment_dir)
 
+    def versions(self, scenario: FairnessScenario) -> dict[str, Any]:
+        """The exact version and binary digest of every build the arms run."""
+        return recorded_versions(s for a in scenario.arms for s in scenario.stacks_of(a))
+
     def measure(self, ctx: RunContext) -> Measurement:
         cell: FairnessCell = ctx.cell
+        server_spec, client_spec = ctx.scenario.stacks_of(ctx.arm)
         servers = ctx.session["servers"]
-        port, server = servers.get(options=server_options(cell))
+        port, server = servers.get(server_spec, options=server_options(cell))
         linkem = ctx.testbed.linkem
         launch_unix, outcomes = run_concurrent_flows(
             ctx.testbed, port=port, cert_dir=servers.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
-            run_dir=ctx.run_dir, duration_s=cell.duration_s, keylog=ctx.keylog)
+            run_dir=ctx.run_dir, duration_s=cell.duration_s, keylog=ctx.keylog,
+            binary=resolve(client_spec).binary if is_stack(client_spec) else None)
         time.sleep(SETTLE_S)
         flow_log = ctx.run_dir / FLOW_LOG
         shutil.copyfile(linkem.flow_log_path, flow_log)
@@ -78,7 +96,8 @@ class Fairness(Kind):
         m = measure_run(outcomes, flow_log=flow_log, launch_unix=launch_unix,
                         linkem_t0_unix=linkem.started_unix, window=cell.shared_window(),
                         end_s=cell.duration_s, bin_s=ctx.scenario.bin_s, logs=logs)
-        return measurement(m, launch_unix, {"flow_log": FLOW_LOG})
+        return measurement(m, launch_unix, {"flow_log": FLOW_LOG},
+                           options={"server": server_spec, "client": client_spec})
 
     def progress_text(self, m) -> str:
         jain = m.metrics.get("jain")
@@ -88,7 +107,7 @@ class Fairness(Kind):
 KIND = Fairness()
 
 __all__ = [
-    "KIND", "FairnessCell", "FairnessScenario", "FlowCounters", "FlowMeasurement", "FlowOutcome",
+    "KIND", "FairnessCell", "FairnessScenario", "FlowCounters", "FlowsArm", "FlowMeasurement", "FlowOutcome",
     "FlowSpec", "Matchup", "RunMeasurement", "Sweep", "cell_summary", "example_run",
     "expected_shares", "flow_counters", "jain_index", "measure_run", "measurement",
     "read_flow_log", "run_concurrent_flows", "shares", "table4", "weighted_jain_index",

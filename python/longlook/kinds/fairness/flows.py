@@ -39,16 +39,17 @@ def flow_slug(label: str) -> str:
 
 def run_concurrent_flows(tb, *, port: int, cert_dir: Path, flows: list[FlowSpec], run_id: str,
                          run_dir: Path, duration_s: float | None, object_size: str = ENDLESS_OBJECT,
-                         keylog: Path | None = None) -> tuple[float, list[FlowOutcome]]:
+                         keylog: Path | None = None, binary: Path | None = None) -> tuple[float, list[FlowOutcome]]:
     """Start every flow at its `start_s` after launch, wait for all, return the launch time
     (Unix seconds, the run's t = 0) and each flow's outcome.
 
     With `duration_s`, each flow stops receiving at `duration_s` after launch (its own
     duration is shortened by its start offset); without it, each fetches `object_size` whole.
-    With `keylog`, every flow appends its TLS secrets there ([capture] keylog).
+    With `keylog`, every flow appends its TLS secrets there ([capture] keylog). `binary`:
+    another build of the endpoint's client (ours@VERSION); default the workspace's.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    endpoint = str(find_binary("endpoint"))
+    endpoint = str(binary or find_binary("endpoint"))
     pending = sorted(flows, key=lambda f: f.start_s)
     started: list[tuple[FlowSpec, str, Path, subprocess.Popen, float]] = []
     launch_unix = time.time()

@@ -23,6 +23,8 @@ class FairnessData:
                              zip(cells["cell_id"], cells["position"], cells["dims"])])
         self.cells = dims.reindex(columns=CELL_COLUMNS)
         self.runs = runs
+        if "arm" in runs and runs["arm"].nunique() > 1:
+            self.cells, self.runs = per_arm(self.cells, runs)
 
     def flows(self) -> pd.DataFrame:
         return self.store.table("flows", "ORDER BY run_id, position").merge(
@@ -52,6 +54,18 @@ class FairnessData:
             return pd.DataFrame(columns=["cell_id", "flow", "cwnd_kb"])
         f = pd.DataFrame(rows).groupby(["cell_id", "flow"])["run_mean"].mean() / 1000
         return f.rename("cwnd_kb").reset_index()
+
+
+def per_arm(cells: pd.DataFrame, runs: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Several arms (e.g. a release sweep's): each (cell, arm) its own row of Table 4 and its
+    own figures, the arm named with the matchup; never two arms' runs pooled."""
+    arms = sorted(runs["arm"].unique())
+    rows = []
+    for _, c in cells.iterrows():
+        for i, arm in enumerate(arms):
+            rows.append({**c.to_dict(), "cell_id": f"{c['cell_id']} · {arm}", "matchup": f"{c['matchup']} · {arm}",
+                         "position": int(c["position"]) * len(arms) + i})
+    return pd.DataFrame(rows, columns=cells.columns), runs.assign(cell_id=runs["cell_id"] + " · " + runs["arm"])
 
 
 def _num(x, fmt: str = "{:.2f}") -> str:

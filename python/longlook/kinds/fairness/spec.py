@@ -2,7 +2,12 @@
 and what is swept.
 
     links x matchups x starts x (quic_cc x n_conn x tcp_cc x buffer_bytes) = cells, `runs`
-    (= rounds) runs each.
+    (= rounds) runs of each arm.
+
+An arm is which build of our endpoint the flows run: its server (serving every flow of the
+run) and its client (`endpoint fetch` of every flow). One arm by default ("flows", the
+workspace's build); `[[arms]]` or a `versions` sweep (stacks/release_arms.py) make several,
+which the core alternates within each round.
 
 A knob that does not apply to a matchup (QUIC congestion control in TCP vs TCP) is dropped
 from that cell, so sweeping it does not repeat identical cells; n_conn > 1 exists only for
@@ -15,17 +20,46 @@ import itertools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
+from ...errors import LonglookError
 from ...linkprofile import LinkProfile
+from ...stacks.base import OURS
 from ...stacks.congestion import QuicCC, TcpCC
+from ...stacks.registry import resolve
+from ...stacks.release_arms import our_build, release_arms
 
 Start = Literal["simultaneous", "staggered-quic-first", "staggered-tcp-first"]
-# every flow of a run is measured at once: one arm, whose protocols each flow verifies
-FLOWS_ARM = ArmBase(label="flows")
+NATIVE = "native"  # the flows' default client: the workspace's `endpoint fetch`
+
+
+def _check_server(spec: str) -> str:
+    return our_build(spec, "server", (OURS,), "fairness flows run against our endpoint, whose bulk object is "
+                     "endless and generated (a flow cuts it by time) and whose logs are told apart per flow")
+
+
+def _check_client(spec: str) -> str:
+    return our_build(spec, "client", (NATIVE, OURS), "fairness flows are `endpoint fetch` bulk downloads "
+                     "bounded by time")
+
+
+ServerSpec = Annotated[str, AfterValidator(_check_server)]
+ClientSpec = Annotated[str, AfterValidator(_check_client)]
+
+
+class FlowsArm(ArmBase):
+    """Every flow of a run is measured at once: an arm is which builds they run. `server`:
+    the server of every flow (QUIC and TCP: one port; the TCP path has no quinn code);
+    `client`: the `endpoint fetch` of every flow. None: the scenario's."""
+
+    server: ServerSpec | None = None
+    client: ClientSpec | None = None
+
+
+FLOWS_ARM = FlowsArm(label="flows")
 
 
 class Matchup(BaseModel):
@@ -172,6 +206,45 @@ class FairnessScenario(ScenarioBase):
     bin_s: float = Field(default=1.0, gt=0, description="timeline bin width (s)")
     matchups: list[Matchup] = Field(min_length=1)
     sweep: Sweep = Field(default_factory=Sweep)
+    server: ServerSpec = OURS  # every arm's server unless it names one: ours or ours@VERSION
+    client: ClientSpec = NATIVE  # every arm's flows' client: native (workspace), ours or ours@VERSION
+    arms: list[FlowsArm] = []  # default: one arm, "flows"
+    # releases as arms (issue 30, stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # each arm whose server or client is that stack becomes one arm per release
+    versions: list[str] = []
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions_list(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
+
+    @model_validator(mode="after")
+    def _arms(self) -> "FairnessScenario":
+        if not self.arms:
+            self.arms = [FLOWS_ARM]
+        if self.versions:
+            self.arms = release_arms(self.arms, self.versions, server=self.server, client=self.client)
+        labels = [a.label for a in self.arms]
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"arms: labels must be unique, got {labels}")
+        self._check_congestion_controls()
+        return self
+
+    def _check_congestion_controls(self) -> None:
+        """Every QUIC congestion control swept is offered by every arm's server."""
+        if not any(m.quic for m in self.matchups):
+            return
+        for a in self.arms:
+            stack = resolve(self.stacks_of(a)[0])
+            for cc in self.sweep.quic_cc:
+                try:
+                    stack.cc(cc)
+                except LonglookError as e:
+                    raise ValueError(f'arm "{a.label}": {e.message} ({e.hint})') from None
+
+    def stacks_of(self, arm: ArmBase) -> tuple[str, str]:
+        """(server, client) of an arm's flows."""
+        return (getattr(arm, "server", None) or self.server, getattr(arm, "client", None) or self.client)
 
     @model_validator(mode="after")
     def _staggers_fit(self) -> "FairnessScenario":
@@ -217,7 +290,11 @@ class FairnessScenario(ScenarioBase):
                 for i, (cid, c) in enumerate(cells.items())]
 
     def arm_list(self) -> list[ArmBase]:
-        return [FLOWS_ARM]
+        return list(self.arms)
+
+    def comparisons(self) -> list[tuple[str, str]]:
+        """With several arms, each against the last (a release sweep: against the newest)."""
+        return [(a.label, self.arms[-1].label) for a in self.arms[:-1]]
 
 
 def _with_buffer(link: LinkProfile, buffer_bytes: int) -> LinkProfile:

@@ -9,7 +9,8 @@ from typing import Any, Iterator
 
 from ...core.kind import Kind, Measurement, RunContext
 from ...stacks.install import ensure_chromium, ensure_stacks
-from ...stacks.registry import binary_digests, client_fetcher, require_servers, versions_of
+from ...stacks.registry import client_fetcher, require_servers
+from ...stacks.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .proxied import proxies
 from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
@@ -47,9 +48,8 @@ class PageLoad(Kind):
 
     def versions(self, scenario: Scenario) -> dict[str, Any]:
         """The exact version of every QUIC stack the arms run (server or client)."""
-        names = [n for a in scenario.arms for n in (a.server or scenario.server, a.client or scenario.client)]
-        stacks = versions_of(names)
-        return {"stacks": stacks, "stack_binaries": binary_digests(names)} if stacks else {}
+        return recorded_versions(n for a in scenario.arms for n in (a.server or scenario.server,
+                                                                      a.client or scenario.client))
 
     def measure(self, ctx: RunContext) -> Measurement:
         return measure(ctx)

@@ -21,6 +21,7 @@ from ...core.validation import expand_sweep
 from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.race import RaceSettings
+from ...stacks.release_arms import release_arms
 from ...stacks.registry import check_spec, is_stack
 from ...stacks.congestion import QuicCC, TcpCC
 
@@ -342,8 +343,8 @@ class Scenario(ScenarioBase):
             raise ValueError("set either protocols or [[arms]], not both")
         if not self.arms:
             self.arms = [Arm(label=p, protocol=p) for p in self.protocols]
-        if self.versions:
-            self.arms = self._release_arms()
+        if self.versions:  # each arm running a swept stack, once per release (stacks/release_arms.py)
+            self.arms = release_arms(self.arms, self.versions, server=self.server, client=self.client)
         labels = [a.label for a in self.arms]
         if len(set(labels)) != len(labels):
             raise ValueError(f"arms: labels must be unique, got {labels}")
@@ -371,46 +372,6 @@ class Scenario(ScenarioBase):
         self._check_proxy()
         self._check_unique_cells()
         return self
-
-    def _release_arms(self) -> list[Arm]:
-        """Each arm running a swept stack, once per release (core of the `versions` sweep)."""
-        from ...errors import LonglookError
-        from ...stacks.releases import expand
-
-        chosen: dict[str, list[str]] = {}
-        for entry in self.versions:
-            try:
-                specs = expand(entry)
-            except LonglookError as e:
-                raise ValueError(f"versions: {e.message}" + (f" ({e.hint})" if e.hint else "")) from None
-            for spec in specs:
-                name, _, version = spec.partition("@")
-                check_spec(spec)
-                if not version:
-                    raise ValueError(f'versions: "{entry}" names no release (write NAME@VERSION or NAME@A..B)')
-                chosen.setdefault(name, []).append(version)
-        out, used = [], set()
-        for a in self.arms:
-            server, client = a.server or self.server, a.client or self.client
-            names = {n for n in (server.partition("@")[0], client.partition("@")[0]) if n in chosen}
-            if not names:
-                out.append(a)
-                continue
-            if len(names) > 1:
-                raise ValueError(f'arm "{a.label}": its server and client are two swept stacks; sweep one')
-            name = names.pop()
-            used.add(name)
-            for v in dict.fromkeys(chosen[name]):
-                spec = f"{name}@{v}"
-                out.append(a.model_copy(update={
-                    "label": f"{a.label}-{v}",
-                    "server": spec if server.partition("@")[0] == name else a.server,
-                    "client": spec if client.partition("@")[0] == name else a.client}))
-        unused = set(chosen) - used
-        if unused:
-            raise ValueError(f"versions: no arm runs {', '.join(sorted(unused))} (set an arm's server or "
-                             f"client to it)")
-        return out
 
     def _check_n_conn(self) -> None:
         """N-connection emulation is a knob of our endpoint's Cubic only (`endpoint serve

@@ -8,6 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext
+from ...stacks.install import ensure_stacks
+from ...stacks.registry import require_servers
+from ...stacks.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
@@ -45,6 +48,9 @@ class Video(Kind):
         cache = Path(scenario.video.cache_dir).expanduser() if scenario.video.cache_dir else None
         content = ensure_content(scenario.video.spec(), cache)
         manifest = parse_manifest((content / "manifest.mpd").read_text(), str(content / "manifest.mpd"))
+        # an ours@VERSION the arms name is built on first use, before the grid's first run
+        ensure_stacks(self._stacks(scenario))
+        require_servers([(scenario.stacks_of(a)[0], None) for a in scenario.arm_list()])
         state: dict[str, Any] = {"content": content, "manifest": manifest}
         if "dashjs" in scenario.players:
             from .dashjs import prepare_dashjs
@@ -60,13 +66,22 @@ class Video(Kind):
             m = with_router_bytes(ctx, measure_dashjs(ctx))
         else:
             m = with_router_bytes(ctx, measure_native(ctx))
+        server_spec, client_spec = ctx.scenario.stacks_of(ctx.arm)  # recorded per run, as page loads do
+        m.options.update(server=server_spec, client=client_spec if ctx.cell.player == "native" else "chromium")
         assignment = ctx.scenario.assignment(ctx.cell, ctx.arm, ctx.round)
         if assignment is not None:  # [intervention]: what this session was given, for the ATE
             m.details["intervention"] = assignment.as_dict()
         return m
 
+    @staticmethod
+    def _stacks(scenario: VideoScenario) -> list[str]:
+        """The builds the arms run: servers, and the native player's clients."""
+        native = "native" in scenario.players
+        return [s for a in scenario.arm_list() for s in scenario.stacks_of(a)[:2 if native else 1]]
+
     def versions(self, scenario: VideoScenario) -> dict[str, Any]:
-        out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key()}
+        out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key(),
+                               **recorded_versions(self._stacks(scenario))}
         if "dashjs" in scenario.players:
             from .dashjs import dashjs_versions
             out.update(dashjs_versions())

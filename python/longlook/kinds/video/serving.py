@@ -1,6 +1,7 @@
-"""The server side: our endpoint serving the clip's directory (`--root`) over h3 and h2 on
-one port, no-store (docs/interfaces.md). Our endpoint's ServerOptions has no root, so this
-kind adds it; the server pool (stacks.servers) keys servers by options: one server per clip."""
+"""The server side: our endpoint (the arm's build: ours or ours@VERSION) serving the clip's
+directory (`--root`) over h3 and h2 on one port, no-store (docs/interfaces.md). Our endpoint's
+ServerOptions has no root, so this kind adds it; the server pool (stacks.servers) keys servers
+by stack and options: one server per build and clip."""
 
 from __future__ import annotations
 
@@ -18,4 +19,6 @@ class VideoServerOptions(ServerOptions):
 
 
 def server_for(ctx, root) -> tuple[int, object]:
-    return ctx.session["servers"].get(options=VideoServerOptions(root=str(root)))
+    """The arm's server (ours or ours@VERSION) serving the clip's folder."""
+    spec = ctx.scenario.stacks_of(ctx.arm)[0]
+    return ctx.session["servers"].get(spec, options=VideoServerOptions(root=str(root)))

@@ -2,18 +2,25 @@
 arms are the protocols (h3 = QUIC, h2 = TCP), compared back to back within each cell.
 
     links x players x abr = cells; arms h3 and h2; `rounds` runs of each.
+
+The server is our endpoint, the workspace's build or one built against a quinn-proto release
+(`server = "ours@0.11.14"`); the native player's client likewise (`client`). `versions`
+(stacks/release_arms.py) turns the QUIC arms (h3, race) into one arm per release, labelled
+`h3-<version>`, which alternate within each round; the TCP arm (h2) stays the baseline.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
+from ...stacks.base import OURS
 from ...stacks.race import RaceSettings
+from ...stacks.release_arms import our_build, release_arms
 from .content import VideoSpec
 from .intervention import Intervention, assign, treated_link
 
@@ -21,6 +28,28 @@ Player = Literal["native", "dashjs"]
 Rule = Literal["bola", "throughput"]
 PROTOCOLS = ("h3", "h2")
 RACE_ARM = "quic-enabled"  # the label of the racing client's arm
+NATIVE = "native"  # the native player's default client: the workspace's `endpoint fetch`
+
+
+def _check_server(spec: str) -> str:
+    return our_build(spec, "server", (OURS,), "the video kind serves its clip's folder and dash.js's page "
+                     "with our endpoint (`endpoint serve --root`)")
+
+
+def _check_client(spec: str) -> str:
+    return our_build(spec, "client", (NATIVE, OURS), "the native player runs `endpoint fetch --mode session`")
+
+
+ServerSpec = Annotated[str, AfterValidator(_check_server)]
+ClientSpec = Annotated[str, AfterValidator(_check_client)]
+
+
+class VideoArm(ArmBase):
+    """A protocol's arm; `server` / `client` (None: the scenario's) are set by a `versions`
+    sweep on the QUIC arms."""
+
+    server: ServerSpec | None = None
+    client: ClientSpec | None = None
 
 
 class Video(BaseModel):
@@ -90,6 +119,17 @@ class VideoScenario(ScenarioBase):
     max_dropped_frames: float = Field(default=0.05, ge=0, le=1, strict=True)
     # a randomised onset of a QUIC-breaking middlebox per QUIC-enabled session (intervention.py)
     intervention: Intervention | None = None
+    server: ServerSpec = OURS  # every arm's server: ours or ours@VERSION
+    client: ClientSpec = NATIVE  # the native player's client (dash.js runs Chromium's)
+    # releases as arms (issue 30, stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # the QUIC arms (h3, race) become one arm per release, h2 stays as it is
+    versions: list[str] = []
+    _arms: list[VideoArm] = PrivateAttr(default_factory=list)
+
+    @field_validator("versions", mode="before")
+    @classmethod
+    def _versions_list(cls, v: Any) -> Any:
+        return v if isinstance(v, list) else [v]
 
     @field_validator("players", "abr", "protocols", mode="before")
     @classmethod
@@ -114,8 +154,17 @@ class VideoScenario(ScenarioBase):
                 raise ValueError("[intervention] sets the middlebox per session: leave it out of [[links]]")
             if self.rounds < 2:
                 raise ValueError("[intervention] needs rounds >= 2 (a treated and a control session per cell)")
+        arms = [VideoArm(label=RACE_ARM if p == "race" else p, protocol=p) for p in self.protocols]
+        if self.versions:
+            arms = release_arms(arms, self.versions, server=self.server, client=self.client,
+                                sweeps=lambda a: a.protocol != "h2")
+        self._arms = arms
         self._check_unique_cells()
         return self
+
+    def stacks_of(self, arm: ArmBase) -> tuple[str, str]:
+        """(server, native player's client) of an arm."""
+        return (getattr(arm, "server", None) or self.server, getattr(arm, "client", None) or self.client)
 
     def assignment(self, cell: CellBase, arm: ArmBase, round_index: int):
         """The intervention's draw for one run (None: no intervention, or the TCP-only arm)."""
@@ -148,7 +197,7 @@ class VideoScenario(ScenarioBase):
         return cells
 
     def arm_list(self) -> list[ArmBase]:
-        return [ArmBase(label=RACE_ARM if p == "race" else p, protocol=p) for p in self.protocols]
+        return list(self._arms)
 
     def comparisons(self) -> list[tuple[str, str]]:
-        return [(RACE_ARM if p == "race" else p, "h2") for p in self.protocols if p != "h2"]
+        return [(a.label, "h2") for a in self._arms if a.protocol != "h2"]

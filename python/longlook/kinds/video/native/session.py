@@ -35,8 +35,9 @@ class ObjectFetch:
 class EndpointSession:
     def __init__(self, testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
                  timeout_s: float, stderr_path: Path, race_argv: list[str] | None = None,
-                 keylog: Path | None = None):
-        argv = [str(find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
+                 keylog: Path | None = None, binary: Path | None = None):
+        # `binary`: another build of the endpoint (ours@VERSION); default the workspace's
+        argv = [str(binary or find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
                 "--mode", "session", "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
                 "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
         if keylog is not None:  # [capture] keylog
