@@ -4,6 +4,7 @@ share comparison and the per-parameter summary on a synthetic store frame."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -13,7 +14,7 @@ import pytest
 from longlook.core.registry import get_kind
 from longlook.core.spec import parse_scenario
 from longlook.errors import LonglookError
-from longlook.flowlog import FlowCounters
+from longlook.flowlog import FlowCounters, RouterQueue, read_flow_log
 from longlook.kinds.conformance import ConformanceScenario
 from longlook.kinds.conformance.aggregate import coverage, parameter_summary, share_comparisons, verdict_of
 from longlook.kinds.conformance.envelope import Envelope, envelope_points, mean_interval, overlap
@@ -101,18 +102,56 @@ def test_mean_interval_covers_95_percent_of_the_time():
     assert math.isnan(mean_interval([0.5])[1])
 
 
-def test_envelope_points_bin_router_bytes_and_sender_delay():
-    # 1250 bytes every 10 ms = 1 Mbit/s at the router; the sender's RTT 40 ms over a 30 ms minimum
+def test_envelope_points_bin_router_bytes_router_queue_and_sender_delay():
+    # 1250 bytes every 10 ms = 1 Mbit/s at the router; the router's buffer held each packet
+    # 4 ms (the longest 6 ms); the sender's RTT 40 ms over a 30 ms minimum
     t = np.arange(0.0, 2.0, 0.01) + 5.0
     c = FlowCounters(t=t, bytes=np.cumsum(np.full(t.size, 1250)), packets=np.arange(1, t.size + 1),
                      dropped_buffer=np.zeros(t.size, dtype=int))
+    q = RouterQueue(t=t, packets=np.ones(t.size), sum_ms=np.full(t.size, 4.0), max_ms=np.full(t.size, 4.0))
+    q.max_ms[75] = 6.0  # t = 5.75: the second bin
     ev = [{"time": 0.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 12000, "min_rtt": 30.0,
                                                                       "latest_rtt": 30.0}}]
     ev += [{"time": ms, "name": "recovery:metrics_updated", "data": {"latest_rtt": 40.0}} for ms in range(10, 2000, 10)]
-    pts = envelope_points(c, from_qlog(qlog_from_events(ev)), offset_s=5.0, trace_t0_s=0.0, bin_s=0.5, end_s=10)
+    pts = envelope_points(c, q, from_qlog(qlog_from_events(ev)), offset_s=5.0, trace_t0_s=0.0, bin_s=0.5, end_s=10)
     assert len(pts) == 3
     assert pts["mbit"].iloc[1] == pytest.approx(1.0, rel=0.01)
-    assert pts["queue_ms"].iloc[1] == pytest.approx(10.0)
+    assert pts["queue_ms"].iloc[1] == pytest.approx(4.0)  # the router's, not the sender's 10
+    assert list(pts["queue_max_ms"]) == [4.0, 6.0, 4.0]
+    assert pts["sender_queue_ms"].iloc[1] == pytest.approx(10.0)
+    assert Envelope(pts).core()[:, 1].max() == pytest.approx(4.0)  # the envelope's delay axis
+    # no router figures (a log from an older linkem): no queueing delay, not the sender's
+    assert envelope_points(c, None, None, offset_s=5.0, trace_t0_s=0.0, bin_s=0.5, end_s=10)["queue_ms"].isna().all()
+
+
+def test_router_queue_combines_flows_per_line_and_bins_by_interval(tmp_path):
+    # two flows' lines of the same writes (t), one line with nothing enqueued, a torn line
+    lines = [
+        {"t": 0.1, "direction": "down", "proto": "udp", "src": "s:1", "dst": "c:1", "packets": 5, "bytes": 7500,
+         "dropped_loss": 0, "dropped_buffer": 0, "sojourn_packets": 3, "sojourn_ms_mean": 2.0, "sojourn_ms_max": 3.0},
+        {"t": 0.1, "direction": "down", "proto": "tcp", "src": "s:2", "dst": "c:2", "packets": 1, "bytes": 1500,
+         "dropped_loss": 0, "dropped_buffer": 0, "sojourn_packets": 1, "sojourn_ms_mean": 10.0, "sojourn_ms_max": 10.0},
+        {"t": 0.2, "direction": "down", "proto": "udp", "src": "s:1", "dst": "c:1", "packets": 8, "bytes": 12000,
+         "dropped_loss": 0, "dropped_buffer": 0, "sojourn_packets": 0, "sojourn_ms_mean": None, "sojourn_ms_max": None},
+        {"t": 0.3, "direction": "down", "proto": "udp", "src": "s:1", "dst": "c:1", "packets": 9, "bytes": 13500,
+         "dropped_loss": 0, "dropped_buffer": 0, "sojourn_packets": 2, "sojourn_ms_mean": 1.0, "sojourn_ms_max": 1.5},
+    ]
+    path = tmp_path / "flows.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"t": 0.4, "dire')
+    log = read_flow_log(path)
+    both = RouterQueue.of(log)
+    assert list(both.t) == [0.1, 0.3] and list(both.packets) == [4, 2]
+    assert both.mean_ms == pytest.approx((3 * 2 + 10 + 2 * 1) / 6)
+    mean, peak = both.timeline_ms(np.array([0.0, 0.1, 0.2, 0.4]))  # 0.1 is on an edge: the first bin
+    assert mean[0] == pytest.approx(4.0) and peak[0] == 10.0
+    assert np.isnan(mean[1]) and np.isnan(peak[1])
+    assert (mean[2], peak[2]) == (1.0, 1.5)
+    udp = RouterQueue.of(log[log["proto"] == "udp"])
+    assert udp.mean_ms == pytest.approx(8 / 5)
+    # a log from before these fields: no figures, no error
+    old = tmp_path / "old.jsonl"
+    old.write_text(json.dumps({k: v for k, v in lines[0].items() if not k.startswith("sojourn")}) + "\n")
+    assert math.isnan(RouterQueue.of(read_flow_log(old)).mean_ms)
 
 
 def test_shared_share_counts_only_while_both_ran():
@@ -171,7 +210,7 @@ def test_fingerprint_reads_both_sides_transport_parameters():
 def _alone(**figures):
     base = {"run_id": "r", "cell_id": "c", "round": 0, "arm": "alone", "status": "ok", "protocol_requested": None,
             "protocol_negotiated": "h3", "mbit": 10.0, "transfer_s": 4.0, "server_cpu_s": 0.5, "client_cpu_s": 0.5,
-            "cwnd_bytes": 200_000.0, "inflight_share": 0.95, "loss_episodes": 2.0, "queue_ms": 10.0, "min_rtt_ms": 36.0,
+            "cwnd_bytes": 200_000.0, "inflight_share": 0.95, "loss_episodes": 2.0, "queue_ms": 10.0, "sender_queue_ms": 10.0, "min_rtt_ms": 36.0,
             "idle_share": 0.0}
     return pd.DataFrame([{**base, **figures}])
 
@@ -183,7 +222,8 @@ def _alone(**figures):
     ({"cwnd_bytes": 40_000.0}, "window-limited"),  # BDP at 20 Mbit/s x 36 ms: 90 KB
     ({"inflight_share": 0.3}, "flow-control or application-limited"),
     ({"loss_episodes": 20.0, "queue_ms": 2.0}, "loss-limited"),
-    ({"queue_ms": 120.0}, "processing-limited"),  # a 90 KB buffer drains in 36 ms at 20 Mbit/s
+    # the sender's RTT rose 120 ms, the router's queue (a 90 KB buffer drains in 36 ms at 20 Mbit/s) did not
+    ({"sender_queue_ms": 120.0}, "processing-limited"),
     ({"idle_share": 0.3}, "stalled"),
     # evenly spaced sends at 9 Mbit/s, a window that allows 40, 40% of it in flight
     ({"send_mbit": 9.0, "gap_regularity": 0.8, "window_mbit": 40.0, "inflight_share": 0.4}, "pacing-limited"),

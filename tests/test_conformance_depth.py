@@ -15,7 +15,7 @@ from longlook.kinds.conformance.params import ack_frequency, from_qlog, read_tra
 from longlook.kinds.conformance.params.fingerprint import fingerprint
 from longlook.kinds.conformance.params.scheduling import concurrency, scheduling, scheduling_label
 from longlook.kinds.conformance.params.send_clock import pacing_limited, send_clock
-from longlook.kinds.conformance.params.zero_rtt import NOT_SUPPORTED, zero_rtt
+from longlook.kinds.conformance.params.zero_rtt import CLIENT_CANNOT_RESUME, zero_rtt
 from longlook.qlog import qlog_from_events
 
 DATA = Path(__file__).parent / "data" / "conformance"
@@ -103,7 +103,7 @@ def test_zero_rtt_outcomes():
     assert zero_rtt({"zero_rtt": doc["zero_rtt_resumed"]}, True)["label"] == "sent, accepted"
     assert zero_rtt({"zero_rtt": {"attempted": True, "accepted": False}}, True)["value"] == 0.0
     assert zero_rtt({"zero_rtt": {"attempted": False}}, True)["label"].startswith("not sent")
-    assert zero_rtt(None, False)["label"] == NOT_SUPPORTED
+    assert zero_rtt(None, False)["label"] == CLIENT_CANNOT_RESUME
     resumed = {"zero_rtt": {"attempted": True, "accepted": True}, "handshake_ms": 40.0}
     assert zero_rtt({**resumed, "objects": [{"start_ms": 0.4}]}, True)["label"] == "sent, accepted"
     late = zero_rtt({**resumed, "objects": [{"start_ms": 41.0}]}, True)

@@ -164,7 +164,27 @@ def test_envelopes_and_share_are_stored(families):
     assert 0.1 <= by_arm.loc["shared", "share"] <= 0.9
     assert by_arm.loc["shared", "ref_mbit"] > 0.5
     s = store.series(by_arm.loc["alone", "run_id"])
-    assert {"mbit", "queue_ms"} <= set(s["name"])
+    assert {"mbit", "queue_ms", "queue_max_ms", "sender_queue_ms"} <= set(s["name"])
+
+
+@needs_testbed("linkem", "endpoint")
+def test_queueing_delay_is_the_router_s(families):
+    """Cubic fills the 30 kB drop-tail buffer of a 5 Mbit/s link: the longest wait linkem saw
+    approaches the buffer's drain time, 30000 B x 8 / 5 Mbit/s = 48 ms, and never exceeds it
+    (a packet waits behind at most the buffer less itself); no wait is negative."""
+    out, store, runs, table = families
+    by_arm = runs.set_index("arm")
+    drain_ms = 30000 * 8 / 5e6 * 1000
+    for arm, flows in (("alone", ["stack"]), ("kernel", ["kernel"]), ("shared", ["stack", "kernel"])):
+        s = store.series(by_arm.loc[arm, "run_id"])
+        for flow in flows:
+            bins = s[s["key"] == flow].pivot_table(index="t_s", columns="name", values="value")
+            q, peak = bins["queue_ms"].dropna(), bins["queue_max_ms"].dropna()
+            assert len(q) >= 10 and len(peak) == len(q), (arm, flow)
+            assert (q >= 0).all() and (peak >= q - 1e-6).all(), (arm, flow)
+            assert 0.6 * drain_ms <= peak.max() <= drain_ms + 0.5, (arm, flow, peak.max())
+        metric = by_arm.loc[arm, "queue_ms"]
+        assert 0 < metric < drain_ms, (arm, metric)
 
 
 @needs_testbed("linkem", "endpoint")
@@ -181,9 +201,10 @@ def test_family_fingerprint_of_our_endpoint(families):
     sched = got[("server", "stream_scheduling")]
     assert sched.label in ("round-robin", "partly interleaved", "sequential") and sched.value >= 1, sched
     assert "client" in sched.note  # quinn logs no STREAM frames: from the client's object timings
-    assert got[("connection", "zero_rtt")].label == "sent, accepted"
+    assert got[("client", "zero_rtt")].label == "sent, accepted"
+    assert got[("server", "zero_rtt")].label == "accepts 0-RTT"
     html = build_report(out).read_text()
-    assert "0-RTT on resumption" in html and "sent, accepted" in html
+    assert "0-RTT, server (our client resuming)" in html and "sent, accepted" in html
 
 
 @needs_testbed("linkem", "endpoint")

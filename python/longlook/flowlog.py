@@ -1,10 +1,14 @@
 """linkem's per-flow log (`--flow-log`, docs/interfaces.md "Flow log line"): the one reader
 of the format, on the ground floor (the fairness kind measures throughput at the router from
-it, the video kind and the fallback analysis F(t)), independent of what the endpoints say.
+it, the video kind and the fallback analysis F(t), the conformance kind throughput and
+queueing delay), independent of what the endpoints say.
 
 Each line holds a flow's cumulative counters at `t` (s since linkem started); a flow gets a
 line only in intervals where a counter changed, so the counters are a step function: the
-value at time t is that of the last line at or before t.
+value at time t is that of the last line at or before t. Each line also carries the
+queueing delay (sojourn: arrival in linkem's buffer to the start of transmission) of the
+packets the flow put in the buffer since its previous line: their count, mean and max
+(`RouterQueue`).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ import pandas as pd
 
 from .errors import LonglookError
 
+# per line, over the packets the flow enqueued since its previous line (NaN: none, or a log
+# from a linkem before these fields)
+SOJOURN_COLUMNS = ["sojourn_packets", "sojourn_ms_mean", "sojourn_ms_max"]
 COLUMNS = ["t", "direction", "proto", "src", "dst", "packets", "bytes", "dropped_loss",
-           "dropped_buffer"]
+           "dropped_buffer", *SOJOURN_COLUMNS]
 
 
 def read_flow_log(path: Path) -> pd.DataFrame:
@@ -34,8 +41,60 @@ def read_flow_log(path: Path) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     for c in COLUMNS:
         if c not in frame:
-            frame[c] = pd.Series(dtype=float if c == "t" else object)
+            frame[c] = pd.Series(dtype=float if c == "t" or c in SOJOURN_COLUMNS else object)
+    for c in SOJOURN_COLUMNS:  # null when no packet was enqueued
+        frame[c] = pd.to_numeric(frame[c], errors="coerce")
     return frame[COLUMNS]
+
+
+@dataclass
+class RouterQueue:
+    """How long packets of some flows waited in linkem's buffer, measured by the router: the
+    sojourn from a packet's arrival to the start of its transmission (no propagation delay,
+    no serialization of its own), so the same figure whichever sender or RTT estimator.
+    One entry per flow-log line time: the packets enqueued since the previous line (all the
+    selected flows' lines of one write share their `t`)."""
+
+    t: np.ndarray  # s since linkem started, increasing
+    packets: np.ndarray  # packets enqueued in the interval ending at t
+    sum_ms: np.ndarray  # their summed sojourn
+    max_ms: np.ndarray  # the longest (NaN: none enqueued)
+
+    @classmethod
+    def of(cls, rows: pd.DataFrame) -> "RouterQueue":
+        """From flow-log rows (any selection: one flow, a direction's flows)."""
+        n = rows["sojourn_packets"].fillna(0).to_numpy(float)
+        keep = n > 0
+        r = pd.DataFrame({"t": rows["t"].to_numpy(float)[keep], "n": n[keep],
+                          "sum": (rows["sojourn_ms_mean"].to_numpy(float) * n)[keep],
+                          "max": rows["sojourn_ms_max"].to_numpy(float)[keep]})
+        g = r.groupby("t", sort=True).agg(n=("n", "sum"), sum=("sum", "sum"), max=("max", "max"))
+        return cls(t=g.index.to_numpy(float), packets=g["n"].to_numpy(float), sum_ms=g["sum"].to_numpy(float),
+                   max_ms=g["max"].to_numpy(float))
+
+    @property
+    def mean_ms(self) -> float:
+        """Over every packet enqueued (NaN: none)."""
+        total = self.packets.sum()
+        return float(self.sum_ms.sum() / total) if total > 0 else math.nan
+
+    def timeline_ms(self, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, max) sojourn of the packets enqueued in each bin between consecutive
+        `edges` (s on linkem's clock); NaN where none was. A line covers the flow-log
+        interval before its `t`, so a line exactly on an edge counts for the bin that ends
+        there (as `FlowCounters.bytes_at` does); resolution: the flow-log interval."""
+        bins = len(edges) - 1
+        mean, peak = np.full(max(bins, 0), np.nan), np.full(max(bins, 0), np.nan)
+        if bins <= 0 or not self.t.size:
+            return mean, peak
+        idx = np.searchsorted(edges, self.t, side="left") - 1
+        ok = (idx >= 0) & (idx < bins)
+        n = np.bincount(idx[ok], weights=self.packets[ok], minlength=bins)
+        total = np.bincount(idx[ok], weights=self.sum_ms[ok], minlength=bins)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(n > 0, total / n, np.nan)
+        np.fmax.at(peak, idx[ok], self.max_ms[ok])
+        return mean, peak
 
 
 @dataclass

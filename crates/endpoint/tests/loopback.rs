@@ -272,6 +272,8 @@ fn second_connection_sends_0rtt_and_it_is_accepted() {
     check_page(&json, "h3");
     assert_eq!(json["zero_rtt"]["attempted"], true);
     assert_eq!(json["zero_rtt"]["accepted"], true);
+    // our server sends two tickets (send_tls13_tickets = 2), both allowing early data
+    assert_eq!((json["zero_rtt"]["tickets"].as_u64(), json["zero_rtt"]["early_data_tickets"].as_u64()), (Some(2), Some(2)), "{json}");
     // Not asserted: the HTML request going out before the handshake completed. On loopback
     // the handshake (~0.8 ms) can beat setting up HTTP/3; over a 36 ms path it cannot, and
     // tests/test_conformance_testbed.py asserts the order there.

@@ -290,12 +290,16 @@ impl Direction {
                 let (info, flow, decision) = Self::decide(link, flows, totals, arrival, p.bytes, p.orig_len);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
-                    Outcome::Release { at_ns, departure_ns, reordered, rst } => {
+                    Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst } => {
                         let c = flows.get_mut(flow);
                         let q = departure_ns.saturating_sub(arrival);
                         c.queue_delay_sum_ns += q;
                         c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
                         c.scheduled += 1;
+                        let sojourn = start_ns.saturating_sub(arrival);
+                        c.sojourn.record(sojourn);
+                        c.sojourn_interval_max.record(sojourn);
+                        totals.sojourn.record(sojourn);
                         let mut len = info.ip_len;
                         if rst {
                             // The middlebox checked the headers are there, so this succeeds.
@@ -443,6 +447,7 @@ impl Direction {
             Ok(mut s) => {
                 s.update(&self.totals, &self.flows);
                 s.published_ns = self.clock.now_ns();
+                self.flows.restart_sojourn_intervals();
                 true
             }
             Err(std::sync::TryLockError::WouldBlock) => false,

@@ -22,6 +22,9 @@ pub struct FlowCounters {
     pub queue_delay_sum_ns: u64,
     pub queue_delay_max_ns: u64,
     pub scheduled: u64,
+    /// Time waiting in the buffer (arrival to the start of transmission), per packet scheduled.
+    pub sojourn: crate::sojourn::Sojourn,
+    pub sojourn_interval_max: crate::sojourn::IntervalMax,
     /// The middlebox's per-flow state (flow choice, QUIC and TCP progress, RSTs made).
     pub mb: crate::model::middlebox::FlowMiddlebox,
 }
@@ -127,6 +130,13 @@ impl FlowTable {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// After a publish: the next interval's maxima start afresh.
+    pub fn restart_sojourn_intervals(&mut self) {
+        for c in &mut self.counters {
+            c.sojourn_interval_max = Default::default();
+        }
     }
 }
 

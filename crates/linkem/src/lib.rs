@@ -14,6 +14,7 @@ macro_rules! say {
     }};
 }
 
+pub mod cadence;
 pub mod config;
 pub mod engine;
 pub mod flows;
@@ -22,6 +23,7 @@ pub mod nfqueue;
 pub mod packet;
 pub mod pcap;
 pub mod rng;
+pub mod sojourn;
 pub mod stats;
 pub mod sys;
 pub mod trace;

@@ -1,6 +1,7 @@
 //! `linkem run` and `linkem validate`: the command line around the emulator.
 
 use clap::{Parser, Subcommand};
+use linkem::cadence::Cadence;
 use linkem::config::{ConfigError, LinkConfig};
 use linkem::engine::{Direction, Timing};
 use linkem::nfqueue::{kernel_queue_stats, NfQueue};
@@ -42,7 +43,7 @@ struct RunArgs {
     /// NFQUEUE number of the down direction (server -> client, entering on r1).
     #[arg(long, default_value_t = 1)]
     down_queue: u16,
-    /// Stats JSON, rewritten atomically every interval and at exit.
+    /// Stats JSON, rewritten atomically every interval, on SIGUSR1 and at exit.
     #[arg(long)]
     stats: Option<PathBuf>,
     #[arg(long, default_value_t = 100)]
@@ -50,6 +51,10 @@ struct RunArgs {
     /// JSON lines, cumulative counters per flow per interval.
     #[arg(long)]
     flow_log: Option<PathBuf>,
+    /// The flow log's interval (default: --stats-interval-ms). The flow log is a time series;
+    /// the stats can then be rewritten rarely, since SIGUSR1 has them written at once.
+    #[arg(long)]
+    flow_log_interval_ms: Option<u64>,
     /// Packet log of arrivals (the bytes copied from the queue, `--copy-bytes`), pcap LINKTYPE_RAW.
     #[arg(long)]
     pcap: Option<PathBuf>,
@@ -102,6 +107,10 @@ fn main() -> ExitCode {
         },
     }
 }
+
+/// The writer looks at least this often whether a direction thread ended (then linkem
+/// exits, failing closed), however long the stats interval.
+const THREAD_CHECK_NS: u64 = 100_000_000;
 
 /// Most time `publish_now` waits for the directions (a stopped or starved linkem's reader
 /// gets what there is, with its `covers_mono_ms`).
@@ -166,12 +175,15 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
     let clock = sys::Clock::start();
     let stop = Arc::new(AtomicBool::new(false));
+    let flow_log_every_ns =
+        args.flow_log.as_ref().map(|_| args.flow_log_interval_ms.unwrap_or(args.stats_interval_ms).max(1) * 1_000_000);
+    let mut cadence = Cadence::new(clock.now_ns(), args.stats_interval_ms.max(1) * 1_000_000, flow_log_every_ns);
     let timing = Timing {
         slot_ns: args.slot_us * 1000,
         busy_poll_ns: args.busy_poll_us * 1000,
-        // Directions hand their counters to the writer once per interval: a copy made in the
-        // real-time thread, so more often (5 ms was tried) makes releases late.
-        publish_every_ns: args.stats_interval_ms.max(1) * 1_000_000,
+        // Directions hand their counters to the writer once per (shorter) interval: a copy
+        // made in the real-time thread, so more often (5 ms was tried) makes releases late.
+        publish_every_ns: cadence.publish_every_ns(),
     };
 
     let mut threads = Vec::new();
@@ -219,21 +231,33 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             None
         }
     };
-    let interval_ns = args.stats_interval_ms.max(1) * 1_000_000;
     let mut failed = false;
     // The kernel's counters vanish when the queues close: keep the last ones read.
     let mut kernel_last = vec![None; snapshots.len()];
-    let mut write_outputs = |flow_log: &mut Option<FlowLog>| {
+    // The stats document if `stats`, a flow-log line if `flow_log` is given.
+    let mut write_outputs = |stats: bool, flow_log: &mut Option<&mut FlowLog>| {
         let now = clock.now_ns();
         let elapsed = now as f64 / 1e9;
         // Copy under the lock, serialize after: the real-time threads never wait on us long.
-        let guards: Vec<_> = snapshots.iter().map(|(n, q, s)| (*n, *q, s.lock().unwrap().clone())).collect();
-        for (i, (_, q, _)) in guards.iter().enumerate() {
-            if let Some(k) = kernel_queue_stats(*q) {
-                kernel_last[i] = Some(k);
+        // A flow-log line takes the interval maxima; a stats-only write (SIGUSR1) leaves them.
+        let taking = flow_log.is_some();
+        let guards: Vec<_> = snapshots
+            .iter()
+            .map(|(n, q, s)| {
+                let mut shared = s.lock().unwrap();
+                let copy = shared.clone();
+                if taking {
+                    shared.take_sojourn_intervals();
+                }
+                (*n, *q, copy)
+            })
+            .collect();
+        if let (true, Some(path)) = (stats, &args.stats) {
+            for (i, (_, q, _)) in guards.iter().enumerate() {
+                if let Some(k) = kernel_queue_stats(*q) {
+                    kernel_last[i] = Some(k);
+                }
             }
-        }
-        if let Some(path) = &args.stats {
             let dirs: Vec<_> =
                 guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
             let mut doc = stats_json(elapsed, clock.to_monotonic_ns(now), &dirs);
@@ -255,20 +279,19 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     };
     // A stats file exists from the moment we say `ready`, so a reader never races the first
     // interval.
-    write_outputs(&mut flow_log);
+    write_outputs(true, &mut flow_log.as_mut());
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "ready");
         let _ = out.flush();
     }
     loop {
-        match sys::wait_termination(interval_ns) {
+        match sys::wait_termination(cadence.wait_ns(clock.now_ns()).min(THREAD_CHECK_NS)) {
             // SIGUSR1: a reader wants counters up to now (the per-run audit); the flow log
             // keeps its regular interval
             Some(libc::SIGUSR1) => {
                 publish_now(clock, &snapshots, &wakers);
-                let mut no_flow_log = None;
-                write_outputs(&mut no_flow_log);
+                write_outputs(true, &mut None);
                 continue;
             }
             Some(sig) => {
@@ -281,7 +304,11 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             failed = true;
             break;
         }
-        write_outputs(&mut flow_log);
+        let due = cadence.due(clock.now_ns());
+        let mut log = if due.flow_log { flow_log.as_mut() } else { None };
+        if due.stats || log.is_some() {
+            write_outputs(due.stats, &mut log);
+        }
     }
     stop.store(true, Ordering::Relaxed);
     for (name, h) in threads {
@@ -297,7 +324,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             }
         }
     }
-    write_outputs(&mut flow_log);
+    write_outputs(true, &mut flow_log.as_mut());
     if let Some(p) = &pcap {
         if let Err(e) = p.flush() {
             linkem::say!("linkem: --pcap: {e}");

@@ -185,6 +185,8 @@ pub struct DirectionTotals {
     pub late_events: LateEvents,
     pub late_reads: LateReads,
     pub late_wakeups: LateWakeups,
+    /// Time the direction's scheduled packets waited in the buffer.
+    pub sojourn: crate::sojourn::Sojourn,
 }
 
 /// What a direction thread publishes for the writer.
@@ -198,14 +200,30 @@ pub struct DirectionSnapshot {
 }
 
 impl DirectionSnapshot {
-    /// Copy the live table in, reusing this snapshot's allocations.
+    /// Copy the live table in, reusing this snapshot's allocations. A flow's interval
+    /// maximum the flow log has not taken yet is kept (`sojourn::IntervalMax`).
     pub fn update(&mut self, totals: &DirectionTotals, table: &FlowTable) {
         self.totals = *totals;
         if self.keys.len() < table.len() {
             self.keys.extend_from_slice(&table.keys[self.keys.len()..]);
         }
-        self.flows.clear();
-        self.flows.extend_from_slice(&table.counters);
+        let known = self.flows.len();
+        for (i, live) in table.counters.iter().enumerate() {
+            let mut c = *live;
+            if i < known {
+                c.sojourn_interval_max.keep_untaken(self.flows[i].sojourn_interval_max);
+                self.flows[i] = c;
+            } else {
+                self.flows.push(c);
+            }
+        }
+    }
+
+    /// The flow log writes its lines from this copy: the interval maxima are its now.
+    pub fn take_sojourn_intervals(&mut self) {
+        for c in &mut self.flows {
+            c.sojourn_interval_max.take();
+        }
     }
 }
 
@@ -249,6 +267,10 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
             "max": round3(l.max_ns as f64 / 1e3),
             "histogram": hist,
         },
+        "sojourn_ms": {
+            "mean": round3(d.sojourn.mean_ms()),
+            "max": round3(d.sojourn.max_ns as f64 / 1e6),
+        },
         "arrival_lag_us": {
             "mean": if d.arrival_lag.count > 0 { round3(d.arrival_lag.sum_ns as f64 / d.arrival_lag.count as f64 / 1e3) } else { 0.0 },
             "max": round3(d.arrival_lag.max_ns as f64 / 1e3),
@@ -280,6 +302,8 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "middlebox_chosen": c.mb.chosen,
         "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
         "queue_delay_ms_max": round3(c.queue_delay_max_ns as f64 / 1e6),
+        "sojourn_ms_mean": round3(c.sojourn.mean_ms()),
+        "sojourn_ms_max": round3(c.sojourn.max_ns as f64 / 1e6),
     })
 }
 
@@ -348,12 +372,16 @@ impl FlowLog {
                     last.push(FlowCounters::default());
                 }
                 let changed = c.packets != last[i].packets
+                    || c.sojourn.packets != last[i].sojourn.packets
                     || c.dropped_loss != last[i].dropped_loss
                     || c.dropped_buffer != last[i].dropped_buffer
                     || c.dropped_middlebox != last[i].dropped_middlebox;
                 if !changed {
                     continue;
                 }
+                // over the packets the flow put in the buffer since its previous line
+                let (sojourn_packets, sojourn_mean) = c.sojourn.since(&last[i].sojourn);
+                let sojourn_max = (sojourn_packets > 0).then(|| round3(c.sojourn_interval_max.ns as f64 / 1e6));
                 last[i] = *c;
                 let line = json!({
                     "t": round3(t_s),
@@ -366,6 +394,9 @@ impl FlowLog {
                     "dropped_loss": c.dropped_loss,
                     "dropped_buffer": c.dropped_buffer,
                     "dropped_middlebox": c.dropped_middlebox,
+                    "sojourn_packets": sojourn_packets,
+                    "sojourn_ms_mean": sojourn_mean.map(round3),
+                    "sojourn_ms_max": sojourn_max,
                 });
                 serde_json::to_writer(&mut self.out, &line)?;
                 self.out.write_all(b"\n")?;
@@ -411,10 +442,67 @@ mod tests {
                   "late_wakeups_over_1ms", "late_wakeup_events", "late_wakeup_events_dropped"] {
             assert!(v["directions"]["up"].get(k).is_some(), "{k}");
         }
-        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "dropped_middlebox"] {
+        assert!(v["directions"]["up"]["sojourn_ms"].get("max").is_some());
+        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "sojourn_ms_mean", "sojourn_ms_max", "dropped_middlebox"] {
             assert!(f.get(k).is_some(), "{k}");
         }
     }
+    #[test]
+    fn flow_log_lines_carry_each_interval_s_sojourn() {
+        let dir = std::env::temp_dir().join(format!("linkem-flowlog-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flows.jsonl");
+        let mut log = FlowLog::create(&path, 1).unwrap();
+        let mut table = FlowTable::default();
+        let a = "198.18.2.2".parse().unwrap();
+        let b = "198.18.1.2".parse().unwrap();
+        let i = table.index_of(&FlowKey { proto: 17, src: a, dst: b, sport: 4433, dport: 51000 });
+        let mut snap = DirectionSnapshot::default();
+        let publish = |table: &mut FlowTable, snap: &mut DirectionSnapshot| {
+            snap.update(&DirectionTotals::default(), table);
+            table.restart_sojourn_intervals();
+        };
+        let enqueue = |table: &mut FlowTable, ns: u64| {
+            let c = table.get_mut(i);
+            c.scheduled += 1;
+            c.sojourn.record(ns);
+            c.sojourn_interval_max.record(ns);
+        };
+        // interval 1: two packets (1 and 5 ms), published twice (the second on demand)
+        enqueue(&mut table, 1_000_000);
+        publish(&mut table, &mut snap);
+        enqueue(&mut table, 5_000_000);
+        publish(&mut table, &mut snap);
+        log.append(0.025, &[("down", &snap)]).unwrap();
+        snap.take_sojourn_intervals();
+        // interval 2: one packet of 2 ms; its max is this interval's, not the run's
+        enqueue(&mut table, 2_000_000);
+        publish(&mut table, &mut snap);
+        log.append(0.05, &[("down", &snap)]).unwrap();
+        snap.take_sojourn_intervals();
+        // interval 3: released packets only (counted at release), none enqueued
+        table.get_mut(i).packets += 3;
+        publish(&mut table, &mut snap);
+        log.append(0.075, &[("down", &snap)]).unwrap();
+        drop(log);
+        let lines: Vec<Value> = std::fs::read_to_string(&path)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lines.len(), 3);
+        assert_eq!((&lines[0]["sojourn_packets"], &lines[0]["sojourn_ms_mean"], &lines[0]["sojourn_ms_max"]),
+                   (&json!(2), &json!(3.0), &json!(5.0)));
+        assert_eq!((&lines[1]["sojourn_packets"], &lines[1]["sojourn_ms_mean"], &lines[1]["sojourn_ms_max"]),
+                   (&json!(1), &json!(2.0), &json!(2.0)));
+        assert_eq!((&lines[2]["sojourn_packets"], &lines[2]["sojourn_ms_mean"], &lines[2]["sojourn_ms_max"]),
+                   (&json!(0), &Value::Null, &Value::Null));
+        // the stats document keeps the run's figures
+        let v = stats_json(1.0, 0, &[("down", &snap, None)]);
+        assert_eq!((&v["flows"][0]["sojourn_ms_mean"], &v["flows"][0]["sojourn_ms_max"]), (&json!(2.667), &json!(5.0)));
+    }
+
     #[test]
     fn late_events_ring_keeps_newest_in_order() {
         let mut e = LateEvents::default();

@@ -9,8 +9,10 @@ Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
   meant to (stopped, its vCPU descheduled), even if no packet came due meanwhile;
 - machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
   VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited;
-- each party's CPU time (its cgroup, testbed/cpu.py) and its share of the run's wall time:
-  a client with no budget that kept nearly the whole machine busy starved itself and the path;
+- each party's CPU time (its cgroup, testbed/cpu.py) and its share of the time the client's
+  processes ran (testbed/cpu_span.py: not the window, which also holds a server's start and
+  the translation of a stack's logs after its client left): a client with no budget that
+  kept nearly the whole machine busy starved itself and the path;
   a linkem whose busiest thread ran nearly all the run, or that its CPU quota held back, was
   the path's bottleneck itself (flagged); a server or client that kept a core busy is named
   as saturated (an outcome to report, as Zhang's receiver-bound QUIC, not a fault).
@@ -35,6 +37,7 @@ from typing import Any
 from ..binaries import find_binary
 from ..qlog import read_qlog
 from ..testbed.cpu import UNLIMITED, CpuBudget
+from ..testbed.cpu_span import Span, SpanWatch
 from .spec import Fidelity
 
 LATE_MS = 1.0  # what linkem timestamps as a late release
@@ -67,14 +70,17 @@ class Audit:
     max_stall_ms: float = 0.0
     client_cpu: str | None = None  # the budget's label; None = none asked (unlimited)
     client_cpu_s: float | None = None  # user + system of every client process in the run
-    client_cpu_share: float | None = None  # client_cpu_s / the run's wall time (cores busy)
+    client_cpu_share: float | None = None  # client_cpu_s / client_span_s (cores busy)
+    # the wall time the client's processes ran: the server's and linkem's CPU are counted over
+    # it, and every share divides by it (None: no client process seen, no share measured)
+    client_span_s: float | None = None
     client_throttled_s: float | None = None  # time the budget held the client back
     server_cpu_s: float | None = None  # every server process (the stacks' servers)
     server_cpu_share: float | None = None
     router_cpu_s: float | None = None  # linkem (both segments' linkems in the proxy topology)
     router_cpu_share: float | None = None
     router_throttled_s: float | None = None  # a quota on linkem's group held it back this long
-    linkem_busiest_thread_share: float | None = None  # its busiest thread's on-CPU time / wall
+    linkem_busiest_thread_share: float | None = None  # its busiest thread's on-CPU time / span
     delivered_mb: float | None = None  # IP bytes linkem forwarded in both directions, MB
     saturated: list[str] = field(default_factory=list)  # parties that kept a core busy
     flagged: bool = False
@@ -255,25 +261,41 @@ class RunAudit:
         self.t0_ms = self.t1_ms = 0.0
         self._cpu0: dict = {}
         self._threads0: dict[int, int] = {}
+        self._span: SpanWatch | None = None
 
     def begin(self) -> None:
         self.before = _stats(self.testbed)
         self._cpu0 = _party_usage(self.testbed)
         self._threads0 = _linkem_threads(self.testbed)
         self.t0_ms = time.monotonic() * 1000
+        self._span = _watch_client(self.testbed)
+
+    def abandon(self) -> None:
+        """A run that raised: no audit, and no watch left polling."""
+        if self._span is not None:
+            self._span.stop()
 
     def end(self) -> Audit:
+        span = self._span.stop() if self._span is not None else None
         self.t1_ms = time.monotonic() * 1000
         cpu1 = _party_usage(self.testbed)
         threads1 = _linkem_threads(self.testbed)
         self.after = _fresh_stats(self.testbed, self.t1_ms)
         a = linkem_audit(self.before, self.after, self.t0_ms, self.t1_ms)
         a.client_cpu = self.client_cpu.label if self.client_cpu is not None else None
-        wall_s = (self.t1_ms - self.t0_ms) / 1000
-        party_cpu(a, self._cpu0, cpu1, wall_s)
-        if threads1 and wall_s > 0:
-            busiest_ns = max(ns - self._threads0.get(tid, 0) for tid, ns in threads1.items())
-            a.linkem_busiest_thread_share = round(busiest_ns / 1e9 / wall_s, 4)
+        if self._span is None:  # a testbed that cannot say when its client ran: the window
+            window = ((self._cpu0, self._threads0), (cpu1, threads1))
+            span_s: float | None = (self.t1_ms - self.t0_ms) / 1000
+        elif span is not None:
+            window, span_s = _client_span_counters(span, self._cpu0, cpu1), span.seconds
+            a.client_span_s = round(span_s, 4)
+        else:  # no client process ran: CPU seconds over the window, no share of anything
+            window, span_s = ((self._cpu0, self._threads0), (cpu1, threads1)), None
+        (usage0, th0), (usage1, th1) = window
+        party_cpu(a, usage0, usage1, span_s)
+        if th1 and span_s:
+            busiest_ns = max(ns - th0.get(tid, 0) for tid, ns in th1.items())
+            a.linkem_busiest_thread_share = round(busiest_ns / 1e9 / span_s, 4)
             if a.linkem_busiest_thread_share >= SATURATED_SHARE:
                 a.saturated.append("router")
         forwarded = _delta(self.before, self.after, lambda d: d.get("bytes"))
@@ -326,16 +348,33 @@ def _party_usage(testbed) -> dict:
     return usage() if usage is not None else {}
 
 
-def party_cpu(a: Audit, before: dict, after: dict, wall_s: float) -> None:
-    """Each party's CPU time over the run (cgroup counters before and after) into the audit;
-    the client's share of one core marks it saturated (its packet work is one thread)."""
+def _watch_client(testbed) -> SpanWatch | None:
+    """A watch on when the testbed's client processes run; None where it cannot say."""
+    running = getattr(testbed, "client_running", None)
+    if running is None or running() is None:
+        return None
+    return SpanWatch(running, lambda: (_party_usage(testbed), _linkem_threads(testbed))).start()
+
+
+def _client_span_counters(span: Span, cpu0: dict, cpu1: dict) -> tuple[tuple[dict, dict], tuple[dict, dict]]:
+    """(usage, linkem threads) at the client span's start and end. The client's own counters
+    are the window's: its group holds nothing outside the span, and its first few ms (before
+    a poll saw it) count too."""
+    (usage0, th0), (usage1, th1) = span.start.counters, span.end.counters
+    return ({**usage0, "client": cpu0.get("client")}, th0), ({**usage1, "client": cpu1.get("client")}, th1)
+
+
+def party_cpu(a: Audit, before: dict, after: dict, wall_s: float | None) -> None:
+    """Each party's CPU time over the run (cgroup counters before and after) into the audit,
+    and its share of `wall_s` (None: no share); the client's share of one core marks it
+    saturated (its packet work is one thread)."""
     for party in ("client", "server", "router"):
         b, e = before.get(party), after.get(party)
         if b is None or e is None:
             continue
         used = e - b
         setattr(a, f"{party}_cpu_s", round(used.cpu_s, 4))
-        share = round(used.cpu_s / wall_s, 4) if wall_s > 0 else None
+        share = round(used.cpu_s / wall_s, 4) if wall_s else None
         setattr(a, f"{party}_cpu_share", share)
         if party in ("client", "router"):
             setattr(a, f"{party}_throttled_s", round(used.throttled_ns / 1e9, 4))
@@ -366,8 +405,8 @@ def _linkem_threads(testbed) -> dict[int, int]:
 
 def cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
     """The CPU part of an audit as a run's metrics (numbers any analysis can compare: each
-    party's CPU seconds, its share of the run, and per MB the router forwarded) and details
-    (the client's budget, the throttling, who was saturated)."""
+    party's CPU seconds, its share of the client's span, the span, and per MB the router
+    forwarded) and details (the client's budget, the throttling, who was saturated)."""
     metrics: dict[str, float | None] = {}
     for party in ("client", "server", "router"):
         cpu_s = getattr(a, f"{party}_cpu_s")
@@ -377,6 +416,8 @@ def cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
         metrics[f"{party}_cpu_share"] = getattr(a, f"{party}_cpu_share")
         if a.delivered_mb:
             metrics[f"{party}_cpu_s_per_mb"] = round(cpu_s / a.delivered_mb, 6)
+    if a.client_span_s is not None:  # what the shares divide by, so anyone can check them
+        metrics["client_span_s"] = a.client_span_s
     details: dict = {"client_cpu": a.client_cpu} if a.client_cpu else {}
     if a.client_cpu_s is not None:
         details = {"client_cpu": a.client_cpu or UNLIMITED, "client_throttled_s": a.client_throttled_s}

@@ -129,6 +129,7 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
         wall = time.monotonic() - started
         a = audit.end().with_reasons(m.audit_reasons)
     except BaseException:
+        audit.abandon()  # its watch on the client stops polling
         capture.abandon()  # no restart while unwinding; no later linkem writes into this run's file
         raise
     capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole

@@ -327,6 +327,18 @@ class PartyCgroup:
                   f'cgroup {self.name}" >&2; exit 125; }}; exec "$@"')
         return ["/bin/sh", "-c", script, f"longlook-{self.party}-cpu", *map(str, argv)]
 
+    def populated(self) -> bool | None:
+        """Whether any process is in the group now (None: not measurable here). A process
+        leaves the list as it exits, before its parent learns of it."""
+        if not self.created:
+            return None
+        procs = (self._dir("") if self.version == 2 else self._dir("cpuacct")) / "cgroup.procs"
+        try:
+            with open(procs, "rb") as f:
+                return bool(f.read(1))
+        except OSError:
+            return None
+
     def usage(self) -> CpuUsage | None:
         if not self.created:
             return None

@@ -312,6 +312,11 @@ class Testbed:
         """Cumulative CPU counters of each party (client, server, router = linkem)."""
         return {party: group.usage() for party, group in self.cgroups.items()}
 
+    def client_running(self) -> bool | None:
+        """Whether a client process runs now (None: not measurable here); the audit's CPU
+        window is the span in which one did (testbed/cpu_span.py)."""
+        return self.cgroups["client"].populated()
+
     def run(self, role: Role, argv: list[str], *, timeout: float | None = None,
             check: bool = True, as_party: bool = True, **kwargs) -> subprocess.CompletedProcess:
         """Run a command in a namespace to completion (output captured as text by default).

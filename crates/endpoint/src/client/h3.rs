@@ -9,6 +9,7 @@ use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 
 use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use super::output::{FetchReport, ObjectTiming};
+use super::tickets::TicketLog;
 use super::FetchArgs;
 use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
@@ -99,7 +100,10 @@ async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, 
 }
 
 pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
-    let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
+    let mut rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
+    // the warm-up's tickets, counted: "no ticket" and "no ticket allowing early data" differ
+    let tickets = TicketLog::new();
+    rustls_cfg.resumption = rustls::client::Resumption::store(tickets.clone());
     let crypto = Arc::new(QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?);
     let mut cfg = quinn::ClientConfig::new(crypto.clone());
     cfg.transport_config(Arc::new(transport_config(&args.flow)));
@@ -115,6 +119,9 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
 
     if args.zero_rtt {
         warm_up(&endpoint, addr, target, s, hs_timeout).await?;
+        let (received, early_data) = tickets.counts();
+        report.zero_rtt.tickets = Some(received);
+        report.zero_rtt.early_data_tickets = Some(early_data);
     }
 
     // t0: just before the first packet (the Initial) is sent.
@@ -136,7 +143,12 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
         }
         Err(connecting) => {
             if args.zero_rtt {
-                eprintln!("warning: no session ticket from the warm-up connection; full handshake");
+                let why = match tickets.counts() {
+                    (0, _) => "no session ticket from the warm-up connection",
+                    (_, 0) => "the warm-up connection's session tickets allow no early data",
+                    _ => "no usable session ticket",
+                };
+                eprintln!("warning: {why}; no 0-RTT");
             }
             let conn = tokio::time::timeout(hs_timeout, connecting)
                 .await

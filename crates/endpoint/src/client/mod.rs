@@ -5,6 +5,7 @@ mod h2;
 mod h3;
 mod output;
 mod page;
+mod tickets;
 pub mod race;
 
 use std::net::SocketAddr;
@@ -349,7 +350,7 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         ttfb_ms: 0.0,
         bytes: 0,
         objects: Vec::new(),
-        zero_rtt: ZeroRtt { attempted: false, accepted: false },
+        zero_rtt: ZeroRtt::default(),
         local_addr: None,
         goodput: Vec::new(),
         goodput_mbit: 0.0,

@@ -21,6 +21,12 @@ pub struct ObjectTiming {
 pub struct ZeroRtt {
     pub attempted: bool,
     pub accepted: bool,
+    /// `--zero-rtt` over h3: TLS 1.3 session tickets the warm-up connection received, and how
+    /// many of them allow early data (client/tickets.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tickets: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub early_data_tickets: Option<u32>,
 }
 
 #[derive(Serialize, Debug, Clone)]

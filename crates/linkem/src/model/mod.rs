@@ -22,7 +22,7 @@ use buffer::DropTailBuffer;
 use delay::DelayLine;
 use loss::LossModel;
 use middlebox::{FlowMiddlebox, MbVerdict, Middlebox};
-use rate::{FixedRate, Serializer, TraceRate};
+use rate::{FixedRate, Serializer, TraceRate, Transmission};
 use reorder::Reorder;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,6 +38,9 @@ pub enum Outcome {
     Release {
         /// When the verdict ACCEPT is due (ns on the emulator's clock).
         at_ns: u64,
+        /// When its first bit went onto the link: start_ns - arrival is its sojourn in the
+        /// buffer (`crate::sojourn`).
+        start_ns: u64,
         /// When the last bit left the bottleneck; at_ns - departure_ns - delay = jitter.
         departure_ns: u64,
         /// Released ahead of the packets before it (see `reorder`).
@@ -112,12 +115,12 @@ impl Link {
         if !self.buffer.has_room(pkt.ip_len) {
             return Outcome::Drop(DropReason::Buffer);
         }
-        let departure_ns = self.serializer.departure(now_ns, pkt.ip_len);
+        let Transmission { start_ns, departure_ns } = self.serializer.transmit(now_ns, pkt.ip_len);
         self.buffer.push(departure_ns, pkt.ip_len);
         let scheduled = self.delay.release(departure_ns, &mut self.jitter_rng);
         match self.reorder.as_ref().and_then(|r| r.early_release(scheduled, now_ns, &mut self.reorder_rng)) {
-            Some(at_ns) => Outcome::Release { at_ns, departure_ns, reordered: true, rst },
-            None => Outcome::Release { at_ns: scheduled, departure_ns, reordered: false, rst },
+            Some(at_ns) => Outcome::Release { at_ns, start_ns, departure_ns, reordered: true, rst },
+            None => Outcome::Release { at_ns: scheduled, start_ns, departure_ns, reordered: false, rst },
         }
     }
 }
@@ -143,7 +146,7 @@ mod tests {
     fn rate_plus_delay() {
         let mut l = link("rate_mbit = 12\ndelay_ms = 20\n");
         let o = l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default());
-        assert_eq!(o, Outcome::Release { at_ns: 21_000_000, departure_ns: 1_000_000, reordered: false, rst: false });
+        assert_eq!(o, Outcome::Release { at_ns: 21_000_000, start_ns: 0, departure_ns: 1_000_000, reordered: false, rst: false });
     }
 
     #[test]

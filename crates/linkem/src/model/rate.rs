@@ -9,8 +9,19 @@
 //! that packet had arrived by the opportunity's time; otherwise the rest is wasted (an idle
 //! link does not bank capacity). A packet larger than what is left continues in the next
 //! opportunities. The packet departs at the opportunity that carries its last byte.
+//!
+//! Each packet's transmission also has a *start*: when its first bit goes onto the link (the
+//! fixed rate's start, the opportunity that carries a trace packet's first byte). start −
+//! arrival is the time it waited in the buffer, its sojourn (`crate::sojourn`).
 
 use crate::trace::{Trace, OPPORTUNITY_BYTES};
+
+/// When a packet's first bit went onto the link and when its last bit left (ns).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Transmission {
+    pub start_ns: u64,
+    pub departure_ns: u64,
+}
 
 #[derive(Debug, Clone)]
 pub enum Serializer {
@@ -23,9 +34,16 @@ impl Serializer {
     /// Calls must come in arrival order.
     #[inline]
     pub fn departure(&mut self, arrival_ns: u64, len: u32) -> u64 {
+        self.transmit(arrival_ns, len).departure_ns
+    }
+
+    /// Start and departure of a packet of `len` bytes arriving at `arrival_ns`; the start is
+    /// never before the arrival. Calls must come in arrival order.
+    #[inline]
+    pub fn transmit(&mut self, arrival_ns: u64, len: u32) -> Transmission {
         match self {
-            Serializer::Fixed(f) => f.departure(arrival_ns, len),
-            Serializer::Trace(t) => t.departure(arrival_ns, len),
+            Serializer::Fixed(f) => f.transmit(arrival_ns, len),
+            Serializer::Trace(t) => t.transmit(arrival_ns, len),
         }
     }
 }
@@ -44,9 +62,15 @@ impl FixedRate {
 
     #[inline]
     pub fn departure(&mut self, arrival_ns: u64, len: u32) -> u64 {
+        self.transmit(arrival_ns, len).departure_ns
+    }
+
+    #[inline]
+    pub fn transmit(&mut self, arrival_ns: u64, len: u32) -> Transmission {
         let start = self.link_free_ps.max(arrival_ns * 1000);
         self.link_free_ps = start + (len as f64 * self.ps_per_byte).round() as u64;
-        self.link_free_ps.div_ceil(1000)
+        // floor: start >= arrival * 1000 ps, so start_ns >= arrival_ns
+        Transmission { start_ns: start / 1000, departure_ns: self.link_free_ps.div_ceil(1000) }
     }
 }
 
@@ -66,6 +90,10 @@ impl TraceRate {
     }
 
     pub fn departure(&mut self, arrival_ns: u64, len: u32) -> u64 {
+        self.transmit(arrival_ns, len).departure_ns
+    }
+
+    pub fn transmit(&mut self, arrival_ns: u64, len: u32) -> Transmission {
         let usable = self.started && self.left > 0 && self.time_ns >= arrival_ns;
         if !usable {
             let mut k = self.trace.first_at_or_after(arrival_ns);
@@ -74,6 +102,8 @@ impl TraceRate {
             }
             self.open(k);
         }
+        // the opportunity carrying the first byte; at or after the arrival either way
+        let start_ns = self.time_ns;
         let mut need = len.max(1);
         loop {
             let take = need.min(self.left);
@@ -85,7 +115,7 @@ impl TraceRate {
             self.open(self.k + 1);
         }
         self.started = true;
-        self.time_ns
+        Transmission { start_ns, departure_ns: self.time_ns }
     }
 
     fn open(&mut self, k: u64) {
@@ -107,6 +137,27 @@ mod tests {
         assert_eq!(r.departure(500_000, 750), 2_500_000);
         // idle gap: starts at arrival
         assert_eq!(r.departure(10_000_000, 1500), 11_000_000);
+    }
+
+    #[test]
+    fn fixed_rate_starts_when_the_link_frees() {
+        let mut r = FixedRate::new(12.0);
+        assert_eq!(r.transmit(0, 1500), Transmission { start_ns: 0, departure_ns: 1_000_000 });
+        // waits for the first to finish: 0.7 ms in the buffer
+        assert_eq!(r.transmit(300_000, 1500), Transmission { start_ns: 1_000_000, departure_ns: 2_000_000 });
+        // the link is idle when it arrives: no wait
+        assert_eq!(r.transmit(5_000_000, 750), Transmission { start_ns: 5_000_000, departure_ns: 5_500_000 });
+    }
+
+    #[test]
+    fn trace_starts_at_the_opportunity_of_the_first_byte() {
+        let ms = 1_000_000;
+        let mut t = TraceRate::new(Trace::from_times(vec![1, 2, 3, 4]));
+        // waits for the 1 ms opportunity, shares it, then spills into 2 ms
+        assert_eq!(t.transmit(0, 1000), Transmission { start_ns: ms, departure_ns: ms });
+        assert_eq!(t.transmit(0, 1000), Transmission { start_ns: ms, departure_ns: 2 * ms });
+        // the rest of 2 ms is usable by a packet that arrived by then
+        assert_eq!(t.transmit(ms, 100), Transmission { start_ns: 2 * ms, departure_ns: 2 * ms });
     }
 
     #[test]

@@ -3,8 +3,9 @@ implementation of the same algorithm (Mishra et al., IMC'23), and each of its pa
 against the specifications (RFC 9002, RFC 9438, RFC 9406, RFC 9000). Per cell (stack x
 congestion control x bottleneck) and round: the stack alone, the kernel alone, both at once,
 and the stack's fingerprint runs (a multiplexed page, a resumed connection).
-Every run stores each flow's envelope (throughput and queueing delay per bin, both at the router) as series,
-the stack's share beside the kernel, and a `conformance` row per flow and parameter."""
+Every run stores each flow's envelope (throughput and queueing delay per bin, both at the
+router) as series, the stack's share beside the kernel, and a `conformance` row per flow and
+parameter."""
 
 from __future__ import annotations
 

@@ -117,8 +117,9 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
 
     - CPU-bound: its server or client kept ~a core busy over the transfer (CPU seconds over
       first-to-last byte at the router: the CPU accounting of core/audit.py);
-    - processing-limited: its RTT rose by more than the bottleneck buffer can hold (1.5x the
-      buffer's drain time): the extra delay is at the endpoints (a process that cannot keep
+    - processing-limited: its RTT (the sender's own RTT - min RTT, `sender_queue_ms`) rose by
+      more than the bottleneck buffer can hold (1.5x the buffer's drain time; the router's
+      queueing delay never exceeds it): the extra delay is at the endpoints (a process that cannot keep
       up delays its packets and ACKs; on a shared machine its CPU seconds understate it);
     - stalled: the sender sent nothing for 2+ RTTs over 10% or more of the transfer
       (timeouts, blocked on flow control or its application);
@@ -130,7 +131,8 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
     - flow-control or application-limited: a window of a BDP or more kept less than FILL_LOW
       full (the receiver's flow-control window or the sender's application held it back);
     - loss-limited: repeated window cuts (2+ per second of transfer) with the queue not
-      filled (mean queueing delay under half the buffer's drain time, else a quarter RTT);
+      filled (mean queueing delay at the router under half the buffer's drain time, else a
+      quarter RTT);
     otherwise not diagnosed."""
     good = counted_runs(runs, "mbit", exclude_flagged=exclude_flagged)
     alone = good[good["arm"] == "alone"]
@@ -146,19 +148,21 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
     rtt = med("min_rtt_ms")
     bdp = rate_mbit * 1e6 / 8 * rtt / 1000 if rtt == rtt else math.nan
     cwnd, fill, losses, queue = med("cwnd_bytes"), med("inflight_share"), med("loss_episodes"), med("queue_ms")
+    sender_queue = med("sender_queue_ms")
     idle = med("idle_share")
     send, regular, allowed = med("send_mbit"), med("gap_regularity"), med("window_mbit")
     drain_ms = buffer_bytes * 8 / (rate_mbit * 1e6) * 1000 if buffer_bytes else math.nan
     figures = (f"{util:.0%} of the link; CPU over the transfer: server {busy.get('server', math.nan):.2f}, "
                f"client {busy.get('client', math.nan):.2f} cores; median cwnd {cwnd / 1000:.0f} KB vs BDP "
                f"{bdp / 1000:.0f} KB, {fill:.0%} of it in flight; {losses:.0f} window cuts in {transfer:.1f} s; "
-               f"queueing {queue:.1f} ms (the buffer drains in {drain_ms:.0f} ms); idle {idle:.0%}; "
+               f"queueing {queue:.1f} ms at the router, {sender_queue:.1f} ms in the sender's RTT (the buffer "
+               f"drains in {drain_ms:.0f} ms); idle {idle:.0%}; "
                f"sending at {send:.1f} Mbit/s while active (release gaps p10/median {regular:.2f}), "
                f"cwnd/srtt allows {allowed:.1f} Mbit/s")
     who = max(busy, key=busy.get) if busy else None
     if who and busy[who] >= CPU_BUSY:
         return {**out, "reason": f"CPU-bound ({who})", "evidence": figures}
-    if queue == queue and drain_ms == drain_ms and queue > 1.5 * drain_ms:
+    if sender_queue == sender_queue and drain_ms == drain_ms and sender_queue > 1.5 * drain_ms:
         return {**out, "reason": "processing-limited (RTT inflated beyond the buffer: endpoint delay)",
                 "evidence": figures}
     if idle == idle and idle >= 0.1:

@@ -1,10 +1,14 @@
 """The performance envelope of a flow (Mishra et al., IMC'23): the region its (throughput,
 queueing delay) points cover over time, and how much two envelopes overlap.
 
-Throughput per bin comes from the router (linkem's flow log: IP bytes forwarded to the
-client); queueing delay per bin from the sender's own RTT samples (RTT - min RTT; QUIC:
-each ack's latest_rtt, TCP: TCP_INFO's smoothed RTT every 5 ms), since linkem's flow log
-carries no per-interval queue delay. An envelope is the convex hull of a flow's points
+Both axes come from the router (linkem's flow log), never from the sender, whose RTT
+estimator differs between the kernel and each QUIC stack: throughput per bin = IP bytes
+forwarded to the client; queueing delay per bin = the mean time the flow's packets waited
+in the bottleneck buffer (arrival to the start of transmission, `flowlog.RouterQueue`),
+with the bin's longest wait beside it (`queue_max_ms`). The sender's own view (RTT - min RTT;
+QUIC: each ack's latest_rtt, TCP: TCP_INFO's smoothed RTT every 5 ms) is kept as
+`sender_queue_ms`: where it exceeds the router's, the extra delay is at the endpoints (the
+slow-stack diagnosis reads it). An envelope is the convex hull of a flow's points
 after dropping the 5% most extreme on each axis (with 40 points or more); the overlap of two envelopes is the area
 of their intersection over the area of their union (Jaccard: 1 = the same envelope, 0 =
 disjoint), computed on a grid over both (scipy's Delaunay for the inside test).
@@ -20,7 +24,7 @@ import pandas as pd
 from scipy import stats
 from scipy.spatial import Delaunay, QhullError
 
-from ...flowlog import FlowCounters
+from ...flowlog import FlowCounters, RouterQueue
 from .params.trace import ConnTrace
 
 GRID = 160  # cells per axis of the overlap grid
@@ -30,7 +34,7 @@ MIN_TRIMMED = 40  # points a flow needs before its extremes are trimmed (1 a sid
 
 @dataclass
 class Envelope:
-    points: pd.DataFrame  # t_s, mbit, queue_ms
+    points: pd.DataFrame  # t_s, mbit, queue_ms (+ queue_max_ms, sender_queue_ms where measured)
 
     @property
     def n(self) -> int:
@@ -46,35 +50,49 @@ class Envelope:
         return p[np.all((p >= lo) & (p <= hi), axis=1)]
 
 
-def envelope_points(counters: FlowCounters, trace: ConnTrace | None, *, offset_s: float, trace_t0_s: float,
-                    bin_s: float, end_s: float) -> pd.DataFrame:
-    """Per bin of `bin_s` from the flow's first to its last byte at the router: Mbit/s and
-    mean queueing delay (ms). `offset_s`: run time -> linkem time; `trace_t0_s`: the run
-    time of the trace's time 0 (the sender log's reference time)."""
+POINT_COLUMNS = ["t_s", "mbit", "queue_ms", "queue_max_ms", "sender_queue_ms"]
+
+
+def envelope_points(counters: FlowCounters, queue: RouterQueue | None, trace: ConnTrace | None, *,
+                    offset_s: float, trace_t0_s: float, bin_s: float, end_s: float) -> pd.DataFrame:
+    """Per bin of `bin_s` from the flow's first to its last byte at the router: Mbit/s, the
+    router's mean and max queueing delay (ms) and the sender's (RTT - min RTT, ms).
+    `offset_s`: run time -> linkem time; `trace_t0_s`: the run time of the trace's time 0
+    (the sender log's reference time)."""
     if counters.t.size == 0:
-        return pd.DataFrame(columns=["t_s", "mbit", "queue_ms"])
+        return pd.DataFrame(columns=POINT_COLUMNS)
     first, last = counters.first_seen - offset_s, float(counters.t[-1]) - offset_s
     last = min(last, end_s)
     edges = np.arange(max(first, 0.0), last + 1e-9, bin_s)
     if len(edges) < 2:
-        return pd.DataFrame(columns=["t_s", "mbit", "queue_ms"])
+        return pd.DataFrame(columns=POINT_COLUMNS)
     mbit = counters.timeline_mbit(edges + offset_s)
+    queue_mean, queue_max = (queue.timeline_ms(edges + offset_s) if queue is not None
+                             else (np.full(len(edges) - 1, np.nan),) * 2)
+    return pd.DataFrame({"t_s": edges[:-1], "mbit": mbit, "queue_ms": queue_mean, "queue_max_ms": queue_max,
+                         "sender_queue_ms": sender_queue_ms(trace, edges, trace_t0_s)})
+
+
+def sender_queue_ms(trace: ConnTrace | None, edges: np.ndarray, trace_t0_s: float) -> np.ndarray:
+    """Mean of the sender's RTT samples minus its minimum RTT per bin (NaN without samples)."""
     queue = np.full(len(edges) - 1, np.nan)
-    if trace is not None and not trace.metrics.empty:
-        min_rtt = trace.min_rtt_ms()
-        m = trace.metrics.dropna(subset=["latest_rtt_ms"])
-        m = m[m["latest_rtt_ms"] > 0]
-        if min_rtt is not None and not m.empty:
-            t = m["t_ms"].to_numpy() / 1000 + trace_t0_s
-            q = np.maximum(m["latest_rtt_ms"].to_numpy() - min_rtt, 0.0)
-            idx = np.searchsorted(edges, t, side="right") - 1
-            ok = (idx >= 0) & (idx < len(queue))
-            if ok.any():
-                sums = np.bincount(idx[ok], weights=q[ok], minlength=len(queue))
-                counts = np.bincount(idx[ok], minlength=len(queue))
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    queue = np.where(counts > 0, sums / counts, np.nan)
-    return pd.DataFrame({"t_s": edges[:-1], "mbit": mbit, "queue_ms": queue})
+    if trace is None or trace.metrics.empty:
+        return queue
+    min_rtt = trace.min_rtt_ms()
+    m = trace.metrics.dropna(subset=["latest_rtt_ms"])
+    m = m[m["latest_rtt_ms"] > 0]
+    if min_rtt is None or m.empty:
+        return queue
+    t = m["t_ms"].to_numpy() / 1000 + trace_t0_s
+    q = np.maximum(m["latest_rtt_ms"].to_numpy() - min_rtt, 0.0)
+    idx = np.searchsorted(edges, t, side="right") - 1
+    ok = (idx >= 0) & (idx < len(queue))
+    if ok.any():
+        sums = np.bincount(idx[ok], weights=q[ok], minlength=len(queue))
+        counts = np.bincount(idx[ok], minlength=len(queue))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            queue = np.where(counts > 0, sums / counts, np.nan)
+    return queue
 
 
 def _inside(points: np.ndarray, grid: np.ndarray) -> np.ndarray:

@@ -1,7 +1,8 @@
 """One conformance run: the arm's flows (the stack under test, the kernel reference, or both
 at once) each download the cell's bulk object through the bottleneck; then each flow's
-envelope (router throughput, sender-side queueing delay), its share of the bottleneck in a
-shared run, and every parameter of its sender's log against the specifications.
+envelope (throughput and queueing delay, both measured at the router), its share of the
+bottleneck in a shared run, and every parameter of its sender's log against the
+specifications.
 
 Time base: t = 0 is the launch of the run's flows; linkem's flow log is tied to it by the
 wall clock (linkem restarts before each run, `fresh_link_per_run`), the sender logs by
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ...core.kind import Measurement, Metric, RunContext
-from ...flowlog import FlowCounters, read_flow_log
+from ...flowlog import FlowCounters, RouterQueue, read_flow_log
 from ...stacks.base import OURS
 from ...stacks.endpoint import CLIENT_QLOG, SERVER_ADDR, FetchResult, ServerOptions, fetch
 from ...stacks.registry import resolve, split
@@ -41,7 +42,10 @@ STACK_FLOW, KERNEL_FLOW = "stack", "kernel"
 
 CONFORMANCE_METRICS = (
     Metric("mbit", "Mbit/s", "higher", "throughput of the flow under test at the router"),
-    Metric("queue_ms", "ms", "lower", "mean queueing delay (sender RTT - min RTT)"),
+    Metric("queue_ms", "ms", "lower", "mean queueing delay at the router: time its packets waited in linkem's "
+           "buffer (arrival to start of transmission)"),
+    Metric("sender_queue_ms", "ms", "lower", "the sender's view of it: mean RTT - min RTT from its own log "
+           "(beyond the router's: delay at the endpoints)"),
     Metric("share", "", "higher", "the stack's share of the bottleneck beside the kernel"),
     Metric("ref_mbit", "Mbit/s", "higher", "the kernel reference's throughput beside the stack"),
     # what the slow-stack diagnosis reads (aggregate.diagnose), of the flow under test
@@ -134,11 +138,21 @@ def _take_logs(ctx: RunContext, flow: Flow, since_ms: float) -> None:
     flow.log = dest / arts[key] if key in arts else None
 
 
-def _counters(log, port: int, proto: str) -> FlowCounters:
-    """The router's counters of what the server on `port` sent (one connection per flow and
-    port in a run; should a client have made more, their bytes add up)."""
-    rows = log[(log["direction"] == "down") & (log["proto"] == proto)
+def _sent_by(log, port: int, proto: str):
+    """The flow-log lines of what the server on `port` sent (one connection per flow and
+    port in a run; should a client have made more, their lines are all here)."""
+    return log[(log["direction"] == "down") & (log["proto"] == proto)
                & log["src"].astype(str).str.endswith(f":{port}")]
+
+
+def _queue(log, port: int, proto: str) -> RouterQueue:
+    """How long what the server on `port` sent waited in the router's buffer."""
+    return RouterQueue.of(_sent_by(log, port, proto))
+
+
+def _counters(log, port: int, proto: str) -> FlowCounters:
+    """The router's counters of what the server on `port` sent (their bytes add up)."""
+    rows = _sent_by(log, port, proto)
     if rows.empty:
         return FlowCounters.empty()
     wide = rows.pivot_table(index="t", columns="dst", values=["bytes", "packets", "dropped_buffer"],
@@ -206,10 +220,12 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
     offset = launch_unix - linkem_t0_unix  # run time -> linkem time
     end_s = ctx.scenario.timeout_s + 5
     series, rows, prints, details, artifacts = [], [], [], {}, {"flow_log": FLOW_LOG}
-    mbit, queue, counters = {}, {}, {}
+    mbit, queue, sender_queue, counters = {}, {}, {}, {}
     for f in flows:
         artifacts.update(f.artifacts or {})
-        c = _counters(log, f.port, "udp" if f.protocol == "h3" else "tcp")
+        proto = "udp" if f.protocol == "h3" else "tcp"
+        c = _counters(log, f.port, proto)
+        router_queue = _queue(log, f.port, proto)
         counters[f.name] = c
         trace: ConnTrace | None = None
         if f.log is not None and f.log.exists():
@@ -218,18 +234,23 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
             except (OSError, ValueError):
                 trace = None
         t0 = _trace_t0(f.log)
-        env = Envelope(envelope_points(c, trace, offset_s=offset, trace_t0_s=(t0 - launch_unix) if t0 else 0.0,
+        env = Envelope(envelope_points(c, router_queue, trace, offset_s=offset,
+                                       trace_t0_s=(t0 - launch_unix) if t0 else 0.0,
                                        bin_s=ctx.scenario.bin_s, end_s=end_s))
         for p in env.points.itertuples():
             series.append({"name": "mbit", "key": f.name, "t_s": float(p.t_s), "value": float(p.mbit)})
-            if p.queue_ms == p.queue_ms:
-                series.append({"name": "queue_ms", "key": f.name, "t_s": float(p.t_s), "value": float(p.queue_ms)})
+            for name in ("queue_ms", "queue_max_ms", "sender_queue_ms"):
+                v = getattr(p, name)
+                if v == v:
+                    series.append({"name": name, "key": f.name, "t_s": float(p.t_s), "value": float(v)})
         mbit[f.name] = float(env.points["mbit"].mean()) if env.n else math.nan
         if c.t.size:
             details[f"{f.name}_transfer_s"] = float(c.t[-1] - c.first_seen)
         if trace is not None:
             details[f"{f.name}_sender"] = sender_figures(trace)
-        queue[f.name] = float(env.points["queue_ms"].mean()) if env.n and env.points["queue_ms"].notna().any() else math.nan
+        queue[f.name] = router_queue.mean_ms
+        sq = env.points["sender_queue_ms"]
+        sender_queue[f.name] = float(sq.mean()) if env.n and sq.notna().any() else math.nan
         if trace is not None:
             for r in all_parameters(trace, f.cc if f.name == KERNEL_FLOW else cell.cc):
                 rows.append({"stack": f.who, "version": f.version, "cc": f.cc, **_row(r), "flow": f.name, "arm": arm})
@@ -240,6 +261,7 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
         details[f"{f.name}_log"] = str(f.log.relative_to(ctx.run_dir)) if f.log else None
     under_test = STACK_FLOW if arm in ("alone", "shared") else KERNEL_FLOW
     metrics = {"mbit": _finite(mbit.get(under_test)), "queue_ms": _finite(queue.get(under_test)),
+               "sender_queue_ms": _finite(sender_queue.get(under_test)),
                "share": None, "ref_mbit": None, "transfer_s": _finite(details.get(f"{under_test}_transfer_s")),
                **{k: _finite(v) for k, v in (details.get(f"{under_test}_sender") or {}).items()}}
     if arm == "shared":

@@ -64,7 +64,9 @@ def conformance_html(store, analysis) -> str:
              "<b>Envelope overlap</b> (Mishra et al., IMC'23): the area shared by the convex hulls of "
              "the two flows' (throughput at the router, queueing delay) points over the area of their "
              "union, 1 = the kernel's envelope; mean and 95% t-interval across rounds. "
-             "Queueing delay is the sender's RTT minus its minimum RTT. <b>Share</b>: the stack's part "
+             "Queueing delay is measured at the router: the time the flow's packets waited in "
+             "the emulated buffer (arrival to start of transmission), the same measure for the "
+             "kernel and every stack. <b>Share</b>: the stack's part "
              "of the bottleneck beside the kernel flow (0.5 = equal); the comparison is paired per run.</p>",
              _table(["cell", "envelope overlap [95% CI]", "share beside kernel",
                      "stack vs kernel throughput (shared, paired)"], rows)]
@@ -134,7 +136,8 @@ FINGERPRINT_FIELDS = [("server", "initial_max_data"), ("server", "initial_max_st
                       ("server", "max_ack_delay"), ("client", "max_ack_delay"), ("client", "ack_delay_median")]
 # categorical dimensions from the fingerprint runs: (side, field) -> heading
 FINGERPRINT_LABELS = {("server", "stream_scheduling"): "stream scheduling (concurrency)",
-                      ("connection", "zero_rtt"): "0-RTT on resumption"}
+                      ("server", "zero_rtt"): "0-RTT, server (our client resuming)",
+                      ("client", "zero_rtt"): "0-RTT, its client resuming"}
 
 
 def fingerprint_html(store) -> list[str]:
@@ -168,7 +171,9 @@ def fingerprint_html(store) -> list[str]:
             "the sum of the responses' first-to-last-byte intervals over their span (1 = one after "
             "another: sequential; the number of objects = all side by side: round-robin), from the "
             "server's STREAM frames, else the client's per-object timings; and a resumed connection "
-            "sending its request as 0-RTT, where the stack's client in longlook can resume. The rest "
+            "sending its request as 0-RTT: our client against every stack's server (the server's side: "
+            "accepts, rejects, or sends no session ticket), and the stack's own client where it can "
+            "resume in longlook (the client's side). The rest "
             "from the stack's server log of its alone runs (medians): the flow-control windows each "
             "side announced in its transport parameters (bytes; our endpoint's client side from its "
             "client's log, since quinn exposes no peer parameters), how often the client raised the "

@@ -52,8 +52,9 @@ def section(store, analysis) -> Section | None:
     note = ("<p class='note'>Per cell and arm, over the runs that count: the median of the kind's "
             "metric, its ratio to the same cell and arm with no budget, and the client's CPU time "
             "(user + system of every client process, from its cgroup), the cores it kept busy on "
-            "average (CPU time / the run's wall time) and how long its budget throttled it. A "
-            "budget is a CFS quota (a share of one core) on a cpuset of its cores "
+            "average (CPU time / the time its processes ran, not the run's window, which also "
+            "holds a server's start and the translation of a stack's logs) and how long its "
+            "budget throttled it. A budget is a CFS quota (a share of one core) on a cpuset of its cores "
             "(testbed/cpu.py). TCP's receive path runs in the kernel's softirq, mostly not "
             "charged to the client, so a budget slows QUIC's user-space stack more.</p>")
     return Section(id="client-cpu", title="Client CPU", html=note + table)

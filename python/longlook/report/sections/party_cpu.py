@@ -65,8 +65,10 @@ def section(store, analysis) -> Section | None:
     where = (f"Pinned: {escape(pins)}" + (f"; shared: {escape(', '.join(shared))}" if shared else "") + "."
              if pinned else "Not pinned: every party ran on any of the machine's CPUs, so they shared cores.")
     note = ("<p class='note'>Per cell and arm, medians over the runs that count: each party's CPU "
-            "time (user + system, from its cgroup), per MB the router forwarded in both directions "
-            "(ms of CPU per MB), and the cores it kept busy on average. A party is saturated in a "
+            "time (user + system, from its cgroup; the server's and linkem's while the client's "
+            "processes ran, so a server's start on first use is not a run's), per MB the router "
+            "forwarded in both directions (ms of CPU per MB), and the cores it kept busy on "
+            "average (CPU time / the time the client's processes ran). A party is saturated in a "
             "run when it kept a core busy (linkem: its busiest thread ran ≥ 95% of the run, which "
             f"flags the run). {where}</p>")
     return Section(id="party-cpu", title="CPU per party", html=note + table + _server_ratio(per_mb))

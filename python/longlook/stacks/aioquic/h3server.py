@@ -16,8 +16,24 @@ from aioquic.h3.events import HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import ProtocolNegotiated
 from aioquic.quic.logger import QuicFileLogger
+from aioquic.tls import SessionTicket
 
 TYPES = {".html": b"text/html; charset=utf-8", ".jpg": b"image/jpeg"}
+
+
+class TicketStore:
+    """Session tickets this server issued, each usable once: with them aioquic resumes
+    sessions and accepts 0-RTT (without a store it sends no ticket at all), as aioquic's
+    own example server does."""
+
+    def __init__(self):
+        self.tickets: dict[bytes, SessionTicket] = {}
+
+    def add(self, ticket: SessionTicket) -> None:
+        self.tickets[ticket.ticket] = ticket
+
+    def pop(self, label: bytes) -> SessionTicket | None:
+        return self.tickets.pop(label, None)
 
 
 class FileServer(QuicConnectionProtocol):
@@ -62,7 +78,9 @@ async def main() -> None:
     config.load_cert_chain(a.cert, a.key)
     FileServer.root = Path(a.root).resolve()
     host, _, port = a.listen.rpartition(":")
-    await serve(host, int(port), configuration=config, create_protocol=FileServer)
+    tickets = TicketStore()
+    await serve(host, int(port), configuration=config, create_protocol=FileServer,
+                session_ticket_fetcher=tickets.pop, session_ticket_handler=tickets.add)
     print("ready", flush=True)
     await asyncio.Future()
 

@@ -1,0 +1,59 @@
+"""The fingerprint's 0-RTT on the real testbed (a few seconds per stack): our client resumes
+against each stack's server, and each gets the label its server really earns there. Ours
+accepts 0-RTT (and its own client sends it); quic-go's server, as longlook builds it, issues
+tickets that allow no early data; aioquic's keeps the tickets it issues and accepts 0-RTT."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from testbed_helpers import needs_testbed
+
+from longlook.core.execute import Runner
+from longlook.core.spec import parse_scenario
+from longlook.core.store import Store
+from longlook.kinds.conformance.params import zero_rtt as z
+from longlook.kinds.conformance.sections import fingerprint_html
+from longlook.stacks.registry import resolve
+
+STACKS = ("quic-go", "aioquic")
+SCENARIO = """
+kind = "conformance"
+name = "zero-rtt"
+rounds = 1
+timeout_s = 20
+object_size = "1m"
+include = ["fingerprint"]
+stacks = [{ stack = "ours", ccs = ["cubic"] }, { stack = "quic-go" }, { stack = "aioquic", ccs = ["cubic"] }]
+[[links]]
+rate_mbit = 20
+rtt_ms = 30
+"""
+
+
+def _stacks_installed():
+    missing = [s for s in STACKS if not resolve(s).installed()]
+    if missing and not os.environ.get("CI"):
+        return pytest.mark.skip(reason=f"not installed: {', '.join(missing)} (python -m longlook.stacks.install NAME)")
+    return lambda f: f
+
+
+@needs_testbed("linkem", "endpoint")
+@_stacks_installed()
+def test_server_side_zero_rtt_of_three_stacks(tmp_path: Path):
+    Runner(parse_scenario(SCENARIO), tmp_path / "exp", link_check=False).run()
+    with Store.open(tmp_path / "exp", read_only=True) as store:
+        fp = store.table("fingerprint")
+        html = "\n".join(fingerprint_html(store))
+    rows = fp[fp["field"] == "zero_rtt"]
+    got = {(r.stack, r.side): r for r in rows.itertuples()}
+    assert got[("ours", "server")].label == z.ACCEPTS, got[("ours", "server")].note
+    assert got[("ours", "client")].label == "sent, accepted"
+    assert got[("quic-go", "server")].label == z.NO_EARLY_DATA, got[("quic-go", "server")].note
+    assert "0 allowing early data" in got[("quic-go", "server")].note
+    assert got[("aioquic", "server")].label == z.ACCEPTS, got[("aioquic", "server")].note
+    for stack in STACKS:
+        assert got[(stack, "client")].label == z.CLIENT_CANNOT_RESUME
+    assert "0-RTT, server (our client resuming)" in html and "its session tickets allow no early data" in html
