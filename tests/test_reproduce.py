@@ -227,3 +227,15 @@ def test_the_published_reproduction_says_when_where_how_long_and_why(tmp_path):
     assert "### kakhki-fig2 (Kakhki IMC'17" in text and "Measured:" in text
     assert "--no-run --publish docs/reproduction.md" in text
     assert "report.html" not in text  # the results folder is not published
+
+
+def test_a_complete_experiment_is_read_even_when_todays_versions_differ(tmp_path):
+    """A reproduction resumed with newer software reads what it already finished (its
+    versions were recorded as {} here: any real ones differ) instead of refusing it."""
+    _fig2_store(tmp_path / "kakhki-fig2-macw", 2.0)
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=True, link_check=False)
+    (run,) = result.scenarios
+    assert (run.status, run.detail, run.runs) == ("read", "complete already", 0)
+    assert result.rows[0].outcome.verdict == HOLDS
+    with Store.open(tmp_path / "kakhki-fig2-macw", read_only=True) as st:
+        assert "resumed" not in st.experiment()["versions"]  # nothing was started again

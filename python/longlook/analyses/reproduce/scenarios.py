@@ -42,16 +42,22 @@ def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: b
     sc = load_scenario(shipped.path, shipped.overrides(budget))
     directory = out / sc.name
     exists = (directory / DB_FILE).exists()
-    if not execute:
-        if not exists:
-            return ScenarioRun(sc.name, directory, "not run", "not measured yet (run without --no-run)")
+    if not execute and not exists:
+        return ScenarioRun(sc.name, directory, "not run", "not measured yet (run without --no-run)")
+    if exists:
         try:  # a verdict only on this scenario's own results
             with Store.open(directory, read_only=True) as store:
                 store.check_scenario(sc)
+                complete = (store.experiment() or {}).get("ended_at") is not None
         except LonglookError as e:
-            return ScenarioRun(sc.name, directory, "failed", e.message + (f" ({e.hint})" if e.hint else ""),
-                               foreign=True)
-        return ScenarioRun(sc.name, directory, "read")
+            detail = e.message + (f" ({e.hint})" if e.hint else "")
+            if execute:
+                detail += f"; another budget ran into {directory}: give reproduce another --out"
+            return ScenarioRun(sc.name, directory, "failed", detail, foreign=True)
+        # a finished experiment is read as it is: resuming it would hold today's software
+        # versions against the ones it was measured with, and there is nothing left to run
+        if complete or not execute:
+            return ScenarioRun(sc.name, directory, "read", "complete already" if complete else "")
     started = time.monotonic()
     try:
         try:
