@@ -4,7 +4,8 @@ core.audit). Also: the cgroup lives exactly as long as its testbed.
 
 Measured here (issue 17): our quinn client needs only ~0.06 s of CPU for 5 MB when it is
 throttled (it reads in batches), so at 100 Mbit/s a fifth of a core keeps up with it; it
-falls behind at 5%. Chromium needs far more: at a fifth of a core a page takes ~8x longer."""
+falls behind at 5%, but not always by 1.3x (579 vs 475 ms once, 2026-11-27), so the test
+uses 2%. Chromium needs far more: at a fifth of a core a page takes ~8x longer."""
 
 from __future__ import annotations
 
@@ -65,9 +66,9 @@ def _slower(runs: pd.DataFrame, arm: str, budget: str, factor: float) -> tuple[p
 
 
 @needs_testbed("linkem", "endpoint")
-def test_a_native_client_at_5_percent_of_a_core_downloads_slower_and_its_cpu_time_is_recorded(tmp_path: Path):
-    runs = _run(tmp_path, client="native", workload="bulk:5m", budget="{quota = 0.05, cores = 1}", rounds=2)
-    slow, fast = _slower(runs, "h3", "q0.05x1", 1.3)
+def test_a_native_client_at_2_percent_of_a_core_downloads_slower_and_its_cpu_time_is_recorded(tmp_path: Path):
+    runs = _run(tmp_path, client="native", workload="bulk:5m", budget="{quota = 0.02, cores = 1}", rounds=2)
+    slow, fast = _slower(runs, "h3", "q0.02x1", 1.3)
     assert (runs["client_cpu_s"] > 0.01).all(), runs[["arm", "client_cpu", "client_cpu_s"]]
     assert (slow["client_cpu_share"] < 0.07).all(), slow["client_cpu_share"].tolist()  # the budget held
     assert (slow["client_throttled_s"] > 0).all() and (fast["client_throttled_s"] == 0).all()

@@ -153,7 +153,7 @@ def test_kakhki_fig6a_grid_matches_the_paper():
     s = load_scenario(SCENARIOS / "kakhki-fig6a-object-size.toml")
     assert sorted({c.link.rate_mbit for c in s.cells()}) == [5, 10, 50, 100]
     assert [w.object_size for w in s.workloads] == [5000, 10000, 100000, 200000, 500000, 1_000_000, 10_000_000]
-    assert all(c.link.rtt_ms() == 36 and c.link.resolved("down").buffer_bytes == 30000 for c in s.cells())
+    assert all(c.link.rtt_ms() == 36 and c.link.resolved("down").buffer_bytes == round(c.link.rate_mbit * 4500) for c in s.cells())  # one BDP
     assert all(c.options.max_cwnd_packets == 430 and c.options.zero_rtt for c in s.cells())
     assert s.rounds == 10 and s.statistics.alpha == 0.01 and s.statistics.test == "welch"
     assert s.comparisons() == [("h3", "h2")]
@@ -302,3 +302,15 @@ def test_bad_initial_window_or_n_conn_is_one_clear_error():
     msg = error_of(MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nquic_cc = "newreno"\nn_conn = 3\n'
                    '[[arms]]\nlabel = "b"\nprotocol = "h2"\n')
     assert 'arm "a"' in msg and "quic_cc" in msg
+
+
+def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():
+    sc = scenario(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [10, 50]") + "buffer_bdp = 1\n")
+    bufs = [c.link.resolved("down").buffer_bytes for c in sc.cells()]
+    assert bufs == [45_000, 225_000]  # rate x 36 ms
+    assert "buffer_bdp" not in sc.cells()[0].link.to_linkem_toml()  # linkem gets bytes
+    assert [c.link.name for c in sc.cells()] == ["10mbit-36ms,loss=0", "50mbit-36ms,loss=0"]
+    half_down = scenario(MINIMAL + "buffer_bytes = 30000\ndown = { buffer_bdp = 0.5 }\n").cells()[0].link
+    assert (half_down.resolved("down").buffer_bytes, half_down.resolved("up").buffer_bytes) == (22_500, 30_000)
+    assert "buffer_bytes, buffer_bdp, not several" in error_of(MINIMAL + "buffer_bytes = 30000\nbuffer_bdp = 1\n")
+    assert "less than one packet" in error_of(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 1") + "buffer_bdp = 1\n")

@@ -80,12 +80,17 @@ class Direction(BaseModel):
     loss: float | None = Field(default=None, ge=0, le=1)
     buffer_bytes: int | None = Field(default=None, ge=1500, le=10**10)
     buffer_packets: int | None = Field(default=None, gt=0, le=10**7)
+    # the buffer as a multiple of this direction's bandwidth-delay product (its rate x the
+    # link's base RTT), so one setting fits every rate and RTT of a sweep; resolved to
+    # buffer_bytes (LinkProfile.resolved), never seen by linkem
+    buffer_bdp: float | None = Field(default=None, gt=0, le=1000)
     gilbert_elliott: GilbertElliott | None = None
     reorder: Reorder | None = None
     middlebox: Middlebox | None = None
 
 
 _DIRECTION_FIELDS = tuple(Direction.model_fields)
+_BUFFER_FIELDS = ("buffer_bytes", "buffer_packets", "buffer_bdp")
 
 
 class LinkProfile(Direction):
@@ -105,18 +110,40 @@ class LinkProfile(Direction):
     @model_validator(mode="after")
     def _check_each_direction(self) -> "LinkProfile":
         for which in ("up", "down"):
-            d = self.resolved(which)
-            if (d.rate_mbit is None) == (d.trace is None):
+            d = self._merged(which)
+            if (d["rate_mbit"] is None) == (d["trace"] is None):
                 raise ValueError(f"{which}: exactly one of rate_mbit or trace must be set")
-            if d.buffer_bytes is not None and d.buffer_packets is not None:
-                raise ValueError(f"{which}: set buffer_bytes or buffer_packets, not both")
+            buffers = [f for f in ("buffer_bytes", "buffer_packets", "buffer_bdp") if d[f] is not None]
+            if len(buffers) > 1:
+                raise ValueError(f"{which}: set one of {', '.join(buffers)}, not several")
+            if d["buffer_bdp"] is not None and d["rate_mbit"] is None:
+                raise ValueError(f"{which}: buffer_bdp needs a rate_mbit (a trace has no one rate): "
+                                 f"give buffer_bytes or buffer_packets")
+            if d["buffer_bdp"] is not None and self._bdp_bytes(d) < 1500:
+                raise ValueError(f"{which}: buffer_bdp = {d['buffer_bdp']:g} is {self._bdp_bytes(d):.0f} bytes "
+                                 f"at {d['rate_mbit']:g} Mbit/s and {self._base_rtt_ms():g} ms, less than one packet "
+                                 f"(1500 bytes)")
         return self
 
-    def resolved(self, which: Literal["up", "down"]) -> Direction:
-        """The effective settings of one direction (override, else link level)."""
+    def _merged(self, which: Literal["up", "down"]) -> dict:
         own = getattr(self, which)
-        merged = {f: getattr(own, f) if getattr(own, f) is not None else getattr(self, f)
-                  for f in _DIRECTION_FIELDS}
+        merged = {f: getattr(own, f) if getattr(own, f) is not None else getattr(self, f) for f in _DIRECTION_FIELDS}
+        if any(getattr(own, f) is not None for f in _BUFFER_FIELDS):  # a direction's buffer replaces the link's
+            merged.update({f: getattr(own, f) for f in _BUFFER_FIELDS})
+        return merged
+
+    def _base_rtt_ms(self) -> float:
+        return (self._merged("up")["delay_ms"] or 0.0) + (self._merged("down")["delay_ms"] or 0.0)
+
+    def _bdp_bytes(self, d: dict) -> float:
+        return d["rate_mbit"] * 1e6 / 8 * self._base_rtt_ms() / 1000 * d["buffer_bdp"]
+
+    def resolved(self, which: Literal["up", "down"]) -> Direction:
+        """The effective settings of one direction (override, else link level); a buffer
+        given as `buffer_bdp` also in bytes."""
+        merged = self._merged(which)
+        if merged["buffer_bdp"] is not None:
+            merged["buffer_bytes"] = round(self._bdp_bytes(merged))
         return Direction(**merged)
 
     def expected_loss(self, which: Literal["up", "down"]) -> float:
@@ -127,7 +154,7 @@ class LinkProfile(Direction):
 
     def rtt_ms(self) -> float:
         """Base round-trip time: the two one-way delays (no queueing, no serialisation)."""
-        return (self.resolved("up").delay_ms or 0.0) + (self.resolved("down").delay_ms or 0.0)
+        return self._base_rtt_ms()
 
     def to_linkem_toml(self, base_dir: Path | None = None) -> str:
         """Render linkem's config, each direction written out in full (no inheritance), trace
@@ -137,7 +164,7 @@ class LinkProfile(Direction):
             d = self.resolved(which)
             lines.append(f"[{which}]")
             tables: list[str] = []
-            for field, value in d.model_dump(exclude_none=True).items():
+            for field, value in d.model_dump(exclude_none=True, exclude={"buffer_bdp"}).items():
                 if isinstance(value, dict):
                     tables.append(f"[{which}.{field}]")
                     tables.extend(f"{k} = {_toml_value(v)}" for k, v in value.items())

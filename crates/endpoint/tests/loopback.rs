@@ -282,6 +282,22 @@ fn second_connection_sends_0rtt_and_it_is_accepted() {
 }
 
 #[test]
+fn resumed_connection_presents_the_warm_up_s_address_validation_token() {
+    let s = Server::start(&[]);
+    let (code, json, err) = s.fetch("/page/200x5k.html", "h3", &["--zero-rtt"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json["zero_rtt"]["accepted"], true, "{json}");
+    // our server sends two NEW_TOKEN frames per connection; the measured connection, sharing
+    // the warm-up's token store, sends one in its Initial
+    assert_eq!(json["zero_rtt"]["tokens"], 2, "{json}");
+    assert_eq!(json["zero_rtt"]["token_presented"], true, "{json}");
+    // without --zero-rtt there is no warm-up, so nothing to present, and nothing reported
+    let (code, json, err) = s.fetch("/page/1x5k.html", "h3", &[]);
+    assert_eq!(code, 0, "{err}");
+    assert!(json["zero_rtt"].get("token_presented").is_none(), "{json}");
+}
+
+#[test]
 fn client_qlog_traces_the_measured_connection_only() {
     let s = Server::start(&[]);
     let dir = tempfile::tempdir().unwrap();

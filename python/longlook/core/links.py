@@ -81,7 +81,9 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
     flat: dict[str, Any] = {}
     for which in ("up", "down"):
         resolved = p.resolved(which)
-        for k, v in resolved.model_dump(exclude_none=True).items():
+        # a buffer given per BDP is told apart by that setting, not by the bytes it comes to
+        derived = {"buffer_bytes"} if resolved.buffer_bdp is not None else set()
+        for k, v in resolved.model_dump(exclude_none=True, exclude=derived).items():
             nested = getattr(resolved, k, None)
             if isinstance(nested, BaseModel):
                 # a nested policy (the middlebox) by what it sets: its defaults are what a
@@ -95,7 +97,7 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
     return flat
 
 
-_SHORT_EXTRA = {"buffer_bytes": "buf", "buffer_packets": "bufpkts", "jitter_ms": "jitter",
+_SHORT_EXTRA = {"buffer_bytes": "buf", "buffer_packets": "bufpkts", "buffer_bdp": "bufbdp", "jitter_ms": "jitter",
                 "jitter_distribution": "jitterdist"}
 
 

@@ -8,7 +8,9 @@ current for it: the newest quinn 0.11 whose quinn-proto requirement it meets (e.
 Cargo.lock, so only the quinn pair differs between two builds.
 
 Supported: quinn-proto 0.11.13 and newer in the 0.11 line. Older releases lack the `qlog`
-feature our endpoint is built with (quinn-proto gained it in 0.11.13). A release that does not
+feature our endpoint is built with (quinn-proto gained it in 0.11.13). The `bloom` feature and
+the address-validation token API (NEW_TOKEN) the endpoint also uses came one release earlier
+(0.11.12), so every supported release has them. A release that does not
 compile with this checkout's endpoint is one error naming the release and the supported range.
 
 The build works on a copy, never on crates/endpoint: the endpoint's Cargo.toml and sources

@@ -10,6 +10,7 @@ use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use super::output::{FetchReport, ObjectTiming};
 use super::tickets::TicketLog;
+use super::tokens::CountingTokenStore;
 use super::FetchArgs;
 use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
@@ -109,7 +110,12 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     cfg.transport_config(Arc::new(transport_config(&args.flow)));
     // the measured connection's own config: same TLS (and session cache), and its trace
     let title = args.run_id.clone().unwrap_or_else(|| "h3".into());
-    let (measured, _trace) = super::quic_client_config(crypto, transport_config(&args.flow), args, &title)?;
+    let (mut measured, _trace) = super::quic_client_config(crypto, transport_config(&args.flow), args, &title)?;
+    // and the same token store: the warm-up's NEW_TOKEN tokens validate the measured
+    // connection's address from its first packet (client/tokens.rs)
+    let tokens = CountingTokenStore::new();
+    cfg.token_store(tokens.clone());
+    measured.token_store(tokens.clone());
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let socket = crate::transport::udp_socket(bind, &args.flow).map_err(failed(Phase::Setup, "binding UDP socket"))?;
     let mut endpoint = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
@@ -122,13 +128,18 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
         let (received, early_data) = tickets.counts();
         report.zero_rtt.tickets = Some(received);
         report.zero_rtt.early_data_tickets = Some(early_data);
+        report.zero_rtt.tokens = Some(tokens.received());
     }
 
     // t0: just before the first packet (the Initial) is sent.
     // QUIC has no connect phase of its own: the Initial starts the handshake.
     enter(Phase::Handshake);
     let t0 = Instant::now();
+    let presented_before = tokens.presented();
     let connecting = endpoint.connect_with(measured, addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
+    if args.zero_rtt {
+        report.zero_rtt.token_presented = Some(tokens.presented() > presented_before);
+    }
     let mut zero_rtt_done = None;
     let conn = match if args.zero_rtt { connecting.into_0rtt() } else { Err(connecting) } {
         Ok((conn, accepted)) => {

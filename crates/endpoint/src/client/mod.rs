@@ -6,6 +6,7 @@ mod h3;
 mod output;
 mod page;
 mod tickets;
+mod tokens;
 pub mod race;
 
 use std::net::SocketAddr;

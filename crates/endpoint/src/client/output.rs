@@ -27,6 +27,12 @@ pub struct ZeroRtt {
     pub tickets: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub early_data_tickets: Option<u32>,
+    /// `--zero-rtt` over h3: address-validation tokens (NEW_TOKEN) the warm-up connection
+    /// received, and whether the measured connection presented one (client/tokens.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_presented: Option<bool>,
 }
 
 #[derive(Serialize, Debug, Clone)]

@@ -59,6 +59,7 @@ impl Proxy {
         server_tls.send_tls13_tickets = 0;
         let mut server_cfg = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server_tls)?));
         server_cfg.transport_config(Arc::new(transport_config(&args.flow)));
+        server_cfg.validation_token_config(no_address_validation_tokens());
         let endpoint = quinn::Endpoint::server(server_cfg, args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
 
         let mut client_tls = tls::client_config(&Trust::Roots(tls::load_certs(origin_ca)?), b"h3")?;
@@ -66,6 +67,7 @@ impl Proxy {
         client_tls.resumption = rustls::client::Resumption::disabled();
         let mut client_cfg = quinn::ClientConfig::new(Arc::new(QuicClientConfig::try_from(client_tls)?));
         client_cfg.transport_config(Arc::new(transport_config(&args.flow)));
+        client_cfg.token_store(Arc::new(quinn::NoneTokenStore)); // nothing kept across upstream connections
         let bind: SocketAddr = if origin.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
         let mut upstream = quinn::Endpoint::client(bind)?;
         upstream.set_default_client_config(client_cfg);
@@ -81,6 +83,14 @@ impl Proxy {
         }
         Ok(())
     }
+}
+
+/// Neither NEW_TOKEN frames to clients nor tokens accepted from them (quinn's `bloom` feature,
+/// on for our server, would do both): every connection through the proxy starts unvalidated.
+fn no_address_validation_tokens() -> quinn::ValidationTokenConfig {
+    let mut v = quinn::ValidationTokenConfig::default();
+    v.log(Arc::new(quinn::NoneTokenLog)).sent(0);
+    v
 }
 
 struct Shared {

@@ -18,7 +18,10 @@ use crate::transport::{local_parameters_json, transport_config};
 pub struct Server {
     state: Arc<ServerState>,
     endpoint: quinn::Endpoint,
-    crypto: Arc<QuicServerConfig>,
+    /// Every connection's config is a clone of this one: the endpoint decodes a client's
+    /// token with its own config's token key, the connection encodes NEW_TOKEN with its own,
+    /// so both must be one key (`ServerConfig::with_crypto` draws a new one each call).
+    base: quinn::ServerConfig,
     /// the transport parameters every connection announces, for its trace
     local_parameters: String,
 }
@@ -26,12 +29,13 @@ pub struct Server {
 impl Server {
     pub fn new(state: Arc<ServerState>, id: &Identity, udp: std::net::UdpSocket) -> Result<Self> {
         let crypto = Arc::new(QuicServerConfig::try_from(tls::h3_server_config(id)?)?);
-        let mut cfg = quinn::ServerConfig::with_crypto(crypto.clone());
-        cfg.transport_config(Arc::new(transport_config(&state.flow)));
+        let mut base = quinn::ServerConfig::with_crypto(crypto);
+        base.transport_config(Arc::new(transport_config(&state.flow)));
+        base.validation_token_config(address_validation_tokens());
         let endpoint_cfg = quinn::EndpointConfig::default();
         let local_parameters = local_parameters_json(&state.flow, &endpoint_cfg);
-        let endpoint = quinn::Endpoint::new(endpoint_cfg, Some(cfg), udp, Arc::new(quinn::TokioRuntime))?;
-        Ok(Server { state, endpoint, crypto, local_parameters })
+        let endpoint = quinn::Endpoint::new(endpoint_cfg, Some(base.clone()), udp, Arc::new(quinn::TokioRuntime))?;
+        Ok(Server { state, endpoint, base, local_parameters })
     }
 
     pub async fn run(self) -> Result<()> {
@@ -63,7 +67,7 @@ impl Server {
             }));
             // quinn's packet events, merged into the same trace.
             transport.qlog_stream(qlog.as_ref().and_then(|q| crate::qlog::quinn_stream(q, &stem)));
-            let mut cfg = quinn::ServerConfig::with_crypto(self.crypto.clone());
+            let mut cfg = self.base.clone();
             cfg.transport_config(Arc::new(transport));
             let connecting = match incoming.accept_with(Arc::new(cfg)) {
                 Ok(c) => c,
@@ -88,6 +92,20 @@ impl Server {
         Ok(())
     }
 }
+
+/// NEW_TOKEN frames after each handshake, and tokens accepted once each (RFC 9000 §8.1.3-4):
+/// a client that comes back with one has a validated address from its first packet, so its
+/// resumed (0-RTT) connection's response is not held to 3x the bytes the client sent
+/// (§8.1), as gQUIC's source-address token and Chromium's IETF QUIC allow. quinn's defaults
+/// with its `bloom` feature, stated here so that losing the feature fails to compile.
+fn address_validation_tokens() -> quinn::ValidationTokenConfig {
+    let mut v = quinn::ValidationTokenConfig::default();
+    v.log(Arc::new(quinn::BloomTokenLog::default())).sent(TOKENS_PER_CONNECTION);
+    v
+}
+
+/// As quinn's default: the client can use one and keep one.
+const TOKENS_PER_CONNECTION: u32 = 2;
 
 async fn handle_connection(
     state: Arc<ServerState>,

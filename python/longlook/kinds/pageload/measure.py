@@ -122,6 +122,8 @@ def from_fetch(fetch: dict, *, protocol_requested: str | None, status: str | Non
     details: dict[str, Any] = {
         "zero_rtt_attempted": bool(zr.get("attempted", False)),
         "zero_rtt_accepted": bool(zr.get("accepted", False)),
+        # an address-validation token lifts the 3x anti-amplification cap on 0-RTT replies
+        "zero_rtt_token_presented": zr.get("token_presented"),
         "bytes": fetch.get("bytes"), "url": fetch.get("url"), "mode": fetch.get("mode"), "local_addr": fetch.get("local_addr"),
         "goodput": fetch.get("goodput") or [],
         # where a failed fetch stopped: setup, connect, handshake, request or transfer
