@@ -281,7 +281,7 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
         raw[f"iperf3_{which}"] = {"end": i.get("end", {})}
         rows.append(Row(which, "TCP goodput, iperf3", "Mbit/s", iperf3_receiver_mbit(i, which),
                         most, *band, ("not judged: " + why_not + "; " if why_not else "") +
-                        "median of receiver's 1 s intervals after 1 s"))
+                        "median of the receiver's 250 ms intervals after 1 s"))
 
     # UDP paced 20% above the rate: what arrives is what the link delivers.
     if _udp_blocked(d):
