@@ -312,5 +312,5 @@ def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():
     assert [c.link.name for c in sc.cells()] == ["10mbit-36ms,loss=0", "50mbit-36ms,loss=0"]
     half_down = scenario(MINIMAL + "buffer_bytes = 30000\ndown = { buffer_bdp = 0.5 }\n").cells()[0].link
     assert (half_down.resolved("down").buffer_bytes, half_down.resolved("up").buffer_bytes) == (22_500, 30_000)
-    assert "buffer_bytes, buffer_bdp, not several" in error_of(MINIMAL + "buffer_bytes = 30000\nbuffer_bdp = 1\n")
+    assert "buffer_bytes or buffer_bdp, not several" in error_of(MINIMAL + "buffer_bytes = 30000\nbuffer_bdp = 1\n")
     assert "less than one packet" in error_of(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 1") + "buffer_bdp = 1\n")

@@ -115,7 +115,7 @@ class LinkProfile(Direction):
                 raise ValueError(f"{which}: exactly one of rate_mbit or trace must be set")
             buffers = [f for f in ("buffer_bytes", "buffer_packets", "buffer_bdp") if d[f] is not None]
             if len(buffers) > 1:
-                raise ValueError(f"{which}: set one of {', '.join(buffers)}, not several")
+                raise ValueError(f"{which}: set one of {' or '.join(buffers)}, not several")
             if d["buffer_bdp"] is not None and d["rate_mbit"] is None:
                 raise ValueError(f"{which}: buffer_bdp needs a rate_mbit (a trace has no one rate): "
                                  f"give buffer_bytes or buffer_packets")
