@@ -15,6 +15,7 @@ from longlook.kinds.fairness import FairnessScenario
 from longlook.kinds.pageload import Scenario as PageLoadScenario
 from longlook.kinds.video import VideoScenario
 from longlook.stacks.release_arms import chosen_releases, recorded_versions
+from test_quinn_releases import SWEEP
 
 QUINN_PROTO = ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16")
 
@@ -184,20 +185,7 @@ def test_what_a_video_arm_cannot_run_is_one_error_at_load(change, message):
 # ---------------------------------------------------------------- one shared path
 
 def test_page_loads_fairness_and_video_expand_releases_the_same_way():
-    page = PageLoadScenario.from_toml("""
-name = "p"
-rounds = 2
-workloads = ["1x1m"]
-versions = "ours@0.11.13..0.11.15"
-[[links]]
-rate_mbit = 10
-rtt_ms = 36
-[[arms]]
-label = "ours"
-protocol = "h3"
-server = "ours@0.11.19"
-client = "ours@0.11.19"
-""", source="test")
+    page = PageLoadScenario.from_toml(SWEEP, source="test")  # ours@0.11.13..0.11.15 on one h3 arm
     labels = {"pageload": [a.label for a in page.arms], "fairness": [a.label for a in fairness().arm_list()]}
     assert labels == {"pageload": ["ours-0.11.13", "ours-0.11.14", "ours-0.11.15"],
                       "fairness": ["flows-0.11.13", "flows-0.11.14", "flows-0.11.15"]}
