@@ -38,12 +38,9 @@ from ..binaries import find_binary
 from ..qlog import read_qlog
 from ..testbed.cpu import UNLIMITED, CpuBudget
 from ..testbed.cpu_span import Span, SpanWatch
+from ..testbed.linkem_window import LATE_MS, counter_delta, direction_stats, linkem_window
 from .spec import Fidelity
 
-LATE_MS = 1.0  # what linkem timestamps as a late release
-# upper bounds (ms) of linkem's lateness histogram buckets, in its order (docs/interfaces.md)
-_BUCKET_UPPER_MS = (0.0, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, float("inf"))
-_BUCKETS = ("early", "0-50us", "50-100us", "100-200us", "200-500us", "0.5-1ms", "1-2ms", "2-5ms", "over_5ms")
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
 # linkem's directions hand their counters to its stats writer once per stats interval
 # (testbed.linkem: 25 ms), so a document covers everything up to that long before its own
@@ -135,59 +132,9 @@ class Audit:
         return self
 
 
-def _directions(stats: dict) -> dict[str, dict]:
-    return stats.get("directions") or {}
-
-
-def _delta(before: dict, after: dict, get) -> int:
-    total = 0
-    for which, d in _directions(after).items():
-        prev = _directions(before).get(which, {})
-        total += (get(d) or 0) - (get(prev) or 0)
-    return total
-
-
-def _kernel_drops(d: dict) -> int | None:
-    errors = d.get("errors") or {}
-    q, u = errors.get("kernel_queue_dropped"), errors.get("kernel_user_dropped")
-    if q is None and u is None:
-        return None
-    return (q or 0) + (u or 0)
-
-
 def linkem_audit(before: dict, after: dict, t0_ms: float, t1_ms: float) -> Audit:
     """The linkem part of the audit for the window [t0_ms, t1_ms] (CLOCK_MONOTONIC ms)."""
-    a = Audit(released=_delta(before, after, lambda d: d.get("packets")))
-    events = [late for d in _directions(after).values()
-              for mono, late in d.get("late_release_events") or [] if t0_ms <= mono <= t1_ms]
-    counted = _delta(before, after, lambda d: d.get("late_releases_over_1ms"))
-    ring_complete = all(not d.get("late_release_events_dropped") for d in _directions(after).values())
-    has_events = any("late_release_events" in d for d in _directions(after).values())
-    a.late_releases = len(events) if has_events and ring_complete else max(counted, len(events))
-    if events:
-        a.max_release_late_ms = max(events)
-    else:  # nothing over 1 ms: the highest histogram bucket that moved bounds the lateness
-        moved = [i for i, name in enumerate(_BUCKETS)
-                 if _delta(before, after, lambda d, n=name: ((d.get("release_lateness_us") or {})
-                                                            .get("histogram") or {}).get(n)) > 0]
-        a.max_release_late_ms = _BUCKET_UPPER_MS[max(moved)] if moved else None
-        if a.max_release_late_ms == float("inf"):  # counted late but not timestamped (old linkem)
-            a.max_release_late_ms = None
-    a.max_read_wait_ms = _longest_gap(after, "late_read_events", t0_ms, t1_ms)
-    a.max_wakeup_late_ms = _longest_gap(after, "late_wakeup_events", t0_ms, t1_ms)
-    drops = [(_kernel_drops(d), _kernel_drops(_directions(before).get(w, {})))
-             for w, d in _directions(after).items()]
-    if drops and all(now is not None for now, _ in drops):
-        a.kernel_queue_drops = sum(now - (prev or 0) for now, prev in drops)
-    return a
-
-
-def _longest_gap(after: dict, key: str, t0_ms: float, t1_ms: float) -> float | None:
-    """The longest of linkem's own stalls (`[end_mono_ms, length_ms]` events) that overlap
-    the window: a stop that began inside it and ended after it counts too."""
-    gaps = [length for d in _directions(after).values() for end, length in d.get(key) or []
-            if end >= t0_ms and end - length <= t1_ms]
-    return max(gaps) if gaps else None
+    return Audit(**asdict(linkem_window(before, after, t0_ms, t1_ms)))
 
 
 @dataclass(frozen=True)
@@ -298,7 +245,7 @@ class RunAudit:
             a.linkem_busiest_thread_share = round(busiest_ns / 1e9 / span_s, 4)
             if a.linkem_busiest_thread_share >= SATURATED_SHARE:
                 a.saturated.append("router")
-        forwarded = _delta(self.before, self.after, lambda d: d.get("bytes"))
+        forwarded = counter_delta(self.before, self.after, lambda d: d.get("bytes"))
         a.delivered_mb = round(forwarded / 1e6, 6) if self.after else None
         if self.stalls is not None:
             wait_ms = self.t1_ms + STALL_REPORT_MS - time.monotonic() * 1000
@@ -313,8 +260,8 @@ class RunAudit:
 def linkem_delta(before: dict, after: dict) -> dict:
     """linkem's direction counters over one run (after - before); flows as they stand after."""
     out = {"elapsed_s": after.get("elapsed_s", 0) - before.get("elapsed_s", 0), "directions": {}}
-    for which, counters in _directions(after).items():
-        prev = _directions(before).get(which, {})
+    for which, counters in direction_stats(after).items():
+        prev = direction_stats(before).get(which, {})
         out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items()
                                     if isinstance(v, (int, float))}
     return out

@@ -11,6 +11,7 @@ The runner calls `check_link` before each link profile of a grid and stops if `.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from scipy.stats import binomtest
 from ..errors import LonglookError
 from ..linkprofile import Direction, LinkProfile
 from ..traces import load_mahimahi, rate_profile
+from .linkem_window import linkem_window
 from .ownership import all_records
 from .probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
 from .testbed import Testbed
@@ -28,6 +30,8 @@ TCP_PAYLOAD = 1448  # 1500 - 20 IP - 20 TCP - 12 timestamp option
 UDP_IP_OVERHEAD = 28
 RTT_PROBE_SIZE = 64  # UDP payload of an RTT probe
 LOSS_PROBE_MAX_PPS = 10_000  # keep the loss probe's packet rate cheap for two vCPUs
+# linkem more than this late reading or releasing a packet during a probe: the host, not the link
+FELL_BEHIND_MS = 5.0
 
 
 @dataclass
@@ -288,14 +292,35 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
         return rows
     drain_ms = int(((buf or 600_000) * 8 / (mean_rate * 1e6) + (d.delay_ms or 0) / 1e3 + 0.5) * 1e3)
     # 1500-byte IP packets: one per delivery opportunity of a mahimahi trace.
-    u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD,
-                  drain_ms=drain_ms)
+    with _LinkemWatch(probe.tb) as watch:
+        u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD,
+                      drain_ms=drain_ms)
     raw[f"udp_{which}"] = u
+    raw[f"linkem_udp_{which}"] = watch.figures
     low = mean_rate * (1 - loss) * (1 - tol.udp_rate_rel)
     rows.append(Row(which, "UDP delivered (IP)", "Mbit/s", u["rate_mbit"], mean_rate,
                     *((low, mean_rate * (1 + tol.udp_rate_rel)) if fixed else (None, None)),
-                    f"sent {u['send_rate_mbit']:.3g}" + ("" if fixed else "; trace mean")))
+                    f"sent {u['send_rate_mbit']:.3g}" + ("" if fixed else "; trace mean")
+                    + "".join(f"; {why}" for why in watch.figures["fell_behind"])))
     return rows
+
+
+class _LinkemWatch:
+    """linkem's own account of a probe: a rate the host's CPU could not carry (linkem read
+    packets late, or the kernel's queue to it overflowed) says so beside the figure, so a
+    short rate is never read as the link's."""
+
+    def __init__(self, tb: Testbed):
+        self.tb, self.figures = tb, {}
+
+    def __enter__(self) -> "_LinkemWatch":
+        self.before, self.t0_ms = self.tb.linkem.stats(), time.monotonic() * 1e3
+        return self
+
+    def __exit__(self, *exc) -> None:
+        t1_ms = time.monotonic() * 1e3
+        w = linkem_window(self.before, self.tb.linkem.stats(), self.t0_ms, t1_ms)
+        self.figures = {**asdict(w), "fell_behind": w.fell_behind(FELL_BEHIND_MS)}
 
 
 def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> list[Row]:
