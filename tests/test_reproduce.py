@@ -146,7 +146,7 @@ def test_every_claim_reads_a_shipped_scenario_and_its_cells_exist_at_the_paper_b
     assert [c.id for c in claims(["kakhki-table4-fairness"])][:2] == ["kakhki-table4-tcp", "kakhki-table4-tcpx2"]
 
 
-def _fig2_store(directory: Path, factor: float) -> None:
+def _fig2_store(directory: Path, factor: float, *, finished: bool = True) -> None:
     """The short fig2 scenario with synthetic runs: MACW 107 `factor` times slower."""
     sc = load_scenario(SCENARIOS["kakhki-fig2-macw"].path, SCENARIOS["kakhki-fig2-macw"].short)
     rng = np.random.default_rng(1)
@@ -160,7 +160,8 @@ def _fig2_store(directory: Path, factor: float) -> None:
                          "handshake_ms": 40, "ttfb_ms": 80, "objects": []}
                     st.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id, round=rnd,
                                                     position=pos, arm=arm.label))
-        st.finish_experiment()
+        if finished:
+            st.finish_experiment()
 
 
 def test_no_run_reads_the_directory_and_writes_the_report(tmp_path):
@@ -239,3 +240,15 @@ def test_a_complete_experiment_is_read_even_when_todays_versions_differ(tmp_path
     assert result.rows[0].outcome.verdict == HOLDS
     with Store.open(tmp_path / "kakhki-fig2-macw", read_only=True) as st:
         assert "resumed" not in st.experiment()["versions"]  # nothing was started again
+
+
+def test_an_interrupted_experiment_is_resumed_not_read_as_complete(tmp_path):
+    """An experiment a signal stopped has no end time: reproduce resumes it (here that is
+    refused, its recorded versions {} differing from today's, which shows it tried) instead of
+    drawing a verdict from its partial runs."""
+    _fig2_store(tmp_path / "kakhki-fig2-macw", 2.0, finished=False)
+    with Store.open(tmp_path / "kakhki-fig2-macw", read_only=True) as st:
+        assert st.experiment()["ended_at"] is None
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=True, link_check=False)
+    (run,) = result.scenarios
+    assert run.status == "failed" and "versions changed" in run.detail, run

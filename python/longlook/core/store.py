@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import math
 import os
 import platform
 import signal
@@ -362,7 +363,9 @@ class Store:
 
     def experiment(self) -> dict[str, Any] | None:
         df = self._frame("experiments")
-        return None if df.empty else df.iloc[0].to_dict()
+        # a NULL column is None, as written (pandas reads a NULL timestamp as NaT, which `is
+        # not None`: an interrupted experiment read as ended)
+        return None if df.empty else {k: (None if _is_null(v) else v) for k, v in df.iloc[0].to_dict().items()}
 
     def scenario(self) -> ScenarioBase:
         from .spec import parse_scenario
@@ -504,3 +507,7 @@ class Store:
     def sql(self, query: str, params: list | None = None) -> pd.DataFrame:
         """Ad-hoc queries (notebooks)."""
         return self._con.execute(query, params or []).df()
+
+
+def _is_null(value: Any) -> bool:
+    return value is None or value is pd.NaT or (isinstance(value, float) and math.isnan(value))
