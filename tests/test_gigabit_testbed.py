@@ -24,6 +24,7 @@ def test_500mbit_20ms_delivers_its_rate():
             r = check_link(tb, duration_s=3, directions=("down",), iperf=False, include=("rate",))
             by = {x.quantity: x for x in r.rows}
             tcp = by["TCP goodput, probe"]
+            assert r.raw["tcp_down"]["cc"] == "cubic"  # the papers' TCP, whatever the host's default
             assert 0.9 * tcp.expected <= tcp.measured <= 1.02 * tcp.expected, r.summary()
             # a sender short of CPU on a shared 2-vCPU host is judged on what it sent (bench.link)
             sent = r.raw["udp_down"]["send_rate_mbit"]

@@ -278,7 +278,7 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     raw[f"tcp_{which}"] = t
     rows.append(Row(which, "TCP goodput, probe", "Mbit/s", steady_goodput_mbit(t, warmup),
                     most, *band, (f"not judged: {why_not}; " if why_not else "") +
-                    f"median of 250 ms after {warmup:.2g} s; whole {t['goodput_mbit']:.4g}"))
+                    f"median of 250 ms after {warmup:.2g} s; whole {t['goodput_mbit']:.4g}; {t.get('cc', '?')}"))
     if iperf:
         # iperf3 reports per second: at least 3 s, so there are intervals past the first.
         i = probe.iperf3(which, max(3.0, duration_s))

@@ -22,6 +22,12 @@ PROBE_PORT = 7000
 IPERF_PORT = 5201
 
 
+# The congestion control of the probes' TCP flows, set per socket (linkem-probe --cc, iperf3 -C):
+# a namespace inherits the host's default (bbr on some hosts) and only the initial namespace
+# may make a restricted algorithm such as cubic the default.
+PROBE_TCP_CC = "cubic"
+
+
 class PathProbe:
     def __init__(self, tb: Testbed):
         self.tb = tb
@@ -88,14 +94,15 @@ class PathProbe:
     def tcp(self, direction: Direction, duration_s: float, interval_ms: int = 250) -> dict:
         role, addr = self._ends(direction)
         args = ["tcp", "--target", f"{addr}:{PROBE_PORT}", "--duration-s", str(duration_s),
-                "--interval-ms", str(interval_ms)]
+                "--interval-ms", str(interval_ms), "--cc", PROBE_TCP_CC]
         return self._probe(role, args, timeout=duration_s + 60)
 
     def iperf3(self, direction: Direction, duration_s: float, streams: int = 1) -> dict:
         """iperf3 TCP, an independent measurement; `down` uses -R (the server sends). The
         JSON includes the server's (`server_output_json`), so both ends' numbers are there."""
         argv = ["iperf3", "-c", self.tb.server_addr, "-p", str(IPERF_PORT), "-J",
-                "-t", str(duration_s), "-P", str(streams), "--get-server-output", "-i", str(IPERF_INTERVAL_S)]
+                "-t", str(duration_s), "-P", str(streams), "--get-server-output", "-i", str(IPERF_INTERVAL_S),
+                "-C", PROBE_TCP_CC]
         if direction == "down":
             argv.append("-R")
         for attempt in range(20):  # the server may still be starting

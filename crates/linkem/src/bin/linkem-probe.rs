@@ -28,9 +28,10 @@ linkem-probe: measure an emulated path end to end
       counts them and reports over a TCP control connection on the same port.
       JSON: sent, received, lost, loss_rate, reordered, send_rate_mbit, rate_mbit (delivered,
       IP bits, first..last arrival), intervals [[t_ms, ip_bytes, packets], ...].
-  linkem-probe tcp --target ADDR --duration-s D [--interval-ms 100]
-      Bulk TCP for D seconds; goodput measured at the receiver.
-      JSON: received_bytes, span_s, goodput_mbit (payload bits, accept..last byte),
+  linkem-probe tcp --target ADDR --duration-s D [--interval-ms 100] [--cc NAME]
+      Bulk TCP for D seconds; goodput measured at the receiver. --cc: the sender's
+      congestion control (TCP_CONGESTION; default: the namespace's).
+      JSON: received_bytes, span_s, goodput_mbit (payload bits, accept..last byte), cc,
       intervals [[t_ms, payload_bytes, reads], ...].
   linkem-probe stalls [--period-us 1000] [--threshold-us 300] [--duration-s N] [--stream]
       Machine stall monitor: a pinned SCHED_FIFO 90 thread per CPU wakes every period and
@@ -113,11 +114,12 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
             }).map(Some).map_err(Run)
         }
         "tcp" => {
-            a.only(&["target", "duration-s", "interval-ms"]).map_err(Usage)?;
+            a.only(&["target", "duration-s", "interval-ms", "cc"]).map_err(Usage)?;
             client::tcp(client::TcpOptions {
                 target: target()?,
                 duration: secs("duration-s")?,
                 interval_ms: a.get("interval-ms", Some(100)).map_err(Usage)?,
+                cc: a.get::<String>("cc", None).ok(),
             }).map(Some).map_err(Run)
         }
         "stalls" => {

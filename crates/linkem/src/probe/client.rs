@@ -256,10 +256,17 @@ pub struct TcpOptions {
     pub target: SocketAddr,
     pub duration: Duration,
     pub interval_ms: u64,
+    /// The sender's congestion control (None: the namespace's default).
+    pub cc: Option<String>,
 }
 
 pub fn tcp(o: TcpOptions) -> Result<String, String> {
     let mut stream = tcp_to(o.target)?;
+    // before the first byte: the whole flow runs it
+    if let Some(cc) = &o.cc {
+        super::congestion::set(&stream, cc)?;
+    }
+    let cc = super::congestion::get(&stream)?;
     stream.write_all(format!("TCP {}\n", o.interval_ms).as_bytes()).map_err(|e| e.to_string())?;
     let chunk = vec![0u8; 64 * 1024];
     let start = Instant::now();
@@ -281,6 +288,7 @@ pub fn tcp(o: TcpOptions) -> Result<String, String> {
         .int("received_bytes", bytes as u64).float("span_s", span)
         .float("goodput_mbit", if span > 0.0 { bytes * 8.0 / span / 1e6 } else { f64::NAN })
         .int("interval_ms", o.interval_ms)
+        .str("cc", &cc)
         .raw("intervals", r.intervals_json())
         .build())
 }

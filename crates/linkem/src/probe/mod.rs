@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod client;
+pub mod congestion;
 pub mod json;
 pub mod pacing;
 pub mod serve;
