@@ -257,7 +257,7 @@ def _filled_store(tmp_path: Path) -> Store:
         m = _unequal_run(tmp_path)
         m.flows[0].router_mbit, m.flows[1].router_mbit = q, t1
         from dataclasses import replace
-        m.flows.append(replace(m.flows[1], label="TCP 2", router_mbit=t2))
+        m.flows.append(replace(m.flows[1], label="TCP 2", router_mbit=t2, local_addr=f"{CLIENT}:6002"))
         rates = [f.router_mbit for f in m.flows]
         for f, s in zip(m.flows, shares(rates)):
             f.share, f.expected_share = s, 1 / 3
@@ -376,3 +376,24 @@ def test_cli_fairness_is_run_then_report(tmp_path: Path, monkeypatch):
     assert str(out / "report.html") in ran.output
     missing = CliRunner().invoke(app, ["fairness", str(tmp_path / "nope.toml"), "--out", str(tmp_path / "o")])
     assert isinstance(missing.exception, LonglookError) and "no such scenario" in str(missing.exception)
+
+
+def test_states_reads_one_trace_per_flow_labelled_by_the_flows_table(tmp_path: Path):
+    """A fairness run holds the server's log of each flow under runs/<id>/logs/, named by
+    the client's address: `longlook states` reads each as its own arm, ARM.FLOW, without the
+    run's linkem counters (every flow's drops together, no flow's own)."""
+    from longlook.analyses.states import load_runs
+    from states_synthetic import quic_log, tcp_log, write_qlog
+    store = _filled_store(tmp_path)
+    logs = store.run_dir("run0") / "logs"
+    logs.mkdir(parents=True)
+    write_qlog(logs / f"h3-000000-{CLIENT}_6000.sqlog", quic_log(["SlowStart", "CongestionAvoidance"]))
+    write_qlog(logs / f"h2-000001-{CLIENT}_6001.tcp.sqlog", tcp_log(["Open", "Recovery", "Open"]))
+    write_qlog(logs / f"h3-000002-{CLIENT}_7777.sqlog", quic_log(["SlowStart"]))  # no such flow
+    (store.run_dir("run0") / "linkem.json").write_text("{}")
+    store.close()
+    runs = {r.arm: r for r in load_runs(tmp_path / "exp")}
+    assert set(runs) == {"flows.QUIC", "flows.TCP"}
+    assert runs["flows.QUIC"].protocol != "TCP" and runs["flows.TCP"].protocol == "TCP"
+    assert all(r.run_id == "run0" and r.linkem is None for r in runs.values())
+    assert [r.arm for r in load_runs(tmp_path / "exp", arm="flows.TCP")] == ["flows.TCP"]

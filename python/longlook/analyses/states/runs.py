@@ -2,7 +2,8 @@
 
 A source is `DIR`, `DIR:CELL_ID`, or `DIR:DIM=VALUE[,DIM=VALUE]`: every cell whose
 dimensions match (e.g. `DIR:client_cpu=phone-2014` for one CPU budget across the grid). Runs with a QUIC log (artifact `qlog`) give QUIC
-traces, runs with a TCP log (`tcp_log`) TCP traces; only the runs that count
+traces, runs with a TCP log (`tcp_log`) TCP traces, and a run of several flows (fairness)
+one trace per flow, its arm `ARM.FLOW` (e.g. `flows.QUIC`); only the runs that count
 (core.status) are read, as everywhere in longlook. Each run knows whose congestion control
 its log shows (`stack`): the arm's server stack at its recorded version, `ours` for our
 endpoint, `TCP` for the kernel's.
@@ -110,6 +111,7 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
     store = store or Store.open(directory, read_only=True)
     try:
         runs = store.runs_frame()
+        flow_labels = _flow_labels(store)
         frame = store.cells_frame()
         dims = dict(zip(frame["cell_id"], frame["dims"]))
         scenario = _stored_scenario(store)
@@ -122,20 +124,53 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
     ok = counted_runs(runs, exclude_flagged=fidelity.exclude_flagged if fidelity else True)
     if cell is not None:
         ok = ok[ok.cell_id.isin(selected)]
-    if arm is not None:
-        ok = ok[ok.arm == arm]
     out = []
     for r in ok.itertuples():
         arts = r.artifacts or {}
-        rel = arts.get("qlog") or arts.get("tcp_log")
-        if not rel or not (directory / rel).exists():
-            continue
         linkem = None
         if arts.get("linkem") and (directory / arts["linkem"]).exists():
             linkem = json.loads((directory / arts["linkem"]).read_text())
-        out.append(RunLogs(run_id=r.run_id, cell_id=r.cell_id, arm=r.arm, round=int(r.round),
-                           log=read_qlog(directory / rel), linkem=linkem, server=servers.get(r.arm)))
+        for label, path in _run_logs(directory, r, arts, flow_labels):
+            if arm is not None and arm not in (r.arm, label):
+                continue
+            # linkem's counters are the run's, every flow's together: no flow's own drops
+            out.append(RunLogs(run_id=r.run_id, cell_id=r.cell_id, arm=label, round=int(r.round),
+                               log=read_qlog(path), linkem=linkem if label == r.arm else None,
+                               server=servers.get(r.arm)))
     return out
+
+
+def _run_logs(directory: Path, run, arts: dict, flow_labels: dict) -> list[tuple[str, Path]]:
+    """(arm label, log) of one run: its one log (a page load's, a bulk's), or one per flow of
+    a run of several flows (fairness: the server's logs under runs/<id>/logs/, named by the
+    client's address, each labelled ARM.FLOW from the flows table)."""
+    rel = arts.get("qlog") or arts.get("tcp_log")
+    if rel:
+        return [(run.arm, directory / rel)] if (directory / rel).exists() else []
+    logs_dir = directory / "runs" / run.run_id / "logs"
+    if not flow_labels or not logs_dir.is_dir():
+        return []
+    out = []
+    for path in sorted(logs_dir.glob("*.sqlog")):
+        flow = flow_labels.get((run.run_id, _client_address(path.name)))
+        if flow is not None:
+            out.append((f"{run.arm}.{flow}", path))
+    return out
+
+
+def _client_address(name: str) -> str:
+    """`h3-000000-198.18.1.2_36394.sqlog` (or `.tcp.sqlog`) -> `198.18.1.2:36394`."""
+    stem = name.split(".sqlog")[0].removesuffix(".tcp")
+    return stem.rsplit("-", 1)[-1].replace("_", ":")
+
+
+def _flow_labels(store: Store) -> dict[tuple[str, str], str]:
+    """(run id, client address) -> flow label, for experiments whose runs hold several flows."""
+    try:
+        flows = store.table("flows")
+    except LonglookError:
+        return {}
+    return {(f.run_id, f.local_addr): f.flow for f in flows.itertuples() if f.local_addr}
 
 
 def _stored_scenario(store: Store):
