@@ -252,3 +252,18 @@ def test_an_interrupted_experiment_is_resumed_not_read_as_complete(tmp_path):
     result = reproduce(tmp_path, budget="short", only=["kakhki-fig2"], execute=True, link_check=False)
     (run,) = result.scenarios
     assert run.status == "failed" and "versions changed" in run.detail, run
+
+
+def test_explanations_count_congestion_responses_alike_for_quic_and_tcp():
+    """Recovery entries (and TCP's Loss) per run for both: a QUIC stack's loss batches, one per
+    ACK that declared a loss, are not congestion events."""
+    from longlook.analyses.reproduce.publish import _dwell_text
+    quic = {"protocol": "QUIC", "runs": 4, "losses": [{"loss_events": 100}] * 4,
+            "states": [{"state": "CongestionAvoidance", "entries": 8, "dwell_share": 0.9},
+                       {"state": "Recovery", "entries": 8, "dwell_share": 0.1}]}
+    tcp = {"protocol": "TCP", "runs": 4, "losses": [{"loss_events": 1}] * 4,
+           "states": [{"state": "Open", "entries": 10, "dwell_share": 0.9},
+                      {"state": "Recovery", "entries": 6, "dwell_share": 0.08},
+                      {"state": "Loss", "entries": 2, "dwell_share": 0.02}]}
+    assert _dwell_text(quic).endswith("2.0 Recovery entries per run")
+    assert _dwell_text(tcp).endswith("2.0 Recovery entries per run")

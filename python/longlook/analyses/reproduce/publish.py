@@ -96,10 +96,13 @@ def host() -> dict:
 def _dwell_text(machine: dict) -> str:
     states = sorted(machine.get("states") or [], key=lambda s: -float(s.get("dwell_share") or 0))
     parts = [f"{s['state']} {float(s.get('dwell_share') or 0) * 100:.0f}%" for s in states[:4]]
-    losses = machine.get("losses") or []
-    loss = ""
-    if losses and "loss_events" in losses[0]:
-        loss = f"; {sum(float(r.get('loss_events') or 0) for r in losses) / len(losses):.1f} loss events per run"
+    # congestion responses counted alike for QUIC and TCP: entries into Recovery (TCP's Loss,
+    # an RTO, too); a QUIC stack's loss batches (one per ACK that declared a loss) are not
+    # congestion events and would read as more of them than TCP's
+    runs = int(machine.get("runs") or 0)
+    entries = sum(int(s.get("entries") or 0) for s in machine.get("states") or []
+                  if s.get("state") in ("Recovery", "Loss"))
+    loss = f"; {entries / runs:.1f} Recovery entries per run" if runs else ""
     who = " ".join(str(x) for x in (machine.get("protocol"), machine.get("stack"), machine.get("arm")) if x)
     return f"{who} ({machine.get('runs')} runs): {', '.join(parts) or 'no states'}{loss}"
 
