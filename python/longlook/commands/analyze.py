@@ -52,12 +52,8 @@ def fallback(
         path = (out or directory) / "fallback-pageloads.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(path, index=False)
-        if as_json:
-            typer.echo(json.dumps({"files": [str(path)], "cells": json.loads(df.to_json(orient="records"))},
-                                  indent=1))
-            return
-        typer.echo(path)
-        typer.echo(df.drop(columns=["cell_id"]).to_string(index=False))
+        if not _files_or_json([path], as_json, cells=_records(df)):
+            typer.echo(df.drop(columns=["cell_id"]).to_string(index=False))
         return
     from ..analyses.fallback.store import analyze_store
 
@@ -65,14 +61,9 @@ def fallback(
     result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm or "h2", metric=metric,
                            higher_is_better=not lower_is_better, alpha=alpha,
                            include_flagged=include_flagged)
-    written = result.write(out or directory)
-    if as_json:
-        typer.echo(json.dumps({"files": [str(p) for p in written],
-                               "patterns": json.loads(result.patterns.to_json(orient="records")),
-                               "summary": result.summary}, indent=1, default=float))
+    if _files_or_json(result.write(out or directory), as_json, patterns=_records(result.patterns),
+                      summary=result.summary):
         return
-    for path in written:
-        typer.echo(path)
     columns = ["pattern", "n_quic", "n_tcp", "mean_quic", "mean_tcp", "p_welch", "verdict",
                "tcp_better_or_same_share", "fell_back", "tcp_flow", "tcp_bytes_share", "median_corr_B",
                "median_corr_S", "suitable", "granger_B_share", "granger_S_share"]
@@ -110,14 +101,9 @@ def intervention(
     if alpha is not None:
         check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.05")
     result = analyze_intervention(directory, alpha=alpha, include_flagged=include_flagged)
-    written = result.write(out or directory)
-    if as_json:
-        typer.echo(json.dumps({"files": [str(p) for p in written],
-                               "effects": json.loads(result.effects.to_json(orient="records")),
-                               "summary": result.summary}, indent=1, default=float))
+    if _files_or_json(result.write(out or directory), as_json, effects=_records(result.effects),
+                      summary=result.summary):
         return
-    for path in written:
-        typer.echo(path)
     cols = ["scope", "metric", "n_treated", "n_control", "mean_treated", "mean_control", "ate", "ci_low",
             "ci_high", "p", "verdict"]
     typer.echo(result.effects[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
@@ -132,6 +118,21 @@ def intervention(
     if s["granger_note"]:
         typer.echo(f"Granger not run: {s['granger_note']}")
     typer.echo(f"observational vs interventional: {s['agreement']}")
+
+
+def _files_or_json(written: list[Path], as_json: bool, **tables) -> bool:
+    """Print the files an analysis wrote, or (--json) them and its tables as one document;
+    True when that was all (JSON), False when the text tables follow."""
+    if as_json:
+        typer.echo(json.dumps({"files": [str(p) for p in written], **tables}, indent=1, default=float))
+        return True
+    for path in written:
+        typer.echo(path)
+    return False
+
+
+def _records(df) -> list[dict]:
+    return json.loads(df.to_json(orient="records"))
 
 
 def register(app: typer.Typer) -> None:
