@@ -242,6 +242,10 @@ def test_store_analysis_and_cli(tmp_path: Path):
     out = CliRunner().invoke(app, ["analyze", "fallback", str(tmp_path), "--out", str(tmp_path / "fb")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "fb" / "fallback-fig12.svg").exists() and "Granger" in out.output
+    out = CliRunner().invoke(app, ["analyze", "fallback", str(tmp_path), "--out", str(tmp_path / "fb"), "--json"])
+    doc = json.loads(out.output)
+    assert str(tmp_path / "fb" / "fallback-fig12.svg") in doc["files"]
+    assert doc["patterns"][0]["verdict"] == "TCP better" and "pairs" in doc["summary"]
 
 
 def test_flagged_retries_are_one_session_per_round(tmp_path: Path):
