@@ -397,3 +397,11 @@ def test_states_reads_one_trace_per_flow_labelled_by_the_flows_table(tmp_path: P
     assert runs["flows.QUIC"].protocol != "TCP" and runs["flows.TCP"].protocol == "TCP"
     assert all(r.run_id == "run0" and r.linkem is None for r in runs.values())
     assert [r.arm for r in load_runs(tmp_path / "exp", arm="flows.TCP")] == ["flows.TCP"]
+
+
+def test_fairness_holds_runs_to_20_ms_stalls_unless_the_scenario_says():
+    """Long flows share a hypervisor stall alike (see FairnessScenario.fidelity_defaults)."""
+    sc = FairnessScenario.from_toml(SCENARIO)
+    assert (sc.fidelity.max_stall_ms, sc.fidelity.max_release_late_ms) == (20.0, 20.0)
+    own = FairnessScenario.from_toml(SCENARIO + "\n[fidelity]\nmax_stall_ms = 6\n")
+    assert (own.fidelity.max_stall_ms, own.fidelity.max_release_late_ms) == (6.0, 20.0)
