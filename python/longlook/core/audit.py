@@ -38,7 +38,7 @@ from ..binaries import find_binary
 from ..qlog import read_qlog
 from ..testbed.cpu import UNLIMITED, CpuBudget
 from ..testbed.cpu_span import Span, SpanWatch
-from ..testbed.linkem_window import LATE_MS, counter_delta, direction_stats, linkem_window
+from ..testbed.linkem_window import LATE_MS, LinkemWindow, counter_delta, direction_stats, linkem_window
 from .spec import Fidelity
 
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
@@ -55,14 +55,9 @@ LINKEM_THROTTLED_SHARE = 0.02  # linkem held back by a quota this share of the r
 
 
 @dataclass
-class Audit:
-    released: int = 0  # packets linkem released during the run, both directions
-    late_releases: int = 0  # of them more than 1 ms late
-    max_release_late_ms: float | None = None  # exact when > 1 ms; else the histogram's bound
-    kernel_queue_drops: int | None = None  # None: the kernel's counters were not readable
-    # linkem's own stalls in the window, the longest (None: none over 1 ms, or an older linkem)
-    max_read_wait_ms: float | None = None  # a packet waited this long in the kernel's queue
-    max_wakeup_late_ms: float | None = None  # it woke (or began a turn) this much after its time
+class Audit(LinkemWindow):
+    """linkem's account of the run's window (its fields first), then the machine's and each
+    party's."""
     stalls: int = 0
     max_stall_ms: float = 0.0
     client_cpu: str | None = None  # the budget's label; None = none asked (unlimited)
