@@ -111,6 +111,9 @@ def test_the_standard_budget_keeps_the_short_cells_with_more_rounds_and_re_measu
     assert sum(r.runs for r in rows) == sum(load_scenario(SCENARIOS[n].path, SCENARIOS[n].overrides("standard"))
                                             .total_runs() for n in sorted(used))
     assert all(r.measured_from.startswith("assumed") for r in rows)  # nothing measured in tmp_path
+    # large downloads are assumed at their rate: 50 MB at 100 and 1000 Mbit/s, 3 s each besides
+    zhang = next(r for r in rows if r.name == "zhang-fast-internet")
+    assert zhang.s_per_run == pytest.approx(3 + (4.0 + 0.4) / 2) and "rate" in zhang.measured_from
 
 
 def test_the_chaudhary_claims_read_the_scenario_where_fallback_happens():

@@ -3,7 +3,8 @@ count (core.spec: cells x rounds x arms) times the wall time per run measured in
 stores of the same scenario (any budget: DIR/<scenario>/ and its sibling result folders),
 their whole wall (set-up, link checks, retries, harness) divided by their runs, scaled by the
 kind's model below when that store ran other lengths (20 s flows measured, 30 s asked). A
-scenario never measured here gets that model as a stated assumption (page load 3 s; a
+scenario never measured here gets that model as a stated assumption (page load 3 s, plus its
+bytes at the cell's rate when that is over a second; a
 fairness run its flows' duration + 8 s; a video session 1.5 x the clip + 15 s)."""
 
 from __future__ import annotations
@@ -34,7 +35,23 @@ def _assumed(sc) -> tuple[float, str]:
         return float(sc.duration_s) + 8.0, "assumed: flow duration + 8 s"
     if kind == "video":
         return 1.5 * sc.video.duration_s + 15.0, "assumed: 1.5 x clip + 15 s"
+    transfer = _mean_transfer_s(sc)
+    if transfer > 1.0:  # large downloads: their bytes at each cell's rate dominate
+        return 3.0 + transfer, "assumed: 3 s + the workload's bytes at the cell's rate"
     return 3.0, "assumed: 3 s per page load"
+
+
+def _mean_transfer_s(sc) -> float:
+    """A page load's bytes at its cell's downlink rate, averaged over the cells (0 when the
+    scenario has no such cells: a trace, another kind)."""
+    times = []
+    for cell in sc.cells():
+        workload, link = getattr(cell, "workload", None), getattr(cell, "link", None)
+        rate = link.resolved("down").rate_mbit if link is not None else None
+        if workload is None or not rate:
+            continue
+        times.append(workload.total_bytes * 8 / (rate * 1e6))
+    return sum(times) / len(times) if times else 0.0
 
 
 def measured_s_per_run(name: str, places: list[Path]) -> tuple[float, str, object] | None:
