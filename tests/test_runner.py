@@ -193,3 +193,18 @@ def test_a_full_disk_says_no_space_left_and_keeps_the_finished_runs(tmp_path: Pa
             assert len(store.runs_frame()) > 0  # what finished before the disk filled
     finally:
         subprocess.run(["umount", "-l", str(small)], check=False)
+
+
+@needs_testbed("linkem", "endpoint")
+def test_server_logs_off_leaves_no_server_log_and_costs_no_wait(tmp_path: Path):
+    """`server_logs = false` (CPU measurements): our server writes no qlog or TCP log, the
+    runs succeed without those artifacts, and none waits for a log that will not come."""
+    sc = Scenario.from_toml("server_logs = false\n" + scenario_text(rounds=1), source="test")
+    summary = Runner(sc, tmp_path, link_check=False).run()
+    assert summary.ok == 2, summary
+    with Store.open(tmp_path, read_only=True) as store:
+        runs = store.runs_frame()
+    assert (runs.status == "ok").all()
+    for r in runs.itertuples():
+        assert "qlog" not in r.artifacts and "tcp_log" not in r.artifacts, r.artifacts
+    assert (tmp_path / "server-logs").is_dir() and not any((tmp_path / "server-logs").rglob("*.sqlog"))

@@ -142,7 +142,10 @@ class EndpointServer:
     def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]:
         """stacks.servers.Server: the run's logs as artifacts (log_artifacts); with
         `unlabelled_since_ms` (a client that cannot send the run header, Stack.sends_run_header)
-        the unlabelled connections since then when none was labelled."""
+        the unlabelled connections since then when none was labelled. A server without
+        logs (`--no-qlog`) has none to give."""
+        if not self.options.qlog:
+            return {}
         taken = self.take_logs(run_id, dest)
         if not taken and unlabelled_since_ms is not None:
             taken = self.take_unlabelled(dest, int(unlabelled_since_ms))

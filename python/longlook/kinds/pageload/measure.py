@@ -28,17 +28,19 @@ OBJECTS_TABLE = {"path": "VARCHAR", "status": "INTEGER", "bytes": "BIGINT", "sta
 OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
 
 
-def server_options(opts: RunOptions, keylog: bool = False) -> ServerOptions:
+def server_options(opts: RunOptions, keylog: bool = False, logs: bool = True) -> ServerOptions:
     """Our endpoint's server configuration for a run (other stacks use `server_cc` only);
-    `keylog`: it logs its TLS secrets ([capture] keylog)."""
+    `keylog`: it logs its TLS secrets ([capture] keylog); `logs`: its qlog and TCP logs
+    (the scenario's `server_logs`)."""
     return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
                          initial_window_packets=opts.initial_window_packets, n_conn=opts.n_conn,
-                         tcp_cc=opts.tcp_cc, keylog=keylog)
+                         tcp_cc=opts.tcp_cc, keylog=keylog, qlog=logs)
 
 
 def measure(ctx: RunContext) -> Measurement:
     opts = ctx.cell.run_options(ctx.arm)
-    port, server = ctx.session["servers"].get(opts.server, server_options(opts, ctx.scenario.capture.keylog),
+    port, server = ctx.session["servers"].get(opts.server, server_options(opts, ctx.scenario.capture.keylog,
+                                                                          ctx.scenario.server_logs),
                                               opts.server_cc,
                                               workload=ctx.cell.workload)
     route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
