@@ -208,3 +208,10 @@ def test_server_logs_off_leaves_no_server_log_and_costs_no_wait(tmp_path: Path):
     for r in runs.itertuples():
         assert "qlog" not in r.artifacts and "tcp_log" not in r.artifacts, r.artifacts
     assert (tmp_path / "server-logs").is_dir() and not any((tmp_path / "server-logs").rglob("*.sqlog"))
+
+
+def test_the_harness_cost_is_the_loop_outside_runs_per_run():
+    from longlook.core.execute import RunSummary
+    s = RunSummary(out_dir=Path("."), runs=10, wall_s=20.0, setup_s=5.0, in_runs_s=14.5)
+    assert s.harness_s_per_run == pytest.approx(0.05) and s.harness_overhead == pytest.approx(0.5 / 15)
+    assert RunSummary(out_dir=Path(".")).harness_s_per_run == 0.0

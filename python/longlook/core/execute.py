@@ -79,6 +79,12 @@ class RunSummary:
         loop = self.wall_s - self.setup_s
         return max(0.0, (loop - self.in_runs_s) / loop) if loop > 0 else 0.0
 
+    @property
+    def harness_s_per_run(self) -> float:
+        """The measuring loop's time outside runs, per run: the fixed cost each run pays."""
+        loop = self.wall_s - self.setup_s
+        return max(0.0, loop - self.in_runs_s) / self.runs if self.runs else 0.0
+
     def count(self, record: RunRecord) -> None:
         self.runs += 1
         if record.status == "ok":
