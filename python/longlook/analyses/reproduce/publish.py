@@ -102,9 +102,9 @@ def _dwell_text(machine: dict) -> str:
     runs = int(machine.get("runs") or 0)
     entries = sum(int(s.get("entries") or 0) for s in machine.get("states") or []
                   if s.get("state") in ("Recovery", "Loss"))
-    loss = f"; {entries / runs:.1f} Recovery entries per run" if runs else ""
+    recoveries = f"; {entries / runs:.1f} Recovery entries per run" if runs else ""
     who = " ".join(str(x) for x in (machine.get("protocol"), machine.get("stack"), machine.get("arm")) if x)
-    return f"{who} ({machine.get('runs')} runs): {', '.join(parts) or 'no states'}{loss}"
+    return f"{who} ({machine.get('runs')} runs): {', '.join(parts) or 'no states'}{recoveries}"
 
 
 def _diff_text(diff: dict) -> list[str]:

@@ -127,17 +127,20 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
     out = []
     for r in ok.itertuples():
         arts = r.artifacts or {}
-        linkem = None
-        if arts.get("linkem") and (directory / arts["linkem"]).exists():
-            linkem = json.loads((directory / arts["linkem"]).read_text())
-        for label, path in _run_logs(directory, r, arts, flow_labels):
-            if arm is not None and arm not in (r.arm, label):
-                continue
-            # linkem's counters are the run's, every flow's together: no flow's own drops
+        logs = [(label, path) for label, path in _run_logs(directory, r, arts, flow_labels)
+                if arm is None or arm in (r.arm, label)]
+        # linkem's counters are the run's: a run of one log has them, a flow of several does
+        # not (every flow's drops together, no flow's own)
+        linkem = _linkem_counters(directory, arts) if len(logs) == 1 and logs[0][0] == r.arm else None
+        for label, path in logs:
             out.append(RunLogs(run_id=r.run_id, cell_id=r.cell_id, arm=label, round=int(r.round),
-                               log=read_qlog(path), linkem=linkem if label == r.arm else None,
-                               server=servers.get(r.arm)))
+                               log=read_qlog(path), linkem=linkem, server=servers.get(r.arm)))
     return out
+
+
+def _linkem_counters(directory: Path, arts: dict) -> dict | None:
+    rel = arts.get("linkem")
+    return json.loads((directory / rel).read_text()) if rel and (directory / rel).exists() else None
 
 
 def _run_logs(directory: Path, run, arts: dict, flow_labels: dict) -> list[tuple[str, Path]]:
