@@ -279,11 +279,11 @@ CLAIMS: list[Claim] = [
                 where={"rate_mbit": [100]}),
           note="our quinn server vs our HTTP/2 server over kernel TCP, per MB forwarded, at 100 Mbit/s, one "
                "connection, no server logs. Per-MB cost falls with the rate as each wake-up handles more packets "
-               "(standard run, medians of 8: QUIC 17.5 ms/MB at 100 Mbit/s, 5.4 at 1 Gbit/s; TCP 1.7 and 1.5), "
-               "so one paced connection at 100 Mbit/s is far from a loaded production server (at 1 Gbit/s the "
-               "ratio is 3.6x). TCP's server is also undercounted: its ACK-clocked sends run in softirq, charged "
-               "to whatever the CPU was running; linkem's CPU per MB is higher under TCP than under QUIC (9.2 vs "
-               "6.3 ms/MB at 1 Gbit/s) though QUIC puts more packets through it",
+               "(standard run, medians of the counted runs: QUIC 17.5 ms/MB at 100 Mbit/s, 5.4 at 1 Gbit/s; TCP 1.7 "
+               "and 1.55), so one paced connection at 100 Mbit/s is far from a loaded production server (at 1 "
+               "Gbit/s the ratio is 3.5x). TCP's server is also undercounted: its ACK-clocked sends run in "
+               "softirq, charged to whatever the CPU was running; linkem's CPU per MB is higher under TCP than "
+               "under QUIC (9.1 vs 6.3 ms/MB at 1 Gbit/s) though QUIC puts more packets through it",
           explain=Explain("party-cpu", states=False)),
     Claim("langley-high-bandwidth", LANGLEY, "§6.8",
           "Above 100 Mbit/s QUIC may be slower than TCP, held back by the client's CPU.",
