@@ -168,6 +168,35 @@ def _buffer_bytes(d: Direction) -> float | None:
     return None
 
 
+def tcp_expectation(profile: LinkProfile, which: str, base_dir: Path,
+                    tol: Tolerances = Tolerances()) -> tuple[float, str]:
+    """The TCP goodput a direction should deliver, and why it is not judged ("" = judged).
+
+    Judged only where one Cubic flow can fill the link: a fixed rate, no loss, no reordering
+    (a packet overtaking others makes the ones it passed look lost: spurious fast
+    retransmits, window cuts and undos, TCP's reaction, not the link's rate), a buffer of at
+    least a BDP, and a reverse direction that can carry the ACKs."""
+    d = profile.resolved(which)
+    mean_rate, _ = direction_rates(d, base_dir)
+    bdp = mean_rate * 1e6 / 8 * profile.rtt_ms() / 1e3
+    buf = _buffer_bytes(d)
+    why_not = ("trace" if d.rate_mbit is None else
+               "loss configured" if profile.expected_loss(which) > 0 else
+               "reordering configured" if d.reorder else
+               f"buffer {buf:.0f} B < BDP {bdp:.0f} B" if buf is not None and buf < bdp else "")
+    most = most_tcp_goodput(mean_rate)
+    # the ACKs travel the other way: a slow reverse direction caps what TCP can send
+    reverse = profile.resolved("down" if which == "up" else "up")
+    _, rev_low = direction_rates(reverse, base_dir)
+    if ack_limited_goodput(rev_low) < most * tol.tcp_min:
+        if reverse.rate_mbit is not None:  # a fixed reverse rate: the cap is the expectation
+            most = ack_limited_goodput(rev_low)
+        elif not why_not:
+            why_not = (f"ACK-limited by the reverse direction (its trace falls to {rev_low:.3g} Mbit/s, "
+                       f"which carries the ACKs of {ack_limited_goodput(rev_low):.3g} Mbit/s)")
+    return most, why_not
+
+
 # ---- the check -------------------------------------------------------------------------
 
 def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: float = 3.0,
@@ -256,22 +285,8 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
                     note="not measured: a middlebox rule resets TCP connections")]
     fixed = d.rate_mbit is not None
     loss = profile.expected_loss(which)
-
-    # TCP: judged only where TCP can fill the link (no loss, buffer >= BDP, fixed rate).
-    bdp = mean_rate * 1e6 / 8 * profile.rtt_ms() / 1e3
     buf = _buffer_bytes(d)
-    why_not = ("trace" if not fixed else "loss configured" if loss > 0 else
-               f"buffer {buf:.0f} B < BDP {bdp:.0f} B" if buf is not None and buf < bdp else "")
-    most = most_tcp_goodput(mean_rate)
-    # the ACKs travel the other way: a slow reverse direction caps what TCP can send
-    reverse = profile.resolved("down" if which == "up" else "up")
-    rev_mean, rev_low = direction_rates(reverse, base_dir)
-    if ack_limited_goodput(rev_low) < most * tol.tcp_min:
-        if reverse.rate_mbit is not None:  # a fixed reverse rate: the cap is the expectation
-            most = ack_limited_goodput(rev_low)
-        elif not why_not:
-            why_not = (f"ACK-limited by the reverse direction (its trace falls to {rev_low:.3g} Mbit/s, "
-                       f"which carries the ACKs of {ack_limited_goodput(rev_low):.3g} Mbit/s)")
+    most, why_not = tcp_expectation(profile, which, base_dir, tol)
     band = (None, None) if why_not else (tol.tcp_min * most, tol.tcp_max * most)
     warmup = min(1.0, duration_s / 3)
     t = probe.tcp(which, duration_s)
