@@ -174,6 +174,8 @@ def test_no_run_reads_the_directory_and_writes_the_report(tmp_path):
     assert "| kakhki-fig2 |" in (tmp_path / "reproduction.md").read_text()
     html = (tmp_path / "reproduction.html").read_text()
     assert 'data-verdict="holds"' in html and 'data-verdict="not run"' in html
+    md = (tmp_path / "reproduction.md").read_text()
+    assert "not run: not measured yet" in md and "not run: not run" not in md  # said once
 
 
 def test_a_claim_that_does_not_hold_links_to_its_explanation(tmp_path):
@@ -267,3 +269,11 @@ def test_explanations_count_congestion_responses_alike_for_quic_and_tcp():
                       {"state": "Loss", "entries": 2, "dwell_share": 0.02}]}
     assert _dwell_text(quic).endswith("2.0 Recovery entries per run")
     assert _dwell_text(tcp).endswith("2.0 Recovery entries per run")
+
+
+def test_every_fairness_claim_is_explained_by_its_flows_state_machines():
+    """Table 4 keeps each flow's server log (one trace per flow): a fairness claim that does
+    not hold is explained by the flows' state machines, not by its numbers alone."""
+    from longlook.analyses.reproduce.registry import CLAIMS
+    fairness = [c for c in CLAIMS if c.explain.anchor == "fairness"]
+    assert len(fairness) >= 5 and all(c.explain.states for c in fairness)

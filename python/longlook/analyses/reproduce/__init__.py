@@ -70,7 +70,9 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
                 measured.exclude_flagged = False
             # a store whose first link check failed holds the experiment but no run
             data[claim.scenario] = measured if measured is not None and not measured.runs.empty else None
-        reason = (f"{run.status}: {run.detail}" if run else "interrupted before its scenario")
+        # the tables prefix "not run: " themselves
+        reason = (("" if run.status == "not run" else f"{run.status}: ") + run.detail if run
+                  else "interrupted before its scenario")
         outcome = evaluate(claim, data[claim.scenario], reason)
         links: list[tuple[str, str]] = []
         if outcome.verdict == FAILS and run is not None:
