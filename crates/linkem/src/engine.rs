@@ -1,5 +1,5 @@
-//! One direction of the router: receive packets from its NFQUEUE, decide their fate with the
-//! link model, and send verdicts when they are due. One thread runs one `Direction`.
+//! One direction of the router: receive packets from its datapath (NFQUEUE, or AF_PACKET:
+//! `datapath`), decide their fate with the link model, and send verdicts when they are due. One thread runs one `Direction`.
 //!
 //! Releases within a direction are FIFO except reordered packets, so due packets leave as
 //! one batch verdict (accept all ids <= N) per wake-up, plus one individual verdict per
@@ -35,7 +35,7 @@
 use crate::config::DirectionProfile;
 use crate::flows::FlowTable;
 use crate::model::{DropReason, Link, Outcome};
-use crate::nfqueue::{NfQueue, Verdict};
+use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
@@ -97,9 +97,9 @@ struct Held {
     rst: bool,
 }
 
-pub struct Direction {
+pub struct Direction<D: Datapath> {
     name: &'static str,
-    queue: NfQueue,
+    queue: D,
     link: Link,
     flows: FlowTable,
     totals: DirectionTotals,
@@ -134,11 +134,11 @@ fn unparsed_key() -> FlowKey {
     FlowKey { proto: 0, src: z, dst: z, sport: 0, dport: 0 }
 }
 
-impl Direction {
+impl<D: Datapath> Direction<D> {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         name: &'static str,
-        queue: NfQueue,
+        queue: D,
         profile: &DirectionProfile,
         seed: u64,
         clock: Clock,
@@ -147,7 +147,7 @@ impl Direction {
         publish_waker: Arc<Waker>,
         stop: Arc<AtomicBool>,
         pcap: Option<Arc<PcapLog>>,
-    ) -> Direction {
+    ) -> Direction<D> {
         Direction {
             name,
             queue,
@@ -156,7 +156,7 @@ impl Direction {
             totals: DirectionTotals::default(),
             fifo: VecDeque::with_capacity(65536),
             early: VecDeque::with_capacity(4096),
-            drops: Vec::with_capacity(crate::nfqueue::RECV_BATCH),
+            drops: Vec::with_capacity(RECV_BATCH),
             rewrites: std::collections::HashMap::new(),
             last_arrival: 0,
             oversleep_ns: 0,
@@ -324,7 +324,7 @@ impl Direction {
                 queue.verdict(id, Verdict::Drop);
             }
             drops.clear();
-            if n < crate::nfqueue::RECV_BATCH {
+            if n < RECV_BATCH {
                 self.read_now = false;
                 break;
             }
@@ -442,7 +442,7 @@ impl Direction {
     /// Copy the counters for the stats writer; false if the writer holds the lock.
     fn try_publish(&mut self) -> bool {
         self.totals.held = (self.fifo.len() + self.early.len()) as u64;
-        self.totals.queue = self.queue.errors;
+        self.totals.queue = self.queue.errors();
         match self.shared.try_lock() {
             Ok(mut s) => {
                 s.update(&self.totals, &self.flows);

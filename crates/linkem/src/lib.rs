@@ -14,8 +14,10 @@ macro_rules! say {
     }};
 }
 
+pub mod afpacket;
 pub mod cadence;
 pub mod config;
+pub mod datapath;
 pub mod engine;
 pub mod flows;
 pub mod model;

@@ -3,6 +3,8 @@
 use clap::{Parser, Subcommand};
 use linkem::cadence::Cadence;
 use linkem::config::{ConfigError, LinkConfig};
+use linkem::afpacket::{PacketPath, Ports};
+use linkem::datapath::Datapath;
 use linkem::engine::{Direction, Timing};
 use linkem::nfqueue::{kernel_queue_stats, NfQueue};
 use linkem::pcap::PcapLog;
@@ -25,7 +27,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Emulate the link: bind the two queues, print `ready`, run until SIGTERM/SIGINT.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Check a link config; print it normalised as JSON (exit 0) or the error (exit 2).
     Validate {
         #[arg(long)]
@@ -88,6 +90,30 @@ struct RunArgs {
     /// Kernel queue length per direction (packets held awaiting a verdict).
     #[arg(long, default_value_t = 65536)]
     queue_maxlen: u32,
+    /// linkem forwards itself (AF_PACKET) instead of judging the kernel's forwarding
+    /// (NFQUEUE): the up direction's devices and next hop, `IN,OUT,MAC`. Needs --afpacket-down.
+    #[arg(long, value_parser = parse_ports, requires = "afpacket_down")]
+    afpacket_up: Option<Ports>,
+    /// The down direction's `IN,OUT,MAC`. Needs --afpacket-up.
+    #[arg(long, value_parser = parse_ports, requires = "afpacket_up")]
+    afpacket_down: Option<Ports>,
+}
+
+fn parse_ports(s: &str) -> Result<Ports, String> {
+    Ports::parse(s)
+}
+
+/// One direction's thread: its model on its datapath, at real-time priority when allowed.
+fn spawn_direction<D: Datapath + 'static>(dir: Direction<D>, name: &'static str, prio: i32) -> std::thread::JoinHandle<std::io::Result<()>> {
+    std::thread::Builder::new()
+        .name(format!("linkem-{name}"))
+        .spawn(move || {
+            if let Err(e) = sys::set_realtime(prio) {
+                linkem::say!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
+            }
+            dir.run()
+        })
+        .expect("spawn direction thread")
 }
 
 fn main() -> ExitCode {
@@ -102,7 +128,7 @@ fn main() -> ExitCode {
             Err(e) => config_error(e),
         },
         Command::Run(args) => match LinkConfig::load(&args.config) {
-            Ok(c) => run(args, c),
+            Ok(c) => run(*args, c),
             Err(e) => config_error(e),
         },
     }
@@ -189,16 +215,12 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let mut threads = Vec::new();
     let mut snapshots = Vec::new();
     let mut wakers = Vec::new();
-    let dirs = [("up", args.up_queue, &config.up, 1u64), ("down", args.down_queue, &config.down, 2u64)];
-    for (name, queue_num, profile, stream) in dirs {
-        let queue = match NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen) {
-            Ok(q) => q,
-            Err(e) => {
-                linkem::say!("linkem: {name}: {e}");
-                stop.store(true, Ordering::Relaxed);
-                return ExitCode::from(1);
-            }
-        };
+    let afpacket = args.afpacket_up.is_some();
+    let dirs = [
+        ("up", args.up_queue, &config.up, 1u64, args.afpacket_up.as_ref()),
+        ("down", args.down_queue, &config.down, 2u64, args.afpacket_down.as_ref()),
+    ];
+    for (name, queue_num, profile, stream, ports) in dirs {
         let shared = Arc::new(Mutex::new(DirectionSnapshot::default()));
         let waker = match sys::Waker::new() {
             Ok(w) => Arc::new(w),
@@ -208,19 +230,27 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
                 return ExitCode::from(1);
             }
         };
-        snapshots.push((name, queue_num, shared.clone()));
-        wakers.push(waker.clone());
-        let dir = Direction::new(name, queue, profile, Rng::derive(seed, stream).next_u64(), clock, timing, shared, waker, stop.clone(), pcap.clone());
-        let prio = args.rt_priority;
-        let handle = std::thread::Builder::new()
-            .name(format!("linkem-{name}"))
-            .spawn(move || {
-                if let Err(e) = sys::set_realtime(prio) {
-                    linkem::say!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
-                }
-                dir.run()
-            })
-            .expect("spawn direction thread");
+        let model_seed = Rng::derive(seed, stream).next_u64();
+        let opened = match ports {
+            Some(p) => PacketPath::open(p, args.queue_maxlen).map(|path| {
+                let dir = Direction::new(name, path, profile, model_seed, clock, timing, shared.clone(), waker.clone(), stop.clone(), pcap.clone());
+                spawn_direction(dir, name, args.rt_priority)
+            }),
+            None => NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen).map(|queue| {
+                let dir = Direction::new(name, queue, profile, model_seed, clock, timing, shared.clone(), waker.clone(), stop.clone(), pcap.clone());
+                spawn_direction(dir, name, args.rt_priority)
+            }),
+        };
+        let handle = match opened {
+            Ok(h) => h,
+            Err(e) => {
+                linkem::say!("linkem: {name}: {e}");
+                stop.store(true, Ordering::Relaxed);
+                return ExitCode::from(1);
+            }
+        };
+        snapshots.push((name, queue_num, shared));
+        wakers.push(waker);
         threads.push((name, handle));
     }
 
@@ -254,7 +284,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             .collect();
         if let (true, Some(path)) = (stats, &args.stats) {
             for (i, (_, q, _)) in guards.iter().enumerate() {
-                if let Some(k) = kernel_queue_stats(*q) {
+                if let Some(k) = (!afpacket).then(|| kernel_queue_stats(*q)).flatten() {
                     kernel_last[i] = Some(k);
                 }
             }

@@ -67,6 +67,11 @@ pub struct QueueErrors {
     /// are expected); each is scheduled as one packet of its IP total length.
     pub gso_unsegmented: u64,
     pub last_verdict_errno: i32,
+    /// Packets the kernel dropped before linkem read them, where the datapath counts them
+    /// itself (AF_PACKET: its receive ring was full); NFQUEUE's are in /proc (`kernel_queue_stats`).
+    pub kernel_dropped: Option<u64>,
+    /// Packets dropped because linkem already held `--queue-maxlen` of them (AF_PACKET).
+    pub held_overflow: u64,
 }
 
 pub struct NfQueue {
@@ -474,6 +479,30 @@ pub fn kernel_queue_stats(queue_num: u16) -> Option<KernelQueueStats> {
         }
     }
     None
+}
+
+impl crate::datapath::Datapath for NfQueue {
+    fn fd(&self) -> RawFd {
+        NfQueue::fd(self)
+    }
+    fn recv_batch<F: FnMut(&RxPacket)>(&mut self, f: F) -> io::Result<usize> {
+        NfQueue::recv_batch(self, f)
+    }
+    fn verdict(&mut self, id: u32, verdict: Verdict) {
+        NfQueue::verdict(self, id, verdict)
+    }
+    fn accept_rewritten(&mut self, id: u32, ip_packet: &[u8]) {
+        NfQueue::accept_rewritten(self, id, ip_packet)
+    }
+    fn verdict_upto(&mut self, max_id: u32, verdict: Verdict) {
+        NfQueue::verdict_upto(self, max_id, verdict)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        NfQueue::flush(self)
+    }
+    fn errors(&mut self) -> QueueErrors {
+        self.errors
+    }
 }
 
 #[cfg(test)]

@@ -281,7 +281,9 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
             "socket_overruns": d.queue.socket_overruns,
             "malformed": d.queue.malformed,
             "gso_unsegmented": d.queue.gso_unsegmented,
-            "kernel_queue_dropped": kernel.map(|k| k.queue_dropped),
+            // NFQUEUE's from /proc; AF_PACKET's receive ring counts its own
+            "kernel_queue_dropped": kernel.map(|k| k.queue_dropped).or(d.queue.kernel_dropped),
+            "held_overflow": d.queue.held_overflow,
             "kernel_user_dropped": kernel.map(|k| k.user_dropped),
         },
     })

@@ -26,6 +26,7 @@ from ..errors import LonglookError, Terminated, check_output
 from ..testbed.linkcheck import check_link
 from ..testbed import Testbed
 from ..testbed.cpu import check_fits
+from ..testbed.host import linkem_datapath
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
@@ -243,7 +244,7 @@ class Runner:
     def _versions(self) -> dict:
         return environment_versions(endpoint=binary_version("endpoint"),
                                     linkem=binary_version("linkem"),
-                                    testbed={"sysctls": RECORDED_SYSCTLS},
+                                    testbed={"sysctls": RECORDED_SYSCTLS, "datapath": linkem_datapath()},
                                     **self.kind.versions(self.scenario))
 
     def _run_grid(self, store: Store) -> bool:

@@ -45,6 +45,22 @@ CPU_LATENCY_ENV = "LONGLOOK_CPU_LATENCY_US"
 DEFAULT_CPU_LATENCY_US = 1
 
 
+DATAPATH_ENV = "LONGLOOK_DATAPATH"
+# nfqueue: the router's kernel forwards and linkem judges each packet through an NFQUEUE;
+# afpacket: linkem forwards itself between the router's devices (crates/linkem/src/afpacket.rs).
+DATAPATHS = ("nfqueue", "afpacket")
+DEFAULT_DATAPATH = "nfqueue"
+
+
+def linkem_datapath() -> str:
+    """How packets reach linkem: DEFAULT_DATAPATH unless LONGLOOK_DATAPATH says otherwise."""
+    value = os.environ.get(DATAPATH_ENV, DEFAULT_DATAPATH)
+    if value not in DATAPATHS:
+        raise TestbedError(f"{DATAPATH_ENV}={value!r} is not a datapath linkem has",
+                           hint=f"unset it (default {DEFAULT_DATAPATH}) or use one of {', '.join(DATAPATHS)}")
+    return value
+
+
 def cpu_wakeup_latency_us() -> int:
     """The CPU wake-up latency (µs) the testbed and linkem ask for: DEFAULT_CPU_LATENCY_US
     unless LONGLOOK_CPU_LATENCY_US says otherwise (one value for both, so they agree)."""

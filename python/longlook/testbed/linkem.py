@@ -43,6 +43,7 @@ class Linkem:
                  ready_timeout_s: float = 10.0, profile_name: str = "link",
                  queues: tuple[str, str] = ("0", "1"), pcap: Path | None = None,
                  pcap_copy_bytes: int = 128, pcap_max_bytes: int | None = None,
+                 afpacket: tuple[str, str] | None = None,
                  launcher: Callable[[list[str]], list[str]] = lambda argv: argv):
         self.router_ns = router_ns
         self.launcher = launcher  # wraps the whole command line (the router's CPU cgroup)
@@ -56,6 +57,8 @@ class Linkem:
                 "--up-queue", queues[0], "--down-queue", queues[1],
                 "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms),
                 "--cpu-latency-us", str(cpu_wakeup_latency_us())]  # the testbed's own request
+        if afpacket is not None:  # linkem forwards itself: (up, down) as IN,OUT,NEXT_HOP_MAC
+            argv += ["--afpacket-up", afpacket[0], "--afpacket-down", afpacket[1]]
         if seed is not None:
             argv += ["--seed", str(seed)]
         if rt_priority is not None:

@@ -29,7 +29,7 @@ from ..linkprofile import LinkProfile
 from . import cleanup, ownership, topology
 from .buffers import HostBuffers, host_buffers
 from .cpu import PARTIES, CpuBudget, CpuPinning, CpuUsage, PartyCgroup
-from .host import TestbedError, cpu_wakeup_latency_us, hold_cpu_wakeup_latency, preflight, tool
+from .host import TestbedError, cpu_wakeup_latency_us, hold_cpu_wakeup_latency, linkem_datapath, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
 
@@ -103,6 +103,7 @@ class Testbed:
         # party's CPU time per run, pinning (`[testbed] cpus`)
         self.cgroups = {party: PartyCgroup(self.id, party) for party in PARTIES}
         self.cpus = cpus or CpuPinning()
+        self.datapath = linkem_datapath()  # how packets reach linkem (LONGLOOK_DATAPATH)
 
     # ---- lifecycle -------------------------------------------------------------------
 
@@ -136,7 +137,11 @@ class Testbed:
             topology.create(self.ns)
             if self.profile is not None:
                 for router in ("router", "router2"):
-                    if router in self.ns:
+                    if router not in self.ns:
+                        continue
+                    if self.datapath == "afpacket":
+                        topology.add_afpacket_rules(self.ns[router], tuple(i for i, _ in topology.AFPACKET_PORTS[router]))
+                    else:
                         topology.add_nfqueue_rules(self.ns[router], topology.NFQUEUES[router])
                 self._start_linkem(self.profile)
         except BaseException:
@@ -243,6 +248,7 @@ class Testbed:
             options["pcap"] = options["pcap"].with_stem(options["pcap"].stem + "-b")
         linkem = Linkem(self.ns[router], config, workdir, profile_name=profile.name,
                         queues=tuple(q for _, q in topology.NFQUEUES[router]),
+                        afpacket=topology.afpacket_ports(self.ns, router) if self.datapath == "afpacket" else None,
                         launcher=self.cgroups["router"].wrap, **options)
         linkem.start()
         return linkem

@@ -11,6 +11,8 @@ own router (link A: router, link B: router2); client and server keep their addre
 
 from __future__ import annotations
 
+import json
+
 from .host import sh
 
 CLIENT_ADDR = "198.18.1.2"
@@ -134,6 +136,36 @@ def add_nfqueue_rules(router_ns: str, queues: tuple[tuple[str, str], ...] = NFQU
     for dev, queue in queues:
         sh(["ip", "netns", "exec", router_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
             "-i", dev, "-j", "NFQUEUE", "--queue-num", queue])
+
+
+# AF_PACKET datapath, per emulating router: (up, down) as (in device, out device); up =
+# from the client's side. Each out device's peer is the next hop whose MAC linkem writes.
+AFPACKET_PORTS = {"router": (("r0", "r1"), ("r1", "r0")), "router2": (("r2", "r3"), ("r3", "r2"))}
+_PEERS = {False: {"r0": ("client", "c0"), "r1": ("server", "s0")},
+          True: {"r0": ("client", "c0"), "r1": ("proxy", "p0"), "r2": ("proxy", "p1"), "r3": ("server", "s0")}}
+
+
+def mac_address(ns: str, dev: str) -> str:
+    return json.loads(sh(["ip", "-n", ns, "-j", "link", "show", "dev", dev]).stdout)[0]["address"]
+
+
+def afpacket_ports(ns: dict[str, str], router: str) -> tuple[str, str]:
+    """linkem's `--afpacket-up` and `--afpacket-down` for `router`: IN,OUT,NEXT_HOP_MAC."""
+    peers = _PEERS["proxy" in ns]
+    out = []
+    for dev_in, dev_out in AFPACKET_PORTS[router]:
+        role, peer = peers[dev_out]
+        out.append(f"{dev_in},{dev_out},{mac_address(ns[role], peer)}")
+    return out[0], out[1]
+
+
+def add_afpacket_rules(router_ns: str, devices: tuple[str, ...]) -> None:
+    """The router's kernel neither forwards nor answers IPv4 on its links: linkem does (its
+    packet sockets see each frame before this ingress hook). ARP passes: the kernel still
+    answers for the router's addresses, so the endpoints' gateways are as with NFQUEUE."""
+    chains = "".join(f"chain in_{d} {{ type filter hook ingress device {d} priority 0; meta protocol ip drop; }}; "
+                     for d in devices)
+    sh(["ip", "netns", "exec", router_ns, "nft", f"add table netdev linkem {{ {chains}}}"])
 
 
 def delete(names: list[str]) -> list[str]:
