@@ -1,0 +1,71 @@
+"""linkem's AF_PACKET datapath (linkem forwards itself; crates/linkem/src/afpacket.rs) on real
+namespaces: the link it makes is the one the profile says (the self-check), the router's
+kernel forwards none of it, a middlebox's rewrite and the proxy topology work through it, and
+an experiment records the datapath it ran on. Any other testbed test runs on it with
+LONGLOOK_DATAPATH=afpacket in the environment."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from longlook.core.store import Store
+from longlook.linkprofile import LinkProfile
+from longlook.testbed.host import TestbedError, linkem_datapath
+from longlook.testbed.linkcheck import check_link
+
+import test_middlebox_testbed as middlebox
+import test_proxy_testbed as proxy
+from testbed_helpers import needs_testbed
+
+
+@pytest.fixture
+def afpacket(monkeypatch):
+    monkeypatch.setenv("LONGLOOK_DATAPATH", "afpacket")
+
+
+def test_the_datapath_is_named_or_refused(monkeypatch):
+    monkeypatch.delenv("LONGLOOK_DATAPATH", raising=False)
+    assert linkem_datapath() == "nfqueue"
+    monkeypatch.setenv("LONGLOOK_DATAPATH", "afpacket")
+    assert linkem_datapath() == "afpacket"
+    monkeypatch.setenv("LONGLOOK_DATAPATH", "xdp")
+    with pytest.raises(TestbedError, match="not a datapath linkem has"):
+        linkem_datapath()
+
+
+def _forwarded_by_kernel(tb) -> int:
+    """The router kernel's own count of IPv4 packets it forwarded (/proc/net/snmp)."""
+    lines = tb.run("router", ["cat", "/proc/net/snmp"], as_party=False).stdout.splitlines()
+    names, values = [line.split() for line in lines if line.startswith("Ip:")][:2]
+    return int(values[names.index("ForwDatagrams")])
+
+
+@needs_testbed("linkem", "linkem-probe")
+def test_an_afpacket_link_is_within_tolerance_and_the_kernel_forwards_none_of_it(afpacket):
+    from longlook.testbed import Testbed
+    p = LinkProfile(name="afp-10mbit-20ms", rate_mbit=10, delay_ms=10, buffer_bytes=60_000)
+    with Testbed(p) as tb:
+        assert tb.datapath == "afpacket"
+        r = check_link(tb, duration_s=2, rtt_count=500, iperf=False)
+        stats = tb.linkem_stats()
+        forwarded = _forwarded_by_kernel(tb)
+    assert r.ok, r.summary()
+    for d in ("up", "down"):
+        assert stats["directions"][d]["packets"] > 1000, stats["directions"][d]
+        errors = stats["directions"][d]["errors"]
+        assert errors["kernel_queue_dropped"] == 0 and errors["held_overflow"] == 0, errors
+    assert forwarded == 0  # every packet went through linkem, none around it
+
+
+@needs_testbed("linkem", "endpoint")
+def test_a_middlebox_reset_works_through_afpacket(afpacket, tmp_path: Path):
+    middlebox.test_rst_after_n_bytes_kills_h2_download_not_h3(tmp_path)
+
+
+@needs_testbed("linkem", "endpoint")
+def test_the_proxy_topology_works_through_afpacket_and_the_experiment_says_so(afpacket, tmp_path: Path):
+    proxy.test_h3_page_load_through_the_quic_proxy(tmp_path)
+    with Store.open(tmp_path / "exp", read_only=True) as store:
+        assert store.experiment()["versions"]["testbed"]["datapath"] == "afpacket"
