@@ -275,6 +275,11 @@ impl PacketPath {
             .map_err(|e| io::Error::new(e.kind(), format!("{}: PACKET_VNET_HDR: {e}", ports.egress)))?;
         // Straight to the device's transmit: a veth has no queue to use.
         setsockopt(tx_fd, SOL_PACKET, PACKET_QDISC_BYPASS, &on).ok();
+        // Room for a whole release slot's frames (a full send buffer would block the sender).
+        let sndbuf: libc::c_int = 4 << 20;
+        setsockopt(tx_fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, &sndbuf)
+            .or_else(|_| setsockopt(tx_fd, libc::SOL_SOCKET, libc::SO_SNDBUF, &sndbuf))
+            .ok();
         // Protocol 0: the sending socket receives nothing.
         bind(tx_fd, egress_index, 0).map_err(|e| io::Error::new(e.kind(), format!("{}: bind: {e}", ports.egress)))?;
         Ok(p)

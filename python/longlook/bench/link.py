@@ -28,7 +28,7 @@ import numpy as np
 
 from ..linkprofile import LinkProfile
 from ..testbed import Testbed
-from ..testbed.host import sh, TestbedError
+from ..testbed.host import linkem_datapath, sh, TestbedError
 from ..testbed.linkcheck import (binomial_interval, check_link, expected_rtt_ms, IP_PACKET, most_tcp_goodput,
                                  RTT_PROBE_SIZE, Tolerances, UDP_IP_OVERHEAD)
 from ..testbed.ownership import all_records
@@ -197,35 +197,49 @@ def _forward(tb: Testbed, probe: PathProbe, duration_s: float, streams: int = 4)
             "linkem_cpu_pct": None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / (t1 - t0)}
 
 
-def bench_kernel_ratio(duration_s: float, reps: int, delays_ms: tuple[float, ...] = (0.0, 20.0)) -> dict:
-    """Plain kernel forwarding vs linkem, iperf3 -P 4 server -> client, same topology. The two
-    testbeds are open at once and measured in turn (plain, linkem at each delay), `reps`
-    times: medians per arm, and each delay's ratio to plain."""
-    runs: dict[str, list[dict]] = {"plain": [], **{f"linkem_{d:g}ms": [] for d in delays_ms}}
+def bench_kernel_ratio(duration_s: float, reps: int, delays_ms: tuple[float, ...] = (0.0, 20.0),
+                       datapaths: tuple[str | None, ...] = (None,)) -> dict:
+    """Plain kernel forwarding vs linkem, iperf3 -P 4 server -> client, same topology. The
+    testbeds (plain, and linkem on each datapath) are open at once and measured in turn
+    (plain, then linkem at each delay on each datapath), `reps` times: medians per arm, and
+    each arm's ratio to plain."""
+    from contextlib import ExitStack
+
+    names = [linkem_datapath(d) for d in datapaths]
+    arms = [(dp, d) for dp in names for d in delays_ms]
+    runs: dict[str, list[dict]] = {"plain": [], **{f"{dp}_{d:g}ms": [] for dp, d in arms}}
     load = [os.getloadavg()[0]]
-    with Testbed(None) as plain, PathProbe(plain) as plain_probe, \
-            Testbed(_unlimited("ratio", delays_ms[0])) as tb, PathProbe(tb) as probe:
+    with ExitStack() as stack:
+        plain = stack.enter_context(Testbed(None))
+        plain_probe = stack.enter_context(PathProbe(plain))
+        beds = {}
+        for dp in names:
+            tb = stack.enter_context(Testbed(_unlimited("ratio", delays_ms[0]), datapath=dp))
+            beds[dp] = (tb, stack.enter_context(PathProbe(tb)))
         ensure_tcp_buffers(plain)
         for _ in range(reps):
             runs["plain"].append(_forward(plain, plain_probe, duration_s))
-            for d in delays_ms:
+            for dp, d in arms:
+                tb, probe = beds[dp]
                 tb.reconfigure(_unlimited("ratio", d))
                 ensure_tcp_buffers(tb)
-                runs[f"linkem_{d:g}ms"].append(_forward(tb, probe, duration_s))
+                runs[f"{dp}_{d:g}ms"].append(_forward(tb, probe, duration_s))
             load.append(os.getloadavg()[0])
-        tb.check()
+        for tb, _ in beds.values():
+            tb.check()
 
     def med(arm: str, key: str) -> float | None:
         xs = [r[key] for r in runs[arm] if r[key] is not None]
         return float(np.median(xs)) if xs else None
 
     base = med("plain", "mbit")
-    rows = [{"path": "plain kernel forwarding", "delay_ms_each_way": 0.0, "mbit": base,
+    rows = [{"path": "plain kernel forwarding", "datapath": "-", "delay_ms_each_way": 0.0, "mbit": base,
              "ratio": 1.0, "linkem_cpu_pct": None, "runs_mbit": [r["mbit"] for r in runs["plain"]]}]
-    for d in delays_ms:
-        arm = f"linkem_{d:g}ms"
+    for dp, d in arms:
+        arm = f"{dp}_{d:g}ms"
         m = med(arm, "mbit")
-        rows.append({"path": "linkem", "delay_ms_each_way": d, "mbit": m, "ratio": m / base if base else None,
+        rows.append({"path": "linkem", "datapath": dp, "delay_ms_each_way": d, "mbit": m,
+                     "ratio": m / base if base else None,
                      "linkem_cpu_pct": med(arm, "linkem_cpu_pct"), "runs_mbit": [r["mbit"] for r in runs[arm]]})
     return {"streams": 4, "duration_s": duration_s, "reps": reps, "target": KERNEL_RATIO_TARGET,
             "loadavg_1min": load, "rows": rows}
@@ -236,11 +250,11 @@ GIGABIT = LinkProfile(name="gigabit", rate_mbit=1000, delay_ms=25, buffer_bytes=
 GIGABIT_TARGETS = {"pct_of_most": 97.0, "rtt_added_err_ms": 0.2, "linkem_cpu_pct": 100.0}
 
 
-def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None) -> dict:
+def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None, datapath: str | None = None) -> dict:
     """One TCP Cubic flow over 1 Gbit/s, 25 ms each way, a BDP (6.25 MB) buffer: goodput
     against the most possible, the idle path's RTT error (over the plain path's, when given),
     and linkem's CPU and late releases during the flow."""
-    with Testbed(GIGABIT) as tb, PathProbe(tb) as probe:
+    with Testbed(GIGABIT, datapath=datapath) as tb, PathProbe(tb) as probe:
         ensure_tcp_buffers(tb)
         expected = expected_rtt_ms(GIGABIT, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
         r = probe.rtt(count=rtt_count, interval_ms=2, size=RTT_PROBE_SIZE)["rtt_ms"]
@@ -258,7 +272,7 @@ def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None) -> 
                                      ("RTT", abs(added) > GIGABIT_TARGETS["rtt_added_err_ms"]),
                                      ("linkem CPU", cpu is not None and cpu > GIGABIT_TARGETS["linkem_cpu_pct"]))
               if bad]
-    return {"rate_mbit": 1000, "delay_ms_each_way": 25, "buffer_bytes": GIGABIT.buffer_bytes,
+    return {"datapath": tb.datapath, "rate_mbit": 1000, "delay_ms_each_way": 25, "buffer_bytes": GIGABIT.buffer_bytes,
             "duration_s": duration_s, "tcp_max_bytes": BIG_SOCKET_BUFFER,
             "most_possible_mbit": most, "goodput_mbit": flow["mbit"], "whole_mbit": flow["whole_mbit"],
             "pct_of_most": pct, "rtt_expected_ms": expected,
@@ -351,12 +365,14 @@ def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MB
     return out
 
 
-def run_bench(quick: bool = False, ceiling: bool = False) -> dict:
+def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, ...] = ()) -> dict:
+    """`datapaths`: linkem's datapaths to measure side by side in the kernel ratio and the
+    gigabit check (empty: LONGLOOK_DATAPATH's, or the default); the rest runs on the first."""
     duration = 3.0 if quick else 6.0
     count = 1000 if quick else 3000
     load_before = os.getloadavg()
     baseline = bench_rtt_baseline(count)
-    with Testbed(_profile("bench", 10, 40)) as tb, PathProbe(tb) as probe:
+    with Testbed(_profile("bench", 10, 40), datapath=datapaths[0] if datapaths else None) as tb, PathProbe(tb) as probe:
         others = [r.id for r in all_records() if r.id != tb.id and r.owner_alive()]
         result = {
             "tcp_goodput": bench_tcp(tb, probe, duration),
@@ -365,8 +381,12 @@ def run_bench(quick: bool = False, ceiling: bool = False) -> dict:
             "max_forwarding": bench_max_rate(tb, probe, duration),
         }
         tb.check()
-    result["kernel_ratio"] = bench_kernel_ratio(4.0 if quick else 6.0, 2 if quick else 4)
-    result["gigabit"] = bench_gigabit(6.0 if quick else 10.0, count, baseline[0.0]["all"])
+    chosen = tuple(datapaths) or (None,)
+    result["kernel_ratio"] = bench_kernel_ratio(4.0 if quick else 6.0, 2 if quick else 4, datapaths=chosen)
+    checks = [bench_gigabit(6.0 if quick else 10.0, count, baseline[0.0]["all"], dp) for dp in chosen]
+    result["gigabit"] = checks[0]
+    if len(checks) > 1:
+        result["gigabit_other_datapaths"] = checks[1:]
     if ceiling:
         result["ceiling"] = bench_ceiling(3.0 if quick else 4.0)
     result["host"] = {"cpus": os.cpu_count(), "loadavg_before": load_before,
@@ -414,19 +434,20 @@ def print_bench(result: dict) -> None:
     print_table(f"kernel ratio: iperf3 -P {k['streams']} server -> client, linkem at 10 Gbit/s configured vs "
                 f"plain kernel forwarding, same topology (median of {k['reps']} alternated runs of "
                 f"{k['duration_s']:g} s; target >= {k['target']})",
-                ["path", "delay ms each way", "Mbit/s", "ratio to plain", "linkem CPU % of a core", "runs Mbit/s"],
-                [[r["path"], r["delay_ms_each_way"], r["mbit"], r["ratio"],
+                ["path", "datapath", "delay ms each way", "Mbit/s", "ratio to plain", "linkem CPU % of a core", "runs Mbit/s"],
+                [[r["path"], r.get("datapath", "-"), r["delay_ms_each_way"], r["mbit"], r["ratio"],
                   "-" if r["linkem_cpu_pct"] is None else r["linkem_cpu_pct"],
                   " ".join(f"{x:.0f}" for x in r["runs_mbit"])] for r in k["rows"]])
     c.print("load average (1 min) during the ratio runs: " + " ".join(f"{x:.2f}" for x in k["loadavg_1min"]))
-    g = result["gigabit"]
+    checks = [result["gigabit"], *result.get("gigabit_other_datapaths", [])]
     print_table("gigabit check: one TCP Cubic flow, 1 Gbit/s, 25 ms each way, BDP buffer 6.25 MB "
                 "(targets: >= 97% of the most possible, added RTT error <= 0.2 ms, linkem <= 1 core)",
-                ["goodput Mbit/s", "most possible", "% of most", "whole run", "RTT err ms",
+                ["datapath", "goodput Mbit/s", "most possible", "% of most", "whole run", "RTT err ms",
                  "added RTT err ms", "RTT sd", "linkem CPU %", "linkem late", "missed"],
-                [[g["goodput_mbit"], g["most_possible_mbit"], g["pct_of_most"], g["whole_mbit"],
+                [[g.get("datapath", "-"), g["goodput_mbit"], g["most_possible_mbit"], g["pct_of_most"], g["whole_mbit"],
                   g["rtt_mean_err_ms"], g["rtt_added_err_ms"], g["rtt_sd_ms"], g["linkem_cpu_pct"],
-                  g["linkem_late_over_1ms"], "-" if "missed" not in g else ", ".join(g["missed"]) or "none"]])
+                  g["linkem_late_over_1ms"], "-" if "missed" not in g else ", ".join(g["missed"]) or "none"]
+                 for g in checks])
     for m in result.get("ceiling", []):
         print_table(f"ceiling, {m['model']} model, {m['delay_ms_each_way']:g} ms each way, BDP buffer: "
                     f"{m['ceiling_mbit'] or 'none'} Mbit/s (linkem CPU there "

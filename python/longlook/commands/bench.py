@@ -24,12 +24,19 @@ def bench_link(
     quick: bool = typer.Option(False, "--quick", help="shorter measurements"),
     ceiling: bool = typer.Option(False, "--ceiling", help="also find, per link model (rate; trace), the "
                                  "highest rate still in tolerance with 20 ms each way, and linkem's CPU there"),
+    datapath: list[str] = typer.Option([], "--datapath", help="linkem's datapath (nfqueue, afpacket); repeat it to "
+                                       "compare them side by side in the kernel ratio and the gigabit check"),
 ) -> None:
     """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding, the
     ratio to plain kernel forwarding at 0 and 20 ms, a gigabit flow, and (--ceiling) the ceiling."""
     from ..bench.link import print_bench, run_bench
 
-    result = run_bench(quick=quick, ceiling=ceiling)
+    from ..testbed.host import DATAPATHS
+
+    for d in datapath:
+        if d not in DATAPATHS:
+            raise typer.BadParameter(f"{d!r}: one of {', '.join(DATAPATHS)}", param_hint="--datapath")
+    result = run_bench(quick=quick, ceiling=ceiling, datapaths=tuple(datapath))
     if as_json:
         print(json.dumps(result, indent=1))
     else:

@@ -52,12 +52,13 @@ DATAPATHS = ("nfqueue", "afpacket")
 DEFAULT_DATAPATH = "nfqueue"
 
 
-def linkem_datapath() -> str:
-    """How packets reach linkem: DEFAULT_DATAPATH unless LONGLOOK_DATAPATH says otherwise."""
-    value = os.environ.get(DATAPATH_ENV, DEFAULT_DATAPATH)
+def linkem_datapath(asked: str | None = None) -> str:
+    """How packets reach linkem: `asked`, else LONGLOOK_DATAPATH, else DEFAULT_DATAPATH."""
+    value = asked or os.environ.get(DATAPATH_ENV, DEFAULT_DATAPATH)
     if value not in DATAPATHS:
-        raise TestbedError(f"{DATAPATH_ENV}={value!r} is not a datapath linkem has",
-                           hint=f"unset it (default {DEFAULT_DATAPATH}) or use one of {', '.join(DATAPATHS)}")
+        where = "datapath" if asked else DATAPATH_ENV
+        raise TestbedError(f"{where}={value!r} is not a datapath linkem has",
+                           hint=f"use one of {', '.join(DATAPATHS)} (default {DEFAULT_DATAPATH})")
     return value
 
 

@@ -76,7 +76,7 @@ class Testbed:
                  workdir: Path | str | None = None, *, base_dir: Path | None = None,
                  seed: int | None = None, rt_priority: int | None = None,
                  flow_log: bool = False, ready_timeout_s: float = 10.0,
-                 cpus: CpuPinning | None = None):
+                 cpus: CpuPinning | None = None, datapath: str | None = None):
         self.id = id or secrets.token_hex(3)
         if not re.fullmatch(r"[A-Za-z0-9_]{1,24}", self.id):
             raise TestbedError(f"testbed id {self.id!r}: use 1-24 letters, digits or _",
@@ -103,7 +103,8 @@ class Testbed:
         # party's CPU time per run, pinning (`[testbed] cpus`)
         self.cgroups = {party: PartyCgroup(self.id, party) for party in PARTIES}
         self.cpus = cpus or CpuPinning()
-        self.datapath = linkem_datapath()  # how packets reach linkem (LONGLOOK_DATAPATH)
+        # how packets reach linkem: the caller's choice (a bench comparing them), else LONGLOOK_DATAPATH
+        self.datapath = linkem_datapath(datapath)
 
     # ---- lifecycle -------------------------------------------------------------------
 
