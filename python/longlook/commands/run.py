@@ -65,6 +65,9 @@ def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check:
     console.print(f"wall {summary.wall_s:.1f} s, of which set-up and link checks {summary.setup_s:.1f} s; "
                   f"harness overhead {summary.harness_overhead:.1%} of the measuring loop, "
                   f"{summary.harness_s_per_run * 1e3:.0f} ms per run (targets <= 2%, <= 50 ms)")
+    if phases := summary.phases_per_run_ms():
+        console.print("harness per run: " + ", ".join(f"{name} {ms:.1f} ms" for name, ms in phases)
+                      + " (the rest: between the steps)", markup=False, highlight=False)
     if summary.interrupted:
         import signal
         name = signal.Signals(summary.signal or signal.SIGINT).name

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import socket
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol
@@ -58,6 +59,22 @@ class Ledger(Protocol):
 
 
 @dataclass
+class Phases:
+    """Where the measuring loop's time outside the runs goes: seconds per named phase, summed
+    over the session (the run summary prints each per run, biggest first)."""
+
+    totals: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def __call__(self, name: str):
+        t = time.monotonic()
+        try:
+            yield
+        finally:
+            self.totals[name] = self.totals.get(name, 0.0) + time.monotonic() - t
+
+
+@dataclass
 class RunSummary:
     out_dir: Path
     runs: int = 0
@@ -73,6 +90,7 @@ class RunSummary:
     in_runs_s: float = 0.0
     setup_s: float = 0.0  # testbed, link checks, server starts
     interrupted: bool = False
+    phases: Phases = field(default_factory=Phases)  # the harness's time outside runs, by phase
 
     @property
     def harness_overhead(self) -> float:
@@ -85,6 +103,11 @@ class RunSummary:
         """The measuring loop's time outside runs, per run: the fixed cost each run pays."""
         loop = self.wall_s - self.setup_s
         return max(0.0, loop - self.in_runs_s) / self.runs if self.runs else 0.0
+
+    def phases_per_run_ms(self, top: int = 5) -> list[tuple[str, float]]:
+        """The biggest harness phases, ms per run."""
+        per_run = [(k, 1e3 * v / self.runs) for k, v in self.phases.totals.items()] if self.runs else []
+        return sorted(per_run, key=lambda kv: -kv[1])[:top]
 
     def count(self, record: RunRecord) -> None:
         self.runs += 1
@@ -111,9 +134,11 @@ class Bench:
 
 
 def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, arm: ArmBase,
-                attempt: int) -> tuple[RunRecord, float]:
+                attempt: int, phases: Phases | None = None) -> tuple[RunRecord, float]:
     """One run on a live testbed: the kind's measurement with its path audit, as a record
-    (not stored) and the measurement's wall time. Files go to DIR/runs/<run_id>/ only."""
+    (not stored) and the measurement's wall time. Files go to DIR/runs/<run_id>/ only.
+    `phases` gets the time of each step around the measurement."""
+    phase = phases or Phases()
     sc, tb = bench.scenario, bench.testbed
     run_id = new_run_id()
     run_dir = bench.out_dir / RUNS_DIR / run_id
@@ -121,26 +146,40 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     link = sc.run_link(cell, arm, round_index)  # the cell's, or an intervention's
     relink = lambda: tb.reconfigure(link, base_dir=sc.base_dir)  # noqa: E731
     capture = RunCapture(sc.capture, tb, run_dir, relink)
-    if bench.kind.fresh_link_per_run and not capture.restarts_link:
-        relink()
-    capture.begin()  # a pcap: linkem restarted writing the run's file
-    tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
+    with phase("link restart"):
+        if bench.kind.fresh_link_per_run and not capture.restarts_link:
+            relink()
+        capture.begin()  # a pcap: linkem restarted writing the run's file
+    with phase("client CPU group"):
+        tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
     audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
     try:
-        audit.begin()
+        with phase("audit begin"):
+            audit.begin()
         started = time.monotonic()
         m = bench.kind.measure(RunContext(testbed=tb, scenario=sc, cell=cell, arm=arm, round=round_index,
                                           run_id=run_id, run_dir=run_dir, experiment_dir=bench.out_dir,
                                           state=bench.state, session=bench.session,
                                           keylog=sc.capture.keylog_path(run_dir)))
         wall = time.monotonic() - started
-        a = audit.end().with_reasons(m.audit_reasons)
+        with phase("audit end"):
+            a = audit.end().with_reasons(m.audit_reasons)
     except BaseException:
         audit.abandon()  # its watch on the client stops polling
         capture.abandon()  # no restart while unwinding; no later linkem writes into this run's file
         raise
-    capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole
-    capture_files, capture_details = capture.record()
+    with phase("capture end"):
+        capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole
+        capture_files, capture_details = capture.record()
+    with phase("record"):
+        return _record(bench, m, a, audit, cell, round_index, position, arm, attempt, run_id, run_dir, wall,
+                       capture_files, capture_details)
+
+
+def _record(bench, m, a, audit, cell, round_index, position, arm, attempt, run_id, run_dir, wall,
+            capture_files, capture_details) -> tuple[RunRecord, float]:
+    """The run's record from its measurement, audit and capture (its files written)."""
+    tb = bench.testbed
     (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
     rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
     artifacts = {k: rel(v) for k, v in {**m.artifacts, **capture_files}.items() if (run_dir / v).exists()}
@@ -310,13 +349,17 @@ class Runner:
     def _run_cell(self, store: "Ledger", bench: Bench, cell: CellBase) -> None:
         settled = store.settled(cell.id, self.scenario.retries,
                                 retry_flagged=self.scenario.fidelity.retries_flagged)
+        phase = self.summary.phases
         for round_index in range(self.scenario.rounds):
             order = self.scenario.round_order(cell, round_index)
-            store.record_round_order(cell.id, round_index, [a.label for a in order])
+            with phase("store"):
+                store.record_round_order(cell.id, round_index, [a.label for a in order])
             for position, arm in enumerate(order):
                 if (round_index, arm.label) not in settled:
                     self._run_arm(store, bench, cell, round_index, position, arm)
-            if not self._needs_more_rounds(store, cell):
+            with phase("adaptive rounds"):
+                more = self._needs_more_rounds(store, cell)
+            if not more:
                 break
 
     def _needs_more_rounds(self, store: "Ledger", cell: CellBase) -> bool:
@@ -336,16 +379,19 @@ class Runner:
         retries = self.scenario.retries
         retry_flagged = self.scenario.fidelity.retries_flagged
         for attempt in range(store.attempts(cell.id, round_index, arm.label) + 1, retries + 2):
-            record, wall = measure_run(bench, cell, round_index, position, arm, attempt)
+            phase = self.summary.phases
+            record, wall = measure_run(bench, cell, round_index, position, arm, attempt, phase)
             record.details.setdefault("node", self.node)
             done = settles(record.status, record.flagged, retry_flagged=retry_flagged)
-            store.record_run(record)
+            with phase("store"):
+                store.record_run(record)
             self.summary.in_runs_s += wall
             self.summary.count(record)
-            self.progress("run", cell=cell.id, arm=arm.label, round=round_index,
-                          status=record.status, error=record.error, flagged=record.flagged,
-                          reasons=record.audit.get("reasons") or [],
-                          text=self.kind.progress_text(record),
-                          final=done or attempt > retries)
+            with phase("progress"):
+                self.progress("run", cell=cell.id, arm=arm.label, round=round_index,
+                              status=record.status, error=record.error, flagged=record.flagged,
+                              reasons=record.audit.get("reasons") or [],
+                              text=self.kind.progress_text(record),
+                              final=done or attempt > retries)
             if done:
                 return
