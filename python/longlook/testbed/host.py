@@ -13,7 +13,7 @@ from ..errors import LonglookError
 
 # The tools live in /usr/sbin, which is often not on a sudo or cron PATH.
 _SBIN = ("/usr/sbin", "/sbin", "/usr/local/sbin")
-_PACKAGES = {"ip": "iproute2", "ethtool": "ethtool", "iptables": "iptables"}
+_PACKAGES = {"ip": "iproute2", "ethtool": "ethtool", "iptables": "iptables", "nft": "nftables"}
 
 
 class TestbedError(LonglookError):
