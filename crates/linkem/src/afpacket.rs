@@ -26,6 +26,7 @@
 //! held, and an id map (`ids`: id -> slot) as long as NFQUEUE's queue (`--queue-maxlen`).
 
 use crate::datapath::{Datapath, QueueErrors, RxPacket, Verdict, RECV_BATCH};
+use crate::nfqueue::cvt;
 use std::io;
 use std::os::fd::RawFd;
 
@@ -152,14 +153,6 @@ pub struct PacketPath {
 
 // The raw pointers (the ring, the iovecs) belong to this value; only the owning thread uses them.
 unsafe impl Send for PacketPath {}
-
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
 
 fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
     cvt(unsafe { libc::setsockopt(fd, level, name, value as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32) })

@@ -91,7 +91,8 @@ pub struct NfQueue {
 // with it; only the owning thread uses them.
 unsafe impl Send for NfQueue {}
 
-fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+/// A libc return value as a Result (negative: the thread's errno).
+pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
     if r < 0 {
         Err(io::Error::last_os_error())
     } else {
