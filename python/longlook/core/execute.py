@@ -140,12 +140,13 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
     `phases` gets the time of each step around the measurement."""
     phase = phases or Phases()
     sc, tb = bench.scenario, bench.testbed
-    run_id = new_run_id()
-    run_dir = bench.out_dir / RUNS_DIR / run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    link = sc.run_link(cell, arm, round_index)  # the cell's, or an intervention's
-    relink = lambda: tb.reconfigure(link, base_dir=sc.base_dir)  # noqa: E731
-    capture = RunCapture(sc.capture, tb, run_dir, relink)
+    with phase("run set-up"):
+        run_id = new_run_id()
+        run_dir = bench.out_dir / RUNS_DIR / run_id
+        run_dir.mkdir(parents=True, exist_ok=True)
+        link = sc.run_link(cell, arm, round_index)  # the cell's, or an intervention's
+        relink = lambda: tb.reconfigure(link, base_dir=sc.base_dir)  # noqa: E731
+        capture = RunCapture(sc.capture, tb, run_dir, relink)
     with phase("link restart"):
         if bench.kind.fresh_link_per_run and not capture.restarts_link:
             relink()
@@ -378,8 +379,10 @@ class Runner:
                  position: int, arm: ArmBase) -> None:
         retries = self.scenario.retries
         retry_flagged = self.scenario.fidelity.retries_flagged
-        for attempt in range(store.attempts(cell.id, round_index, arm.label) + 1, retries + 2):
-            phase = self.summary.phases
+        phase = self.summary.phases
+        with phase("store"):
+            attempts = store.attempts(cell.id, round_index, arm.label)
+        for attempt in range(attempts + 1, retries + 2):
             record, wall = measure_run(bench, cell, round_index, position, arm, attempt, phase)
             record.details.setdefault("node", self.node)
             done = settles(record.status, record.flagged, retry_flagged=retry_flagged)
