@@ -154,3 +154,29 @@ def test_two_segments_cover_up_to_the_older_of_their_linkems():
     assert merged_stats(a, b)["covers_mono_ms"] == 7.5
     assert "covers_mono_ms" not in merged_stats(a, {"mono_ms": 12.0, "directions": {}})
     assert "covers_mono_ms" not in merged_stats({"mono_ms": 12.0, "directions": {}}, b)
+
+
+@needs_testbed("linkem-probe")
+def test_a_stall_is_read_by_the_time_the_audit_asks(testbed):
+    """The audit waits STALL_REPORT_MS after a run before it reads the machine stalls: the
+    monitor (linkem-probe stalls --stream) must have printed, and the watch read, a stall that
+    ended by the run's end within that wait. Stopping the monitor for 2 ms makes its own
+    watchers wake late, as a stalled machine does, at any phase of its printing poll (a stop
+    longer than the poll would always end with the poll due)."""
+    from longlook.core.audit import STALL_REPORT_MS, StallWatch
+    watch = StallWatch(testbed)
+    missed = []
+    try:
+        for i in range(20):
+            time.sleep(0.03 + 0.0013 * i)  # walk across the poll's phase
+            t0 = time.monotonic() * 1000
+            os.kill(watch.proc.pid, signal.SIGSTOP)
+            time.sleep(0.002)
+            os.kill(watch.proc.pid, signal.SIGCONT)
+            t1 = time.monotonic() * 1000
+            time.sleep(STALL_REPORT_MS / 1000)
+            if not [s for s in watch.between(t0, t1) if s.late_ms >= 1]:
+                missed.append(i)
+    finally:
+        watch.stop()
+    assert not missed, f"stalls not read {STALL_REPORT_MS} ms after they ended, stops {missed} of 20"

@@ -62,7 +62,8 @@ def run_scenario(scenario: Path, out: Path, *, resume: bool = False, link_check:
         f"[bold]{summary.runs}[/] runs this session: {summary.ok} ok ({summary.flagged} flagged by "
         f"their path audit), {summary.failed} failed, {summary.mismatched} protocol mismatches; "
         f"{summary.skipped_done} already done before.")
-    console.print(f"wall {summary.wall_s:.1f} s, of which set-up and link checks {summary.setup_s:.1f} s; "
+    console.print(f"wall {summary.wall_s:.1f} s, of which set-up, link checks and the experiment's start and "
+                  f"end {summary.setup_s:.1f} s; "
                   f"harness overhead {summary.harness_overhead:.1%} of the measuring loop, "
                   f"{summary.harness_s_per_run * 1e3:.0f} ms per run (targets <= 2%, <= 50 ms)")
     if phases := summary.phases_per_run_ms():

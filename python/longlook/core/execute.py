@@ -260,10 +260,16 @@ class Runner:
                 raise LonglookError(f"{self.out_dir} already holds an experiment",
                                     hint="add --resume to continue it, or choose a new --out directory")
             store.start_experiment(self.scenario, self._versions())
+            # once per experiment, like the testbed's set-up: not a cost each run pays
+            self.summary.setup_s += time.monotonic() - started
             try:
                 if self._run_grid(store):
+                    ended = time.monotonic()
                     store.finish_experiment()
-                self.summary.short = self._shortfalls(store)
+                    self.summary.short = self._shortfalls(store)
+                    self.summary.setup_s += time.monotonic() - ended
+                else:
+                    self.summary.short = self._shortfalls(store)
             except (KeyboardInterrupt, Terminated) as e:
                 self.summary.interrupted = True
                 self.summary.signal = getattr(e, "signum", 2)
@@ -329,6 +335,9 @@ class Runner:
                     self._run_cell(ledger, bench, cell)
             finally:
                 stalls.stop()
+                teardown = time.monotonic()
+        # the kind's session and the testbed taken down: set-up's counterpart, once
+        self.summary.setup_s += time.monotonic() - teardown
 
     def _switch_link(self, store: "Ledger", tb: Testbed, cell: CellBase, first: bool) -> None:
         t0 = time.monotonic()

@@ -105,6 +105,11 @@ fn stream_new(out: &mut impl Write, stalls: &Mutex<Vec<Stall>>, streamed: &mut u
     let _ = out.flush();
 }
 
+/// How often `--stream` looks for new stalls: a stall is on stdout within this (plus the
+/// watchers' period) of its end. A run's audit waits that long after the run before it reads
+/// them (`STALL_REPORT_MS` in core/audit.py), so this is time every run pays.
+const STREAM_POLL: Duration = Duration::from_millis(2);
+
 /// Runs until SIGTERM/SIGINT (or the duration), then returns the JSON record.
 pub fn run(o: StallOptions) -> Result<String, String> {
     unsafe {
@@ -126,7 +131,7 @@ pub fn run(o: StallOptions) -> Result<String, String> {
     println!("ready");
     let (mut streamed, mut fresh) = (0usize, Vec::new());
     while !STOP.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(10));
+        std::thread::sleep(STREAM_POLL);
         if o.stream {
             stream_new(&mut std::io::stdout().lock(), &stalls, &mut streamed, &mut fresh);
         }
