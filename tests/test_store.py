@@ -222,3 +222,18 @@ def test_resume_accepts_an_edited_comment_and_names_a_real_difference(tmp_path):
     with Store.open(tmp_path) as s, pytest.raises(LonglookError) as e:
         s.start_experiment(Scenario.from_toml(changed))
     assert "links[0].rate_mbit: 10.0 -> 20.0" in str(e.value), str(e.value)
+
+
+def test_a_round_s_order_is_committed_with_its_first_run(tmp_path, scenario):
+    """One commit a run, not one more per round: the order waits for the round's first run
+    (an order matters only beside its runs); one left at close is written then."""
+    cell = scenario.cells()[0]
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario)
+        s.record_round_order(cell.id, 0, ["h2", "h3"])
+        assert s.round_orders_frame().empty
+        s.record_run(record_from_fetch(fetch("h2"), run_id="r1", cell_id=cell.id, round=0, position=0, arm="h2"))
+        assert list(s.round_orders_frame().arm_order) == [["h2", "h3"]]
+        s.record_round_order(cell.id, 1, ["h3", "h2"])
+    with Store.open(tmp_path, read_only=True) as s:
+        assert [list(x) for x in s.round_orders_frame().arm_order] == [["h2", "h3"], ["h3", "h2"]]

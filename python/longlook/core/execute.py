@@ -50,7 +50,7 @@ class Ledger(Protocol):
     """What the per-cell loop reads and writes (Store's methods of the same names)."""
 
     def settled(self, cell_id: str, retries: int, *, retry_flagged: bool = False) -> set[tuple[int, str]]: ...
-    def attempts(self, cell_id: str, round: int, arm: str) -> int: ...
+    def attempt_counts(self, cell_id: str) -> dict[tuple[int, str], int]: ...
     def runs_frame(self) -> Any: ...
     def record_run(self, r: RunRecord) -> None: ...
     def record_round_order(self, cell_id: str, round: int, order: list[str]) -> None: ...
@@ -360,13 +360,16 @@ class Runner:
         settled = store.settled(cell.id, self.scenario.retries,
                                 retry_flagged=self.scenario.fidelity.retries_flagged)
         phase = self.summary.phases
+        with phase("store: attempts"):  # once a cell: each (round, arm) runs once in this loop
+            tried = store.attempt_counts(cell.id)
         for round_index in range(self.scenario.rounds):
             order = self.scenario.round_order(cell, round_index)
-            with phase("store"):
+            with phase("store: round order"):
                 store.record_round_order(cell.id, round_index, [a.label for a in order])
             for position, arm in enumerate(order):
                 if (round_index, arm.label) not in settled:
-                    self._run_arm(store, bench, cell, round_index, position, arm)
+                    self._run_arm(store, bench, cell, round_index, position, arm,
+                                  tried.get((round_index, arm.label), 0))
             with phase("adaptive rounds"):
                 more = self._needs_more_rounds(store, cell)
             if not more:
@@ -385,17 +388,16 @@ class Runner:
                                  exclude_flagged=sc.fidelity.exclude_flagged)
 
     def _run_arm(self, store: "Ledger", bench: Bench, cell: CellBase, round_index: int,
-                 position: int, arm: ArmBase) -> None:
+                 position: int, arm: ArmBase, tried: int) -> None:
+        """Attempts after the `tried` ones until one settles (or the retries run out)."""
         retries = self.scenario.retries
         retry_flagged = self.scenario.fidelity.retries_flagged
         phase = self.summary.phases
-        with phase("store"):
-            attempts = store.attempts(cell.id, round_index, arm.label)
-        for attempt in range(attempts + 1, retries + 2):
+        for attempt in range(tried + 1, retries + 2):
             record, wall = measure_run(bench, cell, round_index, position, arm, attempt, phase)
             record.details.setdefault("node", self.node)
             done = settles(record.status, record.flagged, retry_flagged=retry_flagged)
-            with phase("store"):
+            with phase("store: run"):
                 store.record_run(record)
             self.summary.in_runs_s += wall
             self.summary.count(record)

@@ -54,8 +54,8 @@ class ForwardingLedger:
     def settled(self, *args: Any, **kwargs: Any):
         return self.scratch.settled(*args, **kwargs)
 
-    def attempts(self, *args: Any):
-        return self.scratch.attempts(*args)
+    def attempt_counts(self, *args: Any):
+        return self.scratch.attempt_counts(*args)
 
     def runs_frame(self):
         return self.scratch.runs_frame()
