@@ -85,6 +85,13 @@ def test_ratio_share_and_difference_needs():
     assert difference_sessions(1.0, 1.0, 2.0) < difference_sessions(1.0, 1.0, 0.5)
 
 
+def test_a_share_on_its_threshold_says_no_number_of_sessions_is_expected_to_decide():
+    from longlook.analyses.reproduce.rules import _share_outcome
+    out = _share_outcome(6, 12, 0.5, "tested sessions")
+    assert out.verdict == "inconclusive" and "the observed share (50%) is the threshold (50%) itself" in out.needs
+    assert "~" in _share_outcome(7, 12, 0.5, "tested sessions").needs  # 58%: a number of sessions
+
+
 def test_an_inconclusive_cells_claim_states_the_rounds_it_would_need():
     dims = {"c": {"rate_mbit": 10}}
     h3, h2 = np.array([950.0, 1010, 900, 980]), np.array([1000.0, 1060, 950, 1030])  # QUIC ~5% faster

@@ -283,7 +283,9 @@ def _share_outcome(k: int, n: int, at_least: float, what: str, confidence: float
     needs = ""
     if verdict == UNCLEAR:
         from .needed import share_sessions
-        needs = _needs_text([share_sessions(k / n, at_least, confidence=confidence)], 1, "sessions (pairs)")
+        sessions = share_sessions(k / n, at_least, confidence=confidence)
+        needs = (_needs_text([sessions], 1, "sessions (pairs)") if sessions is not None else
+                 f"none expected to decide: the observed share ({k / n:.0%}) is the threshold ({at_least:.0%}) itself")
     return Outcome(verdict, number=f"{k / n:.0%} of {n} {what} [{ci.low:.0%}, {ci.high:.0%}]",
                    n=str(n), p=float(test.pvalue), p_text=_p_text(float(test.pvalue)), needs=needs,
                    detail=f"exact binomial test of share > {at_least:.0%}, {confidence:.0%} Clopper-Pearson interval")
