@@ -277,3 +277,16 @@ def test_every_fairness_claim_is_explained_by_its_flows_state_machines():
     from longlook.analyses.reproduce.registry import CLAIMS
     fairness = [c for c in CLAIMS if c.explain.anchor == "fairness"]
     assert len(fairness) >= 5 and all(c.explain.states for c in fairness)
+
+
+def test_the_estimate_times_a_resumed_experiment_by_its_active_hours_not_its_span(tmp_path):
+    """The standard run's fig8b was started, stopped for hours by other work, and resumed: its
+    start-to-end span made the estimate 198 s a page load (132 min for 40 runs). The active
+    time (sessions of activity, gaps over 20 min left out) is what a run costs."""
+    from longlook.analyses.reproduce.estimate import measured_s_per_run
+    d = tmp_path / "kakhki-fig2-macw"
+    _fig2_store(d, 2.0)
+    with Store.open(d) as st:
+        st.sql("UPDATE experiments SET started_at = started_at - INTERVAL 5 HOUR")
+    per_run, where, _ = measured_s_per_run("kakhki-fig2-macw", [tmp_path])
+    assert where == str(d) and per_run < 60, per_run

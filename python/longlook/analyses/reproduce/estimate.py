@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ...core.spec import load_scenario
 from ...core.store import DB_FILE, Store
+from .activity import active_seconds, stamps
 from .claims import ShippedScenario
 
 
@@ -56,20 +57,21 @@ def _mean_transfer_s(sc) -> float:
 
 def measured_s_per_run(name: str, places: list[Path]) -> tuple[float, str, object] | None:
     """Wall per run of the first finished store of scenario `name` among `places`, with the
-    scenario that store ran."""
+    scenario that store ran. The wall is the time the experiment was active: one resumed
+    hours later is not that many hours long (activity.active_seconds)."""
     for place in places:
         d = place / name
         if not (d / DB_FILE).exists():
             continue
         try:
             with Store.open(d, read_only=True) as store:
-                wall = store.sql("SELECT epoch(max(ended_at) - min(started_at)) AS s FROM experiments "
-                                 "WHERE ended_at IS NOT NULL")["s"].iloc[0]
+                finished = (store.experiment() or {}).get("ended_at") is not None
+                wall = active_seconds(stamps(store))
                 n = int(store.sql("SELECT count(*) AS n FROM runs")["n"].iloc[0])
                 ran = store.scenario()
         except Exception:  # noqa: BLE001 - an unreadable store only means: not measured there
             continue
-        if wall == wall and wall and n:  # NaN: never finished
+        if finished and wall and n:
             return float(wall) / n, str(d), ran
     return None
 
