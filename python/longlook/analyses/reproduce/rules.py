@@ -574,7 +574,9 @@ class StateShift:
         row = d.row(self.item)
         if not row:
             return Outcome(UNCLEAR, number=f"{self.item} in no run ({d.n_a}/{d.n_b} runs with state logs)",
-                           n=f"{d.n_a}/{d.n_b}", detail="the transition was never taken on either side")
+                           n=f"{d.n_a}/{d.n_b}", detail="the transition was never taken on either side",
+                           needs=f"not more rounds: taken in none of {d.n_a} + {d.n_b} runs, so the {self.dim} "
+                                 f"or the link at which {self.slow} limits the sender would have to change")
         status = row["status"]
         verdict = HOLDS if status in ("appears", "more") else FAILS if status in ("vanishes", "fewer") else UNCLEAR
         return Outcome(verdict, number=f"{row['mean_a']:.2f} vs {row['mean_b']:.2f} per run (in {row['runs_a']}/{row['n_a']} "
