@@ -56,6 +56,8 @@ const BLOCK_SIZE: usize = 64 * 1024;
 const RING_FRAMES: usize = 4096;
 /// sendmmsg messages per call.
 const TX_BATCH: usize = 256;
+/// The virtio-net header of a frame whose checksums are all filled in (a middlebox's rewrite).
+static NO_OFFLOAD: [u8; VNET_HDR_LEN] = [0; VNET_HDR_LEN];
 
 #[repr(C)]
 #[derive(Clone, Copy)]
@@ -120,7 +122,8 @@ struct Held {
 }
 
 enum Out {
-    Held(u32),
+    /// A hold slot and its frame's length.
+    Held(u32, u16),
     Rewritten(Vec<u8>),
 }
 
@@ -135,7 +138,8 @@ pub struct PacketPath {
     /// id & mask -> held packet (None: verdicted, or never given).
     ids: Vec<Option<Held>>,
     mask: u32,
-    /// Hold slots, FRAME_SIZE bytes each, and the free ones (reused last-freed first).
+    /// Hold slots, FRAME_SIZE bytes each (the frame's virtio-net header, then the frame), and
+    /// the free ones (reused last-freed first).
     slab: Vec<u8>,
     free: Vec<u32>,
     /// Lowest id `verdict_upto` has not covered yet.
@@ -146,9 +150,7 @@ pub struct PacketPath {
     egress_index: i32,
     src_mac: [u8; 6],
     next_hop: [u8; 6],
-    vnet_tx: [u8; VNET_HDR_LEN],
     pub errors: QueueErrors,
-    kernel_drops: u64,
 }
 
 // The raw pointers (the ring, the iovecs) belong to this value; only the owning thread uses them.
@@ -238,9 +240,7 @@ impl PacketPath {
             egress_index,
             src_mac: hw_addr(tx_fd, &ports.egress)?,
             next_hop: ports.next_hop,
-            vnet_tx: [0; VNET_HDR_LEN],
             errors: QueueErrors { kernel_dropped: Some(0), ..QueueErrors::default() },
-            kernel_drops: 0,
         };
         let ctx = |what: &'static str| move |e: io::Error| io::Error::new(e.kind(), format!("{}: {what}: {e}", ports.ingress));
         setsockopt(rx_fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2).map_err(ctx("TPACKET_V2"))?;
@@ -309,8 +309,7 @@ impl PacketPath {
         // Reading the counters resets them in the kernel: keep the running sum.
         let r = unsafe { libc::getsockopt(self.rx_fd, SOL_PACKET, PACKET_STATISTICS, &mut st as *mut _ as *mut libc::c_void, &mut len) };
         if r == 0 {
-            self.kernel_drops += st.tp_drops as u64;
-            self.errors.kernel_dropped = Some(self.kernel_drops);
+            self.errors.kernel_dropped = Some(self.errors.kernel_dropped.unwrap_or(0) + st.tp_drops as u64);
         }
     }
 
@@ -329,12 +328,11 @@ impl PacketPath {
             self.tx_hdrs.clear();
             for o in chunk {
                 let (vnet, base, len): (*const u8, *const u8, usize) = match o {
-                    Out::Held(slot) => {
+                    Out::Held(slot, len) => {
                         let start = *slot as usize * FRAME_SIZE;
-                        let len = u16::from_ne_bytes([self.slab[start], self.slab[start + 1]]) as usize;
-                        (self.slab[start + 2..].as_ptr(), self.slab[start + 2 + VNET_HDR_LEN..].as_ptr(), len)
+                        (self.slab[start..].as_ptr(), self.slab[start + VNET_HDR_LEN..].as_ptr(), *len as usize)
                     }
-                    Out::Rewritten(b) => (self.vnet_tx.as_ptr(), b.as_ptr(), b.len()),
+                    Out::Rewritten(b) => (NO_OFFLOAD.as_ptr(), b.as_ptr(), b.len()),
                 };
                 self.tx_iov.push([
                     libc::iovec { iov_base: vnet as *mut libc::c_void, iov_len: VNET_HDR_LEN },
@@ -369,7 +367,7 @@ impl PacketPath {
             }
         }
         for o in &out {
-            if let Out::Held(slot) = o {
+            if let Out::Held(slot, _) = o {
                 self.free.push(*slot);
             }
         }
@@ -383,11 +381,11 @@ impl PacketPath {
         let Some(h) = self.ids[(id & self.mask) as usize].take() else { return };
         let (src, dst) = (self.src_mac, self.next_hop);
         let b = self.slot_bytes(h.slot);
-        let frame = &mut b[2 + VNET_HDR_LEN..2 + VNET_HDR_LEN + h.len as usize];
+        let frame = &mut b[VNET_HDR_LEN..VNET_HDR_LEN + h.len as usize];
         frame[..6].copy_from_slice(&dst);
         frame[6..12].copy_from_slice(&src);
         if decrement_ttl(&mut frame[ETH_HLEN..]) {
-            self.out.push(Out::Held(h.slot));
+            self.out.push(Out::Held(h.slot, h.len));
         } else {
             self.free.push(h.slot);
         }
@@ -416,7 +414,7 @@ impl Datapath for PacketPath {
             let snap = hdr.tp_snaplen as usize;
             // Whole frames only: a longer one was cut to the frame (never on a 1500-byte MTU).
             let whole = snap == hdr.tp_len as usize && snap > ETH_HLEN && mac >= VNET_HDR_LEN
-                && mac + snap <= FRAME_SIZE && 2 + VNET_HDR_LEN + snap <= FRAME_SIZE;
+                && mac + snap <= FRAME_SIZE && VNET_HDR_LEN + snap <= FRAME_SIZE;
             let ethertype = if mac + ETH_HLEN <= FRAME_SIZE && snap >= ETH_HLEN {
                 unsafe { u16::from_be_bytes([*frame.add(mac + 12), *frame.add(mac + 13)]) }
             } else {
@@ -431,11 +429,10 @@ impl Datapath for PacketPath {
                 }
                 let slot = self.alloc_slot();
                 let start = slot as usize * FRAME_SIZE;
-                self.slab[start..start + 2].copy_from_slice(&(snap as u16).to_ne_bytes());
-                self.slab[start + 2..start + 2 + VNET_HDR_LEN + snap].copy_from_slice(data);
+                self.slab[start..start + VNET_HDR_LEN + snap].copy_from_slice(data);
                 self.ids[(id & self.mask) as usize] = Some(Held { slot, len: snap as u16 });
                 let stamp = hdr.tp_sec as u64 * 1_000_000_000 + hdr.tp_nsec as u64;
-                let ip = &self.slab[start + 2 + VNET_HDR_LEN + ETH_HLEN..start + 2 + VNET_HDR_LEN + snap];
+                let ip = &self.slab[start + VNET_HDR_LEN + ETH_HLEN..start + VNET_HDR_LEN + snap];
                 f(&RxPacket {
                     id,
                     bytes: ip,

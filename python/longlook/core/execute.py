@@ -173,27 +173,19 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
         capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole
         capture_files, capture_details = capture.record()
     with phase("record"):
-        return _record(bench, m, a, audit, cell, round_index, position, arm, attempt, run_id, run_dir, wall,
-                       capture_files, capture_details)
-
-
-def _record(bench, m, a, audit, cell, round_index, position, arm, attempt, run_id, run_dir, wall,
-            capture_files, capture_details) -> tuple[RunRecord, float]:
-    """The run's record from its measurement, audit and capture (its files written)."""
-    tb = bench.testbed
-    (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
-    rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
-    artifacts = {k: rel(v) for k, v in {**m.artifacts, **capture_files}.items() if (run_dir / v).exists()}
-    artifacts["linkem"] = rel("linkem.json")
-    cpu_metrics, cpu_details = cpu_figures(a)
-    m.metrics = {**m.metrics, **cpu_metrics}
-    m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
-    if tb.cpus.as_dict():
-        m.details["cpus"] = tb.cpus.as_dict()
-        m.details["cpus_shared"] = tb.cpus.shared()
-    record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
-                          arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
-                          audit=a.as_dict())
+        (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
+        rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
+        artifacts = {k: rel(v) for k, v in {**m.artifacts, **capture_files}.items() if (run_dir / v).exists()}
+        artifacts["linkem"] = rel("linkem.json")
+        cpu_metrics, cpu_details = cpu_figures(a)
+        m.metrics = {**m.metrics, **cpu_metrics}
+        m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
+        if tb.cpus.as_dict():
+            m.details["cpus"] = tb.cpus.as_dict()
+            m.details["cpus_shared"] = tb.cpus.shared()
+        record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
+                              arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
+                              audit=a.as_dict())
     return record, wall
 
 

@@ -131,7 +131,8 @@ pub fn run(o: StallOptions) -> Result<String, String> {
     println!("ready");
     let (mut streamed, mut fresh) = (0usize, Vec::new());
     while !STOP.load(Ordering::Relaxed) {
-        std::thread::sleep(STREAM_POLL);
+        // only a stream has a reader waiting: the record alone needs no hurry
+        std::thread::sleep(if o.stream { STREAM_POLL } else { Duration::from_millis(10) });
         if o.stream {
             stream_new(&mut std::io::stdout().lock(), &stalls, &mut streamed, &mut fresh);
         }
