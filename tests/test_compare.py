@@ -51,13 +51,14 @@ def base(tmp_path_factory) -> Path:
 
 
 def make_experiment(directory: Path, *, seed: int, h3_factor=1.0, macw: int = 430,
-                    toml: str = SCENARIO, noise: float = 0.03, fallbacks: int = 0) -> Scenario:
+                    toml: str = SCENARIO, noise: float = 0.03, fallbacks: int = 0,
+                    versions: dict | None = None) -> Scenario:
     """Page loads whose PLT depends on the cell, times `h3_factor` for QUIC (a callable of
     the cell, or a number), with `noise` relative spread."""
     sc = Scenario.from_toml(toml.format(macw=macw))
     rng = np.random.default_rng(seed)
     with Store.open(directory) as st:
-        st.start_experiment(sc, {})
+        st.start_experiment(sc, versions or {})
         for cell in sc.cells():
             base = 100 + cell.workload.object_size * 8 / (cell.link.rate_mbit * 1000)
             factor = h3_factor(cell) if callable(h3_factor) else h3_factor
@@ -180,3 +181,32 @@ def test_different_grids_and_bad_input_are_one_clear_error(base, tmp_path):
     # the real command: bad input is exit status 2 with the message, no traceback
     proc = subprocess.run([*LONGLOOK, "compare", str(base), str(tmp_path / "b")], capture_output=True, text=True)
     assert proc.returncode == 2 and "different scenarios" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_path_made_differently_is_said_beside_the_verdicts(base, tmp_path):
+    # BASE recorded no datapath (it ran before there were two: NFQUEUE); CAND ran on AF_PACKET
+    make_experiment(tmp_path / "b", seed=2, versions={"testbed": {"datapath": "afpacket"}})
+    code, out = cli("compare", base, tmp_path / "b", "--json", tmp_path / "c.json", "--html", tmp_path / "c.html")
+    assert code == 0
+    assert "the path was made differently: datapath nfqueue -> afpacket" in " ".join(out.split())
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["path_differs"] == [{"part": "datapath", "base": "nfqueue", "cand": "afpacket"}]
+    assert "datapath nfqueue -&gt; afpacket" in (tmp_path / "c.html").read_text()
+    # the same path: nothing said
+    make_experiment(tmp_path / "d", seed=3, versions={"testbed": {"datapath": "nfqueue"}})
+    code, out = cli("compare", base, tmp_path / "d", "--json", tmp_path / "d.json")
+    assert code == 0 and "made differently" not in out
+    assert json.loads((tmp_path / "d.json").read_text())["path_differs"] == []
+
+
+def test_path_setup_differences_name_each_part_and_skip_what_one_side_did_not_record():
+    from longlook.analyses.compare.path_setup import path_setup_differences
+
+    a = {"kernel": "6.18.1", "linkem": "linkem 0.1.0",
+         "testbed": {"datapath": "afpacket", "sysctls": {"net.ipv4.tcp_no_metrics_save": 1}}}
+    assert path_setup_differences(a, a) == []
+    b = {"kernel": "6.18.2", "testbed": {"datapath": "afpacket", "sysctls": {"net.ipv4.tcp_no_metrics_save": 0}}}
+    assert path_setup_differences(a, b) == [
+        {"part": "kernel", "base": "6.18.1", "cand": "6.18.2"},
+        {"part": "sysctl net.ipv4.tcp_no_metrics_save", "base": 1, "cand": 0}]  # linkem: not in b
+    assert path_setup_differences({}, {"testbed": {"datapath": "nfqueue"}}) == []

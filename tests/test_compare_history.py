@@ -50,7 +50,9 @@ def test_history_over_experiments_finds_the_injected_step(tmp_path):
     for i in range(10):
         d = tmp_path / f"exp{i}"
         # from the 6th experiment on, QUIC is 20% slower; TCP never changes
-        make_experiment(d, seed=10 + i, toml=ONE_CELL, h3_factor=1.2 if i >= 5 else 1.0)
+        # ... and from the 6th on the testbed forwarded through AF_PACKET (NFQUEUE before)
+        make_experiment(d, seed=10 + i, toml=ONE_CELL, h3_factor=1.2 if i >= 5 else 1.0,
+                        versions={"testbed": {"datapath": "afpacket" if i >= 5 else "nfqueue"}})
         dirs.append(d)
     shuffled = dirs[:]
     random.Random(1).shuffle(shuffled)  # the command orders them by start time
@@ -65,7 +67,10 @@ def test_history_over_experiments_finds_the_injected_step(tmp_path):
                     "--plot", tmp_path / "h.svg", "--html", tmp_path / "h.html")
     assert code == 0, out
     assert "Bonferroni over 2 series" in out and "each at p <= 0.025" in out
+    assert "made differently from 5 (exp5) on: datapath nfqueue -> afpacket" in " ".join(out.split())
     data = json.loads((tmp_path / "h.json").read_text())
+    assert data["path_changes"] == [{"index": 5, "experiment": "exp5",
+                                     "differs": [{"part": "datapath", "base": "nfqueue", "cand": "afpacket"}]}]
     assert [len(s["means"]) for s in data["series"]] == [10, 10]
     assert data["correction"] == "bonferroni" and data["tests"] == 2 and data["series_pvalue"] == 0.025
     [h3] = [s for s in data["series"] if s["arm"] == "h3"]

@@ -96,6 +96,11 @@ def _print_comparison(result) -> None:
                   f"({b.started_at:%Y-%m-%d %H:%M}) vs CAND {c.directory} ({c.started_at:%Y-%m-%d %H:%M})")
     for v in result.varied:
         console.print(f"changed: {v['parameter']} {', '.join(v['base'])} -> {', '.join(v['cand'])}")
+    if result.path_differs:
+        from ..analyses.compare.path_setup import differences_text
+
+        console.print(f"[yellow]the path was made differently: {differences_text(result.path_differs)}; "
+                      f"a change may be the testbed's, not CAND's[/yellow]")
     table = Table()
     for col in ("cell", "arm", "metric", "n B/C", "mean BASE", "mean CAND", "change", "CI",
                 "p_holm" if s.holm else "p", "verdict"):
@@ -137,8 +142,9 @@ def _print_history(h) -> None:
     console = make_console()
     console.print(f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
                   f"{h.metric.name}; {h.method()}")
-    if h.warning():
-        console.print(f"[yellow]{h.warning()}[/yellow]")
+    for warning in (h.warning(), h.path_warning()):
+        if warning:
+            console.print(f"[yellow]{warning}[/yellow]")
     table = Table()
     for col in ("cell", "arm", *(str(i) for i in range(len(h.sides))), "change points"):
         table.add_column(col, overflow="fold")

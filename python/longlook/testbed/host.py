@@ -46,10 +46,12 @@ DEFAULT_CPU_LATENCY_US = 1
 
 
 DATAPATH_ENV = "LONGLOOK_DATAPATH"
-# nfqueue: the router's kernel forwards and linkem judges each packet through an NFQUEUE;
-# afpacket: linkem forwards itself between the router's devices (crates/linkem/src/afpacket.rs).
-DATAPATHS = ("nfqueue", "afpacket")
-DEFAULT_DATAPATH = "nfqueue"
+# afpacket: linkem forwards itself between the router's devices (crates/linkem/src/afpacket.rs);
+# nfqueue: the router's kernel forwards and linkem judges each packet through an NFQUEUE.
+# AF_PACKET is the default: the whole test suite passes on both, and it is the faster (kernel
+# ratio 0.74 vs 0.60 at 0 ms) and keeps up at 1 Gbit/s (4x fewer releases over 1 ms late).
+DATAPATHS = ("afpacket", "nfqueue")
+DEFAULT_DATAPATH = "afpacket"
 
 
 def linkem_datapath(asked: str | None = None) -> str:

@@ -29,6 +29,7 @@ from ...core.status import completion, counted_runs
 from ...errors import LonglookError
 from .experiments import Side
 from .matching import CellPair, match_cells, varied
+from .path_setup import path_setup_differences
 
 
 class Verdict(str, Enum):
@@ -96,6 +97,7 @@ class Comparison:
     settings: Settings
     changes: list[Change]
     varied: list[dict[str, Any]]
+    path_differs: list[dict[str, Any]] = field(default_factory=list)  # path_setup.py
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict is verdict for c in self.changes)
@@ -110,6 +112,7 @@ class Comparison:
 
     def as_dict(self) -> dict[str, Any]:
         return {"base": self.base.summary(), "cand": self.cand.summary(), "varied": self.varied,
+                "path_differs": self.path_differs,
                 "settings": asdict(self.settings),
                 "summary": {v.value: self.count(v) for v in Verdict},
                 "regressed": self.regressed, "changes": [c.as_dict() for c in self.changes]}
@@ -215,4 +218,5 @@ def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
     if holm:
         comparisons = holm_adjust(comparisons)
     changes = [_change(c, p, arm, m, s) for c, (p, arm, m) in zip(comparisons, keys)]
-    return Comparison(base, cand, s, changes, varied(base, cand, vary))
+    return Comparison(base, cand, s, changes, varied(base, cand, vary),
+                      path_setup_differences(base.experiment.get("versions"), cand.experiment.get("versions")))

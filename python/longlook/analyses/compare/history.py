@@ -39,6 +39,7 @@ from ...errors import LonglookError, check_range
 from .change import counted_values, pick_metrics
 from .experiments import Side, load_side
 from .matching import match_cells
+from .path_setup import differences_text, path_setup_differences
 
 # Below 8 experiments no permutation test reaches p <= 0.05 for any step (2/C(7,3) = 0.057);
 # at 8, a doubling in the middle with per-experiment means of 10% CV is found in >= 90% of
@@ -133,6 +134,24 @@ class History:
                 f"p <= {self.series_pvalue:.3g} for {self.pvalue:g} family-wise; "
                 f"{self.permutations:,} permutations{raised}")
 
+    def path_changes(self) -> list[dict[str, Any]]:
+        """Where consecutive experiments' paths were made differently (path_setup.py): a
+        change point there may be the testbed's."""
+        out = []
+        for i in range(1, len(self.sides)):
+            before, after = (self.sides[j].experiment.get("versions") for j in (i - 1, i))
+            if differs := path_setup_differences(before, after):
+                out.append({"index": i, "experiment": self.sides[i].directory.name, "differs": differs})
+        return out
+
+    def path_warning(self) -> str | None:
+        changes = self.path_changes()
+        if not changes:
+            return None
+        return ("the path was made differently from " + "; from ".join(
+            f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
+            + ": a change point there may be the testbed's")
+
     def warning(self) -> str | None:
         if self.detectable():
             return None
@@ -146,7 +165,7 @@ class History:
                 "pvalue": self.pvalue, "correction": self.correction, "tests": self.tests,
                 "series_pvalue": self.series_pvalue, "permutations": self.permutations,
                 "smallest_p": self.smallest_p(), "experiments_needed": self.experiments_needed(),
-                "series": [s.as_dict() for s in self.series]}
+                "path_changes": self.path_changes(), "series": [s.as_dict() for s in self.series]}
 
 
 def _next_candidate(distances: np.ndarray, change_points: list[int],

@@ -12,6 +12,7 @@ from typing import Sequence
 
 from ...render.html import Section, environment
 from .change import Comparison, Verdict
+from .path_setup import differences_text
 
 
 def _n(x: float | None, fmt: str = ",.1f") -> str:
@@ -67,6 +68,9 @@ def comparison_page(comparison: Comparison) -> str:
                ("CAND", f"{c.directory} ({c.experiment['id']}, started {c.started_at:%Y-%m-%d %H:%M} UTC)"),
                *((f"changed: {v['parameter']}", f"{', '.join(v['base'])} → {', '.join(v['cand'])}")
                  for v in comparison.varied),
+               *((("the path was made differently",
+                   f"{differences_text(comparison.path_differs)}: a change may be the testbed's, not CAND's"),)
+                 if comparison.path_differs else ()),
                ("verdicts", counts or "nothing compared"),
                ("gate", "FAILED: a regression" if comparison.regressed else "passed")]
     lead = f"{b.experiment['scenario_name']}: BASE vs CAND, {b.experiment['kind']} experiments"
@@ -98,7 +102,7 @@ def history_page(h) -> str:
     note = (f'<p class="note">Mean {escape(h.metric.title or h.metric.name)} ({escape(h.metric.unit)}) of the '
             f"counted runs per experiment, in start-time order; dashed lines: change points found by "
             f"{escape(h.method())}, labelled with the change of the segment means.</p>"
-            + (f'<p class="warning">{escape(h.warning())}</p>' if h.warning() else ""))
+            + "".join(f'<p class="warning">{escape(w)}</p>' for w in (h.warning(), h.path_warning()) if w))
     sections = [Section("history", "Over the experiments", note + history_svg(h)),
                 Section("change-points", "Change points", table)]
     first = h.sides[0]

@@ -74,7 +74,8 @@ def cwnd_figure(logs: list[tuple[str, QlogFile]], title: str = "") -> "plt.Figur
     ax.set_ylabel("cwnd (KB)")
     if title:
         ax.set_title(title, fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
+    if ax.get_legend_handles_labels()[0]:  # no cwnd in any log: no legend (not an empty one)
+        ax.legend(fontsize=7, loc="upper left")
     seen = {s for _, log in logs for s in StateTrace.from_qlog(log, "").states}
     handles = [plt.Rectangle((0, 0), 1, 1, color=STATE_COLORS.get(s, "#555")) for s in sorted(seen)]
     strip.legend(handles, sorted(seen), fontsize=6, ncol=min(6, max(1, len(seen))),

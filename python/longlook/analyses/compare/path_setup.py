@@ -1,0 +1,41 @@
+"""What made the two experiments' paths, where it differs: linkem's datapath, the kernel,
+the namespaces' recorded sysctls, linkem's own version. A change in any of these can move
+a metric by itself, so a comparison that spans one says so beside its verdicts instead of
+crediting the difference to CAND.
+
+Experiments from before the datapath was recorded ran on NFQUEUE, the only one there was."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+DATAPATH_BEFORE_RECORDED = "nfqueue"
+
+
+def path_setup(versions: dict[str, Any] | None) -> dict[str, Any]:
+    """The parts of an experiment's `versions` that made its path, flattened to names."""
+    v = versions or {}
+    testbed = v.get("testbed") or {}
+    out: dict[str, Any] = {"datapath": testbed.get("datapath") or DATAPATH_BEFORE_RECORDED,
+                           "kernel": v.get("kernel"), "linkem": v.get("linkem")}
+    for name, value in sorted((testbed.get("sysctls") or {}).items()):
+        out[f"sysctl {name}"] = value
+    return out
+
+
+def path_setup_differences(base_versions: dict | None, cand_versions: dict | None) -> list[dict[str, Any]]:
+    """[{"part", "base", "cand"}] for every part of the path's making that differs; a part
+    one side did not record (None) is not a difference."""
+    b, c = path_setup(base_versions), path_setup(cand_versions)
+    out = []
+    for part in dict.fromkeys([*b, *c]):
+        bv, cv = b.get(part), c.get(part)
+        if bv is not None and cv is not None and json.dumps(bv, sort_keys=True) != json.dumps(cv, sort_keys=True):
+            out.append({"part": part, "base": bv, "cand": cv})
+    return out
+
+
+def differences_text(differences: list[dict[str, Any]]) -> str:
+    """One line for a console or a page."""
+    return "; ".join(f"{d['part']} {d['base']} -> {d['cand']}" for d in differences)
