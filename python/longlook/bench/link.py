@@ -327,14 +327,15 @@ def within_tolerance(rows, tol: Tolerances, udp_sent_mbit: float | None = None) 
     return not failed, "; ".join(failed)
 
 
-def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MBIT) -> list[dict]:
+def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MBIT,
+                  datapath: str | None = None) -> list[dict]:
     """Per model, rates in increasing order until two in a row miss their tolerance (one miss
     may be the shared host's): each step's figures, linkem's CPU during its check, and the
     ceiling = the highest rate that passed."""
     tol = Tolerances()
     out = []
     with tempfile.TemporaryDirectory(prefix="longlook-ceiling-") as tmp, \
-            Testbed(_ceiling_profile("rate", rates[0], Path(tmp))) as tb:
+            Testbed(_ceiling_profile("rate", rates[0], Path(tmp)), datapath=datapath) as tb:
         for model in ("rate", "trace"):
             steps, misses = [], 0
             for rate in rates:
@@ -358,7 +359,7 @@ def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MB
                     break
             passed = [s for s in steps if s["ok"]]
             top = passed[-1] if passed else None
-            out.append({"model": model, "delay_ms_each_way": CEILING_DELAY_MS,
+            out.append({"model": model, "datapath": tb.datapath, "delay_ms_each_way": CEILING_DELAY_MS,
                         "ceiling_mbit": top["rate_mbit"] if top else None,
                         "linkem_cpu_pct_at_ceiling": top["linkem_cpu_pct"] if top else None,
                         "tested_up_to_mbit": steps[-1]["rate_mbit"], "steps": steps})
@@ -379,6 +380,7 @@ def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, 
             "rtt_error": bench_rtt(tb, probe, count, baseline),
             "loss": bench_loss(tb, probe, duration),
             "max_forwarding": bench_max_rate(tb, probe, duration),
+            "datapath": tb.datapath,  # of the sections above and the ceiling
         }
         tb.check()
     chosen = tuple(datapaths) or (None,)
@@ -388,7 +390,7 @@ def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, 
     if len(checks) > 1:
         result["gigabit_other_datapaths"] = checks[1:]
     if ceiling:
-        result["ceiling"] = bench_ceiling(3.0 if quick else 4.0)
+        result["ceiling"] = bench_ceiling(3.0 if quick else 4.0, datapath=chosen[0])
     result["host"] = {"cpus": os.cpu_count(), "loadavg_before": load_before,
                       "loadavg_after": os.getloadavg(), "other_testbeds_running": others}
     result["note"] = ("Figures include the host's scheduling noise (see host: load average, "
@@ -449,7 +451,7 @@ def print_bench(result: dict) -> None:
                   g["linkem_late_over_1ms"], "-" if "missed" not in g else ", ".join(g["missed"]) or "none"]
                  for g in checks])
     for m in result.get("ceiling", []):
-        print_table(f"ceiling, {m['model']} model, {m['delay_ms_each_way']:g} ms each way, BDP buffer: "
+        print_table(f"ceiling, {m['model']} model, {m.get('datapath', '-')}, {m['delay_ms_each_way']:g} ms each way, BDP buffer: "
                     f"{m['ceiling_mbit'] or 'none'} Mbit/s (linkem CPU there "
                     + ("-" if m["linkem_cpu_pct_at_ceiling"] is None else f"{m['linkem_cpu_pct_at_ceiling']:.0f}%") + ")",
                     ["rate Mbit/s", "in tolerance", "TCP Mbit/s", "UDP Mbit/s", "UDP sent", "RTT mean ms",
@@ -457,6 +459,8 @@ def print_bench(result: dict) -> None:
                     [[s["rate_mbit"], s["ok"], s["tcp_mbit"], s["udp_mbit"], s["udp_sent_mbit"], s["rtt_mean_ms"],
                       s["linkem_cpu_pct"], s["load_1min"], s["why"]] for s in m["steps"]])
     h = result["host"]
+    if result.get("datapath"):
+        c.print(f"linkem's datapath (rate, RTT, loss, max forwarding, ceiling): {result['datapath']}")
     c.print(f"host: {h['cpus']} CPUs, load average {h['loadavg_before'][0]:.2f} before, "
             f"{h['loadavg_after'][0]:.2f} after; other testbeds running: "
             f"{', '.join(h['other_testbeds_running']) or 'none'}")
