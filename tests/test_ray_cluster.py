@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed_helpers import LONGLOOK, namespaces, needs_testbed
+from testbed_helpers import LONGLOOK, dead_endpoints_trace_instances, namespaces, needs_testbed
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[cluster]')")
 
@@ -188,6 +188,9 @@ def test_killed_worker_loses_no_finished_run_and_the_cell_finishes(cluster, tmp_
     ok = runs[runs["status"] == "ok"]
     assert sorted(zip(ok["round"], ok["arm"])) == sorted((r, a) for r in range(4) for a in ("h3", "h2"))
     assert not [n for n in namespaces() if _ours(n)]
+    # the killed worker's servers died without removing their trace instances; the next
+    # testbed's teardown did
+    assert dead_endpoints_trace_instances() == []
 
 
 def _run_dirs(out: Path) -> set[str]:

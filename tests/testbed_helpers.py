@@ -66,3 +66,15 @@ def namespaces() -> list[str]:
     import subprocess
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
+
+
+def dead_endpoints_trace_instances() -> list[str]:
+    """Private tracefs instances (ll-endpoint-<pid>) of endpoints that are gone: what a
+    killed endpoint could not remove, and a testbed's teardown must."""
+    from longlook.testbed.processes import is_alive
+    from longlook.testbed.tracefs import INSTANCE_PREFIX, tcp_tracefs
+    tracefs = tcp_tracefs()
+    if tracefs is None:
+        return []
+    return [i.name for i in (tracefs / "instances").glob(f"{INSTANCE_PREFIX}*")
+            if not is_alive(int(i.name.removeprefix(INSTANCE_PREFIX)))]

@@ -32,6 +32,7 @@ from .cpu import PARTIES, CpuBudget, CpuPinning, CpuUsage, PartyCgroup
 from .host import TestbedError, cpu_wakeup_latency_us, hold_cpu_wakeup_latency, linkem_datapath, preflight, tool
 from .linkem import Linkem
 from .processes import terminate
+from .tracefs import remove_stale_instances
 
 Role = str  # "client" | "router" | "server"
 
@@ -170,6 +171,9 @@ class Testbed:
             cleanup.teardown_namespaces(list(self.ns.values()))
             for group in self.cgroups.values():
                 group.remove()  # their processes ended with the namespaces
+            # an endpoint killed (by the teardown's SIGKILL, or a fault) cannot remove its
+            # tracefs instance; only instances of processes that are gone are touched
+            remove_stale_instances()
         finally:
             if self._record is not None:
                 self._record.remove()
