@@ -6,6 +6,7 @@ mod client;
 mod content;
 mod proxy;
 mod qlog;
+mod request_end;
 mod run;
 mod server;
 mod tcp_trace;

@@ -31,7 +31,7 @@ impl H3Requester {
         let start_ms = ms_since(t0);
         let ctx = format!("h3 GET {path}");
         let mut stream = self.send.send_request(req).await.map_err(failed(Phase::Request, &ctx))?;
-        stream.finish().await.map_err(failed(Phase::Request, &ctx))?;
+        crate::request_end::finish_request(&mut stream).await.map_err(failed(Phase::Request, &ctx))?;
         let resp = stream.recv_response().await.map_err(failed(Phase::Request, &ctx))?;
         let first_byte_ms = ms_since(t0);
         enter(Phase::Transfer);

@@ -185,7 +185,7 @@ impl Shared {
             up_req = up_req.header(k, v); // x-longlook-run goes on, so the origin's logs name the run
         }
         let mut up = send.send_request(up_req.body(())?).await.context("origin request")?;
-        up.finish().await?;
+        crate::request_end::finish_request(&mut up).await?;
         let resp = up.recv_response().await.context("origin response")?;
         let first_byte_ms = ms(log.t0.elapsed());
         let mut out = http::Response::builder().status(resp.status());
@@ -205,6 +205,7 @@ impl Shared {
             "run_id": req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok()),
             "start_ms": start_ms, "first_byte_ms": first_byte_ms, "end_ms": ms(log.t0.elapsed()),
         }));
+        crate::request_end::read_request_end(&mut stream).await;
         Ok(())
     }
 }

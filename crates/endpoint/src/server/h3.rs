@@ -186,5 +186,6 @@ async fn handle_request(
         stream.send_data(chunk).await?;
     }
     stream.finish().await?;
+    crate::request_end::read_request_end(&mut stream).await;
     Ok(())
 }
