@@ -237,3 +237,15 @@ def test_a_round_s_order_is_committed_with_its_first_run(tmp_path, scenario):
         s.record_round_order(cell.id, 1, ["h3", "h2"])
     with Store.open(tmp_path, read_only=True) as s:
         assert [list(x) for x in s.round_orders_frame().arm_order] == [["h2", "h3"], ["h3", "h2"]]
+
+
+def test_resuming_on_another_datapath_is_refused_and_says_how_to_resume(tmp_path, scenario):
+    # started before the datapath was recorded (it ran on NFQUEUE, the only one then)
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}}})
+    with Store.open(tmp_path) as s:
+        # the same path, recorded now: resumes
+        s.start_experiment(scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "nfqueue"}})
+        with pytest.raises(LonglookError, match="versions changed .*'datapath': 'nfqueue'.*'datapath': 'afpacket'") as e:
+            s.start_experiment(scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "afpacket"}})
+    assert "LONGLOOK_DATAPATH=nfqueue resumes it" in e.value.hint

@@ -109,6 +109,19 @@ def environment_versions(**extra: Any) -> dict[str, Any]:
             "packages": pkgs, **extra}
 
 
+# linkem's datapath, recorded in versions.testbed.datapath since there were two; an
+# experiment recorded before that ran on NFQUEUE, the only one there was
+DATAPATH_BEFORE_RECORDED = "nfqueue"
+
+
+def with_datapath(versions: dict[str, Any]) -> dict[str, Any]:
+    """`versions` with the datapath an experiment from before it was recorded ran on."""
+    testbed = versions.get("testbed")
+    if not isinstance(testbed, dict) or testbed.get("datapath"):
+        return versions
+    return {**versions, "testbed": {**testbed, "datapath": DATAPATH_BEFORE_RECORDED}}
+
+
 def _table_ddl(name: str, columns: dict[str, str]) -> str:
     cols = ", ".join(f"{c} {t}" for c, t in columns.items())
     return f"CREATE TABLE IF NOT EXISTS {name} (run_id VARCHAR, {cols});"
@@ -351,15 +364,20 @@ class Store:
         if now is not None:
             # the checkout's commit may move on between sessions (a fix elsewhere, docs): each
             # session records its own; the binaries' and packages' versions are what must hold
-            changed = {k: {"was": stored.get(k), "now": v} for k, v in now.items()
-                       if k not in ("resumed", "commit") and stored.get(k) != v}
+            was = with_datapath(stored)
+            changed = {k: {"was": was.get(k), "now": v} for k, v in now.items()
+                       if k not in ("resumed", "commit") and was.get(k) != v}
             if now.get("commit") != stored.get("commit"):
                 resumed["commit"] = now.get("commit")
             if changed and not allow:
                 what = "; ".join(f"{k}: {c['was']} -> {c['now']}" for k, c in changed.items())
+                first = (was.get("testbed") or {}).get("datapath")
+                datapath_moved = first != ((now.get("testbed") or {}).get("datapath") or first)
                 raise LonglookError(
                     f"{self.directory}: versions changed since this experiment started ({what})",
-                    hint="use a new directory, or allow the change explicitly (it is recorded)")
+                    hint=(f"LONGLOOK_DATAPATH={first} resumes it on the datapath it started on; or "
+                          if datapath_moved else "")
+                    + "use a new directory, or allow the change explicitly (it is recorded)")
             if changed:
                 resumed["changed"] = changed
         return {**stored, "resumed": [*stored.get("resumed", []), resumed]}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-DATAPATH_BEFORE_RECORDED = "nfqueue"
+from ...core.store import DATAPATH_BEFORE_RECORDED
 
 
 def path_setup(versions: dict[str, Any] | None) -> dict[str, Any]:
