@@ -20,6 +20,6 @@ pub async fn finish_request<S: BidiStream<B>, B: Buf>(stream: &mut h3::client::R
 }
 
 /// Read what is left of the request (its end) after the response was sent.
-pub async fn read_request_end<S: RecvStream + BidiStream<B>, B: Buf>(stream: &mut h3::server::RequestStream<S, B>) {
+pub async fn read_request_end<S: RecvStream, B: Buf>(stream: &mut h3::server::RequestStream<S, B>) {
     while let Ok(Some(_)) = stream.recv_data().await {}
 }

@@ -116,8 +116,8 @@ DATAPATH_BEFORE_RECORDED = "nfqueue"
 
 def with_datapath(versions: dict[str, Any]) -> dict[str, Any]:
     """`versions` with the datapath an experiment from before it was recorded ran on."""
-    testbed = versions.get("testbed")
-    if not isinstance(testbed, dict) or testbed.get("datapath"):
+    testbed = versions.get("testbed") or {}
+    if testbed.get("datapath"):
         return versions
     return {**versions, "testbed": {**testbed, "datapath": DATAPATH_BEFORE_RECORDED}}
 
@@ -371,12 +371,12 @@ class Store:
                 resumed["commit"] = now.get("commit")
             if changed and not allow:
                 what = "; ".join(f"{k}: {c['was']} -> {c['now']}" for k, c in changed.items())
-                first = (was.get("testbed") or {}).get("datapath")
-                datapath_moved = first != ((now.get("testbed") or {}).get("datapath") or first)
+                first = was["testbed"]["datapath"]
+                now_datapath = (now.get("testbed") or {}).get("datapath")
                 raise LonglookError(
                     f"{self.directory}: versions changed since this experiment started ({what})",
                     hint=(f"LONGLOOK_DATAPATH={first} resumes it on the datapath it started on; or "
-                          if datapath_moved else "")
+                          if now_datapath and now_datapath != first else "")
                     + "use a new directory, or allow the change explicitly (it is recorded)")
             if changed:
                 resumed["changed"] = changed

@@ -49,7 +49,7 @@ DATAPATH_ENV = "LONGLOOK_DATAPATH"
 # afpacket: linkem forwards itself between the router's devices (crates/linkem/src/afpacket.rs);
 # nfqueue: the router's kernel forwards and linkem judges each packet through an NFQUEUE.
 # AF_PACKET is the default: the whole test suite passes on both, and it is the faster (kernel
-# ratio 0.74 vs 0.60 at 0 ms) and keeps up at 1 Gbit/s (4x fewer releases over 1 ms late).
+# ratio 0.70-0.74 vs 0.60-0.62 at 0 ms) and needs less CPU at 1 Gbit/s (crates/linkem/README.md).
 DATAPATHS = ("afpacket", "nfqueue")
 DEFAULT_DATAPATH = "afpacket"
 

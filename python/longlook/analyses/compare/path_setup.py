@@ -1,24 +1,22 @@
 """What made the two experiments' paths, where it differs: linkem's datapath, the kernel,
 the namespaces' recorded sysctls, linkem's own version. A change in any of these can move
 a metric by itself, so a comparison that spans one says so beside its verdicts instead of
-crediting the difference to CAND.
-
-Experiments from before the datapath was recorded ran on NFQUEUE, the only one there was."""
+crediting the difference to CAND. An experiment without a recorded datapath ran on NFQUEUE
+(core.store.with_datapath)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ...core.store import DATAPATH_BEFORE_RECORDED
+from ...core.store import with_datapath
 
 
 def path_setup(versions: dict[str, Any] | None) -> dict[str, Any]:
     """The parts of an experiment's `versions` that made its path, flattened to names."""
-    v = versions or {}
-    testbed = v.get("testbed") or {}
-    out: dict[str, Any] = {"datapath": testbed.get("datapath") or DATAPATH_BEFORE_RECORDED,
-                           "kernel": v.get("kernel"), "linkem": v.get("linkem")}
+    v = with_datapath(versions or {})
+    testbed = v["testbed"]
+    out: dict[str, Any] = {"datapath": testbed["datapath"], "kernel": v.get("kernel"), "linkem": v.get("linkem")}
     for name, value in sorted((testbed.get("sysctls") or {}).items()):
         out[f"sysctl {name}"] = value
     return out
