@@ -123,6 +123,17 @@ def main() -> None:
                   f"rerun with --resume: finished runs are kept", file=sys.stderr)
             sys.exit(2)
         raise
+    except Exception as e:
+        if not type(e).__module__.lstrip("_").startswith("duckdb"):
+            raise
+        # the store's engine: a damaged or truncated file, or a full disk met mid-query (a
+        # shared experiment directory is untrusted input: reading it fails with one error)
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        full = "space left" in first.lower()
+        print(f"longlook: error: the experiment store {'could not be written' if full else 'is damaged or unreadable'}: "
+              f"{first}\n  hint: {'free space, then rerun with --resume: finished runs are kept' if full else 'use an undamaged copy of the experiment directory, or run the scenario again into a new one'}",
+              file=sys.stderr)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

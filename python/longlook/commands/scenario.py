@@ -19,8 +19,12 @@ scenario_app = typer.Typer(no_args_is_help=True, add_completion=False,
 
 @scenario_app.command("validate")
 def validate(file: Path = typer.Argument(..., help="Scenario TOML file.")) -> None:
-    """Check a scenario file; print a one-line summary or the errors (exit 2)."""
+    """Check a scenario file and the environment it would run in; print a one-line summary
+    or the errors (exit 2)."""
+    from ..testbed.host import linkem_datapath
+
     s = load_scenario(file)
+    linkem_datapath()  # LONGLOOK_DATAPATH: refused here, not after the store is made
     print(f"{file}: ok: {summary(s)}")
 
 

@@ -26,6 +26,8 @@ def install(
     that names a stack has it installed before its first run."""
     from ..errors import LonglookError
     from ..stacks.install import all_specs, install_all
+    from ..stacks.base import stacks_dir
+    from ..stacks.cache import limit_bytes
     from ..stacks.registry import resolve
 
     if not specs and not (all_ or all_versions):
@@ -34,6 +36,7 @@ def install(
     chosen = list(specs or []) + (all_specs(all_versions) if (all_ or all_versions) else [])
     for s in chosen:
         resolve(s)  # an unknown name or version: one error before anything is built
+    stacks_dir(), limit_bytes()  # and the environment that says where, and how much
     if install_all(list(dict.fromkeys(chosen)), typer.echo):
         raise typer.Exit(1)
 

@@ -81,7 +81,7 @@ def analyse(store: Store, *, test: Test | None = None, alpha: float | None = Non
         scenario: ScenarioBase | None = store.scenario()
     except LonglookError:
         scenario = None  # stored by another longlook version; report what the tables say
-    kind = store._kind_or_none()
+    kind = store.kind_or_none()
     metric = (kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time"))
     fidelity = scenario.fidelity if scenario else Fidelity()
     st = _statistics(scenario, test, alpha, holm)

@@ -235,6 +235,7 @@ class Runner:
         self.summary = RunSummary(self.out_dir)
         # resolved now, so a missing client stops the experiment before its first run
         self.state = self.kind.prepare(scenario)
+        linkem_datapath()  # a bad LONGLOOK_DATAPATH stops here, before a store is made
         for budget in scenario.client_cpu:  # and a device this machine cannot emulate
             check_fits(budget)
 

@@ -22,6 +22,7 @@ import duckdb
 import pandas as pd
 
 from ..errors import LonglookError
+from ..untrusted import path_inside, sql_identifier
 from .results import RUN_ORDER, metrics_wide, open_store, table_names, with_dims
 
 Format = Literal["parquet", "csv"]
@@ -72,13 +73,14 @@ def export(directory: str | Path, out: str | Path | None = None, fmt: str = "par
                 runs[col] = runs[col].map(_json_text)
         built = {"runs": runs, "metrics": metrics_wide(store, raw_runs["run_id"])}
         for name in table_names(store):
-            path = out / f"{name}.{fmt}"
+            path = path_inside(out, f"{name}.{fmt}")
             if name in built:
                 _write_frame(built[name], path, fmt)
                 rows = len(built[name])
             else:
-                store.sql(f"COPY (SELECT * FROM {name} {_ORDER.get(name, '')}) TO {_quoted(path)} "
+                table = sql_identifier(name)
+                store.sql(f"COPY (SELECT * FROM {table} {_ORDER.get(name, '')}) TO {_quoted(path)} "
                           f"{_copy_options(fmt)}")
-                rows = int(store.sql(f"SELECT count(*) AS n FROM {name}")["n"][0])
+                rows = int(store.sql(f"SELECT count(*) AS n FROM {table}")["n"][0])
             written.append((path, rows))
     return written

@@ -48,10 +48,15 @@ def open_store(directory: str | Path) -> Store:
 
 
 def table_names(store: Store) -> list[str]:
-    """Every table in the store, the core's first, then the kind's in name order."""
-    names = list(store.sql("SELECT table_name FROM information_schema.tables "
-                           "WHERE table_type = 'BASE TABLE' ORDER BY table_name")["table_name"])
-    return [t for t in CORE_TABLES if t in names] + [t for t in names if t not in CORE_TABLES]
+    """The tables of the store's schema that it has: the core's, then the kind's (the ones
+    its Kind declares), in name order. A store is untrusted input (researchers share
+    experiment directories): a table that no schema declares is never read, named in a
+    path or pasted into SQL."""
+    names = set(store.sql("SELECT table_name FROM information_schema.tables "
+                          "WHERE table_type = 'BASE TABLE'")["table_name"])
+    kind = store.kind_or_none()
+    declared = sorted(getattr(kind, "tables", None) or {})
+    return [t for t in CORE_TABLES if t in names] + [t for t in declared if t in names and t not in CORE_TABLES]
 
 
 def kind_table_names(store: Store) -> list[str]:

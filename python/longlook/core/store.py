@@ -32,6 +32,7 @@ import pandas as pd
 from . import store_check
 
 from ..errors import LonglookError
+from ..untrusted import sql_identifier
 from ..versions import source_commit
 from .record import RunRecord, new_run_id
 from .spec import ScenarioBase
@@ -123,8 +124,8 @@ def with_datapath(versions: dict[str, Any]) -> dict[str, Any]:
 
 
 def _table_ddl(name: str, columns: dict[str, str]) -> str:
-    cols = ", ".join(f"{c} {t}" for c, t in columns.items())
-    return f"CREATE TABLE IF NOT EXISTS {name} (run_id VARCHAR, {cols});"
+    cols = ", ".join(f"{sql_identifier(c)} {t}" for c, t in columns.items())
+    return f"CREATE TABLE IF NOT EXISTS {sql_identifier(name)} (run_id VARCHAR, {cols});"
 
 
 _DEFERRED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
@@ -205,8 +206,13 @@ class Store:
         try:
             con = duckdb.connect(str(db), read_only=read_only)
         except duckdb.IOException as e:
+            damaged = "not a valid DuckDB database" in str(e)
             raise LonglookError(f"{db}: cannot open: {e}",
-                                hint="is an experiment still running on this directory?") from None
+                                hint="not an experiment store, or a damaged one: use an undamaged copy"
+                                if damaged else "is an experiment still running on this directory?") from None
+        except duckdb.Error as e:
+            raise LonglookError(f"{db}: cannot open: the store is damaged ({str(e).splitlines()[0]})",
+                                hint="use an undamaged copy of the experiment directory") from None
         store = cls(directory, con, read_only)
         store._check_layout()
         if not read_only:
@@ -487,7 +493,7 @@ class Store:
     # -- reading
 
     def _frame(self, table: str, order: str = "") -> pd.DataFrame:
-        df = self._con.execute(f"SELECT * FROM {table} {order}").df()
+        df = self._con.execute(f"SELECT * FROM {sql_identifier(table)} {order}").df()
         key = store_check.ROW_KEY.get(table)
         for col in _JSON_COLUMNS.get(table, ()):
             df[col] = [store_check.decode(self.directory, table, col, k, v)
@@ -499,7 +505,7 @@ class Store:
         measured) and one per detail key."""
         runs = self._frame("runs", "ORDER BY recorded_at, run_id")
         metrics = self._con.execute("SELECT run_id, name, value FROM metrics").df()
-        names = list(dict.fromkeys([*(m.name for m in getattr(self._kind_or_none(), "metrics", ())),
+        names = list(dict.fromkeys([*(m.name for m in getattr(self.kind_or_none(), "metrics", ())),
                                     *metrics["name"]]))
         wide = (metrics.pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
                 if len(metrics) else pd.DataFrame(index=pd.Index([], name="run_id")))
@@ -509,7 +515,7 @@ class Store:
         extra = [c for c in details.columns if c not in runs.columns]
         return pd.concat([runs, details[extra]], axis=1)
 
-    def _kind_or_none(self):
+    def kind_or_none(self):
         try:
             return self.kind()
         except LonglookError:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Callable, ClassVar, Hashable
 
 from ..errors import LonglookError
+from ..untrusted import env_dir, path_inside, release_token
 from ..qlog.dialects import normalise
 from .runner import StackServer, stack_fetcher
 
@@ -38,10 +39,8 @@ def stacks_dir() -> Path:
     """Where stacks are built, one folder per `<name>-<version>`: $LONGLOOK_STACKS_DIR, else
     the user's cache (~/.cache/longlook/stacks), outside the work tree so that a fresh clone
     (CI) reuses what an earlier one built on the same machine."""
-    if env := os.environ.get("LONGLOOK_STACKS_DIR"):
-        return Path(env)
     cache = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(cache) / "longlook" / "stacks"
+    return env_dir("LONGLOOK_STACKS_DIR", Path(cache) / "longlook" / "stacks")
 
 
 @dataclass(frozen=True)
@@ -77,23 +76,35 @@ class Stack:
     sends_run_header: ClassVar[bool] = True
     # a version is "pinned" by the adapter's files (go.mod, Cargo.lock, pip pin, apt)
     any_version: ClassVar[bool] = False  # True: any registry version may be named
+    # how its registry spells a release: "v" for Go module tags (v0.65.0), "" for crates.io,
+    # PyPI and Debian (0.30.0); `0.65.0` and `v0.65.0` are then one release and one build
+    tag_prefix: ClassVar[str] = ""
     # its server serves files from a content root (stacks/content.py writes the workload's)
     serves_files: ClassVar[bool] = True
 
     def __init__(self, version: str | None = None):
+        if version is not None:  # it names a folder and goes into build commands
+            version = self.canonical(release_token(version, f"stack {self.name}'s version"))
         self.version = version or self.versions[0]
         if version is not None and not self.any_version and version not in self.versions:
             raise LonglookError(f"stack {self.name} has no version {version!r}",
                                 hint=f"known: {', '.join(self.versions)}")
 
     # ---- identity ------------------------------------------------------------------------
+    @classmethod
+    def canonical(cls, version: str) -> str:
+        """A release number as the registry spells it (with or without a leading v), so one
+        release has one identity; a name that is no number (a branch, "workspace") as given."""
+        number = version[1:] if version[:1] in "vV" and version[1:2].isdigit() else version
+        return cls.tag_prefix + number if number[:1].isdigit() else version
+
     @property
     def spec(self) -> str:
         return f"{self.name}@{self.version}"
 
     @property
     def build_dir(self) -> Path:
-        return stacks_dir() / f"{self.name}-{self.version}"
+        return path_inside(stacks_dir(), f"{self.name}-{self.version}")
 
     @property
     def folder(self) -> Path:

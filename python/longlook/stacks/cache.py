@@ -15,16 +15,16 @@ import os
 import shutil
 from pathlib import Path
 
+from ..untrusted import env_number
+
 STAMP = ".last-used"
 DEFAULT_LIMIT_GB = 8.0
 
 
 def limit_bytes() -> int:
-    try:
-        gb = float(os.environ.get("LONGLOOK_STACKS_CACHE_GB", DEFAULT_LIMIT_GB))
-    except ValueError:
-        gb = DEFAULT_LIMIT_GB
-    return int(max(gb, 0.0) * 1e9)
+    """$LONGLOOK_STACKS_CACHE_GB in bytes: a number from 0.1 to 10,000 GB, else one error
+    (a typo must not silently evict every release but the defaults)."""
+    return int(env_number("LONGLOOK_STACKS_CACHE_GB", DEFAULT_LIMIT_GB, low=0.1, high=10_000) * 1e9)
 
 
 def touch(folder: Path) -> None:

@@ -55,12 +55,14 @@ def resolve(spec: str) -> Stack:
 
 
 def check_spec(spec: str) -> str:
-    """For scenario validation: the name and version exist (ValueError otherwise)."""
+    """For scenario validation: the name and version exist (ValueError otherwise); the spec
+    in its one spelling (`quic-go@0.65.0` -> `quic-go@v0.65.0`: one arm, one build)."""
     try:
-        resolve(spec)
+        stack = resolve(spec)
     except LonglookError as e:
         raise ValueError(f"{e.message}; {e.hint}" if e.hint else e.message) from None
-    return spec
+    name, version = split(spec)
+    return spec if version is None else f"{name}@{stack.version}"
 
 
 def client_fetcher(name: str, **kwargs):

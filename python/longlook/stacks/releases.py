@@ -25,6 +25,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from ..errors import LonglookError
+from ..untrusted import release_token
 
 CACHE_TTL_S = 24 * 3600
 TIMEOUT_S = 20
@@ -108,9 +109,9 @@ def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:
     versions = []
     for v in registry(stack).parse(_listing(stack, fetch)):
         try:
-            _key(v)
-        except InvalidVersion:
-            continue  # a tag that is no version (e.g. a pseudo-version)
+            _key(release_token(v, f"{stack}'s registry listing"))
+        except (InvalidVersion, LonglookError):
+            continue  # a tag that is no version (a pseudo-version), or no name we would build
         if pre or not _is_pre(v):
             versions.append(v)
     return sorted(set(versions), key=_key)
@@ -126,26 +127,44 @@ def index_entries(stack: str, *, fetch=None) -> list[dict]:
 
 
 def _listing(stack: str, fetch=None) -> str:
-    """The registry's listing text, from the day's cache when there is one."""
+    """The registry's listing text, from the day's cache when there is one that reads as a
+    listing. A listing is untrusted input: a cached one that does not parse (half-written,
+    damaged) is fetched again; a fetched one that does not parse is the registry's answer,
+    said as such; the cache is written whole or not at all."""
     reg = registry(stack)
     cache = _cache_file(stack)
     text = None
     if fetch is None and cache.is_file() and time.time() - cache.stat().st_mtime < CACHE_TTL_S:
-        text = cache.read_text()
+        text = _readable(reg, cache.read_text(errors="replace"))
     if text is None:
         try:
-            text = (fetch or _get)(reg.url())
+            fetched = (fetch or _get)(reg.url())
         except (OSError, urllib.error.URLError) as e:
-            if cache.is_file():  # stale, but a listing: better than none offline
-                text = cache.read_text()
-            else:
+            stale = _readable(reg, cache.read_text(errors="replace")) if cache.is_file() else None
+            if stale is None:  # a stale listing is better than none offline; a damaged one is not
                 raise LonglookError(f"{stack}: cannot list its releases from {reg.where} ({e})",
                                     hint=f"check the network to {reg.url()}, or name one release") from None
+            text = stale
         else:
+            text = _readable(reg, fetched)
+            if text is None:
+                raise LonglookError(f"{stack}: {reg.where} answered {reg.url()} with no release listing "
+                                    f"(it begins {fetched[:60]!r})",
+                                    hint="try again later, or name one release (NAME@VERSION)")
             if fetch is None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
-                cache.write_text(text)
+                part = cache.with_name(f".{cache.name}.{os.getpid()}.part")
+                part.write_text(text)
+                os.replace(part, cache)
     return text
+
+
+def _readable(reg: Registry, text: str) -> str | None:
+    """`text` when it parses as the registry's listing and lists at least one release."""
+    try:
+        return text if reg.parse(text) else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def _get(url: str) -> str:

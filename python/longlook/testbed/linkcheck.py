@@ -211,8 +211,14 @@ def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: f
     base_dir = base_dir or tb.base_dir
     rows: list[Row] = []
     raw: dict = {}
-    # RTT probes must not load the link themselves: at most 10% of the slowest direction.
-    slowest = min(direction_rates(profile.resolved(w), base_dir)[1] for w in ("up", "down"))
+    # RTT probes must not load the link themselves: at most 10% of the slowest direction. A
+    # trace with seconds of no capacity (a cellular outage) has a slowest second of 0: its
+    # mean rate bounds the probes then (they wait out an outage in the queue like any packet).
+    slowest = min(low if low > 0 else mean
+                  for mean, low in (direction_rates(profile.resolved(w), base_dir) for w in ("up", "down")))
+    if not slowest > 0:
+        raise LonglookError(f"link {profile.name}: a direction delivers nothing (rate 0 throughout)",
+                            hint="give it a rate above 0 or a trace with delivery opportunities")
     probe_ip_bits = (RTT_PROBE_SIZE + UDP_IP_OVERHEAD) * 8
     rtt_interval_ms = max(rtt_interval_ms, probe_ip_bits / (0.1 * slowest * 1e6) * 1e3,
                           _sparse_for_jitter_ms(profile))

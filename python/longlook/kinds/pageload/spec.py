@@ -16,13 +16,14 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
+from ...errors import LonglookError
 from ...units import format_size, parse_size
 from ...core.validation import expand_sweep
 from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.race import RaceSettings
 from ...stacks.release_arms import release_arms
-from ...stacks.registry import check_spec, is_stack
+from ...stacks.registry import check_spec, is_stack, resolve
 from ...stacks.congestion import QuicCC, TcpCC
 
 # "race": the QUIC-enabled racing client (stacks/race.py); counted as itself, never as h3
@@ -196,6 +197,11 @@ class Arm(ArmBase):
             raise ValueError(f'arm "{self.label}": another QUIC stack\'s server or client runs h3 only')
         if self.server_cc is not None and self.server in (None, OURS):
             raise ValueError(f'arm "{self.label}": server_cc is for a stack\'s server; our endpoint uses quic_cc')
+        if self.server_cc is not None:  # one the stack offers, checked now rather than at its first run
+            try:
+                resolve(self.server).cc(self.server_cc)
+            except LonglookError as e:
+                raise ValueError(f'arm "{self.label}": {e.message}; {e.hint}') from None
         return self
 
     def overrides(self) -> dict[str, Any]:

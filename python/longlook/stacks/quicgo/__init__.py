@@ -30,6 +30,7 @@ class QuicGo(Stack):
     name = "quic-go"
     versions = ("v0.65.0", "v0.64.1")
     any_version = True  # any tag on the module proxy whose API main.go compiles against
+    tag_prefix = "v"
     ccs = ("newreno",)
 
     def __init__(self, version: str | None = None):
