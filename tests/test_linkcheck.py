@@ -191,3 +191,16 @@ def test_tcp_is_judged_only_where_one_cubic_flow_can_fill_the_link(tmp_path):
     assert tcp_expectation(LinkProfile(**base, loss=0.01), "down", tmp_path)[1] == "loss configured"
     assert tcp_expectation(LinkProfile(rate_mbit=20, delay_ms=18, buffer_bytes=10_000), "down",
                            tmp_path)[1].startswith("buffer 10000 B < BDP")
+
+
+def test_receiver_drops_read_from_the_namespace_s_udp_counters():
+    from longlook.testbed.probe import receiver_drops, udp_snmp
+
+    text = ("Ip: Forwarding DefaultTTL\nIp: 1 64\n"
+            "Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\nUdp: 100 0 3 5 3\n"
+            "UdpLite: InDatagrams NoPorts InErrors\nUdpLite: 0 0 9\n")
+    before = udp_snmp(text)
+    assert before == {"InDatagrams": 100, "NoPorts": 0, "InErrors": 3, "OutDatagrams": 5, "RcvbufErrors": 3}
+    after = udp_snmp(text.replace("Udp: 100 0 3 5 3", "Udp: 900 0 40 5 40"))
+    assert receiver_drops(before, after) == 37
+    assert receiver_drops({}, after) is None

@@ -66,6 +66,15 @@ class PathProbe:
             return "server", self.tb.client_addr
         raise ValueError(f"direction must be up or down, not {direction!r}")
 
+    def receiver_of(self, direction: Direction) -> str:
+        return "client" if direction == "down" else "server"
+
+    def udp_counters(self, role: str) -> dict[str, int]:
+        """The UDP counters of `role`'s namespace (/proc/net/snmp is per namespace): what its
+        sockets received and what they dropped (RcvbufErrors: a full receive buffer)."""
+        p = self.tb.run(role, ["cat", "/proc/net/snmp"], timeout=10, check=False, as_party=False)
+        return udp_snmp(p.stdout)
+
     def _probe(self, role: str, args: list[str], timeout: float) -> dict:
         p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False, as_party=False)
         if p.returncode != 0:
@@ -114,6 +123,22 @@ class PathProbe:
 
 
 IPERF_INTERVAL_S = 0.25  # as the probe's own 250 ms intervals
+
+
+def udp_snmp(text: str) -> dict[str, int]:
+    """The `Udp:` counters of a /proc/net/snmp text (a header line, then a values line)."""
+    rows = [line.split()[1:] for line in text.splitlines() if line.startswith("Udp:")]
+    if len(rows) < 2:
+        return {}
+    return {k: int(v) for k, v in zip(rows[0], rows[1]) if v.lstrip("-").isdigit()}
+
+
+def receiver_drops(before: dict[str, int], after: dict[str, int]) -> int | None:
+    """Datagrams the receiving namespace dropped between two readings: a full socket buffer
+    (RcvbufErrors) or any other receive error (InErrors counts both); None: not readable."""
+    if "InErrors" not in before or "InErrors" not in after:
+        return None
+    return after["InErrors"] - before["InErrors"]
 
 
 def iperf3_receiver_mbit(doc: dict, direction: Direction) -> float:
