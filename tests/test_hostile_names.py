@@ -124,3 +124,49 @@ def test_a_damaged_store_is_one_clear_error(tmp_path, damage):
         out = r.stdout + r.stderr
         assert r.returncode == 2, (argv, r.returncode, out[-2000:])
         assert "Traceback" not in out and "error" in out, out[-2000:]
+
+
+FAIRNESS = '''kind = "fairness"
+name = "f"
+rounds = 2
+duration_s = 10
+bin_s = {bin_s}
+matchups = [{{ quic = 1, tcp = 1 }}]
+[[links]]
+rate_mbit = 10
+rtt_ms = 20
+'''
+
+VIDEO_IV = '''kind = "video"
+name = "v"
+rounds = 4
+protocols = ["race", "h2"]
+[video]
+duration_s = 20
+segment_s = 4
+[intervention]
+onset_s = {onset}
+[[links]]
+rate_mbit = 10
+rtt_ms = 20
+'''
+
+PINNED = SCENARIO.format(extra="") + "[testbed]\ncpus = {cpus}\n"
+
+BOUNDS = [
+    ("fairness bin far too fine", FAIRNESS.format(bin_s="1e-9"), "bin_s"),
+    ("intervention onset past the clip", VIDEO_IV.format(onset="[30, 40]"), "inside the 20 s clip"),
+    ("intervention onset infinite", VIDEO_IV.format(onset="[5, inf]"), "finite"),
+    ("a CPU this machine lacks", PINNED.format(cpus="{ router = [99] }"), "this machine's CPUs"),
+    ("true is no CPU", PINNED.format(cpus="{ router = [true] }"), "router"),
+]
+
+
+@pytest.mark.parametrize("case,text,words", BOUNDS, ids=[b[0] for b in BOUNDS])
+def test_numbers_bounded_on_both_sides(tmp_path, case, text, words):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    r = subprocess.run([*LONGLOOK, "scenario", "validate", str(path)], capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "Traceback" not in out, out
+    assert words in out, out

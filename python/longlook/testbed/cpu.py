@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, StrictInt, model_validator
 
 from .host import TestbedError
 
@@ -430,9 +430,10 @@ class CpuPinning(BaseModel):
     audit names the parties that shared a CPU."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    client: tuple[int, ...] | None = None
-    server: tuple[int, ...] | None = None
-    router: tuple[int, ...] | None = None
+    # strict: `true` is no CPU number
+    client: tuple[StrictInt, ...] | None = None
+    server: tuple[StrictInt, ...] | None = None
+    router: tuple[StrictInt, ...] | None = None
 
     @model_validator(mode="after")
     def _cpus(self) -> "CpuPinning":
@@ -442,6 +443,9 @@ class CpuPinning(BaseModel):
                 continue
             if not cpus or any(c < 0 for c in cpus) or len(set(cpus)) != len(cpus):
                 raise ValueError(f"{party} = {list(cpus)}: a non-empty list of distinct CPU numbers (0, 1, ...)")
+            usable = sorted(os.sched_getaffinity(0))
+            if any(c not in usable for c in cpus):
+                raise ValueError(f"{party} = {list(cpus)}: this machine's CPUs are {usable}")
         return self
 
     def as_dict(self) -> dict[str, list[int]]:

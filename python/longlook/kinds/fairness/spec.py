@@ -210,7 +210,8 @@ class FairnessScenario(ScenarioBase):
     duration_s: float = Field(default=100.0, gt=0)
     starts: list[Start] = ["simultaneous"]
     stagger_s: float = Field(default=10.0, ge=0)
-    bin_s: float = Field(default=1.0, gt=0, description="timeline bin width (s)")
+    # 10 ms at least: finer bins than a flow's packets make an empty timeline of millions of bins
+    bin_s: float = Field(default=1.0, ge=0.01, le=3600, description="timeline bin width (s)")
     matchups: list[Matchup] = Field(min_length=1)
     sweep: Sweep = Field(default_factory=Sweep)
     server: ServerSpec = OURS  # every arm's server unless it names one: ours or ours@VERSION

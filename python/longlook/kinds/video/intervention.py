@@ -12,6 +12,8 @@ assigns the same, and each run records its assignment (details `intervention`).
 
 from __future__ import annotations
 
+import math
+
 import hashlib
 import random
 from dataclasses import dataclass
@@ -31,8 +33,8 @@ class Intervention(BaseModel):
     @model_validator(mode="after")
     def _window(self) -> "Intervention":
         lo, hi = self.onset_s
-        if not 0 <= lo <= hi:
-            raise ValueError(f"onset_s = [{lo}, {hi}]: want 0 <= low <= high")
+        if not (math.isfinite(lo) and math.isfinite(hi) and 0 <= lo <= hi):
+            raise ValueError(f"onset_s = [{lo}, {hi}]: want finite seconds, 0 <= low <= high")
         if self.middlebox.active_from_s or self.middlebox.active_until_s is not None:
             raise ValueError("middlebox: leave active_from_s/active_until_s out; the onset is drawn per session")
         return self

@@ -154,6 +154,9 @@ class VideoScenario(ScenarioBase):
                 raise ValueError("[intervention] sets the middlebox per session: leave it out of [[links]]")
             if self.rounds < 2:
                 raise ValueError("[intervention] needs rounds >= 2 (a treated and a control session per cell)")
+            if self.intervention.onset_s[1] >= self.video.duration_s:
+                raise ValueError(f"[intervention] onset_s = {list(self.intervention.onset_s)}: the onset must fall "
+                                 f"inside the {self.video.duration_s} s clip (a later one never breaks a session)")
         arms = [VideoArm(label=RACE_ARM if p == "race" else p, protocol=p) for p in self.protocols]
         if self.versions:
             arms = release_arms(arms, self.versions, server=self.server, client=self.client,
