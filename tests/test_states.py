@@ -170,14 +170,80 @@ def test_cwnd_timeline_marks_losses_and_states():
     assert svg.startswith("<svg") and "loss events (2)" in svg and "loss events (1)" in svg
 
 
-def test_holm_matches_statsmodels():
+def test_diff_adjusts_with_the_one_holm():
     import numpy as np
-    from statsmodels.stats.multitest import multipletests
 
-    from longlook.analyses.states.diff import holm_adjust
+    import longlook.analyses.states.diff as diff
+    from longlook.core.multiple import holm
 
-    p = np.array([0.01, 0.04, 0.03, 0.005, 0.5, 0.04])
-    assert holm_adjust(p) == pytest.approx(multipletests(p, method="holm")[1])
+    assert not hasattr(diff, "holm_adjust")  # no second Holm
+    clean = _runs("A", [["SlowStart", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]] * 8)
+    reordered = _runs("B", [["SlowStart", *(["Recovery", "CongestionAvoidance"] * k), "TailLossProbe"]
+                            for k in (5, 6, 7, 8, 5, 6, 7, 8)], lost=[20, 25, 30, 35, 20, 25, 30, 35])
+    rows = compare(clean, reordered, "QUIC").rows
+    assert np.allclose(rows["p_adjusted"], holm(rows["p"]), equal_nan=True)
+    raw = compare(clean, reordered, "QUIC", holm=False).rows
+    assert np.allclose(raw["p_adjusted"], raw["p"], equal_nan=True)
+
+
+def _with_recovery(label, k, n=10):
+    """n runs, the first k of which enter Recovery once (CongestionAvoidance->Recovery)."""
+    plain = ["SlowStart", "CongestionAvoidance"]
+    return _runs(label, [plain + ["Recovery", "CongestionAvoidance"] if i < k else plain for i in range(n)])
+
+
+def test_one_run_of_ten_is_not_an_appearance():
+    """0 of 10 runs against 1 of 10: Fisher p = 1, so "same"; the data's way ("appears", only
+    in B, 1 of 10 runs) stays in `direction`, and `p` is Fisher's, not the counts'."""
+    from longlook.analyses.states.diff import direction_text
+
+    d = compare(_with_recovery("A", 0), _with_recovery("B", 1), "QUIC", alpha=0.01)
+    r = d.row("CongestionAvoidance->Recovery")
+    assert r["status"] == "same" and not r["significant"]
+    assert r["direction"] == "appears" and r["presence_change"]
+    assert r["test"] == "fisher" and r["p"] == r["p_presence"] == pytest.approx(1.0)
+    row = d.rows[d.rows["item"] == "CongestionAvoidance->Recovery"].iloc[0]
+    assert direction_text(row) == "only in B, 1 of 10 runs"
+    assert d.significant().empty
+    # the same without Holm (as a claim naming this one item calls it): still "same"
+    assert compare(_with_recovery("A", 0), _with_recovery("B", 1), "QUIC", holm=False).row(
+        "CongestionAvoidance->Recovery")["status"] == "same"
+    # and the other way round it does not vanish either
+    assert compare(_with_recovery("A", 1), _with_recovery("B", 0), "QUIC").row(
+        "CongestionAvoidance->Recovery")["status"] == "same"
+
+
+def test_every_run_against_none_appears():
+    d = compare(_with_recovery("A", 0), _with_recovery("B", 10), "QUIC", alpha=0.01)
+    r = d.row("CongestionAvoidance->Recovery")
+    assert r["status"] == "appears" and r["significant"] and r["test"] == "fisher"
+    assert r["p"] == pytest.approx(2 / math.comb(20, 10)) and r["p_adjusted"] < 0.01
+    back = compare(_with_recovery("A", 10), _with_recovery("B", 0), "QUIC").row("CongestionAvoidance->Recovery")
+    assert back["status"] == "vanishes" and back["direction"] == "vanishes"
+
+
+def test_compare_is_counting_then_diff_counts():
+    """What the calibration entry simulates (diff_counts on per-run counts) is what compare runs."""
+    from pandas.testing import assert_frame_equal
+
+    from longlook.analyses.states.diff import diff_counts, per_run_counts
+
+    a, b = _with_recovery("A", 2), _with_recovery("B", 9)
+    assert_frame_equal(compare(a, b, "QUIC", alpha=0.05).rows,
+                       diff_counts(per_run_counts(a), per_run_counts(b), alpha=0.05))
+
+
+def test_an_item_without_data_on_one_side_is_not_a_change():
+    """Loss counts unknown on one side (no link counters): no test, so "same", never "appears"."""
+    import numpy as np
+    import pandas as pd
+
+    from longlook.analyses.states.diff import diff_counts
+
+    a = pd.DataFrame({"loss:spurious": [np.nan] * 6})
+    b = pd.DataFrame({"loss:spurious": [3.0, 4, 5, 6, 7, 8]})
+    r = diff_counts(a, b).iloc[0]
+    assert r["n_a"] == 0 and not r["presence_change"] and r["status"] == "same" and math.isnan(r["p"])
 
 
 def test_machines_and_cwnd_timelines_per_server_stack():

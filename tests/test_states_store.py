@@ -130,6 +130,19 @@ def test_states_diff_explains_reordering(experiment):
     assert "enter:Recovery" not in t  # TCP never entered Recovery on either side
 
 
+def test_states_diff_text_shows_status_beside_direction(experiment):
+    """The table's status is the test's verdict; the direction column says what the data show
+    (which side has an item, in how many runs) whether or not it is significant."""
+    d, clean, reordered = experiment
+    r = CliRunner().invoke(_app(), ["states", "diff", f"{d}:{clean}", f"{d}:{reordered}"], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "direction" in r.output and "only in B, 10 of 10 runs" in r.output and "(n.s.)" not in r.output
+    assert "p (Holm)" in r.output
+    r = CliRunner().invoke(_app(), ["states", "diff", f"{d}:{clean}", f"{d}:{reordered}", "--no-holm"],
+                           env={"COLUMNS": "200"})
+    assert r.exit_code == 0 and "p (Holm)" not in r.output and "without correction" in r.output
+
+
 def test_bad_usage_is_an_error(experiment):
     d, _, _ = experiment
     r = CliRunner().invoke(_app(), ["states", "diff", str(d)])

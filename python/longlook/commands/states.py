@@ -18,6 +18,7 @@ from ..errors import LonglookError, check_output, check_range
 from ..render.console import make_console
 
 FORMATS = ("text", "json")
+TEST_SHORT = {"fisher": "Fisher", "mannwhitney": "U"}
 
 
 def states(
@@ -36,7 +37,7 @@ def states(
     States, transitions (counts, probabilities), time in each state, entries per run,
     invariants, loss accounting (declared vs spurious). `diff A B` shows what appears,
     vanishes or changes in frequency between two sets of runs (Fisher exact / Mann-Whitney
-    U, Holm)."""
+    U, Holm): a status other than "same" only where the test is significant."""
     if as_json:
         fmt = "json"
     if fmt not in FORMATS:
@@ -106,7 +107,7 @@ def _print_losses(console: Console, m) -> None:
 def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None, fmt: str,
              alpha: float, holm: bool = True) -> None:
     from ..analyses.states import compare, load_runs, parse_source
-    from ..analyses.states.diff import protocols_in
+    from ..analyses.states.diff import direction_text, protocols_in
     from ..analyses.states.export import diff_json
 
     sides = []
@@ -131,14 +132,17 @@ def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None,
     for d in diffs:
         console.rule(f"[bold]{d.protocol}[/bold]: A = {d.label_a} ({d.n_a} runs), "
                      f"B = {d.label_b} ({d.n_b} runs)")
-        t = Table(caption="presence: Fisher exact; per-run counts: Mann-Whitney U; "
-                          f"{'Holm' if holm else 'no correction'}; alpha {d.alpha}")
-        for c in ("item", "status", "mean A", "mean B", "runs A", "runs B", "p", "p (Holm)"):
+        t = Table(caption="status: the decisive test, significant "
+                          f"{'after Holm over the items' if holm else 'without correction'} at alpha {d.alpha} "
+                          "(Fisher exact on presence when one side never has the item, else Mann-Whitney U on "
+                          "per-run counts), else same; direction: what the data show, significant or not")
+        for c in ("item", "status", "direction", "mean A", "mean B", "runs A", "runs B", "test", "p",
+                  *(["p (Holm)"] if holm else [])):
             t.add_column(c)
         for r in d.rows.itertuples():
-            t.add_row(r.item, r.status + ("" if r.significant else " (n.s.)" if r.status != "same" else ""),
-                      f"{r.mean_a:.2f}", f"{r.mean_b:.2f}", f"{r.runs_a}/{r.n_a}", f"{r.runs_b}/{r.n_b}",
-                      f"{r.p:.3g}", f"{r.p_adjusted:.3g}")
+            t.add_row(r.item, r.status, direction_text(r), f"{r.mean_a:.2f}", f"{r.mean_b:.2f}",
+                      f"{r.runs_a}/{r.n_a}", f"{r.runs_b}/{r.n_b}", TEST_SHORT.get(r.test, r.test),
+                      f"{r.p:.3g}", *([f"{r.p_adjusted:.3g}"] if holm else []))
         console.print(t)
 
 

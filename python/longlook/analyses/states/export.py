@@ -50,7 +50,9 @@ def analysis_json(a: StatesAnalysis) -> dict:
 def diff_json(diffs: list[StateDiff]) -> dict:
     return {"diffs": [{"protocol": d.protocol, "a": d.label_a, "b": d.label_b, "n_a": d.n_a,
                        "n_b": d.n_b, "alpha": d.alpha,
-                       "test": "Fisher exact (presence), Mann-Whitney U (per-run counts), Holm",
+                       "test": "Fisher exact (presence, when one side never has the item), Mann-Whitney U "
+                               f"(per-run counts), {'Holm over the items' if d.holm else 'no correction'}; "
+                               "status: the decisive test's verdict, direction: the data's way",
                        "rows": _records(d.rows)} for d in diffs]}
 
 
