@@ -52,9 +52,10 @@ def base(tmp_path_factory) -> Path:
 
 def make_experiment(directory: Path, *, seed: int, h3_factor=1.0, macw: int = 430,
                     toml: str = SCENARIO, noise: float = 0.03, fallbacks: int = 0,
-                    versions: dict | None = None) -> Scenario:
+                    versions: dict | None = None, lost: int = 0) -> Scenario:
     """Page loads whose PLT depends on the cell, times `h3_factor` for QUIC (a callable of
-    the cell, or a number), with `noise` relative spread."""
+    the cell, or a number), with `noise` relative spread. `lost`: QUIC fails in that many of
+    the last rounds of the 1 MB cells (no page load, status failed)."""
     sc = Scenario.from_toml(toml.format(macw=macw))
     rng = np.random.default_rng(seed)
     with Store.open(directory) as st:
@@ -69,6 +70,8 @@ def make_experiment(directory: Path, *, seed: int, h3_factor=1.0, macw: int = 43
                     f = {"protocol_requested": arm.protocol, "protocol": used, "ok": True, "plt_ms": plt,
                          "handshake_ms": 36 * rng.normal(1, 0.01), "ttfb_ms": 80 * rng.normal(1, 0.01),
                          "objects": []}
+                    if arm.label == "h3" and cell.workload.object_size == 1_000_000 and rnd >= sc.rounds - lost:
+                        f = {"protocol_requested": arm.protocol, "ok": False, "error": "stalled", "objects": []}
                     st.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id,
                                                     round=rnd, position=pos, arm=arm.label))
         st.finish_experiment()
@@ -135,8 +138,43 @@ def test_a_significant_change_below_the_threshold_does_not_count(tmp_path):
 def test_only_counted_runs_enter(base, tmp_path):
     make_experiment(tmp_path / "b", seed=2, fallbacks=3)  # 3 QUIC runs per cell fell back to TCP
     result = compare_experiments(load_side(base), load_side(tmp_path / "b"), metrics=["plt_ms"])
-    assert {c.n_cand for c in result.changes if c.arm == "h3"} == {9}
-    assert {c.n_base for c in result.changes} == {12}
+    plt = [c for c in result.changes if c.metric == "plt_ms"]
+    assert {c.n_cand for c in plt if c.arm == "h3"} == {9}
+    assert {c.n_base for c in plt} == {12}
+    # the lost rounds have their own row per cell x arm: 9/12 against 12/12 is no significant change
+    done = [c for c in result.changes if c.metric == "completion"]
+    assert {(c.arm, c.n_cand, c.mean_cand, c.verdict) for c in done} == {("h3", 12, 0.75, Verdict.NO_CHANGE)}
+    assert len(done) == 4 and "CAND 9/12 vs BASE 12/12" in done[0].note
+
+
+def test_fewer_completed_rounds_are_judged_in_the_gate_s_holm_family(base, tmp_path):
+    """CAND's QUIC fails 5 of 12 rounds in the two 1 MB cells. Fisher's p of 7/12 against 12/12
+    is 0.037: the gate used to call that a regression on its own at 0.05, outside the error
+    budget; in the one Holm family (24 metric tests and 2 completion tests, at alpha 0.01)
+    it is no significant change, and the gate passes. 10 of 12 lost is a regression."""
+    make_experiment(tmp_path / "b", seed=2, lost=5)
+    code, out = cli("compare", base, tmp_path / "b", "--json", tmp_path / "c.json", "--junit", tmp_path / "c.xml")
+    assert code == 0, out
+    done = [c for c in json.loads((tmp_path / "c.json").read_text())["changes"] if c["metric"] == "completion"]
+    assert len(done) == 2 and {(c["arm"], c["verdict"]) for c in done} == {("h3", "no significant change")}
+    assert all(c["p_value"] == pytest.approx(0.0373, abs=1e-4) and c["p_adjusted"] > 0.5 for c in done)
+    assert "CAND 7/12 vs BASE 12/12" in done[0]["note"]
+
+    make_experiment(tmp_path / "d", seed=2, lost=10)
+    code, out = cli("compare", base, tmp_path / "d", "--json", tmp_path / "d.json", "--junit", tmp_path / "d.xml",
+                    "--html", tmp_path / "d.html")
+    assert code == 1, out
+    assert "fewer runs completed: CAND 2/12 vs BASE 12/12" in " ".join(out.split())
+    assert "fewer runs completed" in (tmp_path / "d.html").read_text()
+    changes = json.loads((tmp_path / "d.json").read_text())["changes"]
+    regressed = [c for c in changes if c["verdict"] == "regression"]
+    assert {(c["arm"], c["metric"]) for c in regressed} == {("h3", "completion")} and len(regressed) == 2
+    assert all(c["note"].startswith("fewer runs completed: CAND 2/12 vs BASE 12/12") for c in regressed)
+    # the survivors' page loads are not judged: their rows say survivorship
+    assert {c["verdict"] for c in changes if c["arm"] == "h3" and "wl=1x1m" in c["cell_id"]
+            and c["metric"] != "completion"} == {"inconclusive: survivorship"}
+    failures = ET.parse(tmp_path / "d.xml").getroot().findall(".//testcase[failure]")
+    assert {f.get("name") for f in failures} == {"h3 completion"}
 
 
 def test_macw_change_needs_vary_and_then_is_compared(base, tmp_path):

@@ -249,3 +249,87 @@ def test_report_states_the_rule_and_each_cells_rounds(tmp_path):
     html = build_report(tmp_path / "exp").read_text()
     assert 'id="adaptive-rounds"' in html and "blinded" in html
     assert html.count("stopped: maximum reached") == 4  # 4 cells, 6 rounds each
+
+
+def _equivalent_rows(a, b, n, margin_pct, confidence=0.95):
+    """Per row: the first n[i] values' Fieller interval of mean_a / mean_b - 1 (core.effects'
+    interval, Welch df at the estimate) lies within +-margin_pct: "the same" (core.stats'
+    equivalent), vectorised."""
+    mask = np.arange(a.shape[1])[None, :] < n[:, None]
+
+    def moments(x):
+        m = np.where(mask, x, 0).sum(1) / n
+        return m, np.where(mask, (x - m[:, None]) ** 2, 0).sum(1) / (n - 1) / n
+
+    (ma, va), (mb, vb) = moments(a), moments(b)
+    r = ma / mb
+    s2 = va + r * r * vb
+    df = s2 ** 2 / (va ** 2 / (n - 1) + (r * r * vb) ** 2 / (n - 1))
+    t2 = sps.t.ppf(0.5 + confidence / 2, df) ** 2
+    qa, qb, qc = mb * mb - t2 * vb, -2 * ma * mb, ma * ma - t2 * va
+    disc = qb * qb - 4 * qa * qc
+    ok = (qa > 0) & (disc >= 0)
+    root = np.sqrt(np.where(ok, disc, 0.0))
+    lo, hi = ((-qb - root) / (2 * qa) - 1) * 100, ((-qb + root) / (2 * qa) - 1) * 100
+    return ok & (lo > -margin_pct) & (hi < margin_pct)
+
+
+def test_item9_equivalence_planned_on_spread_from_other_data_says_the_same_at_the_fixed_design_rate():
+    """At a true difference equal to the margin (normal arms, sd 6%, margin 10%, min 6, max
+    30; "the same" when the 95% interval lies within +-10%: nominal 2.5%), the rule for
+    difference tests, planned for a half-width of half the margin, says "the same" more
+    often than a fixed design with its distribution of n: its between-arm term stops cells
+    whose pilot looks equal early. A plan on the pilot's within-arm spread alone still does
+    (the pilot's variance, reused by the final interval); `margin_rounds` on spreads from
+    other data keeps the fixed design's rate. Figures in core.adaptive's docstring."""
+    from longlook.core.adaptive import contrast_spread, margin_rounds_from_spread
+
+    reps, lo, hi, margin = 40_000, 6, 30, 10.0
+    rng = np.random.default_rng(9)
+    b = rng.normal(1000, 60, (reps, hi))
+    a = rng.normal(1100, 66, (reps, hi))  # exactly the margin above B
+
+    def plan(va, vb, mean):
+        var, df = contrast_spread([va, vb], [1.0, -1.0])
+        return margin_rounds_from_spread(var, df, margin / 100 * mean, 0.025, 0.9, lo, hi, equivalence=True)
+
+    pilot = lambda x: x[:, :lo].var(axis=1, ddof=1)  # noqa: E731
+    other_a, other_b = rng.normal(1100, 66, (reps, 12)), rng.normal(1000, 60, (reps, 12))  # an earlier step's rounds
+    plans = {
+        "difference rule": stopping_rounds(a, b, AdaptiveRounds(min=lo, max=hi, target_halfwidth_pct=margin / 2)),
+        "pilot spread": plan(pilot(a), pilot(b), (a[:, :lo].mean(1) + b[:, :lo].mean(1)) / 2),
+        "other data's spread": plan(other_a.var(axis=1, ddof=1), other_b.var(axis=1, ddof=1),
+                                    (other_a.mean(1) + other_b.mean(1)) / 2),
+    }
+    rates = {}
+    for name, n in plans.items():
+        rate = _equivalent_rows(a, b, n, margin).mean()
+        fixed = _equivalent_rows(a, b, rng.permutation(n), margin).mean()
+        se = np.sqrt(fixed * (1 - fixed) / reps)
+        rates[name] = (rate, fixed, se)
+        print(f"{name}: P(same) {rate:.4f}, fixed design {fixed:.4f} (se {se:.4f}), rounds mean {n.mean():.1f}")
+    rate, fixed, se = rates["difference rule"]
+    assert rate > fixed + 3 * se  # the bias: the simulation sees it
+    rate, fixed, se = rates["pilot spread"]
+    assert rate > fixed + 2 * se  # why the plan must not come from the cell's own pilot
+    rate, fixed, se = rates["other data's spread"]
+    assert rate <= fixed + 2 * se and rate <= 0.025 + 2 * se
+
+
+def test_item9_margin_plan_reads_spreads_only_and_meets_its_power():
+    """The plan is a function of within-arm variances (never of a difference), and at its n
+    a side test at the margin decides with the power it planned for."""
+    from longlook.core.adaptive import margin_rounds
+
+    n = margin_rounds([100.0 ** 2, 100.0 ** 2, 100.0 ** 2], [1.0, -0.5, -0.5], 100.0, 0.01, 0.9, 3, 200)
+    assert 3 < n < 200
+    # simulate the contrast at that n: M at the margin from the midpoint, one-sided t test at 0.01
+    rng = np.random.default_rng(4)
+    m, lo_, hi_ = (rng.normal(mu, 100.0, (20_000, n)) for mu in (0.0, -100.0, 300.0))  # midpoint 100 above M
+    est = m.mean(1) - (lo_.mean(1) + hi_.mean(1)) / 2
+    terms = np.stack([x.var(1, ddof=1) / n * w for x, w in ((m, 1), (lo_, 0.25), (hi_, 0.25))])
+    df = terms.sum(0) ** 2 / (terms ** 2 / (n - 1)).sum(0)
+    decided = est + sps.t.ppf(0.99, df) * np.sqrt(terms.sum(0)) < 0
+    assert 0.88 <= decided.mean() <= 0.95  # planned for 90%
+    assert margin_rounds([np.nan, 1.0], [1.0, -1.0], 1.0, 0.01, 0.9, 3, 50) == 50  # nothing to plan with
+    assert margin_rounds([1.0, 1.0], [1.0, -1.0], 100.0, 0.01, 0.9, 3, 50) == 3

@@ -1,6 +1,8 @@
 """The conformance kind without a testbed: its scenario part (one clear error per bad
 field), the envelope overlap, the interval across rounds (a coverage simulation), the
-share comparison and the per-parameter summary on a synthetic store frame."""
+envelope verdict beside the kernel's own overlap, the share comparison (Holm across cells
+where asked) and the per-parameter verdicts across runs on a synthetic store frame
+(tests/calibration/test_conformance.py holds their null calibration)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from longlook.core.spec import parse_scenario
 from longlook.errors import LonglookError
 from longlook.flowlog import FlowCounters, RouterQueue, read_flow_log
 from longlook.kinds.conformance import ConformanceScenario
-from longlook.kinds.conformance.aggregate import coverage, parameter_summary, share_comparisons, verdict_of
+from longlook.kinds.conformance.aggregate import coverage, parameter_summary, share_comparisons
 from longlook.kinds.conformance.envelope import Envelope, envelope_points, mean_interval, overlap
+from longlook.kinds.conformance.envelope_verdict import envelope_test, overlap_matrix
+from longlook.kinds.conformance.judge import ParameterInput, judge_parameters, reference_against_itself
 from longlook.kinds.conformance.measure import shared_window_share
 from longlook.kinds.conformance.params import from_qlog
 from longlook.qlog import qlog_from_events
@@ -181,16 +185,143 @@ def test_share_is_compared_paired_per_run():
     assert c.p_value < 0.01
 
 
-def test_parameter_summary_takes_the_majority_of_measurable_verdicts():
-    assert verdict_of(pd.Series({"deviates": 2, "conforms": 1})) == "deviates"
-    assert verdict_of(pd.Series({"not measurable": 3})) == "not measurable"
-    table = pd.DataFrame([
-        {"run_id": f"r{i}", "stack": "ours", "version": "w", "cc": "cubic", "parameter": "initial_window",
-         "measured": 12000.0, "reference": 12000.0, "unit": "bytes", "verdict": "conforms", "tolerance": "",
-         "note": "", "flow": "stack", "arm": "alone"} for i in range(3)])
-    runs = pd.DataFrame({"run_id": ["r0", "r1", "r2"], "cell_id": ["c1"] * 3})
-    s = parameter_summary(table, runs)
-    assert len(s) == 1 and s.iloc[0]["verdict"] == "conforms" and s.iloc[0]["runs"] == 3
+def test_share_comparisons_take_holm_across_cells_and_the_shared_completion():
+    rng = np.random.default_rng(2)
+    rows = []
+    for c in range(6):
+        for r in range(4):
+            x = rng.uniform(5, 15)
+            ok = not (c == 0 and r == 3)  # one shared run failed: both flows lost
+            rows.append({"run_id": f"r{c}{r}", "cell_id": f"c{c}", "round": r, "arm": "shared",
+                         "status": "ok" if ok else "failed", "protocol_requested": None, "protocol_negotiated": "h3",
+                         "mbit": x * (0.7 if c == 1 else rng.uniform(0.9, 1.1)) if ok else None,
+                         "ref_mbit": x if ok else None, "share": 0.5})
+    runs = pd.DataFrame(rows)
+    plain, adjusted = share_comparisons(runs), share_comparisons(runs, holm_cells=True)
+    assert str(plain["c0"].completion_a) == "3/4" and str(plain["c1"].completion_b) == "4/4"
+    assert not plain["c1"].holm and all(c.holm for c in adjusted.values())
+    for cid, c in adjusted.items():
+        assert c.p_adjusted >= plain[cid].p_value - 1e-12
+    assert adjusted["c1"].p_adjusted == pytest.approx(min(1.0, 6 * plain["c1"].p_value))  # the smallest of 6
+
+
+def _param_rows(cell: str, flow: str, parameter: str, values, reference: float, unit: str = "ms",
+                bound=lambda v: True) -> list[dict]:
+    arm = "alone" if flow == "stack" else "kernel"
+    return [{"run_id": f"{cell}-{arm}-{i}", "stack": "s" if flow == "stack" else "kernel", "version": "v",
+             "cc": "cubic", "parameter": parameter, "measured": v, "reference": reference, "unit": unit,
+             "verdict": "not measurable" if v != v else ("conforms" if bound(v) else "deviates"), "tolerance": "",
+             "note": "", "flow": flow, "arm": arm} for i, v in enumerate(values)]
+
+
+def _param_runs(table: pd.DataFrame) -> pd.DataFrame:
+    ids = table.drop_duplicates("run_id")
+    return pd.DataFrame({"run_id": ids["run_id"], "cell_id": ids["run_id"].str.split("-").str[0],
+                         "arm": ids["arm"], "round": ids["run_id"].str.split("-").str[-1].astype(int),
+                         "status": "ok", "protocol_requested": None, "protocol_negotiated": "h3"})
+
+
+def test_the_kernels_own_noise_is_not_deviant():
+    """The issue's real case: the kernel's Cubic left slow start with RTT rises of 8.6, 14.7
+    and 9.5 ms against a 14 ms bound, and cut its window to 0.75, 0.68, 0.71: one run each
+    outside the bound. Neither the kernel nor a stack measured like it is called deviant."""
+    within = lambda v: v <= 14  # noqa: E731
+    rows = (_param_rows("c1", "kernel", "slow_start_exit_rtt_rise", [8.6, 14.7, 9.5], 4.5, bound=within)
+            + _param_rows("c1", "stack", "slow_start_exit_rtt_rise", [9.1, 15.2, 8.0], 4.5, bound=within)
+            + _param_rows("c1", "kernel", "multiplicative_decrease", [0.76, 0.68, 0.71], 0.7, "ratio",
+                          lambda v: abs(v - 0.7) <= 0.05)
+            + _param_rows("c1", "stack", "multiplicative_decrease", [0.69, 0.77, 0.72], 0.7, "ratio",
+                          lambda v: abs(v - 0.7) <= 0.05))
+    table = pd.DataFrame(rows)
+    s = parameter_summary(table, _param_runs(table)).set_index(["flow", "parameter"])
+    assert s.loc[("kernel", "slow_start_exit_rtt_rise"), "outside"] == "1 of 3"  # what the old rule called it
+    assert set(s["verdict"]) == {"inconclusive"}, s["verdict"]
+    assert s.loc[("stack", "slow_start_exit_rtt_rise"), "against"] == "the kernel's runs"
+    assert s.loc[("stack", "slow_start_exit_rtt_rise"), "kernel_values"] == "9.5 [8.6–14.7] (n=3)"
+    assert s.loc[("kernel", "slow_start_exit_rtt_rise"), "self"].startswith("too few runs to split")
+
+
+def test_a_set_parameter_the_same_every_run_is_exact():
+    """An initial window of 12000 B in every run conforms; 38400 B in every run, against the
+    kernel's 10 x 1448 B (12000 B in QUIC's terms), deviates; no order of rows changes it."""
+    iw = lambda v: abs(v - 12000) <= 1200  # noqa: E731
+    rows = (_param_rows("ours", "stack", "initial_window", [12000.0] * 3, 12000.0, "bytes", iw)
+            + _param_rows("ours", "kernel", "initial_window", [14480.0] * 3, 14480.0, "bytes")
+            + _param_rows("tquic", "stack", "initial_window", [38400.0] * 3, 12000.0, "bytes", iw)
+            + _param_rows("tquic", "kernel", "initial_window", [14480.0] * 3, 14480.0, "bytes"))
+    table = pd.DataFrame(rows)
+    s = parameter_summary(table, _param_runs(table))
+    got = dict(zip(zip(s["cell_id"], s["flow"]), s["verdict"]))
+    assert got == {("ours", "stack"): "conforms", ("ours", "kernel"): "conforms",
+                   ("tquic", "stack"): "deviates", ("tquic", "kernel"): "conforms"}
+    shuffled = parameter_summary(table.iloc[::-1], _param_runs(table))
+    assert dict(zip(zip(shuffled["cell_id"], shuffled["flow"]), shuffled["verdict"])) == got
+
+
+def test_without_kernel_values_the_stack_is_held_against_the_bound_with_its_own_spread():
+    # pacing bursts: the kernel's TCP log has none; 19-23 packets against at most 10
+    rows = (_param_rows("c1", "stack", "pacing_burst_p95", [19.0, 23.0, 21.0, 20.0], 10.0, "packets",
+                        lambda v: v <= 10)
+            + _param_rows("c1", "kernel", "pacing_burst_p95", [math.nan] * 4, 10.0, "packets"))
+    table = pd.DataFrame(rows)
+    s = parameter_summary(table, _param_runs(table)).set_index("flow")
+    assert s.loc["stack", "verdict"] == "deviates" and s.loc["stack", "against"].startswith("the bound")
+    assert s.loc["kernel", "verdict"] == "not measurable"
+    one = parameter_summary(table[table["run_id"] == "c1-alone-0"], _param_runs(table))
+    assert one.iloc[0]["verdict"] == "inconclusive" and one.iloc[0]["reason"] == "1 run with a value"
+
+
+def test_holm_over_a_stacks_parameters_and_over_cells_with_the_scenarios_holm():
+    rng = np.random.default_rng(4)
+    items = [ParameterInput("slow_start_exit_rtt_rise", rng.normal(20, 2, 5), rng.normal(10, 2, 5), (-np.inf, 14.0),
+                            key=0)]
+    items += [ParameterInput("multiplicative_decrease", rng.normal(0.7, 0.02, 5), rng.normal(0.7, 0.02, 5),
+                             (0.65, 0.75), key=i) for i in range(1, 7)]
+    got = judge_parameters(items, alpha=0.01)
+    assert got[0].verdict == "deviates" and got[0].p_adjusted == pytest.approx(min(1, 7 * got[0].p_value), rel=1e-6)
+    assert [g.verdict for g in got[1:]] == ["conforms"] * 6  # 98% intervals of 5 runs within 0.65-0.75
+    # the same data in two cells: with holm_cells one family of both cells' parameters
+    rows = []
+    for cell in ("a", "b"):
+        rows += _param_rows(cell, "stack", "slow_start_exit_rtt_rise", [20.0, 22.0, 21.0, 19.0, 23.0], 4.5)
+        rows += _param_rows(cell, "kernel", "slow_start_exit_rtt_rise", [9.0, 11.0, 10.0, 8.0, 12.0], 4.5)
+    table = pd.DataFrame(rows)
+    per_cell = parameter_summary(table, _param_runs(table))
+    across = parameter_summary(table, _param_runs(table), holm_cells=True)
+    stack = lambda f: f[f["flow"] == "stack"]["p_adjusted"].to_numpy()  # noqa: E731
+    assert np.allclose(stack(across), np.minimum(1, 2 * stack(per_cell)))
+
+
+def test_the_reference_against_itself_needs_four_runs():
+    rng = np.random.default_rng(5)
+    bounds = {"slow_start_exit_rtt_rise": (-np.inf, 14.0)}
+    assert reference_against_itself({"slow_start_exit_rtt_rise": rng.normal(9, 2, 3)}, bounds) == {}
+    got = reference_against_itself({"slow_start_exit_rtt_rise": rng.normal(9, 2, 8)}, bounds)
+    assert got["slow_start_exit_rtt_rise"] == (0, 10)  # C(8, 4) = 70 splits, 10 of them judged
+
+
+def _cores(rng, n: int, mbit: float) -> list[np.ndarray]:
+    out = []
+    for _ in range(n):
+        pts = pd.DataFrame({"t_s": np.arange(12) * 0.2, "mbit": rng.normal(mbit, 1.0, 12),
+                            "queue_ms": rng.uniform(5, 30, 12)})
+        out.append(Envelope(pts).core())
+    return out
+
+
+def test_envelope_verdict_from_the_difference_to_the_kernels_own_overlap():
+    rng = np.random.default_rng(6)
+    kernel = _cores(rng, 5, 18.0)
+    slow = _cores(rng, 5, 9.0)  # half the kernel's throughput: a different envelope
+    same = _cores(rng, 5, 18.0)
+    t = envelope_test(overlap_matrix(slow + kernel), [False] * 5 + [True] * 5, alpha=0.01)
+    assert t.verdict == "differs" and t.between < 0.05 < t.within and t.smallest_p == pytest.approx(1 / 252)
+    t = envelope_test(overlap_matrix(same + kernel), [False] * 5 + [True] * 5, alpha=0.01)
+    assert t.verdict == "inconclusive" and abs(t.difference) < 0.2
+    # 3 rounds a side: 20 labellings, p at best 0.05, never "differs" at 0.01
+    t = envelope_test(overlap_matrix(slow[:3] + kernel[:3]), [False] * 3 + [True] * 3, alpha=0.01)
+    assert t.verdict == "inconclusive" and t.p_value == pytest.approx(0.05) and "at best p = 0.05" in t.reason
+    assert envelope_test(overlap_matrix(slow[:2] + kernel[:1]), [False, False, True]).verdict == "not measurable"
 
 
 def test_fingerprint_reads_both_sides_transport_parameters():
@@ -239,3 +370,53 @@ def test_slow_stacks_are_diagnosed_with_their_evidence(figures, reason):
     assert d["slow"] == (reason != "not slow")
     if d["slow"]:
         assert "cores" in d["evidence"] and "BDP" in d["evidence"]
+
+
+class _Store:
+    """What the conformance section reads of a store: cells, each run's envelope series, the
+    conformance table."""
+
+    def __init__(self, runs: pd.DataFrame, table: pd.DataFrame, rng):
+        self.runs, self._table, self._series = runs, table, {}
+        for r in runs.itertuples():
+            flow = "kernel" if r.arm == "kernel" else "stack"
+            t = np.arange(12) * 0.2
+            rows = [{"name": "mbit", "key": flow, "t_s": x, "value": v} for x, v in zip(t, rng.normal(18, 1, 12))]
+            rows += [{"name": "queue_ms", "key": flow, "t_s": x, "value": v} for x, v in zip(t, rng.uniform(5, 30, 12))]
+            self._series[r.run_id] = pd.DataFrame(rows)
+
+    def cells_frame(self):
+        return pd.DataFrame({"cell_id": ["c1"], "dims": [{"stack": "ours", "cc": "cubic", "rate_mbit": 20,
+                                                          "rtt_ms": 36, "buffer_bytes": 90000}]})
+
+    def series(self, run_id):
+        return self._series[run_id]
+
+    def table(self, name):
+        if name != "conformance":
+            raise KeyError(name)
+        return self._table
+
+
+def test_the_section_shows_the_kernels_own_overlap_and_the_verdicts():
+    from types import SimpleNamespace
+
+    from longlook.core.spec import Statistics
+    from longlook.kinds.conformance.sections import conformance_html
+
+    rng = np.random.default_rng(8)
+    runs = []
+    for r in range(3):
+        for arm in ("alone", "kernel", "shared"):
+            runs.append({"run_id": f"c1-{arm}-{r}", "cell_id": "c1", "round": r, "arm": arm, "status": "ok",
+                         "protocol_requested": None, "protocol_negotiated": "h3", "mbit": 18.0 + r,
+                         "ref_mbit": 9.0 if arm == "shared" else None, "share": 0.6 if arm == "shared" else None,
+                         "transfer_s": 2.0, "min_rtt_ms": 36.0})
+    runs = pd.DataFrame(runs)
+    table = pd.DataFrame(_param_rows("c1", "stack", "initial_window", [12000.0] * 3, 12000.0, "bytes")
+                         + _param_rows("c1", "kernel", "initial_window", [14480.0] * 3, 14480.0, "bytes"))
+    analysis = SimpleNamespace(runs=runs, exclude_flagged=True, statistics=Statistics(holm=True))
+    html = conformance_html(_Store(runs, table, rng), analysis)
+    for text in ("kernel with itself", "envelope verdict", "at best p = 0.05", "(Holm)", "Holm-adjusted",
+                 "kernel against itself", "too few runs to split", "12000 [12000–12000] (n=3)", "conforms"):
+        assert text in html, text

@@ -147,3 +147,56 @@ def test_a_perfectly_fitting_granger_regression_is_not_testable_rather_than_a_cr
     effect = np.r_[0.0, cause[:-1]]
     r = granger_test(cause, effect)
     assert np.isnan(r.p_value) == (r.reason is not None)
+
+
+def _intervention_store(directory, failed_treated: int) -> None:
+    """The shipped intervention scenario (one cell, 20 rounds, half treated): every session's
+    QoE the same spread (0.5..1.5, true ATE 0), except that the `failed_treated` treated
+    sessions with the lowest QoE failed (no outcome, no details: the run crashed)."""
+    from longlook.core.record import RunRecord
+    from longlook.core.store import Store
+
+    sc = load_scenario(SHIPPED)
+    cell = sc.cells()[0]
+    race = sc.arm("quic-enabled")
+    treated = [r for r in range(sc.rounds) if sc.assignment(cell, race, r).treated]
+    control = [r for r in range(sc.rounds) if r not in treated]
+    qoe = {}
+    for rounds in (treated, control):
+        qoe.update(zip(rounds, np.linspace(0.5, 1.5, len(rounds))))
+    lost = set(treated[:failed_treated])  # the lowest QoE of the treated
+    with Store.open(directory) as st:
+        st.start_experiment(sc, {})
+        for r in range(sc.rounds):
+            a = sc.assignment(cell, race, r)
+            if r in lost:
+                rec = RunRecord(run_id=f"s{r}", cell_id=cell.id, round=r, position=0, arm=race.label,
+                                status="failed", error="player stalled out", protocol_requested=None)
+            else:
+                rec = RunRecord(run_id=f"s{r}", cell_id=cell.id, round=r, position=0, arm=race.label,
+                                status="ok", protocol_requested=None, protocol_negotiated="h3",
+                                metrics={"qoe": float(qoe[r]), "avg_bitrate_mbit": 3.0, "stall_s": 0.0},
+                                details={"intervention": a.as_dict()})
+            st.record_run(rec)
+        st.finish_experiment()
+
+
+def test_failed_sessions_are_missing_outcomes_of_their_arm_not_dropped(tmp_path):
+    """True ATE 0; the 6 treated sessions with the lowest QoE failed. Over the survivors the
+    interval is wholly above 0 (the break would seem to raise QoE); counted as missing, the
+    claim does not survive the 6 missing treated sessions at their worst, so there is no
+    interval, `why` says so, and the rows show 4/10 against 10/10."""
+    from longlook.analyses.fallback.intervention import analyze_intervention
+
+    _intervention_store(tmp_path / "exp", failed_treated=6)
+    res = analyze_intervention(tmp_path / "exp")
+    row = res.effects[(res.effects["scope"] == "all cells") & (res.effects["metric"] == "qoe")].iloc[0]
+    assert (row["completion_treated"], row["completion_control"]) == ("4/10", "10/10")
+    assert row["n_treated"] == 4 and row["ate"] > 0.3
+    assert np.isnan(row["ci_low"]) and np.isnan(row["ci_high"])
+    assert row["why"].startswith("no interval: treated completed 4/10, control 10/10")
+    assert row["verdict"] != "treated better"
+    assert res.summary["tried"] == {"treated": 10, "control": 10} and res.summary["treated"] == 4
+    # the survivors alone put the interval wholly above 0: what the old analysis reported
+    surv = ate_rows(res.sessions, outcomes=(("qoe", False),))[0]
+    assert surv["ci_low"] > 0 and surv["completion_treated"] == "4/4"

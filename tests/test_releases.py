@@ -130,29 +130,54 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
     assert sec is not None and "v0.64.0 → v0.65.0" in sec.html
 
 
-def _comparison(a_mean: float, b_mean: float, n: int = 12, sd: float = 0.02):
+def test_the_history_s_limit_names_the_family_its_bonferroni_divided_by():
+    """Four series, one with only two releases measured: E-Divisive tests three, each at
+    pvalue / 3, and the limit says so (it said "Bonferroni over 4")."""
+    import math
+
+    from longlook.analyses.releases.history import ReleaseHistory, ReleasePoint, ReleaseSeries, change_points
+
+    def series(cell, measured):
+        return ReleaseSeries(cell, "qg", "plt_ms", [
+            ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 5, 500.0 + i, 490.0 + i, 510.0 + i) if i < measured
+            else ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 0, math.nan, math.nan, math.nan)
+            for i in range(9)])
+
+    family = [series("a", 9), series("b", 9), series("c", 9), series("d", 2)]
+    threshold, perms, tested = change_points(family, 0.05)
+    assert tested == 3 and threshold == 0.05 / 3
+    h = ReleaseHistory(family, "plt_ms", "ms", 0.05, threshold, perms)
+    assert "Bonferroni over the 3 series tested; 1 with fewer than 3 releases measured not tested" in h.limit()
+    assert "Bonferroni over 4" not in h.limit()
+    assert "(Bonferroni over 3 series)" in ReleaseHistory(family[:3], "plt_ms", "ms", 0.05, threshold, perms).limit()
+
+
+def _world(levels: dict[str, float], cv: float = 0.05, seed: int = 0, noisy: set[str] = frozenset()):
+    """A fake measure(): each release's runs lognormal around its level (CV `cv`; 60% for the
+    `noisy` ones), drawn for the step's whole budget (a look reads only the rounds before
+    it, as the experiment's loop does). Records each step's releases."""
+    import math
+
     import numpy as np
 
-    from longlook.core.stats import compare_samples
-    rng = np.random.default_rng(int(a_mean * 1000) % 2**31)
-    return compare_samples(rng.normal(a_mean, sd * a_mean, n), rng.normal(b_mean, sd * b_mean, n), alpha=0.01)
-
-
-def _world(first_changed: int | None, releases: list[str], noisy: set[str] = frozenset()):
-    """A fake measure(): releases from index `first_changed` on take 20% longer."""
+    from longlook.analyses.releases.sides import StepRuns
+    rng = np.random.default_rng(seed)
     calls = []
 
-    def measure(step, which):
+    def measure(step, which, plan):
         calls.append(which)
-        mean = {r: 1.2 if first_changed is not None and releases.index(r) >= first_changed else 1.0
-                for r in releases}
-        out = {}
+        values = {}
         for r in which:
-            for end in (which[0], which[-1]):
-                if r != end:
-                    out[(r, end)] = _comparison(mean[r], mean[end], sd=0.5 if r in noisy else 0.02)
-        return out, f"step-{step}"
+            c = 0.6 if r in noisy else cv
+            s = math.sqrt(math.log1p(c * c))
+            values[r] = levels[r] * np.exp(rng.normal(-s * s / 2, s, plan.max_rounds))
+        return StepRuns(list(which), values, {r: np.ones(plan.max_rounds, bool) for r in which}), f"step-{step}"
     return measure, calls
+
+
+def _levels(releases, first_changed, factor=1.2, base=1000.0):
+    return {r: base * (factor if first_changed is not None and i >= first_changed else 1.0)
+            for i, r in enumerate(releases)}
 
 
 def test_bisect_names_the_first_changed_release_within_log2_steps_and_says_when_nothing_differs():
@@ -161,23 +186,102 @@ def test_bisect_names_the_first_changed_release_within_log2_steps_and_says_when_
     from longlook.analyses.releases.bisect import bisect
     releases = [f"v0.{50 + i}.0" for i in range(16)]
     for first in (1, 5, 11, 15):
-        measure, calls = _world(first, releases)
-        res = bisect("quic-go", releases, 5.0, measure)
+        measure, calls = _world(_levels(releases, first), seed=first)
+        res = bisect("quic-go", releases, measure)
         assert res.outcome == "found" and res.first_changed == releases[first], res.summary()
         assert len(res.steps) <= math.ceil(math.log2(14 + 1)) + 1 == res.max_steps()
-        assert all(c[0] == "v0.50.0" and c[-1] == "v0.65.0" for c in calls)  # both ends every step
-    measure, _ = _world(None, releases)
-    res = bisect("quic-go", releases, 5.0, measure)
+        assert calls[0] == ["v0.50.0", "v0.65.0"]
+        for step, which in zip(res.steps[1:], calls[1:]):  # each later step: its range's two ends and the middle
+            assert which == [step.ends[0], step.release, step.ends[1]]
+            assert releases.index(which[0]) < releases.index(which[1]) < releases.index(which[2])
+    measure, _ = _world(_levels(releases, None), cv=0.02, seed=2)  # "the same" needs its interval within +-5%
+    res = bisect("quic-go", releases, measure)
     assert res.outcome == "no difference" and len(res.steps) == 1 and "do not differ" in res.summary()
 
 
-def test_bisect_stops_inconclusive_where_its_budget_cannot_decide_and_never_guesses():
+def test_bisect_leaves_a_range_unplaced_where_its_budget_cannot_decide_and_never_guesses():
     from longlook.analyses.releases.bisect import bisect
     releases = [f"v0.{50 + i}.0" for i in range(8)]
-    measure, _ = _world(6, releases, noisy={"v0.53.0"})  # the first middle release is all noise
-    res = bisect("quic-go", releases, 5.0, measure)
+    measure, _ = _world(_levels(releases, 6), seed=3, noisy={"v0.53.0"})  # the first middle release is all noise
+    res = bisect("quic-go", releases, measure, max_rounds=12)
     assert res.outcome == "inconclusive" and res.first_changed is None
-    assert res.steps[-1].release == "v0.53.0" and "inconclusive at v0.53.0" in res.summary()
+    assert res.steps[-1].release == "v0.53.0" and res.steps[-1].verdict == "unclear"
+    assert res.unplaced and res.unplaced[0][:2] == ("v0.50.0", "v0.57.0") and "inconclusive" in res.summary()
+
+
+def test_a_large_change_is_decided_in_the_fewest_rounds_at_every_step():
+    """The issue's cell: v0.61.0 at 3,925 ms (sd 301), v0.64.0 on at 630 ms, six releases. Step
+    0 decides at its first look (6 rounds, not 30); each later step plans from the previous
+    one for the margin the ends imply (half of 84%) and needs no more than the fewest rounds."""
+    from longlook.analyses.releases.bisect import bisect
+    releases = ["v0.61.0", "v0.62.0", "v0.63.0", "v0.64.0", "v0.64.1", "v0.65.0"]
+    levels = {r: 630.0 if r >= "v0.64.0" else 3925.0 for r in releases}
+    measure, calls = _world(levels, cv=0.08, seed=47)
+    res = bisect("quic-go", releases, measure, alpha=0.01)
+    assert res.outcome == "found" and res.first_changed == "v0.64.0", res.summary()
+    assert [s.rounds for s in res.steps] == [6, 6, 6] and [c[1] for c in calls[1:]] == ["v0.63.0", "v0.64.0"]
+    assert [s.verdict for s in res.steps] == ["different", "like GOOD", "like BAD"]
+    assert "first changed in v0.64.0 (after v0.63.0): -8" in res.summary()
+
+
+def test_two_changes_are_both_named_with_the_share_of_the_change_each_carries():
+    from longlook.analyses.releases.bisect import bisect
+    releases = [f"v0.{50 + i}.0" for i in range(12)]
+    levels = {r: 1000.0 * (1 + 0.4 * (i >= 3) + 0.6 * (i >= 8)) for i, r in enumerate(releases)}  # +40%, then +60%
+    measure, _ = _world(levels, cv=0.04, seed=5)
+    res = bisect("quic-go", releases, measure, alpha=0.05)
+    assert res.outcome == "found", res.summary()
+    assert [c.after for c in res.changes] == ["v0.53.0", "v0.58.0"]
+    assert any(s.verdict == "in between" for s in res.steps)
+    first, second = res.changes
+    assert first.share_low < 0.4 < first.share_high and second.share_low < 0.6 < second.share_high
+    assert abs(first.share + second.share - 1) < 1e-9
+    assert "changed in 2 releases" in res.summary() and "carries" in res.summary()
+
+
+def test_every_step_states_the_metric_s_own_change_inside_its_interval_in_lines_json_and_junit():
+    """A release 19% slower than GOOD: its change reads +19% and its interval, in the same
+    convention, holds it (the old step kept the comparison's interval in the better
+    direction: "+19.1% (interval -20.9..-17.4%)"), in the step lines, JSON and JUnit."""
+    import json
+    import re
+
+    from longlook.analyses.releases.bisect import bisect
+    from longlook.commands.bisect import junit, result_json, step_line
+    releases = ["v0.60.0", "v0.61.0", "v0.62.0"]
+    measure, _ = _world({"v0.60.0": 1000.0, "v0.61.0": 1190.0, "v0.62.0": 1190.0}, cv=0.03, seed=8)
+    res = bisect("quic-go", releases, measure)
+    assert res.first_changed == "v0.61.0"
+    doc = json.loads(json.dumps(result_json(res)))
+    for s, js in zip(res.steps, doc["steps"]):
+        assert s.interval[0] <= s.change_pct <= s.interval[1]
+        assert js["interval"][0] <= js["change_pct"] <= js["interval"][1]
+        if s.index:
+            assert s.interval_vs_high[0] <= s.change_vs_high_pct <= s.interval_vs_high[1]
+    step0 = res.steps[0]
+    assert 13 < step0.change_pct < 25 and step0.interval[0] > 0  # slower: + in the metric's own sign
+    change, lo, hi = (float(x) for x in re.search(r": ([+-][\d.]+)% \([\d.]+% interval ([+-][\d.]+)\.\.([+-][\d.]+)%\)",
+                                                  step_line(step0)).groups())
+    assert lo <= change <= hi and change > 0
+    xml = junit(res)
+    assert f"{step0.change_pct:+.1f}%" in xml and f"interval {step0.interval[0]:+.1f}..{step0.interval[1]:+.1f}%" in xml
+    c = res.changes[0]
+    assert c.interval[0] <= c.change_pct <= c.interval[1] and c.change_pct > 0
+
+
+def test_the_path_page_shows_every_step_and_the_states_diff_at_the_change():
+    import pandas as pd
+
+    from longlook.analyses.releases.bisect import bisect
+    from longlook.analyses.states.diff import StateDiff
+    from longlook.report.sections.bisect import bisect_page
+    releases = [f"v0.{60 + i}.0" for i in range(6)]
+    measure, _ = _world(_levels(releases, 4, factor=0.3), seed=9)
+    res = bisect("quic-go", releases, measure)
+    rows = pd.DataFrame([{"item": "Recovery->SlowStart", "status": "appears"}, {"item": "x", "status": "same"}])
+    html = bisect_page(res, {0: [StateDiff("QUIC", "v0.63.0", "v0.64.0", 6, 6, 0.01, rows)]}, "plt_ms (ms)")
+    assert html.count("<tr><td class=num>") == len(res.steps) and 'id="bisect-path"' in html
+    assert "v0.63.0 → v0.64.0" in html and "Recovery-&gt;SlowStart appears (QUIC)" in html
 
 
 def test_the_build_cache_drops_the_least_recently_used_release_first_and_never_a_kept_one(tmp_path):
@@ -198,13 +302,15 @@ def test_the_build_cache_drops_the_least_recently_used_release_first_and_never_a
     assert evict(tmp_path, keep=set(), limit=10**9) == []  # under the limit: nothing goes
 
 
-def test_a_bisect_step_is_read_back_from_its_store_as_each_release_against_each_end(tmp_path, monkeypatch):
-    """The command's step (commands/bisect.py compare_step) on a real store: three releases,
-    the middle and the last 20% slower than the first."""
+def test_a_bisect_step_is_read_back_from_its_store_with_every_release_s_completion(tmp_path, monkeypatch):
+    """The command's step (commands/bisect.py step_runs) on a real store: three releases, the
+    middle and the last 20% slower than the first, one failed run of the middle one; then
+    judged like the search does (sides.decide)."""
     import numpy as np
 
-    from longlook.analyses.releases.bisect import DIFFERENT, SAME, judge
-    from longlook.commands.bisect import compare_step
+    from longlook.analyses.releases.bisect import next_plan
+    from longlook.analyses.releases.sides import LIKE_BAD, StepPlan, decide
+    from longlook.commands.bisect import _StepRunner, step_runs
     from longlook.core.store import Store
     from longlook.kinds.pageload import Scenario, record_from_fetch
     from test_store import fetch
@@ -223,31 +329,18 @@ def test_a_bisect_step_is_read_back_from_its_store_as_each_release_against_each_
         for i, arm in enumerate(sc.arms):
             for r in range(8):
                 plt = (1000.0 if i == 0 else 1200.0) * rng.normal(1, 0.02)
-                store.record_run(record_from_fetch(fetch("h3", plt=plt), run_id=f"{arm.label}-{r}", cell_id=cell.id,
-                                                   round=r, position=i, arm=arm.label))
-    got = compare_step(out, sc, releases)
-    assert set(got) == {("v0.61.0", "v0.60.0"), ("v0.61.0", "v0.62.0"), ("v0.60.0", "v0.62.0"),
-                        ("v0.62.0", "v0.60.0")}
-    mid = got[("v0.61.0", "v0.60.0")]
-    assert (mid.a.n, mid.b.n) == (8, 8) and 15 < (mid.a.mean / mid.b.mean - 1) * 100 < 25
-    assert judge(mid, 5.0) == DIFFERENT and judge(got[("v0.61.0", "v0.62.0")], 5.0) == SAME
-
-
-def test_bisect_accepts_a_scenario_whose_one_arm_runs_the_stack_and_refuses_more_than_one_cell(tmp_path, monkeypatch):
-    """The scenario alone has one arm (no comparison); bisect checks it with the two ends as arms."""
-    from longlook.commands.bisect import _StepRunner
-
-    monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
-    (tmp_path / "cache" / "releases").mkdir(parents=True)
-    (tmp_path / "cache" / "releases" / "quic-go.json").write_text("v0.60.0\nv0.61.0\nv0.62.0\n")
-    one = tmp_path / "one.toml"
-    one.write_text(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"\n', "")
-                   .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""))
-    _StepRunner("quic-go", one, tmp_path / "out", None, 10.0, 12, False).check("v0.60.0", "v0.62.0")
-    two = tmp_path / "two.toml"
-    two.write_text(one.read_text().replace("rtt_ms = 36", "rtt_ms = [36, 112]"))
-    with pytest.raises(LonglookError, match="bisect measures one cell, it has 2"):
-        _StepRunner("quic-go", two, tmp_path / "out", None, 10.0, 12, False).check("v0.60.0", "v0.62.0")
+                failed = i == 1 and r == 3
+                store.record_run(record_from_fetch(fetch("h3", plt=plt, ok=not failed), run_id=f"{arm.label}-{r}",
+                                                   cell_id=cell.id, round=r, position=i, arm=arm.label))
+    runner = _StepRunner("quic-go", tmp_path / "one.toml", tmp_path, None, 8, False)
+    arms = {v: f"qg-{v}" for v in releases}
+    runs = step_runs(Store.open(out, read_only=True).runs_frame(), sc, arms, runner._metric(sc))
+    assert runs.rounds == 8 and [len(runs.sample(r)) for r in releases] == [8, 7, 8]
+    assert str(runs.completion("v0.61.0")) == "7/8" and np.isnan(runs.values["v0.61.0"][3])
+    base = StepPlan(0.2, 4, 8)  # a large alpha: one missing run at n = 8 still lets a rank test decide
+    plan = next_plan(base, runs, "v0.60.0", "v0.62.0")  # as if an earlier step had measured the ends so
+    d = decide(runs, plan)
+    assert d.done and d.look.verdict == LIKE_BAD, d.look
 
 
 @pytest.mark.skipif(not __import__("shutil").which("go"), reason="needs Go")
@@ -271,3 +364,68 @@ def test_a_release_that_does_not_build_is_one_error_naming_it_and_the_failed_ste
         stack.install()
     assert "undefined" in e.value.message and "retry" in e.value.hint
     assert not stack.installed()
+
+
+def test_the_command_runs_each_step_until_its_look_decides_resumes_without_rerunning_and_writes_the_path(
+        tmp_path, monkeypatch, capsys):
+    """`longlook bisect` end to end with the testbed replaced: the executor's per-round loop
+    (Runner.run_cells) records runs drawn from known levels and asks the step's stopping rule
+    after every round, as the real loop does. Every step stops at its first look (a 5x
+    change), the path is written beside the steps, and a second run of the same command
+    resumes: it reads the stored steps and measures nothing again."""
+    import json
+
+    import numpy as np
+
+    from longlook.commands.bisect import bisect_command
+    from longlook.core.execute import Runner
+    from longlook.core.registry import get_kind
+    from longlook.kinds.pageload import record_from_fetch
+    from test_store import fetch
+
+    listing = "\n".join(f"v0.{60 + i}.0" for i in range(6))
+    monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "releases").mkdir(parents=True)
+    (tmp_path / "cache" / "releases" / "quic-go.json").write_text(listing)
+    scenario = tmp_path / "cell.toml"
+    scenario.write_text(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"\n', "")
+                        .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""))
+    rng = np.random.default_rng(30)
+    ran = []
+
+    def run_cells(self, store, cells):  # the per-round loop of Runner._run_cell, minus the testbed
+        for cell in cells:
+            done = {(r, a) for r, a in zip(store.runs_frame()["round"], store.runs_frame()["arm"])} \
+                if len(store.runs_frame()) else set()
+            for r in range(self.scenario.rounds):
+                for i, arm in enumerate(self.scenario.arm_list()):
+                    if (r, arm.label) in done:
+                        continue
+                    version = arm.label.rpartition("-")[2]
+                    plt = (4000.0 if version < "v0.64.0" else 800.0) * rng.lognormal(0, 0.08)
+                    store.record_run(record_from_fetch(fetch("h3", plt=plt), run_id=f"{arm.label}-{r}-{len(ran)}",
+                                                       cell_id=cell.id, round=r, position=i, arm=arm.label))
+                    ran.append((self.out_dir.name, r, arm.label))
+                if not self._needs_more_rounds(store, cell):
+                    break
+
+    monkeypatch.setattr(Runner, "run_cells", run_cells)
+    monkeypatch.setattr(Runner, "_versions", lambda self: {})
+    monkeypatch.setattr(type(get_kind("pageload")), "prepare", lambda self, sc: {})
+    out = tmp_path / "bisect"
+    args = dict(stack="quic-go", good="v0.60.0", bad="v0.65.0", scenario=scenario, metric=None, threshold=None,
+                alpha=None, min_rounds=6, max_rounds=30, out=out, json_out=None, junit_out=tmp_path / "j.xml",
+                link_check=False)
+    bisect_command(**args)
+    printed = capsys.readouterr().out
+    assert "the metric first changed in v0.64.0 (after v0.63.0)" in printed
+    doc = json.loads((out / "bisect.json").read_text())
+    assert doc["outcome"] == "found" and doc["first_changed"] == "v0.64.0"
+    assert [s["rounds"] for s in doc["steps"]] == [6] * len(doc["steps"])
+    runs_per_step = {d: sum(1 for x in ran if x[0] == d) for d in {x[0] for x in ran}}
+    assert runs_per_step["step-0-ends"] == 12 and all(v == 18 for k, v in runs_per_step.items() if k != "step-0-ends")
+    assert (out / "bisect.html").read_text().count("<tr><td class=num>") == len(doc["steps"])
+    assert 'failures="' in (tmp_path / "j.xml").read_text()
+    before = len(ran)
+    bisect_command(**args)  # resumed: every step is read back, none measured again
+    assert len(ran) == before and "first changed in v0.64.0" in capsys.readouterr().out

@@ -143,3 +143,120 @@ def test_percent_difference_with_a_zero_or_negative_baseline():
     assert math.isnan(percent_difference([1.0, 2.0], [0.0, 0.0]))
     c = compare_samples([1.0, 1.2, 0.9, 1.1], [0.0, 0.0, 0.0, 0.0], alpha=0.05)
     assert math.isnan(c.percent_difference) and c.verdict.value == "b_faster"
+
+
+# --- survivorship: a significant verdict must survive the runs that did not complete ---
+
+SURVIVORS_H3 = [820.0, 850.0, 870.0, 900.0, 905.0, 930.0, 960.0]  # the 3 slowest of 10 timed out
+ALL_H2 = [900.0, 940.0, 980.0, 1000.0, 1010.0, 1040.0, 1060.0, 1100.0, 1130.0, 1170.0]
+
+
+def test_a_difference_that_needs_the_missing_runs_to_be_fast_is_survivorship():
+    """h3 completed 7/10, h2 10/10 (Fisher p = 0.21: no alarm). Over the survivors Welch
+    says h3 faster (p < 0.01); with the 3 missing h3 loads slower than every observed load,
+    Mann-Whitney says nothing: the verdict is survivorship, with the reason in words."""
+    from longlook.core.stats import Completion
+
+    plain = compare_samples(SURVIVORS_H3, ALL_H2)
+    assert plain.verdict is Verdict.A_FASTER and plain.p_value < 0.01
+    c = compare_samples(SURVIVORS_H3, ALL_H2, completion_a=Completion(7, 10), completion_b=Completion(10, 10))
+    assert c.completion_p > 0.05 and c.p_value == plain.p_value  # the test and Fisher as before
+    assert c.verdict is Verdict.SURVIVORSHIP and c.verdict_text == "inconclusive: survivorship"
+    assert c.reason.startswith("h3 completed 7/10, h2 10/10: the difference does not hold if "
+                               "the 3 missing h3 runs were the slowest")
+    assert c.worst_case_p >= 0.01 and c.as_row()["worst_case_p"] == c.worst_case_p
+    # the other arm's missing runs count as the best: h2 missing its 2 fastest is no help to h3
+    both = compare_samples(SURVIVORS_H3, ALL_H2[2:], completion_a=Completion(7, 10), completion_b=Completion(8, 10))
+    assert both.verdict is Verdict.SURVIVORSHIP and "and the 2 missing h2 runs the fastest" in both.reason
+    # a difference large enough survives one missing run of 20 whatever it was
+    fast, slow = np.linspace(500, 600, 19), np.linspace(900, 1000, 20)
+    kept = compare_samples(fast, slow, completion_a=Completion(19, 20), completion_b=Completion(20, 20))
+    assert kept.verdict is Verdict.A_FASTER and kept.worst_case_p < 1e-5
+
+
+def test_the_worst_case_of_a_paired_design_is_a_lost_pair_against_the_claim():
+    from longlook.core.stats import Completion, missing_pairs, survivorship_p
+
+    rng = np.random.default_rng(7)
+    a, b = rng.lognormal(6.3, 0.1, 20), rng.lognormal(6.9, 0.1, 20)
+    assert missing_pairs(12, Completion(12, 14), Completion(14, 14)) == 2
+    assert missing_pairs(12, Completion(13, 14), Completion(13, 14)) == 2  # rounds lost on both sides
+    assert missing_pairs(24, Completion(12, 14), Completion(14, 14)) == 4  # two pairs per round
+    full = compare_samples(a, b, paired=True)
+    one = compare_samples(a, b, paired=True, completion_a=Completion(20, 21), completion_b=Completion(21, 21))
+    assert full.verdict is one.verdict is Verdict.A_FASTER
+    # Wilcoxon: 20 pairs all for A, one more against it with the largest rank: its exact p
+    lr = np.log(a) - np.log(b)
+    assert one.worst_case_p == pytest.approx(2 * sps.wilcoxon(np.r_[lr, 1.0 + np.max(np.abs(lr))],
+                                                               alternative="less").pvalue)
+    # 12 pairs, one lost: at most 1 + 12 of the 91 rank points against A can never reach 0.01
+    twelve = compare_samples(a[:12], b[:12], paired=True, completion_a=Completion(12, 13),
+                             completion_b=Completion(13, 13))
+    assert twelve.verdict is Verdict.SURVIVORSHIP and "the 1 missing h3 run was the slowest" in twelve.reason
+    assert survivorship_p(a[:7], b[:7], Verdict.A_FASTER, lower_is_better=True, paired=True, lost_a=5) > 0.01
+
+
+def test_the_worst_case_check_costs_nothing_when_nothing_is_missing_and_a_little_at_one_in_20():
+    """Power of "h3 faster" (alpha 0.01, 20 rounds a side, lognormal sigma 0.5, h3's median
+    lower by a factor e^-d) with complete data, with and without completions (the same
+    verdicts: nothing missing, nothing checked), and with one random h3 run of 20 missing:
+    the survivors' test alone against the same verdict that must survive the missing run at
+    its worst. Printed: pytest -s."""
+    from longlook.core.stats import Completion
+
+    rng = np.random.default_rng(20)
+    trials = 300
+    print()
+    for design, test, paired in (("welch", "welch", False), ("mann-whitney", "mannwhitney", False),
+                                 ("paired", "welch", True)):
+        for d in (0.45, 0.6):
+            full = same = survivors = checked = 0
+            for _ in range(trials):
+                a, b = rng.lognormal(7 - d, 0.5, 20), rng.lognormal(7, 0.5, 20)
+                c0 = compare_samples(a, b, test=test, paired=paired)
+                c1 = compare_samples(a, b, test=test, paired=paired, completion_a=Completion(20, 20),
+                                     completion_b=Completion(20, 20))
+                assert c1.verdict is c0.verdict and math.isnan(c1.worst_case_p)
+                keep = np.arange(20) != rng.integers(20)
+                xa, xb = a[keep], (b[keep] if paired else b)
+                s0 = compare_samples(xa, xb, test=test, paired=paired)
+                s1 = compare_samples(xa, xb, test=test, paired=paired, completion_a=Completion(19, 20),
+                                     completion_b=Completion(20, 20))
+                full += c0.verdict is Verdict.A_FASTER
+                same += c1.verdict is Verdict.A_FASTER
+                survivors += s0.verdict is Verdict.A_FASTER
+                checked += s1.verdict is Verdict.A_FASTER
+            print(f"power {design:<12} d={d}: complete {full / trials:.2f} "
+                  f"(with completions {same / trials:.2f}); "
+                  f"1 of 20 missing: survivors alone {survivors / trials:.2f}, worst-case checked {checked / trials:.2f}")
+            assert same == full and checked <= survivors
+
+
+def test_holm_adjusts_a_survivorship_checked_verdict_by_its_worst_case_p():
+    """A verdict that had to survive missing runs enters a family by the larger of its test's
+    and its worst case's p, and more p-values (the gate's completion tests) can join it."""
+    from dataclasses import replace
+
+    from longlook.core.stats import holm_family
+
+    clean = _comparison_with_p(0.001, "clean")
+    checked = replace(_comparison_with_p(0.0001, "checked"), worst_case_p=0.006)
+    assert checked.family_p == 0.006 and math.isnan(clean.worst_case_p) and clean.family_p == 0.001
+    out, others = holm_family([clean, checked], [0.3, math.nan])
+    expected = multipletests([0.001, 0.006, 0.3], method="holm")[1]
+    assert [c.p_adjusted for c in out] + [others[0]] == pytest.approx(list(expected))
+    assert math.isnan(others[1])  # no test: outside the family
+    # 2 x 0.006 = 0.012 >= 0.01, though its own test's p (0.0001) would have passed
+    assert [c.verdict for c in out] == [Verdict.A_FASTER, Verdict.INCONCLUSIVE]
+
+
+def test_the_t_tests_by_hand_agree_with_scipy():
+    """core.effects computes Welch's and the paired t's p from scipy.special (sps.ttest_*
+    cost a millisecond a call, too slow for the calibration suite): the same numbers."""
+    rng = np.random.default_rng(3)
+    for n, m in ((2, 2), (3, 7), (12, 30)):
+        a, b = rng.lognormal(0, 1, n), rng.lognormal(0.3, 0.5, m)
+        assert compare_samples(a, b).p_value == pytest.approx(sps.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-12)
+        x, y = rng.lognormal(0, 1, m), rng.lognormal(0.2, 1, m)
+        assert compare_samples(x, y, paired=True).p_value == pytest.approx(
+            sps.ttest_rel(np.log(x), np.log(y)).pvalue, rel=1e-12)

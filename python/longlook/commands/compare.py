@@ -37,7 +37,7 @@ def compare(
     threshold: float = typer.Option(2.0, "--threshold", help="A significant change counts only when larger than this (% of BASE's mean)."),
     test: Optional[str] = typer.Option(None, "--test", help="welch or mannwhitney [default: BASE's statistics]."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Significance level [default: BASE's statistics]."),
-    holm: bool = typer.Option(True, "--holm/--no-holm", help="Holm-correct over all tests (cells x arms x metrics)."),
+    holm: bool = typer.Option(True, "--holm/--no-holm", help="Holm-correct over all tests (cells x arms x metrics, and the completions of each cell x arm)."),
     metric: Optional[List[str]] = typer.Option(None, "--metric", help="Only this metric (repeatable) (default: all of the kind's; history: the first)."),
     vary: Optional[List[str]] = typer.Option(None, "--vary", help="A parameter that is the change under test (e.g. max_cwnd_packets): left out of cell matching."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON to this file, or to stdout with `--json -` (instead of the table)."),

@@ -28,9 +28,10 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
-from scipy import stats as sps
+from scipy import special
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,33 @@ NAN = math.nan
 
 
 def _t(confidence: float, df) -> np.ndarray | float:
-    return sps.t.ppf(0.5 + confidence / 2, df)
+    # scipy.special's t quantile: what sps.t.ppf computes, without its per-call overhead
+    # (simulations run the comparison hundreds of thousands of times)
+    return special.stdtrit(df, 0.5 + confidence / 2)
+
+
+def t_p(t: float, df: float) -> float:
+    """Two-sided p of a t statistic (scipy.special, as sps.t.sf does)."""
+    return float(2.0 * special.stdtr(df, -abs(t)))
+
+
+def welch_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Welch's t-test, two-sided: what sps.ttest_ind(a, b, equal_var=False) gives (to 1e-14),
+    at a fraction of its cost. nan when neither sample has spread."""
+    va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
+    se2 = va + vb
+    if not se2 > 0:
+        return NAN
+    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    return t_p((float(np.mean(a)) - float(np.mean(b))) / math.sqrt(se2), df)
+
+
+def one_sample_p(x: np.ndarray) -> float:
+    """The one-sample t-test of mean 0, two-sided (sps.ttest_1samp's p)."""
+    sd = float(np.std(x, ddof=1))
+    if not sd > 0:
+        return NAN if float(np.mean(x)) == 0 else 0.0
+    return t_p(float(np.mean(x)) / (sd / math.sqrt(len(x))), len(x) - 1)
 
 
 def welch_difference(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[float, float, float]:
@@ -111,6 +138,7 @@ def _u_null_counts(n: int, m: int) -> np.ndarray:
     return c
 
 
+@lru_cache(maxsize=4096)
 def _moses_rank(n: int, m: int, confidence: float) -> int:
     """The largest C with P(U <= C - 1) <= (1 - confidence) / 2 under H0: the Moses
     interval is the C-th smallest to C-th largest of the n*m differences; 0 = unbounded."""
@@ -119,7 +147,7 @@ def _moses_rank(n: int, m: int, confidence: float) -> int:
         counts = _u_null_counts(min(n, m), max(n, m))
         cdf = np.cumsum(counts) / counts.sum()
         return int(np.searchsorted(cdf, alpha2 + 1e-12, side="right"))
-    z = sps.norm.ppf(1 - alpha2)
+    z = float(special.ndtri(1 - alpha2))
     return max(0, int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12))))
 
 
@@ -149,10 +177,10 @@ def paired_effect(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[Effe
             lr = np.log(a) - np.log(b)
             m = float(np.mean(lr))
             h = float(_t(confidence, n - 1)) * float(np.std(lr, ddof=1)) / math.sqrt(n)
-            p = float(sps.ttest_1samp(lr, 0.0).pvalue)
+            p = one_sample_p(lr)
             return Effect(math.expm1(m), math.expm1(m - h), math.expm1(m + h), dm, dm - hd, dm + hd,
                           "paired t on the log ratio"), p
-        p = float(sps.ttest_1samp(d, 0.0).pvalue)
+        p = one_sample_p(d)
     ref = abs(float(np.mean(b)))
     rel = (dm / ref, (dm - hd) / ref, (dm + hd) / ref) if ref else (NAN, NAN, NAN)
     return Effect(*rel, dm, dm - hd, dm + hd, "paired t on the differences"), p

@@ -2,15 +2,35 @@
 
 Each arm is compared with itself (h3 in CAND against h3 in BASE), on the runs that count
 (core.status) of each side. % change = (mean_CAND - mean_BASE) / |mean_BASE| * 100, with the
-interval, test and verdict of core.stats (Welch by default, or Mann-Whitney). Holm's
-correction runs over every test of the comparison (all cells, arms and metrics), so when
-nothing changed the chance that the gate fails anyway is at most alpha. A change counts
+interval, test and verdict of core.stats (Welch by default, or Mann-Whitney). A change counts
 only when it is significant AND larger than `threshold_pct`: then it is a regression when
 the metric got worse (a time up, a throughput down), an improvement when it got better. The
 direction is the test's, never the sign of a percentage: with BASE's mean at 0 (no stall)
-there is no percentage, and a significant rise is a regression beyond any threshold. An arm
-whose runs completed less often in CAND (Fisher's exact test) has regressed whatever its
-metric says; one that completed more often cannot be compared on its survivors.
+there is no percentage, and a significant rise is a regression beyond any threshold.
+
+Runs that did not complete are judged twice, both inside the one error budget:
+- per cell x arm, the completions themselves (rounds with a counted run of rounds tried,
+  CAND against BASE, Fisher's exact test): a significant drop is a regression ("fewer
+  runs completed"), a significant rise an improvement;
+- per cell x arm x metric, core.stats' survivorship check: a significant change must still
+  hold with the missing runs at their worst for it, else the row is "inconclusive:
+  survivorship" (not judged; it fails only a --strict gate).
+
+The claim: when nothing changed, the gate fails (any regression) with probability at most
+alpha. Holm's correction runs over ONE family: every metric test (all cells, arms and
+metrics, each by core.stats' family_p, the larger of its test's and its worst case's p)
+and every completion test, judged at the gate's alpha. A cell x arm that lost no round on
+either side has no completion test in the family: Fisher's test is conditional on the
+margins, and with no failure on either side every table with those margins has p = 1, so
+it could never fail the gate (Tarone's argument) and a clean experiment pays nothing for
+the completion tests. tests/calibration/test_compare_gate.py simulates identical BASE and
+CAND (lognormal load times, each side's slowest runs failing, 20 rounds), alpha 0.01: 12
+cells x 2 arms at 80% and at 90% completion, the gate failed in 0 of 300 experiments each,
+36 cells at 80% in 0 of 120, where Fisher at 0.05 outside the family failed it 23%, 14% and
+57% of the time. The price is power where runs fail: the worst case a change must survive
+grows with the runs missing on both sides (12 cells, 20 rounds, sigma 0.15, CAND's QUIC
+20% slower: 48% of those rows are regressions with every run complete, 16% at 95%
+completion, 3% at 90%; a completion drop is judged on its own row).
 """
 
 from __future__ import annotations
@@ -23,9 +43,10 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core.kind import Metric
-from ...core.stats import CellComparison, Completion, Test, compare_samples, holm_adjust
+from ...core.stats import CellComparison, Completion, Test, compare_samples, completion_test, holm_family
 from ...core.stats import Verdict as CellVerdict
 from ...core.status import completion, counted_runs
+from ...core.verdicts import verdict_producer
 from ...errors import LonglookError
 from .experiments import Side
 from .matching import CellPair, match_cells, varied
@@ -41,6 +62,7 @@ class Verdict(str, Enum):
     SURVIVORSHIP = "inconclusive: survivorship"
 
 
+COMPLETION = "completion"  # the metric name of a cell x arm's completion row
 UNJUDGED = (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP)  # fail only a --strict gate
 
 
@@ -127,29 +149,59 @@ def counted_values(side: Side, cell_id: str, arm: str, metric: str) -> np.ndarra
     return good[metric].to_numpy(dtype=float)
 
 
-def arm_completion(side: Side, cell_id: str, arm: str, metric: str) -> Completion | None:
-    """Rounds of the arm in the cell that ended with a counted run, of those tried."""
+def arm_completion(side: Side, cell_id: str, arm: str, metric: str | None) -> Completion | None:
+    """Rounds of the arm in the cell that ended with a counted run (with `metric`, unless
+    None: a run that ended ok over its protocol, path clean), of those tried."""
     runs = side.runs
-    if runs.empty or metric not in runs:
+    if runs.empty or (metric is not None and metric not in runs):
         return None
     done = completion(runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)], metric,
                       exclude_flagged=side.scenario.fidelity.exclude_flagged)
     return Completion(int(done["counted"].iloc[0]), int(done["rounds"].iloc[0])) if len(done) else None
 
 
+@dataclass(frozen=True)
+class MetricInput:
+    """What the gate compares in one cell x arm x metric: each side's counted values and
+    its completion for that metric."""
+
+    pair: CellPair
+    arm: str
+    metric: Metric
+    cand: np.ndarray
+    base: np.ndarray
+    cand_done: Completion | None
+    base_done: Completion | None
+
+
+@dataclass(frozen=True)
+class ArmCompletion:
+    """One cell x arm: the rounds of each side that ended with a counted run."""
+
+    pair: CellPair
+    arm: str
+    cand: Completion
+    base: Completion
+
+    @property
+    def tested(self) -> bool:
+        """A round was lost on either side: otherwise Fisher's p is 1 whatever happened."""
+        return self.cand.counted < self.cand.tried or self.base.counted < self.base.tried
+
+    @property
+    def p(self) -> float:
+        return completion_test(self.cand, self.base)
+
+
 def _judge(c: CellComparison, change_pct: float, s: Settings) -> tuple[Verdict, str]:
-    """The gate's verdict on core.stats' comparison of CAND (a) against BASE (b)."""
+    """The gate's verdict on core.stats' comparison of CAND (a) against BASE (b), after Holm."""
     if c.verdict is CellVerdict.INSUFFICIENT:
         return Verdict.INSUFFICIENT, c.reason
     if c.verdict is CellVerdict.NOT_TESTABLE:
         if c.a.sd == 0 and c.b.sd == 0 and c.a.mean == c.b.mean:
             return Verdict.NO_CHANGE, f"identical values on both sides ({c.a.mean:g})"
         return Verdict.NOT_TESTABLE, c.reason
-    if c.verdict is CellVerdict.SURVIVORSHIP:
-        ca, cb = c.completion_a, c.completion_b
-        if ca is not None and cb is not None and ca.share < cb.share:
-            return Verdict.REGRESSION, (f"fewer runs completed: CAND {ca} vs BASE {cb} "
-                                        f"(Fisher p = {c.completion_p:.2g})")
+    if c.verdict is CellVerdict.SURVIVORSHIP:  # the completions have their own row
         return Verdict.SURVIVORSHIP, c.reason
     if not c.verdict.significant:
         return Verdict.NO_CHANGE, ""
@@ -162,27 +214,59 @@ def _judge(c: CellComparison, change_pct: float, s: Settings) -> tuple[Verdict, 
     return (Verdict.IMPROVEMENT if c.verdict is CellVerdict.A_FASTER else Verdict.REGRESSION), note
 
 
-def _compare_one(base: Side, cand: Side, pair: CellPair, arm: str, metric: Metric, s: Settings) -> CellComparison:
-    xb = counted_values(base, pair.base_id, arm, metric.name)
-    xc = counted_values(cand, pair.cand_id, arm, metric.name)
-    return compare_samples(xc, xb, a_label="cand", b_label="base", cell_id=f"{pair.base_id}|{arm}|{metric.name}",
-                           alpha=s.alpha, test=s.test, confidence=s.confidence, metric=metric.name,
-                           lower_is_better=metric.lower_is_better,
-                           completion_a=arm_completion(cand, pair.cand_id, arm, metric.name),
-                           completion_b=arm_completion(base, pair.base_id, arm, metric.name),
+def _compare_one(x: MetricInput, s: Settings) -> CellComparison:
+    return compare_samples(x.cand, x.base, a_label="cand", b_label="base",
+                           cell_id=f"{x.pair.base_id}|{x.arm}|{x.metric.name}",
+                           alpha=s.alpha, test=s.test, confidence=s.confidence, metric=x.metric.name,
+                           lower_is_better=x.metric.lower_is_better,
+                           completion_a=x.cand_done, completion_b=x.base_done,
                            survivorship_alpha=s.survivorship_alpha)
 
 
-def _change(c: CellComparison, pair: CellPair, arm: str, metric: Metric, s: Settings) -> Change:
+def _change(c: CellComparison, x: MetricInput, s: Settings) -> Change:
     # core.stats' % difference is positive when A (CAND) is better; a change is CAND - BASE
-    sign = -1.0 if metric.lower_is_better else 1.0
+    sign = -1.0 if x.metric.lower_is_better else 1.0
     change, lo, hi = sign * c.percent_difference, *sorted((sign * c.ci_low, sign * c.ci_high))
     verdict, note = _judge(c, change, s)
-    return Change(cell_id=pair.base_id, cand_cell_id=pair.cand_id, arm=arm, metric=metric.name,
-                  unit=metric.unit, better=metric.better, n_base=c.b.n, n_cand=c.a.n,
+    return Change(cell_id=x.pair.base_id, cand_cell_id=x.pair.cand_id, arm=x.arm, metric=x.metric.name,
+                  unit=x.metric.unit, better=x.metric.better, n_base=c.b.n, n_cand=c.a.n,
                   mean_base=c.b.mean, mean_cand=c.a.mean, change_pct=change, ci_low=lo, ci_high=hi,
                   change=c.diff, change_low=c.diff_low, change_high=c.diff_high,
-                  p_value=c.p_value, p_adjusted=c.p_adjusted, verdict=verdict, note=note, dims=pair.dims)
+                  p_value=c.p_value, p_adjusted=c.p_adjusted, verdict=verdict, note=note, dims=x.pair.dims)
+
+
+def _completion_change(t: ArmCompletion, p_adjusted: float, s: Settings) -> Change:
+    """The row of one cell x arm's completion test: a regression when CAND completed
+    significantly fewer rounds (the p Holm-adjusted with the metric tests)."""
+    sb, sc = t.base.share, t.cand.share
+    p = t.p
+    holm = f", Holm {p_adjusted:.2g}" if s.holm else ""
+    said = f"CAND {t.cand} vs BASE {t.base} (Fisher p = {p:.2g}{holm})"
+    if p_adjusted < s.alpha and sc < sb:
+        verdict, note = Verdict.REGRESSION, f"fewer runs completed: {said}"
+    elif p_adjusted < s.alpha and sc > sb:
+        verdict, note = Verdict.IMPROVEMENT, f"more runs completed: {said}"
+    else:
+        verdict, note = Verdict.NO_CHANGE, said
+    return Change(cell_id=t.pair.base_id, cand_cell_id=t.pair.cand_id, arm=t.arm, metric=COMPLETION,
+                  unit="share of rounds", better="higher", n_base=t.base.tried, n_cand=t.cand.tried,
+                  mean_base=sb, mean_cand=sc, change_pct=(sc - sb) / sb * 100 if sb else math.nan,
+                  ci_low=math.nan, ci_high=math.nan, change=sc - sb, change_low=math.nan, change_high=math.nan,
+                  p_value=p, p_adjusted=float(p_adjusted), verdict=verdict, note=note, dims=t.pair.dims)
+
+
+def judge_changes(inputs: Sequence[MetricInput], completions: Sequence[ArmCompletion],
+                  s: Settings) -> list[Change]:
+    """The gate's verdicts from what each side measured: every metric row (core.stats'
+    comparison) and every completion row, Holm over all of them together when `s.holm`."""
+    comparisons = [_compare_one(x, s) for x in inputs]
+    tested = [t for t in completions if t.tested]
+    if s.holm:
+        comparisons, p_tested = holm_family(comparisons, [t.p for t in tested])
+    else:
+        p_tested = np.array([t.p for t in tested])
+    return ([_change(c, x, s) for c, x in zip(comparisons, inputs)]
+            + [_completion_change(t, pa, s) for t, pa in zip(tested, p_tested)])
 
 
 def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
@@ -196,12 +280,13 @@ def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
     return [known[n] for n in names]
 
 
+@verdict_producer("compare.gate", "regression / improvement of CAND against BASE (a metric or the completions)")
 def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
                         metrics: Sequence[str] = (), threshold_pct: float = 2.0,
                         alpha: float | None = None, test: Test | None = None,
                         holm: bool = True) -> Comparison:
-    """Every matched cell x arm x metric of BASE vs CAND. alpha, test and confidence default
-    to BASE's [statistics]."""
+    """Every matched cell x arm x metric of BASE vs CAND, and every cell x arm's completion
+    (judge_changes). alpha, test and confidence default to BASE's [statistics]."""
     if not threshold_pct >= 0 or math.isinf(threshold_pct):
         raise LonglookError(f"--threshold: must be a number >= 0, got {threshold_pct:g}")
     if test is not None and test not in ("welch", "mannwhitney"):
@@ -213,10 +298,15 @@ def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
                  confidence=st.confidence, survivorship_alpha=st.survivorship_alpha)
     pairs = match_cells(base, cand, vary)
     chosen = pick_metrics(base, metrics)
-    keys = [(p, arm, m) for p in pairs for arm in base.arms for m in chosen]
-    comparisons = [_compare_one(base, cand, p, arm, m, s) for p, arm, m in keys]
-    if holm:
-        comparisons = holm_adjust(comparisons)
-    changes = [_change(c, p, arm, m, s) for c, (p, arm, m) in zip(comparisons, keys)]
-    return Comparison(base, cand, s, changes, varied(base, cand, vary),
+    inputs = [MetricInput(p, arm, m, counted_values(cand, p.cand_id, arm, m.name),
+                          counted_values(base, p.base_id, arm, m.name),
+                          arm_completion(cand, p.cand_id, arm, m.name), arm_completion(base, p.base_id, arm, m.name))
+              for p in pairs for arm in base.arms for m in chosen]
+    completions = []
+    for p in pairs:
+        for arm in base.arms:
+            c, b = arm_completion(cand, p.cand_id, arm, None), arm_completion(base, p.base_id, arm, None)
+            if c is not None and b is not None:
+                completions.append(ArmCompletion(p, arm, c, b))
+    return Comparison(base, cand, s, judge_changes(inputs, completions, s), varied(base, cand, vary),
                       path_setup_differences(base.experiment.get("versions"), cand.experiment.get("versions")))

@@ -46,7 +46,9 @@ def comparison_section(comparison: Comparison) -> Section:
     note = (f'<p class="note">% change = (CAND &minus; BASE) / BASE &times; 100 of the mean, per arm; '
             f"{s.confidence:.0%} interval (Fieller's for Welch, Moses' for Mann-Whitney); {test}, "
             f"{'Holm-corrected over all ' + str(len(comparison.changes)) + ' tests' if s.holm else 'no correction'}; "
-            f"a change counts when p &lt; {s.alpha:g} and |change| &gt; {s.threshold_pct:g}%.</p>")
+            f"a change counts when p &lt; {s.alpha:g} and |change| &gt; {s.threshold_pct:g}%; "
+            f"a completion row (where a side lost rounds): Fisher's exact test of the share of "
+            f"rounds that ended with a counted run, in the same family.</p>")
     table = ('<div class="scroll"><table class="data" id="changes"><thead><tr><th>cell</th><th>arm</th>'
              "<th>metric</th><th>n BASE / CAND</th><th>mean BASE &rarr; CAND</th><th>change</th><th>CI</th>"
              f"<th>p{' (Holm)' if s.holm else ''}</th><th>verdict</th></tr></thead><tbody>"

@@ -7,7 +7,8 @@ stacks/release_arms.py), whatever its kind: page loads (the metric: page load ti
 (Jain's index; the arm runs every flow of the matchup on that release) or video (QoE; the h3
 arm per release, h2 unchanged); here they are put back in release order. Change points come from
 E-Divisive on the per-release means (analyses/compare/history.py: the same permutation test,
-Bonferroni over the series). Its limit is stated with every result: with N releases the
+Bonferroni over the series it tests: those with 3 or more releases measured). Its limit is
+stated with every result: with N releases the
 smallest p its permutation test can give is 2/C(N, N//2), so fewer than 8 releases can show
 no change at 0.05; and two releases whose intervals overlap cannot be told apart, so a change
 much smaller than the releases' interval half-width goes unseen. At each change point the
@@ -15,6 +16,10 @@ runs of the last release before it and the first after it are compared by `state
 (analyses/states/diff.py): transitions that appear, vanish or change frequency. A fairness run
 is several flows at once and has no one connection's trace, so a fairness sweep has no states
 diff (its history says so); a video run's diff is its session's connection.
+
+Calibrated (tests/calibration/test_bisect.py): sweeps of 8-16 releases with no change
+(lognormal runs, CV 5-15%, a few failed runs) show a change point in any series at most
+`pvalue` of the time.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from scipy import stats as sps
 
 from ...core.analysis import analyse
 from ...core.store import Store
+from ...core.verdicts import verdict_producer
 from ..compare.history import (ChangePoint, _describe, e_divisive, min_experiments, permutations_for,
                                smallest_p)
 from ..states.diff import StateDiff, compare as states_compare, protocols_in
@@ -54,6 +60,11 @@ class ReleaseSeries:
     change_points: list[ChangePoint] = field(default_factory=list)
     diffs: dict[int, list[StateDiff]] = field(default_factory=dict)  # change point index -> per protocol
 
+    def tested(self) -> bool:
+        """Whether E-Divisive runs on it (3 releases measured or more): counted in the
+        correction."""
+        return sum(not math.isnan(p.mean) for p in self.points) >= 3
+
     def halfwidth_pct(self) -> float:
         """The median release's interval half-width, % of its mean: about the smallest change
         the sweep can separate between two releases."""
@@ -72,7 +83,6 @@ class ReleaseHistory:
     permutations: int
     note: str = ""  # what this sweep's history does not hold, and why
 
-
     def limit(self) -> str:
         """What this sweep can detect, in words."""
         n = max((len(s.points) for s in self.series), default=0)
@@ -83,8 +93,14 @@ class ReleaseHistory:
         if smallest_p(n) > self.series_pvalue:
             return (f"no change can be significant: {n} releases give E-Divisive a smallest p of "
                     f"{smallest_p(n):.3g} > {self.series_pvalue:.3g}; it needs {need}{size}")
+        tested = sum(s.tested() for s in self.series)  # the family change_points divided by
+        untested = len(self.series) - tested
+        if not tested:
+            return f"no series has 3 releases measured: E-Divisive tested nothing{size}"
+        family = (f"Bonferroni over the {tested} series tested; {untested} with fewer than 3 releases "
+                  f"measured not tested" if untested else f"Bonferroni over {tested} series")
         return (f"E-Divisive over {n} releases, each series at p <= {self.series_pvalue:.3g} "
-                f"(Bonferroni over {len(self.series)}){size}")
+                f"({family}){size}")
 
 
 def _version_key(v: str):
@@ -110,7 +126,8 @@ def swept_arms(scenario) -> dict[str, list[tuple[str, str]]]:
     return {f: sorted(arms, key=lambda t: _version_key(t[1])) for f, arms in out.items()}
 
 
-def _point(values: np.ndarray, version: str, arm: str) -> ReleasePoint:
+def release_point(values: np.ndarray, version: str, arm: str) -> ReleasePoint:
+    """A release's mean over its counted values with the 95% t-interval of the mean."""
     n = len(values)
     mean = float(values.mean()) if n else math.nan
     if n >= 2 and values.std(ddof=1) > 0:
@@ -120,6 +137,7 @@ def _point(values: np.ndarray, version: str, arm: str) -> ReleasePoint:
     return ReleasePoint(version, arm, n, mean, float(low), float(high))
 
 
+@verdict_producer("releases.history", "a change point in a release sweep's per-release means")
 def release_history(directory: str | Path, *, metric: str | None = None, pvalue: float = 0.05,
                     diffs: bool = True) -> ReleaseHistory | None:
     """None when the experiment sweeps no releases."""
@@ -137,29 +155,40 @@ def release_history(directory: str | Path, *, metric: str | None = None, pvalue:
             pts = []
             for label, version in arms:
                 v = counted[(counted["cell_id"] == cell) & (counted["arm"] == label)][m.name]
-                pts.append(_point(v.dropna().to_numpy(float), version, label))
+                pts.append(release_point(v.dropna().to_numpy(float), version, label))
             series.append(ReleaseSeries(cell, family, m.name, pts))
     # a fairness run is all its flows at once: no one connection's trace to diff
     traced = getattr(an.kind, "name", None) != "fairness"
     note = "" if traced else ("no state-machine diff at change points: a fairness run is several flows "
                               "at once, with no one connection's trace")
-    tested = [s for s in series if sum(not math.isnan(p.mean) for p in s.points) >= 3]
+    threshold, perms, _ = change_points(series, pvalue)
+    if diffs and traced:
+        for s in series:
+            for cp in s.change_points:
+                before, after = s.points[cp.index - 1], s.points[cp.index]
+                s.diffs[cp.index] = release_states_diff(directory, s.cell_id, (before.arm, before.version),
+                                                        (after.arm, after.version))
+    return ReleaseHistory(series, m.name, m.unit, pvalue, threshold, perms, note)
+
+
+def change_points(series: list[ReleaseSeries], pvalue: float) -> tuple[float, int, int]:
+    """E-Divisive on each series with 3 or more releases measured, each at pvalue / (their
+    number); sets each series' change_points. Returns (that threshold, the permutations, the
+    number of series tested)."""
+    tested = [s for s in series if s.tested()]
     threshold = pvalue / max(1, len(tested))
     perms = permutations_for(threshold)
     for s in tested:
         means = [p.mean for p in s.points]
-        found = e_divisive(means, threshold, perms)
-        s.change_points = _describe(means, found)
-        if diffs and traced:
-            for cp in s.change_points:
-                s.diffs[cp.index] = _state_diffs(directory, s, cp.index)
-    return ReleaseHistory(series, m.name, m.unit, pvalue, threshold, perms, note)
+        s.change_points = _describe(means, e_divisive(means, threshold, perms))
+    return threshold, perms, len(tested)
 
 
-def _state_diffs(directory: Path, s: ReleaseSeries, index: int) -> list[StateDiff]:
-    """The state machines of the release before a change point against the one after it."""
-    before, after = s.points[index - 1], s.points[index]
-    runs_a = load_runs(directory, cell=s.cell_id, arm=before.arm)
-    runs_b = load_runs(directory, cell=s.cell_id, arm=after.arm)
-    return [states_compare(runs_a, runs_b, p, label_a=before.version, label_b=after.version)
+def release_states_diff(directory: str | Path, cell_id: str, before: tuple[str, str],
+                        after: tuple[str, str]) -> list[StateDiff]:
+    """The state machines of one release's runs against another's (each (arm, version)), in
+    one experiment's cell, per protocol: what `states diff` finds at a change."""
+    runs_a = load_runs(directory, cell=cell_id, arm=before[0])
+    runs_b = load_runs(directory, cell=cell_id, arm=after[0])
+    return [states_compare(runs_a, runs_b, p, label_a=before[1], label_b=after[1])
             for p in protocols_in(runs_a + runs_b)]

@@ -11,7 +11,12 @@ QUIC: each ack's latest_rtt, TCP: TCP_INFO's smoothed RTT every 5 ms) is kept as
 slow-stack diagnosis reads it). An envelope is the convex hull of a flow's points
 after dropping the 5% most extreme on each axis (with 40 points or more); the overlap of two envelopes is the area
 of their intersection over the area of their union (Jaccard: 1 = the same envelope, 0 =
-disjoint), computed on a grid over both (scipy's Delaunay for the inside test).
+disjoint), computed on a grid over both (a grid point is inside a hull when it lies on the
+inner side of each of the hull's facets, scipy's ConvexHull).
+
+What "identical" scores: two runs of one sender never overlap fully (an identical stack
+scored 0.76, 5-95% 0.54-0.91, at conformance-quick's ~10 bins; 0.88 at 20, 0.91 at 200), so
+an overlap is read beside the kernel's own round-to-round overlap (envelope_verdict.py).
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from scipy import stats
-from scipy.spatial import Delaunay, QhullError
+from scipy.spatial import ConvexHull, QhullError
 
 from ...flowlog import FlowCounters, RouterQueue
 from .params.trace import ConnTrace
@@ -95,11 +100,28 @@ def sender_queue_ms(trace: ConnTrace | None, edges: np.ndarray, trace_t0_s: floa
     return queue
 
 
-def _inside(points: np.ndarray, grid: np.ndarray) -> np.ndarray:
+def _row_spans(points: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For each grid row (y = g[j]), the grid columns [start, stop) whose centres lie inside
+    the points' convex hull: on the inner side of each facet (normal . p + offset <= 0), a
+    convex hull holding one interval of each row. None when the hull has no area."""
     try:
-        return Delaunay(points).find_simplex(grid) >= 0
+        facets = ConvexHull(points).equations
     except (QhullError, ValueError):
-        return np.zeros(len(grid), dtype=bool)  # fewer than 3 points, or all on a line
+        return None  # fewer than 3 points, or all on a line
+    nx, ny, c = facets[:, 0:1], facets[:, 1:2], facets[:, 2:3]
+    rhs = EDGE - c - ny * g[None, :]  # nx * x <= rhs, one column per row
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bound = rhs / nx
+    flat = np.abs(nx[:, 0]) <= 1e-15
+    hi = np.min(np.where(nx > 1e-15, bound, np.inf), axis=0)
+    lo = np.max(np.where(nx < -1e-15, bound, -np.inf), axis=0)
+    empty = np.any((rhs < 0) & flat[:, None], axis=0)  # a horizontal facet excludes the row
+    start = np.searchsorted(g, lo, side="left")
+    stop = np.where(empty, start, np.maximum(np.searchsorted(g, hi, side="right"), start))
+    return start, stop
+
+
+EDGE = 1e-12  # a grid point this close outside a facet counts as inside
 
 
 def overlap(a: np.ndarray, b: np.ndarray) -> float:
@@ -113,11 +135,14 @@ def overlap(a: np.ndarray, b: np.ndarray) -> float:
     # each axis scaled to [0, 1] (the ratio of areas does not change) so neither dominates
     a_s, b_s = (a - lo) / span, (b - lo) / span
     g = (np.arange(GRID) + 0.5) / GRID
-    grid = np.array(np.meshgrid(g, g)).reshape(2, -1).T
-    ia, ib = _inside(a_s, grid), _inside(b_s, grid)
-    if not ia.any() or not ib.any():
+    ra, rb = _row_spans(a_s, g), _row_spans(b_s, g)
+    if ra is None or rb is None:
         return math.nan
-    return float((ia & ib).sum() / (ia | ib).sum())
+    size_a, size_b = ra[1] - ra[0], rb[1] - rb[0]
+    if not size_a.sum() or not size_b.sum():
+        return math.nan
+    both_in = np.maximum(np.minimum(ra[1], rb[1]) - np.maximum(ra[0], rb[0]), 0)
+    return float(both_in.sum() / (size_a + size_b - both_in).sum())
 
 
 def mean_interval(values, confidence: float = 0.95) -> tuple[float, float, float, int]:

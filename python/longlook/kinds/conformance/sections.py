@@ -1,6 +1,8 @@
 """The conformance section of the report: per stack and congestion control, how close its
-envelope is to the kernel's (overlap with its interval across rounds), its share beside the
-kernel (paired per run), and every parameter with the specification's value beside it."""
+envelope is to the kernel's (overlap with its interval across rounds) beside how close the
+kernel's is to itself, with the verdict from the difference; its share beside the kernel
+(paired per run); and every parameter with the kernel's values, the specification's bound
+and the verdict across runs beside it."""
 
 from __future__ import annotations
 
@@ -11,9 +13,11 @@ import pandas as pd
 
 from ...core.status import counted_runs
 from ...render.html import Section
-from .aggregate import diagnose, envelope_overlaps, overlap_summary, parameter_summary, share_comparisons
+from .aggregate import (diagnose, envelope_overlaps, envelope_verdicts, overlap_summary, parameter_summary,
+                        share_comparisons)
 
-VERDICT_CLASS = {"conforms": "better", "deviates": "worse", "not measurable": "inconclusive"}
+VERDICT_CLASS = {"conforms": "better", "deviates": "worse", "not measurable": "inconclusive",
+                 "inconclusive": "inconclusive", "outside the bound": "worse", "differs": "worse"}
 
 
 def _n(x, fmt: str = "{:.3g}") -> str:
@@ -38,61 +42,99 @@ def cell_labels(store) -> dict[str, str]:
     return out
 
 
+def _verdict(text: str, detail: str = "") -> str:
+    cls = VERDICT_CLASS.get(text, "")
+    return f'<span class="{cls}">{escape(text)}</span>' + (f" ({escape(detail)})" if detail else "")
+
+
 def conformance_html(store, analysis) -> str:
     runs = analysis.runs
     if runs.empty:
         return ""
     labels = cell_labels(store)
     flagged_out = analysis.exclude_flagged
-    overlaps = overlap_summary(envelope_overlaps(store, runs, flagged_out), analysis.statistics.confidence)
-    shares = share_comparisons(runs, alpha=analysis.statistics.alpha, exclude_flagged=flagged_out)
+    st = analysis.statistics
+    overlaps = overlap_summary(envelope_overlaps(store, runs, flagged_out), st.confidence)
+    envelopes = envelope_verdicts(store, runs, alpha=st.alpha, holm_cells=st.holm, exclude_flagged=flagged_out)
+    shares = share_comparisons(runs, alpha=st.alpha, exclude_flagged=flagged_out, holm_cells=st.holm,
+                               survivorship_alpha=st.survivorship_alpha)
     counted = counted_runs(runs, "share", exclude_flagged=flagged_out)
     share_mean = counted[counted["arm"] == "shared"].groupby("cell_id")["share"].mean()
     rows = []
     for cid in labels:
         o = overlaps[overlaps["cell_id"] == cid]
+        e = envelopes[envelopes["cell_id"] == cid]
         c = shares.get(cid)
         ov = (f"{_n(o['overlap'].iloc[0], '{:.2f}')} [{_n(o['low'].iloc[0], '{:.2f}')}, "
               f"{_n(o['high'].iloc[0], '{:.2f}')}] (n={int(o['n'].iloc[0])})") if len(o) else "–"
+        own = ev = "–"
+        if len(e):
+            r = e.iloc[0]
+            own = f"{_n(r['within'], '{:.2f}')} (n={int(r['n_kernel'])})"
+            detail = ", ".join(x for x in (f"difference {_n(r['between'] - r['within'], '{:+.2f}')}"
+                                           if r["between"] == r["between"] else "",
+                                           f"p={_n(r['p_adjusted'], '{:.2g}')}" if r["p_value"] == r["p_value"] else "",
+                                           str(r["reason"] or "")) if x)
+            ev = _verdict(r["verdict"], detail)
         sh = _n(share_mean.get(cid), "{:.2f}")
         cmp = (f"{_n(c.percent_difference, '{:+.1f}')}% [{_n(c.ci_low, '{:+.1f}')}, {_n(c.ci_high, '{:+.1f}')}], "
-               f"p={_n(c.p_value, '{:.2g}')}, {escape(str(c.verdict.value if hasattr(c.verdict, 'value') else c.verdict))}"
+               f"p={_n(c.p_adjusted, '{:.2g}')}{' (Holm)' if c.holm else ''}, {escape(c.verdict_text)}"
                ) if c else "–"
-        rows.append([escape(labels[cid]), ov, sh, cmp])
+        rows.append([escape(labels[cid]), ov, own, ev, sh, cmp])
+    holm_note = (" p values are Holm-adjusted across the cells (the scenario's <code>holm</code>)."
+                 if st.holm else "")
     parts = ["<p>Each cell runs, per round, the stack alone, the Linux kernel's implementation of the "
              "same algorithm alone (our endpoint's HTTP/2 over kernel TCP), and both at once. "
              "<b>Envelope overlap</b> (Mishra et al., IMC'23): the area shared by the convex hulls of "
              "the two flows' (throughput at the router, queueing delay) points over the area of their "
-             "union, 1 = the kernel's envelope; mean and 95% t-interval across rounds. "
-             "Queueing delay is measured at the router: the time the flow's packets waited in "
+             "union, 1 = the same envelope; mean and 95% t-interval across rounds. Two runs of one sender "
+             "never overlap fully (how much depends on the number of bins), so beside it is the "
+             "<b>kernel's overlap with itself</b>: the mean over pairs of its runs in different rounds, what "
+             "an identical stack scores here. The <b>envelope verdict</b> comes from the difference between "
+             "the stack's overlap with the kernel (every pair of runs) and the kernel's with itself: "
+             "<i>differs</i> when a permutation test over which runs are the kernel's puts it below what "
+             f"relabelling gives, at p &lt; {st.alpha:g} (3 rounds a side cannot reach p below 0.05: "
+             "inconclusive). Queueing delay is measured at the router: the time the flow's packets waited in "
              "the emulated buffer (arrival to start of transmission), the same measure for the "
              "kernel and every stack. <b>Share</b>: the stack's part "
-             "of the bottleneck beside the kernel flow (0.5 = equal); the comparison is paired per run.</p>",
-             _table(["cell", "envelope overlap [95% CI]", "share beside kernel",
-                     "stack vs kernel throughput (shared, paired)"], rows)]
+             "of the bottleneck beside the kernel flow (0.5 = equal); the comparison is paired per run." + holm_note
+             + "</p>",
+             _table(["cell", "envelope overlap with the kernel [95% CI]", "kernel with itself",
+                     "envelope verdict", "share beside kernel", "stack vs kernel throughput (shared, paired)"], rows)]
     try:
         table = store.table("conformance")
     except Exception:  # noqa: BLE001 - an experiment stopped before its first run
         table = pd.DataFrame()
     if not table.empty:
-        summary = parameter_summary(table, runs, flagged_out)
+        summary = parameter_summary(table, runs, flagged_out, alpha=st.alpha, test=st.test, holm_cells=st.holm,
+                                    survivorship_alpha=st.survivorship_alpha)
         prow = []
         for r in summary.itertuples():
-            cls = VERDICT_CLASS.get(r.verdict, "")
+            detail = ", ".join(x for x in (f"p={_n(r.p_adjusted, '{:.2g}')}" if r.p_adjusted == r.p_adjusted else "",
+                                           str(r.reason or "")) if x)
             prow.append([escape(labels.get(r.cell_id, r.cell_id)), escape(f"{r.stack} ({r.version})"), escape(r.cc),
-                         escape(r.parameter), _n(r.measured), _n(r.reference), escape(r.unit),
-                         f'<span class="{cls}">{escape(r.verdict)}</span>', escape(r.verdicts),
-                         escape(r.tolerance), escape(str(r.note))])
+                         escape(r.parameter), escape(r.values), escape(r.kernel_values or ""), escape(r.bound),
+                         _verdict(r.verdict, detail), escape(r.outside), escape(r.self or ""), escape(str(r.note))])
         parts += ["<h3>Parameters against the specifications</h3>",
-                  "<p>Per cell, the stack (alone runs) and the kernel reference (kernel runs): the median "
-                  "measured value, the specification's, and the runs' verdicts (the cell's verdict is the "
-                  "majority of the measurable ones). Initial window: RFC 9002 §7.2 (TCP: RFC 6928); "
+                  "<p>Per cell, the stack (alone runs) and the kernel reference (kernel runs): the per-run values "
+                  "(median [range] (n)), the kernel's values in the stack's specification beside the stack's, "
+                  "and the specification's bound. One run's value against the bound says little (the kernel, "
+                  "the reference, falls outside it in some runs), so the verdict is drawn across runs: "
+                  "<b>deviates</b> only when the scenario's test of the stack's values against the kernel's says "
+                  f"they differ at p &lt; {st.alpha:g} after Holm over the stack's parameters"
+                  + (" and the cells" if st.holm else "") + ", on the side that takes the stack out of the bound "
+                  "(where the kernel's log has no values, the stack's centre against the bound with its own "
+                  f"spread); <b>conforms</b> only when the {1 - 2 * st.alpha:.0%} interval of the stack's centre "
+                  "(the mean on the log scale) lies within the bound; else inconclusive. The kernel's own row: "
+                  "conforms, outside the bound, or inconclusive by the same interval, and how often its runs, "
+                  "split in two, call it deviant from itself. <i>Runs outside</i>: each run's own value against "
+                  "the bound. Initial window: RFC 9002 §7.2 (TCP: RFC 6928); "
                   "multiplicative decrease: RFC 9438 (Cubic 0.7), RFC 5681 (Reno 0.5); Cubic's C from a fit "
                   "of W(t) = C(t−K)³ + W_max (RFC 9438 §4.2); slow-start exit: the RTT rise at the exit "
                   "against HyStart++'s eta (RFC 9406); pacing: bursts against the initial window "
                   "(RFC 9002 §7.7); ACK frequency: RFC 9000 §13.2.2; datagram size: RFC 9000 §14.</p>",
-                  _table(["cell", "who", "cc", "parameter", "measured", "reference", "unit", "verdict", "runs",
-                          "tolerance", "last run's note"], prow)]
+                  _table(["cell", "who", "cc", "parameter", "runs' values", "kernel's values", "bound", "verdict",
+                          "runs outside", "kernel against itself", "last run's note"], prow)]
     parts += diagnosis_html(store, runs, labels, flagged_out) + fingerprint_html(store)
     return "\n".join(parts)
 

@@ -46,17 +46,21 @@ def _figure(h: ReleaseHistory, s: ReleaseSeries, i: int) -> str:
     return svg
 
 
+def change_item(before: str, after: str, size: str, diffs: list) -> str:
+    """One change between two releases as a list item: its size (plain text) and what the
+    state machine did differently (`states diff`, analyses.states.diff.StateDiff per protocol)."""
+    moved = []
+    for d in diffs:
+        rows = d.rows[d.rows["status"] != "same"]
+        moved += [f"{escape(r.item)} {escape(r.status)} ({d.protocol})" for r in rows.itertuples()]
+    what = "; ".join(moved[:8]) if moved else "no state-machine item changed significantly"
+    return f"<li>{escape(before)} → {escape(after)}: {escape(size)}; {what}</li>"
+
+
 def _diffs(s: ReleaseSeries) -> str:
-    items = []
-    for cp in s.change_points:
-        before, after = s.points[cp.index - 1].version, s.points[cp.index].version
-        moved = []
-        for d in s.diffs.get(cp.index, []):
-            rows = d.rows[d.rows["status"] != "same"]
-            moved += [f"{escape(r.item)} {escape(r.status)} ({d.protocol})" for r in rows.itertuples()]
-        what = "; ".join(moved[:8]) if moved else "no state-machine item changed significantly"
-        items.append(f"<li>{escape(before)} → {escape(after)}: {cp.change_pct:+.1f}% (p {cp.p:.3g}); "
-                     f"{what}</li>")
+    items = [change_item(s.points[cp.index - 1].version, s.points[cp.index].version,
+                         f"{cp.change_pct:+.1f}% (p {cp.p:.3g})", s.diffs.get(cp.index, []))
+             for cp in s.change_points]
     return f"<ul>{''.join(items)}</ul>" if items else "<p>No change point.</p>"
 
 

@@ -7,14 +7,20 @@ TCP: our server's log counts no incoming segments: not measurable."""
 
 from __future__ import annotations
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace
 
 PARAMETER = "packets_per_ack"
 UNIT = "packets"
 REFERENCE = 2.0
-TOLERANCE = "1-2.5 data packets per ack"
+LOW, HIGH = 1.0, 2.5
+TOLERANCE = f"{LOW:g}-{HIGH:g} data packets per ack"
 MIN_PACKETS = 50
+
+
+def bound(reference: float = REFERENCE, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: one ACK every packet to every 2.5 packets (a little slack over 2)."""
+    return LOW, HIGH
 
 
 def ack_frequency(tr: ConnTrace) -> ParamResult:
@@ -33,5 +39,5 @@ def ack_frequency(tr: ConnTrace) -> ParamResult:
         return not_measurable(PARAMETER, UNIT, "no acknowledging packet received", REFERENCE, TOLERANCE)
     ratio = len(data) / acks
     how = "packets with an ACK frame" if known else "all 1-RTT packets received (the log lists no frames)"
-    return judged(PARAMETER, ratio, REFERENCE, UNIT, 1.0 <= ratio <= 2.5, TOLERANCE,
+    return judged(PARAMETER, ratio, REFERENCE, UNIT, within(ratio, bound()), TOLERANCE,
                   f"{len(data)} data packets, {acks} {how}")

@@ -5,7 +5,7 @@ timestamps)."""
 
 from __future__ import annotations
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import QUIC_MIN_DATAGRAM, ConnTrace
 
 PARAMETER = "max_datagram"
@@ -17,13 +17,19 @@ def reference(tcp: bool, mtu: int = PATH_MTU) -> float:
     return float(mtu - 40) if tcp else float(mtu - 28)
 
 
+def bound(reference: float, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: a TCP segment at most the MSS of the MTU, a QUIC datagram from 1200
+    bytes to what the MTU carries (`reference`)."""
+    return (-float("inf") if tcp else float(QUIC_MIN_DATAGRAM)), reference
+
+
 def datagram_size(tr: ConnTrace, mtu: int = PATH_MTU) -> ParamResult:
     ref = reference(tr.is_tcp, mtu)
     if tr.is_tcp:
         mss = tr.mss
         if not mss:
             return not_measurable(PARAMETER, UNIT, "the TCP log has no MSS", ref)
-        return judged(PARAMETER, mss, ref, UNIT, mss <= ref, f"at most {ref:.0f} (MTU {mtu})",
+        return judged(PARAMETER, mss, ref, UNIT, within(mss, bound(ref, tcp=True)), f"at most {ref:.0f} (MTU {mtu})",
                       "the sender's MSS (TCP_INFO)")
     sizes = tr.sent["size"].dropna()
     if sizes.empty:
@@ -32,5 +38,5 @@ def datagram_size(tr: ConnTrace, mtu: int = PATH_MTU) -> ParamResult:
     tol = f"{QUIC_MIN_DATAGRAM}-{ref:.0f} (MTU {mtu})"
     full = sizes[sizes >= QUIC_MIN_DATAGRAM]
     share = len(full) / len(sizes)
-    return judged(PARAMETER, biggest, ref, UNIT, QUIC_MIN_DATAGRAM <= biggest <= ref, tol,
+    return judged(PARAMETER, biggest, ref, UNIT, within(biggest, bound(ref)), tol,
                   f"{len(sizes)} packets, {share:.0%} of them ≥ {QUIC_MIN_DATAGRAM} B")

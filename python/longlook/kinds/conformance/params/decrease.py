@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace, loss_events
 
 PARAMETER = "multiplicative_decrease"
@@ -15,6 +15,11 @@ UNIT = "ratio"
 BETA = {"cubic": 0.7, "reno": 0.5, "newreno": 0.5}
 TOLERANCE_ABS = 0.05
 TOLERANCE = f"median within ±{TOLERANCE_ABS} of beta"
+
+
+def bound(beta: float, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: beta +- TOLERANCE_ABS."""
+    return beta - TOLERANCE_ABS, beta + TOLERANCE_ABS
 
 
 def multiplicative_decrease(tr: ConnTrace, cc: str) -> ParamResult:
@@ -27,5 +32,5 @@ def multiplicative_decrease(tr: ConnTrace, cc: str) -> ParamResult:
     if ratios.size == 0:
         return not_measurable(PARAMETER, UNIT, "no loss episode in the log", beta, TOLERANCE)
     med = float(np.median(ratios))
-    return judged(PARAMETER, med, beta, UNIT, abs(med - beta) <= TOLERANCE_ABS, TOLERANCE,
+    return judged(PARAMETER, med, beta, UNIT, within(med, bound(beta)), TOLERANCE,
                   f"{ratios.size} episodes, ratios {ratios.min():.2f}-{ratios.max():.2f}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import curve_fit
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace, loss_events
 
 PARAMETER = "cubic_c"
@@ -27,6 +27,11 @@ MIN_SAMPLES = 8
 MIN_EPOCH_MS, MIN_EPOCH_RTTS = 500.0, 10  # shorter, a cubic's C cannot be told from its slope
 BETA = 0.7
 R2_MIN = 0.9
+
+
+def bound(reference: float = C_REFERENCE, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: C within +-TOLERANCE_REL of the reference."""
+    return reference * (1 - TOLERANCE_REL), reference * (1 + TOLERANCE_REL)
 
 
 def cubic(t, c, k, w_max):
@@ -108,5 +113,4 @@ def cubic_growth(tr: ConnTrace, cc: str) -> ParamResult:
     if r2 < R2_MIN:
         return not_measurable(PARAMETER, UNIT, f"the cubic does not fit the growth ({note}): Reno-friendly "
                               "region or too short an epoch", C_REFERENCE, TOLERANCE)
-    return judged(PARAMETER, c, C_REFERENCE, UNIT, abs(c - C_REFERENCE) <= TOLERANCE_REL * C_REFERENCE,
-                  TOLERANCE, note)
+    return judged(PARAMETER, c, C_REFERENCE, UNIT, within(c, bound(C_REFERENCE)), TOLERANCE, note)

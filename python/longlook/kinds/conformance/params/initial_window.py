@@ -8,7 +8,7 @@ window is judged against each size it sent first and the closest is named in the
 
 from __future__ import annotations
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace
 
 PARAMETER = "initial_window"
@@ -21,6 +21,14 @@ def reference_bytes(max_datagram: float, tcp: bool = False) -> float:
     if tcp:
         return min(10 * max_datagram, max(2 * max_datagram, 14600))
     return min(10 * max_datagram, max(14720, 2 * max_datagram))
+
+
+def bound(reference: float, tcp: bool = False, max_datagram: float | None = None) -> tuple[float, float]:
+    """What conforms: within one max datagram of the reference; where the datagram size is
+    not known (the summary across runs), a tenth of the reference, which is 10 datagrams
+    for every size up to 1472 bytes (1460 for TCP)."""
+    slack = max_datagram if max_datagram else reference / 10
+    return reference - slack, reference + slack
 
 
 def initial_window(tr: ConnTrace) -> ParamResult:
@@ -36,7 +44,7 @@ def initial_window(tr: ConnTrace) -> ParamResult:
     mdg = min(sizes, key=lambda size: abs(measured - reference_bytes(size, tr.is_tcp)))
     ref = reference_bytes(mdg, tr.is_tcp)
     alternatives = f" (of {', '.join(f'{x:.0f}' for x in sizes)} B sent first)" if len(sizes) > 1 else ""
-    return judged(PARAMETER, measured, ref, UNIT, abs(measured - ref) <= mdg, TOLERANCE,
+    return judged(PARAMETER, measured, ref, UNIT, within(measured, bound(ref, tr.is_tcp, mdg)), TOLERANCE,
                   f"max datagram {mdg:.0f} B{alternatives}; first logged window {first:.0f} B")
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace
 
 PARAMETER = "pacing_burst_p95"
@@ -24,6 +24,11 @@ REFERENCE = 10.0
 TOLERANCE = "95% of bursts at most the initial window (10 packets)"
 BURST_GAP = 0.2  # of the paced gap
 MIN_PACKETS = 50
+
+
+def bound(reference: float = REFERENCE, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: bursts (95th percentile) of at most the initial window."""
+    return -np.inf, reference
 
 
 def burst_lengths(close: np.ndarray) -> np.ndarray:
@@ -61,6 +66,6 @@ def pacing(tr: ConnTrace) -> ParamResult:
     bursts = burst_lengths(gaps < BURST_GAP * paced_gap)
     p95 = float(np.percentile(bursts, 95))
     ratio = gaps / paced_gap
-    return judged(PARAMETER, p95, REFERENCE, UNIT, p95 <= REFERENCE, TOLERANCE,
+    return judged(PARAMETER, p95, REFERENCE, UNIT, within(p95, bound(REFERENCE)), TOLERANCE,
                   f"{gaps.size} gaps, {bursts.size} bursts, largest {bursts.max()}; "
                   f"median gap / paced gap {np.median(ratio[ratio < 10]) if (ratio < 10).any() else float('nan'):.2f}")

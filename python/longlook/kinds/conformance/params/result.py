@@ -33,6 +33,12 @@ class ParamResult:
         return asdict(self)
 
 
+def within(x: float, bound: tuple[float, float]) -> bool:
+    """Is x inside the bound (low, high), both ends included (an open end is +-inf)?"""
+    low, high = bound
+    return bool(low <= x <= high)
+
+
 def not_measurable(parameter: str, unit: str, why: str, reference: float | None = None,
                    tolerance: str = "") -> ParamResult:
     return ParamResult(parameter, None, reference, unit, NOT_MEASURABLE, tolerance, why)

@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from .result import ParamResult, judged, not_measurable
+from .result import ParamResult, judged, not_measurable, within
 from .trace import ConnTrace
 
 PARAMETER = "slow_start_exit_rtt_rise"
 UNIT = "ms"
 TOLERANCE = "RTT rise at the exit at most 2 x eta + 5 ms (sampling, one round of lag)"
 GROWTH_STATES = ("SlowStart",)
+
+
+def bound(eta: float, tcp: bool = False) -> tuple[float, float]:
+    """What conforms: an RTT rise of at most 2 x eta + 5 ms at the exit (its reference is eta)."""
+    return -np.inf, 2 * eta + 5.0
 
 
 def eta_ms(min_rtt_ms: float) -> float:
@@ -60,6 +65,6 @@ def slow_start_exit(tr: ConnTrace, cc: str = "cubic") -> ParamResult:
     last_round = m[(m["t_ms"] <= t) & (m["t_ms"] >= t - min_rtt)]["latest_rtt_ms"].dropna()
     rise = float((last_round.max() if len(last_round) else rtt.iloc[-1]) - min_rtt)
     loss_before = bool((tr.losses <= t).any() and (tr.losses >= t - 2 * min_rtt).any())
-    return judged(PARAMETER, max(rise, 0.0), eta, UNIT, rise <= 2 * eta + 5.0, TOLERANCE,
+    return judged(PARAMETER, max(rise, 0.0), eta, UNIT, within(max(rise, 0.0), bound(eta)), TOLERANCE,
                   f"left slow start at {t:.0f} ms ({how}{', a loss just before' if loss_before else ''}); "
                   f"min RTT {min_rtt:.1f} ms")
