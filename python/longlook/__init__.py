@@ -4,7 +4,7 @@ In a notebook, `longlook.open(DIR)` gives an experiment directory's results as p
 frames and the report's comparisons (longlook.core.results; docs/notebook.ipynb).
 """
 
-__version__ = "0.1.0"
+from .versions import __version__  # noqa: F401  (one version, read by `longlook --version`)
 
 
 def __getattr__(name: str) -> object:

@@ -37,7 +37,7 @@ def _root() -> None:
 @app.command()
 def version() -> None:
     """Print longlook's version."""
-    from . import __version__
+    from .versions import __version__
     print(__version__)
 
 

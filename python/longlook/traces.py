@@ -40,10 +40,6 @@ class Pattern:
         back = there[::-1][1:-1]  # the ends are held once per cycle, not twice
         return there + back
 
-    def cycle_s(self) -> float:
-        return len(self.levels()) * self.hold_s
-
-
 # Chaudhary et al., Table 3 ("Bandwidth Patterns"). Kbps = 1000 bit/s.
 PATTERNS = {
     "incr": Pattern("Incr", 128, 2048, +64, 60),

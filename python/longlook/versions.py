@@ -1,4 +1,6 @@
-"""Versions of the project's own binaries, recorded with every experiment."""
+"""longlook's own version and those of the project's binaries, recorded with every
+experiment. The version lives here, not in the package root, so no module imports the root
+(a contract in pyproject.toml keeps it so)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,8 @@ from pathlib import Path
 
 from .binaries import find_binary
 from .errors import LonglookError
+
+__version__ = "0.1.0"
 
 
 def binary_version(name: str) -> str:

@@ -97,7 +97,7 @@ _PACKAGES = ("typer", "rich", "pydantic", "numpy", "scipy", "statsmodels", "pand
 def environment_versions(**extra: Any) -> dict[str, Any]:
     """What this process can see: longlook, Python, kernel, packages. The executor adds the
     binaries' and the kind's versions as keyword arguments."""
-    from .. import __version__
+    from ..versions import __version__
 
     pkgs = {}
     for name in _PACKAGES:

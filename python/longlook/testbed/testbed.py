@@ -315,10 +315,6 @@ class Testbed:
         self._require_open()
         self.cgroups["client"].apply(budget)
 
-    def client_cpu_usage(self) -> CpuUsage | None:
-        """Cumulative CPU counters of the client's processes (None: not measurable here)."""
-        return self.cgroups["client"].usage()
-
     def cpu_usage(self) -> dict[str, CpuUsage | None]:
         """Cumulative CPU counters of each party (client, server, router = linkem)."""
         return {party: group.usage() for party, group in self.cgroups.items()}

@@ -42,7 +42,6 @@ from ...core.stats import compare_samples, share_test
 from ...core.verdicts import verdict_producer
 from .machine import TransitionGraph
 from .runs import RunLogs
-from .trace import StateTrace
 
 LOSS_ITEMS = {"QUIC": ("declared_lost", "spurious", "loss_events", "by_packet_threshold", "by_time_threshold"),
               "TCP": ("declared_lost", "spurious", "loss_events", "dsack_spurious")}
@@ -184,5 +183,3 @@ def protocols_in(runs: list[RunLogs]) -> list[str]:
     return sorted({r.protocol for r in runs}, key=lambda p: (p != "QUIC", p))
 
 
-def traces_of(runs: list[RunLogs], protocol: str) -> list[StateTrace]:
-    return [r.trace() for r in runs if r.protocol == protocol]

@@ -72,11 +72,6 @@ def _examples(a: StatesAnalysis) -> list[tuple[str, str, object]]:
     return picked
 
 
-def example_logs(a: StatesAnalysis) -> list:
-    """[(label, log)] for the cwnd figure: one run per stack (see `_examples`)."""
-    return [(label, log) for _, label, log in _examples(a)]
-
-
 def cwnd_groups(a: StatesAnalysis) -> list[tuple[str, list]]:
     """(stack, [(label, log)]) per QUIC stack: its example run with the TCP example when there
     is one (Fig. 5 per stack); only TCP when no QUIC run has a log."""

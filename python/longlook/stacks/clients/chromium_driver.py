@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import urlsplit
 
-from ... import __version__
+from ...versions import __version__
 from .devtools_pipe import DevToolsBrowser, DevToolsError
 from .har import build_har
 from .page_load import NetworkLog, fetch_document, protocol_label
