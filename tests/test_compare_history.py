@@ -1,5 +1,5 @@
 """`longlook compare --history`: E-Divisive finds an injected step in a cell's series over
-experiments, and nothing in a flat one; the figure marks it. Item 11 (issue 26): the shortest
+experiments, and nothing in a flat one; the figure marks it. Item 11: the shortest
 history that can show a doubling (a simulation), the permutation p (better+1)/(perms+1) with
 ties counted, and Bonferroni over the cell x arm series (a simulation)."""
 

@@ -1,4 +1,4 @@
-"""Conformance in depth (issue 29): our endpoint's own qlog (transport parameters, ACK
+"""Conformance in depth: our endpoint's own qlog (transport parameters, ACK
 frames), the fingerprint's stream scheduling and 0-RTT, and the "pacing-limited" reason,
 on recorded, trimmed logs of real runs (tests/data/conformance, made by its trim.py) and
 on synthetic logs."""

@@ -1,5 +1,5 @@
 """The client's span (testbed/cpu_span.py): every party's CPU share divides by the time the
-client's processes ran, not by the run's window (issue #28)."""
+client's processes ran, not by the run's window."""
 
 from __future__ import annotations
 

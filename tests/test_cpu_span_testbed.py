@@ -1,4 +1,4 @@
-"""Another stack's client is measured as ours is (issue #28): a quic-go download through the
+"""Another stack's client is measured as ours is: a quic-go download through the
 testbed, audited as a page load is (its server started and its logs translated inside the
 run's window), records the client's CPU seconds as an independent count has them, and its
 share of a core as those seconds over the time the client process lived.

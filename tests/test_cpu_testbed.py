@@ -2,7 +2,7 @@
 slower than an unlimited one, and each run records its client's CPU time (testbed/cpu.py,
 core.audit). Also: the cgroup lives exactly as long as its testbed.
 
-Measured here (issue 17): our quinn client needs only ~0.06 s of CPU for 5 MB when it is
+Measured here: our quinn client needs only ~0.06 s of CPU for 5 MB when it is
 throttled (it reads in batches), so at 100 Mbit/s a fifth of a core keeps up with it; it
 falls behind at 5%, but not always by 1.3x (579 vs 475 ms once, 2026-11-27), so the test
 uses 2%. Chromium needs far more: at a fifth of a core a page takes ~8x longer."""

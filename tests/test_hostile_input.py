@@ -1,4 +1,4 @@
-"""Hostile input (issue 33), one test per class: a damaged experiment directory, output
+"""Hostile input, one test per class: a damaged experiment directory, output
 paths, files that are not regular files, numbers out of range, link profiles Python and
 linkem must agree on, grid sizes. Each is one clear error, before any work starts."""
 

@@ -1,4 +1,4 @@
-"""The interventional fallback experiment (issue 31): the per-session randomisation of a
+"""The interventional fallback experiment: the per-session randomisation of a
 QUIC break, and the ATE statistics with a coverage simulation under that design."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The interventional fallback experiment on a real testbed (issue 31): in a video scenario
+"""The interventional fallback experiment on a real testbed: in a video scenario
 with [intervention], the treated QUIC-enabled session gets the QUIC-breaking middlebox from
 its drawn onset and falls back to TCP, the control session stays on QUIC, the TCP-only arm is
 untouched, every QUIC-enabled run records its assignment, and the ATE analysis reads them."""

@@ -1,4 +1,4 @@
-"""A linkem that was not running is seen by the run's audit (issue 33): SIGSTOP it for ~100 ms
+"""A linkem that was not running is seen by the run's audit: SIGSTOP it for ~100 ms
 inside a run's window and the run is flagged with a reason naming linkem's own stall, from
 the kernel's receive stamp on the packets that waited in its queue (traffic) or from its late
 timer wake-up (an idle link); an undisturbed run is not.

@@ -1,4 +1,4 @@
-"""linkem's stats writer cost (issue 28): the testbed has linkem rewrite its stats file
+"""linkem's stats writer cost: the testbed has linkem rewrite its stats file
 rarely (every STATS_INTERVAL_MS) and reads it on demand (SIGUSR1), while the flow log keeps
 its own short interval. A reader still gets counters up to now, and the flow log's time
 series its resolution."""

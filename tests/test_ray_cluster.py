@@ -202,7 +202,7 @@ def _run_dirs(out: Path) -> set[str]:
 def test_ctrl_c_on_the_driver_then_a_local_resume_completes(cluster, tmp_path: Path):
     path = tmp_path / "s.toml"
     # 40 runs of about 1 s: cancelling the node's task took up to ~12 s on a fresh machine
-    # (12 runs once all reached the driver first, issue 33), so 40 leave a wide margin
+    # (12 runs once all reached the driver first), so 40 leave a wide margin
     path.write_text(scenario(rounds=20, workload="1x1m", rtt_ms=36, rate_mbit=10))
     out = tmp_path / "exp"
     driver = subprocess.Popen([*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray",

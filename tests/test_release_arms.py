@@ -1,4 +1,4 @@
-"""Releases as arms in every kind (issue 30, stacks/release_arms.py): the fairness and video
+"""Releases as arms in every kind (stacks/release_arms.py): the fairness and video
 kinds' `server` / `client` / `versions`, their labels, their alternation within a round, the
 errors a scenario gets at load, what each run and experiment records, and the release
 history on them. The registry is a recorded listing (no network)."""

@@ -1,4 +1,4 @@
-"""Releases as arms through the real testbed (issue 30): a fairness matchup run on two
+"""Releases as arms through the real testbed: a fairness matchup run on two
 quinn-proto releases of our endpoint, back to back in one round; each run records the build
 it ran and its flows carried traffic."""
 

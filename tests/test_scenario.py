@@ -261,7 +261,7 @@ def test_scenario_validate(tmp_path):
     assert ok.exit_code == 0 and ": ok: 4 cells" in ok.output
 
 
-# ---------------------------------------------------------------- server knobs (issue 17)
+# ---------------------------------------------------------------- server knobs
 def test_initial_window_and_n_conn_are_options_like_macw():
     s = scenario(MINIMAL + "[options]\ninitial_window_packets = [10, 40]\nn_conn = 2\n")
     ids = [c.id for c in s.cells()]

@@ -1,4 +1,4 @@
-"""QUIC stacks as adapters (issue 14), without a testbed: the registry and its errors, scenario
+"""QUIC stacks as adapters, without a testbed: the registry and its errors, scenario
 arms naming stacks, the content on disk, and other stacks' qlogs in our vocabulary."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Verdicts that are never silently wrong (issue 26): one test per item of the review, each
+"""Verdicts that are never silently wrong: one test per item of the review, each
 failing on the code before it and passing now. Items 10 (adaptive rounds) and 11
 (E-Divisive) are in test_compare_adaptive.py and test_compare_history.py.
 

@@ -1,5 +1,5 @@
 """A manifest that fails to load: the run fails with the player's own error, recorded, for
-the native player and for dash.js in Chromium (issue 15, "Bad input"). The clip is served
+the native player and for dash.js in Chromium ("Bad input"). The clip is served
 from a copy with its manifest removed, so the player asks for it and gets a 404."""
 
 from __future__ import annotations

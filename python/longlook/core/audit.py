@@ -48,7 +48,7 @@ FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
 # `covers_mono_ms` has its directions hand over first: no wait)
 STATS_LAG_MS = 25.0
 # linkem-probe prints a stall within 3 ms of its end (its 2 ms poll, its watchers' 1 ms
-# period), read soon after; every run waits this long past its end (issue 28: was 12 ms)
+# period), read soon after; every run waits this long past its end (was 12 ms)
 STALL_REPORT_MS = 5.0
 # a thread on the CPU this share of the run's wall time had no more to give: its party was
 # saturated (a process whose work fits in one thread cannot use a second core)

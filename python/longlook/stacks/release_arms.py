@@ -1,4 +1,4 @@
-"""Releases as arms, for every kind (issue 30): `versions = "NAME@A..B"` (every release of
+"""Releases as arms, for every kind: `versions = "NAME@A..B"` (every release of
 the range on its registry, stacks/releases.py) or a list of `NAME@VERSION`s turns each arm
 that runs stack NAME (its server or its client) into one arm per release, labelled
 `<label>-<version>`, with that release as its server and/or client.

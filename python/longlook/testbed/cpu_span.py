@@ -1,4 +1,4 @@
-"""When the client ran within a run: the span every party's CPU is taken over (issue #28).
+"""When the client ran within a run: the span every party's CPU is taken over.
 
 A run's audit window holds more than its traffic: a stack's server started on first use
 (a JVM, a Python interpreter), and after the client left, the translation of the stacks'

@@ -15,7 +15,7 @@ from .host import TestbedError, cpu_wakeup_latency_us, tool
 from .processes import start_time, terminate
 
 # linkem's periodic stats rewrite (a whole JSON document and a rename) cost 9-17% of its CPU
-# at gigabit rates every 25 ms (issue 28); readers now ask for figures on demand (SIGUSR1,
+# at gigabit rates every 25 ms; readers now ask for figures on demand (SIGUSR1,
 # `Linkem.stats`), so the file is rewritten rarely. The flow log, a time series, keeps 25 ms.
 STATS_INTERVAL_MS = 1000
 FLOW_LOG_INTERVAL_MS = 25

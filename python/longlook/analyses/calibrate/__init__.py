@@ -1,4 +1,4 @@
-"""Calibration (Kakhki §4.1, issue 17): is our QUIC server configured like the one it stands
+"""Calibration (Kakhki §4.1): is our QUIC server configured like the one it stands
 for? `fig2` measures what an untuned maximum congestion window costs (Fig. 2); `search`
 turns our server's knobs until its page load times match a reference experiment's."""
 

@@ -1,4 +1,4 @@
-"""A release sweep's history (issue 30): per cell and swept arm, the metric across the
+"""A release sweep's history: per cell and swept arm, the metric across the
 releases (oldest first) with each release's interval, change points, and at each change point
 what the state machine did differently on either side.
 

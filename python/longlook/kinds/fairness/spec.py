@@ -217,7 +217,7 @@ class FairnessScenario(ScenarioBase):
     server: ServerSpec = OURS  # every arm's server unless it names one: ours or ours@VERSION
     client: ClientSpec = NATIVE  # every arm's flows' client: native (workspace), ours or ours@VERSION
     arms: list[FlowsArm] = []  # default: one arm, "flows"
-    # releases as arms (issue 30, stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # releases as arms (stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
     # each arm whose server or client is that stack becomes one arm per release
     versions: list[str] = []
 

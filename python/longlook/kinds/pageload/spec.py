@@ -308,7 +308,7 @@ class Scenario(ScenarioBase):
     # a cell dimension: "none", "tcp", "quic" or a list; needs links with segments
     proxy: list[ProxyMode] = ["none"]
     race: RaceSettings = Field(default_factory=RaceSettings)  # constants of "race" arms
-    # releases as arms (issue 30): `versions = "quic-go@v0.52.0..v0.65.0"` (every release of
+    # releases as arms: `versions = "quic-go@v0.52.0..v0.65.0"` (every release of
     # the range on its registry, stacks/releases.py) or a list of them; each arm that runs
     # that stack (its server or client) becomes one arm per release, labelled
     # `<label>-<version>`, so the releases of a cell alternate within each round like arms

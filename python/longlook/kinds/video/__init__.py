@@ -1,4 +1,4 @@
-"""Video streaming QoE over HTTP/3 and HTTP/2 (issue 15; Kakhki et al. §5, Chaudhary et al.):
+"""Video streaming QoE over HTTP/3 and HTTP/2 (Kakhki et al. §5, Chaudhary et al.):
 a synthetic DASH clip served by our endpoint, played by a native player (our client, dash.js's
 ABR rules, a simulated buffer) or by dash.js in headless Chromium; per run the Pensieve QoE
 and its parts, and the B(t) and S(t) series."""

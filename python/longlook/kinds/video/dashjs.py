@@ -155,7 +155,7 @@ def measurement_from_driver(doc: dict, manifest: Manifest, *, protocol: str, sce
 
 
 # Dropped frames say CPU starvation only when the CPU was busy and there were enough of them:
-# a renderer drops frames around a stall or a quality switch whatever its CPU (issue 33: h3
+# a renderer drops frames around a stall or a quality switch whatever its CPU (h3
 # runs flagged at 0.33 cores), and two drops of a short clip's few frames are no evidence.
 MIN_DROPPED_FRAMES = 10
 BUSY_CORES = 0.9  # a starved decoder keeps about a core busy

@@ -1,4 +1,4 @@
-"""`[intervention]` of a video scenario: a randomised experiment on fallback (issue 31; the
+"""`[intervention]` of a video scenario: a randomised experiment on fallback (the
 test Chaudhary et al. §7 could not run on observational sessions).
 
 In each cell, the QUIC-enabled arm's rounds are split at random into treated and control

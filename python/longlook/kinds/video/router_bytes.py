@@ -1,4 +1,4 @@
-"""F(t) of a video run measured at the router (Chaudhary et al.'s fallback traffic, issue 16):
+"""F(t) of a video run measured at the router (Chaudhary et al.'s fallback traffic):
 bytes per second over TCP and over UDP between the client and the video server, from linkem's
 per-flow log, so the fallback series does not rest on what the client says it did. The
 client's own per-request figures stay beside it as `F_client` / `F_udp_client`."""

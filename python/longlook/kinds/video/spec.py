@@ -121,7 +121,7 @@ class VideoScenario(ScenarioBase):
     intervention: Intervention | None = None
     server: ServerSpec = OURS  # every arm's server: ours or ours@VERSION
     client: ClientSpec = NATIVE  # the native player's client (dash.js runs Chromium's)
-    # releases as arms (issue 30, stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # releases as arms (stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
     # the QUIC arms (h3, race) become one arm per release, h2 stays as it is
     versions: list[str] = []
     _arms: list[VideoArm] = PrivateAttr(default_factory=list)

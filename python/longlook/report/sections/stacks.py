@@ -1,4 +1,4 @@
-"""Report section: the QUIC stacks of an experiment (issue 14). Shown when an arm runs another
+"""Report section: the QUIC stacks of an experiment. Shown when an arm runs another
 stack's server or client.
 
 Per arm: its server and client (exact versions, as recorded), the server's congestion
