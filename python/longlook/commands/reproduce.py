@@ -57,9 +57,11 @@ def reproduce(
     """Test the papers' claims on this testbed: one row per claim, with its verdict.
 
     Runs (or, when DIR already holds them, reads) the shipped scenarios each claim needs,
-    then writes one row per claim: the paper's statement and number, ours with n and p, and
-    holds / does not hold / inconclusive (not run: its scenario could not run here or its
-    cells are not in the budget). A "does not hold" links to the experiment's state machines
+    then writes one row per claim: the paper's statement and number, ours with n and the p of
+    the claim's own test (against the paper's factor, TOST for "the same"), and holds / does
+    not hold / inconclusive (not run: its scenario could not run here or its cells are not in
+    the budget); an inconclusive claim says the rounds at which its test would decide it with
+    80% power at the claim's resolution, or why no number would. A "does not hold" links to the experiment's state machines
     or cwnd timelines. Rerunning resumes."""
     from ..analyses.reproduce import claims, reproduce as run
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...render.html import environment
 from .claims import Claim
-from .rules import Outcome
+from .outcome import Outcome
 from .scenarios import ScenarioRun
 
 VERDICT_CLASS = {"holds": "holds", "does not hold": "fails", "inconclusive": "unclear", "not run": "notrun"}

@@ -1,109 +1,81 @@
-"""How a claim turns measured runs into our number, its n and p, and a verdict.
+"""How a claim on arms and cells turns measured runs into our number, its n and p, and a
+verdict (the rules on sessions and state machines are in `sessions` and `stateshift`).
 
 Every test is the core's (core.stats: Welch or Mann-Whitney as the scenario's [statistics]
-say, with their intervals, survivorship and not-testable outcomes, Holm across a claim's
-cells) or a maintained package's (the exact binomial test of scipy for shares of sessions);
-nothing is re-implemented here. Flows of one fairness run share a bottleneck, so they are
-compared paired by run (core.stats' paired t on the per-run log ratio), never as
-independent samples.
+say, with their intervals, survivorship and not-testable outcomes, Holm from core.multiple)
+or a maintained package's; nothing is re-implemented here. Flows of one fairness run share a
+bottleneck, so they are compared paired by run (core.stats' paired t on the per-run log
+ratio), never as independent samples. Each rule's p is the claim's own test (outcome.py).
 
 - `Cells`: per selected cell, arm a against arm b. `expect = "a"` (a better, by the metric's
-  direction), `"b"`, or `"same"` (no difference beyond +-tolerance_pct). A cell agrees when
-  its verdict is the expected one, is against when it is significant the other way; for
-  "same" it agrees only when its whole interval lies within the tolerance (equivalence, never
-  from a test that is merely not significant) and is against when the whole interval lies
-  beyond it. Every selected cell is in the denominator, those without data too: the claim
-  holds when at least `at_least` of all its cells agree, does not hold when so many are
-  against that it could not (against > cells - needed), else it is inconclusive.
-- `Ratio`: mean(a) / mean(b) in one cell against the paper's factor, on the interval:
-  holds when the whole interval is at or above the factor, does not hold when it is wholly
-  below, else inconclusive (a point estimate near the factor decides nothing).
-- `PairShare`, `GrangerShare` (Chaudhary et al.): a share of session pairs or sessions with
-  its exact binomial interval; holds when the interval lies above `at_least`, does not hold
-  when it lies below, else inconclusive.
+  direction), `"b"`, or `"same"` (no difference beyond +-tolerance_pct). A direction cell
+  agrees when its verdict (the scenario's test, Holm across the claim's cells, at alpha) is
+  the expected one, is against when it is significant the other way. A "same" cell agrees
+  when two one-sided tests show |difference| < tolerance (equivalence, never from a test
+  that is merely not significant) and is against when the difference is shown beyond it,
+  each with Holm across the claim's cells at the level of the scenario's intervals,
+  (1 - confidence) / 2 a side; its interval is shown at the family's level (Bonferroni,
+  1 - (1 - confidence) / cells), which Holm's verdicts can only be more lenient than. Every
+  selected cell is in the denominator, those without data too: the claim holds when at
+  least `at_least` of all its cells agree, does not hold when so many are against that it
+  could not (against > cells - needed), else it is inconclusive. p: the Holm-adjusted p of
+  the needed-th cell, in the claim's direction.
+- `Ratio`: mean(a) / mean(b) in one cell against the paper's factor (or range), on the
+  interval: holds when the whole interval is at or above the factor, does not hold when it
+  is wholly below, else inconclusive (a point estimate near the factor decides nothing). p:
+  the one-sided test of the ratio against the factor (bounds.py), below (1 - confidence) / 2
+  exactly when the interval clears it.
+- `Value`: one arm's mean against a stated range, on its t-interval; p: the larger of the
+  two one-sided t tests against the range's ends. Rounds whose run failed are missing
+  values: with one, the mean of the survivors decides nothing.
+- `Twins`: one arm across twin cells, judged as `Cells`. `Shrinks`: the interaction of log
+  means across twin cells, Holm over the pairs.
+
+Simulated (tests/calibration/test_reproduce_rules.py: lognormal rounds, sigma 0.03-0.5, 3-30
+per arm, runs failing at 0-10%), the rate of "holds" where the claim is false at its edge /
+of "does not hold" where it is true at its edge: a direction claim over 4 cells 0.8% / 1.2%
+(alpha 1%); "the same" over 4 cells 1.6% / 2.0% (level 2.5%; with uncorrected 95% intervals
+the first was 6.8%); a ratio or range at its bound 1.0-2.0% (2.5%), paired flows 1.6% / 2.0%;
+twins 0% / 0%, shrinks 0.3% / 0.7% (1%); a value at an end of its range 2.3% / 3.0% (2.5%,
+Student's interval on right-skewed values: see `Value`).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from ...core.stats import CellComparison, Verdict, compare_cells, equivalent, options
-from ...errors import LonglookError
-from ...render.names import display_name
+from ...core.multiple import holm
+from ...core.stats import (CellComparison, Verdict, compare_cells, completion_test, completions, equivalent,
+                           options, with_failures_as_outcomes)
+from ...core.status import counted_runs
+from ...core.verdicts import verdict_producer
+from . import needed
+from .bounds import beyond_p, equivalence_p, paired_sd, ratio_p
 from .measured import Measured
+from .outcome import (FAILS, HOLDS, NOT_RUN, UNCLEAR, Outcome, Where, above, contains, kth_smallest, name,
+                      needs_text, not_run, num, ordinal, p_text, where_text)
+from .sessions import Ate, GrangerShare, PairShare
+from .stateshift import StateShift
 
-HOLDS, FAILS, UNCLEAR, NOT_RUN = "holds", "does not hold", "inconclusive", "not run"
-
-
-@dataclass
-class Outcome:
-    """A claim measured: our number in words, n, p, the verdict and how it was reached."""
-
-    verdict: str
-    number: str = "-"
-    n: str = "-"
-    p: float | None = None
-    p_text: str = "-"
-    detail: str = ""
-    cells: list[dict] = field(default_factory=list)  # per cell: id, n, diff, p, judged
-    against: list[str] = field(default_factory=list)  # cells against the claim (to explain)
-    # inconclusive: the rounds (sessions for a share) its cells would need, from the observed
-    # variance (needed.py); None: not estimated or no finite number would do
-    needs: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "number": self.number, "n": self.n,
-                "p": None if self.p is None or math.isnan(self.p) else self.p, "p_text": self.p_text,
-                "detail": self.detail, "cells": self.cells, "against": self.against, "needs": self.needs}
-
-
-def _needs_text(values: list[int | None], missing: int, unit: str = "rounds per arm", no_data: int = 0) -> str:
-    """The rounds at which `missing` more cells would turn (the missing-th smallest need);
-    `no_data`: cells without counted runs, which must be measured before anything is known."""
-    finite = sorted(v for v in values if v is not None)
-    if missing <= 0:
-        return ""
-    if len(finite) < missing and no_data:
-        return f"{no_data} cell(s) without 2 counted runs per arm: measure them first (the standard budget re-measures flagged runs)"
-    if len(finite) < missing:
-        return f"not reachable by more rounds (the observed difference points the other way or is 0 in {len(values) - len(finite)} cell(s))"
-    return f"~{finite[missing - 1]:,} {unit} (observed variance)"
-
-
-def not_run(reason: str) -> Outcome:
-    return Outcome(NOT_RUN, detail=reason)
-
-
-def _p_text(p: float) -> str:
-    if p is None or math.isnan(p):
-        return "-"
-    return "<0.001" if p < 0.001 else f"{p:.2g}" if p < 0.1 else f"{p:.2f}"
-
-
-def _num(x: float) -> str:
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
-def _name(label: str) -> str:
-    return display_name(label)
-
-
-Where = dict[str, Any]  # dim -> value, list of values, or predicate
+__all__ = ["Ate", "Cells", "FAILS", "GrangerShare", "HOLDS", "NOT_RUN", "Outcome", "PairShare", "Ratio", "Rule",
+           "Shrinks", "StateShift", "Twins", "UNCLEAR", "Value", "above", "contains", "interaction", "not_run"]
 
 
 def _compare(m: Measured, a: str, b: str, cells: list[str], metric: str, lower_is_better: bool,
-             flows: bool, holm: bool) -> list[CellComparison]:
+             flows: bool, holm: bool, confidence: float | None = None) -> list[CellComparison]:
     runs = m.flow_runs() if flows else m.runs
     if runs.empty or metric not in runs:
         runs = runs.assign(**{metric: np.nan}) if not runs.empty else pd.DataFrame(
             columns=["cell_id", "arm", "round", "status", "protocol_requested", "protocol_negotiated", metric])
     opts = {**options(m.statistics, exclude_flagged=m.exclude_flagged), "holm": holm}
+    if confidence is not None:
+        opts["confidence"] = confidence
     return compare_cells(runs, [(a, b)], cell_ids=cells, metric=metric, lower_is_better=lower_is_better,
                          pair_on="run_id" if flows else None, failure_value=m.failure_values.get(metric),
                          **opts)
@@ -115,11 +87,11 @@ def _test_text(m: Measured, cs: list[CellComparison]) -> str:
     return f"{', '.join(tests)}, alpha {m.statistics.alpha:g}"
 
 
-def _cell_row(c: CellComparison, judged: str) -> dict:
+def _cell_row(c: CellComparison, judged: str, **extra: Any) -> dict:
     return {"cell_id": c.cell_id, "n_a": c.a.n, "n_b": c.b.n, "mean_a": c.a.mean, "mean_b": c.b.mean,
-            "diff_pct": c.percent_difference, "ci": [c.ci_low, c.ci_high], "interval": c.interval,
-            "p": c.p_value, "p_adjusted": c.p_adjusted, "verdict": c.verdict_text,
-            "completion": [str(c.completion_a or ""), str(c.completion_b or "")], "judged": judged}
+            "diff_pct": c.percent_difference, "ci": [c.ci_low, c.ci_high], "confidence": c.confidence,
+            "interval": c.interval, "p": c.p_value, "p_adjusted": c.p_adjusted, "verdict": c.verdict_text,
+            "completion": [str(c.completion_a or ""), str(c.completion_b or "")], "judged": judged, **extra}
 
 
 def _n_text(cs: list[CellComparison]) -> str:
@@ -130,6 +102,15 @@ def _n_text(cs: list[CellComparison]) -> str:
     return f"{lo}/{lo} per cell" if lo == hi else f"{lo}-{hi} per arm and cell"
 
 
+def _a_better(c: CellComparison) -> bool | None:
+    """Which way the cell's test points (whatever its p): True when a is the better arm."""
+    if c.direction == 0:
+        return None
+    return (c.direction < 0) == c.lower_is_better
+
+
+@verdict_producer("reproduce.cells", "a claim over cells holds / does not hold: arm a better, b better, or the "
+                                     "same (within a tolerance) in at least a share of the cells")
 @dataclass(frozen=True)
 class Cells:
     a: str
@@ -139,85 +120,175 @@ class Cells:
     metric: str = "plt_ms"
     lower_is_better: bool = True
     at_least: float = 0.75
+    # "same": the difference within which the arms count as the same; a direction claim's
+    # resolution (the smallest difference it counts, for "would need")
     tolerance_pct: float = 5.0
     flows: bool = False  # read the fairness flows table (arms = flow labels)
 
     def reads(self) -> str:
-        cells = ", ".join(f"{k} {_where_text(v)}" for k, v in self.where.items()) or "all cells"
-        want = {"a": f"{_name(self.a)} better", "b": f"{_name(self.b)} better",
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
+        want = {"a": f"{name(self.a)} better", "b": f"{name(self.b)} better",
                 "same": f"|diff| <= {self.tolerance_pct:g}%"}[self.expect]
-        return (f"{self.metric}, {_name(self.a)} vs {_name(self.b)}; {cells}; "
+        return (f"{self.metric}, {name(self.a)} vs {name(self.b)}; {cells}; "
                 f"holds if {want} in >= {self.at_least:.0%} of cells")
 
-    def _judge(self, c: CellComparison) -> str:
+    def _gate(self, c: CellComparison) -> str:
         if c.verdict is Verdict.INSUFFICIENT:
             return "no data"
         if c.verdict in (Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
             return c.verdict_text
-        if self.expect == "same":
-            inside = equivalent(c, self.tolerance_pct)
-            return "agree" if inside else "against" if inside is False else "unclear"
-        good, bad = (Verdict.A_FASTER, Verdict.B_FASTER) if self.expect == "a" else (Verdict.B_FASTER, Verdict.A_FASTER)
-        return "agree" if c.verdict is good else "against" if c.verdict is bad else "unclear"
+        return ""
 
     def evaluate(self, m: Measured) -> Outcome:
         cells = m.select(self.where)
         if not cells:
             return not_run("none of the claim's cells is in this experiment (reduced budget?)")
+        if self.expect == "same":
+            return self._same(m, cells)
+        return self._direction(m, cells)
+
+    def _tally(self, cs: list[CellComparison], judged: list[str]) -> tuple[int, int, list[str], int, int]:
+        total = len(judged)
+        agree = judged.count("agree")
+        against = [c.cell_id for c, j in zip(cs, judged) if j == "against"]
+        no_data = judged.count("no data")
+        return total, agree, against, no_data, math.ceil(self.at_least * total - 1e-9)
+
+    def _direction(self, m: Measured, cells: list[str]) -> Outcome:
+        alpha = m.statistics.alpha
         cs = _compare(m, self.a, self.b, cells, self.metric, self.lower_is_better, self.flows,
                       holm=len(cells) > 1)
-        judged = [(c, self._judge(c)) for c in cs]
-        rows = [_cell_row(c, j) for c, j in judged]
-        total = len(judged)
-        agree = sum(j == "agree" for _, j in judged)
-        against = [c.cell_id for c, j in judged if j == "against"]
-        no_data = sum(j == "no data" for _, j in judged)
-        other = total - agree - len(against) - no_data
+        good, bad = (Verdict.A_FASTER, Verdict.B_FASTER) if self.expect == "a" else (Verdict.B_FASTER, Verdict.A_FASTER)
+        judged = [self._gate(c) or ("agree" if c.verdict is good else "against" if c.verdict is bad else "unclear")
+                  for c in cs]
+        total, agree, against, no_data, need = self._tally(cs, judged)
+        rows = [_cell_row(c, j) for c, j in zip(cs, judged)]
         if no_data == total:
             return Outcome(UNCLEAR, number="no cell with 2 counted runs per arm", n=_n_text(cs),
                            detail="insufficient data", cells=rows)
-        need = math.ceil(self.at_least * total - 1e-9)
-        diffs = [c.percent_difference for c, _ in judged if not math.isnan(c.percent_difference)]
+        diffs = [c.percent_difference for c in cs if not math.isnan(c.percent_difference)]
         median = f"; median diff {np.median(diffs):+.1f}%" if diffs else ""
-        if self.expect == "same":
-            number = (f"interval within +-{self.tolerance_pct:g}% in {agree}/{total} cells, "
-                      f"wholly beyond in {len(against)}{median}")
-        else:
-            better, worse = (self.a, self.b) if self.expect == "a" else (self.b, self.a)
-            number = (f"{_name(better)} better in {agree}/{total} cells, {_name(worse)} better in "
-                      f"{len(against)}{median}")
-        ps = [c.p_adjusted for c, _ in judged if not math.isnan(c.p_adjusted)]
-        if len(cs) == 1:
-            p, p_text = cs[0].p_value, _p_text(cs[0].p_value)
-        else:
-            p = float(np.median(ps)) if ps else None
-            p_text = f"Holm {_p_text(min(ps))}..{_p_text(max(ps))}" if ps else "-"
+        better, worse = (self.a, self.b) if self.expect == "a" else (self.b, self.a)
+        number = (f"{name(better)} better in {agree}/{total} cells, {name(worse)} better in "
+                  f"{len(against)}{median}")
+        # the claim's p: the needed-th smallest Holm-adjusted p among cells pointing its way
+        # (a cell its survivorship or worst case holds back counts at alpha at best)
+        way = self.expect == "a"
+        q = [c.p_adjusted if j == "agree" else max(c.p_adjusted, alpha)
+             if j == "unclear" and _a_better(c) is way and not math.isnan(c.p_adjusted) else 1.0
+             for c, j in zip(cs, judged)]
+        p = kth_smallest(q, need)
         verdict = HOLDS if agree >= need else FAILS if len(against) > total - need else UNCLEAR
-        needs = _needs_text([self._rounds_needed(c, m.statistics.alpha) for c, j in judged if j == "unclear"],
-                            need - agree, no_data=no_data) if verdict == UNCLEAR else ""
+        needs = ""
+        if verdict == UNCLEAR:
+            resolution = self.tolerance_pct
+            unclear = [c for c, j in zip(cs, judged) if j == "unclear"]
+            short = sum(self._ends_short(c) for c in unclear)
+            why = (f"no n decides it at a {resolution:g}% difference: the intervals of {short} unclear cell(s) already "
+                   f"end short of {resolution:g}% {name(better)}'s way; only a smaller difference is left to find"
+                   if short else f"no n up to {needed.LIMIT:,} gives 80% power at a {resolution:g}% difference (or "
+                                 "a cell has no spread to plan from)")
+            ns = [None if self._ends_short(c) else
+                  needed.cell_rounds(c.a.n, c.a.mean, c.a.sd, c.b.n, c.b.mean, c.b.sd, alpha=alpha / total,
+                                     effect_pct=resolution) for c in unclear]  # alpha / cells: Holm's strictest step
+            needs = needs_text(
+                ns, need - agree,
+                f"rounds per arm (80% power if {name(better)} is {resolution:g}% better, alpha {alpha:g}/{total})",
+                why, no_data=no_data)
         paired = " paired by run," if self.flows else ""
         detail = (f"{_test_text(m, cs)},{paired}{' Holm over ' + str(len(cs)) + ' cells,' if len(cs) > 1 else ''} "
                   f"{cs[0].confidence:.0%} intervals ({cs[0].interval or 'none'}); "
-                  f"{agree} agree, {len(against)} against, {other} unclear, {no_data} without data; "
-                  f"needs {need} of all {total}")
+                  f"{agree} agree, {len(against)} against, {total - agree - len(against) - no_data} unclear, "
+                  f"{no_data} without data; needs {need} of all {total}; p: "
+                  + ("the test's, in the claim's direction" if total == 1 else
+                     f"the {ordinal(need)} smallest Holm-adjusted p among cells pointing the claim's way"))
         if any(c.small_n for c in cs if c.verdict is not Verdict.INSUFFICIENT):
             detail += "; n < 10 in a cell: its interval rests on its method's simulated coverage"
-        return Outcome(verdict, number=number, n=_n_text(cs), p=p, p_text=p_text, detail=detail,
-                       cells=rows, against=against, needs=needs)
+        return Outcome(verdict, number=number, n=_n_text(cs), p=p, p_text=p_text(p) + (" Holm" if total > 1 else ""),
+                       detail=detail, cells=rows, against=against, needs=needs)
 
-    def _rounds_needed(self, c: CellComparison, alpha: float) -> int | None:
-        from .needed import cell_rounds
+    def _ends_short(self, c: CellComparison) -> bool:
+        """The cell's interval ends short of the claim's resolution in the claim's way (in %,
+        positive: a better): no difference that matters is left to find there."""
+        far_end = c.ci_high if self.expect == "a" else -c.ci_low
+        return not math.isnan(far_end) and far_end < self.tolerance_pct
 
-        d = c.percent_difference
-        if math.isnan(d):
-            return None
-        if self.expect == "same":
-            target = self.tolerance_pct - abs(d)
-        else:
-            target = d if self.expect == "a" else -d  # positive: the way the claim points
-        return cell_rounds(c.a.n, c.a.mean, c.a.sd, c.b.n, c.b.mean, c.b.sd, alpha=alpha, target_pct=target)
+    def _same(self, m: Measured, cells: list[str]) -> Outcome:
+        conf = m.statistics.confidence
+        level = (1 - conf) / 2
+        cs = _compare(m, self.a, self.b, cells, self.metric, self.lower_is_better, self.flows, holm=False)
+        gates = [self._gate(c) for c in cs]
+        p_in = np.array([math.nan if g else equivalence_p(c, self.tolerance_pct) for c, g in zip(cs, gates)])
+        p_out = np.array([math.nan if g else beyond_p(c, self.tolerance_pct) for c, g in zip(cs, gates)])
+        family = max(1, sum(not g for g in gates))
+        if family > 1:  # the intervals at the family's level (Bonferroni)
+            cs = _compare(m, self.a, self.b, cells, self.metric, self.lower_is_better, self.flows, holm=False,
+                          confidence=1 - 2 * level / family)
+        adj_in, adj_out = holm(p_in), holm(p_out)
+        judged = []
+        for c, g, a_in, a_out in zip(cs, gates, adj_in, adj_out):
+            if g:
+                judged.append(g)
+            elif math.isnan(a_in):  # a test read from its interval only (Mann-Whitney's Moses)
+                inside = equivalent(c, self.tolerance_pct)
+                judged.append("agree" if inside else "against" if inside is False else "unclear")
+            else:
+                judged.append("agree" if a_in < level else "against" if a_out < level else "unclear")
+        total, agree, against, no_data, need = self._tally(cs, judged)
+        rows = [_cell_row(c, j, p_equivalence=pi, p_equivalence_holm=ai, p_beyond=po, p_beyond_holm=ao)
+                for c, j, pi, ai, po, ao in zip(cs, judged, p_in, adj_in, p_out, adj_out)]
+        if no_data == total:
+            return Outcome(UNCLEAR, number="no cell with 2 counted runs per arm", n=_n_text(cs),
+                           detail="insufficient data", cells=rows)
+        diffs = [c.percent_difference for c in cs if not math.isnan(c.percent_difference)]
+        median = f"; median diff {np.median(diffs):+.1f}%" if diffs else ""
+        number = (f"shown within +-{self.tolerance_pct:g}% in {agree}/{total} cells, "
+                  f"beyond in {len(against)}{median}")
+        p = kth_smallest([a if j == "agree" else max(a, level) if not math.isnan(a) else 1.0
+                          for a, j in zip(adj_in, judged)], need)
+        verdict = HOLDS if agree >= need else FAILS if len(against) > total - need else UNCLEAR
+        needs = ""
+        if verdict == UNCLEAR:
+            ns = [needed.equivalence_rounds(c.a.n, c.a.sd, c.b.n, c.b.mean, c.b.sd, level=level / family,
+                                            tolerance_pct=self.tolerance_pct)
+                  for c, j in zip(cs, judged) if j == "unclear"]
+            needs = needs_text(ns, need - agree,
+                               f"rounds per arm (80% power to show |diff| < {self.tolerance_pct:g}% if there is "
+                               f"no difference, level {level:g}/{family})",
+                               "not estimable: a cell has fewer than 2 counted runs per arm or no spread",
+                               no_data=no_data)
+        paired = " paired by run," if self.flows else ""
+        holm_text = f" Holm over {family} cells," if family > 1 else ""
+        detail = (f"{_test_text(m, cs)},{paired} two one-sided tests against +-{self.tolerance_pct:g}% at "
+                  f"{level:g} a side,{holm_text} intervals at {cs[0].confidence:.4g} "
+                  f"({'Bonferroni over ' + str(family) + ' cells, ' if family > 1 else ''}{cs[0].interval or 'none'}); "
+                  f"{agree} agree, {len(against)} against, {total - agree - len(against) - no_data} unclear, "
+                  f"{no_data} without data; needs {need} of all {total}; p: the "
+                  + ("TOST p" if total == 1 else f"{ordinal(need)} smallest Holm-adjusted TOST p"))
+        if any(c.small_n for c in cs if c.verdict is not Verdict.INSUFFICIENT):
+            detail += "; n < 10 in a cell: its interval rests on its method's simulated coverage"
+        return Outcome(verdict, number=number, n=_n_text(cs), p=p,
+                       p_text=p_text(p) + (" TOST, Holm" if family > 1 else " TOST"), detail=detail, cells=rows,
+                       against=against, needs=needs)
 
 
+def _ratio_target(ratio: float, low: float, high: float | None) -> tuple[float, float]:
+    """(bound, true ratio) a ratio claim is planned at: the nearest bound moved by the
+    resolution to the side the estimate lies on."""
+    if high is None or abs(math.log(ratio / low)) <= abs(math.log(ratio / high)):
+        bound = low
+        inside = ratio >= low
+    else:
+        bound = high
+        inside = ratio <= high
+    step = 1 + needed.RATIO_RESOLUTION
+    outward = bound / step if bound == low else bound * step
+    inward = bound * step if bound == low else bound / step
+    return bound, inward if inside else outward
+
+
+@verdict_producer("reproduce.ratio", "a ratio claim holds / does not hold: mean(a)/mean(b) at least a factor "
+                                     "(or inside a range), on its interval")
 @dataclass(frozen=True)
 class Ratio:
     a: str
@@ -230,9 +301,9 @@ class Ratio:
     at_most: float | None = None  # a range claim (Langley §6.7: 2x to 3.5x): the interval inside it
 
     def reads(self) -> str:
-        cells = ", ".join(f"{k} {_where_text(v)}" for k, v in self.where.items()) or "the one cell"
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "the one cell"
         want = f">= {self.at_least:g}x" if self.at_most is None else f"within {self.at_least:g}x..{self.at_most:g}x"
-        return (f"{self.metric}, mean {_name(self.a)} / mean {_name(self.b)}; {cells}; "
+        return (f"{self.metric}, mean {name(self.a)} / mean {name(self.b)}; {cells}; "
                 f"holds if significant and {want}")
 
     def evaluate(self, m: Measured) -> Outcome:
@@ -244,11 +315,12 @@ class Ratio:
         row = _cell_row(c, "")
         if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
             return Outcome(UNCLEAR, number=c.verdict_text, n=f"{c.a.n}/{c.b.n}", detail=c.reason, cells=[row])
+        level = (1 - c.confidence) / 2
         ratio = 1 + c.percent_difference / 100
         lo, hi = 1 + c.ci_low / 100, 1 + c.ci_high / 100
         ci = " [unbounded]" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
         what = "geometric mean of the per-run ratios" if c.paired else "ratio of means"
-        number = f"{ratio:.2f}x{ci} ({_num(c.a.mean)} vs {_num(c.b.mean)} {self.unit})"
+        number = f"{ratio:.2f}x{ci} ({num(c.a.mean)} vs {num(c.b.mean)} {self.unit})"
         top = math.inf if self.at_most is None else self.at_most
         if not math.isnan(lo) and lo >= self.at_least and hi <= top:
             verdict = HOLDS
@@ -256,120 +328,50 @@ class Ratio:
             verdict = FAILS
         else:
             verdict = UNCLEAR
+        # the claim's own p: above the factor (and below the range's top)
+        p = ratio_p(c, self.at_least, above=True)
+        if self.at_most is not None:
+            p = max(p, ratio_p(c, self.at_most, above=False))
         span = (f"at or above the paper's factor {self.at_least:g}, fails when wholly below" if self.at_most is None
                 else f"inside the paper's {self.at_least:g}x..{self.at_most:g}x, fails when wholly outside")
-        needs = ""
-        if verdict == UNCLEAR and not c.paired:
-            from .needed import ratio_rounds
-            bound = self.at_least if self.at_most is None or abs(ratio - self.at_least) < abs(ratio - self.at_most) \
-                else self.at_most
-            needs = _needs_text([ratio_rounds(c.a.mean, c.a.sd, c.b.mean, c.b.sd, bound,
-                                              confidence=c.confidence)], 1)
-        detail = f"{_test_text(m, [c])}; {what}, {c.confidence:.0%} interval ({c.interval}); holds when the whole interval is {span}"
+        needs = self._needs(c, ratio, level) if verdict == UNCLEAR else ""
+        claim_test = (f"one-sided test of the ratio > {self.at_least:g}" if self.at_most is None else
+                      f"the larger of the one-sided tests > {self.at_least:g} and < {self.at_most:g}")
+        detail = (f"{_test_text(m, [c])}; {what}, {c.confidence:.0%} interval ({c.interval}); holds when the whole "
+                  f"interval is {span}; p: {claim_test} (holds when below {level:g})")
         if c.small_n:
             detail += f"; n = {min(c.a.n, c.b.n)} < 10: the interval rests on its method's simulated coverage"
-        return Outcome(verdict, number=number, n=f"{c.a.n}/{c.b.n}", p=c.p_value, p_text=_p_text(c.p_value),
-                       detail=detail, cells=[row], against=[c.cell_id] if verdict == FAILS else [], needs=needs)
+        return Outcome(verdict, number=number, n=f"{c.a.n}/{c.b.n}", p=p, p_text=p_text(p), detail=detail,
+                       cells=[row], against=[c.cell_id] if verdict == FAILS else [], needs=needs)
+
+    def _needs(self, c: CellComparison, ratio: float, level: float) -> str:
+        if math.isnan(ratio) or ratio <= 0:
+            return ""
+        bound, target = _ratio_target(ratio, self.at_least, self.at_most)
+        if c.paired:
+            sd = paired_sd(c)
+            n = None if sd is None else needed.paired_rounds(c.a.n, sd, bound, target, level=level)
+            unit = "runs"
+        else:
+            n = needed.ratio_rounds(c.a.n, c.a.mean, c.a.sd, c.b.n, c.b.mean, c.b.sd, bound, target, level=level)
+            unit = "rounds per arm"
+        return needs_text([n], 1, f"{unit} (80% power if the true ratio is {target:.3g}x, "
+                                  f"{needed.RATIO_RESOLUTION:.0%} from {bound:g}x the estimate's way)",
+                          "not estimable (no spread, or beyond 100,000)")
 
 
-def _share_outcome(k: int, n: int, at_least: float, what: str, confidence: float = 0.95) -> Outcome:
-    """A share k/n with its exact (Clopper-Pearson) interval against `at_least`; p of the
-    one-sided exact binomial test of share > at_least."""
-    if n == 0:
-        return Outcome(UNCLEAR, number=f"no {what}", n="0", detail="no data")
-    test = sps.binomtest(k, n, at_least, alternative="greater")
-    ci = sps.binomtest(k, n).proportion_ci(confidence_level=confidence, method="exact")
-    verdict = HOLDS if ci.low > at_least else FAILS if ci.high < at_least else UNCLEAR
-    needs = ""
-    if verdict == UNCLEAR:
-        from .needed import share_sessions
-        sessions = share_sessions(k / n, at_least, confidence=confidence)
-        needs = (_needs_text([sessions], 1, "sessions (pairs)") if sessions is not None else
-                 f"none expected to decide: the observed share ({k / n:.0%}) is the threshold ({at_least:.0%}) itself")
-    return Outcome(verdict, number=f"{k / n:.0%} of {n} {what} [{ci.low:.0%}, {ci.high:.0%}]",
-                   n=str(n), p=float(test.pvalue), p_text=_p_text(float(test.pvalue)), needs=needs,
-                   detail=f"exact binomial test of share > {at_least:.0%}, {confidence:.0%} Clopper-Pearson interval")
-
-
-@dataclass(frozen=True)
-class PairShare:
-    """Chaudhary §5: per cell and round, the TCP-only session against the QUIC-enabled one by
-    the paper's test (Welch on the two sessions' temporal QoE, analyses.fallback.pair_verdict);
-    the share of testable pairs where TCP did better or QUIC was not significantly better
-    (the paper's "the same"). A QUIC-enabled session that ended on TCP (protocol_mismatch,
-    "mixed") is data here; a pair without temporal QoE is not testable and counted apart."""
-
-    quic_arm: str = "h3"
-    tcp_arm: str = "h2"
-    at_least: float = 0.5
-
-    def reads(self) -> str:
-        return (f"temporal QoE per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
-                f"same cell and round), Welch per pair; holds if TCP better or not significantly "
-                f"worse in > {self.at_least:.0%}")
-
-    def evaluate(self, m: Measured) -> Outcome:
-        from ..fallback.qoe import NOT_TESTABLE, pair_verdict, session_pairs, tcp_better_or_same_share, temporal_samples
-        from ..fallback.store import SETTLED
-
-        r = m.runs
-        if r.empty or m.series is None or m.series.empty:
-            return not_run("no session recorded its temporal QoE (series qoe_t)")
-        r = r[r["status"].isin(SETTLED)]
-        if m.exclude_flagged and "audit_flagged" in r:
-            r = r[~r["audit_flagged"].fillna(False).astype(bool)]
-        temporal = temporal_samples(m.series)
-        r = r.assign(samples=[temporal.get(x, np.array([])) for x in r["run_id"]])
-        pairs = session_pairs(r, self.quic_arm, self.tcp_arm)
-        outcomes = [pair_verdict(q, t, alpha=m.statistics.alpha) for q, t in zip(pairs["samples_q"], pairs["samples_t"])]
-        verdicts = [v for v, _ in outcomes]
-        k, n = tcp_better_or_same_share(verdicts)
-        out = _share_outcome(k, n, self.at_least, "testable session pairs TCP better or not significantly worse")
-        untestable = len(verdicts) - n
-        if untestable:
-            why = next(w for v, w in outcomes if v == NOT_TESTABLE)
-            out.detail += f"; {untestable} of {len(verdicts)} pairs not testable ({why})"
-        out.cells = [{"cell_id": c, "round": int(rd), "verdict": v, "why": w}
-                     for c, rd, (v, w) in zip(pairs["cell_id"], pairs["round"], outcomes)]
-        return out
-
-
-@dataclass(frozen=True)
-class GrangerShare:
-    """Chaudhary §6: among QUIC-enabled sessions where TCP did better or the same, the share
-    where fallback F Granger-causes a quality drop B or a stall S (analyses.fallback)."""
-
-    at_least: float = 0.5
-
-    def reads(self) -> str:
-        return ("series F, B, S of the QUIC-enabled sessions where TCP did better or the same; "
-                f"Granger F -> B or S; holds if the share > {self.at_least:.0%}")
-
-    def evaluate(self, m: Measured) -> Outcome:
-        from ..fallback.store import analyze_store
-
-        if m.directory is None:
-            return not_run("needs an experiment directory")
-        try:
-            s = analyze_store(m.directory, alpha=m.statistics.alpha,
-                              include_flagged=not m.exclude_flagged).summary["tcp_better_or_same"]
-        except LonglookError as e:
-            return Outcome(UNCLEAR, number="no fallback series to test", detail=e.message)
-        n = int(s["tested_either"])
-        share = s["granger_either_share"]
-        k = 0 if n == 0 or share != share else int(round(share * n))
-        out = _share_outcome(k, n, self.at_least, "tested sessions where F Granger-causes B or S")
-        out.detail += (f"; {s['sessions']} sessions, {s['fell_back']} fell back, {s['suitable']} suitable "
-                       f"for Granger, {n} testable (F and B or S not constant)")
-        return out
-
-
+@verdict_producer("reproduce.value", "a stated range holds / does not hold: one arm's mean inside [low, high], "
+                                     "on its t-interval")
 @dataclass(frozen=True)
 class Value:
     """One arm's mean of a metric in the selected cells (pooled), with its t-interval,
     against a range the paper states (Langley §3.8: TCP starts after a wait of up to
     300 ms): holds when the whole interval lies inside [at_least, at_most], does not hold
-    when it lies wholly outside, else inconclusive."""
+    when it lies wholly outside, else inconclusive. A round whose run failed or timed out
+    leaves it inconclusive (the survivors' mean does not bound the arm's) unless the scenario
+    gives failures a value. The t-interval is Student's: on right-skewed values its upper
+    end errs more often than (1 - confidence) / 2 (simulated, 250 ms + lognormal, 3-30 runs:
+    3.1-3.3% at sigma 0.05-0.2, 5% at 0.2-0.5 for a nominal 2.5%)."""
 
     arm: str
     metric: str
@@ -379,40 +381,64 @@ class Value:
     unit: str = "ms"
 
     def reads(self) -> str:
-        cells = ", ".join(f"{k} {_where_text(v)}" for k, v in self.where.items()) or "all cells"
-        return (f"{self.metric} of {_name(self.arm)}; {cells}; holds if its 95% t-interval lies within "
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
+        return (f"{self.metric} of {name(self.arm)}; {cells}; holds if its 95% t-interval lies within "
                 f"{self.at_least:g}..{self.at_most:g} {self.unit}")
 
     def evaluate(self, m: Measured) -> Outcome:
-        from ...core.status import counted_runs
-
         cells = m.select(self.where)
         if not cells:
             return not_run("none of the claim's cells is in this experiment (reduced budget?)")
-        good = counted_runs(m.runs, self.metric if self.metric in m.runs else None, exclude_flagged=m.exclude_flagged) \
+        have = self.metric in m.runs if not m.runs.empty else False
+        good = counted_runs(m.runs, self.metric if have else None, exclude_flagged=m.exclude_flagged) \
             if not m.runs.empty else m.runs
-        x = good[good["cell_id"].isin(cells) & (good["arm"] == self.arm)][self.metric].dropna().to_numpy(float) \
-            if self.metric in good and not good.empty else np.array([])
+        mine = lambda f: f[f["cell_id"].isin(cells) & (f["arm"] == self.arm)]  # noqa: E731
+        x = mine(good)[self.metric].dropna().to_numpy(float) if have and not good.empty else np.array([])
+        # the rounds whose last attempt failed or timed out: a value the survivors lack
+        lost = 0
+        if have and not m.runs.empty:
+            fail = m.failure_values.get(self.metric)
+            full = mine(with_failures_as_outcomes(m.runs, good, self.metric, math.nan if fail is None else fail))
+            extra = full[self.metric].to_numpy(float)[len(mine(good)):]
+            if fail is not None:
+                x = np.r_[x, extra]
+            else:
+                lost = len(extra)
         if len(x) < 2:
             return Outcome(UNCLEAR, number=f"{len(x)} counted run(s)", n=str(len(x)), detail="insufficient data")
         conf = m.statistics.confidence
+        level = (1 - conf) / 2
+        n, mean = len(x), float(x.mean())
         if np.ptp(x) == 0:
-            lo = hi = float(x[0])
+            lo = hi = mean
+            p = 0.0 if self.at_least <= mean <= self.at_most else 1.0
         else:
             lo, hi = sps.ttest_1samp(x, 0).confidence_interval(conf)
+            se = float(x.std(ddof=1)) / math.sqrt(n)
+            p = max(float(sps.t.sf((mean - self.at_least) / se, n - 1)),
+                    float(sps.t.cdf((mean - self.at_most) / se, n - 1)))
         inside = self.at_least <= lo and hi <= self.at_most
         outside = hi < self.at_least or lo > self.at_most
         verdict = HOLDS if inside else FAILS if outside else UNCLEAR
+        detail = (f"mean with its {conf:.0%} t-interval over {len(cells)} cell(s); holds when the whole interval is "
+                  f"inside {self.at_least:g}..{self.at_most:g} {self.unit}; p: the larger of the one-sided t tests "
+                  f"against the two ends (holds when below {level:g})")
+        if lost:
+            verdict = UNCLEAR
+            detail += (f"; {lost} run(s) failed or timed out: the survivors' mean does not bound the arm's, so no "
+                       "verdict is drawn (a scenario that counts failures as outcomes gives them a value)")
         needs = ""
-        if verdict == UNCLEAR and np.ptp(x) > 0:  # runs until the t-interval clears the nearest bound
-            gap = min(abs(x.mean() - self.at_least), abs(x.mean() - self.at_most))
-            ns = np.arange(2, 100_001)
-            ok = sps.t.ppf(0.5 + conf / 2, ns - 1) * x.std(ddof=1) / np.sqrt(ns) < gap
-            needs = _needs_text([int(ns[np.argmax(ok)]) if ok.any() and gap > 0 else None], 1, "runs")
-        return Outcome(verdict, number=f"{_num(x.mean())} {self.unit} [{_num(lo)}, {_num(hi)}]", n=str(len(x)), needs=needs,
-                       detail=f"mean with its {conf:.0%} t-interval over {len(cells)} cell(s); holds when the "
-                              f"whole interval is inside {self.at_least:g}..{self.at_most:g} {self.unit}",
-                       cells=[{"cell_id": c} for c in cells], against=cells[:1] if verdict == FAILS else [])
+        if verdict == UNCLEAR and np.ptp(x) > 0 and not lost:
+            width = needed.RATIO_RESOLUTION
+            target = ((self.at_least + self.at_most) / 2 if self.at_least <= mean <= self.at_most else
+                      self.at_least - width * abs(self.at_least) if mean < self.at_least else
+                      self.at_most + width * abs(self.at_most))
+            k = needed.value_runs(n, float(x.std(ddof=1)), self.at_least, self.at_most, target, level=level)
+            needs = needs_text([k], 1, f"runs (80% power if the true mean is {num(target)} {self.unit})",
+                               "not estimable (beyond 100,000 runs)")
+        return Outcome(verdict, number=f"{num(mean)} {self.unit} [{num(lo)}, {num(hi)}]", n=str(n), needs=needs,
+                       p=p, p_text=p_text(p), detail=detail, cells=[{"cell_id": c} for c in cells],
+                       against=cells[:1] if verdict == FAILS else [])
 
 
 def interaction(a_fast, b_fast, a_slow, b_slow, confidence: float = 0.95) -> tuple[float, float, float, float]:
@@ -435,13 +461,17 @@ def interaction(a_fast, b_fast, a_slow, b_slow, confidence: float = 0.95) -> tup
     return d, d - h, d + h, p
 
 
+@verdict_producer("reproduce.shrinks", "an advantage shrinks holds / does not hold: the interaction of log means "
+                                       "across twin cells, Holm over the pairs")
 @dataclass(frozen=True)
 class Shrinks:
     """Kakhki §5 (mobile): arm a's advantage over b shrinks from the `fast` cells to their
     `slow` twins (same other dimensions; `dim` the one that differs). Per twin pair the
-    interaction of log means (`interaction`), Holm over the pairs; a pair agrees when a's
-    relative cost rose significantly, is against when it fell; holds when at least
-    `at_least` of the pairs agree, does not hold when so many are against that it could not."""
+    interaction of log means (`interaction`), Holm over the pairs (core.multiple); a pair
+    agrees when a's relative cost rose significantly, is against when it fell; holds when at
+    least `at_least` of the pairs agree, does not hold when so many are against that it
+    could not. A pair whose arms completed at different rates in either cell (core.stats'
+    completion test) is not tested: its survivors are not a fair sample."""
 
     a: str
     b: str
@@ -452,13 +482,11 @@ class Shrinks:
     at_least: float = 0.5
 
     def reads(self) -> str:
-        return (f"{self.metric}: log({_name(self.a)}/{_name(self.b)}) at {self.dim} = {self.slow} minus at "
-                f"{self.fast}, per twin cell pair; holds if {_name(self.a)}'s advantage shrinks "
+        return (f"{self.metric}: log({name(self.a)}/{name(self.b)}) at {self.dim} = {self.slow} minus at "
+                f"{self.fast}, per twin cell pair; holds if {name(self.a)}'s advantage shrinks "
                 f"(interaction > 0, Holm) in >= {self.at_least:.0%} of pairs")
 
     def evaluate(self, m: Measured) -> Outcome:
-        from ...core.status import counted_runs
-
         fast, slow = m.select({self.dim: self.fast}), m.select({self.dim: self.slow})
         key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
         twins = {key(c): c for c in fast}
@@ -467,38 +495,49 @@ class Shrinks:
             return not_run(f"no cell pair differing only in {self.dim} ({self.fast} vs {self.slow})")
         good = counted_runs(m.runs, self.metric, exclude_flagged=m.exclude_flagged) if self.metric in m.runs \
             else m.runs.iloc[0:0]
-        xs = lambda c, arm: good[(good["cell_id"] == c) & (good["arm"] == arm)][self.metric].to_numpy(float)  # noqa: E731
+        done = completions(m.runs, good) if self.metric in m.runs else {}
+        groups = {k: g[self.metric].to_numpy(float) for k, g in good.groupby(["cell_id", "arm"])} if len(good) else {}
+        xs = lambda c, arm: groups.get((c, arm), np.array([]))  # noqa: E731
+        survivors = [min((completion_test(done.get((c, self.a)), done.get((c, self.b))) for c in (f, s)),
+                         key=lambda p: 1.0 if math.isnan(p) else p) for f, s in pairs]
         res = [(f, s, *interaction(xs(f, self.a), xs(f, self.b), xs(s, self.a), xs(s, self.b),
                                    m.statistics.confidence)) for f, s in pairs]
-        ps = [r[5] for r in res]
-        tested = [i for i, p in enumerate(ps) if not math.isnan(p)]
-        adj: dict[int, float] = {}  # Holm step-down adjusted p
-        order = sorted(tested, key=lambda i: ps[i])
-        running = 0.0
-        for rank, i in enumerate(order):
-            running = max(running, min(1.0, (len(order) - rank) * ps[i]))
-            adj[i] = running
+        unfair = [not math.isnan(q) and q < m.statistics.survivorship_alpha for q in survivors]
+        ps = np.array([math.nan if u else r[5] for r, u in zip(res, unfair)])
+        adj = holm(ps)
         alpha = m.statistics.alpha
-        judged = ["no data" if i not in adj else "agree" if adj[i] < alpha and res[i][2] > 0
-                  else "against" if adj[i] < alpha else "unclear" for i in range(len(res))]
+        judged = ["inconclusive: survivorship" if u else "no data" if math.isnan(a) else
+                  "agree" if a < alpha and r[2] > 0 else "against" if a < alpha else "unclear"
+                  for r, u, a in zip(res, unfair, adj)]
+        tested = [i for i, p in enumerate(ps) if not math.isnan(p)]
+        if not tested:
+            why = "the arms completed at different rates" if any(unfair) else "insufficient data"
+            return Outcome(UNCLEAR, number="no twin pair with 2 counted runs per arm and fair completions", n="-",
+                           detail=why)
         total, agree = len(res), judged.count("agree")
         against = [res[i][1] for i, j in enumerate(judged) if j == "against"]
-        if not tested:
-            return Outcome(UNCLEAR, number="no twin pair with 2 counted runs per arm", n="-", detail="insufficient data")
         need = math.ceil(self.at_least * total - 1e-9)
         verdict = HOLDS if agree >= need else FAILS if len(against) > total - need else UNCLEAR
         effects = [math.exp(res[i][2]) for i in tested]
-        number = (f"{_name(self.a)}'s relative cost rose in {agree}/{total} pairs, fell in {len(against)}; "
-                  f"median x{np.median(effects):.2f} of {_name(self.a)}/{_name(self.b)}")
-        cells = [{"cell_id": s, "fast_cell": f, "interaction": d, "ci": [lo, hi], "p": p, "p_adjusted": adj.get(i),
-                  "judged": judged[i]} for i, (f, s, d, lo, hi, p) in enumerate(res)]
+        number = (f"{name(self.a)}'s relative cost rose in {agree}/{total} pairs, fell in {len(against)}; "
+                  f"median x{np.median(effects):.2f} of {name(self.a)}/{name(self.b)}")
+        cells = [{"cell_id": s, "fast_cell": f, "interaction": d, "ci": [lo, hi], "p": p,
+                  "p_adjusted": None if math.isnan(adj[i]) else float(adj[i]), "judged": judged[i]}
+                 for i, (f, s, d, lo, hi, p) in enumerate(res)]
+        q = [float(adj[i]) if judged[i] == "agree" else max(float(adj[i]), alpha) if judged[i] == "unclear"
+             and res[i][2] > 0 else 1.0 for i in range(total)]
+        p = kth_smallest(q, need)
         ns = [min(len(xs(c, a)) for c in (f, s) for a in (self.a, self.b)) for f, s in pairs]
-        return Outcome(verdict, number=number, n=f"{min(ns)}-{max(ns)} per arm and cell", p=float(np.median([ps[i] for i in tested])),
-                       p_text=f"Holm {_p_text(min(adj.values()))}..{_p_text(max(adj.values()))}",
-                       detail=f"Welch-Satterthwaite t on the difference of log-ratio means, Holm over {len(tested)} pairs, "
-                              f"alpha {alpha:g}; needs {need} of {total}", cells=cells, against=against)
+        return Outcome(verdict, number=number, n=f"{min(ns)}-{max(ns)} per arm and cell", p=p,
+                       p_text=p_text(p) + " Holm",
+                       detail=f"Welch-Satterthwaite t on the difference of log-ratio means, Holm over {len(tested)} "
+                              f"pairs, alpha {alpha:g}; needs {need} of {total}; p: the {ordinal(need)} smallest "
+                              "Holm-adjusted p among pairs whose interaction points the claim's way",
+                       cells=cells, against=against)
 
 
+@verdict_producer("reproduce.twins", "a claim on twin cells holds / does not hold: one arm better, worse or the "
+                                     "same with a dimension changed, judged as Cells")
 @dataclass(frozen=True)
 class Twins:
     """One arm across twin cells that differ only in `dim` (Kakhki §5, proxies: h2 through a
@@ -516,9 +555,9 @@ class Twins:
     at_least: float = 0.5
 
     def reads(self) -> str:
-        cells = ", ".join(f"{k} {_where_text(v)}" for k, v in self.where.items()) or "all cells"
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
         want = {"a": f"better with {self.a}", "b": f"better with {self.b}", "same": "the same"}[self.expect]
-        return (f"{self.metric} of {_name(self.arm)}, {self.dim} = {self.a} vs its twin with {self.b}; {cells}; "
+        return (f"{self.metric} of {name(self.arm)}, {self.dim} = {self.a} vs its twin with {self.b}; {cells}; "
                 f"holds if {want} in >= {self.at_least:.0%} of the pairs")
 
     def evaluate(self, m: Measured) -> Outcome:
@@ -538,122 +577,4 @@ class Twins:
         return Cells(la, lb, self.expect, metric=self.metric, at_least=self.at_least).evaluate(paired)
 
 
-@dataclass(frozen=True)
-class StateShift:
-    """Kakhki §5 (mobile): a transition of the inferred state machine (analyses.states) is
-    taken more often on the slow device: per run counts of `item` (e.g.
-    "SlowStart->ApplicationLimited") in the `fast` cells against the `slow` ones, by
-    `states diff`'s tests (Fisher on presence, Mann-Whitney on counts), uncorrected: the
-    claim names one item in advance. Holds when it appears or is significantly more frequent
-    on the slow side, does not hold when it vanishes or is less frequent, else inconclusive."""
-
-    arm: str
-    item: str
-    dim: str
-    fast: Any
-    slow: Any
-    protocol: str = "QUIC"
-
-    def reads(self) -> str:
-        return (f"{self.item} per run of {_name(self.arm)} ({self.protocol}'s inferred state machine), {self.dim} = "
-                f"{self.fast} vs {self.slow}; holds if it appears or is more frequent at {self.slow}")
-
-    def evaluate(self, m: Measured) -> Outcome:
-        from ..states.diff import compare
-        from ..states.runs import load_runs
-
-        if m.directory is None:
-            return not_run("needs an experiment directory")
-        try:
-            a = load_runs(m.directory, cell=f"{self.dim}={self.fast}", arm=self.arm)
-            b = load_runs(m.directory, cell=f"{self.dim}={self.slow}", arm=self.arm)
-        except LonglookError as e:
-            return not_run(e.message)
-        d = compare(a, b, self.protocol, label_a=str(self.fast), label_b=str(self.slow),
-                    alpha=m.statistics.alpha, holm=False)
-        row = d.row(self.item)
-        if not row:
-            return Outcome(UNCLEAR, number=f"{self.item} in no run ({d.n_a}/{d.n_b} runs with state logs)",
-                           n=f"{d.n_a}/{d.n_b}", detail="the transition was never taken on either side",
-                           needs=f"not more rounds: taken in none of {d.n_a} + {d.n_b} runs, so the {self.dim} "
-                                 f"or the link at which {self.slow} limits the sender would have to change")
-        status = row["status"]
-        verdict = HOLDS if status in ("appears", "more") else FAILS if status in ("vanishes", "fewer") else UNCLEAR
-        return Outcome(verdict, number=f"{row['mean_a']:.2f} vs {row['mean_b']:.2f} per run (in {row['runs_a']}/{row['n_a']} "
-                                       f"vs {row['runs_b']}/{row['n_b']} runs): {status}",
-                       n=f"{row['n_a']}/{row['n_b']}", p=float(row["p"]), p_text=_p_text(float(row["p"])),
-                       detail=f"states diff: Fisher on presence, Mann-Whitney on counts, alpha {m.statistics.alpha:g}, "
-                              "one item named in advance (no correction)")
-
-
-@dataclass(frozen=True)
-class Ate:
-    """Causality by experiment (a video scenario with [intervention]): the average treatment
-    effect of the randomised QUIC break (and the fallback it forces) on `metric`, from
-    analyses.fallback.intervention (difference in means, Welch's interval): holds when the
-    whole interval lies on the claimed side of 0, does not hold when it lies on the other."""
-
-    metric: str = "qoe"
-    expect: str = "lower"  # the treated sessions' metric is lower ("lower") or higher
-
-    def reads(self) -> str:
-        return (f"{self.metric}: mean(treated) - mean(control) of the QUIC-enabled sessions, Welch interval; "
-                f"holds if wholly {'below' if self.expect == 'lower' else 'above'} 0")
-
-    def evaluate(self, m: Measured) -> Outcome:
-        from ..fallback.intervention import analyze_intervention
-        from .needed import difference_sessions
-
-        if m.directory is None:
-            return not_run("needs an experiment directory")
-        try:
-            res = analyze_intervention(m.directory, include_flagged=not m.exclude_flagged)
-        except LonglookError as e:
-            return Outcome(UNCLEAR, number="no interventional sessions", detail=e.message)
-        r = res.effects[(res.effects["scope"] == "all cells") & (res.effects["metric"] == self.metric)].iloc[0]
-        n = f"{r.n_treated}/{r.n_control}"
-        if math.isnan(r.ci_low):
-            return Outcome(UNCLEAR, number=r.verdict, n=n, detail=r.why or "no interval")
-        sign = -1 if self.expect == "lower" else 1
-        verdict = HOLDS if sign * r.ci_low > 0 and sign * r.ci_high > 0 else \
-            FAILS if sign * r.ci_low < 0 and sign * r.ci_high < 0 else UNCLEAR
-        needs = ""
-        if verdict == UNCLEAR:
-            t, c = res.sessions[res.sessions["treated"]], res.sessions[~res.sessions["treated"]]
-            needs = _needs_text([difference_sessions(float(t[self.metric].std()), float(c[self.metric].std()),
-                                                     float(r.ate)) if sign * r.ate > 0 else None], 1,
-                                "sessions per arm")
-        s = res.summary
-        return Outcome(verdict, number=f"ATE {r.ate:+.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}] "
-                                       f"({r.mean_treated:.3g} vs {r.mean_control:.3g})",
-                       n=n, p=float(r.p), p_text=_p_text(float(r.p)), needs=needs,
-                       detail=f"{s['estimator']}; treated fell back {s['compliance']['treated_fell_back']}/"
-                              f"{s['treated']}, control {s['compliance']['control_fell_back']}/{s['control']}; "
-                              f"beside Granger: {s['agreement']}")
-
-
 Rule = Cells | Ratio | PairShare | GrangerShare | Value | Shrinks | Twins | StateShift | Ate
-
-
-def _where_text(v: Any) -> str:
-    if callable(v):
-        return getattr(v, "text", "matching")
-    if isinstance(v, (list, tuple)):
-        return "in " + ", ".join(map(str, v))
-    return f"= {v}"
-
-
-def above(x: float) -> Callable[[Any], bool]:
-    """A `where` predicate: the dimension (a number; None = 0) is above `x`."""
-    def match(v: Any) -> bool:
-        return (v or 0) > x
-    match.text = f"> {x:g}"  # type: ignore[attr-defined]
-    return match
-
-
-def contains(*texts: str) -> Callable[[Any], bool]:
-    """A `where` predicate: the dimension (a label) contains one of `texts`."""
-    def match(v: Any) -> bool:
-        return isinstance(v, str) and any(t in v for t in texts)
-    match.text = "contains " + " or ".join(map(repr, texts))  # type: ignore[attr-defined]
-    return match
