@@ -140,9 +140,10 @@ def _temporal(m_runs: list[dict], rng, level) -> list[dict]:
             for r in m_runs for t in range(40)]
 
 
-def test_item05_pair_share_is_the_papers_per_pair_test_not_a_sign_test(capsys):
-    """When nothing differs, TCP is 'better or the same' in about 1 - alpha/2 of the pairs by
-    the paper's per-pair Welch test; a sign test of two numbers sits at 0.5."""
+def test_item05_pair_share_is_a_per_pair_test_not_a_sign_test(capsys):
+    """When nothing differs, TCP is shown 'better or the same' (not worse by more than the
+    margin) in most pairs by the calibrated pair test (block means, analyses/fallback/qoe.py),
+    and the claim holds; a sign test of two numbers would sit at 0.5."""
     rng = np.random.default_rng(6)
     runs = [{"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
              "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False,
@@ -152,7 +153,7 @@ def test_item05_pair_share_is_the_papers_per_pair_test_not_a_sign_test(capsys):
     out = PairShare().evaluate(m)
     share = float(out.number.split("%")[0]) / 100
     print(f"item 5: no difference -> TCP better or same in {share:.0%} of 60 pairs")
-    assert share >= 0.9 and out.n == "60"
+    assert share >= 0.8 and out.n == "60" and out.verdict == HOLDS
 
 
 def _cells_measured(values: dict[str, tuple[list[float], list[float]]], stats: Statistics | None = None) -> Measured:
@@ -179,12 +180,13 @@ def test_item06_same_needs_an_interval_inside_the_tolerance():
 
 
 def test_item07_a_ratio_claim_is_judged_on_its_interval():
-    """A ratio of 1.55 against a factor of 1.5, the interval straddling it: inconclusive."""
+    """A ratio of 1.55 against a factor of 1.5, the interval straddling it: inconclusive, and
+    its p is the claim's own test (against 1.5), not the test against 1."""
     rng = np.random.default_rng(7)
     m = _cells_measured({"c": (list(1550 * rng.normal(1, 0.08, 8)), list(1000 * rng.normal(1, 0.08, 8)))})
     out = Ratio("h3", "h2", at_least=1.5).evaluate(m)
     lo, hi = (float(x) for x in out.number.split("[")[1].split("]")[0].split(","))
-    assert lo < 1.5 < hi and out.p < 0.01
+    assert lo < 1.5 < hi and out.p > 0.025
     assert out.verdict == UNCLEAR
     # wholly above the factor holds, wholly below does not
     assert Ratio("h3", "h2", at_least=1.2).evaluate(m).verdict == HOLDS
