@@ -14,8 +14,8 @@ import pandas as pd
 from ...core.stats import Completion
 from ...core.store import Store
 from ...errors import LonglookError, check_range
-from .qoe import (NOT_SIGNIFICANT, NOT_TESTABLE, QUIC_BETTER, TCP_BETTER, compare_patterns, pair_verdict,
-                  session_pairs, temporal_samples)
+from .qoe import (NOT_SIGNIFICANT, PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs,
+                  temporal_samples)
 from .session import analyze_sessions, summarize
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
@@ -59,8 +59,10 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
     the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
     scenario has one, else "h3". Session pairs are compared on their temporal QoE
-    (series `qoe_t`) with core.stats; a session without `metric` is counted apart
-    (`missing_metric`), never silently on either side."""
+    (series `qoe_t`, qoe.pair_verdict); a session without `metric` is counted apart
+    (`missing_metric`), never silently on either side. The Granger shares are the sessions'
+    calibrated verdicts (session.granger_verdicts: shift-null p, Holm over B and S), over all
+    sessions and over those shown TCP better or the same (qoe.TCP_AS_GOOD)."""
     check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     with Store.open(directory, read_only=True) as store:
         arms = store.scenario().arm_list()
@@ -113,13 +115,15 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
                              "pair_note": [why for _, why in outcomes]})
     sessions = sessions.merge(verdicts, on="run_id", how="left")
     sessions["pair_verdict"] = sessions["pair_verdict"].fillna("no TCP-only session in its cell and round")
-    better_or_same = sessions["pair_verdict"].isin([TCP_BETTER, NOT_SIGNIFICANT])
+    better_or_same = sessions["pair_verdict"].isin(TCP_AS_GOOD)
+    # NOT_SIGNIFICANT is no outcome any more (0); kept for readers of the old key
     summary = {"all": summarize(sessions, alpha), "tcp_better_or_same": summarize(sessions[better_or_same], alpha),
                "pairs": {"pairs": len(outcomes), **{v: sum(o == v for o, _ in outcomes)
-                                                    for v in (TCP_BETTER, NOT_SIGNIFICANT, QUIC_BETTER, NOT_TESTABLE)}},
+                                                    for v in (*PAIR_OUTCOMES, NOT_SIGNIFICANT)}},
                "missing_metric": int(runs[metric].isna().sum())}
     # the paper's shares per pattern too: fallback, correlation, Granger beside the QoE test
-    per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items() if k != "alpha"}}
+    per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items()
+                                                      if k not in ("alpha", "granger_p")}}
                                 for p, g in sessions.groupby("pattern", sort=True)])
     patterns = patterns.merge(per_pattern, on="pattern", how="left")
     return FallbackAnalysis(sessions, patterns, summary)
