@@ -70,15 +70,15 @@ def fallback(
     typer.echo(result.patterns[[c for c in columns if c in result.patterns]].to_string(
         index=False, float_format=lambda x: f"{x:.3g}"))
     pairs = result.summary["pairs"]
-    typer.echo(f"session pairs (same cell and round, Welch on the temporal QoE): {pairs['pairs']}; TCP better "
-               f"{pairs['tcp_better']}, not significant {pairs['not_significant']}, QUIC better "
-               f"{pairs['quic_better']}, not testable {pairs['not testable']}; sessions without {metric}: "
-               f"{result.summary['missing_metric']}")
+    typer.echo(f"session pairs (same cell and round; Welch on the temporal QoE's block means, 'same' within "
+               f"the margin): {pairs['pairs']}; TCP better {pairs['tcp_better']}, the same {pairs['same']}, "
+               f"undecided {pairs['undecided']}, QUIC better {pairs['quic_better']}, not testable "
+               f"{pairs['not testable']}; sessions without {metric}: {result.summary['missing_metric']}")
     for name in ("all", "tcp_better_or_same"):
         s = result.summary[name]
         typer.echo(f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back, {s['tcp_flow']} had a TCP "
                    f"flow ({s['tcp_bytes_share']:.0%} of bytes over TCP); {s['suitable']} suitable; median corr B "
-                   f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger p<{alpha}: "
+                   f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger (shift-null p, Holm over B and S) at {alpha}: "
                    f"B {s['granger_B_share']:.0%} of {s['tested_B']}, S {s['granger_S_share']:.0%} "
                    f"of {s['tested_S']}, either {s['granger_either_share']:.0%}")
 

@@ -59,9 +59,6 @@ TCP_BETTER, SAME, QUIC_BETTER, UNDECIDED = "tcp_better", "same", "quic_better", 
 NOT_TESTABLE = "not testable"
 TCP_AS_GOOD = (TCP_BETTER, SAME)  # the paper's "TCP better or the same", each shown by a test
 PAIR_OUTCOMES = (TCP_BETTER, SAME, UNDECIDED, QUIC_BETTER, NOT_TESTABLE)
-# No longer an outcome (a test that failed is "undecided", never "the same"); kept so that
-# readers of the old outcome names still import
-NOT_SIGNIFICANT = "not_significant"
 BLOCKS = 3  # blocks per session (module docstring: more blocks err more often)
 # QoE units (Mbit/s of the bitrate ladder) within which TCP counts as "the same": the step
 # between the 240p and 360p rungs, or one second of stall in 17

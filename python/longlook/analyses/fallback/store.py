@@ -14,7 +14,7 @@ import pandas as pd
 from ...core.stats import Completion
 from ...core.store import Store
 from ...errors import LonglookError, check_range
-from .qoe import (NOT_SIGNIFICANT, PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs,
+from .qoe import (PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs,
                   temporal_samples)
 from .session import analyze_sessions, summarize
 
@@ -116,10 +116,9 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
     sessions = sessions.merge(verdicts, on="run_id", how="left")
     sessions["pair_verdict"] = sessions["pair_verdict"].fillna("no TCP-only session in its cell and round")
     better_or_same = sessions["pair_verdict"].isin(TCP_AS_GOOD)
-    # NOT_SIGNIFICANT is no outcome any more (0); kept for readers of the old key
     summary = {"all": summarize(sessions, alpha), "tcp_better_or_same": summarize(sessions[better_or_same], alpha),
                "pairs": {"pairs": len(outcomes), **{v: sum(o == v for o, _ in outcomes)
-                                                    for v in (*PAIR_OUTCOMES, NOT_SIGNIFICANT)}},
+                                                    for v in PAIR_OUTCOMES}},
                "missing_metric": int(runs[metric].isna().sum())}
     # the paper's shares per pattern too: fallback, correlation, Granger beside the QoE test
     per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items()
