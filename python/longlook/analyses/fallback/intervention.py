@@ -1,4 +1,4 @@
-"""Causality by experiment (issue 31): the average treatment effect of a QUIC-breaking
+"""Causality by experiment: the average treatment effect of a QUIC-breaking
 middlebox, switched on at a random time in randomly chosen sessions (a video scenario's
 [intervention], kinds/video/intervention.py), on QoE, bitrate and stall time, beside the
 Granger verdicts (`store.analyze_store`) of the same sessions.
