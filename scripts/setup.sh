@@ -102,7 +102,7 @@ rm -f .venv-setup.log
 if [ "$rust_ok" -ne 0 ]; then echo "setup: the Rust build failed (cargo build --release --workspace)" >&2; exit "$rust_ok"; fi
 if [ "$python_ok" -ne 0 ]; then echo "setup: the Python package did not install (see above)" >&2; exit "$python_ok"; fi
 
-# ---- QUIC stacks (issue 14), only with --all-stacks ----------------------------------------
+# ---- QUIC stacks, only with --all-stacks -------------------------------------------------
 # Other QUIC stacks as adapters (python/longlook/stacks/<name>/): ngtcp2 from Debian, the
 # others built once per version under ~/.cache/longlook/stacks/<name>-<version>/ (aioquic from
 # PyPI, quic-go from the Go module proxy, quiche/tquic from crates.io). Cached: a no-op when
@@ -118,7 +118,7 @@ if [ "$all_stacks" -eq 1 ]; then
   .venv/bin/python -m longlook.stacks.install --all-versions
 fi
 # ---- end of QUIC stacks -----------------------------------------------------------------
-# ---- video (issue 15), only with --all --------------------------------------------------
+# ---- video, only with --all -----------------------------------------------------------
 # dash.js for the video kind's browser player, pinned (kinds/video/dashjs.py), from npm; its
 # dist file is copied into the package data (python/longlook/kinds/video/static/), never
 # fetched at run time. Without --all, the first scenario with the dash.js player does this.
