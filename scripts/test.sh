@@ -5,6 +5,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh --all  # every QUIC stack, Chromium, ffmpeg, dash.js: the tests use them all
 .venv/bin/lint-imports  # the floors (pyproject.toml [tool.importlinter])
+# Rust style and lints (rustfmt.toml: 120 columns), then its tests
+cargo fmt --all --check
+cargo clippy --workspace --release --all-targets --quiet -- -D warnings
 cargo test --release --workspace --quiet
 .venv/bin/longlook clean
 .venv/bin/python -m pytest -q "$@"

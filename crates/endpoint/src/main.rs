@@ -1,5 +1,6 @@
 //! endpoint: longlook's instrumented HTTP/3 (quinn) + HTTP/2-over-TLS (hyper) server and client.
 
+mod args;
 mod cc;
 mod cli;
 mod client;

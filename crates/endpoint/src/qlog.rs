@@ -55,10 +55,7 @@ impl<W: Write> QlogWriter<W> {
         reference: Instant,
     ) -> std::io::Result<Self> {
         let mut w = QlogWriter { out, reference };
-        let unix_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_secs_f64() * 1000.0)
-            .unwrap_or(0.0)
+        let unix_ms = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1000.0).unwrap_or(0.0)
             - reference.elapsed().as_secs_f64() * 1000.0;
         let header = serde_json::json!({
             "qlog_version": QLOG_VERSION,
@@ -247,11 +244,15 @@ mod tests {
     fn quinn_records_merge_whole_without_header_or_recovery() {
         let path = std::env::temp_dir().join(format!("ll-qlog-merge-{}.sqlog", std::process::id()));
         let t0 = Instant::now();
-        let trace: SharedQlog = Arc::new(Mutex::new(QlogWriter::create(&path, "t", "QUIC", VantagePoint::Server, t0).unwrap()));
+        let trace: SharedQlog =
+            Arc::new(Mutex::new(QlogWriter::create(&path, "t", "QUIC", VantagePoint::Server, t0).unwrap()));
         let mut q = QuinnEvents { trace: trace.clone(), record: Vec::new(), header_seen: false };
         // quinn's streamer writes a record in pieces: separator, JSON, newline.
-        for rec in [r#"{"qlog_version":"0.3","trace":{}}"#, r#"{"time":1.5,"name":"transport:packet_sent","data":{"header":{"packet_type":"1RTT","packet_number":7,"length":1252}},"group_id":"ab"}"#,
-                    r#"{"time":2.0,"name":"recovery:metrics_updated","data":{"smoothed_rtt":0.036}}"#] {
+        for rec in [
+            r#"{"qlog_version":"0.3","trace":{}}"#,
+            r#"{"time":1.5,"name":"transport:packet_sent","data":{"header":{"packet_type":"1RTT","packet_number":7,"length":1252}},"group_id":"ab"}"#,
+            r#"{"time":2.0,"name":"recovery:metrics_updated","data":{"smoothed_rtt":0.036}}"#,
+        ] {
             q.write_all(&[RECORD_SEPARATOR]).unwrap();
             q.write_all(&rec.as_bytes()[..10]).unwrap();
             trace.lock().unwrap().event(t0, "recovery:metrics_updated", r#"{"congestion_window":12000}"#);

@@ -12,7 +12,9 @@ use h3::error::StreamError;
 use h3::quic::{BidiStream, RecvStream};
 
 /// Finish the client's request; a peer that already stopped reading it is not an error.
-pub async fn finish_request<S: BidiStream<B>, B: Buf>(stream: &mut h3::client::RequestStream<S, B>) -> Result<(), StreamError> {
+pub async fn finish_request<S: BidiStream<B>, B: Buf>(
+    stream: &mut h3::client::RequestStream<S, B>,
+) -> Result<(), StreamError> {
     match stream.finish().await {
         Err(StreamError::RemoteTerminate { .. }) => Ok(()),
         other => other,

@@ -92,7 +92,9 @@ const INFINITE_SSTHRESH: u32 = 0x7fff_ffff;
 pub fn tcp_info(fd: RawFd) -> io::Result<TcpInfo> {
     let mut info = TcpInfo::default();
     let mut len = std::mem::size_of::<TcpInfo>() as libc::socklen_t;
-    let rc = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, &mut info as *mut _ as *mut libc::c_void, &mut len)
+    };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -122,7 +124,15 @@ pub fn check_congestion_control(name: &str) -> Result<(), String> {
 }
 
 pub fn set_congestion_control(fd: RawFd, name: &str) -> io::Result<()> {
-    let rc = unsafe { libc::setsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, name.as_ptr() as *const libc::c_void, name.len() as libc::socklen_t) };
+    let rc = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
+    };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -132,7 +142,9 @@ pub fn set_congestion_control(fd: RawFd, name: &str) -> io::Result<()> {
 pub fn get_congestion_control(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 16];
     let mut len = buf.len() as libc::socklen_t;
-    let rc = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len) };
+    let rc = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+    };
     if rc != 0 {
         return Err(io::Error::last_os_error());
     }
@@ -197,7 +209,16 @@ pub fn spawn_sampler(
     let t0 = Instant::now();
     let t0_mono = crate::tcp_trace::mono_now_s();
     let mut q = QlogWriter::create(&cfg.qlog_path, &cfg.title, "TCP", VantagePoint::Server, t0)?;
-    q.event(t0, "longlook:congestion_control", &format!("{{\"algorithm\":\"{}\",\"source\":\"{}\",\"interval_ms\":{:.3}}}", cfg.congestion_control, if trace.is_some() { "TCP_INFO+tracepoint" } else { "TCP_INFO" }, cfg.interval.as_secs_f64() * 1000.0));
+    q.event(
+        t0,
+        "longlook:congestion_control",
+        &format!(
+            "{{\"algorithm\":\"{}\",\"source\":\"{}\",\"interval_ms\":{:.3}}}",
+            cfg.congestion_control,
+            if trace.is_some() { "TCP_INFO+tracepoint" } else { "TCP_INFO" },
+            cfg.interval.as_secs_f64() * 1000.0
+        ),
+    );
     Ok(tokio::spawn(async move {
         let mut tick = tokio::time::interval(cfg.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -224,9 +245,16 @@ pub fn spawn_sampler(
                 last_info = Some(info);
                 if last_state.is_none() || (trace.is_none() && last_state != Some(info.ca_state)) {
                     let old = last_state.map(ca_state_name).unwrap_or("Init");
-                    q.event(now, "recovery:congestion_state_updated", &format!(
-                        "{{\"old\":\"{}\",\"new\":\"{}\",\"trigger\":\"tcp_info_sample\",\"ca_state\":{}}}",
-                        old, ca_state_name(info.ca_state), info.ca_state));
+                    q.event(
+                        now,
+                        "recovery:congestion_state_updated",
+                        &format!(
+                            "{{\"old\":\"{}\",\"new\":\"{}\",\"trigger\":\"tcp_info_sample\",\"ca_state\":{}}}",
+                            old,
+                            ca_state_name(info.ca_state),
+                            info.ca_state
+                        ),
+                    );
                     last_state = Some(info.ca_state);
                 }
                 let m = metrics_of(&info);

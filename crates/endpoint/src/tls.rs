@@ -154,9 +154,7 @@ pub fn set_key_log(path: &Path) -> Result<()> {
         .append(true)
         .open(path)
         .with_context(|| format!("--keylog {}: cannot open for writing", path.display()))?;
-    KEY_LOG
-        .set(Arc::new(KeyLogTo { file: Mutex::new(file) }))
-        .map_err(|_| anyhow!("the key log is already set"))
+    KEY_LOG.set(Arc::new(KeyLogTo { file: Mutex::new(file) })).map_err(|_| anyhow!("the key log is already set"))
 }
 
 fn key_log() -> Option<Arc<dyn KeyLog>> {

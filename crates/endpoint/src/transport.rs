@@ -42,8 +42,13 @@ fn size_udp_buffers(sock: &std::net::UdpSocket, bytes: usize) -> std::io::Result
     for (force, plain) in [(libc::SO_RCVBUFFORCE, libc::SO_RCVBUF), (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF)] {
         // FORCE passes rmem_max/wmem_max with CAP_NET_ADMIN; without it, the capped request
         let set = |opt| unsafe {
-            libc::setsockopt(sock.as_raw_fd(), libc::SOL_SOCKET, opt, &val as *const _ as *const libc::c_void,
-                             std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                &val as *const _ as *const libc::c_void,
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
         };
         if set(force) != 0 && set(plain) != 0 {
             return Err(std::io::Error::last_os_error());
@@ -98,7 +103,8 @@ mod tests {
     #[test]
     fn local_parameters_are_the_configured_windows_as_json() {
         let flow = FlowControl { stream_window: 1000, conn_window: 5000, max_streams: 7, udp_buffer: 0 };
-        let v: serde_json::Value = serde_json::from_str(&local_parameters_json(&flow, &quinn::EndpointConfig::default())).unwrap();
+        let v: serde_json::Value =
+            serde_json::from_str(&local_parameters_json(&flow, &quinn::EndpointConfig::default())).unwrap();
         assert_eq!(v["owner"], "local");
         assert_eq!(v["initial_max_data"], 5000);
         assert_eq!(v["initial_max_stream_data_bidi_local"], 1000);

@@ -25,7 +25,11 @@ pub fn read_regular(path: &Path, what: &str, limit: u64) -> Result<Vec<u8>, Opti
         return Err(Some(format!("{what} {}: not a regular file (a directory, device or FIFO)", path.display())));
     }
     if meta.len() > limit {
-        return Err(Some(format!("{what} {}: {} bytes, more than the {limit} a {what} may hold", path.display(), meta.len())));
+        return Err(Some(format!(
+            "{what} {}: {} bytes, more than the {limit} a {what} may hold",
+            path.display(),
+            meta.len()
+        )));
     }
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| Some(format!("{what} {}: {e}", path.display())))?;

@@ -38,7 +38,8 @@ impl Server {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut ready = String::new();
         out.read_line(&mut ready).unwrap();
-        let spki = ready.trim().strip_prefix("ready spki=").unwrap_or_else(|| panic!("bad ready line {ready:?}")).to_string();
+        let spki =
+            ready.trim().strip_prefix("ready spki=").unwrap_or_else(|| panic!("bad ready line {ready:?}")).to_string();
         Server { child, port, spki, dir }
     }
 
@@ -75,7 +76,9 @@ fn fetch_url(url: &str, proto: &str, certs: &Path, extra: &[&str]) -> (i32, Valu
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let json: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("fetch printed no JSON ({e}): {stdout:?} {:?}", String::from_utf8_lossy(&out.stderr)));
+    let json: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| {
+        panic!("fetch printed no JSON ({e}): {stdout:?} {:?}", String::from_utf8_lossy(&out.stderr))
+    });
     (out.status.code().unwrap_or(-1), json, String::from_utf8_lossy(&out.stderr).into_owned())
 }
 
@@ -225,18 +228,33 @@ fn a_server_without_the_protocol_is_a_mismatch_exit_3() {
     // A TLS server that speaks only http/1.1: connected, and h2 is refused.
     let certs = tempfile::tempdir().unwrap();
     let ok = Command::new("openssl")
-        .args(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-               "-subj", "/CN=localhost", "-days", "1", "-keyout"])
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-subj",
+            "/CN=localhost",
+            "-days",
+            "1",
+            "-keyout",
+        ])
         .arg(certs.path().join("key.pem"))
-        .arg("-out").arg(certs.path().join("cert.pem"))
+        .arg("-out")
+        .arg(certs.path().join("cert.pem"))
         .output()
         .expect("openssl req");
     assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut tls = Command::new("openssl")
         .args(["s_server", "-quiet", "-tls1_3", "-alpn", "http/1.1", "-accept", &port.to_string()])
-        .arg("-cert").arg(certs.path().join("cert.pem"))
-        .arg("-key").arg(certs.path().join("key.pem"))
+        .arg("-cert")
+        .arg(certs.path().join("cert.pem"))
+        .arg("-key")
+        .arg(certs.path().join("key.pem"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -251,6 +269,7 @@ fn a_server_without_the_protocol_is_a_mismatch_exit_3() {
     let url = format!("https://127.0.0.1:{port}/");
     let (code, json, _) = fetch_url(&url, "h2", certs.path(), &["--insecure", "--timeout-s", "3"]);
     let _ = tls.kill();
+    let _ = tls.wait(); // reap it: a killed child left unwaited stays a zombie until the test binary exits
     assert_eq!(code, 3, "{json}");
     assert_eq!(json["ok"], false);
 }
@@ -273,7 +292,11 @@ fn second_connection_sends_0rtt_and_it_is_accepted() {
     assert_eq!(json["zero_rtt"]["attempted"], true);
     assert_eq!(json["zero_rtt"]["accepted"], true);
     // our server sends two tickets (send_tls13_tickets = 2), both allowing early data
-    assert_eq!((json["zero_rtt"]["tickets"].as_u64(), json["zero_rtt"]["early_data_tickets"].as_u64()), (Some(2), Some(2)), "{json}");
+    assert_eq!(
+        (json["zero_rtt"]["tickets"].as_u64(), json["zero_rtt"]["early_data_tickets"].as_u64()),
+        (Some(2), Some(2)),
+        "{json}"
+    );
     // Not asserted: the HTML request going out before the handshake completed. On loopback
     // the handshake (~0.8 ms) can beat setting up HTTP/3; over a 36 ms path it cannot, and
     // tests/test_conformance_testbed.py asserts the order there.
@@ -341,7 +364,11 @@ fn client_qlog_traces_the_measured_connection_only() {
         .filter(|e| e["name"] == "transport:packet_received" && e["data"]["header"]["packet_type"] == "1RTT")
         .count();
     assert!(received >= 69, "the traced connection received {received} 1-RTT packets, not the page");
-    assert_eq!(qlog.matches("\"name\":\"recovery:congestion_state_updated\",\"data\":{\"old\":\"Init\"").count(), 1, "one connection");
+    assert_eq!(
+        qlog.matches("\"name\":\"recovery:congestion_state_updated\",\"data\":{\"old\":\"Init\"").count(),
+        1,
+        "one connection"
+    );
 }
 
 #[test]

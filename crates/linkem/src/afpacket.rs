@@ -25,8 +25,7 @@
 //! hold is a slab of 2 KiB slots reused last-freed first, so its working set is the packets
 //! held, and an id map (`ids`: id -> slot) as long as NFQUEUE's queue (`--queue-maxlen`).
 
-use crate::datapath::{Datapath, QueueErrors, RxPacket, Verdict, RECV_BATCH};
-use crate::nfqueue::cvt;
+use crate::datapath::{cvt, Datapath, QueueErrors, RxPacket, Verdict, RECV_BATCH};
 use std::io;
 use std::os::fd::RawFd;
 
@@ -105,10 +104,12 @@ impl Ports {
             return Err(format!("expected IN,OUT,MAC (devices and the next hop's MAC), got {s:?}"));
         };
         let bad = |what: &str| format!("{what} in {s:?}");
-        if ingress.is_empty() || egress.is_empty() || ingress.len() >= libc::IFNAMSIZ || egress.len() >= libc::IFNAMSIZ {
+        if ingress.is_empty() || egress.is_empty() || ingress.len() >= libc::IFNAMSIZ || egress.len() >= libc::IFNAMSIZ
+        {
             return Err(bad("a device name is empty or too long"));
         }
-        let bytes: Vec<u8> = mac.split(':').filter_map(|h| (h.len() == 2).then(|| u8::from_str_radix(h, 16).ok()).flatten()).collect();
+        let bytes: Vec<u8> =
+            mac.split(':').filter_map(|h| (h.len() == 2).then(|| u8::from_str_radix(h, 16).ok()).flatten()).collect();
         let next_hop: [u8; 6] = bytes.try_into().map_err(|_| bad("not a MAC address (aa:bb:cc:dd:ee:ff)"))?;
         Ok(Ports { ingress: ingress.to_string(), egress: egress.to_string(), next_hop })
     }
@@ -157,8 +158,10 @@ pub struct PacketPath {
 unsafe impl Send for PacketPath {}
 
 fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
-    cvt(unsafe { libc::setsockopt(fd, level, name, value as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32) })
-        .map(|_| ())
+    cvt(unsafe {
+        libc::setsockopt(fd, level, name, value as *const T as *const libc::c_void, std::mem::size_of::<T>() as u32)
+    })
+    .map(|_| ())
 }
 
 fn packet_socket(what: &str) -> io::Result<RawFd> {
@@ -242,7 +245,9 @@ impl PacketPath {
             next_hop: ports.next_hop,
             errors: QueueErrors { kernel_dropped: Some(0), ..QueueErrors::default() },
         };
-        let ctx = |what: &'static str| move |e: io::Error| io::Error::new(e.kind(), format!("{}: {what}: {e}", ports.ingress));
+        let ctx = |what: &'static str| {
+            move |e: io::Error| io::Error::new(e.kind(), format!("{}: {what}: {e}", ports.ingress))
+        };
         setsockopt(rx_fd, SOL_PACKET, PACKET_VERSION, &TPACKET_V2).map_err(ctx("TPACKET_V2"))?;
         let on: libc::c_int = 1;
         setsockopt(rx_fd, SOL_PACKET, PACKET_VNET_HDR, &on).map_err(ctx("PACKET_VNET_HDR"))?;
@@ -307,7 +312,15 @@ impl PacketPath {
         let mut st = TpacketStats::default();
         let mut len = std::mem::size_of::<TpacketStats>() as libc::socklen_t;
         // Reading the counters resets them in the kernel: keep the running sum.
-        let r = unsafe { libc::getsockopt(self.rx_fd, SOL_PACKET, PACKET_STATISTICS, &mut st as *mut _ as *mut libc::c_void, &mut len) };
+        let r = unsafe {
+            libc::getsockopt(
+                self.rx_fd,
+                SOL_PACKET,
+                PACKET_STATISTICS,
+                &mut st as *mut _ as *mut libc::c_void,
+                &mut len,
+            )
+        };
         if r == 0 {
             self.errors.kernel_dropped = Some(self.errors.kernel_dropped.unwrap_or(0) + st.tp_drops as u64);
         }
@@ -413,8 +426,11 @@ impl Datapath for PacketPath {
             let mac = hdr.tp_mac as usize;
             let snap = hdr.tp_snaplen as usize;
             // Whole frames only: a longer one was cut to the frame (never on a 1500-byte MTU).
-            let whole = snap == hdr.tp_len as usize && snap > ETH_HLEN && mac >= VNET_HDR_LEN
-                && mac + snap <= FRAME_SIZE && VNET_HDR_LEN + snap <= FRAME_SIZE;
+            let whole = snap == hdr.tp_len as usize
+                && snap > ETH_HLEN
+                && mac >= VNET_HDR_LEN
+                && mac + snap <= FRAME_SIZE
+                && VNET_HDR_LEN + snap <= FRAME_SIZE;
             let ethertype = if mac + ETH_HLEN <= FRAME_SIZE && snap >= ETH_HLEN {
                 unsafe { u16::from_be_bytes([*frame.add(mac + 12), *frame.add(mac + 13)]) }
             } else {
@@ -525,7 +541,12 @@ mod tests {
         // A real IPv4 header (checksum 0xb1e6 for TTL 64), recomputed from scratch after.
         let mut ip = [0x45u8, 0, 0, 0x73, 0, 0, 0x40, 0, 0x40, 0x11, 0xb8, 0x61, 0xc0, 0xa8, 0, 1, 0xc0, 0xa8, 0, 0xc7];
         let full = |h: &[u8]| {
-            let mut s: u32 = h.chunks(2).enumerate().filter(|(i, _)| *i != 5).map(|(_, c)| u16::from_be_bytes([c[0], c[1]]) as u32).sum();
+            let mut s: u32 = h
+                .chunks(2)
+                .enumerate()
+                .filter(|(i, _)| *i != 5)
+                .map(|(_, c)| u16::from_be_bytes([c[0], c[1]]) as u32)
+                .sum();
             while s >> 16 != 0 {
                 s = (s & 0xffff) + (s >> 16);
             }

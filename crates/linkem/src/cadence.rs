@@ -2,7 +2,7 @@
 //! the flow log is a time series (throughput and queueing delay per interval) and wants a
 //! short one; the stats document is read on demand (SIGUSR1 writes it at once, covering
 //! everything up to then), so its periodic rewrite, a whole JSON document and a rename,
-//! can be rare (issue 28: at 25 ms it took 9-17% of linkem's CPU at gigabit rates).
+//! can be rare (rewritten every 25 ms it took 9-17% of linkem's CPU at gigabit rates).
 
 /// The outputs due at one wake-up of the writer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

@@ -173,7 +173,9 @@ impl RawConfig {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum RateSpec {
-    Fixed { rate_mbit: f64 },
+    Fixed {
+        rate_mbit: f64,
+    },
     Trace {
         path: PathBuf,
         opportunities: usize,
@@ -259,11 +261,7 @@ struct Ctx<'a> {
 
 impl Ctx<'_> {
     fn err(&self, field: impl Into<String>, message: impl Into<String>) -> ConfigError {
-        ConfigError {
-            file: self.file.to_string(),
-            field: field.into(),
-            message: message.into(),
-        }
+        ConfigError { file: self.file.to_string(), field: field.into(), message: message.into() }
     }
 }
 
@@ -281,11 +279,7 @@ fn parse_raw(text: &str, file: &str) -> Result<RawConfig, ConfigError> {
             if let Some(key) = rest.split('`').next() {
                 let already = field == key || field.ends_with(&format!(".{key}"));
                 if !already {
-                    field = if field == "." || field.is_empty() {
-                        key.to_string()
-                    } else {
-                        format!("{field}.{key}")
-                    };
+                    field = if field == "." || field.is_empty() { key.to_string() } else { format!("{field}.{key}") };
                 }
             }
         }
@@ -361,6 +355,10 @@ fn check_table(ctx: &Ctx, prefix: &str, t: &RawDirection) -> Result<(), ConfigEr
     Ok(())
 }
 
+/// The largest `tcp_rst_after_bytes`: the RST model (`model::tcp_rst`) counts a flow's bytes
+/// as u32 sequence distances, and beyond 2^31 "after" and "before" are ambiguous.
+pub const MAX_RST_AFTER_BYTES: u64 = i32::MAX as u64;
+
 /// The middlebox's schedule and flow choice (see `model::schedule`) and the RST threshold.
 fn check_middlebox_schedule(ctx: &Ctx, prefix: &str, mb: &MiddleboxSpec) -> Result<(), ConfigError> {
     let f = |name: &str| format!("{prefix}{name}");
@@ -389,7 +387,7 @@ fn check_middlebox_schedule(ctx: &Ctx, prefix: &str, mb: &MiddleboxSpec) -> Resu
             return Err(ctx.err(f("flow_probability"), "expected a probability in [0, 1]"));
         }
     }
-    if mb.tcp_rst_after_bytes > crate::model::tcp_rst::MAX_RST_AFTER_BYTES {
+    if mb.tcp_rst_after_bytes > MAX_RST_AFTER_BYTES {
         return Err(ctx.err(f("tcp_rst_after_bytes"), "expected at most 2147483647 bytes (0 = off)"));
     }
     Ok(())
@@ -452,9 +450,7 @@ fn resolve(
                 trace,
             }
         }
-        (None, None) => {
-            return Err(ctx.err(format!("{dir}.rate_mbit"), "one of rate_mbit or trace is required"))
-        }
+        (None, None) => return Err(ctx.err(format!("{dir}.rate_mbit"), "one of rate_mbit or trace is required")),
         (Some(_), Some(_)) => unreachable!("checked per table"),
     };
     let buffer = match (m.buffer_bytes, m.buffer_packets) {
@@ -527,8 +523,9 @@ max_udp_datagram = 0
 
     #[test]
     fn direction_overrides_top_level() {
-        let c = parse("rate_mbit = 10\ndelay_ms = 5\nbuffer_packets = 100\n[down]\nrate_mbit = 50\nbuffer_bytes = 9000\n")
-            .unwrap();
+        let c =
+            parse("rate_mbit = 10\ndelay_ms = 5\nbuffer_packets = 100\n[down]\nrate_mbit = 50\nbuffer_bytes = 9000\n")
+                .unwrap();
         assert_eq!(c.up.rate, RateSpec::Fixed { rate_mbit: 10.0 });
         assert_eq!(c.down.rate, RateSpec::Fixed { rate_mbit: 50.0 });
         assert_eq!(c.up.buffer, BufferLimit::Packets(100));
@@ -538,10 +535,7 @@ max_udp_datagram = 0
 
     #[test]
     fn errors_name_the_field() {
-        assert_eq!(
-            err("rate_mbit = 1\n[up]\ndelay_ms = -1\n"),
-            "link.toml: up.delay_ms: expected a number >= 0"
-        );
+        assert_eq!(err("rate_mbit = 1\n[up]\ndelay_ms = -1\n"), "link.toml: up.delay_ms: expected a number >= 0");
         assert_eq!(err("rate_mbit = 1\nloss = 1.5\n"), "link.toml: loss: expected a probability in [0, 1]");
         assert!(err("rate_mbit = 1\n[down]\ndelay_ms = \"x\"\n").starts_with("link.toml: down.delay_ms: invalid type"));
         assert!(err("rate_mbit = 1\n[up.gilbert_elliott]\np = 2\nr = 0.1\n")
@@ -592,19 +586,27 @@ max_udp_datagram = 0
         assert_eq!(mb.flow_probability, Some(0.5));
         assert_eq!(c.up.middlebox, MiddleboxSpec::default());
         let bad = |body: &str| err(&format!("rate_mbit = 1\n[up.middlebox]\n{body}\n"));
-        assert_eq!(bad("active_until_s = 0"), "link.toml: up.middlebox.active_until_s: must be greater than active_from_s");
+        assert_eq!(
+            bad("active_until_s = 0"),
+            "link.toml: up.middlebox.active_until_s: must be greater than active_from_s"
+        );
         assert!(bad("on_s = 1").starts_with("link.toml: up.middlebox.off_s: on_s and off_s must both"));
         assert!(bad("off_s = 1").starts_with("link.toml: up.middlebox.on_s: on_s and off_s must both"));
         assert!(bad("active_from_s = -1").starts_with("link.toml: up.middlebox.active_from_s: expected"));
-        assert!(bad("flow_probability = 1.5").starts_with("link.toml: up.middlebox.flow_probability: expected a probability"));
+        assert!(bad("flow_probability = 1.5")
+            .starts_with("link.toml: up.middlebox.flow_probability: expected a probability"));
         assert!(bad("tcp_rst_after_bytes = 4000000000").starts_with("link.toml: up.middlebox.tcp_rst_after_bytes:"));
         assert!(bad("tcp_rst_after_bytes = -1").starts_with("link.toml: up.middlebox.tcp_rst_after_bytes:"));
-        assert!(bad("drop_quic_initials = true").starts_with("link.toml: up.middlebox.drop_quic_initials: unknown field"));
+        assert!(
+            bad("drop_quic_initials = true").starts_with("link.toml: up.middlebox.drop_quic_initials: unknown field")
+        );
         assert!(err("rate_mbit = 1\n[middlebox]\non_s = 1\n").starts_with("link.toml: middlebox.off_s:"));
     }
 
     #[test]
     fn missing_trace_file_names_trace() {
-        assert!(err("[up]\ntrace = \"/nonexistent/x.mahi\"\n[down]\nrate_mbit = 1\n").starts_with("link.toml: up.trace:"));
+        assert!(
+            err("[up]\ntrace = \"/nonexistent/x.mahi\"\n[down]\nrate_mbit = 1\n").starts_with("link.toml: up.trace:")
+        );
     }
 }

@@ -13,7 +13,8 @@
 //! on their due times; then it releases every packet due within the next `slot` (default
 //! 50 µs): one wake-up and one syscall carry all of them. Optionally it stops sleeping
 //! `busy_poll` before a deadline and spins (use a small slot then), trading CPU for precision.
-//! Arrival times are the kernel's receive timestamps when present (see `nfqueue`).
+//! Arrival times are the kernel's receive timestamps when present
+//! (`datapath::enable_rx_timestamps`).
 //!
 //! Its own lateness: a packet read more than 1 ms after its stamp beyond the designed read
 //! lag, and a timer wake-up more than 1 ms later than asked, are kept as events
@@ -33,9 +34,9 @@
 //! without stamps it waits on the socket as before.
 
 use crate::config::DirectionProfile;
+use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::flows::FlowTable;
 use crate::model::{DropReason, Link, Outcome};
-use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
@@ -44,6 +45,18 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// What ties a direction to the rest of linkem: the clock and timing both directions share,
+/// where it publishes its counters for the writer, how the writer wakes it to publish now
+/// or tells it to stop, and the packet log both directions append to.
+pub struct Wiring {
+    pub clock: Clock,
+    pub timing: Timing,
+    pub shared: Arc<Mutex<DirectionSnapshot>>,
+    pub publish_waker: Arc<Waker>,
+    pub stop: Arc<AtomicBool>,
+    pub pcap: Option<Arc<PcapLog>>,
+}
 
 #[derive(Debug, Clone, Copy)]
 pub struct Timing {
@@ -135,19 +148,8 @@ fn unparsed_key() -> FlowKey {
 }
 
 impl<D: Datapath> Direction<D> {
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        name: &'static str,
-        queue: D,
-        profile: &DirectionProfile,
-        seed: u64,
-        clock: Clock,
-        timing: Timing,
-        shared: Arc<Mutex<DirectionSnapshot>>,
-        publish_waker: Arc<Waker>,
-        stop: Arc<AtomicBool>,
-        pcap: Option<Arc<PcapLog>>,
-    ) -> Direction<D> {
+    pub fn new(name: &'static str, queue: D, profile: &DirectionProfile, seed: u64, wiring: Wiring) -> Direction<D> {
+        let Wiring { clock, timing, shared, publish_waker, stop, pcap } = wiring;
         Direction {
             name,
             queue,
@@ -227,8 +229,7 @@ impl<D: Datapath> Direction<D> {
             let now = self.clock.now_ns();
             if now >= next_publish {
                 // Never wait for the (normal-priority) writer: retry soon if it holds the lock.
-                next_publish = now
-                    + if self.try_publish() { self.timing.publish_every_ns } else { PUBLISH_RETRY_NS };
+                next_publish = now + if self.try_publish() { self.timing.publish_every_ns } else { PUBLISH_RETRY_NS };
             }
         }
         while !self.try_publish() {
@@ -264,7 +265,21 @@ impl<D: Datapath> Direction<D> {
         self.read_now = true;
         for _ in 0..MAX_RECV_ROUNDS {
             // Split borrows: the callback needs everything but the queue.
-            let Direction { queue, link, flows, totals, fifo, early, drops, rewrites, clock, last_arrival, pcap, read_lag_ns, .. } = self;
+            let Direction {
+                queue,
+                link,
+                flows,
+                totals,
+                fifo,
+                early,
+                drops,
+                rewrites,
+                clock,
+                last_arrival,
+                pcap,
+                read_lag_ns,
+                ..
+            } = self;
             let allowed_wait = *read_lag_ns;
             let now = clock.now_ns();
             let realtime_offset = realtime_ns() as i128 - now as i128;
@@ -455,7 +470,6 @@ impl<D: Datapath> Direction<D> {
         }
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -1,8 +1,9 @@
 //! linkem: a userspace link emulator for the longlook router namespace.
 //!
-//! Packets reach it through NFQUEUE (one queue per direction) and leave by delayed verdicts;
-//! the kernel keeps routing. See README.md for the models and docs/interfaces.md for the
-//! command-line, config and stats contract.
+//! Packets reach it through one of two datapaths behind one trait (`datapath`): packet
+//! sockets, linkem forwarding itself (`afpacket`), or NFQUEUE, the kernel forwarding and linkem
+//! releasing each packet by a delayed verdict (`nfqueue`). See README.md for the models and
+//! docs/interfaces.md for the command-line, config and stats contract.
 
 /// `eprintln!` that never panics: on a full disk the stderr file cannot take the line, and
 /// a link emulator must keep the link up rather than die over a log message.

@@ -1,21 +1,23 @@
 //! `linkem run` and `linkem validate`: the command line around the emulator.
 
 use clap::{Parser, Subcommand};
-use linkem::cadence::Cadence;
-use linkem::config::{ConfigError, LinkConfig};
 use linkem::afpacket::{PacketPath, Ports};
-use linkem::datapath::Datapath;
-use linkem::engine::{Direction, Timing};
-use linkem::nfqueue::{kernel_queue_stats, NfQueue};
+use linkem::cadence::Cadence;
+use linkem::config::{ConfigError, DirectionProfile, LinkConfig};
+use linkem::datapath::{enable_rx_timestamps, Datapath};
+use linkem::engine::{Direction, Timing, Wiring};
+use linkem::nfqueue::{kernel_queue_stats, KernelQueueStats, NfQueue, MAX_COPY_BYTES};
 use linkem::pcap::PcapLog;
 use linkem::rng::Rng;
 use linkem::stats::{stats_json, write_atomic, DirectionSnapshot, FlowLog};
 use linkem::sys;
 use std::io::Write;
-use std::path::PathBuf;
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 #[derive(Parser)]
 #[command(name = "linkem", version, about = "Userspace link emulator (NFQUEUE router) for longlook")]
@@ -103,19 +105,6 @@ fn parse_ports(s: &str) -> Result<Ports, String> {
     Ports::parse(s)
 }
 
-/// One direction's thread: its model on its datapath, at real-time priority when allowed.
-fn spawn_direction<D: Datapath + 'static>(dir: Direction<D>, name: &'static str, prio: i32) -> std::thread::JoinHandle<std::io::Result<()>> {
-    std::thread::Builder::new()
-        .name(format!("linkem-{name}"))
-        .spawn(move || {
-            if let Err(e) = sys::set_realtime(prio) {
-                linkem::say!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
-            }
-            dir.run()
-        })
-        .expect("spawn direction thread")
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -134,6 +123,233 @@ fn main() -> ExitCode {
     }
 }
 
+fn config_error(e: ConfigError) -> ExitCode {
+    linkem::say!("{e}");
+    ExitCode::from(2)
+}
+
+/// `linkem run`: set up, start one thread per direction, say `ready`, write the outputs until
+/// a termination signal or a thread's end, then stop the threads and write the last outputs.
+fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
+    if !copy_bytes_fit(args.copy_bytes) {
+        return ExitCode::from(2);
+    }
+    let Ok(pcap) = open_pcap(&args) else {
+        return ExitCode::from(1);
+    };
+    let seed = seed_of(&args);
+    // Before any thread starts, so that the direction threads inherit the mask and the signals
+    // are taken here, by the writer (`sys::wait_termination`).
+    sys::block_termination_signals();
+    // Both held (open) until run() returns: the kernel drops each request when it closes.
+    let _rx_timestamps = hold_rx_timestamps();
+    let cpu_latency_hold = hold_cpu_wakeup_latency(&args);
+    let clock = sys::Clock::start();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut cadence = cadence_of(&args, clock);
+    let start =
+        Start { args: &args, seed, clock, timing: timing_of(&args, &cadence), stop: stop.clone(), pcap: pcap.clone() };
+    let Ok(Started { directions, threads }) = start_directions(&start, &config) else {
+        stop.store(true, Ordering::Relaxed);
+        return ExitCode::from(1);
+    };
+    let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
+    let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us);
+    // A stats file exists from the moment we say `ready`, so a reader never races the first
+    // interval.
+    outputs.write(true, true);
+    say_ready();
+    let mut failed = write_until_stopped(clock, &mut cadence, &threads, &mut outputs);
+    stop.store(true, Ordering::Relaxed);
+    failed |= join_directions(threads);
+    outputs.write(true, true);
+    if let Some(p) = &pcap {
+        close_pcap(p);
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+// ---- set-up ----
+
+/// `--copy-bytes` fits a receive slot with its netlink attributes (and covers an IP + TCP
+/// header); says what it expects otherwise.
+fn copy_bytes_fit(copy_bytes: u32) -> bool {
+    let fits = (40..=MAX_COPY_BYTES).contains(&copy_bytes);
+    if !fits {
+        linkem::say!("linkem: --copy-bytes: expected 40..={}", MAX_COPY_BYTES);
+    }
+    fits
+}
+
+/// The `--pcap` packet log, if asked for (Err: it could not be created; said on stderr).
+fn open_pcap(args: &RunArgs) -> Result<Option<Arc<PcapLog>>, ()> {
+    let max_bytes = args.pcap_max_bytes.unwrap_or(u64::MAX);
+    match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes, max_bytes)).transpose() {
+        Ok(p) => Ok(p.map(Arc::new)),
+        Err(e) => {
+            linkem::say!("linkem: --pcap: {e}");
+            Err(())
+        }
+    }
+}
+
+/// `--seed`, or one from the clock, printed so that the run can be repeated.
+fn seed_of(args: &RunArgs) -> u64 {
+    if let Some(seed) = args.seed {
+        return seed;
+    }
+    let seed =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1);
+    linkem::say!("linkem: seed {seed}");
+    seed
+}
+
+/// The kernel's receive stamps on (see `datapath::enable_rx_timestamps`), or a warning.
+fn hold_rx_timestamps() -> Option<OwnedFd> {
+    match enable_rx_timestamps() {
+        Ok(s) => Some(s),
+        Err(e) => {
+            linkem::say!("linkem: kernel rx timestamps unavailable ({e}); arrivals are taken when read");
+            None
+        }
+    }
+}
+
+/// The CPU wake-up latency request (`--cpu-latency-us`), unless `--no-cpu-latency-hold`.
+fn hold_cpu_wakeup_latency(args: &RunArgs) -> Option<std::fs::File> {
+    if args.no_cpu_latency_hold {
+        return None;
+    }
+    sys::hold_cpu_wakeup_latency(args.cpu_latency_us)
+        .map_err(|e| linkem::say!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late"))
+        .ok()
+}
+
+/// When the stats and the flow log are written, from `--stats-interval-ms` and
+/// `--flow-log-interval-ms`.
+fn cadence_of(args: &RunArgs, clock: sys::Clock) -> Cadence {
+    let flow_log_every_ns =
+        args.flow_log.as_ref().map(|_| args.flow_log_interval_ms.unwrap_or(args.stats_interval_ms).max(1) * 1_000_000);
+    Cadence::new(clock.now_ns(), args.stats_interval_ms.max(1) * 1_000_000, flow_log_every_ns)
+}
+
+fn timing_of(args: &RunArgs, cadence: &Cadence) -> Timing {
+    Timing {
+        slot_ns: args.slot_us * 1000,
+        busy_poll_ns: args.busy_poll_us * 1000,
+        // Directions hand their counters to the writer once per (shorter) interval: a copy
+        // made in the real-time thread, so more often (5 ms was tried) makes releases late.
+        publish_every_ns: cadence.publish_every_ns(),
+    }
+}
+
+// ---- the direction threads ----
+
+/// What every direction thread starts from.
+struct Start<'a> {
+    args: &'a RunArgs,
+    seed: u64,
+    clock: sys::Clock,
+    timing: Timing,
+    stop: Arc<AtomicBool>,
+    pcap: Option<Arc<PcapLog>>,
+}
+
+/// A running direction as the writer sees it: where it publishes its counters, and how to
+/// ask it to publish them now.
+struct Published {
+    name: &'static str,
+    queue_num: u16,
+    snapshot: Arc<Mutex<DirectionSnapshot>>,
+    waker: Arc<sys::Waker>,
+}
+
+type DirectionThread = (&'static str, JoinHandle<std::io::Result<()>>);
+
+/// Both directions, started.
+struct Started {
+    directions: Vec<Published>,
+    threads: Vec<DirectionThread>,
+}
+
+/// Open each direction's datapath and start its thread (Err: one could not start; said on
+/// stderr; the threads already started end when told to stop).
+fn start_directions(start: &Start, config: &LinkConfig) -> Result<Started, ()> {
+    let args = start.args;
+    let specs = [
+        ("up", args.up_queue, &config.up, 1u64, args.afpacket_up.as_ref()),
+        ("down", args.down_queue, &config.down, 2u64, args.afpacket_down.as_ref()),
+    ];
+    let mut started = Started { directions: Vec::new(), threads: Vec::new() };
+    for (name, queue_num, profile, stream, ports) in specs {
+        let snapshot = Arc::new(Mutex::new(DirectionSnapshot::default()));
+        let waker = match sys::Waker::new() {
+            Ok(w) => Arc::new(w),
+            Err(e) => {
+                linkem::say!("linkem: {name}: eventfd: {e}");
+                return Err(());
+            }
+        };
+        let model = (profile, Rng::derive(start.seed, stream).next_u64());
+        let wiring = start.wiring(&snapshot, &waker);
+        let opened = match ports {
+            Some(p) => PacketPath::open(p, args.queue_maxlen).map(|path| start.spawn(name, path, model, wiring)),
+            None => NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen)
+                .map(|queue| start.spawn(name, queue, model, wiring)),
+        };
+        match opened {
+            Ok(handle) => started.threads.push((name, handle)),
+            Err(e) => {
+                linkem::say!("linkem: {name}: {e}");
+                return Err(());
+            }
+        }
+        started.directions.push(Published { name, queue_num, snapshot, waker });
+    }
+    Ok(started)
+}
+
+impl Start<'_> {
+    fn wiring(&self, snapshot: &Arc<Mutex<DirectionSnapshot>>, waker: &Arc<sys::Waker>) -> Wiring {
+        Wiring {
+            clock: self.clock,
+            timing: self.timing,
+            shared: snapshot.clone(),
+            publish_waker: waker.clone(),
+            stop: self.stop.clone(),
+            pcap: self.pcap.clone(),
+        }
+    }
+
+    /// One direction's thread: its model (profile, seed) on its datapath, at real-time
+    /// priority when allowed.
+    fn spawn<D: Datapath + 'static>(
+        &self,
+        name: &'static str,
+        datapath: D,
+        (profile, seed): (&DirectionProfile, u64),
+        wiring: Wiring,
+    ) -> JoinHandle<std::io::Result<()>> {
+        let dir = Direction::new(name, datapath, profile, seed, wiring);
+        let prio = self.args.rt_priority;
+        std::thread::Builder::new()
+            .name(format!("linkem-{name}"))
+            .spawn(move || {
+                if let Err(e) = sys::set_realtime(prio) {
+                    linkem::say!("linkem: {name}: SCHED_FIFO {prio} refused ({e}); continuing without");
+                }
+                dir.run()
+            })
+            .expect("spawn direction thread")
+    }
+}
+
+// ---- the writer ----
+
 /// The writer looks at least this often whether a direction thread ended (then linkem
 /// exits, failing closed), however long the stats interval.
 const THREAD_CHECK_NS: u64 = 100_000_000;
@@ -142,205 +358,159 @@ const THREAD_CHECK_NS: u64 = 100_000_000;
 /// gets what there is, with its `covers_mono_ms`).
 const PUBLISH_NOW_WAIT_NS: u64 = 20_000_000;
 
+fn say_ready() {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "ready");
+    let _ = out.flush();
+}
+
+/// Write the outputs on their cadence, and the stats at once on SIGUSR1, until a termination
+/// signal (false) or a direction thread's end (true: a failure).
+fn write_until_stopped(
+    clock: sys::Clock,
+    cadence: &mut Cadence,
+    threads: &[DirectionThread],
+    outputs: &mut Outputs,
+) -> bool {
+    loop {
+        match sys::wait_termination(cadence.wait_ns(clock.now_ns()).min(THREAD_CHECK_NS)) {
+            // SIGUSR1: a reader wants counters up to now (the per-run audit); the flow log
+            // keeps its regular interval
+            Some(libc::SIGUSR1) => {
+                publish_now(clock, outputs.directions);
+                outputs.write(true, false);
+                continue;
+            }
+            Some(sig) => {
+                linkem::say!("linkem: signal {sig}, stopping");
+                return false;
+            }
+            None => {}
+        }
+        if threads.iter().any(|(_, h)| h.is_finished()) {
+            return true;
+        }
+        let due = cadence.due(clock.now_ns());
+        if due.stats || (due.flow_log && outputs.flow_log.is_some()) {
+            outputs.write(due.stats, due.flow_log);
+        }
+    }
+}
+
 /// Wake every direction thread to publish its counters, and wait until each has: the stats
 /// written next then cover every release up to now, not up to a stats interval ago.
-fn publish_now(clock: sys::Clock, snapshots: &[(&str, u16, Arc<Mutex<DirectionSnapshot>>)], wakers: &[Arc<sys::Waker>]) {
+fn publish_now(clock: sys::Clock, directions: &[Published]) {
     let asked = clock.now_ns();
-    for w in wakers {
-        w.wake();
+    for d in directions {
+        d.waker.wake();
     }
     while clock.now_ns() < asked + PUBLISH_NOW_WAIT_NS {
-        if snapshots.iter().all(|(_, _, s)| s.lock().map(|g| g.published_ns >= asked).unwrap_or(true)) {
+        if directions.iter().all(|d| d.snapshot.lock().map(|g| g.published_ns >= asked).unwrap_or(true)) {
             return;
         }
         std::thread::sleep(std::time::Duration::from_micros(100));
     }
 }
 
-fn config_error(e: ConfigError) -> ExitCode {
-    linkem::say!("{e}");
-    ExitCode::from(2)
+/// One direction's counters as copied for one write.
+type Copied = (&'static str, u16, DirectionSnapshot);
+
+/// The stats document (`--stats`) and the flow log (`--flow-log`), written from the counters
+/// the directions publish.
+struct Outputs<'a> {
+    clock: sys::Clock,
+    directions: &'a [Published],
+    stats: Option<&'a Path>,
+    flow_log: Option<FlowLog>,
+    /// NFQUEUE only: the kernel's counters of each queue; they vanish when the queues close,
+    /// so the last ones read are kept.
+    kernel_queues: Option<Vec<Option<KernelQueueStats>>>,
+    seed: u64,
+    cpu_latency_us: Option<u32>,
 }
 
-fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
-    // Each received datagram must fit a 1024-byte slot with its netlink attributes.
-    if !(40..=linkem::nfqueue::MAX_COPY_BYTES).contains(&args.copy_bytes) {
-        linkem::say!("linkem: --copy-bytes: expected 40..={}", linkem::nfqueue::MAX_COPY_BYTES);
-        return ExitCode::from(2);
-    }
-    let pcap_max = args.pcap_max_bytes.unwrap_or(u64::MAX);
-    let pcap = match args.pcap.as_deref().map(|p| PcapLog::create(p, args.copy_bytes, pcap_max)).transpose() {
-        Ok(p) => p.map(Arc::new),
-        Err(e) => {
-            linkem::say!("linkem: --pcap: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let seed = args.seed.unwrap_or_else(|| {
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
-    });
-    if args.seed.is_none() {
-        linkem::say!("linkem: seed {seed}");
-    }
-    sys::block_termination_signals();
-    let _rx_timestamps = match linkem::nfqueue::enable_rx_timestamps() {
-        Ok(s) => Some(s),
-        Err(e) => {
-            linkem::say!("linkem: kernel rx timestamps unavailable ({e}); arrivals are taken when read");
-            None
-        }
-    };
-    // Held (open) until run() returns; the kernel drops the request when it closes.
-    let cpu_latency_hold = if args.no_cpu_latency_hold {
-        None
-    } else {
-        sys::hold_cpu_wakeup_latency(args.cpu_latency_us)
-            .map_err(|e| linkem::say!("linkem: /dev/cpu_dma_latency: {e}; idle CPUs may halt and wake late"))
-            .ok()
-    };
-    let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
-    let clock = sys::Clock::start();
-    let stop = Arc::new(AtomicBool::new(false));
-    let flow_log_every_ns =
-        args.flow_log.as_ref().map(|_| args.flow_log_interval_ms.unwrap_or(args.stats_interval_ms).max(1) * 1_000_000);
-    let mut cadence = Cadence::new(clock.now_ns(), args.stats_interval_ms.max(1) * 1_000_000, flow_log_every_ns);
-    let timing = Timing {
-        slot_ns: args.slot_us * 1000,
-        busy_poll_ns: args.busy_poll_us * 1000,
-        // Directions hand their counters to the writer once per (shorter) interval: a copy
-        // made in the real-time thread, so more often (5 ms was tried) makes releases late.
-        publish_every_ns: cadence.publish_every_ns(),
-    };
-
-    let mut threads = Vec::new();
-    let mut snapshots = Vec::new();
-    let mut wakers = Vec::new();
-    let afpacket = args.afpacket_up.is_some();
-    let dirs = [
-        ("up", args.up_queue, &config.up, 1u64, args.afpacket_up.as_ref()),
-        ("down", args.down_queue, &config.down, 2u64, args.afpacket_down.as_ref()),
-    ];
-    for (name, queue_num, profile, stream, ports) in dirs {
-        let shared = Arc::new(Mutex::new(DirectionSnapshot::default()));
-        let waker = match sys::Waker::new() {
-            Ok(w) => Arc::new(w),
+impl<'a> Outputs<'a> {
+    fn new(
+        args: &'a RunArgs,
+        clock: sys::Clock,
+        directions: &'a [Published],
+        seed: u64,
+        cpu_latency_us: Option<u32>,
+    ) -> Self {
+        let flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
+            Ok(f) => f,
             Err(e) => {
-                linkem::say!("linkem: {name}: eventfd: {e}");
-                stop.store(true, Ordering::Relaxed);
-                return ExitCode::from(1);
+                linkem::say!("linkem: --flow-log: {e}");
+                None
             }
         };
-        let model_seed = Rng::derive(seed, stream).next_u64();
-        let opened = match ports {
-            Some(p) => PacketPath::open(p, args.queue_maxlen).map(|path| {
-                let dir = Direction::new(name, path, profile, model_seed, clock, timing, shared.clone(), waker.clone(), stop.clone(), pcap.clone());
-                spawn_direction(dir, name, args.rt_priority)
-            }),
-            None => NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen).map(|queue| {
-                let dir = Direction::new(name, queue, profile, model_seed, clock, timing, shared.clone(), waker.clone(), stop.clone(), pcap.clone());
-                spawn_direction(dir, name, args.rt_priority)
-            }),
-        };
-        let handle = match opened {
-            Ok(h) => h,
-            Err(e) => {
-                linkem::say!("linkem: {name}: {e}");
-                stop.store(true, Ordering::Relaxed);
-                return ExitCode::from(1);
-            }
-        };
-        snapshots.push((name, queue_num, shared));
-        wakers.push(waker);
-        threads.push((name, handle));
+        let nfqueue = args.afpacket_up.is_none();
+        let kernel_queues = nfqueue.then(|| vec![None; directions.len()]);
+        Outputs { clock, directions, stats: args.stats.as_deref(), flow_log, kernel_queues, seed, cpu_latency_us }
     }
 
-    let mut flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
-        Ok(f) => f,
-        Err(e) => {
-            linkem::say!("linkem: --flow-log: {e}");
-            None
+    /// The stats document if `stats`, a flow-log line if `flow_log` (and there is a flow log).
+    fn write(&mut self, stats: bool, flow_log: bool) {
+        let now = self.clock.now_ns();
+        let flow_log = flow_log && self.flow_log.is_some();
+        let copies = self.copy_counters(flow_log);
+        if stats {
+            self.write_stats(now, &copies);
         }
-    };
-    let mut failed = false;
-    // The kernel's counters vanish when the queues close: keep the last ones read.
-    let mut kernel_last = vec![None; snapshots.len()];
-    // The stats document if `stats`, a flow-log line if `flow_log` is given.
-    let mut write_outputs = |stats: bool, flow_log: &mut Option<&mut FlowLog>| {
-        let now = clock.now_ns();
-        let elapsed = now as f64 / 1e9;
-        // Copy under the lock, serialize after: the real-time threads never wait on us long.
-        // A flow-log line takes the interval maxima; a stats-only write (SIGUSR1) leaves them.
-        let taking = flow_log.is_some();
-        let guards: Vec<_> = snapshots
-            .iter()
-            .map(|(n, q, s)| {
-                let mut shared = s.lock().unwrap();
-                let copy = shared.clone();
-                if taking {
-                    shared.take_sojourn_intervals();
-                }
-                (*n, *q, copy)
-            })
-            .collect();
-        if let (true, Some(path)) = (stats, &args.stats) {
-            for (i, (_, q, _)) in guards.iter().enumerate() {
-                if let Some(k) = (!afpacket).then(|| kernel_queue_stats(*q)).flatten() {
-                    kernel_last[i] = Some(k);
-                }
-            }
-            let dirs: Vec<_> =
-                guards.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel_last[i])).collect();
-            let mut doc = stats_json(elapsed, clock.to_monotonic_ns(now), &dirs);
-            // Every release up to this instant is in the document (the oldest direction copy).
-            let covers = guards.iter().map(|(_, _, g)| g.published_ns).min().unwrap_or(0);
-            doc["covers_mono_ms"] = ((clock.to_monotonic_ns(covers) as f64 / 1e3).round() / 1e3).into();
-            doc["seed"] = seed.into();
-            doc["cpu_latency_hold_us"] = cpu_latency_us.into();
-            if let Err(e) = write_atomic(path, &doc) {
-                linkem::say!("linkem: --stats {}: {e}", path.display());
-            }
-        }
-        if let Some(log) = flow_log.as_mut() {
-            let dirs: Vec<_> = guards.iter().map(|(n, _, g)| (*n, g)).collect();
-            if let Err(e) = log.append(elapsed, &dirs) {
+        if let (true, Some(log)) = (flow_log, self.flow_log.as_mut()) {
+            let dirs: Vec<_> = copies.iter().map(|(n, _, g)| (*n, g)).collect();
+            if let Err(e) = log.append(now as f64 / 1e9, &dirs) {
                 linkem::say!("linkem: --flow-log: {e}");
             }
         }
-    };
-    // A stats file exists from the moment we say `ready`, so a reader never races the first
-    // interval.
-    write_outputs(true, &mut flow_log.as_mut());
-    {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "ready");
-        let _ = out.flush();
     }
-    loop {
-        match sys::wait_termination(cadence.wait_ns(clock.now_ns()).min(THREAD_CHECK_NS)) {
-            // SIGUSR1: a reader wants counters up to now (the per-run audit); the flow log
-            // keeps its regular interval
-            Some(libc::SIGUSR1) => {
-                publish_now(clock, &snapshots, &wakers);
-                write_outputs(true, &mut None);
-                continue;
+
+    /// Copy under the lock, serialize after: the real-time threads never wait on us long.
+    /// A flow-log line takes the interval maxima; a stats-only write (SIGUSR1) leaves them.
+    fn copy_counters(&self, for_flow_log: bool) -> Vec<Copied> {
+        self.directions
+            .iter()
+            .map(|d| {
+                let mut shared = d.snapshot.lock().unwrap();
+                let copy = shared.clone();
+                if for_flow_log {
+                    shared.take_sojourn_intervals();
+                }
+                (d.name, d.queue_num, copy)
+            })
+            .collect()
+    }
+
+    fn write_stats(&mut self, now: u64, copies: &[Copied]) {
+        let Some(path) = self.stats else {
+            return;
+        };
+        if let Some(last) = self.kernel_queues.as_mut() {
+            for (kept, (_, q, _)) in last.iter_mut().zip(copies) {
+                if let Some(k) = kernel_queue_stats(*q) {
+                    *kept = Some(k);
+                }
             }
-            Some(sig) => {
-                linkem::say!("linkem: signal {sig}, stopping");
-                break;
-            }
-            None => {}
         }
-        if threads.iter().any(|(_, h)| h.is_finished()) {
-            failed = true;
-            break;
-        }
-        let due = cadence.due(clock.now_ns());
-        let mut log = if due.flow_log { flow_log.as_mut() } else { None };
-        if due.stats || log.is_some() {
-            write_outputs(due.stats, &mut log);
+        let kernel = |i: usize| self.kernel_queues.as_ref().and_then(|k| k[i]);
+        let dirs: Vec<_> = copies.iter().enumerate().map(|(i, (n, _, g))| (*n, g, kernel(i))).collect();
+        let mut doc = stats_json(now as f64 / 1e9, self.clock.to_monotonic_ns(now), &dirs);
+        // Every release up to this instant is in the document (the oldest direction copy).
+        let covers = copies.iter().map(|(_, _, g)| g.published_ns).min().unwrap_or(0);
+        doc["covers_mono_ms"] = ((self.clock.to_monotonic_ns(covers) as f64 / 1e3).round() / 1e3).into();
+        doc["seed"] = self.seed.into();
+        doc["cpu_latency_hold_us"] = self.cpu_latency_us.into();
+        if let Err(e) = write_atomic(path, &doc) {
+            linkem::say!("linkem: --stats {}: {e}", path.display());
         }
     }
-    stop.store(true, Ordering::Relaxed);
+}
+
+// ---- teardown ----
+
+/// Wait for every direction thread; true if any ended with an error or panicked.
+fn join_directions(threads: Vec<DirectionThread>) -> bool {
+    let mut failed = false;
     for (name, h) in threads {
         match h.join() {
             Ok(Ok(())) => {}
@@ -354,18 +524,14 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
             }
         }
     }
-    write_outputs(true, &mut flow_log.as_mut());
-    if let Some(p) = &pcap {
-        if let Err(e) = p.flush() {
-            linkem::say!("linkem: --pcap: {e}");
-        }
-        if p.skipped() > 0 {
-            linkem::say!("linkem: --pcap: {} packets not written (--pcap-max-bytes reached)", p.skipped());
-        }
+    failed
+}
+
+fn close_pcap(pcap: &PcapLog) {
+    if let Err(e) = pcap.flush() {
+        linkem::say!("linkem: --pcap: {e}");
     }
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+    if pcap.skipped() > 0 {
+        linkem::say!("linkem: --pcap: {} packets not written (--pcap-max-bytes reached)", pcap.skipped());
     }
 }

@@ -11,6 +11,8 @@
 use std::io;
 use std::os::fd::RawFd;
 
+use crate::datapath::{cvt, Datapath, QueueErrors, RxPacket, Verdict, RECV_BATCH};
+
 // linux/netfilter/nfnetlink.h, nfnetlink_queue.h
 const NFNL_SUBSYS_QUEUE: u16 = 3;
 const NFQNL_MSG_PACKET: u16 = 0;
@@ -39,40 +41,12 @@ const NF_ACCEPT: u32 = 1;
 const NLMSG_HDRLEN: usize = 16;
 const NFGENMSG_LEN: usize = 4;
 const VERDICT_MSG_LEN: usize = NLMSG_HDRLEN + NFGENMSG_LEN + 4 + 8;
-/// Packets taken per recvmmsg call.
-pub const RECV_BATCH: usize = 64;
 /// One received netlink datagram: metadata attributes + the copied packet bytes (2 KiB:
 /// a whole 1500-byte packet fits, for `--copy-bytes` up to MAX_COPY_BYTES).
 const RECV_SLOT: usize = 2048;
 /// The most `--copy-bytes` may ask for: a slot less room for the attributes (~120 bytes).
 pub const MAX_COPY_BYTES: u32 = (RECV_SLOT - 256) as u32;
 const TX_CAPACITY: usize = 32 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Accept,
-    Drop,
-}
-
-/// Counters of things that should not happen; reported in stats.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct QueueErrors {
-    /// NLMSG_ERROR replies to verdicts (e.g. unknown packet id).
-    pub verdict_errors: u64,
-    /// Receive buffer overruns (ENOBUFS): the kernel dropped packets it could not deliver.
-    pub socket_overruns: u64,
-    /// Datagrams larger than a receive slot, or malformed.
-    pub malformed: u64,
-    /// GSO super-packets handed over whole (the testbed's links have offloads off, so none
-    /// are expected); each is scheduled as one packet of its IP total length.
-    pub gso_unsegmented: u64,
-    pub last_verdict_errno: i32,
-    /// Packets the kernel dropped before linkem read them, where the datapath counts them
-    /// itself (AF_PACKET: its receive ring was full); NFQUEUE's are in /proc (`kernel_queue_stats`).
-    pub kernel_dropped: Option<u64>,
-    /// Packets dropped because linkem already held `--queue-maxlen` of them (AF_PACKET).
-    pub held_overflow: u64,
-}
 
 pub struct NfQueue {
     fd: RawFd,
@@ -90,15 +64,6 @@ pub struct NfQueue {
 // The raw pointers in `rx_iov`/`rx_hdrs` point into the queue's own boxed buffers, which move
 // with it; only the owning thread uses them.
 unsafe impl Send for NfQueue {}
-
-/// A libc return value as a Result (negative: the thread's errno).
-pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
-    if r < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(r)
-    }
-}
 
 fn put_u16(b: &mut Vec<u8>, v: u16) {
     b.extend_from_slice(&v.to_ne_bytes());
@@ -170,10 +135,18 @@ impl NfQueue {
 
         // 1. bind the queue
         let mut b = Vec::new();
-        let s = begin_msg(&mut b, NFQNL_MSG_CONFIG, (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16, q.next_seq(), queue_num);
+        let s = begin_msg(
+            &mut b,
+            NFQNL_MSG_CONFIG,
+            (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
+            q.next_seq(),
+            queue_num,
+        );
         put_attr(&mut b, NFQA_CFG_CMD, &[NFQNL_CFG_CMD_BIND, 0, 0, 0]); // cmd, _pad, pf (be16)
         end_msg(&mut b, s);
-        q.send_config(&b).map_err(|e| io::Error::new(e.kind(), format!("bind queue {queue_num}: {e} (is another process bound to it?)")))?;
+        q.send_config(&b).map_err(|e| {
+            io::Error::new(e.kind(), format!("bind queue {queue_num}: {e} (is another process bound to it?)"))
+        })?;
 
         // 2. queue length, flags (fail-open off; GSO on), then copy mode last: packets start
         //    flowing to us as soon as the copy mode is set. F_GSO also tells the kernel we
@@ -182,7 +155,13 @@ impl NfQueue {
         //    verifies it in software too (5% of linkem's CPU at 1 Gbit/s; README,
         //    "Performance"). linkem never reads the L4 checksum (a RST rewrite computes its own).
         let mut b = Vec::new();
-        let s = begin_msg(&mut b, NFQNL_MSG_CONFIG, (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16, q.next_seq(), queue_num);
+        let s = begin_msg(
+            &mut b,
+            NFQNL_MSG_CONFIG,
+            (libc::NLM_F_REQUEST | libc::NLM_F_ACK) as u16,
+            q.next_seq(),
+            queue_num,
+        );
         put_attr(&mut b, NFQA_CFG_QUEUE_MAXLEN, &max_len.to_be_bytes());
         put_attr(&mut b, NFQA_CFG_MASK, &(NFQA_CFG_F_FAIL_OPEN | NFQA_CFG_F_GSO).to_be_bytes());
         put_attr(&mut b, NFQA_CFG_FLAGS, &NFQA_CFG_F_GSO.to_be_bytes());
@@ -204,10 +183,8 @@ impl NfQueue {
     }
 
     fn setsockopt(&self, level: i32, name: i32, value: i32) -> io::Result<()> {
-        cvt(unsafe {
-            libc::setsockopt(self.fd, level, name, &value as *const i32 as *const libc::c_void, 4)
-        })
-        .map(|_| ())
+        cvt(unsafe { libc::setsockopt(self.fd, level, name, &value as *const i32 as *const libc::c_void, 4) })
+            .map(|_| ())
     }
 
     fn send_raw(&self, buf: &[u8]) -> io::Result<()> {
@@ -270,7 +247,13 @@ impl NfQueue {
     /// Returns how many datagrams were read (0 = nothing waiting).
     pub fn recv_batch(&mut self, mut f: impl FnMut(&RxPacket)) -> io::Result<usize> {
         let n = unsafe {
-            libc::recvmmsg(self.fd, self.rx_hdrs.as_mut_ptr(), RECV_BATCH as u32, libc::MSG_DONTWAIT, std::ptr::null_mut())
+            libc::recvmmsg(
+                self.fd,
+                self.rx_hdrs.as_mut_ptr(),
+                RECV_BATCH as u32,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
         };
         if n < 0 {
             let e = io::Error::last_os_error();
@@ -395,19 +378,6 @@ impl Drop for NfQueue {
     }
 }
 
-/// One queued packet as received.
-pub struct RxPacket<'a> {
-    pub id: u32,
-    /// The first bytes of the packet (up to the copy range).
-    pub bytes: &'a [u8],
-    /// The packet's full length.
-    pub orig_len: u32,
-    /// When the kernel received it (CLOCK_REALTIME ns, µs resolution), if it was stamped.
-    pub kernel_rx_realtime_ns: Option<u64>,
-    /// A GSO super-packet (NFQA_SKB_INFO), not segmented because linkem sets F_GSO.
-    pub gso: bool,
-}
-
 fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
     let mut off = NLMSG_HDRLEN + NFGENMSG_LEN;
     let mut id = None;
@@ -445,21 +415,6 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
     })
 }
 
-/// Ask the kernel to timestamp every received packet (a host-wide switch that stays on
-/// while the returned socket is open). The router's packets then carry the time they
-/// entered the router, and linkem measures delay from there rather than from its own
-/// wake-up, which lags by 50-200 µs when the thread was asleep.
-pub fn enable_rx_timestamps() -> io::Result<std::os::fd::OwnedFd> {
-    use std::os::fd::FromRawFd;
-    let fd = cvt(unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) })?;
-    let sock = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
-    let on: libc::c_int = 1;
-    cvt(unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const libc::c_int as *const libc::c_void, 4)
-    })?;
-    Ok(sock)
-}
-
 /// Kernel-side counters of a queue from /proc/net/netfilter/nfnetlink_queue (this netns).
 #[derive(Debug, Default, Clone, Copy, serde::Serialize)]
 pub struct KernelQueueStats {
@@ -482,7 +437,7 @@ pub fn kernel_queue_stats(queue_num: u16) -> Option<KernelQueueStats> {
     None
 }
 
-impl crate::datapath::Datapath for NfQueue {
+impl Datapath for NfQueue {
     fn fd(&self) -> RawFd {
         NfQueue::fd(self)
     }

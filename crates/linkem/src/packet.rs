@@ -32,10 +32,7 @@ impl PacketInfo {
 
 fn ports(transport: &[u8]) -> (u16, u16) {
     if transport.len() >= 4 {
-        (
-            u16::from_be_bytes([transport[0], transport[1]]),
-            u16::from_be_bytes([transport[2], transport[3]]),
-        )
+        (u16::from_be_bytes([transport[0], transport[1]]), u16::from_be_bytes([transport[2], transport[3]]))
     } else {
         (0, 0)
     }
@@ -69,15 +66,8 @@ fn parse_v4(b: &[u8]) -> Option<PacketInfo> {
     let proto = b[9];
     let src = IpAddr::V4(Ipv4Addr::new(b[12], b[13], b[14], b[15]));
     let dst = IpAddr::V4(Ipv4Addr::new(b[16], b[17], b[18], b[19]));
-    let (sport, dport) = if has_ports(proto) && frag_offset == 0 && b.len() > ihl {
-        ports(&b[ihl..])
-    } else {
-        (0, 0)
-    };
-    Some(PacketInfo {
-        ip_len,
-        key: FlowKey { proto, src, dst, sport, dport },
-    })
+    let (sport, dport) = if has_ports(proto) && frag_offset == 0 && b.len() > ihl { ports(&b[ihl..]) } else { (0, 0) };
+    Some(PacketInfo { ip_len, key: FlowKey { proto, src, dst, sport, dport } })
 }
 
 fn parse_v6(b: &[u8]) -> Option<PacketInfo> {
@@ -93,13 +83,7 @@ fn parse_v6(b: &[u8]) -> Option<PacketInfo> {
     let (sport, dport) = if has_ports(proto) { ports(&b[40..]) } else { (0, 0) };
     Some(PacketInfo {
         ip_len,
-        key: FlowKey {
-            proto,
-            src: IpAddr::V6(Ipv6Addr::from(s)),
-            dst: IpAddr::V6(Ipv6Addr::from(d)),
-            sport,
-            dport,
-        },
+        key: FlowKey { proto, src: IpAddr::V6(Ipv6Addr::from(s)), dst: IpAddr::V6(Ipv6Addr::from(d)), sport, dport },
     })
 }
 

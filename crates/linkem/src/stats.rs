@@ -1,8 +1,9 @@
 //! Counters, their snapshots, and the two outputs: the `--stats` JSON document (rewritten
 //! atomically) and the `--flow-log` JSON lines.
 
+use crate::datapath::QueueErrors;
 use crate::flows::{FlowCounters, FlowTable};
-use crate::nfqueue::{KernelQueueStats, QueueErrors};
+use crate::nfqueue::KernelQueueStats;
 use crate::packet::{proto_name, FlowKey};
 use serde_json::{json, Map, Value};
 use std::io::Write;
@@ -338,10 +339,7 @@ pub fn stats_json(
 /// Write `value` to `path` atomically: a temporary file beside it, then rename.
 pub fn write_atomic(path: &Path, value: &Value) -> std::io::Result<()> {
     let mut tmp = PathBuf::from(path);
-    let name = format!(
-        ".{}.tmp",
-        path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-    );
+    let name = format!(".{}.tmp", path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default());
     tmp.set_file_name(name);
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&tmp)?);
@@ -360,10 +358,7 @@ pub struct FlowLog {
 
 impl FlowLog {
     pub fn create(path: &Path, directions: usize) -> std::io::Result<FlowLog> {
-        Ok(FlowLog {
-            out: std::io::BufWriter::new(std::fs::File::create(path)?),
-            last: vec![Vec::new(); directions],
-        })
+        Ok(FlowLog { out: std::io::BufWriter::new(std::fs::File::create(path)?), last: vec![Vec::new(); directions] })
     }
 
     pub fn append(&mut self, t_s: f64, dirs: &[(&str, &DirectionSnapshot)]) -> std::io::Result<()> {
@@ -438,14 +433,28 @@ mod tests {
         assert_eq!(f["proto"], "udp");
         assert_eq!(f["packets"], 3);
         assert_eq!(v["mono_ms"], 5.0);
-        for k in ["packets", "bytes", "dropped_loss", "dropped_buffer", "dropped_middlebox", "reordered",
-                  "late_releases_over_1ms", "late_release_events", "late_release_events_dropped",
-                  "late_reads_over_1ms", "late_read_events", "late_read_events_dropped",
-                  "late_wakeups_over_1ms", "late_wakeup_events", "late_wakeup_events_dropped"] {
+        for k in [
+            "packets",
+            "bytes",
+            "dropped_loss",
+            "dropped_buffer",
+            "dropped_middlebox",
+            "reordered",
+            "late_releases_over_1ms",
+            "late_release_events",
+            "late_release_events_dropped",
+            "late_reads_over_1ms",
+            "late_read_events",
+            "late_read_events_dropped",
+            "late_wakeups_over_1ms",
+            "late_wakeup_events",
+            "late_wakeup_events_dropped",
+        ] {
             assert!(v["directions"]["up"].get(k).is_some(), "{k}");
         }
         assert!(v["directions"]["up"]["sojourn_ms"].get("max").is_some());
-        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "sojourn_ms_mean", "sojourn_ms_max", "dropped_middlebox"] {
+        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "sojourn_ms_mean", "sojourn_ms_max", "dropped_middlebox"]
+        {
             assert!(f.get(k).is_some(), "{k}");
         }
     }
@@ -487,19 +496,22 @@ mod tests {
         publish(&mut table, &mut snap);
         log.append(0.075, &[("down", &snap)]).unwrap();
         drop(log);
-        let lines: Vec<Value> = std::fs::read_to_string(&path)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
+        let lines: Vec<Value> =
+            std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(lines.len(), 3);
-        assert_eq!((&lines[0]["sojourn_packets"], &lines[0]["sojourn_ms_mean"], &lines[0]["sojourn_ms_max"]),
-                   (&json!(2), &json!(3.0), &json!(5.0)));
-        assert_eq!((&lines[1]["sojourn_packets"], &lines[1]["sojourn_ms_mean"], &lines[1]["sojourn_ms_max"]),
-                   (&json!(1), &json!(2.0), &json!(2.0)));
-        assert_eq!((&lines[2]["sojourn_packets"], &lines[2]["sojourn_ms_mean"], &lines[2]["sojourn_ms_max"]),
-                   (&json!(0), &Value::Null, &Value::Null));
+        assert_eq!(
+            (&lines[0]["sojourn_packets"], &lines[0]["sojourn_ms_mean"], &lines[0]["sojourn_ms_max"]),
+            (&json!(2), &json!(3.0), &json!(5.0))
+        );
+        assert_eq!(
+            (&lines[1]["sojourn_packets"], &lines[1]["sojourn_ms_mean"], &lines[1]["sojourn_ms_max"]),
+            (&json!(1), &json!(2.0), &json!(2.0))
+        );
+        assert_eq!(
+            (&lines[2]["sojourn_packets"], &lines[2]["sojourn_ms_mean"], &lines[2]["sojourn_ms_max"]),
+            (&json!(0), &Value::Null, &Value::Null)
+        );
         // the stats document keeps the run's figures
         let v = stats_json(1.0, 0, &[("down", &snap, None)]);
         assert_eq!((&v["flows"][0]["sojourn_ms_mean"], &v["flows"][0]["sojourn_ms_max"]), (&json!(2.667), &json!(5.0)));
@@ -512,7 +524,10 @@ mod tests {
         for i in 0..3u64 {
             e.push(10_000_000 + i, 2_000_000 + i);
         }
-        assert_eq!(e.iter().collect::<Vec<_>>(), vec![(10_000_000, 2_000_000), (10_000_001, 2_000_001), (10_000_002, 2_000_002)]);
+        assert_eq!(
+            e.iter().collect::<Vec<_>>(),
+            vec![(10_000_000, 2_000_000), (10_000_001, 2_000_001), (10_000_002, 2_000_002)]
+        );
         assert_eq!(e.dropped, 0);
         let n = LATE_EVENTS_CAP as u64 + 100;
         let mut e = LateEvents::default();

@@ -34,9 +34,8 @@ impl Trace {
             if line.is_empty() {
                 continue;
             }
-            let t: u64 = line
-                .parse()
-                .map_err(|_| format!("line {}: expected an integer ms timestamp, got {line:?}", i + 1))?;
+            let t: u64 =
+                line.parse().map_err(|_| format!("line {}: expected an integer ms timestamp, got {line:?}", i + 1))?;
             if t > MAX_TIMESTAMP_MS {
                 return Err(format!(
                     "line {}: {t} ms is beyond the {MAX_TIMESTAMP_MS} ms (30 days) a trace may last",
@@ -127,7 +126,8 @@ mod tests {
         assert!(Trace::parse("18446744073709551616\n").is_err()); // beyond u64
         let t = Trace::parse(&format!("1\n{MAX_TIMESTAMP_MS}\n")).unwrap();
         assert_eq!(t.first_at_or_after(0), 0);
-        assert_eq!(t.opportunity_ns(2_001), (1000 * MAX_TIMESTAMP_MS + MAX_TIMESTAMP_MS) * 1_000_000); // 1000 periods on
+        assert_eq!(t.opportunity_ns(2_001), (1000 * MAX_TIMESTAMP_MS + MAX_TIMESTAMP_MS) * 1_000_000);
+        // 1000 periods on
     }
 
     #[test]

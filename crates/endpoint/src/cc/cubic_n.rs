@@ -225,7 +225,6 @@ impl CubicN {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -31,7 +31,8 @@ pub struct InstrumentedFactory {
 impl ControllerFactory for InstrumentedFactory {
     fn build(self: Arc<Self>, now: Instant, current_mtu: u16) -> Box<dyn Controller> {
         let inner = build_inner(&self.knobs, now, current_mtu);
-        let ctl = InstrumentedController::new(inner, &self.knobs, current_mtu, self.qlog.clone(), self.metrics_interval);
+        let ctl =
+            InstrumentedController::new(inner, &self.knobs, current_mtu, self.qlog.clone(), self.metrics_interval);
         if let Some(q) = &self.qlog {
             let k = &self.knobs;
             let data = format!(
@@ -129,9 +130,16 @@ pub struct InstrumentedController {
 }
 
 impl InstrumentedController {
-    pub fn new(inner: Box<dyn Controller>, knobs: &CcKnobs, mtu: u16, qlog: Option<SharedQlog>, metrics_interval: Duration) -> Self {
+    pub fn new(
+        inner: Box<dyn Controller>,
+        knobs: &CcKnobs,
+        mtu: u16,
+        qlog: Option<SharedQlog>,
+        metrics_interval: Duration,
+    ) -> Self {
         InstrumentedController {
-            withhold_acks_at_cap: matches!(knobs.algorithm, Algorithm::Cubic | Algorithm::NewReno) && !knobs.needs_own_cubic(),
+            withhold_acks_at_cap: matches!(knobs.algorithm, Algorithm::Cubic | Algorithm::NewReno)
+                && !knobs.needs_own_cubic(),
             inner,
             cap_packets: knobs.max_cwnd_packets,
             mtu: mtu as u64,
@@ -197,7 +205,8 @@ impl InstrumentedController {
     /// fingerprint readers take ACKs from here. ACKs that acknowledge nothing new are not seen.
     fn log_ack_frame(&self, now: Instant, largest: Option<u64>) {
         if let Some(q) = &self.qlog {
-            let data = format!("{{\"frames\":[{{\"frame_type\":\"ack\",\"largest_acknowledged\":{}}}]}}", opt_num(largest));
+            let data =
+                format!("{{\"frames\":[{{\"frame_type\":\"ack\",\"largest_acknowledged\":{}}}]}}", opt_num(largest));
             q.lock().unwrap().event(now, "transport:frames_processed", &data);
         }
     }

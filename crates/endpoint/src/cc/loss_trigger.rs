@@ -31,7 +31,12 @@ pub enum LossTrigger {
 /// decides: a packet younger than quinn's loss delay (9/8 x max(srtt, latest rtt)) cannot have
 /// been lost by time, so it was the packet threshold. quinn never declares loss on PTO (it
 /// sends probes), so `pto_expired` does not occur; persistent congestion is flagged apart.
-pub fn infer_trigger(due_to_ack: bool, largest_acked: Option<u64>, lost: Option<(u64, u64)>, old_enough_for_time: bool) -> LossTrigger {
+pub fn infer_trigger(
+    due_to_ack: bool,
+    largest_acked: Option<u64>,
+    lost: Option<(u64, u64)>,
+    old_enough_for_time: bool,
+) -> LossTrigger {
     if !due_to_ack {
         return LossTrigger::TimeThreshold;
     }

@@ -174,7 +174,10 @@ mod tests {
         assert_eq!((tr.old, tr.new), (Init, SlowStart));
         assert!(sm.on_ack(t0, false, &view(20_000, Some(u64::MAX), Some(100_000))).is_none());
         assert_eq!(sm.on_ack(t0, false, &view(50_000, Some(40_000), Some(100_000))).unwrap().new, CongestionAvoidance);
-        assert_eq!(sm.on_ack(t0, false, &view(100_000, Some(40_000), Some(100_000))).unwrap().new, CongestionAvoidanceMaxed);
+        assert_eq!(
+            sm.on_ack(t0, false, &view(100_000, Some(40_000), Some(100_000))).unwrap().new,
+            CongestionAvoidanceMaxed
+        );
     }
 
     #[test]

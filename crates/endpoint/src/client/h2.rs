@@ -9,9 +9,11 @@ use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio_rustls::TlsConnector;
 
-use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use super::output::{FetchReport, ObjectTiming};
 use super::FetchArgs;
+use super::{
+    enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target,
+};
 use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
 
@@ -21,7 +23,15 @@ pub struct H2Requester {
 }
 
 impl H2Requester {
-    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, mut goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+    pub async fn get(
+        &mut self,
+        target: &Target,
+        path: &str,
+        run_id: Option<&str>,
+        t0: Instant,
+        collect: bool,
+        mut goodput: Option<&mut Goodput>,
+    ) -> Result<Fetched, FetchError> {
         let mut req = hyper::Request::get(target.uri(path));
         if let Some(id) = run_id {
             req = req.header(RUN_HEADER, id);
@@ -51,7 +61,15 @@ impl H2Requester {
             }
         }
         Ok(Fetched {
-            timing: ObjectTiming { path: path.to_string(), status, bytes, start_ms, first_byte_ms, end_ms: ms_since(t0), protocol: None },
+            timing: ObjectTiming {
+                path: path.to_string(),
+                status,
+                bytes,
+                start_ms,
+                first_byte_ms,
+                end_ms: ms_since(t0),
+                protocol: None,
+            },
             body: body.map(|b| b.freeze()),
         })
     }
@@ -64,12 +82,21 @@ pub(super) struct H2Connection {
     resumed: bool,
 }
 
-pub(super) async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, target: &Target, args: &FetchArgs, t0: Instant, handshake_ms: &mut f64) -> Result<H2Connection, FetchError> {
+pub(super) async fn connect(
+    cfg: Arc<rustls::ClientConfig>,
+    addr: SocketAddr,
+    target: &Target,
+    args: &FetchArgs,
+    t0: Instant,
+    handshake_ms: &mut f64,
+) -> Result<H2Connection, FetchError> {
     let hs_timeout = Duration::from_secs_f64((args.timeout_s / 2.0).clamp(0.001, 10.0));
     enter(Phase::Connect);
     let tcp = tokio::time::timeout(hs_timeout, tokio::net::TcpStream::connect(addr))
         .await
-        .map_err(|_| FetchError::Failed(Phase::Connect, format!("h2: TCP connect to {addr} timed out after {hs_timeout:?}")))?
+        .map_err(|_| {
+            FetchError::Failed(Phase::Connect, format!("h2: TCP connect to {addr} timed out after {hs_timeout:?}"))
+        })?
         .map_err(failed(Phase::Connect, &format!("h2: TCP connect to {addr} failed")))?;
     tcp.set_nodelay(true).ok();
     let local_addr = tcp.local_addr().map_err(failed(Phase::Connect, "local address"))?;
@@ -77,7 +104,12 @@ pub(super) async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, ta
     enter(Phase::Handshake);
     let tls = tokio::time::timeout(hs_timeout, TlsConnector::from(cfg).connect(name, tcp))
         .await
-        .map_err(|_| FetchError::Failed(Phase::Handshake, format!("h2: TLS handshake with {addr} timed out after {hs_timeout:?}")))?
+        .map_err(|_| {
+            FetchError::Failed(
+                Phase::Handshake,
+                format!("h2: TLS handshake with {addr} timed out after {hs_timeout:?}"),
+            )
+        })?
         .map_err(|e| handshake_failed(format!("h2: TLS handshake with {addr} failed"), &e))?;
     *handshake_ms = ms_since(t0);
     let session = tls.get_ref().1;
@@ -100,7 +132,14 @@ pub(super) async fn connect(cfg: Arc<rustls::ClientConfig>, addr: SocketAddr, ta
     Ok(H2Connection { requester: H2Requester { send }, local_addr, alpn, resumed })
 }
 
-pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+pub async fn run(
+    args: &FetchArgs,
+    target: &Target,
+    addr: SocketAddr,
+    trust: &Trust,
+    s: &Settings,
+    report: &mut FetchReport,
+) -> Result<(), FetchError> {
     let cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
     if args.zero_rtt {
         // TCP has no 0-RTT here (no TLS early data on the server); the warm-up gives the

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 use bytes::{Buf, Bytes, BytesMut};
 use quinn::crypto::rustls::{HandshakeData, QuicClientConfig};
 
-use super::{enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use super::output::{FetchReport, ObjectTiming};
 use super::tickets::TicketLog;
 use super::tokens::CountingTokenStore;
 use super::FetchArgs;
+use super::{
+    enter, failed, handshake_failed, ms_since, page, Conn, FetchError, Fetched, Goodput, Phase, Settings, Target,
+};
 use crate::run::RUN_HEADER;
 use crate::tls::{self, Trust};
 use crate::transport::transport_config;
@@ -22,7 +24,15 @@ pub struct H3Requester {
 }
 
 impl H3Requester {
-    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, mut goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+    pub async fn get(
+        &mut self,
+        target: &Target,
+        path: &str,
+        run_id: Option<&str>,
+        t0: Instant,
+        collect: bool,
+        mut goodput: Option<&mut Goodput>,
+    ) -> Result<Fetched, FetchError> {
         let mut req = http::Request::get(target.uri(path));
         if let Some(id) = run_id {
             req = req.header(RUN_HEADER, id);
@@ -54,7 +64,15 @@ impl H3Requester {
             }
         }
         Ok(Fetched {
-            timing: ObjectTiming { path: path.to_string(), status: resp.status().as_u16(), bytes, start_ms, first_byte_ms, end_ms: ms_since(t0), protocol: None },
+            timing: ObjectTiming {
+                path: path.to_string(),
+                status: resp.status().as_u16(),
+                bytes,
+                start_ms,
+                first_byte_ms,
+                end_ms: ms_since(t0),
+                protocol: None,
+            },
             body: body.map(|b| b.freeze()),
         })
     }
@@ -86,7 +104,13 @@ pub(super) async fn h3_over(conn: &quinn::Connection) -> Result<H3Requester, Fet
 }
 
 /// Full handshake and one small request, so the client holds a session ticket.
-async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, s: &Settings, timeout: Duration) -> Result<(), FetchError> {
+async fn warm_up(
+    endpoint: &quinn::Endpoint,
+    addr: SocketAddr,
+    target: &Target,
+    s: &Settings,
+    timeout: Duration,
+) -> Result<(), FetchError> {
     enter(Phase::Handshake);
     let connecting = endpoint.connect(addr, &target.host).map_err(failed(Phase::Setup, "h3 warm-up connect"))?;
     let conn = tokio::time::timeout(timeout, connecting)
@@ -100,7 +124,14 @@ async fn warm_up(endpoint: &quinn::Endpoint, addr: SocketAddr, target: &Target, 
     Ok(())
 }
 
-pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+pub async fn run(
+    args: &FetchArgs,
+    target: &Target,
+    addr: SocketAddr,
+    trust: &Trust,
+    s: &Settings,
+    report: &mut FetchReport,
+) -> Result<(), FetchError> {
     let mut rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
     // the warm-up's tickets, counted: "no ticket" and "no ticket allowing early data" differ
     let tickets = TicketLog::new();
@@ -118,8 +149,9 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     measured.token_store(tokens.clone());
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let socket = crate::transport::udp_socket(bind, &args.flow).map_err(failed(Phase::Setup, "binding UDP socket"))?;
-    let mut endpoint = quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
-        .map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let mut endpoint =
+        quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
+            .map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
     let hs_timeout = handshake_timeout(args);
 
@@ -136,7 +168,9 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     enter(Phase::Handshake);
     let t0 = Instant::now();
     let presented_before = tokens.presented();
-    let connecting = endpoint.connect_with(measured, addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
+    let connecting = endpoint
+        .connect_with(measured, addr, &target.host)
+        .map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
     if args.zero_rtt {
         report.zero_rtt.token_presented = Some(tokens.presented() > presented_before);
     }
@@ -163,7 +197,12 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
             }
             let conn = tokio::time::timeout(hs_timeout, connecting)
                 .await
-                .map_err(|_| FetchError::Failed(Phase::Handshake, format!("h3 handshake with {addr} timed out after {:?}", hs_timeout)))?
+                .map_err(|_| {
+                    FetchError::Failed(
+                        Phase::Handshake,
+                        format!("h3 handshake with {addr} timed out after {:?}", hs_timeout),
+                    )
+                })?
                 .map_err(|e| handshake_failed(format!("h3 handshake with {addr} failed"), &e))?;
             report.handshake_ms = ms_since(t0);
             conn
@@ -192,7 +231,10 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
                 }
             }
             _ => {
-                result = result.and(Err(FetchError::Failed(Phase::Handshake, format!("h3 handshake with {addr} did not complete"))));
+                result = result.and(Err(FetchError::Failed(
+                    Phase::Handshake,
+                    format!("h3 handshake with {addr} did not complete"),
+                )));
             }
         }
     }

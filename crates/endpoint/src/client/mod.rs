@@ -5,9 +5,9 @@ mod h2;
 mod h3;
 mod output;
 mod page;
+pub mod race;
 mod tickets;
 mod tokens;
-pub mod race;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -72,14 +72,14 @@ pub struct FetchArgs {
     pub run_id: Option<String>,
     #[arg(long)]
     pub out: Option<PathBuf>,
-    #[arg(long, default_value_t = 60.0, value_parser = crate::cli::seconds)]
+    #[arg(long, default_value_t = 60.0, value_parser = crate::args::seconds)]
     pub timeout_s: f64,
     /// Goodput sampling interval (bulk mode).
     #[arg(long, default_value_t = 10)]
     pub goodput_interval_ms: u64,
     /// Bulk mode: stop receiving this many seconds after t0 and report what arrived
     /// (a long-running flow for fairness experiments; `ok` stays true, `stopped_early` is set).
-    #[arg(long, value_parser = crate::cli::seconds)]
+    #[arg(long, value_parser = crate::args::seconds)]
     pub duration_s: Option<f64>,
     /// Write the measured QUIC connection's trace here (qlog JSON-SEQ, vantage point client:
     /// quinn's packet events and the client controller's recovery events).
@@ -120,7 +120,12 @@ pub fn quic_client_config(
 /// (default knobs: quinn's Cubic inside, the controller the client ran before) writing the
 /// recovery events, and quinn's packet events, both into the one file, as on the server;
 /// first the transport parameters it announces.
-fn trace_client(transport: &mut quinn::TransportConfig, path: &Path, title: &str, parameters: &str) -> std::io::Result<SharedQlog> {
+fn trace_client(
+    transport: &mut quinn::TransportConfig,
+    path: &Path,
+    title: &str,
+    parameters: &str,
+) -> std::io::Result<SharedQlog> {
     let mut writer = QlogWriter::create(path, title, "QUIC", VantagePoint::Client, Instant::now())?;
     writer.event(Instant::now(), "transport:parameters_set", parameters);
     let trace: SharedQlog = Arc::new(Mutex::new(writer));
@@ -229,7 +234,9 @@ pub fn parse_url(url: &str) -> Result<Target, FetchError> {
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
     // http::Uri keeps an out-of-range port as text and port_u16() is then None: never
     // fall back to 443 for a port the user wrote.
-    let written_port = uri.authority().and_then(|a| a.as_str().rsplit_once(']').map_or(a.as_str(), |(_, r)| r).rsplit_once(':').map(|(_, p)| p.to_string()));
+    let written_port = uri.authority().and_then(|a| {
+        a.as_str().rsplit_once(']').map_or(a.as_str(), |(_, r)| r).rsplit_once(':').map(|(_, p)| p.to_string())
+    });
     let port = match (written_port, uri.port_u16()) {
         (None, _) => 443,
         (Some(_), Some(p)) if p > 0 => p,
@@ -261,7 +268,15 @@ pub struct Goodput {
 
 impl Goodput {
     pub fn new(t0: Instant, interval: Duration) -> Self {
-        Goodput { t0, interval: interval.as_secs_f64() * 1000.0, last: f64::MIN, total: 0, samples: Vec::new(), deadline: None, stopped_early: false }
+        Goodput {
+            t0,
+            interval: interval.as_secs_f64() * 1000.0,
+            last: f64::MIN,
+            total: 0,
+            samples: Vec::new(),
+            deadline: None,
+            stopped_early: false,
+        }
     }
     pub fn add(&mut self, n: usize) {
         self.total += n as u64;
@@ -302,7 +317,15 @@ pub enum Conn {
 }
 
 impl Conn {
-    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+    pub async fn get(
+        &mut self,
+        target: &Target,
+        path: &str,
+        run_id: Option<&str>,
+        t0: Instant,
+        collect: bool,
+        goodput: Option<&mut Goodput>,
+    ) -> Result<Fetched, FetchError> {
         match self {
             Conn::H3(c) => c.get(target, path, run_id, t0, collect, goodput).await,
             Conn::H2(c) => c.get(target, path, run_id, t0, collect, goodput).await,
@@ -320,17 +343,18 @@ pub struct Settings {
 
 /// The next body chunk, or None once the goodput deadline has passed (which marks the
 /// transfer as stopped early). Without a deadline this is just `next`.
-pub async fn until_deadline<T, F: std::future::Future<Output = T>>(goodput: &mut Option<&mut Goodput>, next: F) -> Option<T> {
+pub async fn until_deadline<T, F: std::future::Future<Output = T>>(
+    goodput: &mut Option<&mut Goodput>,
+    next: F,
+) -> Option<T> {
     match goodput.as_deref_mut() {
-        Some(g) if g.deadline.is_some() => {
-            match tokio::time::timeout_at(g.deadline.unwrap().into(), next).await {
-                Ok(v) => Some(v),
-                Err(_) => {
-                    g.stopped_early = true;
-                    None
-                }
+        Some(g) if g.deadline.is_some() => match tokio::time::timeout_at(g.deadline.unwrap().into(), next).await {
+            Ok(v) => Some(v),
+            Err(_) => {
+                g.stopped_early = true;
+                None
             }
-        }
+        },
         _ => Some(next.await),
     }
 }
@@ -408,7 +432,12 @@ fn trust_of(args: &FetchArgs) -> Result<Trust, FetchError> {
     let ca = match (&args.ca, &args.cert_dir) {
         (Some(ca), _) => ca.clone(),
         (None, Some(dir)) => dir.join("cert.pem"),
-        (None, None) => return Err(FetchError::Failed(Phase::Setup, "no trust anchor: give --ca PEM, --cert-dir DIR or --insecure".into())),
+        (None, None) => {
+            return Err(FetchError::Failed(
+                Phase::Setup,
+                "no trust anchor: give --ca PEM, --cert-dir DIR or --insecure".into(),
+            ))
+        }
     };
     load_trust(&ca)
 }
@@ -431,7 +460,12 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
         return Err(FetchError::Failed(Phase::Setup, "--duration-s applies to --mode bulk only".into()));
     }
     let duration = args.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
-    let settings = Settings { run_id: args.run_id.clone(), mode: args.mode, goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)), duration };
+    let settings = Settings {
+        run_id: args.run_id.clone(),
+        mode: args.mode,
+        goodput_interval: Duration::from_millis(args.goodput_interval_ms.max(1)),
+        duration,
+    };
     match args.proto {
         Proto::H3 => h3::run(args, &target, addr, &trust, &settings, report).await,
         Proto::H2 => h2::run(args, &target, addr, &trust, &settings, report).await,

@@ -60,9 +60,9 @@ pub struct FetchReport {
     pub stopped_early: bool,
     /// Where a failed fetch stopped (null when ok).
     pub failure_phase: Option<super::Phase>,
-    /// `--proto race`: how the race went (client/race.rs).
+    /// `--proto race`: how the race went (client/race/report.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub race: Option<super::race::RaceReport>,
+    pub race: Option<super::race::report::RaceReport>,
     /// Files the fetch wrote (`client_qlog`), named relative to the report's directory.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub artifacts: std::collections::BTreeMap<String, String>,

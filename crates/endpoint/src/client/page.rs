@@ -26,7 +26,13 @@ fn check_status(t: &ObjectTiming) -> Result<(), FetchError> {
     Ok(())
 }
 
-pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+pub async fn load(
+    conn: Conn,
+    target: &Target,
+    t0: Instant,
+    s: &Settings,
+    report: &mut FetchReport,
+) -> Result<(), FetchError> {
     let run_id = s.run_id.as_deref();
     match s.mode {
         Mode::Bulk => {
@@ -67,7 +73,9 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
                         report.objects.push(f.timing);
                     }
                     Ok(Err(e)) => first_err = first_err.or(Some(e)),
-                    Err(e) => first_err = first_err.or(Some(FetchError::Failed(Phase::Transfer, format!("object task: {e}")))),
+                    Err(e) => {
+                        first_err = first_err.or(Some(FetchError::Failed(Phase::Transfer, format!("object task: {e}"))))
+                    }
                 }
             }
             if let Some(e) = first_err {
@@ -82,7 +90,13 @@ pub async fn load(conn: Conn, target: &Target, t0: Instant, s: &Settings, report
 
 /// `--mode session`: a `ready` line once connected, then for each path read from stdin one
 /// GET on the same connection and one JSON line (the object's timing) on stdout, until EOF.
-async fn session(conn: Conn, target: &Target, t0: Instant, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+async fn session(
+    conn: Conn,
+    target: &Target,
+    t0: Instant,
+    s: &Settings,
+    report: &mut FetchReport,
+) -> Result<(), FetchError> {
     use std::io::Write;
     use tokio::io::AsyncBufReadExt;
     let say = |line: String| {

@@ -15,6 +15,7 @@
 //! - At the end: QUIC failed and TCP served -> the alternative service is marked broken
 //!   (backoff); QUIC worked -> confirmed, its smoothed RTT cached. Saved to `--race-state`.
 
+pub mod report;
 pub mod state;
 
 use std::net::SocketAddr;
@@ -22,47 +23,38 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use quinn::crypto::rustls::QuicClientConfig;
-use serde::Serialize;
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 
 use super::output::FetchReport;
 use super::{failed, h2, h3, ms_since, page, Conn, FetchArgs, FetchError, Fetched, Goodput, Phase, Settings, Target};
 use crate::run::unix_ms;
 use crate::tls::{self, Trust};
 use crate::transport::transport_config;
+use report::{RaceInitial, RaceReport};
 use state::{Constants, Plan, RaceState};
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum RaceInitial {
-    /// h3 known from Alt-Svc and QUIC has worked on this network (TCP waits).
-    QuicKnown,
-    /// h3 known from Alt-Svc, QUIC never seen working here (TCP starts at once).
-    AltSvcKnown,
-}
 
 /// Racing constants (`--proto race` only); defaults are Chromium's.
 #[derive(Args, Debug, Clone)]
 pub struct RaceArgs {
     /// TCP waits this factor x the cached smoothed RTT when QUIC is known to work.
-    #[arg(long, default_value_t = 1.5, value_parser = crate::cli::factor)]
+    #[arg(long, default_value_t = 1.5, value_parser = crate::args::factor)]
     pub race_delay_factor: f64,
     /// ... or this long with no cached RTT.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::cli::millis)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::args::millis)]
     pub race_default_delay_ms: f64,
     /// Cap of the TCP wait (Chromium's kMaxDelayTimeForMainJobSecs = 3 s).
-    #[arg(long, default_value_t = 3000.0, value_parser = crate::cli::millis)]
+    #[arg(long, default_value_t = 3000.0, value_parser = crate::args::millis)]
     pub race_max_delay_ms: f64,
     /// The QUIC handshake fails after this long (Chromium: 5 s idle before the handshake).
-    #[arg(long, default_value_t = 5000.0, value_parser = crate::cli::millis)]
+    #[arg(long, default_value_t = 5000.0, value_parser = crate::args::millis)]
     pub quic_handshake_timeout_ms: f64,
     /// Idle timeout of an established QUIC connection (a blackholed one fails after it).
-    #[arg(long, default_value_t = 30000.0, value_parser = crate::cli::millis)]
+    #[arg(long, default_value_t = 30000.0, value_parser = crate::args::millis)]
     pub quic_idle_timeout_ms: f64,
     /// A failed alternative service is broken this long, doubled on each repeat.
-    #[arg(long, default_value_t = 300.0, value_parser = crate::cli::seconds)]
+    #[arg(long, default_value_t = 300.0, value_parser = crate::args::seconds)]
     pub broken_for_s: f64,
     /// JSON state (alt-svc, broken marks, cached RTT) read before and written after the run;
     /// absent or missing file = the --race-initial state.
@@ -82,7 +74,10 @@ impl RaceArgs {
             }
         };
         if !(self.race_delay_factor.is_finite() && self.race_delay_factor >= 0.0) {
-            return Err(FetchError::Failed(Phase::Setup, format!("--race-delay-factor must be >= 0, got {}", self.race_delay_factor)));
+            return Err(FetchError::Failed(
+                Phase::Setup,
+                format!("--race-delay-factor must be >= 0, got {}", self.race_delay_factor),
+            ));
         }
         Ok(Constants {
             delay_factor: self.race_delay_factor,
@@ -91,38 +86,6 @@ impl RaceArgs {
             broken_for: ms("broken-for-s", self.broken_for_s * 1000.0)?,
         })
     }
-}
-
-/// The `race` object of the fetch JSON (times in ms from t0).
-#[derive(Serialize, Debug, Clone, Default)]
-pub struct RaceReport {
-    pub initial: Option<RaceInitial>,
-    pub quic_attempted: bool,
-    /// Why TCP waited as it did, or why QUIC was not tried.
-    pub rule: String,
-    pub tcp_delay_ms: Option<f64>,
-    pub quic_handshake_ms: Option<f64>,
-    pub quic_failed_ms: Option<f64>,
-    pub quic_error: Option<String>,
-    /// QUIC connected, then a request on it failed (retried over TCP).
-    pub quic_failed_after_handshake: bool,
-    pub tcp_started_ms: Option<f64>,
-    pub tcp_handshake_ms: Option<f64>,
-    pub tcp_error: Option<String>,
-    /// t0 to the moment the first request was given to TCP; null if TCP served nothing.
-    pub time_to_fallback_ms: Option<f64>,
-    pub requests: ProtoCounts,
-    pub bytes: ProtoCounts,
-    pub marked_broken_for_s: Option<f64>,
-    pub srtt_cached_ms: Option<f64>,
-    pub state_before: Option<RaceState>,
-    pub state_after: Option<RaceState>,
-}
-
-#[derive(Serialize, Debug, Clone, Copy, Default)]
-pub struct ProtoCounts {
-    pub h3: u64,
-    pub h2: u64,
 }
 
 #[derive(Clone)]
@@ -187,11 +150,14 @@ impl RaceRequester {
             }
             if matches!((&qs, &ts), (Leg::Down, Leg::Down)) {
                 let rep = self.inner.report.lock().unwrap();
-                return Err(FetchError::Failed(Phase::Handshake, format!(
-                    "race: no connection (quic: {}; tcp: {})",
-                    rep.quic_error.as_deref().unwrap_or(&rep.rule),
-                    rep.tcp_error.as_deref().unwrap_or("?")
-                )));
+                return Err(FetchError::Failed(
+                    Phase::Handshake,
+                    format!(
+                        "race: no connection (quic: {}; tcp: {})",
+                        rep.quic_error.as_deref().unwrap_or(&rep.rule),
+                        rep.tcp_error.as_deref().unwrap_or("?")
+                    ),
+                ));
             }
             tokio::select! {
                 _ = q.changed() => {}
@@ -200,7 +166,15 @@ impl RaceRequester {
         }
     }
 
-    pub async fn get(&mut self, target: &Target, path: &str, run_id: Option<&str>, t0: Instant, collect: bool, mut goodput: Option<&mut Goodput>) -> Result<Fetched, FetchError> {
+    pub async fn get(
+        &mut self,
+        target: &Target,
+        path: &str,
+        run_id: Option<&str>,
+        t0: Instant,
+        collect: bool,
+        mut goodput: Option<&mut Goodput>,
+    ) -> Result<Fetched, FetchError> {
         loop {
             let (mut f, proto) = match self.pick().await? {
                 Picked::H3(mut r) => match r.get(target, path, run_id, t0, collect, goodput.as_deref_mut()).await {
@@ -216,7 +190,11 @@ impl RaceRequester {
             f.timing.protocol = Some(proto);
             let mut guard = self.inner.report.lock().unwrap();
             let rep = &mut *guard;
-            let (n, b) = if proto == "h3" { (&mut rep.requests.h3, &mut rep.bytes.h3) } else { (&mut rep.requests.h2, &mut rep.bytes.h2) };
+            let (n, b) = if proto == "h3" {
+                (&mut rep.requests.h3, &mut rep.bytes.h3)
+            } else {
+                (&mut rep.requests.h2, &mut rep.bytes.h2)
+            };
             *n += 1;
             *b += f.timing.bytes;
             return Ok(f);
@@ -229,7 +207,11 @@ fn origin_of(target: &Target) -> String {
 }
 
 /// The QUIC job's endpoint (its one connection's trace with `--qlog`).
-fn quic_endpoint(args: &FetchArgs, addr: SocketAddr, trust: &Trust) -> Result<(quinn::Endpoint, crate::qlog::FlushOnDrop), FetchError> {
+fn quic_endpoint(
+    args: &FetchArgs,
+    addr: SocketAddr,
+    trust: &Trust,
+) -> Result<(quinn::Endpoint, crate::qlog::FlushOnDrop), FetchError> {
     let rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
     let crypto = QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?;
     let mut transport = transport_config(&args.flow);
@@ -243,98 +225,32 @@ fn quic_endpoint(args: &FetchArgs, addr: SocketAddr, trust: &Trust) -> Result<(q
     Ok((endpoint, trace))
 }
 
-pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Trust, s: &Settings, report: &mut FetchReport) -> Result<(), FetchError> {
+/// Race QUIC against TCP for one page load: plan from the saved state, start the QUIC job and
+/// the TCP job, load the page over whichever connection each request finds up, then keep the
+/// race's books and describe it in the report.
+pub async fn run(
+    args: &FetchArgs,
+    target: &Target,
+    addr: SocketAddr,
+    trust: &Trust,
+    s: &Settings,
+    report: &mut FetchReport,
+) -> Result<(), FetchError> {
     if args.zero_rtt {
         return Err(FetchError::Failed(Phase::Setup, "--zero-rtt is not supported with --proto race".into()));
     }
     let c = args.race.constants()?;
     let origin = origin_of(target);
-    let loaded = match &args.race.race_state {
-        Some(p) => RaceState::load(p).map_err(|e| FetchError::Failed(Phase::Setup, e))?,
-        None => None,
-    };
-    let initial = loaded.is_none().then_some(args.race.race_initial);
-    let mut state = loaded.unwrap_or_else(|| RaceState::fresh(&origin, args.race.race_initial == RaceInitial::QuicKnown));
+    let (initial, mut state) = load_state(&args.race, &origin)?;
     let plan = state.plan(&origin, unix_ms(), &c);
     let (endpoint, _trace) = quic_endpoint(args, addr, trust)?;
     let tcp_cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
 
     let hs_timeout = Duration::from_secs_f64((args.race.quic_handshake_timeout_ms / 1000.0).max(0.001));
     let t0 = Instant::now();
-    let inner = Arc::new(Inner {
-        t0,
-        quic: watch::Sender::new(Leg::Pending),
-        tcp: watch::Sender::new(Leg::Pending),
-        start_tcp: Notify::new(),
-        report: Mutex::new(RaceReport { initial, state_before: Some(state.clone()), ..Default::default() }),
-    });
-
-    // The QUIC job, at once unless the alternative service is broken.
-    let (tcp_delay, quic_conn) = match &plan {
-        Plan::TcpOnly { why } => {
-            inner.report.lock().unwrap().rule = why.clone();
-            inner.quic.send_replace(Leg::Down);
-            (Duration::ZERO, None)
-        }
-        Plan::Race { tcp_delay, rule } => {
-            {
-                let mut r = inner.report.lock().unwrap();
-                r.quic_attempted = true;
-                r.rule = rule.to_string();
-                r.tcp_delay_ms = Some(super::round3(tcp_delay.as_secs_f64() * 1000.0));
-            }
-            let connecting = endpoint.connect(addr, &target.host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
-            let (conn_tx, conn_rx) = tokio::sync::oneshot::channel();
-            let job = inner.clone();
-            tokio::spawn(async move {
-                let outcome = match tokio::time::timeout(hs_timeout, connecting).await {
-                    Err(_) => Err(format!("handshake timed out after {} ms", hs_timeout.as_millis())),
-                    Ok(Err(e)) => Err(format!("handshake failed: {e}")),
-                    Ok(Ok(conn)) => match h3::h3_over(&conn).await {
-                        Ok(r) => Ok((conn, r)),
-                        Err(e) => Err(e.message().to_string()),
-                    },
-                };
-                match outcome {
-                    Ok((conn, r)) => {
-                        job.report.lock().unwrap().quic_handshake_ms = Some(ms_since(job.t0));
-                        let _ = conn_tx.send(conn);
-                        job.quic.send_replace(Leg::Up(r));
-                    }
-                    Err(e) => job.quic_failed(e, false),
-                }
-            });
-            (*tcp_delay, Some(conn_rx))
-        }
-    };
-
-    // The TCP job: after its wait, or as soon as QUIC fails; not at all if QUIC is up by then.
-    let job = inner.clone();
-    let (target2, args2) = (target.clone(), args.clone());
-    let tcp_task = tokio::spawn(async move {
-        tokio::select! {
-            _ = tokio::time::sleep(tcp_delay) => {}
-            _ = job.start_tcp.notified() => {}
-        }
-        // QUIC won before the wait ended: the TCP job is not needed unless QUIC breaks.
-        while matches!(*job.quic.borrow(), Leg::Up(_)) {
-            job.start_tcp.notified().await;
-        }
-        job.report.lock().unwrap().tcp_started_ms = Some(ms_since(job.t0));
-        let mut hs = 0.0;
-        match h2::connect(tcp_cfg, addr, &target2, &args2, job.t0, &mut hs).await {
-            Ok(c) => {
-                job.report.lock().unwrap().tcp_handshake_ms = Some(hs);
-                job.tcp.send_replace(Leg::Up(c.requester));
-                Some(c.local_addr)
-            }
-            Err(e) => {
-                job.report.lock().unwrap().tcp_error = Some(e.message().to_string());
-                job.tcp.send_replace(Leg::Down);
-                None
-            }
-        }
-    });
+    let inner = Arc::new(Inner::new(t0, initial, &state));
+    let (tcp_delay, quic_conn) = start_quic_job(&inner, &plan, &endpoint, addr, &target.host, hs_timeout)?;
+    let tcp_task = tokio::spawn(tcp_job(inner.clone(), tcp_delay, tcp_cfg, addr, target.clone(), args.clone()));
 
     super::enter(Phase::Request);
     let requester = RaceRequester { inner: inner.clone() };
@@ -343,30 +259,179 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
     // A QUIC job still connecting when the page is done goes on, as Chromium's orphaned job
     // does; with a state to keep, its outcome is awaited (not part of the page load time).
     if args.race.race_state.is_some() {
-        let mut q = inner.quic.subscribe();
-        let left = (t0 + hs_timeout + Duration::from_millis(100)).saturating_duration_since(Instant::now());
-        let _ = tokio::time::timeout(left, q.wait_for(|l| !matches!(l, Leg::Pending))).await;
+        await_quic_outcome(&inner, t0 + hs_timeout).await;
     }
-    // Book-keeping of the race, as Chromium's HttpServerProperties would keep it.
-    let conn = match quic_conn {
-        Some(mut rx) => rx.try_recv().ok(),
-        None => None,
-    };
+    let conn = quic_conn.and_then(|mut rx| rx.try_recv().ok());
     let mut rep = inner.report.lock().unwrap().clone();
-    let now = unix_ms();
-    let quic_failed = rep.quic_failed_ms.is_some() && rep.quic_attempted;
-    if quic_failed && rep.requests.h2 > 0 {
-        let d = state.mark_broken(&origin, now, &c);
-        rep.marked_broken_for_s = Some(d.as_secs_f64());
-    } else if !quic_failed && rep.quic_handshake_ms.is_some() {
-        let srtt = conn.as_ref().map(|c| c.rtt());
-        state.confirm_quic(&origin, srtt);
-        rep.srtt_cached_ms = srtt.map(|d| super::round3(d.as_secs_f64() * 1000.0));
-    }
+    keep_books(&mut state, &origin, &c, &mut rep, conn.as_ref());
     rep.state_after = Some(state.clone());
     if let Some(p) = &args.race.race_state {
         state.save(p).map_err(|e| FetchError::Failed(Phase::Setup, e))?;
     }
+    describe_connections(report, &rep, tcp_task, &endpoint, conn.as_ref(), addr).await;
+    report.race = Some(rep);
+    if let Some(conn) = conn {
+        conn.close(h3::H3_NO_ERROR.into(), b"done");
+        let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
+    }
+    result
+}
+
+/// The state to plan from (`--race-state`), or a fresh one in the `--race-initial` state; the
+/// initial state is reported only when it was used.
+fn load_state(race: &RaceArgs, origin: &str) -> Result<(Option<RaceInitial>, RaceState), FetchError> {
+    let loaded = match &race.race_state {
+        Some(p) => RaceState::load(p).map_err(|e| FetchError::Failed(Phase::Setup, e))?,
+        None => None,
+    };
+    let initial = loaded.is_none().then_some(race.race_initial);
+    let state = loaded.unwrap_or_else(|| RaceState::fresh(origin, race.race_initial == RaceInitial::QuicKnown));
+    Ok((initial, state))
+}
+
+impl Inner {
+    fn new(t0: Instant, initial: Option<RaceInitial>, state: &RaceState) -> Self {
+        Inner {
+            t0,
+            quic: watch::Sender::new(Leg::Pending),
+            tcp: watch::Sender::new(Leg::Pending),
+            start_tcp: Notify::new(),
+            report: Mutex::new(RaceReport { initial, state_before: Some(state.clone()), ..Default::default() }),
+        }
+    }
+}
+
+/// The QUIC job, at once unless the alternative service is broken. Returns how long the TCP
+/// job waits, and where the QUIC connection arrives once it is up.
+fn start_quic_job(
+    inner: &Arc<Inner>,
+    plan: &Plan,
+    endpoint: &quinn::Endpoint,
+    addr: SocketAddr,
+    host: &str,
+    hs_timeout: Duration,
+) -> Result<(Duration, Option<oneshot::Receiver<quinn::Connection>>), FetchError> {
+    match plan {
+        Plan::TcpOnly { why } => {
+            inner.report.lock().unwrap().rule = why.clone();
+            inner.quic.send_replace(Leg::Down);
+            Ok((Duration::ZERO, None))
+        }
+        Plan::Race { tcp_delay, rule } => {
+            {
+                let mut r = inner.report.lock().unwrap();
+                r.quic_attempted = true;
+                r.rule = rule.to_string();
+                r.tcp_delay_ms = Some(super::round3(tcp_delay.as_secs_f64() * 1000.0));
+            }
+            let connecting =
+                endpoint.connect(addr, host).map_err(failed(Phase::Setup, &format!("h3 connect to {addr}")))?;
+            let (conn_tx, conn_rx) = oneshot::channel();
+            tokio::spawn(quic_job(inner.clone(), connecting, hs_timeout, conn_tx));
+            Ok((*tcp_delay, Some(conn_rx)))
+        }
+    }
+}
+
+/// The QUIC handshake and HTTP/3 set-up, within `hs_timeout`; its outcome goes to the
+/// requests (`inner.quic`) and its connection to `conn_tx`.
+async fn quic_job(
+    job: Arc<Inner>,
+    connecting: quinn::Connecting,
+    hs_timeout: Duration,
+    conn_tx: oneshot::Sender<quinn::Connection>,
+) {
+    let outcome = match tokio::time::timeout(hs_timeout, connecting).await {
+        Err(_) => Err(format!("handshake timed out after {} ms", hs_timeout.as_millis())),
+        Ok(Err(e)) => Err(format!("handshake failed: {e}")),
+        Ok(Ok(conn)) => match h3::h3_over(&conn).await {
+            Ok(r) => Ok((conn, r)),
+            Err(e) => Err(e.message().to_string()),
+        },
+    };
+    match outcome {
+        Ok((conn, r)) => {
+            job.report.lock().unwrap().quic_handshake_ms = Some(ms_since(job.t0));
+            let _ = conn_tx.send(conn);
+            job.quic.send_replace(Leg::Up(r));
+        }
+        Err(e) => job.quic_failed(e, false),
+    }
+}
+
+/// The TCP job: after its wait, or as soon as QUIC fails; not at all if QUIC is up by then.
+/// Returns the connection's local address if it came up.
+async fn tcp_job(
+    job: Arc<Inner>,
+    tcp_delay: Duration,
+    tcp_cfg: Arc<rustls::ClientConfig>,
+    addr: SocketAddr,
+    target: Target,
+    args: FetchArgs,
+) -> Option<SocketAddr> {
+    tokio::select! {
+        _ = tokio::time::sleep(tcp_delay) => {}
+        _ = job.start_tcp.notified() => {}
+    }
+    // QUIC won before the wait ended: the TCP job is not needed unless QUIC breaks.
+    while matches!(*job.quic.borrow(), Leg::Up(_)) {
+        job.start_tcp.notified().await;
+    }
+    job.report.lock().unwrap().tcp_started_ms = Some(ms_since(job.t0));
+    let mut hs = 0.0;
+    match h2::connect(tcp_cfg, addr, &target, &args, job.t0, &mut hs).await {
+        Ok(c) => {
+            job.report.lock().unwrap().tcp_handshake_ms = Some(hs);
+            job.tcp.send_replace(Leg::Up(c.requester));
+            Some(c.local_addr)
+        }
+        Err(e) => {
+            job.report.lock().unwrap().tcp_error = Some(e.message().to_string());
+            job.tcp.send_replace(Leg::Down);
+            None
+        }
+    }
+}
+
+/// Wait (at most until the handshake's deadline, and a little more) for the QUIC job to
+/// come up or fail.
+async fn await_quic_outcome(inner: &Inner, deadline: Instant) {
+    let mut q = inner.quic.subscribe();
+    let left = (deadline + Duration::from_millis(100)).saturating_duration_since(Instant::now());
+    let _ = tokio::time::timeout(left, q.wait_for(|l| !matches!(l, Leg::Pending))).await;
+}
+
+/// Book-keeping of the race, as Chromium's HttpServerProperties would keep it: QUIC failed
+/// and TCP served -> the alternative service is marked broken; QUIC worked -> confirmed, its
+/// smoothed RTT cached.
+fn keep_books(
+    state: &mut RaceState,
+    origin: &str,
+    c: &Constants,
+    rep: &mut RaceReport,
+    conn: Option<&quinn::Connection>,
+) {
+    let quic_failed = rep.quic_failed_ms.is_some() && rep.quic_attempted;
+    if quic_failed && rep.requests.h2 > 0 {
+        let d = state.mark_broken(origin, unix_ms(), c);
+        rep.marked_broken_for_s = Some(d.as_secs_f64());
+    } else if !quic_failed && rep.quic_handshake_ms.is_some() {
+        let srtt = conn.map(|c| c.rtt());
+        state.confirm_quic(origin, srtt);
+        rep.srtt_cached_ms = srtt.map(|d| super::round3(d.as_secs_f64() * 1000.0));
+    }
+}
+
+/// The fetch report's handshake time, protocol and local address: those of the connection
+/// that served the first object ("mixed" protocol if both served).
+async fn describe_connections(
+    report: &mut FetchReport,
+    rep: &RaceReport,
+    tcp_task: tokio::task::JoinHandle<Option<SocketAddr>>,
+    endpoint: &quinn::Endpoint,
+    conn: Option<&quinn::Connection>,
+    addr: SocketAddr,
+) {
     let served_first = report.objects.iter().min_by(|a, b| a.start_ms.total_cmp(&b.start_ms)).and_then(|o| o.protocol);
     report.handshake_ms = match served_first {
         Some("h3") => rep.quic_handshake_ms.unwrap_or(0.0),
@@ -379,19 +444,12 @@ pub async fn run(args: &FetchArgs, target: &Target, addr: SocketAddr, trust: &Tr
         (true, true) => Some("mixed".into()),
         (false, false) => None,
     };
-    // the local address of the connection that served the first object
     report.local_addr = match served_first {
         Some("h2") if tcp_task.is_finished() => tcp_task.await.ok().flatten().map(|a| a.to_string()),
         Some("h3") => endpoint.local_addr().ok().map(|l| {
-            let ip = conn.as_ref().and_then(|c| c.local_ip()).or_else(|| h3::source_ip_towards(addr)).unwrap_or(l.ip());
+            let ip = conn.and_then(|c| c.local_ip()).or_else(|| h3::source_ip_towards(addr)).unwrap_or(l.ip());
             SocketAddr::new(ip, l.port()).to_string()
         }),
         _ => None,
     };
-    report.race = Some(rep);
-    if let Some(conn) = conn {
-        conn.close(h3::H3_NO_ERROR.into(), b"done");
-        let _ = tokio::time::timeout(Duration::from_millis(200), endpoint.wait_idle()).await;
-    }
-    result
 }

@@ -22,7 +22,11 @@ pub struct TicketLog {
 
 impl TicketLog {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { inner: ClientSessionMemoryCache::new(SESSIONS), tickets: AtomicU32::new(0), early_data: AtomicU32::new(0) })
+        Arc::new(Self {
+            inner: ClientSessionMemoryCache::new(SESSIONS),
+            tickets: AtomicU32::new(0),
+            early_data: AtomicU32::new(0),
+        })
     }
 
     /// (tickets received, of which allow early data), over every connection so far.

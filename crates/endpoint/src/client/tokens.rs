@@ -17,7 +17,11 @@ pub struct CountingTokenStore {
 
 impl CountingTokenStore {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { inner: quinn::TokenMemoryCache::default(), received: AtomicU32::new(0), presented: AtomicU32::new(0) })
+        Arc::new(Self {
+            inner: quinn::TokenMemoryCache::default(),
+            received: AtomicU32::new(0),
+            presented: AtomicU32::new(0),
+        })
     }
 
     /// Tokens received in NEW_TOKEN frames, over every connection so far.

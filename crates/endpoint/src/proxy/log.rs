@@ -12,7 +12,11 @@ pub struct ProxyLog(Arc<Mutex<File>>);
 
 impl ProxyLog {
     pub fn open(path: &Path) -> Result<Self> {
-        let f = OpenOptions::new().create(true).append(true).open(path).with_context(|| format!("opening {}", path.display()))?;
+        let f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
         Ok(ProxyLog(Arc::new(Mutex::new(f))))
     }
 

@@ -71,8 +71,12 @@ pub async fn run(args: ProxyArgs) -> Result<()> {
         }
         ProxyMode::Quic => {
             let Some(origin) = args.origin else { bail!("--mode quic needs --origin ADDR:PORT") };
-            let Some(ca) = args.origin_ca.clone() else { bail!("--mode quic needs --origin-ca PEM (the origin's certificate)") };
-            let Some(cert_dir) = args.cert_dir.clone() else { bail!("--mode quic needs --cert-dir DIR (the proxy's own certificate)") };
+            let Some(ca) = args.origin_ca.clone() else {
+                bail!("--mode quic needs --origin-ca PEM (the origin's certificate)")
+            };
+            let Some(cert_dir) = args.cert_dir.clone() else {
+                bail!("--mode quic needs --cert-dir DIR (the proxy's own certificate)")
+            };
             let proxy = quic::Proxy::new(&args, origin, &ca, &cert_dir, log)?;
             eprintln!("endpoint proxy: quic, listening on {}, origin {origin}", args.listen);
             Box::pin(proxy.serve())

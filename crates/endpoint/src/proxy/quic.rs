@@ -60,7 +60,8 @@ impl Proxy {
         let mut server_cfg = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server_tls)?));
         server_cfg.transport_config(Arc::new(transport_config(&args.flow)));
         server_cfg.validation_token_config(no_address_validation_tokens());
-        let endpoint = quinn::Endpoint::server(server_cfg, args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
+        let endpoint =
+            quinn::Endpoint::server(server_cfg, args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
 
         let mut client_tls = tls::client_config(&Trust::Roots(tls::load_certs(origin_ca)?), b"h3")?;
         client_tls.enable_early_data = false;
@@ -76,7 +77,12 @@ impl Proxy {
     }
 
     pub async fn serve(self) -> Result<()> {
-        let shared = Arc::new(Shared { upstream: self.upstream, origin: self.origin, origin_name: self.origin_name, log: self.log });
+        let shared = Arc::new(Shared {
+            upstream: self.upstream,
+            origin: self.origin,
+            origin_name: self.origin_name,
+            log: self.log,
+        });
         while let Some(incoming) = self.endpoint.accept().await {
             let shared = shared.clone();
             tokio::spawn(async move { shared.connection(incoming).await });
@@ -180,7 +186,8 @@ impl Shared {
             SocketAddr::V6(a) => format!("[{}]:{}", self.origin_name, a.port()),
             SocketAddr::V4(a) => format!("{}:{}", self.origin_name, a.port()),
         };
-        let mut up_req = http::Request::builder().method(req.method().clone()).uri(format!("https://{authority}{path}"));
+        let mut up_req =
+            http::Request::builder().method(req.method().clone()).uri(format!("https://{authority}{path}"));
         for (k, v) in req.headers() {
             up_req = up_req.header(k, v); // x-longlook-run goes on, so the origin's logs name the run
         }

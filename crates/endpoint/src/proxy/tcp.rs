@@ -29,12 +29,21 @@ fn original_dst(s: &TcpStream) -> std::io::Result<SocketAddr> {
     let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
     // SAFETY: a valid socket and an output buffer of the size passed.
     let r = unsafe {
-        libc::getsockopt(s.as_raw_fd(), libc::SOL_IP, SO_ORIGINAL_DST, &mut addr as *mut _ as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            s.as_raw_fd(),
+            libc::SOL_IP,
+            SO_ORIGINAL_DST,
+            &mut addr as *mut _ as *mut libc::c_void,
+            &mut len,
+        )
     };
     if r != 0 {
         return Err(std::io::Error::last_os_error());
     }
-    Ok(SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)), u16::from_be(addr.sin_port))))
+    Ok(SocketAddr::V4(SocketAddrV4::new(
+        Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)),
+        u16::from_be(addr.sin_port),
+    )))
 }
 
 /// Where a client's connection goes: `--origin`, else its original destination (which must

@@ -54,7 +54,12 @@ impl Server {
     }
 }
 
-async fn handle_connection(state: Arc<ServerState>, acceptor: TlsAcceptor, tcp: tokio::net::TcpStream, record: Arc<ConnRecord>) -> Result<()> {
+async fn handle_connection(
+    state: Arc<ServerState>,
+    acceptor: TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    record: Arc<ConnRecord>,
+) -> Result<()> {
     tcp.set_nodelay(true)?;
     let fd = tcp.as_raw_fd();
     tcpinfo::set_congestion_control(fd, &state.tcp_cc).map_err(|e| anyhow!("TCP_CONGESTION {}: {e}", state.tcp_cc))?;
@@ -86,11 +91,19 @@ async fn handle_connection(state: Arc<ServerState>, acceptor: TlsAcceptor, tcp: 
     result
 }
 
-async fn serve_tls(state: Arc<ServerState>, acceptor: TlsAcceptor, tcp: tokio::net::TcpStream, record: Arc<ConnRecord>) -> Result<()> {
+async fn serve_tls(
+    state: Arc<ServerState>,
+    acceptor: TlsAcceptor,
+    tcp: tokio::net::TcpStream,
+    record: Arc<ConnRecord>,
+) -> Result<()> {
     let tls = acceptor.accept(tcp).await?;
     let alpn = tls.get_ref().1.alpn_protocol().map(|p| p.to_vec());
     if alpn.as_deref() != Some(b"h2") {
-        return Err(anyhow!("client did not negotiate h2 (ALPN {:?})", alpn.map(|a| String::from_utf8_lossy(&a).into_owned())));
+        return Err(anyhow!(
+            "client did not negotiate h2 (ALPN {:?})",
+            alpn.map(|a| String::from_utf8_lossy(&a).into_owned())
+        ));
     }
     let flow = state.flow.clone();
     let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
@@ -108,7 +121,11 @@ async fn serve_tls(state: Arc<ServerState>, acceptor: TlsAcceptor, tcp: tokio::n
     builder.serve_connection(TokioIo::new(tls), svc).await.map_err(|e| anyhow!("h2: {e}"))
 }
 
-async fn respond(state: &ServerState, record: &ConnRecord, req: hyper::Request<hyper::body::Incoming>) -> hyper::Response<Body> {
+async fn respond(
+    state: &ServerState,
+    record: &ConnRecord,
+    req: hyper::Request<hyper::body::Incoming>,
+) -> hyper::Response<Body> {
     let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
     record.write_once(run_id);
     let reply = content::reply_for(req.uri().path(), state.root.as_deref()).await;

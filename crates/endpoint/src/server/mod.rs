@@ -144,7 +144,8 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
     let connections_log = OpenOptions::new().create(true).append(true).open(args.log_dir.join("connections.jsonl"))?;
 
     // UDP first (port 0 picks a free port), then TCP on the same port number.
-    let udp = crate::transport::udp_socket(args.listen, &args.flow).with_context(|| format!("binding UDP {}", args.listen))?;
+    let udp = crate::transport::udp_socket(args.listen, &args.flow)
+        .with_context(|| format!("binding UDP {}", args.listen))?;
     let addr = udp.local_addr()?;
     let tcp = bind_tcp(addr, &args.tcp_cc)?;
 

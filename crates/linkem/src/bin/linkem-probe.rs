@@ -100,7 +100,9 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
                 load_mbit: a.get("load-mbit", Some(0.0)).map_err(Usage)?,
                 wait: ms("wait-ms", 2000)?,
                 samples: a.flag("samples"),
-            }).map(Some).map_err(Run)
+            })
+            .map(Some)
+            .map_err(Run)
         }
         "udp" => {
             a.only(&["target", "rate-mbit", "duration-s", "size", "interval-ms", "drain-ms"]).map_err(Usage)?;
@@ -111,7 +113,9 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
                 size: a.get("size", Some(1200)).map_err(Usage)?,
                 interval_ms: a.get("interval-ms", Some(100)).map_err(Usage)?,
                 drain: ms("drain-ms", 1500)?,
-            }).map(Some).map_err(Run)
+            })
+            .map(Some)
+            .map_err(Run)
         }
         "tcp" => {
             a.only(&["target", "duration-s", "interval-ms", "cc"]).map_err(Usage)?;
@@ -120,7 +124,9 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
                 duration: secs("duration-s")?,
                 interval_ms: a.get("interval-ms", Some(100)).map_err(Usage)?,
                 cc: a.get::<String>("cc", None).ok(),
-            }).map(Some).map_err(Run)
+            })
+            .map(Some)
+            .map_err(Run)
         }
         "stalls" => {
             a.only(&["period-us", "threshold-us", "duration-s", "stream"]).map_err(Usage)?;
@@ -131,7 +137,9 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
                 threshold: us("threshold-us", 300)?,
                 duration: (dur > 0.0).then(|| Duration::from_secs_f64(dur)),
                 stream: a.flag("stream"),
-            }).map(Some).map_err(Run)
+            })
+            .map(Some)
+            .map_err(Run)
         }
         other => Err(Usage(format!("unknown subcommand '{other}'"))),
     }

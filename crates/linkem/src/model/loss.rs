@@ -20,13 +20,9 @@ impl LossModel {
         match spec {
             LossSpec::None => LossModel::None,
             LossSpec::Bernoulli { probability } => LossModel::Bernoulli(*probability),
-            LossSpec::GilbertElliott(g) => LossModel::GilbertElliott {
-                p: g.p,
-                r: g.r,
-                loss_bad: g.loss_bad,
-                loss_good: g.loss_good,
-                bad: false,
-            },
+            LossSpec::GilbertElliott(g) => {
+                LossModel::GilbertElliott { p: g.p, r: g.r, loss_bad: g.loss_bad, loss_good: g.loss_good, bad: false }
+            }
         }
     }
 

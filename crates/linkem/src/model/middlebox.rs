@@ -33,7 +33,9 @@ pub enum MbVerdict {
     Pass,
     Drop,
     /// Forward it rewritten into a RST of this IP total length (`tcp_rst::rewrite`).
-    RewriteRst { ip_len: u32 },
+    RewriteRst {
+        ip_len: u32,
+    },
 }
 
 /// Per-flow state of the middlebox (one direction), kept in the flow table.
@@ -63,11 +65,8 @@ impl Middlebox {
     /// `choice_rng` draws the flow choices (one number per new flow, in arrival order).
     pub fn new(spec: &MiddleboxSpec, choice_rng: Rng) -> Self {
         let bytes_per_ns = spec.udp_rate_mbit * 1e6 / 8.0 / 1e9;
-        let depth = if spec.udp_burst_bytes > 0 {
-            spec.udp_burst_bytes as f64
-        } else {
-            (bytes_per_ns * 10e6).max(3000.0)
-        };
+        let depth =
+            if spec.udp_burst_bytes > 0 { spec.udp_burst_bytes as f64 } else { (bytes_per_ns * 10e6).max(3000.0) };
         Middlebox {
             spec: spec.clone(),
             schedule: Schedule::new(spec),
@@ -195,8 +194,8 @@ impl Middlebox {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{self, PROTO_UDP};
     use crate::model::tcp_rst::tests::tcp_v4;
+    use crate::packet::{self, PROTO_UDP};
 
     fn mb(spec: MiddleboxSpec) -> Middlebox {
         Middlebox::new(&spec, Rng::derive(7, 4))
@@ -298,16 +297,22 @@ mod tests {
     fn tcp_rewritten_into_rst_after_n_bytes() {
         let mut m = mb(MiddleboxSpec { tcp_rst_after_bytes: 2000, ..Default::default() });
         let mut flow = FlowMiddlebox::default();
-        let verdicts: Vec<MbVerdict> = [tcp_v4(9, 0x02, 0), tcp_v4(10, 0x10, 1448), tcp_v4(1458, 0x10, 1448), tcp_v4(2906, 0x10, 0)]
-            .iter()
-            .map(|b| {
-                let info = packet::parse(b, b.len() as u32).unwrap();
-                m.decide(0, &info, &b[..128.min(b.len())], 0, &mut flow)
-            })
-            .collect();
+        let verdicts: Vec<MbVerdict> =
+            [tcp_v4(9, 0x02, 0), tcp_v4(10, 0x10, 1448), tcp_v4(1458, 0x10, 1448), tcp_v4(2906, 0x10, 0)]
+                .iter()
+                .map(|b| {
+                    let info = packet::parse(b, b.len() as u32).unwrap();
+                    m.decide(0, &info, &b[..128.min(b.len())], 0, &mut flow)
+                })
+                .collect();
         assert_eq!(
             verdicts,
-            vec![MbVerdict::Pass, MbVerdict::Pass, MbVerdict::RewriteRst { ip_len: 40 }, MbVerdict::RewriteRst { ip_len: 40 }]
+            vec![
+                MbVerdict::Pass,
+                MbVerdict::Pass,
+                MbVerdict::RewriteRst { ip_len: 40 },
+                MbVerdict::RewriteRst { ip_len: 40 }
+            ]
         );
         assert_eq!(flow.rst_rewritten, 2);
     }
@@ -315,10 +320,14 @@ mod tests {
     #[test]
     fn schedule_gates_actions_not_observation() {
         let s = 1_000_000_000u64;
-        let spec = MiddleboxSpec { block_udp: true, active_from_s: 1.0, active_until_s: Some(2.0), ..Default::default() };
+        let spec =
+            MiddleboxSpec { block_udp: true, active_from_s: 1.0, active_until_s: Some(2.0), ..Default::default() };
         let mut m = mb(spec);
         let at = |m: &mut Middlebox, t: u64| passes(m, t, &pkt(PROTO_UDP, 100), 1);
-        assert_eq!([at(&mut m, 0), at(&mut m, s), at(&mut m, 2 * s - 1), at(&mut m, 2 * s)], [true, false, false, true]);
+        assert_eq!(
+            [at(&mut m, 0), at(&mut m, s), at(&mut m, 2 * s - 1), at(&mut m, 2 * s)],
+            [true, false, false, true]
+        );
         // a blackhole triggered while inactive acts as soon as the window opens
         let spec = MiddleboxSpec { quic_blackhole_after_handshake: true, active_from_s: 1.0, ..Default::default() };
         let mut m = mb(spec);

@@ -146,7 +146,10 @@ mod tests {
     fn rate_plus_delay() {
         let mut l = link("rate_mbit = 12\ndelay_ms = 20\n");
         let o = l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default());
-        assert_eq!(o, Outcome::Release { at_ns: 21_000_000, start_ns: 0, departure_ns: 1_000_000, reordered: false, rst: false });
+        assert_eq!(
+            o,
+            Outcome::Release { at_ns: 21_000_000, start_ns: 0, departure_ns: 1_000_000, reordered: false, rst: false }
+        );
     }
 
     #[test]
@@ -182,7 +185,12 @@ mod tests {
         let losses = |toml: &str| -> Vec<bool> {
             let mut l = link(toml);
             (0..2000u64)
-                .map(|i| matches!(l.on_arrival(i * 1_000_000, &pkt(100), &[], 0, &mut Default::default()), Outcome::Drop(DropReason::Loss)))
+                .map(|i| {
+                    matches!(
+                        l.on_arrival(i * 1_000_000, &pkt(100), &[], 0, &mut Default::default()),
+                        Outcome::Drop(DropReason::Loss)
+                    )
+                })
                 .collect()
         };
         assert_eq!(
@@ -195,7 +203,12 @@ mod tests {
     fn buffer_overflow_is_reported() {
         let mut l = link("rate_mbit = 12\nbuffer_packets = 3\n");
         let outcomes: Vec<bool> = (0..5)
-            .map(|_| matches!(l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default()), Outcome::Drop(DropReason::Buffer)))
+            .map(|_| {
+                matches!(
+                    l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default()),
+                    Outcome::Drop(DropReason::Buffer)
+                )
+            })
             .collect();
         assert_eq!(outcomes, vec![false, false, false, true, true]);
     }

@@ -51,7 +51,13 @@ mod tests {
 
     #[test]
     fn window_and_period() {
-        let spec = MiddleboxSpec { active_from_s: 2.0, active_until_s: Some(10.0), on_s: 1.0, off_s: 2.0, ..Default::default() };
+        let spec = MiddleboxSpec {
+            active_from_s: 2.0,
+            active_until_s: Some(10.0),
+            on_s: 1.0,
+            off_s: 2.0,
+            ..Default::default()
+        };
         let s = Schedule::new(&spec);
         let at = |t: f64| s.active((t * S as f64) as u64);
         assert!(!at(1.999));

@@ -20,8 +20,9 @@ fn udp_to(target: SocketAddr) -> Result<UdpSocket, String> {
 }
 
 fn tcp_to(target: SocketAddr) -> Result<TcpStream, String> {
-    TcpStream::connect_timeout(&target, Duration::from_secs(5))
-        .map_err(|e| format!("tcp connect {target}: {e} (is `linkem-probe serve` running there, and linkem forwarding?)"))
+    TcpStream::connect_timeout(&target, Duration::from_secs(5)).map_err(|e| {
+        format!("tcp connect {target}: {e} (is `linkem-probe serve` running there, and linkem forwarding?)")
+    })
 }
 
 pub struct RttOptions {
@@ -129,19 +130,26 @@ pub fn rtt(o: RttOptions) -> Result<String, String> {
     let sent = sent.load(Ordering::Relaxed);
     let samples: Vec<f64> = rtts.iter().flatten().map(|s| s.1).collect();
     let lost = sent - received;
-    let mut doc = Obj::new().str("kind", "rtt").str("target", &o.target.to_string())
-        .int("count", o.count).float("interval_ms", o.interval.as_secs_f64() * 1e3)
-        .int("size", size as u64).int("ip_bytes", (size + UDP_IP_OVERHEAD) as u64)
-        .float("load_mbit", o.load_mbit).int("load_packets", load_sent)
-        .int("sent", sent).int("received", received).int("lost", lost)
+    let mut doc = Obj::new()
+        .str("kind", "rtt")
+        .str("target", &o.target.to_string())
+        .int("count", o.count)
+        .float("interval_ms", o.interval.as_secs_f64() * 1e3)
+        .int("size", size as u64)
+        .int("ip_bytes", (size + UDP_IP_OVERHEAD) as u64)
+        .float("load_mbit", o.load_mbit)
+        .int("load_packets", load_sent)
+        .int("sent", sent)
+        .int("received", received)
+        .int("lost", lost)
         .float("loss_rate", if sent > 0 { lost as f64 / sent as f64 } else { f64::NAN })
-        .int("reordered", reordered).int("duplicates", duplicates)
+        .int("reordered", reordered)
+        .int("duplicates", duplicates)
         .summary("rtt_ms", &summarize(&samples));
     if o.samples {
         let list: Vec<String> = samples.iter().map(|x| json::num(*x)).collect();
         doc = doc.raw("samples_ms", format!("[{}]", list.join(", ")));
-        let sent: Vec<String> =
-            rtts.iter().flatten().map(|s| json::num((epoch_mono_ns + s.0) as f64 / 1e6)).collect();
+        let sent: Vec<String> = rtts.iter().flatten().map(|s| json::num((epoch_mono_ns + s.0) as f64 / 1e6)).collect();
         doc = doc.raw("sent_mono_ms", format!("[{}]", sent.join(", ")));
     }
     Ok(doc.build())
@@ -162,8 +170,9 @@ fn read_report(stream: &mut TcpStream, timeout: Duration) -> Result<Report, Stri
     for line in text.lines() {
         let w: Vec<&str> = line.split_whitespace().collect();
         match w.as_slice() {
-            ["interval", t, b, p] => intervals.push((
-                t.parse().unwrap_or(0), b.parse().unwrap_or(0), p.parse().unwrap_or(0))),
+            ["interval", t, b, p] => {
+                intervals.push((t.parse().unwrap_or(0), b.parse().unwrap_or(0), p.parse().unwrap_or(0)))
+            }
             [k, v] => {
                 if let Ok(v) = v.parse() {
                     values.insert(k.to_string(), v);
@@ -199,8 +208,10 @@ pub struct UdpOptions {
 
 pub fn udp(o: UdpOptions) -> Result<String, String> {
     let size = o.size.max(wire::HEADER);
-    let session = (std::process::id() as u64 ^ Instant::now().elapsed().as_nanos() as u64
-        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)) as u32;
+    let session = (std::process::id() as u64
+        ^ Instant::now().elapsed().as_nanos() as u64
+        ^ std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0))
+        as u32;
     let mut control = tcp_to(o.target)?;
     control.write_all(format!("UDP {session} {}\n", o.interval_ms).as_bytes()).map_err(|e| e.to_string())?;
     control.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
@@ -233,21 +244,27 @@ pub fn udp(o: UdpOptions) -> Result<String, String> {
     let lost = sent.saturating_sub(received);
     let span = r.get("span_s");
     // Delivered rate over first..last arrival: the first packet's bytes arrived at t=0.
-    let rate = if received > 1 && span > 0.0 {
-        (r.get("bytes_ip") - ip_bytes as f64) * 8.0 / span / 1e6
-    } else {
-        f64::NAN
-    };
-    Ok(Obj::new().str("kind", "udp").str("target", &o.target.to_string())
-        .int("size", size as u64).int("ip_bytes", ip_bytes as u64)
-        .float("target_rate_mbit", o.rate_mbit).float("duration_s", send_s)
-        .int("sent", sent).int("send_errors", send_errors)
+    let rate =
+        if received > 1 && span > 0.0 { (r.get("bytes_ip") - ip_bytes as f64) * 8.0 / span / 1e6 } else { f64::NAN };
+    Ok(Obj::new()
+        .str("kind", "udp")
+        .str("target", &o.target.to_string())
+        .int("size", size as u64)
+        .int("ip_bytes", ip_bytes as u64)
+        .float("target_rate_mbit", o.rate_mbit)
+        .float("duration_s", send_s)
+        .int("sent", sent)
+        .int("send_errors", send_errors)
         .float("send_rate_mbit", sent as f64 * ip_bytes as f64 * 8.0 / send_s / 1e6)
-        .int("received", received).int("lost", lost)
+        .int("received", received)
+        .int("lost", lost)
         .float("loss_rate", if sent > 0 { lost as f64 / sent as f64 } else { f64::NAN })
-        .int("reordered", r.get("reordered") as u64).int("duplicates", r.get("duplicates") as u64)
-        .int("received_bytes_ip", r.get("bytes_ip") as u64).float("span_s", span)
-        .float("rate_mbit", rate).int("interval_ms", o.interval_ms)
+        .int("reordered", r.get("reordered") as u64)
+        .int("duplicates", r.get("duplicates") as u64)
+        .int("received_bytes_ip", r.get("bytes_ip") as u64)
+        .float("span_s", span)
+        .float("rate_mbit", rate)
+        .int("interval_ms", o.interval_ms)
         .raw("intervals", r.intervals_json())
         .build())
 }
@@ -283,9 +300,13 @@ pub fn tcp(o: TcpOptions) -> Result<String, String> {
     let r = read_report(&mut stream, Duration::from_secs(60))?;
     let bytes = r.get("bytes_payload");
     let span = r.get("span_s");
-    Ok(Obj::new().str("kind", "tcp").str("target", &o.target.to_string())
-        .float("duration_s", o.duration.as_secs_f64()).int("sent_bytes", sent)
-        .int("received_bytes", bytes as u64).float("span_s", span)
+    Ok(Obj::new()
+        .str("kind", "tcp")
+        .str("target", &o.target.to_string())
+        .float("duration_s", o.duration.as_secs_f64())
+        .int("sent_bytes", sent)
+        .int("received_bytes", bytes as u64)
+        .float("span_s", span)
         .float("goodput_mbit", if span > 0.0 { bytes * 8.0 / span / 1e6 } else { f64::NAN })
         .int("interval_ms", o.interval_ms)
         .str("cc", &cc)

@@ -8,14 +8,21 @@ use std::os::fd::AsRawFd;
 pub fn set<S: AsRawFd>(sock: &S, name: &str) -> Result<(), String> {
     // SAFETY: a valid fd and a pointer to `name.len()` bytes.
     let rc = unsafe {
-        libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION,
-                         name.as_ptr() as *const libc::c_void, name.len() as libc::socklen_t)
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            name.as_ptr() as *const libc::c_void,
+            name.len() as libc::socklen_t,
+        )
     };
     if rc == 0 {
         Ok(())
     } else {
-        Err(format!("TCP_CONGESTION {name}: {} (see net.ipv4.tcp_available_congestion_control)",
-                    std::io::Error::last_os_error()))
+        Err(format!(
+            "TCP_CONGESTION {name}: {} (see net.ipv4.tcp_available_congestion_control)",
+            std::io::Error::last_os_error()
+        ))
     }
 }
 
@@ -25,8 +32,13 @@ pub fn get<S: AsRawFd>(sock: &S) -> Result<String, String> {
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: a valid fd and a buffer of `len` bytes the kernel fills.
     let rc = unsafe {
-        libc::getsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION,
-                         buf.as_mut_ptr() as *mut libc::c_void, &mut len)
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
     };
     if rc != 0 {
         return Err(format!("TCP_CONGESTION: {}", std::io::Error::last_os_error()));

@@ -7,7 +7,11 @@ pub struct Obj {
 }
 
 pub fn num(x: f64) -> String {
-    if x.is_finite() { format!("{}", (x * 1e6).round() / 1e6) } else { "null".into() }
+    if x.is_finite() {
+        format!("{}", (x * 1e6).round() / 1e6)
+    } else {
+        "null".into()
+    }
 }
 
 pub fn string(s: &str) -> String {
@@ -42,8 +46,14 @@ impl Obj {
         self.raw(key, string(v))
     }
     pub fn summary(self, key: &str, s: &Summary) -> Self {
-        let o = Obj::new().int("n", s.n as u64).float("mean", s.mean).float("sd", s.sd)
-            .float("min", s.min).float("p50", s.p50).float("p90", s.p90).float("p99", s.p99)
+        let o = Obj::new()
+            .int("n", s.n as u64)
+            .float("mean", s.mean)
+            .float("sd", s.sd)
+            .float("min", s.min)
+            .float("p50", s.p50)
+            .float("p90", s.p90)
+            .float("p99", s.p99)
             .float("max", s.max);
         self.raw(key, o.build())
     }

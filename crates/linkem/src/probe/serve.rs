@@ -19,15 +19,25 @@ pub struct Received {
     pub reordered: u64,
     pub duplicates: u64,
     max_seq: Option<u64>,
-    seen: Vec<u64>, // bitmap of sequence numbers, for duplicates
+    seen: Vec<u64>,           // bitmap of sequence numbers, for duplicates
     buckets: Vec<(u64, u64)>, // (bytes, packets) per interval
 }
 
 impl Received {
     pub fn new(interval_ms: u64) -> Self {
-        Received { interval: Duration::from_millis(interval_ms.max(1)), first: None, last: None,
-                   packets: 0, bytes_ip: 0, bytes_payload: 0, reordered: 0, duplicates: 0,
-                   max_seq: None, seen: Vec::new(), buckets: Vec::new() }
+        Received {
+            interval: Duration::from_millis(interval_ms.max(1)),
+            first: None,
+            last: None,
+            packets: 0,
+            bytes_ip: 0,
+            bytes_payload: 0,
+            reordered: 0,
+            duplicates: 0,
+            max_seq: None,
+            seen: Vec::new(),
+            buckets: Vec::new(),
+        }
     }
 
     /// Count intervals from `t` rather than from the first byte (TCP: the connection's
@@ -74,8 +84,14 @@ impl Received {
         };
         let mut out = format!(
             "packets {}\nbytes_ip {}\nbytes_payload {}\nreordered {}\nduplicates {}\nspan_s {}\ninterval_ms {}\n",
-            self.packets, self.bytes_ip, self.bytes_payload, self.reordered, self.duplicates,
-            span, self.interval.as_millis());
+            self.packets,
+            self.bytes_ip,
+            self.bytes_payload,
+            self.reordered,
+            self.duplicates,
+            span,
+            self.interval.as_millis()
+        );
         for (i, (bytes, packets)) in self.buckets.iter().enumerate() {
             out.push_str(&format!("interval {} {} {}\n", i as u128 * self.interval.as_millis(), bytes, packets));
         }

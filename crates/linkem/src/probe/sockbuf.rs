@@ -18,7 +18,12 @@ pub fn enlarge<S: AsRawFd>(sock: &S) {
 fn set(fd: libc::c_int, opt: libc::c_int) -> libc::c_int {
     // SAFETY: a valid fd and a pointer to an int of the size passed.
     unsafe {
-        libc::setsockopt(fd, libc::SOL_SOCKET, opt, &BYTES as *const _ as *const libc::c_void,
-                         std::mem::size_of::<libc::c_int>() as libc::socklen_t)
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            opt,
+            &BYTES as *const _ as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
     }
 }

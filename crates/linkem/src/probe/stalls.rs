@@ -80,7 +80,9 @@ fn watch(cpu: usize, o: &StallOptions, stalls: &Mutex<Vec<Stall>>, started: &Bar
 
 /// One `--stream` line: `{"stall": {"cpu": N, "due_mono_ms": X, "late_ms": Y}}`.
 fn stall_line(s: &Stall) -> String {
-    let o = Obj::new().int("cpu", s.cpu as u64).float("due_mono_ms", s.due_ns as f64 / 1e6)
+    let o = Obj::new()
+        .int("cpu", s.cpu as u64)
+        .float("due_mono_ms", s.due_ns as f64 / 1e6)
         .float("late_ms", s.late_ns as f64 / 1e6);
     Obj::new().raw("stall", o.build()).build()
 }

@@ -14,20 +14,32 @@ pub struct Summary {
 pub fn summarize(samples: &[f64]) -> Summary {
     let n = samples.len();
     if n == 0 {
-        return Summary { n, mean: f64::NAN, sd: f64::NAN, min: f64::NAN, p50: f64::NAN,
-                         p90: f64::NAN, p99: f64::NAN, max: f64::NAN };
+        return Summary {
+            n,
+            mean: f64::NAN,
+            sd: f64::NAN,
+            min: f64::NAN,
+            p50: f64::NAN,
+            p90: f64::NAN,
+            p99: f64::NAN,
+            max: f64::NAN,
+        };
     }
     let mut sorted = samples.to_vec();
     sorted.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let mean = sorted.iter().sum::<f64>() / n as f64;
     // Sample standard deviation (n - 1), 0 for a single sample.
-    let sd = if n > 1 {
-        (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
-    } else {
-        0.0
-    };
-    Summary { n, mean, sd, min: sorted[0], p50: percentile(&sorted, 50.0),
-              p90: percentile(&sorted, 90.0), p99: percentile(&sorted, 99.0), max: sorted[n - 1] }
+    let sd = if n > 1 { (sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt() } else { 0.0 };
+    Summary {
+        n,
+        mean,
+        sd,
+        min: sorted[0],
+        p50: percentile(&sorted, 50.0),
+        p90: percentile(&sorted, 90.0),
+        p99: percentile(&sorted, 99.0),
+        max: sorted[n - 1],
+    }
 }
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {

@@ -80,7 +80,9 @@ impl RaceState {
     /// The state in `path`, or None when the file does not exist yet.
     pub fn load(path: &Path) -> Result<Option<Self>, String> {
         match crate::userfile::read_regular(path, "race state", crate::userfile::SMALL_FILE_LIMIT) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("race state {}: {e}", path.display())),
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes).map(Some).map_err(|e| format!("race state {}: {e}", path.display()))
+            }
             Err(None) => Ok(None),
             Err(Some(e)) => Err(e),
         }
@@ -89,7 +91,9 @@ impl RaceState {
     pub fn save(&self, path: &Path) -> Result<(), String> {
         let tmp = path.with_extension("tmp");
         let text = serde_json::to_string_pretty(self).expect("state serialises");
-        std::fs::write(&tmp, text + "\n").and_then(|_| std::fs::rename(&tmp, path)).map_err(|e| format!("writing race state {}: {e}", path.display()))
+        std::fs::write(&tmp, text + "\n")
+            .and_then(|_| std::fs::rename(&tmp, path))
+            .map_err(|e| format!("writing race state {}: {e}", path.display()))
     }
 
     pub fn plan(&self, origin: &str, now_unix_ms: u64, c: &Constants) -> Plan {
@@ -97,7 +101,9 @@ impl RaceState {
             return Plan::TcpOnly { why: "no h3 alternative service known for the origin".into() };
         };
         if let Some(until) = o.broken_until_unix_ms.filter(|u| *u > now_unix_ms) {
-            return Plan::TcpOnly { why: format!("alternative service broken for {:.1} s more", (until - now_unix_ms) as f64 / 1000.0) };
+            return Plan::TcpOnly {
+                why: format!("alternative service broken for {:.1} s more", (until - now_unix_ms) as f64 / 1000.0),
+            };
         }
         if !self.quic_worked {
             return Plan::Race { tcp_delay: Duration::ZERO, rule: "quic not known to work on this network" };
@@ -150,7 +156,10 @@ mod tests {
     fn tcp_waits_as_chromium_says() {
         let o = "198.18.2.2:4433";
         let mut s = RaceState::fresh(o, true);
-        assert_eq!(s.plan(o, 0, &C), Plan::Race { tcp_delay: Duration::from_millis(300), rule: "default (no cached srtt)" });
+        assert_eq!(
+            s.plan(o, 0, &C),
+            Plan::Race { tcp_delay: Duration::from_millis(300), rule: "default (no cached srtt)" }
+        );
         s.confirm_quic(o, Some(Duration::from_millis(40)));
         assert_eq!(s.plan(o, 0, &C), Plan::Race { tcp_delay: Duration::from_millis(60), rule: "factor x cached srtt" });
         s.origins.get_mut(o).unwrap().srtt_us = Some(10_000_000);
@@ -167,7 +176,10 @@ mod tests {
         assert_eq!(s.mark_broken(o, 1_000, &C), Duration::from_secs(300));
         assert!(matches!(s.plan(o, 1_000 + 299_000, &C), Plan::TcpOnly { .. }));
         // expired but recently broken: QUIC is tried again, TCP does not wait
-        assert_eq!(s.plan(o, 1_000 + 300_000, &C), Plan::Race { tcp_delay: Duration::ZERO, rule: "quic recently broken" });
+        assert_eq!(
+            s.plan(o, 1_000 + 300_000, &C),
+            Plan::Race { tcp_delay: Duration::ZERO, rule: "quic recently broken" }
+        );
         assert_eq!(s.mark_broken(o, 0, &C), Duration::from_secs(600));
         assert_eq!(s.mark_broken(o, 0, &C), Duration::from_secs(1200));
         assert_eq!(broken_delay(40, Duration::from_secs(300)), MAX_BROKEN);

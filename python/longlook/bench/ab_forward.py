@@ -2,7 +2,7 @@
 link, each binary in turn, `--reps` rounds, per delay. Prints linkem's CPU (% of a core,
 /proc/PID/stat) and, saturating, CPU per Gbit/s delivered; medians per arm at the end.
 
-    .venv/bin/python crates/linkem/scripts/ab_forward.py --bins /tmp/old /tmp/new \
+    .venv/bin/python -m longlook.bench.ab_forward --bins /tmp/old /tmp/new \
         [--mbit 400] [--delays 0 20] [--reps 4]
 
 Each --bins directory holds a `linkem` (and `linkem-probe`); --mbit caps the offered load
@@ -16,11 +16,11 @@ import os
 import statistics
 import time
 
-from longlook.bench.link import ensure_tcp_buffers
-from longlook.linkprofile import LinkProfile
-from longlook.testbed import Testbed
-from longlook.testbed.probe import IPERF_PORT, PathProbe
-from longlook.testbed.processes import cpu_seconds
+from ..linkprofile import LinkProfile
+from ..testbed import Testbed
+from ..testbed.probe import IPERF_PORT, PathProbe
+from ..testbed.processes import cpu_seconds
+from .link import ensure_tcp_buffers
 
 
 def link(delay_ms: float) -> LinkProfile:
