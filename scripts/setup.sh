@@ -77,7 +77,7 @@ python_package() {
     python3 -m venv .venv
   fi
   local extras="" needs="import longlook"
-  if [ "$browser" -eq 1 ]; then extras="[test,cluster]" needs="import longlook, pytest, nbclient, ray"; fi
+  if [ "$browser" -eq 1 ]; then extras="[test,cluster]" needs="import longlook, pytest, nbclient, ray, ruff"; fi
   if ! .venv/bin/python -c "$needs" 2>/dev/null \
      || [ pyproject.toml -nt .venv/.longlook-installed ]; then
     echo "setup: installing the Python package${extras:+ with $extras} into .venv"

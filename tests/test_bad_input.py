@@ -87,8 +87,12 @@ def test_output_directories_that_cannot_hold_an_experiment(tmp_path: Path):
     other = tmp_path / "other"
     other.mkdir()
     (other / "notes.txt").write_text("mine")
-    for out, words in [(a_file, "is a file"), ("/proc/longlook-test", "under /proc"),
-                       ("/sys/longlook-test", "under /sys"), (other, "no experiment")]:
+    for out, words in [
+        (a_file, "is a file"),
+        ("/proc/longlook-test", "under /proc"),
+        ("/sys/longlook-test", "under /sys"),
+        (other, "no experiment"),
+    ]:
         _one_clear_error(_invoke("run", str(scenario), "--out", str(out)), "--out", words)
     assert (other / "notes.txt").read_text() == "mine" and len(list(other.iterdir())) == 1
 
@@ -96,8 +100,12 @@ def test_output_directories_that_cannot_hold_an_experiment(tmp_path: Path):
 def test_the_cli_prints_one_error_and_a_hint_never_a_traceback(tmp_path: Path):
     path = tmp_path / "s.toml"
     path.write_text(GOOD.replace("rate_mbit = 10", "rate_mbit = true"))
-    p = subprocess.run([sys.executable, "-m", "longlook.cli", "run", str(path), "--out", str(tmp_path / "x")],
-                       capture_output=True, text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "longlook.cli", "run", str(path), "--out", str(tmp_path / "x")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert p.returncode == 2
     lines = p.stderr.strip().splitlines()
     assert lines[0].startswith("longlook: error: ") and "rate_mbit" in lines[0], p.stderr
@@ -107,6 +115,11 @@ def test_the_cli_prints_one_error_and_a_hint_never_a_traceback(tmp_path: Path):
 @needs_testbed("endpoint")
 def test_endpoint_refuses_a_port_out_of_range():
     from longlook.binaries import find_binary
-    p = subprocess.run([str(find_binary("endpoint")), "fetch", "--url", "https://127.0.0.1:99999/",
-                        "--proto", "h2", "--insecure"], capture_output=True, text=True, timeout=30)
+
+    p = subprocess.run(
+        [str(find_binary("endpoint")), "fetch", "--url", "https://127.0.0.1:99999/", "--proto", "h2", "--insecure"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert p.returncode == 1 and "port '99999' is not 1-65535" in p.stderr

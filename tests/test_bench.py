@@ -23,9 +23,18 @@ def test_physical_limit_full_pipe_and_slow_start():
 
 
 def _row(**kw) -> BenchRow:
-    args = dict(stack="ours", version="ours", cc="cubic", protocol="h3", plts=[100.0, 80.0, 90.0],
-                effs=[0.9, 0.95, 0.8], size_bytes=1_000_000, initial_window=10**9, rate_mbit=8.0,
-                rtt_ms=10.0)
+    args = dict(
+        stack="ours",
+        version="ours",
+        cc="cubic",
+        protocol="h3",
+        plts=[100.0, 80.0, 90.0],
+        effs=[0.9, 0.95, 0.8],
+        size_bytes=1_000_000,
+        initial_window=10**9,
+        rate_mbit=8.0,
+        rtt_ms=10.0,
+    )
     return BenchRow.of_runs(**{**args, **kw})
 
 
@@ -39,13 +48,31 @@ def test_row_of_runs_judges_the_medians():
 
 def test_each_bench_keeps_its_json_fields():
     r = _row()
-    assert list(r.endpoint_json()) == ["protocol", "runs", "plt_ms_median", "goodput_mbit_median", "efficiency",
-                                       "initial_window_bytes", "limit_ms", "ratio"]
+    assert list(r.endpoint_json()) == [
+        "protocol",
+        "runs",
+        "plt_ms_median",
+        "goodput_mbit_median",
+        "efficiency",
+        "initial_window_bytes",
+        "limit_ms",
+        "ratio",
+    ]
     assert r.endpoint_json()["ratio"] == r.share
     doc = stacks_document([r], "10m", 100.0, 36.0)
     assert list(doc) == ["size", "rate_mbit", "rtt_ms", "rows"]
-    assert list(doc["rows"][0]) == ["stack", "version", "cc", "runs", "plt_ms_median", "goodput_mbit_median",
-                                    "efficiency", "initial_window_bytes", "limit_ms", "share"]
+    assert list(doc["rows"][0]) == [
+        "stack",
+        "version",
+        "cc",
+        "runs",
+        "plt_ms_median",
+        "goodput_mbit_median",
+        "efficiency",
+        "initial_window_bytes",
+        "limit_ms",
+        "share",
+    ]
 
 
 def test_print_rows(capsys):
@@ -59,8 +86,11 @@ def test_bench_stacks_command_writes_the_report_json(tmp_path, monkeypatch):
     from longlook.commands import bench
 
     asked = []
-    monkeypatch.setattr(longlook.bench.stacks, "bench_stacks",
-                        lambda specs, *a: asked.append((specs, a)) or [_row(stack="quic-go", version="v0.64.1")])
+    monkeypatch.setattr(
+        longlook.bench.stacks,
+        "bench_stacks",
+        lambda specs, *a: asked.append((specs, a)) or [_row(stack="quic-go", version="v0.64.1")],
+    )
     app = typer.Typer()
     app.callback()(lambda: None)
     bench.register(app)
@@ -75,6 +105,7 @@ def test_bench_stacks_command_writes_the_report_json(tmp_path, monkeypatch):
 def test_constant_trace_carries_its_rate(tmp_path):
     from longlook.bench.link import constant_trace
     from longlook.traces import load_mahimahi, rate_profile
+
     for rate in (100, 250, 1000):
         per_s = rate_profile(load_mahimahi(constant_trace(tmp_path / f"{rate}.trace", rate)), 1000)
         assert per_s.mean() == pytest.approx(rate, rel=0.002)
@@ -83,8 +114,11 @@ def test_constant_trace_carries_its_rate(tmp_path):
 def test_ceiling_tolerance_judges_a_trace_like_a_rate():
     from longlook.bench.link import within_tolerance
     from longlook.testbed.linkcheck import Row, Tolerances
-    rows = [Row("down", "TCP goodput, probe", "Mbit/s", 470.0, 482.7),  # a trace: no band
-            Row("down", "UDP delivered (IP)", "Mbit/s", 498.0, 500.0)]
+
+    rows = [
+        Row("down", "TCP goodput, probe", "Mbit/s", 470.0, 482.7),  # a trace: no band
+        Row("down", "UDP delivered (IP)", "Mbit/s", 498.0, 500.0),
+    ]
     assert within_tolerance(rows, Tolerances()) == (True, "")
     rows[1].measured = 470.0
     ok, why = within_tolerance(rows, Tolerances())
@@ -101,6 +135,7 @@ def test_ceiling_tolerance_judges_a_trace_like_a_rate():
 def test_bench_link_command_passes_ceiling(monkeypatch):
     import longlook.bench.link
     from longlook.commands import bench
+
     asked = []
     monkeypatch.setattr(longlook.bench.link, "run_bench", lambda **kw: asked.append(kw) or {"ok": 1})
     app = typer.Typer()

@@ -38,8 +38,13 @@ def test_split_refuses_a_failed_fetch_with_one_clear_error():
 
 
 def test_phase_means_per_arm_in_first_seen_order():
-    docs = [fetch(36, 74, 2000, "macw107"), fetch(38, 76, 2200, "macw107"),
-            fetch(36, 72, 1000, "macw430"), fetch(36, 72, 1100, "macw430"), fetch(36, 72, 1200, "macw430")]
+    docs = [
+        fetch(36, 74, 2000, "macw107"),
+        fetch(38, 76, 2200, "macw107"),
+        fetch(36, 72, 1000, "macw430"),
+        fetch(36, 72, 1100, "macw430"),
+        fetch(36, 72, 1200, "macw430"),
+    ]
     m = phase_means(docs).set_index("arm")
     assert list(m.index) == ["macw107", "macw430"]
     assert m.at["macw107", "n"] == 2 and m.at["macw430", "n"] == 3
@@ -68,12 +73,33 @@ def test_ratio_of_one_value_per_side_has_no_interval():
 
 
 def test_fig2_writes_json_and_svg(tmp_path):
-    rows = [{"macw": 107, "n": 3, "handshake_ms": 37.0, "wait_ms": 38.0, "receive_ms": 2000.0,
-             "plt_ms": 2075.0, "plt_sd": 30.0},
-            {"macw": 430, "n": 3, "handshake_ms": 36.0, "wait_ms": 37.0, "receive_ms": 1000.0,
-             "plt_ms": 1073.0, "plt_sd": 20.0}]
-    res = Fig2([107, 430], rows, ratio_of_means([2075, 2050, 2100], [1073, 1050, 1090]), 1e-5,
-               params={"size": "10m", "rate_mbit": 100})
+    rows = [
+        {
+            "macw": 107,
+            "n": 3,
+            "handshake_ms": 37.0,
+            "wait_ms": 38.0,
+            "receive_ms": 2000.0,
+            "plt_ms": 2075.0,
+            "plt_sd": 30.0,
+        },
+        {
+            "macw": 430,
+            "n": 3,
+            "handshake_ms": 36.0,
+            "wait_ms": 37.0,
+            "receive_ms": 1000.0,
+            "plt_ms": 1073.0,
+            "plt_sd": 20.0,
+        },
+    ]
+    res = Fig2(
+        [107, 430],
+        rows,
+        ratio_of_means([2075, 2050, 2100], [1073, 1050, 1090]),
+        1e-5,
+        params={"size": "10m", "rate_mbit": 100},
+    )
     svg, js = write(res, tmp_path)
     assert svg.read_text().lstrip().startswith("<?xml") and "receive" in svg.read_text()
     doc = pd.read_json(js, typ="series")
@@ -100,7 +126,9 @@ def test_initial_design_starts_at_the_start_and_spans_the_range():
 def test_fig2_scenario_is_two_quic_arms_differing_only_in_macw():
     sc = fig2_scenario(rounds=5)
     assert [(a.label, a.protocol, a.max_cwnd_packets) for a in sc.arm_list()] == [
-        ("macw107", "h3", 107), ("macw430", "h3", 430)]
+        ("macw107", "h3", 107),
+        ("macw430", "h3", 430),
+    ]
     (cell,) = sc.cells()
     assert cell.workload.mode == "bulk" and cell.workload.object_size == 10_000_000
     assert cell.link.rtt_ms() == 36 and cell.link.resolved("down").rate_mbit == 100
@@ -119,15 +147,14 @@ def test_trial_scenario_keeps_the_reference_grid_and_sets_macw_per_arm():
 
 
 def test_toml_text_round_trips():
-    data = {"a": 1, "b": 2.5, "c": "x\"y", "d": [1, 2], "e": {"f": True}, "g": [{"h": "i"}], "n": None}
+    data = {"a": 1, "b": 2.5, "c": 'x"y', "d": [1, 2], "e": {"f": True}, "g": [{"h": "i"}], "n": None}
     back = tomllib.loads(dumps(data))
     assert back == {k: v for k, v in data.items() if v is not None}
 
 
 def test_search_against_a_missing_or_foreign_reference_is_one_clear_error(tmp_path):
     for bad in (tmp_path / "nope", tmp_path):
-        res = CliRunner().invoke(app, ["calibrate", "search", "--reference", str(bad), "--out",
-                                       str(tmp_path / "out")])
+        res = CliRunner().invoke(app, ["calibrate", "search", "--reference", str(bad), "--out", str(tmp_path / "out")])
         assert res.exit_code != 0
         assert isinstance(res.exception, LonglookError) and "reference" in str(res.exception)
         assert not (tmp_path / "out").exists()
@@ -147,8 +174,13 @@ def test_search_loop_with_a_simulated_testbed_converges_past_the_bdp(monkeypatch
     ref_sc = fig2_scenario(rounds=3, size="2m")
     (cell,) = ref_sc.cells()
     rng = np.random.default_rng(0)
-    ref = Reference(tmp_path, ref_sc, "macw430", {cell_key(cell.dims()): plt(430) + rng.normal(0, 3, 5)},
-                    {cell_key(cell.dims()): cell.id})
+    ref = Reference(
+        tmp_path,
+        ref_sc,
+        "macw430",
+        {cell_key(cell.dims()): plt(430) + rng.normal(0, 3, 5)},
+        {cell_key(cell.dims()): cell.id},
+    )
     ran: dict[str, list] = {}
 
     def fake_run(scenario, out, **kw):
@@ -156,9 +188,19 @@ def test_search_loop_with_a_simulated_testbed_converges_past_the_bdp(monkeypatch
 
     def fake_counted(out):
         sc = ran[out.name]
-        return pd.DataFrame([{"arm": a.label, "cell_id": c.id, "dims": c.dims(),
-                              "plt_ms": plt(a.max_cwnd_packets) + rng.normal(0, 3)}
-                             for c in sc.cells() for a in sc.arm_list() for _ in range(sc.rounds)])
+        return pd.DataFrame(
+            [
+                {
+                    "arm": a.label,
+                    "cell_id": c.id,
+                    "dims": c.dims(),
+                    "plt_ms": plt(a.max_cwnd_packets) + rng.normal(0, 3),
+                }
+                for c in sc.cells()
+                for a in sc.arm_list()
+                for _ in range(sc.rounds)
+            ]
+        )
 
     monkeypatch.setattr(search_mod, "run_experiment", fake_run)
     monkeypatch.setattr(search_mod, "counted", fake_counted)
@@ -172,17 +214,21 @@ def test_search_loop_with_a_simulated_testbed_converges_past_the_bdp(monkeypatch
 
 def test_a_stack_reference_is_its_server_beside_our_start_value_on_the_grid():
     from longlook.analyses.calibrate.scenarios import stack_reference_scenario
+
     try:
         sc = stack_reference_scenario(fig2_scenario(rounds=9, size="2m"), "quiche", 107, rounds=3)
     except LonglookError as e:  # the stack is not installed here
         pytest.skip(str(e))
     assert [(a.label, a.server, a.max_cwnd_packets) for a in sc.arm_list()] == [
-        ("reference", "quiche", None), ("macw107", None, 107)]
+        ("reference", "quiche", None),
+        ("macw107", None, 107),
+    ]
     assert sc.baseline == "reference" and sc.rounds == 3
 
 
 def test_a_stack_reference_without_a_grid_or_an_unknown_name_is_one_clear_error(tmp_path):
     from longlook.analyses.calibrate.reference import reference_from
+
     with pytest.raises(LonglookError, match="--grid"):
         reference_from("quiche", tmp_path / "out")
     with pytest.raises(LonglookError, match="not a QUIC stack"):
@@ -194,12 +240,14 @@ def test_a_stack_reference_without_a_grid_or_an_unknown_name_is_one_clear_error(
 # ---------------------------------------------------------------- several knobs
 def test_knob_labels_name_every_knob_in_a_fixed_order():
     from longlook.analyses.calibrate.knobs import label
+
     assert label({"max_cwnd_packets": 430}) == "macw430"  # the one-knob labels are unchanged
     assert label({"n_conn": 1, "initial_window_packets": 10, "max_cwnd_packets": 430}) == "macw430-iw10-n1"
 
 
 def test_knob_set_ranges_and_bad_names_are_one_clear_error():
     from longlook.analyses.calibrate.knobs import knob_set, parse_range
+
     macw, iw, n = knob_set(["nconn", "macw", "iw"], start=107, ranges={"iw": (4, 64)})
     assert (macw.option, macw.start, macw.low, macw.high, macw.log) == ("max_cwnd_packets", 107, 26, 856, True)
     assert (iw.option, iw.start, iw.low, iw.high, iw.log) == ("initial_window_packets", 10, 4, 64, True)
@@ -218,6 +266,7 @@ def test_knob_set_ranges_and_bad_names_are_one_clear_error():
 
 def test_initial_points_start_at_the_start_and_spread_each_knob():
     from longlook.analyses.calibrate.knobs import initial_points, knob_set
+
     knobs = knob_set(["macw", "iw", "nconn"])
     pts = initial_points(knobs, 4)
     assert pts[0] == {"max_cwnd_packets": 107, "initial_window_packets": 10, "n_conn": 1} and len(pts) == 4
@@ -228,20 +277,25 @@ def test_initial_points_start_at_the_start_and_spread_each_knob():
 
 def test_multi_knob_trial_arms_carry_every_knob_and_name_them():
     ref = fig2_scenario(rounds=9, size="2m")
-    points = [{"max_cwnd_packets": 430, "initial_window_packets": 10, "n_conn": 1},
-              {"max_cwnd_packets": 200, "initial_window_packets": 32, "n_conn": 3}]
+    points = [
+        {"max_cwnd_packets": 430, "initial_window_packets": 10, "n_conn": 1},
+        {"max_cwnd_packets": 200, "initial_window_packets": 32, "n_conn": 3},
+    ]
     t = trial_scenario(ref, "macw430", points, rounds=3, name="t")
     assert [a.label for a in t.arm_list()] == ["macw430-iw10-n1", "macw200-iw32-n3"]
     assert [(a.max_cwnd_packets, a.initial_window_packets, a.n_conn) for a in t.arm_list()] == [
-        (430, 10, 1), (200, 32, 3)]
+        (430, 10, 1),
+        (200, 32, 3),
+    ]
     (cell,) = t.cells()
     assert not cell.run_options(t.arm_list()[0]).zero_rtt  # the reference grid's 0-RTT off is kept
     run = cell.run_options(t.arm_list()[1])
     assert (run.max_cwnd_packets, run.initial_window_packets, run.n_conn) == (200, 32, 3)
     assert [cell_key(c.dims()) for c in t.cells()] == [cell_key(c.dims()) for c in ref.cells()]
     # a knob not searched keeps the reference arm's value: searching iw alone keeps MACW 430
-    t2 = trial_scenario(ref, "macw430", [{"initial_window_packets": 4}, {"initial_window_packets": 40}],
-                        rounds=3, name="t2")
+    t2 = trial_scenario(
+        ref, "macw430", [{"initial_window_packets": 4}, {"initial_window_packets": 40}], rounds=3, name="t2"
+    )
     assert [(a.label, a.max_cwnd_packets) for a in t2.arm_list()] == [("iw4", 430), ("iw40", 430)]
 
 
@@ -249,10 +303,12 @@ def test_n_conn_on_a_non_cubic_reference_arm_fails_before_any_traffic(tmp_path):
     from longlook.analyses.calibrate import search as search_mod
     from longlook.analyses.calibrate.knobs import knob_set
     from longlook.analyses.calibrate.reference import Reference
+
     bbr = fig2_scenario(rounds=3, size="2m").model_copy()
     data = tomllib.loads(bbr.toml_text)
     data["options"]["quic_cc"] = "bbr"
     from longlook.kinds.pageload import Scenario
+
     bbr = Scenario.from_toml(dumps(data), source="t")
     ref = Reference(tmp_path, bbr, "macw430", {}, {})
     with pytest.raises(LonglookError, match="n_conn"):
@@ -273,14 +329,33 @@ def test_multi_knob_search_loop_with_a_simulated_testbed(monkeypatch, tmp_path):
     ref_sc = fig2_scenario(rounds=3, size="2m")
     (cell,) = ref_sc.cells()
     rng = np.random.default_rng(0)
-    ref = Reference(tmp_path, ref_sc, "macw430", {cell_key(cell.dims()): plt(430, 40, 1) + rng.normal(0, 3, 5)},
-                    {cell_key(cell.dims()): cell.id})
+    ref = Reference(
+        tmp_path,
+        ref_sc,
+        "macw430",
+        {cell_key(cell.dims()): plt(430, 40, 1) + rng.normal(0, 3, 5)},
+        {cell_key(cell.dims()): cell.id},
+    )
     ran: dict[str, object] = {}
     monkeypatch.setattr(search_mod, "run_experiment", lambda sc, out, **kw: ran.__setitem__(out.name, sc))
-    monkeypatch.setattr(search_mod, "counted", lambda out: pd.DataFrame([
-        {"arm": a.label, "cell_id": c.id, "dims": c.dims(),
-         "plt_ms": plt(a.max_cwnd_packets, a.initial_window_packets, a.n_conn) + rng.normal(0, 3)}
-        for sc in [ran[out.name]] for c in sc.cells() for a in sc.arm_list() for _ in range(sc.rounds)]))
+    monkeypatch.setattr(
+        search_mod,
+        "counted",
+        lambda out: pd.DataFrame(
+            [
+                {
+                    "arm": a.label,
+                    "cell_id": c.id,
+                    "dims": c.dims(),
+                    "plt_ms": plt(a.max_cwnd_packets, a.initial_window_packets, a.n_conn) + rng.normal(0, 3),
+                }
+                for sc in [ran[out.name]]
+                for c in sc.cells()
+                for a in sc.arm_list()
+                for _ in range(sc.rounds)
+            ]
+        ),
+    )
     knobs = knob_set(["macw", "iw", "nconn"], ranges={"iw": (4, 64)})
     result = search_mod.search(ref, tmp_path / "s", trials=12, rounds=3, seed=3, knobs=knobs)
     first = result.trials[0]
@@ -297,10 +372,13 @@ def test_multi_knob_search_loop_with_a_simulated_testbed(monkeypatch, tmp_path):
 
 
 def test_search_with_an_unknown_knob_or_bad_range_is_one_clear_error(tmp_path):
-    for args, text in ((["--knob", "pacing"], "unknown knob 'pacing'"),
-                       (["--knob", "iw", "--range", "iw=4"], "NAME=LOW..HIGH"),
-                       (["--range", "nconn=1..4"], "not a searched knob")):
-        res = CliRunner().invoke(app, ["calibrate", "search", "--reference", str(tmp_path), "--out",
-                                       str(tmp_path / "out"), *args])
+    for args, text in (
+        (["--knob", "pacing"], "unknown knob 'pacing'"),
+        (["--knob", "iw", "--range", "iw=4"], "NAME=LOW..HIGH"),
+        (["--range", "nconn=1..4"], "not a searched knob"),
+    ):
+        res = CliRunner().invoke(
+            app, ["calibrate", "search", "--reference", str(tmp_path), "--out", str(tmp_path / "out"), *args]
+        )
         assert res.exit_code != 0 and isinstance(res.exception, LonglookError), res.output
         assert text in str(res.exception) and not (tmp_path / "out").exists()

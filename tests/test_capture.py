@@ -33,15 +33,21 @@ def test_capture_is_off_by_default_and_validated():
     with pytest.raises(LonglookError, match=r"capture\.pcap: Input should be 'off', 'headers' or 'full', got 'yes'"):
         Scenario.from_toml(BASE + '[capture]\npcap = "yes"\n')
     with pytest.raises(LonglookError, match=r"capture\.max_mb"):
-        Scenario.from_toml(BASE + '[capture]\nmax_mb = 0\n')
+        Scenario.from_toml(BASE + "[capture]\nmax_mb = 0\n")
     with pytest.raises(LonglookError, match=r"capture\.keylogs: unknown field"):
-        Scenario.from_toml(BASE + '[capture]\nkeylogs = true\n')
+        Scenario.from_toml(BASE + "[capture]\nkeylogs = true\n")
 
 
 def test_linkem_flags_and_key_log_path(tmp_path: Path):
     assert Capture().linkem_args(tmp_path / PCAP_FILE) == []
     assert Capture(pcap="headers", max_mb=1).linkem_args(tmp_path / "p") == [
-        "--pcap", str(tmp_path / "p"), "--copy-bytes", "128", "--pcap-max-bytes", "1000000"]
+        "--pcap",
+        str(tmp_path / "p"),
+        "--copy-bytes",
+        "128",
+        "--pcap-max-bytes",
+        "1000000",
+    ]
     assert "1500" in Capture(pcap="full").linkem_args(tmp_path / "p")  # a whole packet of the MTU
     assert Capture().keylog_path(tmp_path) is None
     assert Capture(keylog=True).keylog_path(tmp_path) == tmp_path / KEYLOG_FILE
@@ -70,18 +76,24 @@ def test_each_run_row_links_to_its_files(tmp_path: Path):
                 (run_dir / name).write_text("x")
             arts = {k: f"runs/{run_id}/{v}" for k, v in names.items()}
             arts["client_qlog"] = f"runs/{run_id}/client.sqlog"  # recorded, since deleted: no link
-            r = record_from_fetch({"protocol": arm, "ok": ok, "plt_ms": 100.0 if ok else None},
-                                  run_id=run_id, cell_id=cell.id, round=rnd, position=0, arm=arm)
+            r = record_from_fetch(
+                {"protocol": arm, "ok": ok, "plt_ms": 100.0 if ok else None},
+                run_id=run_id,
+                cell_id=cell.id,
+                round=rnd,
+                position=0,
+                arm=arm,
+            )
             r.artifacts = arts
             r.details["capture"] = {"pcap_bytes": 104_741, "keylog_bytes": 938, "pcap_capped": False}
             st.record_run(r)
         st.finish_experiment()
     html = build_report(tmp_path).read_text()
-    runs = html[html.index('<section id="runs">'):]
+    runs = html[html.index('<section id="runs">') :]
     assert runs.count('href="runs/') == 8  # 2 runs x (qlog, pcap, key log, HAR)
     assert ">key log</a>" in runs and ">pcap</a>" in runs and "client qlog" not in runs
     assert "pcap 104.7 kB, key log 938 B" in runs
-    excluded = html[html.index('<section id="excluded">'):html.index('<section id="runs">')]
+    excluded = html[html.index('<section id="excluded">') : html.index('<section id="runs">')]
     assert excluded.count('href="runs/') == 4  # the failed run's row links too
 
 

@@ -45,10 +45,27 @@ H3_HEADERS = 0x01  # HTTP/3 frame type (RFC 9114, 7.2)
 def tshark(pcap: Path, keylog: Path, port: int, display: str, fields: list[str]) -> list[list[str]]:
     """The fields of every packet `display` selects, decrypted with `keylog` (the run's port
     named as QUIC and as TLS: it is not 443)."""
-    argv = ["tshark", "-n", "-r", str(pcap), "-o", f"tls.keylog_file:{keylog}",
-            "-d", f"udp.port=={port},quic", "-d", f"tcp.port=={port},tls", "-Y", display,
-            "-T", "fields", "-E", "occurrence=a", "-E", "aggregator=,",
-            *[a for f in fields for a in ("-e", f)]]
+    argv = [
+        "tshark",
+        "-n",
+        "-r",
+        str(pcap),
+        "-o",
+        f"tls.keylog_file:{keylog}",
+        "-d",
+        f"udp.port=={port},quic",
+        "-d",
+        f"tcp.port=={port},tls",
+        "-Y",
+        display,
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=,",
+        *[a for f in fields for a in ("-e", f)],
+    ]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     return [line.split("\t") for line in out.stdout.splitlines()]
@@ -58,8 +75,9 @@ def quic_packets(pcap: Path, keylog: Path, port: int) -> tuple[int, int, int]:
     """QUIC packets (coalesced ones each) the router saw arrive: up (client -> server),
     down, and those of the down direction that arrived after the client's first
     CONNECTION_CLOSE. Every packet must have been decrypted."""
-    rows = tshark(pcap, keylog, port, "quic", ["ip.src", "quic.header_form", "quic.frame_type",
-                                                 "quic.decryption_failed"])
+    rows = tshark(
+        pcap, keylog, port, "quic", ["ip.src", "quic.header_form", "quic.frame_type", "quic.decryption_failed"]
+    )
     up = down = late = 0
     client_closed = False
     for src, forms, frame_types, *failed in rows:
@@ -67,7 +85,7 @@ def quic_packets(pcap: Path, keylog: Path, port: int) -> tuple[int, int, int]:
         n = len(forms.split(","))
         if src == CLIENT_ADDR:
             up += n
-            client_closed |= bool({0x1c, 0x1d} & {int(t, 0) for t in frame_types.split(",") if t})
+            client_closed |= bool({0x1C, 0x1D} & {int(t, 0) for t in frame_types.split(",") if t})
         else:
             down += n
             late += n if client_closed else 0

@@ -38,8 +38,7 @@ def path(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("chromium")
     link = LinkProfile(rate_mbit=10, delay_ms=RTT_MS / 2, buffer_bytes=30_000)
     with Testbed(link, workdir=tmp / "tb") as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=tmp / "cert",
-                                      log_dir=tmp / "server")
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=tmp / "cert", log_dir=tmp / "server")
         try:
             yield tb, server, tmp
         finally:
@@ -53,13 +52,18 @@ def _cmdline(pid: int) -> str:
         return ""  # exited meanwhile
 
 
-def _load(path, name: str, protocol: str, client: str = "chromium", url_path: str = PAGE,
-          port: int = 4433, **options):
+def _load(path, name: str, protocol: str, client: str = "chromium", url_path: str = PAGE, port: int = 4433, **options):
     tb, server, tmp = path
     out = tmp / name / "fetch.json"
     result = fetcher(client, **options)(
-        tb, url=f"https://{SERVER_ADDR}:{port}{url_path}", protocol=protocol, run_id=name,
-        cert_dir=tmp / "cert", out=out, timeout_s=20)
+        tb,
+        url=f"https://{SERVER_ADDR}:{port}{url_path}",
+        protocol=protocol,
+        run_id=name,
+        cert_dir=tmp / "cert",
+        out=out,
+        timeout_s=20,
+    )
     return result, out
 
 
@@ -118,8 +122,7 @@ def test_netlog_is_kept_with_quic_congestion_events(path):
     assert result.document["artifacts"] == {"har": "page.har", "netlog": "chromium-netlog.json"}
     netlog = json.loads((out.parent / "chromium-netlog.json").read_text())
     names = {v: k for k, v in netlog["constants"]["logEventTypes"].items()}
-    configured = [e["params"] for e in netlog["events"]
-                  if names[e["type"]] == "QUIC_CONGESTION_CONTROL_CONFIGURED"]
+    configured = [e["params"] for e in netlog["events"] if names[e["type"]] == "QUIC_CONGESTION_CONTROL_CONFIGURED"]
     assert configured and configured[0]["congestion_control_type"] == "CUBIC_BYTES"
 
 
@@ -149,8 +152,9 @@ def test_discovery_behind_a_udp_block_falls_back_to_tcp_with_its_reason(tmp_path
     # hears back against TCP. TCP wins, every object comes over h2, and Chromium says why.
     link = LinkProfile(rate_mbit=10, delay_ms=RTT_MS / 2, buffer_bytes=30_000, middlebox={"block_udp": True})
     with Testbed(link, workdir=tmp_path / "tb") as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=tmp_path / "cert",
-                                      log_dir=tmp_path / "server")
+        server = EndpointServer.start(
+            tb, ServerOptions(), port=4433, cert_dir=tmp_path / "cert", log_dir=tmp_path / "server"
+        )
         try:
             result, _ = _load((tb, server, tmp_path), "blocked", "h3", client="chromium-discovery")
             time.sleep(0.3)  # linkem rewrites its stats every 100 ms

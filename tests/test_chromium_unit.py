@@ -34,6 +34,7 @@ REAL_HAR = DATA / "chromium-h3-10x100k.har"  # Chromium 156, h3, 10 Mbit/s 36 ms
 
 # ---------------------------------------------------------------- HAR 1.2
 
+
 def test_a_real_chromium_har_is_valid_har_1_2_and_its_timings_sum():
     har = json.loads(REAL_HAR.read_text())
     assert validate_har(har) == []
@@ -50,18 +51,20 @@ def test_a_real_chromium_har_is_valid_har_1_2_and_its_timings_sum():
     assert har["log"]["pages"][0]["pageTimings"]["onLoad"] >= max(e["time"] for e in entries)
 
 
-@pytest.mark.parametrize("breakage, expected", [
-    (lambda h: h["log"].update(version="1.1"), "log.version: expected 1.2"),
-    (lambda h: h["log"]["entries"][0]["request"].pop("headers"), "entries[0].request: missing headers"),
-    (lambda h: h["log"]["entries"][1]["timings"].update(send=-5), "entries[1].timings.send"),
-    (lambda h: h["log"]["entries"][1]["timings"].update(dns=-2), "entries[1].timings.dns"),
-    (lambda h: h["log"]["entries"][2].update(time=h["log"]["entries"][2]["time"] + 40),
-     "entries[2].time"),
-    (lambda h: h["log"]["entries"][3].update(pageref="page_9"), "no page 'page_9'"),
-    (lambda h: h["log"]["entries"][4].update(startedDateTime="yesterday"), "not an ISO 8601 date"),
-    (lambda h: h["log"]["entries"][0]["timings"].update(ssl=1e6), "exceeds connect"),
-    (lambda h: h["log"]["entries"][0]["response"].update(status="200"), "status: must be an integer"),
-])
+@pytest.mark.parametrize(
+    "breakage, expected",
+    [
+        (lambda h: h["log"].update(version="1.1"), "log.version: expected 1.2"),
+        (lambda h: h["log"]["entries"][0]["request"].pop("headers"), "entries[0].request: missing headers"),
+        (lambda h: h["log"]["entries"][1]["timings"].update(send=-5), "entries[1].timings.send"),
+        (lambda h: h["log"]["entries"][1]["timings"].update(dns=-2), "entries[1].timings.dns"),
+        (lambda h: h["log"]["entries"][2].update(time=h["log"]["entries"][2]["time"] + 40), "entries[2].time"),
+        (lambda h: h["log"]["entries"][3].update(pageref="page_9"), "no page 'page_9'"),
+        (lambda h: h["log"]["entries"][4].update(startedDateTime="yesterday"), "not an ISO 8601 date"),
+        (lambda h: h["log"]["entries"][0]["timings"].update(ssl=1e6), "exceeds connect"),
+        (lambda h: h["log"]["entries"][0]["response"].update(status="200"), "status: must be an integer"),
+    ],
+)
 def test_validation_finds_what_breaks_the_structure(breakage, expected):
     har = json.loads(REAL_HAR.read_text())
     broken = copy.deepcopy(har)
@@ -72,6 +75,7 @@ def test_validation_finds_what_breaks_the_structure(breakage, expected):
 
 # ---------------------------------------------------------------- DevTools events -> fetch JSON
 
+
 def _events(protocols: list[str], statuses: list[int] | None = None) -> NetworkLog:
     """A page and its images as Chromium reports them (clock in seconds, timings in ms)."""
     log = NetworkLog()
@@ -79,20 +83,42 @@ def _events(protocols: list[str], statuses: list[int] | None = None) -> NetworkL
     for i, (proto, status) in enumerate(zip(protocols, statuses)):
         rid, t0 = f"r{i}", 100.0 + (0 if i == 0 else 0.2 + 0.001 * i)
         path = "/page/2x10k.html" if i == 0 else f"/obj/10k/{i - 1}.jpg"
-        log.on_event("Network.requestWillBeSent", {
-            "requestId": rid, "timestamp": t0, "wallTime": 1.7e9 + t0,
-            "type": "Document" if i == 0 else "Image",
-            "request": {"url": f"https://198.18.2.2:4433{path}", "method": "GET", "headers": {}}})
-        log.on_event("Network.responseReceived", {"requestId": rid, "response": {
-            "status": status, "protocol": proto, "mimeType": "image/jpeg", "headers": {},
-            "timing": {"requestTime": t0 + 0.001, "dnsStart": -1, "dnsEnd": -1,
-                       "connectStart": 0.5 if i == 0 else -1, "connectEnd": 72.5 if i == 0 else -1,
-                       "sslStart": 10 if i == 0 else -1, "sslEnd": 72 if i == 0 else -1,
-                       "sendStart": 73 if i == 0 else 1, "sendEnd": 73.2 if i == 0 else 1.1,
-                       "receiveHeadersEnd": 110 if i == 0 else 40}}})
+        log.on_event(
+            "Network.requestWillBeSent",
+            {
+                "requestId": rid,
+                "timestamp": t0,
+                "wallTime": 1.7e9 + t0,
+                "type": "Document" if i == 0 else "Image",
+                "request": {"url": f"https://198.18.2.2:4433{path}", "method": "GET", "headers": {}},
+            },
+        )
+        log.on_event(
+            "Network.responseReceived",
+            {
+                "requestId": rid,
+                "response": {
+                    "status": status,
+                    "protocol": proto,
+                    "mimeType": "image/jpeg",
+                    "headers": {},
+                    "timing": {
+                        "requestTime": t0 + 0.001,
+                        "dnsStart": -1,
+                        "dnsEnd": -1,
+                        "connectStart": 0.5 if i == 0 else -1,
+                        "connectEnd": 72.5 if i == 0 else -1,
+                        "sslStart": 10 if i == 0 else -1,
+                        "sslEnd": 72 if i == 0 else -1,
+                        "sendStart": 73 if i == 0 else 1,
+                        "sendEnd": 73.2 if i == 0 else 1.1,
+                        "receiveHeadersEnd": 110 if i == 0 else 40,
+                    },
+                },
+            },
+        )
         log.on_event("Network.dataReceived", {"requestId": rid, "dataLength": 10_000})
-        log.on_event("Network.loadingFinished", {"requestId": rid, "timestamp": t0 + 0.15,
-                                                 "encodedDataLength": 10_040})
+        log.on_event("Network.loadingFinished", {"requestId": rid, "timestamp": t0 + 0.15, "encodedDataLength": 10_040})
     log.on_event("Page.loadEventFired", {"timestamp": 100.5})
     return log
 
@@ -108,8 +134,16 @@ def test_protocol_label_is_what_every_object_came_over():
 
 def test_fetch_document_times_are_from_navigation_start():
     log = _events(["h3", "h3", "h3"])
-    doc = fetch_document(log, run_id="r", url="u", mode="page", protocol_requested="h3",
-                         navigation=NAV, time_origin_unix_ms=1.7e12, error=None)
+    doc = fetch_document(
+        log,
+        run_id="r",
+        url="u",
+        mode="page",
+        protocol_requested="h3",
+        navigation=NAV,
+        time_origin_unix_ms=1.7e12,
+        error=None,
+    )
     assert doc["ok"] and doc["protocol"] == "h3" and doc["plt_ms"] == 498.0
     # navigation start = document send time (100.001 s + 73 ms) - requestStart (75 ms)
     assert doc["objects"][0]["start_ms"] == pytest.approx(1.0, abs=1e-6)
@@ -125,23 +159,44 @@ def test_fetch_document_times_are_from_navigation_start():
 def test_chromiums_reason_for_each_protocol_is_kept():
     log = _events(["h2", "h3"])
     log.requests["r0"].protocol_reason = None  # as when Chromium gives none
-    log.on_event("Network.responseReceived", {"requestId": "r1", "response": {
-        "status": 200, "protocol": "h3", "alternateProtocolUsage": "alternativeJobWonRace"}})
-    doc = fetch_document(log, run_id="r", url="u", mode="page", protocol_requested="h3",
-                         navigation=NAV, time_origin_unix_ms=None, error=None)
+    log.on_event(
+        "Network.responseReceived",
+        {
+            "requestId": "r1",
+            "response": {"status": 200, "protocol": "h3", "alternateProtocolUsage": "alternativeJobWonRace"},
+        },
+    )
+    doc = fetch_document(
+        log,
+        run_id="r",
+        url="u",
+        mode="page",
+        protocol_requested="h3",
+        navigation=NAV,
+        time_origin_unix_ms=None,
+        error=None,
+    )
     assert [o["protocol_reason"] for o in doc["objects"]] == [None, "alternativeJobWonRace"]
     har = build_har(log, browser_version="156", creator_version="0", title="t", navigation=NAV)
     assert [e.get("_alternateProtocolUsage") for e in har["log"]["entries"]] == [None, "alternativeJobWonRace"]
 
 
 def test_a_missing_object_fails_the_run():
-    doc = fetch_document(_events(["h3", "h3", "h3"], [200, 404, 200]), run_id="r", url="u",
-                         mode="page", protocol_requested="h3", navigation=NAV,
-                         time_origin_unix_ms=None, error=None)
+    doc = fetch_document(
+        _events(["h3", "h3", "h3"], [200, 404, 200]),
+        run_id="r",
+        url="u",
+        mode="page",
+        protocol_requested="h3",
+        navigation=NAV,
+        time_origin_unix_ms=None,
+        error=None,
+    )
     assert not doc["ok"] and doc["error"] == "/obj/10k/0.jpg: HTTP 404"
 
 
 # ---------------------------------------------------------------- command line and outcomes
+
 
 def test_browser_flags_per_quic_mode():
     args = dict(url="https://198.18.2.2:4433/page/1x1k.html", spki="PIN", user_data_dir="/tmp/p")
@@ -159,14 +214,17 @@ def test_browser_flags_per_quic_mode():
     assert quic_mode("h2", "discovery") == "discovery"
 
 
-@pytest.mark.parametrize("code, doc, status", [
-    (0, {"ok": True, "protocol": "h3"}, "ok"),
-    (3, {"ok": True, "protocol": "mixed"}, "protocol_mismatch"),
-    (0, {"ok": True, "protocol": "h2"}, "protocol_mismatch"),
-    (1, {"ok": False, "protocol": None, "error": "navigation failed"}, "failed"),
-    (124, {"ok": False, "protocol": "h3", "error": "timeout"}, "timeout"),
-    (1, None, "failed"),
-])
+@pytest.mark.parametrize(
+    "code, doc, status",
+    [
+        (0, {"ok": True, "protocol": "h3"}, "ok"),
+        (3, {"ok": True, "protocol": "mixed"}, "protocol_mismatch"),
+        (0, {"ok": True, "protocol": "h2"}, "protocol_mismatch"),
+        (1, {"ok": False, "protocol": None, "error": "navigation failed"}, "failed"),
+        (124, {"ok": False, "protocol": "h3", "error": "timeout"}, "timeout"),
+        (1, None, "failed"),
+    ],
+)
 def test_driver_outcomes_mean_what_the_native_clients_do(tmp_path, code, doc, status):
     out = tmp_path / "fetch.json"
     if doc is not None:
@@ -192,7 +250,7 @@ def test_fetcher_knows_every_client():
 
 # ---------------------------------------------------------------- scenarios and the report
 
-ARMS = '''
+ARMS = """
 name = "clients"
 rounds = 6
 workloads = ["1x1m", "10x100k"]
@@ -213,14 +271,18 @@ protocol = "h2"
 label = "h2-chromium"
 protocol = "h2"
 client = "chromium"
-'''
+"""
 
 
 def test_arms_choose_their_client():
     sc = Scenario.from_toml(ARMS)
     cell = sc.cells()[0]
     assert {a.label: cell.run_options(a).client for a in sc.arms} == {
-        "h3-native": "native", "h3-chromium": "chromium", "h2-native": "native", "h2-chromium": "chromium"}
+        "h3-native": "native",
+        "h3-chromium": "chromium",
+        "h2-native": "native",
+        "h2-chromium": "chromium",
+    }
     assert "client" not in cell.id  # the client is a side of the comparison, not a cell
     with pytest.raises(LonglookError, match='unknown client "opera"'):
         Scenario.from_toml(ARMS.replace('client = "chromium"', 'client = "opera"', 1))
@@ -247,10 +309,18 @@ def _experiment(directory: Path) -> Scenario:
             for rnd in range(sc.rounds):
                 for pos, arm in enumerate(sc.round_order(cell, rnd)):
                     plt = 1000 * FACTORS[arm.label] * rng.normal(1, 0.01)
-                    doc = {"protocol_requested": arm.protocol, "protocol": arm.protocol, "ok": True,
-                           "plt_ms": plt, "objects": []}
-                    st.record_run(record_from_fetch(doc, run_id=new_run_id(), cell_id=cell.id,
-                                                       round=rnd, position=pos, arm=arm.label))
+                    doc = {
+                        "protocol_requested": arm.protocol,
+                        "protocol": arm.protocol,
+                        "ok": True,
+                        "plt_ms": plt,
+                        "objects": [],
+                    }
+                    st.record_run(
+                        record_from_fetch(
+                            doc, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm.label
+                        )
+                    )
         st.finish_experiment()
     return sc
 
@@ -283,6 +353,7 @@ def test_no_client_section_for_a_single_client(tmp_path):
 
 def test_chromium_net_errors_name_their_phase():
     from longlook.stacks.clients.chromium import failure_phase
+
     assert failure_phase("net::ERR_CONNECTION_REFUSED") == "connect"
     assert failure_phase("navigation failed: net::ERR_QUIC_HANDSHAKE_FAILED") == "handshake"
     assert failure_phase("net::ERR_SSL_PROTOCOL_ERROR") == "handshake"

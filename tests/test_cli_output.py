@@ -40,8 +40,9 @@ def test_paragraphs_joins_hard_wrapped_lines():
     with two lines:
     - a list item
     - another one"""
-    assert paragraphs(doc) == ("First line goes on here.\n\n"
-                               "Second paragraph with two lines:\n- a list item\n- another one")
+    assert paragraphs(doc) == (
+        "First line goes on here.\n\nSecond paragraph with two lines:\n- a list item\n- another one"
+    )
 
 
 def test_every_help_shows_whole_paragraphs():
@@ -60,13 +61,15 @@ def test_every_help_shows_whole_paragraphs():
         assert result.exit_code == 0, result.output
         shown = _lines(result.output)
         for p in paras:
-            assert any(p in line for line in shown), \
+            assert any(p in line for line in shown), (
                 f"longlook {' '.join(path)} --help breaks a paragraph: {p!r}\n{result.output}"
+            )
 
 
 def test_tables_stay_whole_in_a_pipe():
-    result = CliRunner().invoke(app, ["scenario", "show", str(ROOT / "scenarios" / "quick.toml")],
-                                env={"COLUMNS": None, "TERMINAL_WIDTH": None})
+    result = CliRunner().invoke(
+        app, ["scenario", "show", str(ROOT / "scenarios" / "quick.toml")], env={"COLUMNS": None, "TERMINAL_WIDTH": None}
+    )
     assert result.exit_code == 0, result.output
     assert "…" not in result.output
     assert "link=10mbit-36ms,loss=0|wl=10x100k|cc=cubic|tcpcc=cubic|macw=default|0rtt=on" in result.output

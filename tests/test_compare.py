@@ -19,7 +19,7 @@ from longlook.errors import LonglookError
 from longlook.kinds.pageload import Scenario, record_from_fetch
 from testbed_helpers import LONGLOOK
 
-SCENARIO = '''
+SCENARIO = """
 name = "compare-test"
 rounds = 12
 [workloads]
@@ -29,7 +29,7 @@ rate_mbit = [10, 50]
 rtt_ms = 36
 [options]
 max_cwnd_packets = {macw}
-'''
+"""
 
 runner = CliRunner()
 
@@ -50,9 +50,18 @@ def base(tmp_path_factory) -> Path:
     return d
 
 
-def make_experiment(directory: Path, *, seed: int, h3_factor=1.0, macw: int = 430,
-                    toml: str = SCENARIO, noise: float = 0.03, fallbacks: int = 0,
-                    versions: dict | None = None, lost: int = 0) -> Scenario:
+def make_experiment(
+    directory: Path,
+    *,
+    seed: int,
+    h3_factor=1.0,
+    macw: int = 430,
+    toml: str = SCENARIO,
+    noise: float = 0.03,
+    fallbacks: int = 0,
+    versions: dict | None = None,
+    lost: int = 0,
+) -> Scenario:
     """Page loads whose PLT depends on the cell, times `h3_factor` for QUIC (a callable of
     the cell, or a number), with `noise` relative spread. `lost`: QUIC fails in that many of
     the last rounds of the 1 MB cells (no page load, status failed)."""
@@ -67,22 +76,42 @@ def make_experiment(directory: Path, *, seed: int, h3_factor=1.0, macw: int = 43
                 for pos, arm in enumerate(sc.round_order(cell, rnd)):
                     plt = base * (factor if arm.label == "h3" else 1.0) * rng.normal(1, noise)
                     used = "h2" if (arm.label == "h3" and rnd < fallbacks) else arm.protocol
-                    f = {"protocol_requested": arm.protocol, "protocol": used, "ok": True, "plt_ms": plt,
-                         "handshake_ms": 36 * rng.normal(1, 0.01), "ttfb_ms": 80 * rng.normal(1, 0.01),
-                         "objects": []}
+                    f = {
+                        "protocol_requested": arm.protocol,
+                        "protocol": used,
+                        "ok": True,
+                        "plt_ms": plt,
+                        "handshake_ms": 36 * rng.normal(1, 0.01),
+                        "ttfb_ms": 80 * rng.normal(1, 0.01),
+                        "objects": [],
+                    }
                     if arm.label == "h3" and cell.workload.object_size == 1_000_000 and rnd >= sc.rounds - lost:
                         f = {"protocol_requested": arm.protocol, "ok": False, "error": "stalled", "objects": []}
-                    st.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id,
-                                                    round=rnd, position=pos, arm=arm.label))
+                    st.record_run(
+                        record_from_fetch(
+                            f, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm.label
+                        )
+                    )
         st.finish_experiment()
     return sc
 
 
 def test_same_build_is_no_significant_change_everywhere(base, tmp_path):
     make_experiment(tmp_path / "b", seed=2)
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "b"),
-                              "--json", str(tmp_path / "c.json"), "--junit", str(tmp_path / "c.xml"),
-                              "--html", str(tmp_path / "c.html")])
+    res = runner.invoke(
+        app,
+        [
+            "compare",
+            str(base),
+            str(tmp_path / "b"),
+            "--json",
+            str(tmp_path / "c.json"),
+            "--junit",
+            str(tmp_path / "c.xml"),
+            "--html",
+            str(tmp_path / "c.html"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads((tmp_path / "c.json").read_text())
     assert len(out["changes"]) == 4 * 2 * 3  # cells x arms x metrics
@@ -98,15 +127,27 @@ def test_same_build_is_no_significant_change_everywhere(base, tmp_path):
 def test_ten_percent_slower_quic_is_a_regression_and_fails_the_gate(base, tmp_path):
     # the candidate's QUIC is 10% slower on the 1 MB object, unchanged on 100 kB
     make_experiment(tmp_path / "b", seed=2, h3_factor=lambda c: 1.10 if c.workload.object_size == 1_000_000 else 1.0)
-    res = runner.invoke(app, ["compare", str(base), str(tmp_path / "b"),
-                              "--json", str(tmp_path / "c.json"), "--junit", str(tmp_path / "c.xml")])
+    res = runner.invoke(
+        app,
+        [
+            "compare",
+            str(base),
+            str(tmp_path / "b"),
+            "--json",
+            str(tmp_path / "c.json"),
+            "--junit",
+            str(tmp_path / "c.xml"),
+        ],
+    )
     assert res.exit_code == 1, res.output
     assert "regression" in res.output
     changes = json.loads((tmp_path / "c.json").read_text())["changes"]
     regressed = {(c["cell_id"], c["arm"], c["metric"]) for c in changes if c["verdict"] == "regression"}
     assert {(cid, arm, m) for cid, arm, m in regressed} == {
-        (c["cell_id"], "h3", "plt_ms") for c in changes
-        if "wl=1x1m" in c["cell_id"] and c["arm"] == "h3" and c["metric"] == "plt_ms"}
+        (c["cell_id"], "h3", "plt_ms")
+        for c in changes
+        if "wl=1x1m" in c["cell_id"] and c["arm"] == "h3" and c["metric"] == "plt_ms"
+    }
     for c in changes:
         if (c["cell_id"], c["arm"], c["metric"]) in regressed:
             assert 7 < c["change_pct"] < 13 and c["ci_low"] < c["change_pct"] < c["ci_high"]
@@ -161,8 +202,17 @@ def test_fewer_completed_rounds_are_judged_in_the_gate_s_holm_family(base, tmp_p
     assert "CAND 7/12 vs BASE 12/12" in done[0]["note"]
 
     make_experiment(tmp_path / "d", seed=2, lost=10)
-    code, out = cli("compare", base, tmp_path / "d", "--json", tmp_path / "d.json", "--junit", tmp_path / "d.xml",
-                    "--html", tmp_path / "d.html")
+    code, out = cli(
+        "compare",
+        base,
+        tmp_path / "d",
+        "--json",
+        tmp_path / "d.json",
+        "--junit",
+        tmp_path / "d.xml",
+        "--html",
+        tmp_path / "d.html",
+    )
     assert code == 1, out
     assert "fewer runs completed: CAND 2/12 vs BASE 12/12" in " ".join(out.split())
     assert "fewer runs completed" in (tmp_path / "d.html").read_text()
@@ -171,8 +221,9 @@ def test_fewer_completed_rounds_are_judged_in_the_gate_s_holm_family(base, tmp_p
     assert {(c["arm"], c["metric"]) for c in regressed} == {("h3", "completion")} and len(regressed) == 2
     assert all(c["note"].startswith("fewer runs completed: CAND 2/12 vs BASE 12/12") for c in regressed)
     # the survivors' page loads are not judged: their rows say survivorship
-    assert {c["verdict"] for c in changes if c["arm"] == "h3" and "wl=1x1m" in c["cell_id"]
-            and c["metric"] != "completion"} == {"inconclusive: survivorship"}
+    assert {
+        c["verdict"] for c in changes if c["arm"] == "h3" and "wl=1x1m" in c["cell_id"] and c["metric"] != "completion"
+    } == {"inconclusive: survivorship"}
     failures = ET.parse(tmp_path / "d.xml").getroot().findall(".//testcase[failure]")
     assert {f.get("name") for f in failures} == {"h3 completion"}
 
@@ -190,8 +241,9 @@ def test_macw_change_needs_vary_and_then_is_compared(base, tmp_path):
 def test_cells_match_by_parameters_not_by_id_text(base, tmp_path):
     # the same grid written another way (sizes in bytes, links in the other order, a named
     # profile), its cells renamed as another longlook version might have named them
-    other = SCENARIO.replace('["100k", "1m"]', '[1000000, 100000]').replace(
-        "rate_mbit = [10, 50]", "rate_mbit = [50, 10]\nname = \"bottleneck\"")
+    other = SCENARIO.replace('["100k", "1m"]', "[1000000, 100000]").replace(
+        "rate_mbit = [10, 50]", 'rate_mbit = [50, 10]\nname = "bottleneck"'
+    )
     make_experiment(tmp_path / "b", seed=2, toml=other)
     with Store.open(tmp_path / "b") as st:
         for table in ("cells", "runs", "round_orders"):
@@ -212,8 +264,12 @@ def test_different_grids_and_bad_input_are_one_clear_error(base, tmp_path):
     make_experiment(tmp_path / "b", seed=2, toml=SCENARIO.replace("rtt_ms = 36", "rtt_ms = 100"))
     with pytest.raises(LonglookError, match="different scenarios: .*rtt_ms: 36.0 vs 100.0"):
         compare_experiments(load_side(base), load_side(tmp_path / "b"))
-    for args, says in (((tmp_path / "nothing",), "not an experiment directory"), ((), "exactly two"),
-                       ((base, "--metric", "nope"), "plt_ms"), ((base, "--vary", "nope"), "--vary nope")):
+    for args, says in (
+        ((tmp_path / "nothing",), "not an experiment directory"),
+        ((), "exactly two"),
+        ((base, "--metric", "nope"), "plt_ms"),
+        ((base, "--vary", "nope"), "--vary nope"),
+    ):
         code, out = cli("compare", base, *args)
         assert code == 2 and says in out, out
     # the real command: bad input is exit status 2 with the message, no traceback
@@ -240,11 +296,15 @@ def test_a_path_made_differently_is_said_beside_the_verdicts(base, tmp_path):
 def test_path_setup_differences_name_each_part_and_skip_what_one_side_did_not_record():
     from longlook.analyses.compare.path_setup import path_setup_differences
 
-    a = {"kernel": "6.18.1", "linkem": "linkem 0.1.0",
-         "testbed": {"datapath": "afpacket", "sysctls": {"net.ipv4.tcp_no_metrics_save": 1}}}
+    a = {
+        "kernel": "6.18.1",
+        "linkem": "linkem 0.1.0",
+        "testbed": {"datapath": "afpacket", "sysctls": {"net.ipv4.tcp_no_metrics_save": 1}},
+    }
     assert path_setup_differences(a, a) == []
     b = {"kernel": "6.18.2", "testbed": {"datapath": "afpacket", "sysctls": {"net.ipv4.tcp_no_metrics_save": 0}}}
     assert path_setup_differences(a, b) == [
         {"part": "kernel", "base": "6.18.1", "cand": "6.18.2"},
-        {"part": "sysctl net.ipv4.tcp_no_metrics_save", "base": 1, "cand": 0}]  # linkem: not in b
+        {"part": "sysctl net.ipv4.tcp_no_metrics_save", "base": 1, "cand": 0},
+    ]  # linkem: not in b
     assert path_setup_differences({}, {"testbed": {"datapath": "nfqueue"}}) == []

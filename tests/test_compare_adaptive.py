@@ -7,8 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats as sps
 
-from longlook.core.adaptive import (decide, halfwidth_pct, needs_more_rounds,
-                                                stopping_decision, stopping_rounds)
+from longlook.core.adaptive import decide, halfwidth_pct, needs_more_rounds, stopping_decision, stopping_rounds
 from longlook.core.spec import AdaptiveRounds
 from longlook.core.stats import compare_samples
 from longlook.errors import LonglookError
@@ -105,9 +104,18 @@ def _cell_runs(values_a, values_b, failed_round=None):
     for r, (x, y) in enumerate(zip(values_a, values_b)):
         for arm, v in (("h3", x), ("h2", y)):
             status = "failed" if r == failed_round and arm == "h3" else "ok"
-            rows.append({"cell_id": "c", "round": r, "arm": arm, "status": status,
-                         "protocol_requested": arm, "protocol_negotiated": arm,
-                         "audit_flagged": False, "plt_ms": v if status == "ok" else np.nan})
+            rows.append(
+                {
+                    "cell_id": "c",
+                    "round": r,
+                    "arm": arm,
+                    "status": status,
+                    "protocol_requested": arm,
+                    "protocol_negotiated": arm,
+                    "audit_flagged": False,
+                    "plt_ms": v if status == "ok" else np.nan,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -189,8 +197,10 @@ def test_item10_adaptive_rounds_keep_alpha_when_arms_differ_in_spread_or_shape(n
     fixed = rng.permutation(n)  # a fixed design: n independent of the data, same distribution
     rate = (_final_p(a, b, n) < alpha).mean()
     rate_fixed = (_final_p(a, b, fixed) < alpha).mean()
-    print(f"{null} alpha {alpha}: rate {rate:.4f}, fixed design {rate_fixed:.4f}, "
-          f"rounds median {np.median(n):.0f} [{n.min()}-{n.max()}]")
+    print(
+        f"{null} alpha {alpha}: rate {rate:.4f}, fixed design {rate_fixed:.4f}, "
+        f"rounds median {np.median(n):.0f} [{n.min()}-{n.max()}]"
+    )
     if kind == "skewed":
         se = np.sqrt(rate_fixed * (1 - rate_fixed) / ITEM10_REPS)
         assert rate <= rate_fixed + 2 * se, f"rate {rate:.4f} > fixed design's {rate_fixed:.4f}"
@@ -229,8 +239,9 @@ def test_scenario_rounds_may_be_adaptive_and_plans_for_max():
     assert fixed.rounds == 5 and fixed.adaptive_rounds is None and fixed.total_runs() == 10
     plain = Scenario.from_toml(SCENARIO.format(rounds='rounds = "adaptive"'))
     assert plain.adaptive_rounds == AdaptiveRounds() and plain.rounds == 40
-    table = Scenario.from_toml(SCENARIO.format(
-        rounds="rounds = { min = 4, max = 12, target_halfwidth_pct = 3, metric = \"plt_ms\" }"))
+    table = Scenario.from_toml(
+        SCENARIO.format(rounds='rounds = { min = 4, max = 12, target_halfwidth_pct = 3, metric = "plt_ms" }')
+    )
     assert table.rounds == 12 and table.total_runs() == 24
     assert table.adaptive_rounds.target_halfwidth_pct == 3 and table.adaptive_rounds.metric == "plt_ms"
     with pytest.raises(LonglookError, match=r"rounds: adaptive: min \(9\) must not exceed max \(4\)"):
@@ -264,7 +275,7 @@ def _equivalent_rows(a, b, n, margin_pct, confidence=0.95):
     (ma, va), (mb, vb) = moments(a), moments(b)
     r = ma / mb
     s2 = va + r * r * vb
-    df = s2 ** 2 / (va ** 2 / (n - 1) + (r * r * vb) ** 2 / (n - 1))
+    df = s2**2 / (va**2 / (n - 1) + (r * r * vb) ** 2 / (n - 1))
     t2 = sps.t.ppf(0.5 + confidence / 2, df) ** 2
     qa, qb, qc = mb * mb - t2 * vb, -2 * ma * mb, ma * ma - t2 * va
     disc = qb * qb - 4 * qa * qc
@@ -298,8 +309,9 @@ def test_item9_equivalence_planned_on_spread_from_other_data_says_the_same_at_th
     plans = {
         "difference rule": stopping_rounds(a, b, AdaptiveRounds(min=lo, max=hi, target_halfwidth_pct=margin / 2)),
         "pilot spread": plan(pilot(a), pilot(b), (a[:, :lo].mean(1) + b[:, :lo].mean(1)) / 2),
-        "other data's spread": plan(other_a.var(axis=1, ddof=1), other_b.var(axis=1, ddof=1),
-                                    (other_a.mean(1) + other_b.mean(1)) / 2),
+        "other data's spread": plan(
+            other_a.var(axis=1, ddof=1), other_b.var(axis=1, ddof=1), (other_a.mean(1) + other_b.mean(1)) / 2
+        ),
     }
     rates = {}
     for name, n in plans.items():
@@ -321,14 +333,14 @@ def test_item9_margin_plan_reads_spreads_only_and_meets_its_power():
     a side test at the margin decides with the power it planned for."""
     from longlook.core.adaptive import margin_rounds
 
-    n = margin_rounds([100.0 ** 2, 100.0 ** 2, 100.0 ** 2], [1.0, -0.5, -0.5], 100.0, 0.01, 0.9, 3, 200)
+    n = margin_rounds([100.0**2, 100.0**2, 100.0**2], [1.0, -0.5, -0.5], 100.0, 0.01, 0.9, 3, 200)
     assert 3 < n < 200
     # simulate the contrast at that n: M at the margin from the midpoint, one-sided t test at 0.01
     rng = np.random.default_rng(4)
     m, lo_, hi_ = (rng.normal(mu, 100.0, (20_000, n)) for mu in (0.0, -100.0, 300.0))  # midpoint 100 above M
     est = m.mean(1) - (lo_.mean(1) + hi_.mean(1)) / 2
     terms = np.stack([x.var(1, ddof=1) / n * w for x, w in ((m, 1), (lo_, 0.25), (hi_, 0.25))])
-    df = terms.sum(0) ** 2 / (terms ** 2 / (n - 1)).sum(0)
+    df = terms.sum(0) ** 2 / (terms**2 / (n - 1)).sum(0)
     decided = est + sps.t.ppf(0.99, df) * np.sqrt(terms.sum(0)) < 0
     assert 0.88 <= decided.mean() <= 0.95  # planned for 90%
     assert margin_rounds([np.nan, 1.0], [1.0, -1.0], 1.0, 0.01, 0.9, 3, 50) == 50  # nothing to plan with

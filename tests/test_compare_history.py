@@ -18,7 +18,7 @@ import longlook.analyses.compare.history as history_module
 
 from longlook.analyses.compare.history import e_divisive_change_points, history
 
-ONE_CELL = '''
+ONE_CELL = """
 name = "history-test"
 rounds = 6
 workloads = ["1x1m"]
@@ -27,7 +27,7 @@ rate_mbit = 10
 rtt_ms = 36
 [options]
 max_cwnd_packets = {macw}
-'''
+"""
 
 
 def test_e_divisive_finds_a_step_and_not_a_flat_series():
@@ -51,8 +51,13 @@ def test_history_over_experiments_finds_the_injected_step(tmp_path):
         d = tmp_path / f"exp{i}"
         # from the 6th experiment on, QUIC is 20% slower; TCP never changes
         # ... and from the 6th on the testbed forwarded through AF_PACKET (NFQUEUE before)
-        make_experiment(d, seed=10 + i, toml=ONE_CELL, h3_factor=1.2 if i >= 5 else 1.0,
-                        versions={"testbed": {"datapath": "afpacket" if i >= 5 else "nfqueue"}})
+        make_experiment(
+            d,
+            seed=10 + i,
+            toml=ONE_CELL,
+            h3_factor=1.2 if i >= 5 else 1.0,
+            versions={"testbed": {"datapath": "afpacket" if i >= 5 else "nfqueue"}},
+        )
         dirs.append(d)
     shuffled = dirs[:]
     random.Random(1).shuffle(shuffled)  # the command orders them by start time
@@ -63,14 +68,24 @@ def test_history_over_experiments_finds_the_injected_step(tmp_path):
     assert 15 < by_arm["h3"].change_points[0].change_pct < 25
     assert by_arm["h2"].change_points == []
 
-    code, out = cli("compare", "--history", *shuffled, "--json", tmp_path / "h.json",
-                    "--plot", tmp_path / "h.svg", "--html", tmp_path / "h.html")
+    code, out = cli(
+        "compare",
+        "--history",
+        *shuffled,
+        "--json",
+        tmp_path / "h.json",
+        "--plot",
+        tmp_path / "h.svg",
+        "--html",
+        tmp_path / "h.html",
+    )
     assert code == 0, out
     assert "Bonferroni over 2 series" in out and "each at p <= 0.025" in out
     assert "made differently from 5 (exp5) on: datapath nfqueue -> afpacket" in " ".join(out.split())
     data = json.loads((tmp_path / "h.json").read_text())
-    assert data["path_changes"] == [{"index": 5, "experiment": "exp5",
-                                     "differs": [{"part": "datapath", "base": "nfqueue", "cand": "afpacket"}]}]
+    assert data["path_changes"] == [
+        {"index": 5, "experiment": "exp5", "differs": [{"part": "datapath", "base": "nfqueue", "cand": "afpacket"}]}
+    ]
     assert [len(s["means"]) for s in data["series"]] == [10, 10]
     assert data["correction"] == "bonferroni" and data["tests"] == 2 and data["series_pvalue"] == 0.025
     [h3] = [s for s in data["series"] if s["arm"] == "h3"]
@@ -127,14 +142,24 @@ def _exact_p(means) -> float:
 def _flat_history(monkeypatch, rng, *, experiments: int, cells: int, pvalue: float):
     """history() over stand-in experiments whose cells x arms are all flat (10% CV)."""
     t0 = datetime(2025, 1, 1)
-    sides = [SimpleNamespace(started_at=t0 + timedelta(days=i), cells={"cell_id": [f"c{c}" for c in range(cells)]},
-                             arms=["h2", "h3"], mean={}) for i in range(experiments)]
+    sides = [
+        SimpleNamespace(
+            started_at=t0 + timedelta(days=i),
+            cells={"cell_id": [f"c{c}" for c in range(cells)]},
+            arms=["h2", "h3"],
+            mean={},
+        )
+        for i in range(experiments)
+    ]
     for s in sides:
         s.mean = {(c, a): 1000 * rng.normal(1, 0.10) for c in s.cells["cell_id"] for a in s.arms}
     monkeypatch.setattr(history_module, "load_side", lambda d: d)
     monkeypatch.setattr(history_module, "pick_metrics", lambda ref, names: [SimpleNamespace(name="plt_ms")])
-    monkeypatch.setattr(history_module, "match_cells", lambda ref, s, vary: [
-        SimpleNamespace(base_id=c, cand_id=c) for c in s.cells["cell_id"]])
+    monkeypatch.setattr(
+        history_module,
+        "match_cells",
+        lambda ref, s, vary: [SimpleNamespace(base_id=c, cand_id=c) for c in s.cells["cell_id"]],
+    )
     monkeypatch.setattr(history_module, "counted_values", lambda s, cell, arm, name: [s.mean[(cell, arm)]] * 2)
     return history_module.history(sides, pvalue=pvalue)
 

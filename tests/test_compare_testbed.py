@@ -30,12 +30,24 @@ max_cwnd_packets = {macw}
 @needs_testbed("linkem", "endpoint")
 def test_macw_107_against_430_is_a_regression_and_fails_the_gate(tmp_path: Path):
     for macw in (430, 107):
-        summary = Runner(Scenario.from_toml(SCENARIO.format(macw=macw)), tmp_path / f"macw{macw}",
-                         link_check=False).run()
+        summary = Runner(
+            Scenario.from_toml(SCENARIO.format(macw=macw)), tmp_path / f"macw{macw}", link_check=False
+        ).run()
         assert summary.ok >= 10 and not summary.interrupted  # flagged runs are measured again
-    res = CliRunner().invoke(app, ["compare", str(tmp_path / "macw430"), str(tmp_path / "macw107"),
-                                   "--vary", "max_cwnd_packets", "--metric", "plt_ms",
-                                   "--junit", str(tmp_path / "gate.xml")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            str(tmp_path / "macw430"),
+            str(tmp_path / "macw107"),
+            "--vary",
+            "max_cwnd_packets",
+            "--metric",
+            "plt_ms",
+            "--junit",
+            str(tmp_path / "gate.xml"),
+        ],
+    )
     print(res.output)
     assert res.exit_code == 1, res.output
     cases = {c.get("name"): c for c in ET.parse(tmp_path / "gate.xml").getroot().iter("testcase")}

@@ -27,6 +27,7 @@ def fixture(name: str):
 
 # ---- our endpoint's qlog: transport parameters and ACK frames ----------------------------
 
+
 def test_our_ack_frequency_counts_ack_frames_not_received_packets():
     old = ack_frequency(fixture("ours-cubic"))  # recorded before: no frames, every packet counted
     new = ack_frequency(fixture("ours-cubic-acks"))  # frames_processed after each ACK frame
@@ -54,14 +55,17 @@ def test_our_fingerprint_has_both_sides_parameters_and_quinns_frame_counts():
 
 
 def test_frames_processed_belong_to_the_packet_received_before_them():
-    ev = [{"time": 1.0, "name": "transport:packet_received", "data": {"header": {"packet_type": "1RTT"}}},
-          {"time": 1.0, "name": "transport:frames_processed", "data": {"frames": [{"frame_type": "ack"}]}},
-          {"time": 2.0, "name": "transport:packet_received", "data": {"header": {"packet_type": "1RTT"}}}]
+    ev = [
+        {"time": 1.0, "name": "transport:packet_received", "data": {"header": {"packet_type": "1RTT"}}},
+        {"time": 1.0, "name": "transport:frames_processed", "data": {"frames": [{"frame_type": "ack"}]}},
+        {"time": 2.0, "name": "transport:packet_received", "data": {"header": {"packet_type": "1RTT"}}},
+    ]
     tr = from_qlog(qlog_from_events(ev, "QUIC"))
     assert tr.received["has_ack"].tolist() == [True, None]
 
 
 # ---- flow-control growth, stream scheduling, 0-RTT ----------------------------------------
+
 
 def test_quic_go_window_growth_from_max_data_and_max_stream_data():
     got = {(r["side"], r["field"]): r["value"] for r in fingerprint(fixture("quic-go-windows"))}
@@ -112,13 +116,29 @@ def test_zero_rtt_outcomes():
 
 # ---- pacing-limited --------------------------------------------------------------------------
 
+
 def _log(send_times, cwnd=200_000, srtt=40.0, in_flight=40_000, size=1250):
-    ev = [{"time": 0.0, "name": "recovery:metrics_updated",
-           "data": {"congestion_window": cwnd, "smoothed_rtt": srtt, "min_rtt": srtt, "latest_rtt": srtt,
-                    "bytes_in_flight": in_flight}}]
-    ev += [{"time": float(t), "name": "transport:packet_sent",
-            "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": size}, "frames": [{"frame_type": "stream"}]}}
-           for t in send_times]
+    ev = [
+        {
+            "time": 0.0,
+            "name": "recovery:metrics_updated",
+            "data": {
+                "congestion_window": cwnd,
+                "smoothed_rtt": srtt,
+                "min_rtt": srtt,
+                "latest_rtt": srtt,
+                "bytes_in_flight": in_flight,
+            },
+        }
+    ]
+    ev += [
+        {
+            "time": float(t),
+            "name": "transport:packet_sent",
+            "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": size}, "frames": [{"frame_type": "stream"}]},
+        }
+        for t in send_times
+    ]
     return from_qlog(qlog_from_events(ev, "QUIC"))
 
 

@@ -10,10 +10,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from longlook.kinds.conformance.params import (CONFORMS, DEVIATES, NOT_MEASURABLE, ParamResult, ack_frequency,
-                                               all_parameters, cubic_growth, datagram_size, from_qlog,
-                                               initial_window, multiplicative_decrease, pacing, read_trace,
-                                               slow_start_exit)
+from longlook.kinds.conformance.params import (
+    CONFORMS,
+    DEVIATES,
+    NOT_MEASURABLE,
+    ParamResult,
+    ack_frequency,
+    all_parameters,
+    cubic_growth,
+    datagram_size,
+    from_qlog,
+    initial_window,
+    multiplicative_decrease,
+    pacing,
+    read_trace,
+    slow_start_exit,
+)
 from longlook.kinds.conformance.params.initial_window import reference_bytes
 from longlook.kinds.conformance.params.slow_start import eta_ms
 from longlook.qlog import qlog_from_events
@@ -26,6 +38,7 @@ def fixture(name: str):
 
 
 # ---- the specification's figures -----------------------------------------------------------
+
 
 def test_initial_window_reference_follows_rfc9002_and_rfc6928():
     assert reference_bytes(1200) == 12000
@@ -47,26 +60,37 @@ def test_a_verdict_outside_the_three_is_refused():
 
 # ---- recorded logs ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("name, measured, verdict", [
-    ("ours-cubic", 12000, CONFORMS),  # quinn: 10 x 1200
-    ("kernel-cubic.tcp", 14480, CONFORMS),  # Linux: 10 x MSS 1448
-    ("quiche-cubic", 13500, CONFORMS),  # 10 x its 1350-byte datagrams
-    ("ngtcp2-cubic", 14520, CONFORMS),
-    ("aioquic-cubic", 12000, CONFORMS),
-    ("tquic-cubic", 38400, DEVIATES),  # 32 x 1200
-    ("quic-go-newreno", 40960, DEVIATES),  # 32 x 1280
-])
+
+@pytest.mark.parametrize(
+    "name, measured, verdict",
+    [
+        ("ours-cubic", 12000, CONFORMS),  # quinn: 10 x 1200
+        ("kernel-cubic.tcp", 14480, CONFORMS),  # Linux: 10 x MSS 1448
+        ("quiche-cubic", 13500, CONFORMS),  # 10 x its 1350-byte datagrams
+        ("ngtcp2-cubic", 14520, CONFORMS),
+        ("aioquic-cubic", 12000, CONFORMS),
+        ("tquic-cubic", 38400, DEVIATES),  # 32 x 1200
+        ("quic-go-newreno", 40960, DEVIATES),  # 32 x 1280
+    ],
+)
 def test_initial_window_of_recorded_logs(name, measured, verdict):
     r = initial_window(fixture(name))
     assert (r.measured, r.verdict, r.unit) == (measured, verdict, "bytes")
 
 
-@pytest.mark.parametrize("name, cc, verdict", [
-    ("ours-cubic", "cubic", CONFORMS), ("kernel-cubic.tcp", "cubic", CONFORMS), ("quiche-cubic", "cubic", CONFORMS),
-    ("ngtcp2-cubic", "cubic", CONFORMS), ("tquic-cubic", "cubic", CONFORMS), ("aioquic-cubic", "cubic", CONFORMS),
-    # quic-go's "Reno" backs off by 0.7 (its renoBeta), not Reno's 0.5
-    ("quic-go-newreno", "newreno", DEVIATES),
-])
+@pytest.mark.parametrize(
+    "name, cc, verdict",
+    [
+        ("ours-cubic", "cubic", CONFORMS),
+        ("kernel-cubic.tcp", "cubic", CONFORMS),
+        ("quiche-cubic", "cubic", CONFORMS),
+        ("ngtcp2-cubic", "cubic", CONFORMS),
+        ("tquic-cubic", "cubic", CONFORMS),
+        ("aioquic-cubic", "cubic", CONFORMS),
+        # quic-go's "Reno" backs off by 0.7 (its renoBeta), not Reno's 0.5
+        ("quic-go-newreno", "newreno", DEVIATES),
+    ],
+)
 def test_multiplicative_decrease_of_recorded_logs(name, cc, verdict):
     r = multiplicative_decrease(fixture(name), cc)
     assert r.verdict == verdict
@@ -83,7 +107,9 @@ def test_kernel_tcp_log_has_no_packets_so_pacing_and_acks_are_not_measurable():
 
 
 def test_datagram_sizes_of_recorded_logs():
-    got = {n: datagram_size(fixture(n)).measured for n in ("ours-cubic", "quiche-cubic", "tquic-cubic", "aioquic-cubic")}
+    got = {
+        n: datagram_size(fixture(n)).measured for n in ("ours-cubic", "quiche-cubic", "tquic-cubic", "aioquic-cubic")
+    }
     assert got == {"ours-cubic": 1452, "quiche-cubic": 1350, "tquic-cubic": 1472, "aioquic-cubic": 1200}
 
 
@@ -111,6 +137,7 @@ def test_every_recorded_log_yields_every_parameter():
 
 # ---- synthetic logs -----------------------------------------------------------------------
 
+
 def _metrics(t_ms, cwnd, ssthresh=None, srtt=40.0, latest=None, min_rtt=40.0):
     d = {"congestion_window": cwnd, "smoothed_rtt": srtt, "min_rtt": min_rtt, "latest_rtt": latest or srtt}
     if ssthresh is not None:
@@ -118,8 +145,9 @@ def _metrics(t_ms, cwnd, ssthresh=None, srtt=40.0, latest=None, min_rtt=40.0):
     return {"time": t_ms, "name": "recovery:metrics_updated", "data": d}
 
 
-def cubic_epoch_log(c: float, seg: int = 1200, w_max_seg: float = 400.0, beta: float = 0.7,
-                    rtt_ms: float = 40.0, seconds: float = 8.0) -> list[dict]:
+def cubic_epoch_log(
+    c: float, seg: int = 1200, w_max_seg: float = 400.0, beta: float = 0.7, rtt_ms: float = 40.0, seconds: float = 8.0
+) -> list[dict]:
     """A window cut from W_max by beta at t = 1 s, then growing per RFC 9438 with constant C."""
     ev = [_metrics(0.0, 12000, srtt=rtt_ms), _metrics(900.0, w_max_seg * seg, srtt=rtt_ms)]
     w_cut = beta * w_max_seg
@@ -165,20 +193,28 @@ def test_no_loss_and_a_collapse_to_the_minimum_are_not_a_decrease():
 
 
 def test_a_hundred_packet_initial_window_deviates():
-    ev = [{"time": 0.0, "name": "longlook:congestion_control", "data": {"mtu": 1200, "initial_window_bytes": 120000}},
-          _metrics(0.0, 120000)]
+    ev = [
+        {"time": 0.0, "name": "longlook:congestion_control", "data": {"mtu": 1200, "initial_window_bytes": 120000}},
+        _metrics(0.0, 120000),
+    ]
     r = initial_window(trace_of(ev))
     assert (r.measured, r.reference, r.verdict) == (120000, 12000, DEVIATES)
 
 
 def _sent(t, size=1400):
-    return {"time": t, "name": "transport:packet_sent",
-            "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": size}, "frames": [{"frame_type": "stream"}]}}
+    return {
+        "time": t,
+        "name": "transport:packet_sent",
+        "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": size}, "frames": [{"frame_type": "stream"}]},
+    }
 
 
 def _ack(t):
-    return {"time": t, "name": "transport:packet_received",
-            "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": 40}, "frames": [{"frame_type": "ack"}]}}
+    return {
+        "time": t,
+        "name": "transport:packet_received",
+        "data": {"header": {"packet_type": "1RTT"}, "raw": {"length": 40}, "frames": [{"frame_type": "ack"}]},
+    }
 
 
 def test_pacing_paced_sender_conforms_and_bursts_deviate():
@@ -203,9 +239,15 @@ def test_slow_start_exit_by_delay_conforms_by_a_filled_deep_buffer_deviates():
     def log(rise_at_exit):
         ev = [{"time": 0.0, "name": "recovery:congestion_state_updated", "data": {"old": "Init", "new": "SlowStart"}}]
         ev += [_metrics(t, 12000 * 2 ** (t / 40), latest=40 + rise_at_exit * t / 400) for t in range(0, 401, 10)]
-        ev.append({"time": 401.0, "name": "recovery:congestion_state_updated",
-                   "data": {"old": "SlowStart", "new": "CongestionAvoidance", "trigger": "delay"}})
+        ev.append(
+            {
+                "time": 401.0,
+                "name": "recovery:congestion_state_updated",
+                "data": {"old": "SlowStart", "new": "CongestionAvoidance", "trigger": "delay"},
+            }
+        )
         return ev
+
     assert slow_start_exit(trace_of(log(5.0))).verdict == CONFORMS  # eta = 5 ms at 40 ms
     r = slow_start_exit(trace_of(log(60.0)))
     assert r.verdict == DEVIATES and r.measured == pytest.approx(60, abs=1)
@@ -223,11 +265,18 @@ def _quic_start(sizes: list[float], cwnd: float):
 
     from longlook.kinds.conformance.params.trace import ConnTrace
 
-    sent = pd.DataFrame({"t_ms": np.arange(len(sizes), dtype=float), "size": sizes,
-                         "packet_type": "1rtt", "ack_eliciting": True})
+    sent = pd.DataFrame(
+        {"t_ms": np.arange(len(sizes), dtype=float), "size": sizes, "packet_type": "1rtt", "ack_eliciting": True}
+    )
     metrics = pd.DataFrame({"t_ms": [0.0], "cwnd": [cwnd]})
-    return ConnTrace("QUIC", metrics, pd.DataFrame(columns=["t_ms", "old", "new", "trigger"]),
-                     np.array([]), sent, pd.DataFrame(columns=["t_ms", "size", "packet_type", "has_ack"]))
+    return ConnTrace(
+        "QUIC",
+        metrics,
+        pd.DataFrame(columns=["t_ms", "old", "new", "trigger"]),
+        np.array([]),
+        sent,
+        pd.DataFrame(columns=["t_ms", "size", "packet_type", "has_ack"]),
+    )
 
 
 def test_a_path_mtu_probe_in_the_first_flight_is_not_taken_for_the_senders_datagram_size():

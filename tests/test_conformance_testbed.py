@@ -79,8 +79,11 @@ def test_initial_window_of_100_packets_deviates_on_exactly_that_parameter(tmp_pa
     stack = table[table["flow"] == "stack"]
     measured = {(c, p): m for c, p, m in zip(stack["cell_id"], stack["parameter"], stack["measured"])}
     flipped = {p for p in base if base[p] != iw[p]}
-    moved = {p for p in flipped
-             if not _within(measured.get(("ours-cubic-buf300000", p)), measured.get(("ours-iw100-cubic-buf300000", p)), 0.1)}
+    moved = {
+        p
+        for p in flipped
+        if not _within(measured.get(("ours-cubic-buf300000", p)), measured.get(("ours-iw100-cubic-buf300000", p)), 0.1)
+    }
     assert moved == {"initial_window"}, (base, iw)
     row = table[(table["cell_id"] == "ours-iw100-cubic-buf300000") & (table["parameter"] == "initial_window")].iloc[0]
     assert (row["measured"], row["reference"]) == (120000, 12000)
@@ -89,7 +92,10 @@ def test_initial_window_of_100_packets_deviates_on_exactly_that_parameter(tmp_pa
     stack = summary[summary["flow"] == "stack"]
     deviating = {c: set(g.loc[g["verdict"] == "deviates", "parameter"]) for c, g in stack.groupby("cell_id")}
     assert deviating == {"ours-cubic-buf300000": set(), "ours-iw100-cubic-buf300000": {"initial_window"}}, stack
-    assert stack.set_index(["cell_id", "parameter"]).loc[("ours-cubic-buf300000", "initial_window"), "verdict"] == "conforms"
+    assert (
+        stack.set_index(["cell_id", "parameter"]).loc[("ours-cubic-buf300000", "initial_window"), "verdict"]
+        == "conforms"
+    )
     store.close()
     html = build_report(out).read_text()
     assert "Parameters against the specifications" in html
@@ -103,8 +109,11 @@ def families(tmp_path_factory):
 
 
 def row(table, flow: str, parameter: str):
-    t = table[(table["flow"] == flow) & (table["parameter"] == parameter)
-              & (table["arm"] == ("alone" if flow == "stack" else "kernel"))]
+    t = table[
+        (table["flow"] == flow)
+        & (table["parameter"] == parameter)
+        & (table["arm"] == ("alone" if flow == "stack" else "kernel"))
+    ]
     assert len(t) == 1, t
     return t.iloc[0]
 
@@ -223,5 +232,6 @@ def test_family_send_clock(families):
     alone = families[2].set_index("arm").loc["alone"]
     assert 3.0 <= alone["send_mbit"] <= 8.0, alone["send_mbit"]  # 5 Mbit/s link, its own log
     assert 0 <= alone["gap_regularity"] <= 1 and alone["window_mbit"] > 3.0
-    assert not pacing_limited(alone["send_mbit"], alone["gap_regularity"], alone["window_mbit"],
-                              alone["inflight_share"], 5.0, 0.9)
+    assert not pacing_limited(
+        alone["send_mbit"], alone["gap_regularity"], alone["window_mbit"], alone["inflight_share"], 5.0, 0.9
+    )

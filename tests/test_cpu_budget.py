@@ -42,8 +42,12 @@ def test_every_cell_runs_once_per_budget_and_the_budget_is_a_dimension():
 
 
 def test_other_kinds_get_the_dimension_too():
-    video = parse_scenario(Path("scenarios/kakhki-video.toml").read_text().replace(
-        'kind = "video"', 'kind = "video"\nclient_cpu = "phone-2013"'), base_dir=Path("scenarios"))
+    video = parse_scenario(
+        Path("scenarios/kakhki-video.toml")
+        .read_text()
+        .replace('kind = "video"', 'kind = "video"\nclient_cpu = "phone-2013"'),
+        base_dir=Path("scenarios"),
+    )
     assert all(c.client_cpu.label == "phone-2013" and c.id.endswith("|cpu=phone-2013") for c in video.cells())
 
 
@@ -64,7 +68,7 @@ BAD_BUDGETS = [
     ("quota over its cores", "client_cpu = {quota = 1.5, cores = 1}", "more than its 1 core"),
     # one value is named as written (no [0] of the list it becomes); a list's element by index
     ("unknown profile", 'client_cpu = "phone-1999"', 'client_cpu: unknown profile "phone-1999"'),
-    ("unknown profile in a list", 'client_cpu = ["desktop", "phone-1999"]', 'client_cpu[1]: unknown profile'),
+    ("unknown profile in a list", 'client_cpu = ["desktop", "phone-1999"]', "client_cpu[1]: unknown profile"),
     ("no quota", "client_cpu = {cores = 2}", "needs quota"),
     ("below the kernel's quota", "client_cpu = {quota = 0.001}", "at least 0.01"),
     ("zero cores", "client_cpu = {quota = 0.2, cores = 0}", "at least one core"),
@@ -86,8 +90,9 @@ def test_more_cores_than_the_machine_has_is_refused_before_any_run(tmp_path: Pat
     cores = len(os.sched_getaffinity(0)) + 1
     path = tmp_path / "s.toml"
     path.write_text(_with(f"client_cpu = {{quota = 0.5, cores = {cores}}}"))
-    _one_clear_error(_invoke("run", str(path), "--out", str(tmp_path / "exp")),
-                     f"{cores} cores, this machine has {cores - 1}")
+    _one_clear_error(
+        _invoke("run", str(path), "--out", str(tmp_path / "exp")), f"{cores} cores, this machine has {cores - 1}"
+    )
     assert not (tmp_path / "exp").exists()
 
 
@@ -136,8 +141,12 @@ def test_each_party_gets_its_cpu_per_mb_and_a_saturated_linkem_flags_the_run():
     from longlook.core.spec import Fidelity
 
     a = Audit(delivered_mb=10.0)
-    party_cpu(a, {"client": CpuUsage(0), "server": CpuUsage(0), "router": CpuUsage(0)},
-              {"client": CpuUsage(int(1.96e9)), "server": CpuUsage(int(0.5e9)), "router": CpuUsage(int(1e9))}, 2.0)
+    party_cpu(
+        a,
+        {"client": CpuUsage(0), "server": CpuUsage(0), "router": CpuUsage(0)},
+        {"client": CpuUsage(int(1.96e9)), "server": CpuUsage(int(0.5e9)), "router": CpuUsage(int(1e9))},
+        2.0,
+    )
     metrics, details = cpu_figures(a)
     assert metrics["server_cpu_s"] == 0.5 and metrics["server_cpu_s_per_mb"] == 0.05
     assert metrics["router_cpu_share"] == 0.5 and details["saturated"] == ["client"]

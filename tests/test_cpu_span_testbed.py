@@ -48,17 +48,25 @@ def _needs_stack():
 def test_a_quic_go_client_s_cpu_seconds_and_share_match_an_independent_count(tmp_path: Path):
     workload = Workload(object_count=1, object_size=8_000_000)
     fetch = resolve(STACK).fetcher()
-    with Testbed(LinkProfile(rate_mbit=100, delay_ms=5, buffer_bytes=250_000)) as tb, \
-            open_servers(tb, tmp_path) as shared:
+    with (
+        Testbed(LinkProfile(rate_mbit=100, delay_ms=5, buffer_bytes=250_000)) as tb,
+        open_servers(tb, tmp_path) as shared,
+    ):
         run_dir = tmp_path / "runs" / "r1"
         run_dir.mkdir(parents=True)
         audit = RunAudit(tb, None, Fidelity())
         audit.begin()
         port, server = shared["servers"].get(STACK, None, None, workload=workload)  # a run's first: it starts
         cpu0 = _children_cpu_s()
-        result = fetch(tb, url=f"https://{SERVER_ADDR}:{port}{workload.url_path()}", protocol="h3",
-                       run_id="r1", cert_dir=shared["servers"].cert_dir, out=run_dir / "fetch.json",
-                       timeout_s=30)
+        result = fetch(
+            tb,
+            url=f"https://{SERVER_ADDR}:{port}{workload.url_path()}",
+            protocol="h3",
+            run_id="r1",
+            cert_dir=shared["servers"].cert_dir,
+            out=run_dir / "fetch.json",
+            timeout_s=30,
+        )
         client_s = _children_cpu_s() - cpu0
         server.take_artifacts("r1", run_dir)  # its qlog translated, as a page load does
         a = audit.end()
@@ -68,7 +76,10 @@ def test_a_quic_go_client_s_cpu_seconds_and_share_match_an_independent_count(tmp
     assert a.client_cpu_s == pytest.approx(client_s, rel=0.05, abs=0.01), (a.client_cpu_s, client_s)
     # the client's span is its process's life (one 5 ms poll at either end)
     assert a.client_span_s == pytest.approx(result.wall_s, abs=0.03), (a.client_span_s, result.wall_s)
-    assert a.client_cpu_share == pytest.approx(client_s / result.wall_s, rel=0.1, abs=0.02), \
-        (a.client_cpu_share, client_s, result.wall_s)
+    assert a.client_cpu_share == pytest.approx(client_s / result.wall_s, rel=0.1, abs=0.02), (
+        a.client_cpu_share,
+        client_s,
+        result.wall_s,
+    )
     # the server's and linkem's CPU are counted over the same span: the server's start is not the run's
     assert a.server_cpu_share == pytest.approx(a.server_cpu_s / a.client_span_s, rel=1e-3)

@@ -60,8 +60,9 @@ def _slower(runs: pd.DataFrame, arm: str, budget: str, factor: float) -> tuple[p
     runs = runs[runs["arm"] == arm]
     slow, fast = runs[runs["client_cpu"] == budget], runs[runs["client_cpu"] == "unlimited"]
     assert len(slow) and len(fast)
-    assert slow["plt_ms"].min() > factor * fast["plt_ms"].max(), \
-        runs[["client_cpu", "plt_ms", "client_cpu_s"]].to_string()
+    assert slow["plt_ms"].min() > factor * fast["plt_ms"].max(), runs[
+        ["client_cpu", "plt_ms", "client_cpu_s"]
+    ].to_string()
     return slow, fast
 
 
@@ -92,8 +93,11 @@ def test_the_client_cgroup_lives_as_long_as_its_testbed():
         assert f"ll-{tb.id}-client" in out  # joined before it ran (cpuacct: measured)
         tb.set_client_cpu(cpu.CpuBudget.parse("phone-2014"))
         out = tb.run("client", ["cat", "/proc/self/cgroup"]).stdout
-        scheduled = (f"cpu:/longlook/ll-{tb.id}-client", f"cpuset:/longlook/ll-{tb.id}-client") \
-            if cpu.cgroup_version() == 1 else (f"::/longlook/ll-{tb.id}-client",)
+        scheduled = (
+            (f"cpu:/longlook/ll-{tb.id}-client", f"cpuset:/longlook/ll-{tb.id}-client")
+            if cpu.cgroup_version() == 1
+            else (f"::/longlook/ll-{tb.id}-client",)
+        )
         assert all(s in out for s in scheduled), out  # now also scheduled under the budget
         probe = tb.run("client", ["cat", "/proc/self/cgroup"], as_party=False).stdout
         assert f"ll-{tb.id}-client" not in probe  # the testbed's own tools stay out
@@ -132,8 +136,10 @@ def test_every_party_s_cpu_is_recorded_per_run_with_the_pinning_and_the_host_buf
     assert all(s == ["server+client on CPU 1"] or s == ["client+server on CPU 1"] for s in runs["cpus_shared"])
     # 100 Mbit/s x 40 ms + 0.5 MB = 1 MB in flight: twice that, but never below what the
     # namespace had (this kernel: tcp_rmem max 32 MiB, tcp_wmem max 4 MiB)
-    assert all(b["path_bytes"] == 1_000_000 and b["tcp_rmem_max"] >= 2_000_000 and b["tcp_wmem_max"] >= 2_000_000
-               for b in runs["host_buffers"])
+    assert all(
+        b["path_bytes"] == 1_000_000 and b["tcp_rmem_max"] >= 2_000_000 and b["tcp_wmem_max"] >= 2_000_000
+        for b in runs["host_buffers"]
+    )
 
 
 @needs_testbed("linkem")

@@ -49,6 +49,7 @@ def _forwarded_by_kernel(tb) -> int:
 @pytest.mark.parametrize("datapath", ["afpacket", "nfqueue"])
 def test_a_link_is_within_tolerance_on_each_datapath_and_its_packets_took_that_way(datapath):
     from longlook.testbed import Testbed
+
     p = LinkProfile(name=f"{datapath}-10mbit-20ms", rate_mbit=10, delay_ms=10, buffer_bytes=60_000)
     with Testbed(p, datapath=datapath) as tb:
         assert tb.datapath == datapath

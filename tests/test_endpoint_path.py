@@ -14,8 +14,16 @@ from longlook.testbed import Testbed
 
 
 def _bulk(tb, port, certs, out: Path, size: str, protocol: str = "h3"):
-    r = fetch(tb, url=f"https://{SERVER_ADDR}:{port}/bulk/{size}", protocol=protocol,
-              run_id=out.stem, cert_dir=certs, out=out, timeout_s=60, mode="bulk")
+    r = fetch(
+        tb,
+        url=f"https://{SERVER_ADDR}:{port}/bulk/{size}",
+        protocol=protocol,
+        run_id=out.stem,
+        cert_dir=certs,
+        out=out,
+        timeout_s=60,
+        mode="bulk",
+    )
     assert r.status == "ok", r.error
     return r
 
@@ -32,10 +40,12 @@ def test_macw_107_slows_a_10mb_download_against_430(tmp_path: Path):
     link = LinkProfile(rate_mbit=100, delay_ms=18, buffer_bytes=450_000)
     certs = tmp_path / "cert"
     with Testbed(link, workdir=tmp_path / "tb") as tb:
-        small = EndpointServer.start(tb, ServerOptions(max_cwnd_packets=107), port=4433,
-                                     cert_dir=certs, log_dir=tmp_path / "logs107")
-        large = EndpointServer.start(tb, ServerOptions(max_cwnd_packets=430), port=4434,
-                                     cert_dir=certs, log_dir=tmp_path / "logs430")
+        small = EndpointServer.start(
+            tb, ServerOptions(max_cwnd_packets=107), port=4433, cert_dir=certs, log_dir=tmp_path / "logs107"
+        )
+        large = EndpointServer.start(
+            tb, ServerOptions(max_cwnd_packets=430), port=4434, cert_dir=certs, log_dir=tmp_path / "logs430"
+        )
         capped, free = [], []
         for i in range(2):
             capped.append(_bulk(tb, 4433, certs, tmp_path / f"c{i}.json", "10m").document["plt_ms"])
@@ -53,14 +63,12 @@ def test_loss_drives_quic_and_tcp_into_recovery(tmp_path: Path):
     link = LinkProfile(rate_mbit=20, delay_ms=18, buffer_bytes=100_000, loss=0.02)
     certs = tmp_path / "cert"
     with Testbed(link, workdir=tmp_path / "tb", seed=3) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs, log_dir=tmp_path / "logs")
         _bulk(tb, 4433, certs, tmp_path / "quic.json", "2m", "h3")
         _bulk(tb, 4433, certs, tmp_path / "tcp.json", "2m", "h2")
         dropped = tb.linkem_stats()["directions"]["down"]["dropped_loss"]
         server.stop()
-    quic = [s for f in (tmp_path / "logs").glob("*.sqlog") if not f.name.endswith(".tcp.sqlog")
-            for s in _states(f)]
+    quic = [s for f in (tmp_path / "logs").glob("*.sqlog") if not f.name.endswith(".tcp.sqlog") for s in _states(f)]
     tcp = [s for f in (tmp_path / "logs").glob("*.tcp.sqlog") for s in _states(f)]
     assert dropped > 10  # linkem really dropped on the way to the client
     assert "Recovery" in quic, quic
@@ -74,11 +82,9 @@ def test_tcp_caches_nothing_between_runs(tmp_path: Path):
     link = LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000)
     certs = tmp_path / "cert"
     with Testbed(link, workdir=tmp_path / "tb") as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs, log_dir=tmp_path / "logs")
         _bulk(tb, 4433, certs, tmp_path / "tcp.json", "1m", "h2")
-        cached = {role: tb.run(role, ["ip", "tcp_metrics", "show"]).stdout.strip()
-                  for role in ("server", "client")}
+        cached = {role: tb.run(role, ["ip", "tcp_metrics", "show"]).stdout.strip() for role in ("server", "client")}
         setting = tb.run("server", ["sysctl", "-n", "net.ipv4.tcp_no_metrics_save"]).stdout.strip()
         server.stop()
     assert setting == "1"

@@ -17,14 +17,14 @@ from longlook.core.store import DB_FILE, Store, environment_versions
 from longlook.kinds.pageload import Scenario, record_from_fetch
 
 ROOT = Path(__file__).resolve().parents[1]
-SCENARIO = '''
+SCENARIO = """
 name = "export-test"
 rounds = 3
 workloads = ["1x5k", "1x1m"]
 [[links]]
 rate_mbit = 10
 rtt_ms = 36
-'''
+"""
 
 
 def _make(directory: Path) -> None:
@@ -41,14 +41,32 @@ def _make(directory: Path) -> None:
                 for pos, arm in enumerate(order):
                     fell_back = cell.index == 0 and rnd == 1 and arm.label == "h3"
                     plt = (70 if arm.label == "h3" else 100) * rng.normal(1, 0.02)
-                    f = {"protocol_requested": arm.protocol, "protocol": "h2" if fell_back else arm.protocol,
-                         "ok": True, "plt_ms": plt, "zero_rtt": {"attempted": False, "accepted": False},
-                         "objects": [{"path": "/obj/x/0.jpg", "bytes": cell.workload.object_size,
-                                      "start_ms": 1.0, "first_byte_ms": 2.0, "end_ms": plt}]}
-                    rec = record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id, round=rnd,
-                                            position=pos, arm=arm.label)
-                    rec = rec.model_copy(update={"series": [{"name": "cwnd", "key": "server", "t_s": t / 10,
-                                                             "value": 10.0 + t} for t in range(4)]})
+                    f = {
+                        "protocol_requested": arm.protocol,
+                        "protocol": "h2" if fell_back else arm.protocol,
+                        "ok": True,
+                        "plt_ms": plt,
+                        "zero_rtt": {"attempted": False, "accepted": False},
+                        "objects": [
+                            {
+                                "path": "/obj/x/0.jpg",
+                                "bytes": cell.workload.object_size,
+                                "start_ms": 1.0,
+                                "first_byte_ms": 2.0,
+                                "end_ms": plt,
+                            }
+                        ],
+                    }
+                    rec = record_from_fetch(
+                        f, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm.label
+                    )
+                    rec = rec.model_copy(
+                        update={
+                            "series": [
+                                {"name": "cwnd", "key": "server", "t_s": t / 10, "value": 10.0 + t} for t in range(4)
+                            ]
+                        }
+                    )
                     st.record_run(rec)
         st.finish_experiment()
 
@@ -84,17 +102,34 @@ def test_export_round_trips(experiment, tmp_path, fmt):
     result = CliRunner().invoke(app, ["export", str(experiment), "--format", fmt, "--out", str(out)])
     assert result.exit_code == 0, result.output
     files = {p.name for p in out.iterdir()}
-    assert {f"{t}.{fmt}" for t in ("runs", "metrics", "series", "cells", "experiments", "link_checks",
-                                   "round_orders", "objects")} <= files
+    assert {
+        f"{t}.{fmt}"
+        for t in ("runs", "metrics", "series", "cells", "experiments", "link_checks", "round_orders", "objects")
+    } <= files
 
     runs = _read(out / f"runs.{fmt}")
     stored_runs = _store_frame(experiment, "SELECT * FROM runs")
     assert len(runs) == len(stored_runs) == 12
     # every stored column, as stored; CSV types come back by DuckDB's inference, so compare
     # the columns that inference cannot change the meaning of
-    cols = (list(stored_runs.columns) if fmt == "parquet"
-            else ["run_id", "cell_id", "round", "position", "arm", "status", "protocol_requested",
-                  "protocol_negotiated", "audit_flagged", "options", "artifacts", "details"])
+    cols = (
+        list(stored_runs.columns)
+        if fmt == "parquet"
+        else [
+            "run_id",
+            "cell_id",
+            "round",
+            "position",
+            "arm",
+            "status",
+            "protocol_requested",
+            "protocol_negotiated",
+            "audit_flagged",
+            "options",
+            "artifacts",
+            "details",
+        ]
+    )
     _same(stored_runs[cols], runs[cols], ["run_id"])
     # the cell's dimensions as columns
     cells = _store_frame(experiment, "SELECT cell_id, dims FROM cells")
@@ -109,8 +144,11 @@ def test_export_round_trips(experiment, tmp_path, fmt):
     long = wide.melt(id_vars="run_id", var_name="name", value_name="value").dropna(subset=["value"])
     _same(_store_frame(experiment, "SELECT run_id, name, value FROM metrics"), long, ["run_id", "name"])
 
-    for table, key in (("series", ["run_id", "name", "key", "t_s"]), ("objects", ["run_id", "path"]),
-                       ("round_orders", ["cell_id", "round"])):
+    for table, key in (
+        ("series", ["run_id", "name", "key", "t_s"]),
+        ("objects", ["run_id", "path"]),
+        ("round_orders", ["cell_id", "round"]),
+    ):
         _same(_store_frame(experiment, f"SELECT * FROM {table}"), _read(out / f"{table}.{fmt}"), key)
 
 
@@ -147,8 +185,9 @@ def test_notebook_runs(experiment, monkeypatch):
 
     nb = nbformat.read(ROOT / "docs" / "notebook.ipynb", as_version=4)
     monkeypatch.setenv("LONGLOOK_EXPERIMENT", str(experiment))
-    NotebookClient(nb, timeout=120, kernel_name="python3",
-                   resources={"metadata": {"path": str(ROOT / "docs")}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "docs")}}
+    ).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     assert any("QUIC faster" in str(o.get("data", {})) for o in outputs)

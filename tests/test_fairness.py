@@ -15,10 +15,22 @@ from typer.testing import CliRunner
 from longlook.errors import LonglookError
 from longlook.core.record import RunRecord
 from longlook.core.store import Store
-from longlook.kinds.fairness import (FairnessScenario, FlowOutcome, FlowSpec, cell_summary,
-                                     example_run, expected_shares, flow_counters, jain_index,
-                                     measure_run, measurement, read_flow_log, shares, table4,
-                                     weighted_jain_index)
+from longlook.kinds.fairness import (
+    FairnessScenario,
+    FlowOutcome,
+    FlowSpec,
+    cell_summary,
+    example_run,
+    expected_shares,
+    flow_counters,
+    jain_index,
+    measure_run,
+    measurement,
+    read_flow_log,
+    shares,
+    table4,
+    weighted_jain_index,
+)
 from longlook.kinds.fairness.cwnd import downsample, read_cwnd
 from longlook.kinds.fairness.sections import FairnessData
 from longlook.core.analysis import analyse
@@ -50,6 +62,7 @@ n_conn = [1, 2]
 
 # ---------------------------------------------------------------- metrics
 
+
 def test_jain_index_known_values():
     assert jain_index([3, 3, 3]) == pytest.approx(1.0)
     assert jain_index([5, 0, 0, 0]) == pytest.approx(0.25)  # one of four takes all: 1/n
@@ -79,30 +92,64 @@ def test_expected_shares_follow_n_connection_emulation():
 
 # ---------------------------------------------------------------- flow log
 
+
 def _flow_log(path: Path, flows: dict[str, tuple[str, list[tuple[float, int]]]], *, up=True) -> Path:
     """flows: client port -> (proto, [(t, cumulative bytes down)]). Adds an up-direction line
     and an unrelated flow so the filters have something to reject."""
     lines = []
     for port, (proto, points) in flows.items():
         for t, b in points:
-            lines.append({"t": t, "direction": "down", "proto": proto, "src": SERVER,
-                          "dst": f"{CLIENT}:{port}", "packets": b // 1000, "bytes": b,
-                          "dropped_loss": 0, "dropped_buffer": 1})
+            lines.append(
+                {
+                    "t": t,
+                    "direction": "down",
+                    "proto": proto,
+                    "src": SERVER,
+                    "dst": f"{CLIENT}:{port}",
+                    "packets": b // 1000,
+                    "bytes": b,
+                    "dropped_loss": 0,
+                    "dropped_buffer": 1,
+                }
+            )
             if up:
-                lines.append({"t": t, "direction": "up", "proto": proto, "src": f"{CLIENT}:{port}",
-                              "dst": SERVER, "packets": 1, "bytes": 999_999_999,
-                              "dropped_loss": 0, "dropped_buffer": 0})
-    lines.append({"t": 1.0, "direction": "down", "proto": "udp", "src": SERVER,
-                  "dst": f"{CLIENT}:1", "packets": 1, "bytes": 123_456_789,
-                  "dropped_loss": 0, "dropped_buffer": 0})
-    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n{\"t\": 9.9, \"dire")  # torn last line
+                lines.append(
+                    {
+                        "t": t,
+                        "direction": "up",
+                        "proto": proto,
+                        "src": f"{CLIENT}:{port}",
+                        "dst": SERVER,
+                        "packets": 1,
+                        "bytes": 999_999_999,
+                        "dropped_loss": 0,
+                        "dropped_buffer": 0,
+                    }
+                )
+    lines.append(
+        {
+            "t": 1.0,
+            "direction": "down",
+            "proto": "udp",
+            "src": SERVER,
+            "dst": f"{CLIENT}:1",
+            "packets": 1,
+            "bytes": 123_456_789,
+            "dropped_loss": 0,
+            "dropped_buffer": 0,
+        }
+    )
+    path.write_text("\n".join(json.dumps(x) for x in lines) + '\n{"t": 9.9, "dire')  # torn last line
     return path
 
 
 def test_flow_counters_are_a_step_function_of_the_right_flow(tmp_path: Path):
-    log = read_flow_log(_flow_log(tmp_path / "f.jsonl", {
-        "5000": ("tcp", [(1.0, 125_000), (2.0, 250_000), (4.0, 500_000)]),
-        "5001": ("udp", [(1.0, 1_000)])}))
+    log = read_flow_log(
+        _flow_log(
+            tmp_path / "f.jsonl",
+            {"5000": ("tcp", [(1.0, 125_000), (2.0, 250_000), (4.0, 500_000)]), "5001": ("udp", [(1.0, 1_000)])},
+        )
+    )
     c = flow_counters(log, client_addr=f"{CLIENT}:5000", proto="tcp")
     assert c.total_bytes == 500_000
     assert c.bytes_at(0.5) == 0 and c.bytes_at(1.0) == 125_000 and c.bytes_at(3.9) == 250_000
@@ -116,10 +163,18 @@ def test_flow_counters_are_a_step_function_of_the_right_flow(tmp_path: Path):
 
 # ---------------------------------------------------------------- one run
 
-def _outcome(label: str, proto: str, port: int, weight: int = 1, status: str = "ok",
-             body: int = 1_000_000) -> FlowOutcome:
-    doc = {"local_addr": f"{CLIENT}:{port}", "bytes": body, "ok": status == "ok",
-           "started_unix_ms": 1000_000, "goodput": [[0.0, 0], [10_000.0, body]], "stopped_early": True}
+
+def _outcome(
+    label: str, proto: str, port: int, weight: int = 1, status: str = "ok", body: int = 1_000_000
+) -> FlowOutcome:
+    doc = {
+        "local_addr": f"{CLIENT}:{port}",
+        "bytes": body,
+        "ok": status == "ok",
+        "started_unix_ms": 1000_000,
+        "goodput": [[0.0, 0], [10_000.0, body]],
+        "stopped_early": True,
+    }
     return FlowOutcome(FlowSpec(label, proto, weight, 0.0), f"r-{label}", status, None, doc)
 
 
@@ -130,9 +185,15 @@ def _unequal_run(tmp_path: Path):
     quic = [(0.55 + t, round(t * 375_000)) for t in ticks]
     tcp = [(0.55 + t, round(t * 125_000)) for t in ticks]
     log = _flow_log(tmp_path / "f.jsonl", {"6000": ("udp", quic), "6001": ("tcp", tcp)})
-    return measure_run([_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 6001)], flow_log=log,
-                       launch_unix=1000.5, linkem_t0_unix=1000.0, window=(0.0, 10.0), end_s=10.0,
-                       bin_s=1.0)
+    return measure_run(
+        [_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 6001)],
+        flow_log=log,
+        launch_unix=1000.5,
+        linkem_t0_unix=1000.0,
+        window=(0.0, 10.0),
+        end_s=10.0,
+        bin_s=1.0,
+    )
 
 
 def test_measure_run_shares_and_jain_from_router_counters(tmp_path: Path):
@@ -151,20 +212,34 @@ def test_measure_run_shares_and_jain_from_router_counters(tmp_path: Path):
 
 def test_a_failed_flow_fails_the_run(tmp_path: Path):
     log = _flow_log(tmp_path / "f.jsonl", {"6000": ("udp", [(1.0, 1000), (5.0, 9000)])})
-    m = measure_run([_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 6001, status="timeout")],
-                    flow_log=log, launch_unix=0.0, linkem_t0_unix=0.0, window=(0.0, 5.0),
-                    end_s=5.0, bin_s=1.0)
+    m = measure_run(
+        [_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 6001, status="timeout")],
+        flow_log=log,
+        launch_unix=0.0,
+        linkem_t0_unix=0.0,
+        window=(0.0, 5.0),
+        end_s=5.0,
+        bin_s=1.0,
+    )
     assert m.status == "failed" and "TCP: timeout" in m.error
 
 
 def test_a_flow_missing_from_the_router_log_fails_the_run(tmp_path: Path):
     log = _flow_log(tmp_path / "f.jsonl", {"6000": ("udp", [(1.0, 1000), (5.0, 9000)])})
-    m = measure_run([_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 7777)], flow_log=log,
-                    launch_unix=0.0, linkem_t0_unix=0.0, window=(0.0, 5.0), end_s=5.0, bin_s=1.0)
+    m = measure_run(
+        [_outcome("QUIC", "h3", 6000), _outcome("TCP", "h2", 7777)],
+        flow_log=log,
+        launch_unix=0.0,
+        linkem_t0_unix=0.0,
+        window=(0.0, 5.0),
+        end_s=5.0,
+        bin_s=1.0,
+    )
     assert m.status == "failed" and "carried nothing" in m.error
 
 
 # ---------------------------------------------------------------- scenario
+
 
 def test_grid_drops_knobs_that_do_not_apply():
     s = FairnessScenario.from_toml(SCENARIO)
@@ -190,7 +265,9 @@ def test_staggered_starts_and_the_shared_window():
 
 
 def test_one_at_a_time_sweep_varies_each_knob_alone():
-    text = SCENARIO.replace('n_conn = [1, 2]', 'n_conn = [1, 2]\nmode = "one_at_a_time"\nbuffer_bytes = [30000, 100000]')
+    text = SCENARIO.replace(
+        "n_conn = [1, 2]", 'n_conn = [1, 2]\nmode = "one_at_a_time"\nbuffer_bytes = [30000, 100000]'
+    )
     s = FairnessScenario.from_toml(text)
     quic_cells = [c for c in s.cells() if c.matchup.quic and c.start == "simultaneous"]
     settings = {(c.quic_cc, c.n_conn, c.link.buffer_bytes) for c in quic_cells}
@@ -199,28 +276,34 @@ def test_one_at_a_time_sweep_varies_each_knob_alone():
 
 def test_swept_buffer_replaces_a_per_direction_buffer():
     text = SCENARIO.replace("buffer_bytes = 30000", "[link.down]\nbuffer_packets = 20").replace(
-        "n_conn = [1, 2]", "n_conn = [1]\nbuffer_bytes = [50000]")
+        "n_conn = [1, 2]", "n_conn = [1]\nbuffer_bytes = [50000]"
+    )
     cells = FairnessScenario.from_toml(text).cells()
     assert {c.link.resolved("down").buffer_bytes for c in cells} == {50000}
     assert all(c.link.resolved("down").buffer_packets is None and c.id.endswith("buf50000") for c in cells)
     assert "buffer_bytes = 50000" in cells[0].link.to_linkem_toml()
 
 
-@pytest.mark.parametrize("edit, field", [
-    ("[[matchups]]\nquic = 1\ntcp = 2", "matchups[0]"),  # replaced below with a 1-flow matchup
-    ("rate_mbit = 5", "link"),
-    ("n_conn = [1, 2]", "sweep.n_conn"),
-    ("runs = 2", "runs"),
-    ("stagger_s = 2", "stagger_s"),
-    ("duration_s = 10", "bogus"),
-])
+@pytest.mark.parametrize(
+    "edit, field",
+    [
+        ("[[matchups]]\nquic = 1\ntcp = 2", "matchups[0]"),  # replaced below with a 1-flow matchup
+        ("rate_mbit = 5", "link"),
+        ("n_conn = [1, 2]", "sweep.n_conn"),
+        ("runs = 2", "runs"),
+        ("stagger_s = 2", "stagger_s"),
+        ("duration_s = 10", "bogus"),
+    ],
+)
 def test_errors_name_the_field(edit: str, field: str):
-    bad = {"[[matchups]]\nquic = 1\ntcp = 2": "[[matchups]]\nquic = 1",
-           "rate_mbit = 5": "",
-           "n_conn = [1, 2]": "n_conn = [0]",
-           "runs = 2": "runs = 0",
-           "stagger_s = 2": "stagger_s = 6",
-           "duration_s = 10": "duration_s = 10\nbogus = 1"}[edit]
+    bad = {
+        "[[matchups]]\nquic = 1\ntcp = 2": "[[matchups]]\nquic = 1",
+        "rate_mbit = 5": "",
+        "n_conn = [1, 2]": "n_conn = [0]",
+        "runs = 2": "runs = 0",
+        "stagger_s = 2": "stagger_s = 6",
+        "duration_s = 10": "duration_s = 10\nbogus = 1",
+    }[edit]
     with pytest.raises(LonglookError) as e:
         FairnessScenario.from_toml(SCENARIO.replace(edit, bad), source="x.toml")
     assert str(e.value).startswith("x.toml: ") and field in str(e.value)
@@ -231,21 +314,34 @@ def test_shipped_scenarios_are_valid():
     t4 = FairnessScenario.from_toml((root / "kakhki-table4-fairness.toml").read_text())
     assert (t4.link.rate_mbit, t4.link.rtt_ms(), t4.link.buffer_bytes) == (5, 36, 30000)
     assert (t4.duration_s, t4.runs) == (100, 10)
-    assert {c.matchup.name() for c in t4.cells()} == {"QUIC vs TCP", "QUIC vs TCPx2", "QUIC vs TCPx4",
-                                                      "QUIC vs QUIC", "TCP vs TCP"}
+    assert {c.matchup.name() for c in t4.cells()} == {
+        "QUIC vs TCP",
+        "QUIC vs TCPx2",
+        "QUIC vs TCPx4",
+        "QUIC vs QUIC",
+        "TCP vs TCP",
+    }
     for name in ("fairness-quick.toml", "fairness-sweeps.toml"):
         assert FairnessScenario.from_toml((root / name).read_text()).cells()
 
 
 # ---------------------------------------------------------------- store, aggregation, report
 
+
 def store_cell():
     return FairnessScenario.from_toml(SCENARIO).cells()[0]
 
 
 def _record(run_id: str, cell, round_index: int, m, attempt: int = 1) -> RunRecord:
-    return RunRecord.of(measurement(m, 1000.0 + round_index), run_id=run_id, cell_id=cell.id,
-                        round=round_index, position=0, arm="flows", attempt=attempt)
+    return RunRecord.of(
+        measurement(m, 1000.0 + round_index),
+        run_id=run_id,
+        cell_id=cell.id,
+        round=round_index,
+        position=0,
+        arm="flows",
+        attempt=attempt,
+    )
 
 
 def _filled_store(tmp_path: Path) -> Store:
@@ -257,14 +353,16 @@ def _filled_store(tmp_path: Path) -> Store:
         m = _unequal_run(tmp_path)
         m.flows[0].router_mbit, m.flows[1].router_mbit = q, t1
         from dataclasses import replace
+
         m.flows.append(replace(m.flows[1], label="TCP 2", router_mbit=t2, local_addr=f"{CLIENT}:6002"))
         rates = [f.router_mbit for f in m.flows]
         for f, s in zip(m.flows, shares(rates)):
             f.share, f.expected_share = s, 1 / 3
         m.jain = jain_index(rates)
         # cwnd samples; the one at 20 s lies outside the shared window (0..10 s)
-        m.cwnd = pd.DataFrame({"flow": ["QUIC"] * 3, "t_s": [1.0, 5.0, 20.0],
-                               "cwnd_bytes": [10_000.0, 20_000.0 + i * 10_000, 99_999.0]})
+        m.cwnd = pd.DataFrame(
+            {"flow": ["QUIC"] * 3, "t_s": [1.0, 5.0, 20.0], "cwnd_bytes": [10_000.0, 20_000.0 + i * 10_000, 99_999.0]}
+        )
         store.record_run(_record(f"run{i}", cell, i, m))
     failed = _unequal_run(tmp_path)
     failed.status, failed.error = "failed", "TCP: timeout"
@@ -323,9 +421,16 @@ def test_a_run_flagged_by_its_path_audit_is_left_out(tmp_path: Path):
     with _filled_store(tmp_path) as store:
         r = _record("run-stalled", store_cell(), 3, _unequal_run(tmp_path))
         r.metrics["jain"] = 0.1  # would drag the mean down if it counted
-        r.audit = {"released": 1000, "late_releases": 3, "max_release_late_ms": 12.5,
-                   "kernel_queue_drops": 0, "stalls": 1, "max_stall_ms": 12.0, "flagged": True,
-                   "reasons": ["machine stalled 12.0 ms (limit 5 ms)"]}
+        r.audit = {
+            "released": 1000,
+            "late_releases": 3,
+            "max_release_late_ms": 12.5,
+            "kernel_queue_drops": 0,
+            "stalls": 1,
+            "max_stall_ms": 12.0,
+            "flagged": True,
+            "reasons": ["machine stalled 12.0 ms (limit 5 ms)"],
+        }
         store.record_run(r)
         an = analyse(store)
         assert "run-stalled" not in set(an.counted()["run_id"])
@@ -336,13 +441,15 @@ def test_a_run_flagged_by_its_path_audit_is_left_out(tmp_path: Path):
 
 
 def test_cwnd_from_a_qlog(tmp_path: Path):
-    records = [{"qlog_format": "JSON-SEQ", "trace": {"common_fields": {"reference_time": 1000_000.0}}},
-               {"time": 10.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 14480}},
-               {"time": 12.0, "name": "recovery:metrics_updated", "data": {"bytes_in_flight": 3}},
-               {"time": 20.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 20000}},
-               {"time": 90.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 30000}}]
+    records = [
+        {"qlog_format": "JSON-SEQ", "trace": {"common_fields": {"reference_time": 1000_000.0}}},
+        {"time": 10.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 14480}},
+        {"time": 12.0, "name": "recovery:metrics_updated", "data": {"bytes_in_flight": 3}},
+        {"time": 20.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 20000}},
+        {"time": 90.0, "name": "recovery:metrics_updated", "data": {"congestion_window": 30000}},
+    ]
     log = tmp_path / "a.sqlog"
-    log.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in records) + "\x1e{\"time\": 9")
+    log.write_text("".join("\x1e" + json.dumps(r) + "\n" for r in records) + '\x1e{"time": 9')
     c = read_cwnd(log)
     assert list(c["cwnd_bytes"]) == [14480, 20000, 30000]
     assert c["unix_s"].iloc[0] == pytest.approx(1000.010)
@@ -384,6 +491,7 @@ def test_states_reads_one_trace_per_flow_labelled_by_the_flows_table(tmp_path: P
     run's linkem counters (every flow's drops together, no flow's own)."""
     from longlook.analyses.states import load_runs
     from states_synthetic import quic_log, tcp_log, write_qlog
+
     store = _filled_store(tmp_path)
     logs = store.run_dir("run0") / "logs"
     logs.mkdir(parents=True)

@@ -11,8 +11,7 @@ from testbed_helpers import needs_testbed
 
 from longlook.core.execute import Runner
 from longlook.core.store import Store
-from longlook.kinds.fairness import (FairnessScenario, FlowSpec, flow_counters, read_flow_log,
-                                     run_concurrent_flows)
+from longlook.kinds.fairness import FairnessScenario, FlowSpec, flow_counters, read_flow_log, run_concurrent_flows
 from longlook.report import build_report
 from longlook.stacks.endpoint import EndpointServer, ServerOptions
 from longlook.linkprofile import LinkProfile
@@ -73,10 +72,17 @@ def test_router_counters_add_up_to_what_the_endpoints_received(tmp_path: Path):
     certs = tmp_path / "cert"
     flows = [FlowSpec("QUIC", "h3", 1, 0.0), FlowSpec("TCP", "h2", 1, 0.0)]
     with Testbed(link, workdir=tmp_path / "tb", flow_log=True) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
-        _, outcomes = run_concurrent_flows(tb, port=4433, cert_dir=certs, flows=flows, run_id="acct",
-                                           run_dir=tmp_path / "run", duration_s=None, object_size="2m")
+        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs, log_dir=tmp_path / "logs")
+        _, outcomes = run_concurrent_flows(
+            tb,
+            port=4433,
+            cert_dir=certs,
+            flows=flows,
+            run_id="acct",
+            run_dir=tmp_path / "run",
+            duration_s=None,
+            object_size="2m",
+        )
         time.sleep(0.5)  # linkem's next flow-log interval
         down_total = tb.linkem_stats()["directions"]["down"]["bytes"]
         log = read_flow_log(tb.linkem.flow_log_path)

@@ -9,10 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from longlook.analyses.fallback import (analyze_session, analyze_sessions, bytes_per_second,
-                                        compare_patterns, cross_correlation, granger_test,
-                                        linkem_start_mono_ms, make_stationary, on_grid,
-                                        pair_verdicts, series_rows, summarize)
+from longlook.analyses.fallback import (
+    analyze_session,
+    analyze_sessions,
+    bytes_per_second,
+    compare_patterns,
+    cross_correlation,
+    granger_test,
+    linkem_start_mono_ms,
+    make_stationary,
+    on_grid,
+    pair_verdicts,
+    series_rows,
+    summarize,
+)
 from longlook.analyses.fallback.figures import fig12_svg
 from longlook.analyses.fallback.granger import null_versions
 from longlook.analyses.fallback.session import granger_verdicts
@@ -174,8 +184,9 @@ def test_sessions_without_fallback_are_counted_but_not_tested():
         if not fell_back:
             frame["F"] = 0.0
         for name in ("F", "B", "S"):
-            rows += [{"run_id": f"r{i}", "name": name, "t_s": float(t), "value": abs(v)}
-                     for t, v in enumerate(frame[name])]
+            rows += [
+                {"run_id": f"r{i}", "name": name, "t_s": float(t), "value": abs(v)} for t, v in enumerate(frame[name])
+            ]
         rows += [{"run_id": f"r{i}", "name": "F_udp", "t_s": float(t), "value": 100.0} for t in range(120)]
     results = analyze_sessions(pd.DataFrame(rows), how={"F": "sum"})
     s = summarize(results)
@@ -189,8 +200,9 @@ def test_sessions_without_fallback_are_counted_but_not_tested():
 
 
 def test_on_grid_forward_fills_and_sums():
-    rows = pd.DataFrame({"name": ["F", "F", "B", "B", "S"], "t_s": [0.2, 3.5, 0.0, 2.1, 0.0],
-                         "value": [10.0, 5.0, 1.0, 2.0, 0.0]})
+    rows = pd.DataFrame(
+        {"name": ["F", "F", "B", "B", "S"], "t_s": [0.2, 3.5, 0.0, 2.1, 0.0], "value": [10.0, 5.0, 1.0, 2.0, 0.0]}
+    )
     g = on_grid(rows, how={"F": "sum"})
     assert list(g.index) == [0.0, 1.0, 2.0, 3.0]
     assert list(g["F"]) == [10.0, 0.0, 0.0, 5.0]
@@ -202,13 +214,55 @@ def test_on_grid_forward_fills_and_sums():
 def test_bytes_per_second_from_flow_log(tmp_path: Path):
     server = "198.18.2.2"
     lines = [
-        {"t": 0.1, "direction": "down", "proto": "udp", "src": f"{server}:4433", "dst": "198.18.1.2:5000", "bytes": 1000},
-        {"t": 0.5, "direction": "down", "proto": "udp", "src": f"{server}:4433", "dst": "198.18.1.2:5000", "bytes": 3000},
+        {
+            "t": 0.1,
+            "direction": "down",
+            "proto": "udp",
+            "src": f"{server}:4433",
+            "dst": "198.18.1.2:5000",
+            "bytes": 1000,
+        },
+        {
+            "t": 0.5,
+            "direction": "down",
+            "proto": "udp",
+            "src": f"{server}:4433",
+            "dst": "198.18.1.2:5000",
+            "bytes": 3000,
+        },
         {"t": 1.0, "direction": "up", "proto": "udp", "src": "198.18.1.2:5000", "dst": f"{server}:4433", "bytes": 500},
-        {"t": 1.2, "direction": "down", "proto": "tcp", "src": f"{server}:4433", "dst": "198.18.1.2:6000", "bytes": 4000},
-        {"t": 2.7, "direction": "down", "proto": "tcp", "src": f"{server}:4433", "dst": "198.18.1.2:6000", "bytes": 10000},
-        {"t": 2.7, "direction": "down", "proto": "tcp", "src": f"{server}:7000", "dst": "198.18.1.2:6001", "bytes": 99999},
-        {"t": 2.8, "direction": "down", "proto": "tcp", "src": "10.0.0.1:4433", "dst": "198.18.1.2:6002", "bytes": 99999},
+        {
+            "t": 1.2,
+            "direction": "down",
+            "proto": "tcp",
+            "src": f"{server}:4433",
+            "dst": "198.18.1.2:6000",
+            "bytes": 4000,
+        },
+        {
+            "t": 2.7,
+            "direction": "down",
+            "proto": "tcp",
+            "src": f"{server}:4433",
+            "dst": "198.18.1.2:6000",
+            "bytes": 10000,
+        },
+        {
+            "t": 2.7,
+            "direction": "down",
+            "proto": "tcp",
+            "src": f"{server}:7000",
+            "dst": "198.18.1.2:6001",
+            "bytes": 99999,
+        },
+        {
+            "t": 2.8,
+            "direction": "down",
+            "proto": "tcp",
+            "src": "10.0.0.1:4433",
+            "dst": "198.18.1.2:6002",
+            "bytes": 99999,
+        },
     ]
     log = tmp_path / "flows.jsonl"
     log.write_text("".join(json.dumps(x) + "\n" for x in lines))
@@ -234,8 +288,16 @@ def test_patterns_welch_and_tcp_better_or_same_share():
     for r in range(10):
         for pattern, arm, level in (("DL", "h3", 1.0), ("DL", "h2", 2.0), ("DH", "h3", 3.0), ("DH", "h2", 1.0)):
             temporal = level + 0.1 * rng.normal(size=30)
-            rows.append({"pattern": pattern, "cell_id": pattern, "arm": arm, "round": r,
-                         "qoe": float(temporal.mean()), "samples": temporal})
+            rows.append(
+                {
+                    "pattern": pattern,
+                    "cell_id": pattern,
+                    "arm": arm,
+                    "round": r,
+                    "qoe": float(temporal.mean()),
+                    "samples": temporal,
+                }
+            )
     out = compare_patterns(pd.DataFrame(rows), samples="samples").set_index("pattern")
     assert out.loc["DL", "verdict"] == "TCP better" and out.loc["DL", "tcp_better_or_same_share"] == 1.0
     assert out.loc["DH", "verdict"] == "QUIC better" and out.loc["DH", "tcp_better_or_same_share"] == 0.0
@@ -251,8 +313,11 @@ def test_patterns_welch_and_tcp_better_or_same_share():
 def fbs_series(r: int) -> list[dict]:
     """Series F, B and S of one session (F drives B, one step later)."""
     frame = driven(r, n=120, lag=1)
-    return [{"name": n, "key": "", "t_s": float(t), "value": float(v)}
-            for n in ("F", "B", "S") for t, v in enumerate(frame[n])]
+    return [
+        {"name": n, "key": "", "t_s": float(t), "value": float(v)}
+        for n in ("F", "B", "S")
+        for t, v in enumerate(frame[n])
+    ]
 
 
 def fallback_store(directory: Path, rounds: int, records) -> None:
@@ -260,8 +325,9 @@ def fallback_store(directory: Path, rounds: int, records) -> None:
     from longlook.core.store import Store
     from longlook.kinds.pageload import Scenario
 
-    scenario = Scenario.from_toml(f'name = "fb"\nrounds = {rounds}\nworkloads = ["1x10k"]\n'
-                                  '[[links]]\nrate_mbit = 10\nrtt_ms = 36\n')
+    scenario = Scenario.from_toml(
+        f'name = "fb"\nrounds = {rounds}\nworkloads = ["1x10k"]\n[[links]]\nrate_mbit = 10\nrtt_ms = 36\n'
+    )
     with Store.open(directory) as s:
         s.start_experiment(scenario, {})
         for rec in records(scenario.cells()[0].id):
@@ -281,11 +347,36 @@ def test_store_analysis_and_cli(tmp_path: Path):
     def temporal(level, stall=range(0)):
         return [{"name": "qoe_t", "key": "", "t_s": float(t), "value": level - 4.3 * (t in stall)} for t in range(120)]
 
-    fallback_store(tmp_path, 3, lambda cell: [rec for r in range(3) for rec in (
-        RunRecord(run_id=f"q{r}", cell_id=cell, round=r, position=0, arm="h3", status="ok",
-                  metrics={"qoe": 1.0 + r / 10}, series=fbs_series(r) + temporal(1.0, range(40, 50))),
-        RunRecord(run_id=f"t{r}", cell_id=cell, round=r, position=1, arm="h2", status="ok",
-                  metrics={"qoe": 2.0 + r / 10}, series=temporal(2.0)))])
+    fallback_store(
+        tmp_path,
+        3,
+        lambda cell: [
+            rec
+            for r in range(3)
+            for rec in (
+                RunRecord(
+                    run_id=f"q{r}",
+                    cell_id=cell,
+                    round=r,
+                    position=0,
+                    arm="h3",
+                    status="ok",
+                    metrics={"qoe": 1.0 + r / 10},
+                    series=fbs_series(r) + temporal(1.0, range(40, 50)),
+                ),
+                RunRecord(
+                    run_id=f"t{r}",
+                    cell_id=cell,
+                    round=r,
+                    position=1,
+                    arm="h2",
+                    status="ok",
+                    metrics={"qoe": 2.0 + r / 10},
+                    series=temporal(2.0),
+                ),
+            )
+        ],
+    )
     result = analyze_store(tmp_path)
     assert list(result.sessions["run_id"]) == ["q0", "q1", "q2"]
     assert (result.sessions["pair_verdict"] == "tcp_better").all()
@@ -307,11 +398,40 @@ def test_flagged_retries_are_one_session_per_round(tmp_path: Path):
     from longlook.core.record import RunRecord
 
     # the first attempt of each arm was flagged and retried
-    fallback_store(tmp_path, 2, lambda cell: [rec for r in range(2) for attempt in (1, 2) for rec in (
-        RunRecord(run_id=f"q{r}a{attempt}", cell_id=cell, round=r, position=0, arm="h3", attempt=attempt,
-                  status="ok", series=fbs_series(r), audit={"flagged": attempt == 1}, metrics={"qoe": 1.0}),
-        RunRecord(run_id=f"t{r}a{attempt}", cell_id=cell, round=r, position=1, arm="h2", attempt=attempt,
-                  status="ok", audit={"flagged": attempt == 1}, metrics={"qoe": 2.0}))])
+    fallback_store(
+        tmp_path,
+        2,
+        lambda cell: [
+            rec
+            for r in range(2)
+            for attempt in (1, 2)
+            for rec in (
+                RunRecord(
+                    run_id=f"q{r}a{attempt}",
+                    cell_id=cell,
+                    round=r,
+                    position=0,
+                    arm="h3",
+                    attempt=attempt,
+                    status="ok",
+                    series=fbs_series(r),
+                    audit={"flagged": attempt == 1},
+                    metrics={"qoe": 1.0},
+                ),
+                RunRecord(
+                    run_id=f"t{r}a{attempt}",
+                    cell_id=cell,
+                    round=r,
+                    position=1,
+                    arm="h2",
+                    attempt=attempt,
+                    status="ok",
+                    audit={"flagged": attempt == 1},
+                    metrics={"qoe": 2.0},
+                ),
+            )
+        ],
+    )
     result = analyze_store(tmp_path, include_flagged=True)
     assert list(result.sessions["run_id"]) == ["q0a2", "q1a2"]
     assert result.patterns.iloc[0]["pairs"] == 2

@@ -45,22 +45,74 @@ def _store(tmp_path: Path) -> Path:
         s.start_experiment(sc, {})
         for r in range(4):
             # clean: the racing client is on QUIC and a bit faster; blocked: it waits 300 ms
-            s.record_run(RunRecord(run_id=f"cq{r}", cell_id=clean.id, round=r, position=0, arm="quic-enabled",
-                                   status="ok", protocol_negotiated="h3",
-                                   metrics={"plt_ms": 200.0 + r, "quic_share": 1.0, "tcp_delay_ms": 300.0}))
-            s.record_run(RunRecord(run_id=f"ct{r}", cell_id=clean.id, round=r, position=1, arm="tcp-only",
-                                   status="ok", protocol_requested="h2", protocol_negotiated="h2",
-                                   metrics={"plt_ms": 240.0 + r}))
-            s.record_run(RunRecord(run_id=f"bq{r}", cell_id=blocked.id, round=r, position=0, arm="quic-enabled",
-                                   status="ok", protocol_negotiated="h2",
-                                   metrics={"plt_ms": 540.0 + r, "quic_share": 0.0, "tcp_delay_ms": 300.0,
-                                            "time_to_fallback_ms": 372.0 + r}))
-            s.record_run(RunRecord(run_id=f"bt{r}", cell_id=blocked.id, round=r, position=1, arm="tcp-only",
-                                   status="ok", protocol_requested="h2", protocol_negotiated="h2",
-                                   metrics={"plt_ms": 240.0 + r}))
+            s.record_run(
+                RunRecord(
+                    run_id=f"cq{r}",
+                    cell_id=clean.id,
+                    round=r,
+                    position=0,
+                    arm="quic-enabled",
+                    status="ok",
+                    protocol_negotiated="h3",
+                    metrics={"plt_ms": 200.0 + r, "quic_share": 1.0, "tcp_delay_ms": 300.0},
+                )
+            )
+            s.record_run(
+                RunRecord(
+                    run_id=f"ct{r}",
+                    cell_id=clean.id,
+                    round=r,
+                    position=1,
+                    arm="tcp-only",
+                    status="ok",
+                    protocol_requested="h2",
+                    protocol_negotiated="h2",
+                    metrics={"plt_ms": 240.0 + r},
+                )
+            )
+            s.record_run(
+                RunRecord(
+                    run_id=f"bq{r}",
+                    cell_id=blocked.id,
+                    round=r,
+                    position=0,
+                    arm="quic-enabled",
+                    status="ok",
+                    protocol_negotiated="h2",
+                    metrics={
+                        "plt_ms": 540.0 + r,
+                        "quic_share": 0.0,
+                        "tcp_delay_ms": 300.0,
+                        "time_to_fallback_ms": 372.0 + r,
+                    },
+                )
+            )
+            s.record_run(
+                RunRecord(
+                    run_id=f"bt{r}",
+                    cell_id=blocked.id,
+                    round=r,
+                    position=1,
+                    arm="tcp-only",
+                    status="ok",
+                    protocol_requested="h2",
+                    protocol_negotiated="h2",
+                    metrics={"plt_ms": 240.0 + r},
+                )
+            )
         # a failed racing run is not data
-        s.record_run(RunRecord(run_id="bqx", cell_id=blocked.id, round=0, position=0, arm="quic-enabled",
-                               attempt=2, status="failed", metrics={"plt_ms": 1.0}))
+        s.record_run(
+            RunRecord(
+                run_id="bqx",
+                cell_id=blocked.id,
+                round=0,
+                position=0,
+                arm="quic-enabled",
+                attempt=2,
+                status="failed",
+                metrics={"plt_ms": 1.0},
+            )
+        )
     return tmp_path
 
 

@@ -16,6 +16,7 @@ ATTEMPTS = 3
 def test_500mbit_20ms_delivers_its_rate():
     from longlook.bench.link import within_tolerance
     from longlook.testbed import Testbed
+
     # 20 ms RTT, a BDP (1.25 MB) of buffer: one TCP flow can fill it, and UDP paced 20% above
     # the rate measures what the link delivers
     p = LinkProfile(name="500mbit-20ms", rate_mbit=500, delay_ms=10, buffer_bytes=1_250_000)
@@ -33,7 +34,10 @@ def test_500mbit_20ms_delivers_its_rate():
             if ok:
                 return
             host = r.raw["linkem_udp_down"]["fell_behind"] + r.raw["receiver_udp_down"]["host"]
-            misses.append(f"{why}; UDP sent {sent:.4g} Mbit/s; host: {'; '.join(host) or 'linkem kept up, the receiver dropped nothing'}")
+            misses.append(
+                f"{why}; UDP sent {sent:.4g} Mbit/s; "
+                f"host: {'; '.join(host) or 'linkem kept up, the receiver dropped nothing'}"
+            )
             # linkem kept up and the receiver read all it was given: the rate was the model's fault
             assert host, misses[-1]
     raise AssertionError(f"the host distorted {ATTEMPTS} checks in a row: " + " | ".join(misses))

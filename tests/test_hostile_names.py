@@ -12,36 +12,79 @@ import pytest
 
 LONGLOOK = [sys.executable, "-m", "longlook.cli"]
 
-SCENARIO = '''name = "hostile-names"
+SCENARIO = """name = "hostile-names"
 rounds = 2
 workloads = ["1x5k"]
 {extra}
 [[links]]
 rate_mbit = 10
 rtt_ms = 20
-'''
+"""
 
-ARM = '''arms = [{{ label = "x", protocol = "h3", server = "{server}", server_cc = "{cc}" }}, {{ label = "h2", protocol = "h2" }}]
-compare = [["x", "h2"]]'''
+ARM = (
+    'arms = [{{ label = "x", protocol = "h3", server = "{server}", server_cc = "{cc}" }}, '
+    '{{ label = "h2", protocol = "h2" }}]\n'
+    'compare = [["x", "h2"]]'
+)
 
 # (case, environment, scenario's extra lines or None for `stacks install`, argv tail, words the error must contain)
 CASES = [
-    ("cache size nan", {"LONGLOOK_STACKS_CACHE_GB": "nan"}, None, ["stacks", "install", "aioquic@1.7.2"],
-     ["LONGLOOK_STACKS_CACHE_GB", "not a number"]),
-    ("cache size inf", {"LONGLOOK_STACKS_CACHE_GB": "inf"}, None, ["stacks", "install", "aioquic@1.7.2"],
-     ["LONGLOOK_STACKS_CACHE_GB"]),
-    ("cache size negative", {"LONGLOOK_STACKS_CACHE_GB": "-3"}, None, ["stacks", "install", "aioquic@1.7.2"],
-     ["LONGLOOK_STACKS_CACHE_GB"]),
-    ("cache size text", {"LONGLOOK_STACKS_CACHE_GB": "lots"}, None, ["stacks", "install", "aioquic@1.7.2"],
-     ["LONGLOOK_STACKS_CACHE_GB"]),
-    ("stacks dir is a file", {"LONGLOOK_STACKS_DIR": "{file}"}, None, ["stacks", "install", "aioquic@1.7.2"],
-     ["LONGLOOK_STACKS_DIR", "not a folder"]),
-    ("datapath bogus at validate", {"LONGLOOK_DATAPATH": "bogus"}, "", ["scenario", "validate"],
-     ["LONGLOOK_DATAPATH", "not a datapath"]),
-    ("a server cc the stack lacks", {}, ARM.format(server="quiche", cc="vegas"), ["scenario", "validate"],
-     ["vegas", "offers"]),
-    ("a release that is a path", {}, ARM.format(server="quic-go@../../x", cc="newreno"), ["scenario", "validate"],
-     ["not a release name"]),
+    (
+        "cache size nan",
+        {"LONGLOOK_STACKS_CACHE_GB": "nan"},
+        None,
+        ["stacks", "install", "aioquic@1.7.2"],
+        ["LONGLOOK_STACKS_CACHE_GB", "not a number"],
+    ),
+    (
+        "cache size inf",
+        {"LONGLOOK_STACKS_CACHE_GB": "inf"},
+        None,
+        ["stacks", "install", "aioquic@1.7.2"],
+        ["LONGLOOK_STACKS_CACHE_GB"],
+    ),
+    (
+        "cache size negative",
+        {"LONGLOOK_STACKS_CACHE_GB": "-3"},
+        None,
+        ["stacks", "install", "aioquic@1.7.2"],
+        ["LONGLOOK_STACKS_CACHE_GB"],
+    ),
+    (
+        "cache size text",
+        {"LONGLOOK_STACKS_CACHE_GB": "lots"},
+        None,
+        ["stacks", "install", "aioquic@1.7.2"],
+        ["LONGLOOK_STACKS_CACHE_GB"],
+    ),
+    (
+        "stacks dir is a file",
+        {"LONGLOOK_STACKS_DIR": "{file}"},
+        None,
+        ["stacks", "install", "aioquic@1.7.2"],
+        ["LONGLOOK_STACKS_DIR", "not a folder"],
+    ),
+    (
+        "datapath bogus at validate",
+        {"LONGLOOK_DATAPATH": "bogus"},
+        "",
+        ["scenario", "validate"],
+        ["LONGLOOK_DATAPATH", "not a datapath"],
+    ),
+    (
+        "a server cc the stack lacks",
+        {},
+        ARM.format(server="quiche", cc="vegas"),
+        ["scenario", "validate"],
+        ["vegas", "offers"],
+    ),
+    (
+        "a release that is a path",
+        {},
+        ARM.format(server="quic-go@../../x", cc="newreno"),
+        ["scenario", "validate"],
+        ["not a release name"],
+    ),
     ("a release that is an option", {}, None, ["stacks", "install", "quic-go@--help"], ["not a release name"]),
 ]
 
@@ -50,8 +93,11 @@ CASES = [
 def test_one_clear_error(tmp_path, case, env, extra, argv, words):
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
-    environ = {**os.environ, "LONGLOOK_STACKS_DIR": str(tmp_path / "stacks"),
-               **{k: v.format(file=a_file) for k, v in env.items()}}
+    environ = {
+        **os.environ,
+        "LONGLOOK_STACKS_DIR": str(tmp_path / "stacks"),
+        **{k: v.format(file=a_file) for k, v in env.items()},
+    }
     args = list(argv)
     if extra is not None:
         path = tmp_path / "s.toml"
@@ -117,7 +163,7 @@ def test_a_damaged_store_is_one_clear_error(tmp_path, damage):
         db.write_bytes(bytes(data[: len(data) // 3]))
     else:  # every block after the header overwritten: checksums fail when a table is read
         for i in range(8192, len(data), 4096):
-            data[i:i + 64] = b"\xa5" * 64
+            data[i : i + 64] = b"\xa5" * 64
         db.write_bytes(bytes(data))
     for argv in (["export", str(exp), "--out", str(tmp_path / "out")], ["report", str(exp)]):
         r = subprocess.run([*LONGLOOK, *argv], capture_output=True, text=True, timeout=120)
@@ -126,7 +172,7 @@ def test_a_damaged_store_is_one_clear_error(tmp_path, damage):
         assert "Traceback" not in out and "error" in out, out[-2000:]
 
 
-FAIRNESS = '''kind = "fairness"
+FAIRNESS = """kind = "fairness"
 name = "f"
 rounds = 2
 duration_s = 10
@@ -135,9 +181,9 @@ matchups = [{{ quic = 1, tcp = 1 }}]
 [[links]]
 rate_mbit = 10
 rtt_ms = 20
-'''
+"""
 
-VIDEO_IV = '''kind = "video"
+VIDEO_IV = """kind = "video"
 name = "v"
 rounds = 4
 protocols = ["race", "h2"]
@@ -149,7 +195,7 @@ onset_s = {onset}
 [[links]]
 rate_mbit = 10
 rtt_ms = 20
-'''
+"""
 
 PINNED = SCENARIO.format(extra="") + "[testbed]\ncpus = {cpus}\n"
 

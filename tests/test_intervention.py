@@ -52,19 +52,23 @@ def test_the_shipped_scenario_assigns_per_run_and_never_treats_tcp_only():
     race, h2 = sc.arm("quic-enabled"), sc.arm("h2")
     treated = [r for r in range(sc.rounds) if sc.assignment(cell, race, r).treated]
     assert len(treated) == sc.rounds // 2
-    assert all(sc.assignment(cell, h2, r) is None and sc.run_link(cell, h2, r) is cell.link
-               for r in range(sc.rounds))
+    assert all(sc.assignment(cell, h2, r) is None and sc.run_link(cell, h2, r) is cell.link for r in range(sc.rounds))
     r = treated[0]
     assert sc.run_link(cell, race, r).middlebox.active_from_s == sc.assignment(cell, race, r).onset_s
 
 
-@pytest.mark.parametrize("extra, error", [
-    ('protocols = ["h3", "h2"]\n', "race"),
-    ('protocols = ["race", "h2"]\n[[links]]\nname = "x"\nrate_mbit = 10\nmiddlebox = { block_udp = true }\n',
-     "leave it out"),
-])
+@pytest.mark.parametrize(
+    "extra, error",
+    [
+        ('protocols = ["h3", "h2"]\n', "race"),
+        (
+            'protocols = ["race", "h2"]\n[[links]]\nname = "x"\nrate_mbit = 10\nmiddlebox = { block_udp = true }\n',
+            "leave it out",
+        ),
+    ],
+)
 def test_an_intervention_without_a_racing_arm_or_with_a_fixed_middlebox_is_an_error(extra, error):
-    links = "" if "[[links]]" in extra else '[[links]]\nrate_mbit = 10\n'
+    links = "" if "[[links]]" in extra else "[[links]]\nrate_mbit = 10\n"
     text = f'kind = "video"\nname = "x"\nrounds = 4\n{extra}{links}[intervention]\nonset_s = [5.0, 10.0]\n'
     with pytest.raises(LonglookError) as e:
         parse_scenario(text)
@@ -73,6 +77,7 @@ def test_an_intervention_without_a_racing_arm_or_with_a_fixed_middlebox_is_an_er
 
 def test_the_ate_is_the_difference_of_means_with_welch_s_interval():
     from scipy import stats as sps
+
     t, c = np.array([0.2, 0.4, 0.1, 0.3]), np.array([1.0, 1.2, 0.9, 1.1, 1.3])
     s = pd.DataFrame({"treated": [True] * 4 + [False] * 5, "qoe": np.r_[t, c]})
     row = ate_rows(s, outcomes=(("qoe", False),))[0]
@@ -143,6 +148,7 @@ def test_sessions_without_an_assignment_are_an_error_with_a_hint():
 def test_a_perfectly_fitting_granger_regression_is_not_testable_rather_than_a_crash():
     # a short session where stall follows fallback exactly: statsmodels refuses the F-test
     from longlook.analyses.fallback.granger import granger_test
+
     cause = np.r_[np.zeros(8), np.ones(12)]
     effect = np.r_[0.0, cause[:-1]]
     r = granger_test(cause, effect)
@@ -170,13 +176,29 @@ def _intervention_store(directory, failed_treated: int) -> None:
         for r in range(sc.rounds):
             a = sc.assignment(cell, race, r)
             if r in lost:
-                rec = RunRecord(run_id=f"s{r}", cell_id=cell.id, round=r, position=0, arm=race.label,
-                                status="failed", error="player stalled out", protocol_requested=None)
+                rec = RunRecord(
+                    run_id=f"s{r}",
+                    cell_id=cell.id,
+                    round=r,
+                    position=0,
+                    arm=race.label,
+                    status="failed",
+                    error="player stalled out",
+                    protocol_requested=None,
+                )
             else:
-                rec = RunRecord(run_id=f"s{r}", cell_id=cell.id, round=r, position=0, arm=race.label,
-                                status="ok", protocol_requested=None, protocol_negotiated="h3",
-                                metrics={"qoe": float(qoe[r]), "avg_bitrate_mbit": 3.0, "stall_s": 0.0},
-                                details={"intervention": a.as_dict()})
+                rec = RunRecord(
+                    run_id=f"s{r}",
+                    cell_id=cell.id,
+                    round=r,
+                    position=0,
+                    arm=race.label,
+                    status="ok",
+                    protocol_requested=None,
+                    protocol_negotiated="h3",
+                    metrics={"qoe": float(qoe[r]), "avg_bitrate_mbit": 3.0, "stall_s": 0.0},
+                    details={"intervention": a.as_dict()},
+                )
             st.record_run(rec)
         st.finish_experiment()
 

@@ -70,5 +70,6 @@ def test_a_treated_session_falls_back_and_a_control_session_stays_on_quic(tmp_pa
     assert result.summary["compliance"] == {"treated_fell_back": 1, "control_fell_back": 0}
     # the experiment's report carries the ATE section
     from longlook.report import build_report
+
     html = build_report(tmp_path / "exp").read_text()
     assert 'id="intervention"' in html and "Observational vs interventional" in html

@@ -32,11 +32,20 @@ buffer_bytes = 50000
 """
 
 
-def _run(tmp_path: Path, *args: str, rounds: int = 3, count: int = 100, pause: float = 0,
-         retries: int = 0, fidelity: str = "", exit_code: int = 0):
+def _run(
+    tmp_path: Path,
+    *args: str,
+    rounds: int = 3,
+    count: int = 100,
+    pause: float = 0,
+    retries: int = 0,
+    fidelity: str = "",
+    exit_code: int = 0,
+):
     scenario = tmp_path / "echo.toml"
-    scenario.write_text(textwrap.dedent(SCENARIO.format(
-        rounds=rounds, count=count, pause=pause, retries=retries, fidelity=fidelity)))
+    scenario.write_text(
+        textwrap.dedent(SCENARIO.format(rounds=rounds, count=count, pause=pause, retries=retries, fidelity=fidelity))
+    )
     out = tmp_path / "exp"
     result = CliRunner().invoke(app, ["run", str(scenario), "--out", str(out), *args])
     assert result.exit_code == exit_code, result.output + repr(result.exception)
@@ -85,8 +94,16 @@ def test_a_forced_late_release_flags_the_run(tmp_path: Path):
 
 @needs_testbed("linkem", "linkem-probe")
 def test_flagged_runs_are_kept_without_retry_when_asked(tmp_path: Path):
-    out = _run(tmp_path, "--no-link-check", rounds=1, count=100, pause=40, retries=1,
-               fidelity="[fidelity]\nretry_flagged = false", exit_code=1)
+    out = _run(
+        tmp_path,
+        "--no-link-check",
+        rounds=1,
+        count=100,
+        pause=40,
+        retries=1,
+        fidelity="[fidelity]\nretry_flagged = false",
+        exit_code=1,
+    )
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
     assert len(runs) == 2 and runs["audit_flagged"].all(), runs[["arm", "attempt", "audit_reasons"]]
@@ -100,13 +117,28 @@ def test_an_arm_that_measures_something_else_is_not_short_of_its_rounds():
     from longlook.core.status import completion, shortfalls
     from longlook.kinds.conformance import KIND
 
-    runs = pd.DataFrame([{"run_id": f"{a}{r}", "cell_id": "c", "arm": a, "round": r, "status": "ok",
-                          "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False,
-                          "mbit": 4.5 if a == "alone" else None} for a in ("alone", "fingerprint") for r in range(3)])
+    runs = pd.DataFrame(
+        [
+            {
+                "run_id": f"{a}{r}",
+                "cell_id": "c",
+                "arm": a,
+                "round": r,
+                "status": "ok",
+                "protocol_requested": None,
+                "protocol_negotiated": None,
+                "audit_flagged": False,
+                "mbit": 4.5 if a == "alone" else None,
+            }
+            for a in ("alone", "fingerprint")
+            for r in range(3)
+        ]
+    )
     before = shortfalls(completion(runs, "mbit"), {"c": ["alone", "fingerprint"]}, need=2)
     assert before == ["c: fingerprint has 0 of 3 rounds counted"]
     done = completion(runs, "mbit", metric_free_arms=KIND.metric_free_arms)
     assert shortfalls(done, {"c": ["alone", "fingerprint"]}, need=2) == []
     failed = runs.assign(status=["ok"] * 3 + ["failed"] * 3)  # a failed fingerprint run still does not count
-    assert shortfalls(completion(failed, "mbit", metric_free_arms=KIND.metric_free_arms),
-                      {"c": ["alone", "fingerprint"]}, need=2) == ["c: fingerprint has 0 of 3 rounds counted"]
+    assert shortfalls(
+        completion(failed, "mbit", metric_free_arms=KIND.metric_free_arms), {"c": ["alone", "fingerprint"]}, need=2
+    ) == ["c: fingerprint has 0 of 3 rounds counted"]

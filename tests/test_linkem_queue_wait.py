@@ -24,6 +24,7 @@ STOP_S = 0.1
 def testbed():
     from longlook.linkprofile import LinkProfile
     from longlook.testbed import Testbed
+
     with Testbed(LinkProfile(rate_mbit=50, delay_ms=10, buffer_bytes=200_000)) as tb:
         yield tb
 
@@ -34,6 +35,7 @@ def _run(tb, *, stop_after_s: float | None, traffic: bool):
     from longlook.core.audit import RunAudit, StallWatch
     from longlook.core.spec import Fidelity
     from longlook.testbed import Testbed
+
     stalls = StallWatch(tb)
     try:
         server = tb.popen("server", ["iperf3", "-s", "-1"], as_party=False) if traffic else None
@@ -42,16 +44,19 @@ def _run(tb, *, stop_after_s: float | None, traffic: bool):
         audit.begin()
         pause = None
         if stop_after_s is not None:
+
             def stop_linkem():
                 time.sleep(stop_after_s)
                 os.kill(tb.linkem.pid, signal.SIGSTOP)
                 time.sleep(STOP_S)
                 os.kill(tb.linkem.pid, signal.SIGCONT)
+
             pause = threading.Thread(target=stop_linkem)
             pause.start()
         if traffic:
-            tb.run("client", ["iperf3", "-c", Testbed.server_addr, "-u", "-b", "10M", "-t", "2"],
-                   check=False, timeout=30)
+            tb.run(
+                "client", ["iperf3", "-c", Testbed.server_addr, "-u", "-b", "10M", "-t", "2"], check=False, timeout=30
+            )
         else:
             time.sleep(2.0)
         if pause is not None:
@@ -105,9 +110,13 @@ def test_the_audit_judges_linkem_stalls_that_overlap_the_window():
     after it counts, one that ended before it does not; the reason names the stall."""
     from longlook.core.audit import linkem_audit
     from longlook.core.spec import Fidelity
-    after = {"directions": {
-        "up": {"late_read_events": [[900.0, 50.0], [1130.0, 140.2]], "late_wakeup_events": [[1000.0, 3.0]]},
-        "down": {"late_read_events": [], "late_wakeup_events": [[2095.0, 120.0]]}}}
+
+    after = {
+        "directions": {
+            "up": {"late_read_events": [[900.0, 50.0], [1130.0, 140.2]], "late_wakeup_events": [[1000.0, 3.0]]},
+            "down": {"late_read_events": [], "late_wakeup_events": [[2095.0, 120.0]]},
+        }
+    }
     a = linkem_audit({}, after, 1000.0, 2000.0).judge(Fidelity())
     assert a.max_read_wait_ms == 140.2  # 900 ended before the window
     assert a.max_wakeup_late_ms == 120.0  # began at 1975, inside
@@ -127,6 +136,7 @@ def test_the_audit_reads_stats_covering_the_run_end_without_waiting_an_interval(
     from longlook.core.audit import STATS_LAG_MS, RunAudit
     from longlook.core.spec import Fidelity
     from longlook.testbed import Testbed
+
     send = f"for i in 1 2 3 4 5; do echo x > /dev/udp/{Testbed.server_addr}/9; sleep 0.005; done; sleep 0.022"
     costs = []
     for _ in range(5):
@@ -136,8 +146,11 @@ def test_the_audit_reads_stats_covering_the_run_end_without_waiting_an_interval(
         t = time.monotonic()
         audit.end()
         costs.append((time.monotonic() - t) * 1000)
-        to9 = lambda s: sum(f["packets"] for f in s.get("flows") or []  # noqa: E731
-                            if f["direction"] == "up" and f["dst"] == f"{Testbed.server_addr}:9")
+        to9 = lambda s: sum(
+            f["packets"]
+            for f in s.get("flows") or []  # noqa: E731
+            if f["direction"] == "up" and f["dst"] == f"{Testbed.server_addr}:9"
+        )
         assert to9(audit.after) - to9(audit.before) == 5, audit.after
         assert audit.after["covers_mono_ms"] >= audit.t1_ms, (audit.after["covers_mono_ms"], audit.t1_ms)
     # the interval wait alone was STATS_LAG_MS + 1: once without it shows it is gone (a loaded
@@ -149,6 +162,7 @@ def test_two_segments_cover_up_to_the_older_of_their_linkems():
     """The proxy topology's merged document covers only what both linkems cover; with one
     linkem that does not say, the audit falls back to waiting an interval."""
     from longlook.testbed.testbed import merged_stats
+
     a = {"mono_ms": 10.0, "covers_mono_ms": 9.0, "directions": {}}
     b = {"mono_ms": 12.0, "covers_mono_ms": 7.5, "directions": {}}
     assert merged_stats(a, b)["covers_mono_ms"] == 7.5
@@ -164,6 +178,7 @@ def test_a_stall_is_read_by_the_time_the_audit_asks(testbed):
     watchers wake late, as a stalled machine does, at any phase of its printing poll (a stop
     longer than the poll would always end with the poll due)."""
     from longlook.core.audit import STALL_REPORT_MS, StallWatch
+
     watch = StallWatch(testbed)
     missed = []
     try:

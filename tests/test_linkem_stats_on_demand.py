@@ -14,8 +14,7 @@ from testbed_helpers import needs_testbed
 
 
 def _to9(stats: dict, server: str) -> int:
-    return sum(f["packets"] for f in stats.get("flows") or []
-               if f["direction"] == "up" and f["dst"] == f"{server}:9")
+    return sum(f["packets"] for f in stats.get("flows") or [] if f["direction"] == "up" and f["dst"] == f"{server}:9")
 
 
 @needs_testbed("linkem")

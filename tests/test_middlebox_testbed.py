@@ -20,21 +20,27 @@ def _link(**middlebox) -> LinkProfile:
 
 
 def _fetch(tb, certs: Path, out: Path, protocol: str, size: str, timeout_s: float = 20):
-    return fetch(tb, url=f"https://{SERVER_ADDR}:{PORT}/bulk/{size}", protocol=protocol,
-                 run_id=out.stem, cert_dir=certs, out=out, timeout_s=timeout_s, mode="bulk")
+    return fetch(
+        tb,
+        url=f"https://{SERVER_ADDR}:{PORT}/bulk/{size}",
+        protocol=protocol,
+        run_id=out.stem,
+        cert_dir=certs,
+        out=out,
+        timeout_s=timeout_s,
+        mode="bulk",
+    )
 
 
 def _estab_resets(tb, role: str) -> int:
     """Connections of the namespace reset from ESTABLISHED (Tcp EstabResets, /proc/net/snmp)."""
-    lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines()
-             if ln.startswith("Tcp:")]
+    lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines() if ln.startswith("Tcp:")]
     return int(dict(zip(lines[0], lines[1]))["EstabResets"])
 
 
 def _flows(tb, proto: str, direction: str) -> list[dict]:
     time.sleep(0.3)  # the stats file is rewritten every 100 ms
-    return [f for f in tb.linkem_stats()["flows"]
-            if f["proto"] == proto and f["direction"] == direction]
+    return [f for f in tb.linkem_stats()["flows"] if f["proto"] == proto and f["direction"] == direction]
 
 
 @needs_testbed("linkem", "endpoint")
@@ -42,8 +48,7 @@ def test_quic_initials_dropped_h3_fails_h2_works(tmp_path: Path):
     certs = tmp_path / "cert"
     link = _link(up={"middlebox": {"drop_quic_initial": True}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
         h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
         h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "100k")
         udp_up = _flows(tb, "udp", "up")
@@ -64,8 +69,7 @@ def test_rst_after_n_bytes_kills_h2_download_not_h3(tmp_path: Path):
     n = 300_000
     link = _link(down={"middlebox": {"tcp_rst_after_bytes": n}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
         resets_before = _estab_resets(tb, "client")
         h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "2m")
         tcp_down = _flows(tb, "tcp", "down")
@@ -88,8 +92,7 @@ def test_quic_blackholed_after_handshake(tmp_path: Path):
     certs = tmp_path / "cert"
     link = _link(down={"middlebox": {"quic_blackhole_after_handshake": True}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
         h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
         udp_down = _flows(tb, "udp", "down")
         server.stop()
@@ -108,8 +111,7 @@ def test_udp_block_window_and_fallback_bytes_from_flow_log(tmp_path: Path):
     until = 6.0
     link = _link(up={"middlebox": {"block_udp": True, "active_until_s": until}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1, flow_log=True) as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs,
-                                      log_dir=tmp_path / "logs")
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
         before = tb.linkem_stats()["elapsed_s"]
         blocked = _fetch(tb, certs, tmp_path / "blocked.json", "h3", "100k", timeout_s=2)
         h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "1m")

@@ -34,7 +34,7 @@ def test_segments_become_their_series_and_proxy_is_a_cell_dimension():
     assert (a.rtt_ms(), b.rtt_ms()) == (10, 30)
     assert lossy.rtt_ms() == 40  # delays add up
     assert lossy.resolved("down").rate_mbit == 5  # the slower segment
-    assert lossy.expected_loss("up") == pytest.approx(1 - 0.99 ** 2)
+    assert lossy.expected_loss("up") == pytest.approx(1 - 0.99**2)
     cells = sc.cells()
     assert len(cells) == 2 * 3
     assert {c.dims()["proxy"] for c in cells} == {"none", "tcp", "quic"}
@@ -44,19 +44,24 @@ def test_segments_become_their_series_and_proxy_is_a_cell_dimension():
 
 
 def test_plain_scenarios_keep_their_cell_ids():
-    sc = parse('[[links]]\nrate_mbit = 10\nrtt_ms = 20\n')
+    sc = parse("[[links]]\nrate_mbit = 10\nrtt_ms = 20\n")
     assert all("proxy" not in c.id and "proxy" not in c.dims() for c in sc.cells())
 
 
-@pytest.mark.parametrize("extra, words", [
-    ('proxy = "tcp"\n[[links]]\nrate_mbit = 20\nlink_a = { rtt_ms = 10 }\n', "link_b is missing"),
-    ('proxy = "quic"\n[[links]]\nrate_mbit = 20\nrtt_ms = 20\n', "links[0] has no segments"),
-    ('proxy = "udp"\n' + SEGMENTED, "proxy"),
-    (SEGMENTED + '[[links]]\nrate_mbit = 3\nrtt_ms = 20\n', "links[1]: has no segments"),
-    ('[[links]]\nrate_mbit = 20\nlink_a = { rtt_ms = 10, jitter_ms = 2 }\nlink_b = { rtt_ms = 10 }\n',
-     "links[0].link_a.jitter_ms: not supported"),
-    ('proxy = "tcp"\nclient = "chromium"\n' + SEGMENTED, "native client"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ('proxy = "tcp"\n[[links]]\nrate_mbit = 20\nlink_a = { rtt_ms = 10 }\n', "link_b is missing"),
+        ('proxy = "quic"\n[[links]]\nrate_mbit = 20\nrtt_ms = 20\n', "links[0] has no segments"),
+        ('proxy = "udp"\n' + SEGMENTED, "proxy"),
+        (SEGMENTED + "[[links]]\nrate_mbit = 3\nrtt_ms = 20\n", "links[1]: has no segments"),
+        (
+            "[[links]]\nrate_mbit = 20\nlink_a = { rtt_ms = 10, jitter_ms = 2 }\nlink_b = { rtt_ms = 10 }\n",
+            "links[0].link_a.jitter_ms: not supported",
+        ),
+        ('proxy = "tcp"\nclient = "chromium"\n' + SEGMENTED, "native client"),
+    ],
+)
 def test_bad_proxy_input_is_one_clear_error(extra, words):
     with pytest.raises(LonglookError) as e:
         parse(extra)
@@ -67,6 +72,7 @@ def test_shipped_proxy_scenario_parses():
     from pathlib import Path
 
     from longlook.core.spec import load_scenario
+
     sc = load_scenario(Path(__file__).resolve().parents[1] / "scenarios" / "kakhki-proxy.toml")
     assert {c.dims()["proxy"] for c in sc.cells()} == {"none", "tcp", "quic"}
     assert all(link.segments for link in sc.links)
@@ -85,8 +91,7 @@ def _analysis(holm: bool, proxied_h2: dict[int, float | None], link: str = "loss
 
     import pandas as pd
 
-    sc = parse('proxy = ["none", "tcp", "quic"]\nrounds = 10\n'
-               f'[statistics]\nholm = {str(holm).lower()}\n' + SEGMENTED)
+    sc = parse(f'proxy = ["none", "tcp", "quic"]\nrounds = 10\n[statistics]\nholm = {str(holm).lower()}\n' + SEGMENTED)
     rows = []
     for c in sc.cells():
         d = c.dims()
@@ -95,20 +100,37 @@ def _analysis(holm: bool, proxied_h2: dict[int, float | None], link: str = "loss
                 v = DIRECT[r] if d["proxy"] == "none" else DIRECT[9 - r]
                 if d["proxy"] == "tcp" and arm == "h2" and link in d["link"]:
                     v = proxied_h2.get(r, v)
-                rows.append({"cell_id": c.id, "arm": arm, "round": r, "attempt": 1,
-                             "status": "ok" if v is not None else "timeout", "protocol_requested": arm,
-                             "protocol_negotiated": arm if v is not None else None, "plt_ms": v})
+                rows.append(
+                    {
+                        "cell_id": c.id,
+                        "arm": arm,
+                        "round": r,
+                        "attempt": 1,
+                        "status": "ok" if v is not None else "timeout",
+                        "protocol_requested": arm,
+                        "protocol_negotiated": arm if v is not None else None,
+                        "plt_ms": v,
+                    }
+                )
     cells = pd.DataFrame({"cell_id": [c.id for c in sc.cells()], "dims": [c.dims() for c in sc.cells()]})
-    return types.SimpleNamespace(scenario=sc, runs=pd.DataFrame(rows), cells=cells, statistics=sc.statistics,
-                                 exclude_flagged=True)
+    return types.SimpleNamespace(
+        scenario=sc, runs=pd.DataFrame(rows), cells=cells, statistics=sc.statistics, exclude_flagged=True
+    )
 
 
 def _tcp_effect(analysis):
     from longlook.kinds.pageload.proxy_section import proxy_effects
 
     st = analysis.statistics
-    effects = proxy_effects(analysis.runs, analysis.cells, analysis.scenario, alpha=st.alpha, test=st.test,
-                            holm=st.holm, survivorship_alpha=st.survivorship_alpha)
+    effects = proxy_effects(
+        analysis.runs,
+        analysis.cells,
+        analysis.scenario,
+        alpha=st.alpha,
+        test=st.test,
+        holm=st.holm,
+        survivorship_alpha=st.survivorship_alpha,
+    )
     assert len(effects) == 4
     return next(e for e in effects if e.mode == "tcp" and "loss=0," in e.dims["link"])
 

@@ -29,27 +29,49 @@ rtt_ms = 20
 
 
 def racing_fetch(h3: int, h2: int, ttf: float | None) -> dict:
-    objs = [{"path": f"/o{i}", "status": 200, "bytes": 10, "start_ms": 0, "first_byte_ms": 1,
-             "end_ms": 2, "protocol": "h3"} for i in range(h3)]
-    objs += [{"path": f"/t{i}", "status": 200, "bytes": 10, "start_ms": 0, "first_byte_ms": 1,
-              "end_ms": 2, "protocol": "h2"} for i in range(h2)]
+    objs = [
+        {"path": f"/o{i}", "status": 200, "bytes": 10, "start_ms": 0, "first_byte_ms": 1, "end_ms": 2, "protocol": "h3"}
+        for i in range(h3)
+    ]
+    objs += [
+        {"path": f"/t{i}", "status": 200, "bytes": 10, "start_ms": 0, "first_byte_ms": 1, "end_ms": 2, "protocol": "h2"}
+        for i in range(h2)
+    ]
     proto = "mixed" if h3 and h2 else ("h3" if h3 else "h2")
-    return {"ok": True, "protocol_requested": "race", "protocol": proto, "plt_ms": 50.0,
-            "handshake_ms": 5.0, "ttfb_ms": 10.0, "objects": objs,
-            "race": {"quic_attempted": True, "tcp_delay_ms": 300.0, "time_to_fallback_ms": ttf,
-                     "quic_handshake_ms": None if not h3 else 20.0,
-                     "requests": {"h3": h3, "h2": h2}, "bytes": {"h3": 10 * h3, "h2": 10 * h2},
-                     "state_before": {"quic_worked": True, "origins": {}}, "state_after": None}}
+    return {
+        "ok": True,
+        "protocol_requested": "race",
+        "protocol": proto,
+        "plt_ms": 50.0,
+        "handshake_ms": 5.0,
+        "ttfb_ms": 10.0,
+        "objects": objs,
+        "race": {
+            "quic_attempted": True,
+            "tcp_delay_ms": 300.0,
+            "time_to_fallback_ms": ttf,
+            "quic_handshake_ms": None if not h3 else 20.0,
+            "requests": {"h3": h3, "h2": h2},
+            "bytes": {"h3": 10 * h3, "h2": 10 * h2},
+            "state_before": {"quic_worked": True, "origins": {}},
+            "state_after": None,
+        },
+    }
 
 
 def test_settings_become_the_endpoint_flags():
     s = RaceSettings(delay_factor=2, default_delay_ms=100, broken_for_s=5, initial="alt-svc-known")
     argv = s.argv()
     flags = dict(zip(argv[::2], argv[1::2]))
-    assert flags == {"--race-delay-factor": "2.0", "--race-default-delay-ms": "100.0",
-                     "--race-max-delay-ms": "3000.0", "--quic-handshake-timeout-ms": "5000.0",
-                     "--quic-idle-timeout-ms": "30000.0", "--broken-for-s": "5.0",
-                     "--race-initial": "alt-svc-known"}
+    assert flags == {
+        "--race-delay-factor": "2.0",
+        "--race-default-delay-ms": "100.0",
+        "--race-max-delay-ms": "3000.0",
+        "--quic-handshake-timeout-ms": "5000.0",
+        "--quic-idle-timeout-ms": "30000.0",
+        "--broken-for-s": "5.0",
+        "--race-initial": "alt-svc-known",
+    }
     assert "--race-state" not in argv
 
 
@@ -59,8 +81,10 @@ def test_state_file_only_when_the_cell_keeps_it(tmp_path):
     assert p == tmp_path / "race-state" / "cell3-quic-enabled.json" and p.parent.is_dir()
 
 
-@pytest.mark.parametrize("bad", ["delay_factor = -1", 'initial = "maybe"', "quic_handshake_timeout_ms = 0",
-                                 "nonsense = 1", 'state = "forever"'])
+@pytest.mark.parametrize(
+    "bad",
+    ["delay_factor = -1", 'initial = "maybe"', "quic_handshake_timeout_ms = 0", "nonsense = 1", 'state = "forever"'],
+)
 def test_bad_race_settings_are_one_error(bad: str):
     text = RACE_SCENARIO.format(client="").replace('default_delay_ms = 150\nstate = "cell"', bad)
     with pytest.raises(LonglookError) as e:

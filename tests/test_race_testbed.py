@@ -99,13 +99,20 @@ def test_udp_blocked_page_load_falls_back_after_the_racing_delay(tmp_path: Path)
 def test_quic_handshake_timeout_starts_tcp_before_the_wait_ends(tmp_path: Path):
     """TCP would wait 2.5 s, but QUIC's handshake gives up at 600 ms and TCP starts then."""
     certs = tmp_path / "cert"
-    link = LinkProfile(rate_mbit=20, delay_ms=RTT_MS / 2, buffer_bytes=100_000,
-                       middlebox={"block_udp": True})
+    link = LinkProfile(rate_mbit=20, delay_ms=RTT_MS / 2, buffer_bytes=100_000, middlebox={"block_udp": True})
     race = RaceSettings(default_delay_ms=2500, quic_handshake_timeout_ms=600)
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs, log_dir=tmp_path / "logs")
-        res = fetch(tb, url=f"https://{SERVER_ADDR}:4433/page/5x10k.html", protocol="race", run_id="hs",
-                    cert_dir=certs, out=tmp_path / "hs.json", timeout_s=15, race_argv=race.argv())
+        res = fetch(
+            tb,
+            url=f"https://{SERVER_ADDR}:4433/page/5x10k.html",
+            protocol="race",
+            run_id="hs",
+            cert_dir=certs,
+            out=tmp_path / "hs.json",
+            timeout_s=15,
+            race_argv=race.argv(),
+        )
         server.stop()
     assert res.status == "ok", res.error
     r = res.document["race"]

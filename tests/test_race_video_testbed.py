@@ -65,6 +65,7 @@ def test_native_player_races_and_records_each_segments_protocol(tmp_path: Path):
     for link, proto in (("clean", "h3"), ("blocked", "h2")):
         reqs = requests[requests["run_id"] == race.loc[link, "run_id"]]
         assert len(reqs) >= 4 and (reqs["protocol"] == proto).all(), reqs[["path", "protocol"]]
+
     # F(t), the bytes over TCP per second, is measured at the router (linkem's flow log) for
     # the fallback analysis; it carries what the client says it received, plus headers
     def total(link: str, name: str) -> float:

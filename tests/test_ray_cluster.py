@@ -72,11 +72,30 @@ def cluster():
     temp = tempfile.mkdtemp(prefix="llray-", dir="/tmp")  # short: Ray's socket paths
     port = _free_port()
     log = open(Path(temp) / "ray-start.log", "w")
-    head = subprocess.Popen([RAY, "start", "--head", "--block", "--port", str(port),
-                             "--node-ip-address", "127.0.0.1", "--resources", '{"testbed": 1}',
-                             "--num-cpus", "2", "--include-dashboard", "false", "--temp-dir", temp,
-                             "--disable-usage-stats"], stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    head = subprocess.Popen(
+        [
+            RAY,
+            "start",
+            "--head",
+            "--block",
+            "--port",
+            str(port),
+            "--node-ip-address",
+            "127.0.0.1",
+            "--resources",
+            '{"testbed": 1}',
+            "--num-cpus",
+            "2",
+            "--include-dashboard",
+            "false",
+            "--temp-dir",
+            temp,
+            "--disable-usage-stats",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while "block forever" not in (Path(temp) / "ray-start.log").read_text():
@@ -101,8 +120,9 @@ def cluster():
 
 
 def _run(path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*LONGLOOK, "run", str(path), "--out", str(out), *extra],
-                          capture_output=True, text=True, timeout=240)
+    return subprocess.run(
+        [*LONGLOOK, "run", str(path), "--out", str(out), *extra], capture_output=True, text=True, timeout=240
+    )
 
 
 def _store_summary(out: Path):
@@ -130,8 +150,7 @@ def test_ray_run_matches_a_local_run(cluster, tmp_path: Path):
         # the node's link self-check can fail on a machine shared with other tests: it is
         # stored all the same, and a resume without it finishes the grid
         assert "node " in on_ray.stderr and "outside tolerance" in on_ray.stderr, on_ray.stderr
-        on_ray = _run(path, tmp_path / "ray", "--executor", "ray", "--address", cluster,
-                      "--resume", "--no-link-check")
+        on_ray = _run(path, tmp_path / "ray", "--executor", "ray", "--address", cluster, "--resume", "--no-link-check")
     assert on_ray.returncode == 0, on_ray.stderr
 
     l_runs, l_cells, _, l_verdicts = _store_summary(tmp_path / "local")
@@ -154,6 +173,7 @@ def _ours(ns: str) -> bool:
     """A namespace of a testbed owned by a process that is gone (ours would be; other
     tests running at the same time own theirs)."""
     from longlook.testbed import ownership
+
     return any(ns in r.namespaces and not r.owner_alive() for r in ownership.all_records())
 
 
@@ -162,9 +182,12 @@ def test_killed_worker_loses_no_finished_run_and_the_cell_finishes(cluster, tmp_
     path = tmp_path / "s.toml"
     path.write_text(scenario(rounds=4, workload="1x1m", rtt_ms=36, rate_mbit=10))  # ~1 s a run
     out = tmp_path / "ray"
-    driver = subprocess.Popen([*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray",
-                               "--address", cluster, "--no-link-check"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray", "--address", cluster, "--no-link-check"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while len(before := _run_dirs(out)) < 2:  # two runs reached the driver
@@ -205,9 +228,12 @@ def test_ctrl_c_on_the_driver_then_a_local_resume_completes(cluster, tmp_path: P
     # (12 runs once all reached the driver first), so 40 leave a wide margin
     path.write_text(scenario(rounds=20, workload="1x1m", rtt_ms=36, rate_mbit=10))
     out = tmp_path / "exp"
-    driver = subprocess.Popen([*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray",
-                               "--address", cluster, "--no-link-check"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray", "--address", cluster, "--no-link-check"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while len(_run_dirs(out)) < 1:

@@ -19,9 +19,20 @@ def _runs(slow_factor: float, shared: bool, seed: int = 1) -> pd.DataFrame:
             for arm, base in (("h3", 400.0), ("h2", 500.0)):
                 for rnd in range(8):
                     plt = base * (1 + rng.normal(0, 0.03)) * (slow_factor if node == "b" else 1)
-                    rows.append({"run_id": f"{node}{cell}{arm}{rnd}", "node": node, "cell_id": cell,
-                                 "arm": arm, "round": rnd, "status": "ok", "protocol_requested": arm,
-                                 "protocol_negotiated": arm, "audit_flagged": False, "plt_ms": plt})
+                    rows.append(
+                        {
+                            "run_id": f"{node}{cell}{arm}{rnd}",
+                            "node": node,
+                            "cell_id": cell,
+                            "arm": arm,
+                            "round": rnd,
+                            "status": "ok",
+                            "protocol_requested": arm,
+                            "protocol_negotiated": arm,
+                            "audit_flagged": False,
+                            "plt_ms": plt,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 

@@ -57,9 +57,15 @@ def two_nodes():
     from ray.cluster_utils import Cluster
 
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    cluster = Cluster(initialize_head=True, head_node_args={
-        "num_cpus": 1, "resources": {"testbed": 1}, "object_store_memory": 100 * 1024 * 1024,
-        "include_dashboard": False})
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1,
+            "resources": {"testbed": 1},
+            "object_store_memory": 100 * 1024 * 1024,
+            "include_dashboard": False,
+        },
+    )
     worker = cluster.add_node(num_cpus=1, resources={"testbed": 1}, object_store_memory=100 * 1024 * 1024)
     cluster.wait_for_nodes()
     try:
@@ -76,9 +82,23 @@ def test_a_grid_lands_on_both_nodes_and_a_removed_node_s_cell_is_finished_elsewh
     path = tmp_path / "s.toml"
     path.write_text(_scenario())
     out = tmp_path / "exp"
-    driver = subprocess.Popen([*LONGLOOK, "run", str(path), "--out", str(out), "--executor", "ray",
-                               "--address", cluster.address, "--no-link-check"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    driver = subprocess.Popen(
+        [
+            *LONGLOOK,
+            "run",
+            str(path),
+            "--out",
+            str(out),
+            "--executor",
+            "ray",
+            "--address",
+            cluster.address,
+            "--no-link-check",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 180
         while len(before := _run_dirs(out)) < 4:  # both nodes are into their first cells
@@ -94,6 +114,7 @@ def test_a_grid_lands_on_both_nodes_and_a_removed_node_s_cell_is_finished_elsewh
     assert "requeued" in err, err
 
     from longlook.core.store import Store
+
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()
         cells = list(store.cells_frame()["cell_id"])
@@ -105,5 +126,6 @@ def test_a_grid_lands_on_both_nodes_and_a_removed_node_s_cell_is_finished_elsewh
     assert runs["run_id"].is_unique
     assert runs["ray_node_id"].nunique() == 2, runs["ray_node_id"].value_counts()  # both nodes ran cells
     from longlook.testbed import ownership
+
     left = [n for n in namespaces() if any(n in r.namespaces and not r.owner_alive() for r in ownership.all_records())]
     assert not left, left

@@ -11,9 +11,10 @@ from longlook.errors import LonglookError
 from longlook.stacks.releases import REGISTRIES, check_release, expand, nearest, releases
 
 GO = "v0.48.2\nv0.52.0\nv0.54.0\nv0.55.0-beta.1\nv0.55.0\nv0.57.1\nv0.65.0\n"
-CRATES = "\n".join(json.dumps({"name": "quinn", "vers": v, "yanked": y})
-                   for v, y in [("0.11.5", False), ("0.11.6", False), ("0.11.7", True), ("0.11.8", False),
-                                ("0.11.10-rc.1", False)])
+CRATES = "\n".join(
+    json.dumps({"name": "quinn", "vers": v, "yanked": y})
+    for v, y in [("0.11.5", False), ("0.11.6", False), ("0.11.7", True), ("0.11.8", False), ("0.11.10-rc.1", False)]
+)
 PYPI = json.dumps({"releases": {"1.7.0": [{"yanked": False}], "1.7.1": [], "1.7.2": [{"yanked": False}]}})
 
 
@@ -32,7 +33,11 @@ def test_each_registry_s_listing_is_read_oldest_first_without_pre_releases_yanke
 
 def test_a_range_expands_to_the_releases_inside_it_and_an_empty_or_reversed_one_is_an_error():
     assert expand("quic-go@v0.50.0..v0.57.1", fetch=fake(GO)) == [
-        "quic-go@v0.52.0", "quic-go@v0.54.0", "quic-go@v0.55.0", "quic-go@v0.57.1"]
+        "quic-go@v0.52.0",
+        "quic-go@v0.54.0",
+        "quic-go@v0.55.0",
+        "quic-go@v0.57.1",
+    ]
     assert expand("quic-go@v0.54.0", fetch=fake(GO)) == ["quic-go@v0.54.0"]  # one release: itself
     with pytest.raises(LonglookError, match="no release in this range") as e:
         expand("quic-go@v0.70.0..v0.80.0", fetch=fake(GO))
@@ -87,8 +92,9 @@ def test_a_release_range_becomes_one_arm_per_release_that_alternate_within_a_rou
     with pytest.raises(LonglookError, match="supports v0.56.0 and newer"):
         Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.52.0..v0.57.1"), source="test")
     with pytest.raises(LonglookError, match="no arm runs aioquic"):
-        Scenario.from_toml(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"', 'versions = "aioquic@1.7.0"'),
-                           source="test")
+        Scenario.from_toml(
+            SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"', 'versions = "aioquic@1.7.0"'), source="test"
+        )
 
 
 def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, monkeypatch):
@@ -105,8 +111,9 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
     monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache" / "releases").mkdir(parents=True)
     (tmp_path / "cache" / "releases" / "quic-go.json").write_text(listing)
-    sc = Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.68.0").replace("rounds = 2", "rounds = 6"),
-                            source="test")
+    sc = Scenario.from_toml(
+        SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.68.0").replace("rounds = 2", "rounds = 6"), source="test"
+    )
     out = tmp_path / "exp"
     rng = np.random.default_rng(3)
     with Store.open(out) as store:
@@ -115,17 +122,26 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
         for i, arm in enumerate(sc.arms):
             for r in range(6):
                 plt = (500.0 if arm.label == "h2" else 400.0 if i < 5 else 480.0) * rng.normal(1, 0.02)
-                store.record_run(record_from_fetch(fetch("h3" if arm.protocol == "h3" else "h2", plt=plt),
-                                                   run_id=f"{arm.label}-{r}", cell_id=cell.id, round=r,
-                                                   position=i, arm=arm.label))
+                store.record_run(
+                    record_from_fetch(
+                        fetch("h3" if arm.protocol == "h3" else "h2", plt=plt),
+                        run_id=f"{arm.label}-{r}",
+                        cell_id=cell.id,
+                        round=r,
+                        position=i,
+                        arm=arm.label,
+                    )
+                )
     h = release_history(out)
     [s] = h.series
     assert [p.version for p in s.points] == [f"v0.{60 + i}.0" for i in range(9)]
     assert [cp.index for cp in s.change_points] == [5] and 15 < s.change_points[0].change_pct < 25
     assert "E-Divisive over 9 releases" in h.limit() and "95% intervals" in h.limit()
     from longlook.report.sections.releases import section
+
     with Store.open(out, read_only=True) as store:
         from longlook.core.analysis import analyse
+
         sec = section(store, analyse(store))
     assert sec is not None and "v0.64.0 → v0.65.0" in sec.html
 
@@ -138,10 +154,17 @@ def test_the_history_s_limit_names_the_family_its_bonferroni_divided_by():
     from longlook.analyses.releases.history import ReleaseHistory, ReleasePoint, ReleaseSeries, change_points
 
     def series(cell, measured):
-        return ReleaseSeries(cell, "qg", "plt_ms", [
-            ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 5, 500.0 + i, 490.0 + i, 510.0 + i) if i < measured
-            else ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 0, math.nan, math.nan, math.nan)
-            for i in range(9)])
+        return ReleaseSeries(
+            cell,
+            "qg",
+            "plt_ms",
+            [
+                ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 5, 500.0 + i, 490.0 + i, 510.0 + i)
+                if i < measured
+                else ReleasePoint(f"v0.{60 + i}.0", f"qg-v0.{60 + i}.0", 0, math.nan, math.nan, math.nan)
+                for i in range(9)
+            ],
+        )
 
     family = [series("a", 9), series("b", 9), series("c", 9), series("d", 2)]
     threshold, perms, tested = change_points(family, 0.05)
@@ -161,6 +184,7 @@ def _world(levels: dict[str, float], cv: float = 0.05, seed: int = 0, noisy: set
     import numpy as np
 
     from longlook.analyses.releases.sides import StepRuns
+
     rng = np.random.default_rng(seed)
     calls = []
 
@@ -172,18 +196,21 @@ def _world(levels: dict[str, float], cv: float = 0.05, seed: int = 0, noisy: set
             s = math.sqrt(math.log1p(c * c))
             values[r] = levels[r] * np.exp(rng.normal(-s * s / 2, s, plan.max_rounds))
         return StepRuns(list(which), values, {r: np.ones(plan.max_rounds, bool) for r in which}), f"step-{step}"
+
     return measure, calls
 
 
 def _levels(releases, first_changed, factor=1.2, base=1000.0):
-    return {r: base * (factor if first_changed is not None and i >= first_changed else 1.0)
-            for i, r in enumerate(releases)}
+    return {
+        r: base * (factor if first_changed is not None and i >= first_changed else 1.0) for i, r in enumerate(releases)
+    }
 
 
 def test_bisect_names_the_first_changed_release_within_log2_steps_and_says_when_nothing_differs():
     import math
 
     from longlook.analyses.releases.bisect import bisect
+
     releases = [f"v0.{50 + i}.0" for i in range(16)]
     for first in (1, 5, 11, 15):
         measure, calls = _world(_levels(releases, first), seed=first)
@@ -201,6 +228,7 @@ def test_bisect_names_the_first_changed_release_within_log2_steps_and_says_when_
 
 def test_bisect_leaves_a_range_unplaced_where_its_budget_cannot_decide_and_never_guesses():
     from longlook.analyses.releases.bisect import bisect
+
     releases = [f"v0.{50 + i}.0" for i in range(8)]
     measure, _ = _world(_levels(releases, 6), seed=3, noisy={"v0.53.0"})  # the first middle release is all noise
     res = bisect("quic-go", releases, measure, max_rounds=12)
@@ -214,6 +242,7 @@ def test_a_large_change_is_decided_in_the_fewest_rounds_at_every_step():
     0 decides at its first look (6 rounds, not 30); each later step plans from the previous
     one for the margin the ends imply (half of 84%) and needs no more than the fewest rounds."""
     from longlook.analyses.releases.bisect import bisect
+
     releases = ["v0.61.0", "v0.62.0", "v0.63.0", "v0.64.0", "v0.64.1", "v0.65.0"]
     levels = {r: 630.0 if r >= "v0.64.0" else 3925.0 for r in releases}
     measure, calls = _world(levels, cv=0.08, seed=47)
@@ -226,6 +255,7 @@ def test_a_large_change_is_decided_in_the_fewest_rounds_at_every_step():
 
 def test_two_changes_are_both_named_with_the_share_of_the_change_each_carries():
     from longlook.analyses.releases.bisect import bisect
+
     releases = [f"v0.{50 + i}.0" for i in range(12)]
     levels = {r: 1000.0 * (1 + 0.4 * (i >= 3) + 0.6 * (i >= 8)) for i, r in enumerate(releases)}  # +40%, then +60%
     measure, _ = _world(levels, cv=0.04, seed=5)
@@ -248,6 +278,7 @@ def test_every_step_states_the_metric_s_own_change_inside_its_interval_in_lines_
 
     from longlook.analyses.releases.bisect import bisect
     from longlook.commands.bisect import junit, result_json, step_line
+
     releases = ["v0.60.0", "v0.61.0", "v0.62.0"]
     measure, _ = _world({"v0.60.0": 1000.0, "v0.61.0": 1190.0, "v0.62.0": 1190.0}, cv=0.03, seed=8)
     res = bisect("quic-go", releases, measure)
@@ -260,8 +291,12 @@ def test_every_step_states_the_metric_s_own_change_inside_its_interval_in_lines_
             assert s.interval_vs_high[0] <= s.change_vs_high_pct <= s.interval_vs_high[1]
     step0 = res.steps[0]
     assert 13 < step0.change_pct < 25 and step0.interval[0] > 0  # slower: + in the metric's own sign
-    change, lo, hi = (float(x) for x in re.search(r": ([+-][\d.]+)% \([\d.]+% interval ([+-][\d.]+)\.\.([+-][\d.]+)%\)",
-                                                  step_line(step0)).groups())
+    change, lo, hi = (
+        float(x)
+        for x in re.search(
+            r": ([+-][\d.]+)% \([\d.]+% interval ([+-][\d.]+)\.\.([+-][\d.]+)%\)", step_line(step0)
+        ).groups()
+    )
     assert lo <= change <= hi and change > 0
     xml = junit(res)
     assert f"{step0.change_pct:+.1f}%" in xml and f"interval {step0.interval[0]:+.1f}..{step0.interval[1]:+.1f}%" in xml
@@ -275,6 +310,7 @@ def test_the_path_page_shows_every_step_and_the_states_diff_at_the_change():
     from longlook.analyses.releases.bisect import bisect
     from longlook.analyses.states.diff import StateDiff
     from longlook.report.sections.bisect import bisect_page
+
     releases = [f"v0.{60 + i}.0" for i in range(6)]
     measure, _ = _world(_levels(releases, 4, factor=0.3), seed=9)
     res = bisect("quic-go", releases, measure)
@@ -289,6 +325,7 @@ def test_the_build_cache_drops_the_least_recently_used_release_first_and_never_a
     import time
 
     from longlook.stacks.cache import STAMP, evict, touch
+
     for i, name in enumerate(["quic-go-v0.52.0", "quic-go-v0.54.0", "quic-go-v0.65.0", "quiche-0.30.0"]):
         d = tmp_path / name
         d.mkdir()
@@ -318,8 +355,12 @@ def test_a_bisect_step_is_read_back_from_its_store_with_every_release_s_completi
     monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path / "cache"))
     (tmp_path / "cache" / "releases").mkdir(parents=True)
     (tmp_path / "cache" / "releases" / "quic-go.json").write_text("v0.60.0\nv0.61.0\nv0.62.0\n")
-    sc = Scenario.from_toml(SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.62.0").replace("rounds = 2", "rounds = 8")
-                            .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""), source="test")
+    sc = Scenario.from_toml(
+        SWEEP.replace("v0.57.0..v0.65.0", "v0.60.0..v0.62.0")
+        .replace("rounds = 2", "rounds = 8")
+        .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""),
+        source="test",
+    )
     releases = ["v0.60.0", "v0.61.0", "v0.62.0"]
     out = tmp_path / "step"
     rng = np.random.default_rng(5)
@@ -330,8 +371,16 @@ def test_a_bisect_step_is_read_back_from_its_store_with_every_release_s_completi
             for r in range(8):
                 plt = (1000.0 if i == 0 else 1200.0) * rng.normal(1, 0.02)
                 failed = i == 1 and r == 3
-                store.record_run(record_from_fetch(fetch("h3", plt=plt, ok=not failed), run_id=f"{arm.label}-{r}",
-                                                   cell_id=cell.id, round=r, position=i, arm=arm.label))
+                store.record_run(
+                    record_from_fetch(
+                        fetch("h3", plt=plt, ok=not failed),
+                        run_id=f"{arm.label}-{r}",
+                        cell_id=cell.id,
+                        round=r,
+                        position=i,
+                        arm=arm.label,
+                    )
+                )
     runner = _StepRunner("quic-go", tmp_path / "one.toml", tmp_path, None, 8, False)
     arms = {v: f"qg-{v}" for v in releases}
     runs = step_runs(Store.open(out, read_only=True).runs_frame(), sc, arms, runner._metric(sc))
@@ -355,8 +404,9 @@ def test_a_release_that_does_not_build_is_one_error_naming_it_and_the_failed_ste
     folder.mkdir()
     for f in ("go.mod", "go.sum"):
         shutil.copy(QuicGo().folder / f, folder / f)
-    (folder / "main.go").write_text('package main\n\nimport "github.com/quic-go/quic-go"\n\n'
-                                    "func main() { quic.NoSuchFunction() }\n")
+    (folder / "main.go").write_text(
+        'package main\n\nimport "github.com/quic-go/quic-go"\n\nfunc main() { quic.NoSuchFunction() }\n'
+    )
     monkeypatch.setenv("LONGLOOK_STACKS_DIR", str(tmp_path / "stacks"))
     monkeypatch.setattr(QuicGo, "folder", property(lambda self: folder))
     stack = QuicGo("v0.65.0")
@@ -367,7 +417,8 @@ def test_a_release_that_does_not_build_is_one_error_naming_it_and_the_failed_ste
 
 
 def test_the_command_runs_each_step_until_its_look_decides_resumes_without_rerunning_and_writes_the_path(
-        tmp_path, monkeypatch, capsys):
+    tmp_path, monkeypatch, capsys
+):
     """`longlook bisect` end to end with the testbed replaced: the executor's per-round loop
     (Runner.run_cells) records runs drawn from known levels and asks the step's stopping rule
     after every round, as the real loop does. Every step stops at its first look (a 5x
@@ -388,23 +439,37 @@ def test_the_command_runs_each_step_until_its_look_decides_resumes_without_rerun
     (tmp_path / "cache" / "releases").mkdir(parents=True)
     (tmp_path / "cache" / "releases" / "quic-go.json").write_text(listing)
     scenario = tmp_path / "cell.toml"
-    scenario.write_text(SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"\n', "")
-                        .replace('[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""))
+    scenario.write_text(
+        SWEEP.replace('versions = "quic-go@v0.57.0..v0.65.0"\n', "").replace(
+            '[[arms]]\nlabel = "h2"\nprotocol = "h2"\n', ""
+        )
+    )
     rng = np.random.default_rng(30)
     ran = []
 
     def run_cells(self, store, cells):  # the per-round loop of Runner._run_cell, minus the testbed
         for cell in cells:
-            done = {(r, a) for r, a in zip(store.runs_frame()["round"], store.runs_frame()["arm"])} \
-                if len(store.runs_frame()) else set()
+            done = (
+                {(r, a) for r, a in zip(store.runs_frame()["round"], store.runs_frame()["arm"])}
+                if len(store.runs_frame())
+                else set()
+            )
             for r in range(self.scenario.rounds):
                 for i, arm in enumerate(self.scenario.arm_list()):
                     if (r, arm.label) in done:
                         continue
                     version = arm.label.rpartition("-")[2]
                     plt = (4000.0 if version < "v0.64.0" else 800.0) * rng.lognormal(0, 0.08)
-                    store.record_run(record_from_fetch(fetch("h3", plt=plt), run_id=f"{arm.label}-{r}-{len(ran)}",
-                                                       cell_id=cell.id, round=r, position=i, arm=arm.label))
+                    store.record_run(
+                        record_from_fetch(
+                            fetch("h3", plt=plt),
+                            run_id=f"{arm.label}-{r}-{len(ran)}",
+                            cell_id=cell.id,
+                            round=r,
+                            position=i,
+                            arm=arm.label,
+                        )
+                    )
                     ran.append((self.out_dir.name, r, arm.label))
                 if not self._needs_more_rounds(store, cell):
                     break
@@ -413,9 +478,21 @@ def test_the_command_runs_each_step_until_its_look_decides_resumes_without_rerun
     monkeypatch.setattr(Runner, "_versions", lambda self: {})
     monkeypatch.setattr(type(get_kind("pageload")), "prepare", lambda self, sc: {})
     out = tmp_path / "bisect"
-    args = dict(stack="quic-go", good="v0.60.0", bad="v0.65.0", scenario=scenario, metric=None, threshold=None,
-                alpha=None, min_rounds=6, max_rounds=30, out=out, json_out=None, junit_out=tmp_path / "j.xml",
-                link_check=False)
+    args = dict(
+        stack="quic-go",
+        good="v0.60.0",
+        bad="v0.65.0",
+        scenario=scenario,
+        metric=None,
+        threshold=None,
+        alpha=None,
+        min_rounds=6,
+        max_rounds=30,
+        out=out,
+        json_out=None,
+        junit_out=tmp_path / "j.xml",
+        link_check=False,
+    )
     bisect_command(**args)
     printed = capsys.readouterr().out
     assert "the metric first changed in v0.64.0 (after v0.63.0)" in printed

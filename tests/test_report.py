@@ -19,7 +19,7 @@ from longlook.core.record import new_run_id
 from longlook.core.store import Store, environment_versions
 from longlook.kinds.pageload import record_from_fetch
 
-SCENARIO = '''
+SCENARIO = """
 name = "report-test"
 description = "synthetic runs with known differences"
 rounds = 10
@@ -29,22 +29,32 @@ object_size = ["5k", "1m", "10m"]
 rate_mbit = [10, 50]
 rtt_ms = 36
 buffer_bytes = 30000
-'''
+"""
 
 # QUIC's PLT relative to TCP's, by object size: 30% faster, the same, 20% slower
 QUIC_FACTOR = {5000: 0.7, 1_000_000: 1.0, 10_000_000: 1.2}
-EXPECTED_CLASS = {5000: "verdict-a-faster", 1_000_000: "verdict-inconclusive",
-                  10_000_000: "verdict-b-faster"}
+EXPECTED_CLASS = {5000: "verdict-a-faster", 1_000_000: "verdict-inconclusive", 10_000_000: "verdict-b-faster"}
 
 
 def _record(store, cell, rnd, pos, arm, proto_used, plt, requested=None):
     zero_rtt = arm == "h3-0rtt"
-    f = {"protocol_requested": requested or arm, "protocol": proto_used, "ok": True, "plt_ms": plt,
-         "zero_rtt": {"attempted": zero_rtt, "accepted": zero_rtt and rnd > 0},
-         "objects": [{"path": "/obj/x/0.jpg", "bytes": cell.workload.object_size,
-                      "start_ms": 1.0, "first_byte_ms": 2.0, "end_ms": plt}]}
-    store.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id,
-                                          round=rnd, position=pos, arm=arm))
+    f = {
+        "protocol_requested": requested or arm,
+        "protocol": proto_used,
+        "ok": True,
+        "plt_ms": plt,
+        "zero_rtt": {"attempted": zero_rtt, "accepted": zero_rtt and rnd > 0},
+        "objects": [
+            {
+                "path": "/obj/x/0.jpg",
+                "bytes": cell.workload.object_size,
+                "start_ms": 1.0,
+                "first_byte_ms": 2.0,
+                "end_ms": plt,
+            }
+        ],
+    }
+    store.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm))
 
 
 def make_experiment(directory: Path, toml: str = SCENARIO, factor=QUIC_FACTOR) -> Scenario:
@@ -58,24 +68,63 @@ def make_experiment(directory: Path, toml: str = SCENARIO, factor=QUIC_FACTOR) -
                 order = sc.round_order(cell, rnd)
                 st.record_round_order(cell.id, rnd, [a.label for a in order])
                 for pos, arm in enumerate(order):
-                    f = factor(cell, arm) if callable(factor) else (factor[cell.workload.object_size] if arm.label == "h3" else 1.0)
-                    _record(st, cell, rnd, pos, arm.label, arm.protocol, base * f * rng.normal(1, 0.01),
-                            requested=arm.protocol)
+                    f = (
+                        factor(cell, arm)
+                        if callable(factor)
+                        else (factor[cell.workload.object_size] if arm.label == "h3" else 1.0)
+                    )
+                    _record(
+                        st,
+                        cell,
+                        rnd,
+                        pos,
+                        arm.label,
+                        arm.protocol,
+                        base * f * rng.normal(1, 0.01),
+                        requested=arm.protocol,
+                    )
         # a QUIC run that fell back to TCP with an absurd PLT: must be excluded, not counted
         _record(st, sc.cells()[0], 3, 0, "h3", "h2", 99999.0)
         first, *others = sc.links
         # linkcheck.LinkCheckResult.to_dict() form
-        rows = [{"direction": "both", "quantity": "RTT mean", "unit": "ms", "measured": 36.21,
-                 "expected": 36.0, "low": 35.5, "high": 36.5, "note": "2000/2000 probes", "ok": True},
-                {"direction": "down", "quantity": "TCP goodput", "unit": "Mbit/s", "measured": 8.1,
-                 "expected": 9.57, "low": 8.6, "high": 9.8, "note": "", "ok": False}]
-        st.record_link_check(first.name, first.model_dump(exclude_none=True),
-                             {"profile": first.name, "ok": False, "rows": rows, "raw": {}},
-                             passed=False, detail="down TCP goodput: measured 8.1 Mbit/s")
+        rows = [
+            {
+                "direction": "both",
+                "quantity": "RTT mean",
+                "unit": "ms",
+                "measured": 36.21,
+                "expected": 36.0,
+                "low": 35.5,
+                "high": 36.5,
+                "note": "2000/2000 probes",
+                "ok": True,
+            },
+            {
+                "direction": "down",
+                "quantity": "TCP goodput",
+                "unit": "Mbit/s",
+                "measured": 8.1,
+                "expected": 9.57,
+                "low": 8.6,
+                "high": 9.8,
+                "note": "",
+                "ok": False,
+            },
+        ]
+        st.record_link_check(
+            first.name,
+            first.model_dump(exclude_none=True),
+            {"profile": first.name, "ok": False, "rows": rows, "raw": {}},
+            passed=False,
+            detail="down TCP goodput: measured 8.1 Mbit/s",
+        )
         for link in others:  # any dicts: shown side by side
-            st.record_link_check(link.name, {"rate_mbit": link.rate_mbit, "rtt_ms": link.rtt_ms()},
-                                 {"rate_mbit": link.rate_mbit * 0.96, "rtt_ms": link.rtt_ms() + 0.2},
-                                 passed=True)
+            st.record_link_check(
+                link.name,
+                {"rate_mbit": link.rate_mbit, "rtt_ms": link.rtt_ms()},
+                {"rate_mbit": link.rate_mbit * 0.96, "rtt_ms": link.rtt_ms() + 0.2},
+                passed=True,
+            )
         st.finish_experiment()
     return sc
 
@@ -119,7 +168,7 @@ def test_heatmap_has_the_right_verdict_per_cell(experiment):
         td = by_id[cell.id]
         assert td["class"] == EXPECTED_CLASS[cell.workload.object_size], cell.id
         bg = td["style"].split("background: ")[1][:7]
-        r, g, b = (int(bg[i:i + 2], 16) for i in (1, 3, 5))
+        r, g, b = (int(bg[i : i + 2], 16) for i in (1, 3, 5))
         if td["class"] == "verdict-a-faster":
             assert r > b + 50  # red: QUIC significantly faster
         elif td["class"] == "verdict-b-faster":
@@ -130,8 +179,8 @@ def test_heatmap_has_the_right_verdict_per_cell(experiment):
 
 def test_heatmap_axes_are_rate_by_object_size(experiment):
     _, _, html = experiment
-    table = html[html.index('id="heatmap-0-0"'):]
-    table = table[:table.index("</table>")]
+    table = html[html.index('id="heatmap-0-0"') :]
+    table = table[: table.index("</table>")]
     assert re.findall(r"<th>([^<]+)</th>", table) == ["5KB", "1MB", "10MB"]
     assert re.findall(r'<th class="rowhead">([^<]+)</th>', table) == ["10 Mbit/s", "50 Mbit/s"]
     assert "+30" in table or "+29" in table or "+31" in table  # the 5k cells: ~30% faster
@@ -145,11 +194,11 @@ def test_report_sections(experiment):
     assert "n=10/10" in html and "n=11/" not in html
     assert "99999" not in html.split('id="excluded"')[0]
     # link self-check, distributions, parameters
-    checks = html[html.index('id="link-checks"'):html.index('id="excluded"')]
+    checks = html[html.index('id="link-checks"') : html.index('id="excluded"')]
     assert "passed" in checks and "48" in checks  # generic form: 50 * 0.96
     assert "FAILED" in checks and "down TCP goodput" in checks and "8.6 .. 9.8" in checks
     assert "36.21 ms" in checks and "2000/2000 probes" in checks
-    header = html[:html.index('id="heatmaps"')]
+    header = html[: html.index('id="heatmaps"')]
     assert "Link self-check failed for 10mbit-36ms,loss=0" in header
     assert "1 run used another protocol than requested and is not counted" in header
     assert html.count('<svg id="distributions-0"') == 1
@@ -170,9 +219,11 @@ def test_holm_and_test_overrides(experiment, tmp_path):
 
 
 def test_facets_and_count_columns(tmp_path):
-    toml = SCENARIO.replace('[workloads]\nobject_size = ["5k", "1m", "10m"]',
-                            'workloads = ["1x1m", "2x500k", "200x5k"]\n[options]\nquic_cc = ["cubic", "bbr"]')
-    toml = toml.replace('rounds = 10', 'rounds = 4')
+    toml = SCENARIO.replace(
+        '[workloads]\nobject_size = ["5k", "1m", "10m"]',
+        'workloads = ["1x1m", "2x500k", "200x5k"]\n[options]\nquic_cc = ["cubic", "bbr"]',
+    )
+    toml = toml.replace("rounds = 10", "rounds = 4")
     make_experiment(tmp_path, toml, factor=lambda cell, arm: 0.8 if arm.label == "h3" else 1.0)
     html = build_report(tmp_path).read_text()
     p = Cells()
@@ -185,9 +236,15 @@ def test_facets_and_count_columns(tmp_path):
 
 def test_zero_rtt_arms(tmp_path):
     toml = Path(__file__).resolve().parents[1].joinpath("scenarios", "kakhki-fig7-zero-rtt.toml").read_text()
-    toml = toml.replace("rounds = 10", "rounds = 3").replace('rate_mbit = [5, 10, 50, 100]', 'rate_mbit = [10]')
-    toml = toml.replace('object_size = ["5k", "10k", "100k", "200k", "500k", "1m", "10m"]', 'object_size = ["5k", "10m"]')
-    make_experiment(tmp_path, toml, factor=lambda cell, arm: 0.5 if arm.label == "h3-0rtt" and cell.workload.object_size == 5000 else 1.0)
+    toml = toml.replace("rounds = 10", "rounds = 3").replace("rate_mbit = [5, 10, 50, 100]", "rate_mbit = [10]")
+    toml = toml.replace(
+        'object_size = ["5k", "10k", "100k", "200k", "500k", "1m", "10m"]', 'object_size = ["5k", "10m"]'
+    )
+    make_experiment(
+        tmp_path,
+        toml,
+        factor=lambda cell, arm: 0.5 if arm.label == "h3-0rtt" and cell.workload.object_size == 5000 else 1.0,
+    )
     html = build_report(tmp_path).read_text()
     assert "h3-0rtt vs h3-1rtt" in html and "h3-0rtt faster" in html
     assert "h3-0rtt: accepted in 4 of 6 attempts (6 counted runs)" in html  # rounds 1-2 of 2 cells
@@ -209,11 +266,25 @@ def test_analysis_frame_for_notebooks(experiment):
 
 
 def test_layout_choice():
-    dims = lambda **kw: {"link": kw.get("link", "l"), "rate_mbit": 10, "rtt_ms": 36, "loss": 0.0,
-                         "trace": None, "workload": kw.get("workload", "w"), "object_count": 1,
-                         "object_size": 5000, "mode": "page", "quic_cc": "cubic", **kw}
+    dims = lambda **kw: {
+        "link": kw.get("link", "l"),
+        "rate_mbit": 10,
+        "rtt_ms": 36,
+        "loss": 0.0,
+        "trace": None,
+        "workload": kw.get("workload", "w"),
+        "object_count": 1,
+        "object_size": 5000,
+        "mode": "page",
+        "quic_cc": "cubic",
+        **kw,
+    }
     fig6a = [dims(rate_mbit=r, object_size=s, link=str(r), workload=str(s)) for r in (5, 10) for s in (5000, 10000)]
-    assert (choose_layout(fig6a).row, choose_layout(fig6a).col, choose_layout(fig6a).facets) == ("rate_mbit", "object_size", [])
+    assert (choose_layout(fig6a).row, choose_layout(fig6a).col, choose_layout(fig6a).facets) == (
+        "rate_mbit",
+        "object_size",
+        [],
+    )
     fig6b = [dims(object_count=n, object_size=s, workload=f"{n}x{s}") for n, s in ((1, 1000), (2, 500))]
     assert choose_layout(fig6b).col == "workload" and choose_layout(fig6b).row is None
     buffers = [dims(link=f"b{i}") for i in range(2)]  # links differing only in buffer
@@ -240,17 +311,28 @@ def test_report_command(experiment, tmp_path):
 CHROMIUM = "/usr/bin/chromium"
 
 
-@pytest.mark.skipif(not Path(CHROMIUM).exists(),
-                    reason="headless Chromium not installed (apt-get install -y chromium)")
+@pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="headless Chromium not installed (apt-get install -y chromium)")
 def test_report_renders_in_headless_chromium(experiment, tmp_path):
     import matplotlib.image as mpimg
 
     d, _, _ = experiment
     png = tmp_path / "report.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={png}",
-                    "--window-size=1200,2000", (d / "report.html").as_uri()],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            f"--screenshot={png}",
+            "--window-size=1200,2000",
+            (d / "report.html").as_uri(),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     assert png.stat().st_size > 50_000
     img = mpimg.imread(png)[:, :, :3]
     assert img.shape[:2] == (2000, 1200)

@@ -9,8 +9,20 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from longlook.analyses.reproduce import (CLAIMS, FAILS, HOLDS, NOT_RUN, SCENARIOS, UNCLEAR, Cells,
-                                         Measured, PairShare, Ratio, claims, reproduce)
+from longlook.analyses.reproduce import (
+    CLAIMS,
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    SCENARIOS,
+    UNCLEAR,
+    Cells,
+    Measured,
+    PairShare,
+    Ratio,
+    claims,
+    reproduce,
+)
 from longlook.analyses.reproduce.measured import TCP_MEAN
 from longlook.core.record import new_run_id
 from longlook.core.spec import Statistics, apply_overrides, load_scenario
@@ -30,12 +42,25 @@ def page_loads(factor, n=10, noise=0.03, seed=1, cells=CELLS, arms=("h3", "h2"))
         for r in range(n):
             for arm in arms:
                 plt = 1000 * (1 + i) * (factor if arm == arms[0] else 1.0) * rng.normal(1, noise)
-                rows.append({"run_id": f"{c}-{r}-{arm}", "cell_id": c, "round": r, "arm": arm, "status": "ok",
-                             "protocol_requested": None, "protocol_negotiated": None,
-                             "audit_flagged": False, "plt_ms": plt})
+                rows.append(
+                    {
+                        "run_id": f"{c}-{r}-{arm}",
+                        "cell_id": c,
+                        "round": r,
+                        "arm": arm,
+                        "status": "ok",
+                        "protocol_requested": None,
+                        "protocol_negotiated": None,
+                        "audit_flagged": False,
+                        "plt_ms": plt,
+                    }
+                )
     dims = [{"rate_mbit": 10 * (i + 1), "object_size": 1000} for i in range(len(cells))]
-    return Measured(cells=pd.DataFrame({"cell_id": cells, "dims": dims}), runs=pd.DataFrame(rows),
-                    statistics=Statistics(bootstrap_resamples=999))
+    return Measured(
+        cells=pd.DataFrame({"cell_id": cells, "dims": dims}),
+        runs=pd.DataFrame(rows),
+        statistics=Statistics(bootstrap_resamples=999),
+    )
 
 
 def test_quic_clearly_faster_everywhere_holds():
@@ -81,8 +106,7 @@ def test_ratio_against_the_papers_factor():
     m = page_loads(2.0, arms=("macw107", "macw430"), cells=["c1"])
     out = Ratio("macw107", "macw430", at_least=1.5).evaluate(m)
     assert out.verdict == HOLDS and 1.9 < float(out.number.split("x")[0]) < 2.1 and out.p < 0.01
-    out = Ratio("macw107", "macw430", at_least=1.5).evaluate(
-        page_loads(1.1, arms=("macw107", "macw430"), cells=["c1"]))
+    out = Ratio("macw107", "macw430", at_least=1.5).evaluate(page_loads(1.1, arms=("macw107", "macw430"), cells=["c1"]))
     assert out.verdict == FAILS and out.against == ["c1"]  # the whole interval is below 1.5x
     noisy = page_loads(1.3, n=3, noise=0.4, arms=("macw107", "macw430"), cells=["c1"])
     assert Ratio("macw107", "macw430", at_least=1.5).evaluate(noisy).verdict == UNCLEAR
@@ -93,19 +117,42 @@ def test_fairness_flows_read_as_arms_with_the_tcp_mean():
     rng = np.random.default_rng(3)
     for r in range(20):  # one run flagged: a missing pair the verdict must survive at its worst
         rid = f"run{r}"
-        runs.append({"run_id": rid, "cell_id": "x2", "round": r, "arm": "flows", "status": "ok",
-                     "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": r == 19})
+        runs.append(
+            {
+                "run_id": rid,
+                "cell_id": "x2",
+                "round": r,
+                "arm": "flows",
+                "status": "ok",
+                "protocol_requested": None,
+                "protocol_negotiated": None,
+                "audit_flagged": r == 19,
+            }
+        )
         for label, mbit in (("QUIC", 2.8), ("TCP 1", 0.7), ("TCP 2", 0.96)):
             flows.append({"run_id": rid, "flow": label, "router_mbit": mbit * rng.normal(1, 0.05), "status": "ok"})
-    m = Measured(cells=pd.DataFrame({"cell_id": ["x2"], "dims": [{"matchup": "QUIC vs TCPx2"}]}),
-                 runs=pd.DataFrame(runs), flows=pd.DataFrame(flows), statistics=Statistics(bootstrap_resamples=999))
+    m = Measured(
+        cells=pd.DataFrame({"cell_id": ["x2"], "dims": [{"matchup": "QUIC vs TCPx2"}]}),
+        runs=pd.DataFrame(runs),
+        flows=pd.DataFrame(flows),
+        statistics=Statistics(bootstrap_resamples=999),
+    )
     fr = m.flow_runs()
     assert set(fr["arm"]) == {"QUIC", "TCP 1", "TCP 2", TCP_MEAN}
-    out = Ratio("QUIC", TCP_MEAN, at_least=2.0, metric="router_mbit", flows=True,
-                where={"matchup": "QUIC vs TCPx2"}).evaluate(m)
+    out = Ratio(
+        "QUIC", TCP_MEAN, at_least=2.0, metric="router_mbit", flows=True, where={"matchup": "QUIC vs TCPx2"}
+    ).evaluate(m)
     assert out.verdict == HOLDS and out.n == "19/19"  # the flagged run is left out
-    fair = Cells("QUIC", TCP_MEAN, "same", tolerance_pct=25, metric="router_mbit", lower_is_better=False,
-                 flows=True, at_least=1.0).evaluate(m)
+    fair = Cells(
+        "QUIC",
+        TCP_MEAN,
+        "same",
+        tolerance_pct=25,
+        metric="router_mbit",
+        lower_is_better=False,
+        flows=True,
+        at_least=1.0,
+    ).evaluate(m)
     assert fair.verdict == FAILS
 
 
@@ -114,12 +161,29 @@ def test_pair_share_counts_tcp_better_or_same():
     rng = np.random.default_rng(4)
     for r in range(12):
         for arm, mbit in (("h3", 1.0), ("h2", 2.0 if r < 11 else 0.5)):
-            rows.append({"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
-                         "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False, "qoe": mbit})
-            series += [{"run_id": f"{r}{arm}", "name": "qoe_t", "t_s": float(t),
-                        "value": mbit + 0.05 * rng.normal()} for t in range(30)]
-    m = Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(rows),
-                 statistics=Statistics(alpha=0.05), series=pd.DataFrame(series))
+            rows.append(
+                {
+                    "run_id": f"{r}{arm}",
+                    "cell_id": "DL",
+                    "round": r,
+                    "arm": arm,
+                    "status": "ok",
+                    "protocol_requested": None,
+                    "protocol_negotiated": None,
+                    "audit_flagged": False,
+                    "qoe": mbit,
+                }
+            )
+            series += [
+                {"run_id": f"{r}{arm}", "name": "qoe_t", "t_s": float(t), "value": mbit + 0.05 * rng.normal()}
+                for t in range(30)
+            ]
+    m = Measured(
+        cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}),
+        runs=pd.DataFrame(rows),
+        statistics=Statistics(alpha=0.05),
+        series=pd.DataFrame(series),
+    )
     out = PairShare().evaluate(m)
     assert out.verdict == HOLDS and out.number.startswith("92% of 12") and out.n == "12"
 
@@ -156,10 +220,20 @@ def _fig2_store(directory: Path, factor: float, *, finished: bool = True) -> Non
             for rnd in range(sc.rounds):
                 for pos, arm in enumerate(sc.round_order(cell, rnd)):
                     plt = 1500 * (factor if arm.label == "macw107" else 1) * rng.normal(1, 0.02)
-                    f = {"protocol_requested": "h3", "protocol": "h3", "ok": True, "plt_ms": plt,
-                         "handshake_ms": 40, "ttfb_ms": 80, "objects": []}
-                    st.record_run(record_from_fetch(f, run_id=new_run_id(), cell_id=cell.id, round=rnd,
-                                                    position=pos, arm=arm.label))
+                    f = {
+                        "protocol_requested": "h3",
+                        "protocol": "h3",
+                        "ok": True,
+                        "plt_ms": plt,
+                        "handshake_ms": 40,
+                        "ttfb_ms": 80,
+                        "objects": [],
+                    }
+                    st.record_run(
+                        record_from_fetch(
+                            f, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm.label
+                        )
+                    )
         if finished:
             st.finish_experiment()
 
@@ -260,13 +334,26 @@ def test_explanations_count_congestion_responses_alike_for_quic_and_tcp():
     """Recovery entries (and TCP's Loss) per run for both: a QUIC stack's loss batches, one per
     ACK that declared a loss, are not congestion events."""
     from longlook.analyses.reproduce.publish import _dwell_text
-    quic = {"protocol": "QUIC", "runs": 4, "losses": [{"loss_events": 100}] * 4,
-            "states": [{"state": "CongestionAvoidance", "entries": 8, "dwell_share": 0.9},
-                       {"state": "Recovery", "entries": 8, "dwell_share": 0.1}]}
-    tcp = {"protocol": "TCP", "runs": 4, "losses": [{"loss_events": 1}] * 4,
-           "states": [{"state": "Open", "entries": 10, "dwell_share": 0.9},
-                      {"state": "Recovery", "entries": 6, "dwell_share": 0.08},
-                      {"state": "Loss", "entries": 2, "dwell_share": 0.02}]}
+
+    quic = {
+        "protocol": "QUIC",
+        "runs": 4,
+        "losses": [{"loss_events": 100}] * 4,
+        "states": [
+            {"state": "CongestionAvoidance", "entries": 8, "dwell_share": 0.9},
+            {"state": "Recovery", "entries": 8, "dwell_share": 0.1},
+        ],
+    }
+    tcp = {
+        "protocol": "TCP",
+        "runs": 4,
+        "losses": [{"loss_events": 1}] * 4,
+        "states": [
+            {"state": "Open", "entries": 10, "dwell_share": 0.9},
+            {"state": "Recovery", "entries": 6, "dwell_share": 0.08},
+            {"state": "Loss", "entries": 2, "dwell_share": 0.02},
+        ],
+    }
     assert _dwell_text(quic).endswith("2.0 Recovery entries per run")
     assert _dwell_text(tcp).endswith("2.0 Recovery entries per run")
 
@@ -275,6 +362,7 @@ def test_every_fairness_claim_is_explained_by_its_flows_state_machines():
     """Table 4 keeps each flow's server log (one trace per flow): a fairness claim that does
     not hold is explained by the flows' state machines, not by its numbers alone."""
     from longlook.analyses.reproduce.registry import CLAIMS
+
     fairness = [c for c in CLAIMS if c.explain.anchor == "fairness"]
     assert len(fairness) >= 5 and all(c.explain.states for c in fairness)
 
@@ -284,6 +372,7 @@ def test_the_estimate_times_a_resumed_experiment_by_its_active_hours_not_its_spa
     start-to-end span made the estimate 198 s a page load (132 min for 40 runs). The active
     time (sessions of activity, gaps over 20 min left out) is what a run costs."""
     from longlook.analyses.reproduce.estimate import measured_s_per_run
+
     d = tmp_path / "kakhki-fig2-macw"
     _fig2_store(d, 2.0)
     with Store.open(d) as st:

@@ -10,8 +10,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from longlook.analyses.reproduce import (CLAIMS, FAILS, HOLDS, SCENARIOS, UNCLEAR, Cells, Measured, PairShare, Shrinks,
-                                         Value)
+from longlook.analyses.reproduce import (
+    CLAIMS,
+    FAILS,
+    HOLDS,
+    SCENARIOS,
+    UNCLEAR,
+    Cells,
+    Measured,
+    PairShare,
+    Shrinks,
+    Value,
+)
 from longlook.analyses.reproduce.estimate import estimate
 from longlook.analyses.reproduce.needed import cell_rounds, difference_sessions, ratio_rounds, share_sessions
 from longlook.analyses.reproduce.rules import interaction
@@ -19,11 +29,26 @@ from longlook.core.spec import Statistics, load_scenario
 
 
 def _runs(values: dict[tuple[str, str], np.ndarray], dims: dict[str, dict], metric="plt_ms") -> Measured:
-    rows = [{"run_id": f"{c}-{a}-{i}", "cell_id": c, "round": i, "arm": a, "status": "ok", "protocol_requested": None,
-             "protocol_negotiated": None, "audit_flagged": False, metric: v}
-            for (c, a), xs in values.items() for i, v in enumerate(xs)]
-    return Measured(cells=pd.DataFrame({"cell_id": list(dims), "dims": list(dims.values())}), runs=pd.DataFrame(rows),
-                    statistics=Statistics(alpha=0.01))
+    rows = [
+        {
+            "run_id": f"{c}-{a}-{i}",
+            "cell_id": c,
+            "round": i,
+            "arm": a,
+            "status": "ok",
+            "protocol_requested": None,
+            "protocol_negotiated": None,
+            "audit_flagged": False,
+            metric: v,
+        }
+        for (c, a), xs in values.items()
+        for i, v in enumerate(xs)
+    ]
+    return Measured(
+        cells=pd.DataFrame({"cell_id": list(dims), "dims": list(dims.values())}),
+        runs=pd.DataFrame(rows),
+        statistics=Statistics(alpha=0.01),
+    )
 
 
 def test_value_holds_inside_the_range_fails_outside_and_is_unclear_across_it():
@@ -42,8 +67,8 @@ def test_the_interaction_interval_covers_the_true_change_in_95_percent():
     rng = np.random.default_rng(7)
     hits = {0.95: 0, 0.5: 0}
     for _ in range(2000):
-        af, bf = rng.lognormal(0.0, .3, 6), rng.lognormal(0.3, .3, 6)
-        as_, bs = rng.lognormal(0.5, .3, 6), rng.lognormal(0.6, .3, 6)  # log a/b: -0.3 -> -0.1
+        af, bf = rng.lognormal(0.0, 0.3, 6), rng.lognormal(0.3, 0.3, 6)
+        as_, bs = rng.lognormal(0.5, 0.3, 6), rng.lognormal(0.6, 0.3, 6)  # log a/b: -0.3 -> -0.1
         for conf in hits:
             _, lo, hi, _ = interaction(af, bf, as_, bs, conf)
             hits[conf] += lo <= 0.2 <= hi
@@ -55,9 +80,16 @@ def test_shrinks_holds_when_quic_s_advantage_fades_on_the_slow_cpu_and_fails_whe
     dims = {f"{cpu}": {"client_cpu": cpu, "link": "10"} for cpu in ("unlimited", "phone-2014")}
 
     def make(slow_h3):
-        return _runs({("unlimited", "h3"): rng.normal(700, 20, 10), ("unlimited", "h2"): rng.normal(1000, 20, 10),
-                      ("phone-2014", "h3"): rng.normal(slow_h3, 20, 10), ("phone-2014", "h2"): rng.normal(1000, 20, 10)},
-                     dims)
+        return _runs(
+            {
+                ("unlimited", "h3"): rng.normal(700, 20, 10),
+                ("unlimited", "h2"): rng.normal(1000, 20, 10),
+                ("phone-2014", "h3"): rng.normal(slow_h3, 20, 10),
+                ("phone-2014", "h2"): rng.normal(1000, 20, 10),
+            },
+            dims,
+        )
+
     rule = Shrinks("h3", "h2", "client_cpu", fast="unlimited", slow="phone-2014")
     assert rule.evaluate(make(1000)).verdict == HOLDS
     assert rule.evaluate(make(500)).verdict == FAILS
@@ -71,6 +103,7 @@ def test_would_need_is_planned_at_the_claims_resolution_not_at_the_observed_diff
     from scipy import stats as sps
 
     from longlook.analyses.reproduce.needed import POWER, _upper_sd
+
     dims = {"c": {"rate_mbit": 10}}
     noise = np.array([-60.0, -20, 20, 60])
     needs = []
@@ -92,16 +125,20 @@ def test_no_n_decides_a_direction_claim_whose_interval_ends_short_of_its_resolut
     """Precise runs, no difference: the interval (about +-1%) straddles 0 and ends short of
     5%: no n finds a 5% difference the data already exclude."""
     rng = np.random.default_rng(8)
-    m = _runs({("c", "h3"): 1000 * rng.normal(1, 0.01, 12), ("c", "h2"): 1000 * rng.normal(1, 0.01, 12)},
-              {"c": {"rate_mbit": 10}})
+    m = _runs(
+        {("c", "h3"): 1000 * rng.normal(1, 0.01, 12), ("c", "h2"): 1000 * rng.normal(1, 0.01, 12)},
+        {"c": {"rate_mbit": 10}},
+    )
     out = Cells("h3", "h2", "a", at_least=1.0, tolerance_pct=5.0).evaluate(m)
     assert out.verdict == UNCLEAR and out.needs.startswith("no n decides it at a 5% difference"), out.needs
 
 
 def test_ratio_share_and_difference_needs():
-    assert ratio_rounds(8, 2.0, 0.4, 8, 1.0, 0.2, 1.5, 1.65, level=0.025) < \
-        ratio_rounds(8, 2.0, 0.4, 8, 1.0, 0.2, 1.5, 1.55, level=0.025)
+    assert ratio_rounds(8, 2.0, 0.4, 8, 1.0, 0.2, 1.5, 1.65, level=0.025) < ratio_rounds(
+        8, 2.0, 0.4, 8, 1.0, 0.2, 1.5, 1.55, level=0.025
+    )
     from scipy import stats as sps
+
     n = share_sessions(0.6, 0.5, level=0.025)
     # at n sessions the exact one-sided test at 0.025 rejects 0.5 with >= 80% power at 0.6
     crit = int(sps.binom.isf(0.025, n, 0.5))
@@ -126,6 +163,7 @@ def test_a_ratio_claims_p_is_its_test_against_the_factor():
     one-sided test of 'above 1.5' (large), not the test of 'different from 1' (< 0.001);
     and on any data p < 0.025 exactly when the whole interval clears the factor."""
     from longlook.analyses.reproduce import Ratio
+
     rng = np.random.default_rng(7)
     dims = {"c": {"rate_mbit": 10}}
     m = _runs({("c", "h3"): 1550 * rng.normal(1, 0.08, 8), ("c", "h2"): 1000 * rng.normal(1, 0.08, 8)}, dims)
@@ -183,10 +221,14 @@ def test_a_value_with_a_failed_run_decides_nothing():
 
 def test_shrinks_adjusts_its_pairs_with_the_one_holm():
     from longlook.core.multiple import holm
+
     rng = np.random.default_rng(3)
     dims = {f"{cpu}-{s}": {"client_cpu": cpu, "size": s} for cpu in ("unlimited", "phone") for s in (1, 2, 3)}
-    vals = {(c, arm): rng.lognormal(0, 0.2, 6) * (1.3 if arm == "h3" and d["client_cpu"] == "phone" else 1)
-            for c, d in dims.items() for arm in ("h3", "h2")}
+    vals = {
+        (c, arm): rng.lognormal(0, 0.2, 6) * (1.3 if arm == "h3" and d["client_cpu"] == "phone" else 1)
+        for c, d in dims.items()
+        for arm in ("h3", "h2")
+    }
     out = Shrinks("h3", "h2", "client_cpu", fast="unlimited", slow="phone").evaluate(_runs(vals, dims))
     assert [c["p_adjusted"] for c in out.cells] == pytest.approx(list(holm([c["p"] for c in out.cells])))
 
@@ -204,8 +246,9 @@ def test_the_standard_budget_keeps_the_short_cells_with_more_rounds_and_re_measu
     used = {c.scenario for c in CLAIMS}
     assert all(SCENARIOS[n].standard is not None for n in used)
     rows = estimate([SCENARIOS[n] for n in sorted(used)], "standard", tmp_path / "std")
-    assert sum(r.runs for r in rows) == sum(load_scenario(SCENARIOS[n].path, SCENARIOS[n].overrides("standard"))
-                                            .total_runs() for n in sorted(used))
+    assert sum(r.runs for r in rows) == sum(
+        load_scenario(SCENARIOS[n].path, SCENARIOS[n].overrides("standard")).total_runs() for n in sorted(used)
+    )
     assert all(r.measured_from.startswith("assumed") for r in rows)  # nothing measured in tmp_path
     # large downloads are assumed at their rate: 50 MB at 100 and 1000 Mbit/s, 3 s each besides
     zhang = next(r for r in rows if r.name == "zhang-fast-internet")
@@ -214,16 +257,33 @@ def test_the_standard_budget_keeps_the_short_cells_with_more_rounds_and_re_measu
 
 def test_the_chaudhary_claims_read_the_scenario_where_fallback_happens():
     chaudhary = {c.id: c for c in CLAIMS if c.id.startswith("chaudhary")}
-    assert chaudhary["chaudhary-tcp-as-good"].scenario == chaudhary["chaudhary-granger"].scenario == "chaudhary-fallback"
+    assert (
+        chaudhary["chaudhary-tcp-as-good"].scenario == chaudhary["chaudhary-granger"].scenario == "chaudhary-fallback"
+    )
     sc = load_scenario(SCENARIOS["chaudhary-fallback"].path, SCENARIOS["chaudhary-fallback"].overrides("short"))
     assert all(c.link.middlebox and c.link.middlebox.block_udp for c in sc.cells())
 
 
-@pytest.mark.parametrize("claim", ["langley-racing-wait", "langley-udp-blocked", "langley-blackhole",
-                                   "langley-0rtt-handshake", "langley-server-cpu", "langley-high-bandwidth",
-                                   "kakhki-mobile", "kakhki-proxy-tcp", "kakhki-proxy-quic-large",
-                                   "kakhki-proxy-quic-small", "kakhki-table4-tcpx4", "kakhki-table4-quic-quic",
-                                   "mininet-unfair-tcp", "mininet-fair-tcpx2", "chaudhary-causal"])
+@pytest.mark.parametrize(
+    "claim",
+    [
+        "langley-racing-wait",
+        "langley-udp-blocked",
+        "langley-blackhole",
+        "langley-0rtt-handshake",
+        "langley-server-cpu",
+        "langley-high-bandwidth",
+        "kakhki-mobile",
+        "kakhki-proxy-tcp",
+        "kakhki-proxy-quic-large",
+        "kakhki-proxy-quic-small",
+        "kakhki-table4-tcpx4",
+        "kakhki-table4-quic-quic",
+        "mininet-unfair-tcp",
+        "mininet-fair-tcpx2",
+        "chaudhary-causal",
+    ],
+)
 def test_the_issue_s_claims_are_registered_and_their_cells_are_in_the_short_budget(claim):
     c = next(x for x in CLAIMS if x.id == claim)
     sc = load_scenario(SCENARIOS[c.scenario].path, SCENARIOS[c.scenario].overrides("short"))
@@ -236,6 +296,7 @@ def test_the_issue_s_claims_are_registered_and_their_cells_are_in_the_short_budg
 
 def test_twins_compare_one_arm_across_cells_that_differ_in_one_dimension():
     from longlook.analyses.reproduce import Twins
+
     rng = np.random.default_rng(5)
     dims = {f"{p}-{s}": {"proxy": p, "object_size": s} for p in ("none", "tcp") for s in (10, 2000)}
 
@@ -245,6 +306,7 @@ def test_twins_compare_one_arm_across_cells_that_differ_in_one_dimension():
             vals[(c, "h2")] = rng.normal(proxied_ms if d["proxy"] == "tcp" else 1000, 20, 8)
             vals[(c, "h3")] = rng.normal(5000, 20, 8)  # the other arm must not be read
         return _runs(vals, dims)
+
     rule = Twins("h2", "proxy", "tcp", "none", "a")
     assert rule.evaluate(make(800)).verdict == HOLDS
     assert rule.evaluate(make(1200)).verdict == FAILS
@@ -258,13 +320,28 @@ def _video(q_sessions, t_sessions) -> Measured:
     runs, series = [], []
     for r, pair in enumerate(zip(q_sessions, t_sessions)):
         for arm, qoe in zip(("h3", "h2"), pair):
-            runs.append({"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
-                         "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False,
-                         "qoe": float(np.mean(qoe))})
-            series += [{"run_id": f"{r}{arm}", "name": "qoe_t", "t_s": float(t), "value": float(v)}
-                       for t, v in enumerate(qoe)]
-    return Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(runs),
-                    statistics=Statistics(alpha=0.05), series=pd.DataFrame(series))
+            runs.append(
+                {
+                    "run_id": f"{r}{arm}",
+                    "cell_id": "DL",
+                    "round": r,
+                    "arm": arm,
+                    "status": "ok",
+                    "protocol_requested": None,
+                    "protocol_negotiated": None,
+                    "audit_flagged": False,
+                    "qoe": float(np.mean(qoe)),
+                }
+            )
+            series += [
+                {"run_id": f"{r}{arm}", "name": "qoe_t", "t_s": float(t), "value": float(v)} for t, v in enumerate(qoe)
+            ]
+    return Measured(
+        cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}),
+        runs=pd.DataFrame(runs),
+        statistics=Statistics(alpha=0.05),
+        series=pd.DataFrame(series),
+    )
 
 
 def test_pair_share_does_not_hold_on_identical_autocorrelated_sessions():
@@ -274,6 +351,7 @@ def test_pair_share_does_not_hold_on_identical_autocorrelated_sessions():
     shows few as the same: the claim is not 'holds'."""
     from calibration.test_reproduce_rules import qoe_sessions
     from longlook.analyses.fallback.qoe import QUIC_BETTER, TCP_BETTER
+
     rng = np.random.default_rng(21)
     q, t = qoe_sessions(rng, 60, 60), qoe_sessions(rng, 60, 60)
     out = PairShare().evaluate(_video(q, t))
@@ -297,6 +375,7 @@ def test_pair_share_without_power_stays_inconclusive():
 
 def test_a_pair_of_sessions_is_the_same_only_within_the_margin():
     from longlook.analyses.fallback.qoe import QUIC_BETTER, SAME, TCP_BETTER, UNDECIDED, pair_verdict
+
     rng = np.random.default_rng(23)
     base = 1.0 + 0.05 * rng.normal(size=(4, 60))
     assert pair_verdict(base[0], base[1])[0] == SAME  # precise and equal: shown within 0.25
@@ -308,9 +387,16 @@ def test_a_pair_of_sessions_is_the_same_only_within_the_margin():
 
 def test_granger_share_reads_the_sessions_shown_as_good_and_their_family_wise_verdict():
     from longlook.analyses.reproduce import GrangerShare
+
     rule = GrangerShare(at_least=0.5)
-    s = pd.DataFrame({"pair_verdict": ["tcp_better"] * 20 + ["same"] * 20 + ["undecided"] * 20,
-                      "suitable": True, "p_B": [0.001] * 36 + [0.5] * 4 + [0.0] * 20, "p_S": 0.5})
+    s = pd.DataFrame(
+        {
+            "pair_verdict": ["tcp_better"] * 20 + ["same"] * 20 + ["undecided"] * 20,
+            "suitable": True,
+            "p_B": [0.001] * 36 + [0.5] * 4 + [0.0] * 20,
+            "p_S": 0.5,
+        }
+    )
     out = rule.judge(s, alpha=0.05, confidence=0.95)
     assert out.verdict == HOLDS and out.n == "40" and out.number.startswith("90% of 40")
     # the analysis's own family-wise p is what counts when it has one
@@ -321,9 +407,11 @@ def test_granger_share_reads_the_sessions_shown_as_good_and_their_family_wise_ve
 def test_an_ate_claims_p_is_welchs_one_sided_p_on_the_claimed_side():
     from longlook.analyses.fallback.intervention import ate_rows
     from longlook.analyses.reproduce import Ate
+
     rng = np.random.default_rng(24)
-    sessions = pd.DataFrame({"treated": np.arange(16) < 8, "qoe": np.r_[rng.normal(0.0, 0.3, 8),
-                                                                       rng.normal(1.0, 0.3, 8)]})
+    sessions = pd.DataFrame(
+        {"treated": np.arange(16) < 8, "qoe": np.r_[rng.normal(0.0, 0.3, 8), rng.normal(1.0, 0.3, 8)]}
+    )
     effects = pd.DataFrame(ate_rows(sessions, outcomes=(("qoe", False),)))
     out = Ate("qoe", "lower").judge(effects, sessions, {})
     assert out.verdict == HOLDS and out.p == pytest.approx(effects.iloc[0]["p"] / 2)
@@ -334,14 +422,31 @@ def test_an_ate_claims_p_is_welchs_one_sided_p_on_the_claimed_side():
 def test_state_shift_reads_the_diffs_status_and_adjusted_p_only():
     from longlook.analyses.reproduce import StateShift
     from longlook.analyses.states.diff import StateDiff
+
     item = "SlowStart->ApplicationLimited"
     rule = StateShift("h3", item, "client_cpu", "unlimited", "phone-2014")
 
     def diff(status, p, towards):
-        rows = pd.DataFrame([{"item": item, "mean_a": 0.0, "mean_b": 0.1, "n_a": 10, "n_b": 10, "runs_a": 0,
-                              "runs_b": 1, "p": p, "p_adjusted": p, "status": status, "towards": towards,
-                              "test": "fisher"}])
+        rows = pd.DataFrame(
+            [
+                {
+                    "item": item,
+                    "mean_a": 0.0,
+                    "mean_b": 0.1,
+                    "n_a": 10,
+                    "n_b": 10,
+                    "runs_a": 0,
+                    "runs_b": 1,
+                    "p": p,
+                    "p_adjusted": p,
+                    "status": status,
+                    "towards": towards,
+                    "test": "fisher",
+                }
+            ]
+        )
         return StateDiff("QUIC", "unlimited", "phone-2014", 10, 10, 0.01, rows)
+
     # 0 of 10 runs against 1 of 10: Fisher p = 1, "same": not a shift (it used to hold)
     assert rule.judge(diff("same", 1.0, 1)).verdict == UNCLEAR
     out = rule.judge(diff("appears", 0.003, 1))

@@ -11,17 +11,20 @@ from longlook.analyses.reproduce.claims import ShippedScenario
 from longlook.cli import app
 from testbed_helpers import needs_testbed
 
-TINY = {"rounds": 3, "links[*]": {"rate_mbit": [50]}, "workloads": ["1x1m"],
-        # a busy machine flags runs (stalls); this test is about the pipeline, not fidelity
-        "fidelity": {"exclude_flagged": False, "retry_flagged": False}}
+TINY = {
+    "rounds": 3,
+    "links[*]": {"rate_mbit": [50]},
+    "workloads": ["1x1m"],
+    # a busy machine flags runs (stalls); this test is about the pipeline, not fidelity
+    "fidelity": {"exclude_flagged": False, "retry_flagged": False},
+}
 
 
 @needs_testbed("linkem", "endpoint")
 def test_reproduce_one_claim_end_to_end_then_read_again(tmp_path, monkeypatch):
     shipped = registry.SCENARIOS["kakhki-fig6b-object-count"]
     monkeypatch.setitem(registry.SCENARIOS, shipped.name, ShippedScenario(shipped.file, TINY, "tiny"))
-    args = ["reproduce", "--only", "kakhki-fig6b-few", "--budget", "short", "--out", str(tmp_path),
-            "--no-link-check"]
+    args = ["reproduce", "--only", "kakhki-fig6b-few", "--budget", "short", "--out", str(tmp_path), "--no-link-check"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     doc = json.loads((tmp_path / "reproduction.json").read_text())

@@ -17,15 +17,13 @@ from longlook.core.status import counted_runs
 from longlook.core.store import Store
 
 
-def scenario(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]',
-             timeout_s: float = 10) -> Scenario:
+def scenario(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]', timeout_s: float = 10) -> Scenario:
     return Scenario.from_toml(scenario_text(extra_link, rounds, protocols, timeout_s), source="test")
 
 
 # Run counts here are about resume and retries, not the path audit: a run flagged on a busy
 # machine is kept and counted, not measured again.
-def scenario_text(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]',
-                  timeout_s: float = 10) -> str:
+def scenario_text(extra_link: str = "", rounds: int = 2, protocols: str = '["h3", "h2"]', timeout_s: float = 10) -> str:
     return textwrap.dedent(f"""
         name = "runner-test"
         seed = 7
@@ -48,8 +46,10 @@ def scenario_text(extra_link: str = "", rounds: int = 2, protocols: str = '["h3"
 
 def test_linkem_delta_subtracts_direction_counters():
     before = {"elapsed_s": 1.0, "directions": {"up": {"packets": 10, "bytes": 1000}}}
-    after = {"elapsed_s": 3.5, "directions": {"up": {"packets": 25, "bytes": 4000},
-                                              "down": {"packets": 5, "bytes": 700}}}
+    after = {
+        "elapsed_s": 3.5,
+        "directions": {"up": {"packets": 25, "bytes": 4000}, "down": {"packets": 5, "bytes": 700}},
+    }
     delta = linkem_delta(before, after)
     assert delta["elapsed_s"] == 2.5
     assert delta["directions"]["up"] == {"packets": 15, "bytes": 3000}
@@ -103,6 +103,7 @@ def test_interrupted_run_resumes_to_a_complete_consistent_store(tmp_path: Path):
     # TCP's congestion states come from the kernel's tcp_cong_state_set tracepoint (exact),
     # not only from TCP_INFO samples, when the kernel has it
     from longlook.testbed.tracefs import tcp_tracefs
+
     if tcp_tracefs() is not None:
         tcp_log = (tmp_path / runs[runs.arm == "h2"].iloc[0].artifacts["tcp_log"]).read_text()
         assert '"source":"TCP_INFO+tracepoint"' in tcp_log
@@ -129,8 +130,6 @@ def test_blocked_quic_handshake_is_a_retried_failure_with_its_phase_and_the_run_
     assert (h3.status == "failed").all(), h3[["status", "error"]].to_string()
     assert (h3.failure_phase == "handshake").all(), h3[["failure_phase", "error"]].to_string()
     assert set(counted_runs(runs, exclude_flagged=False).arm) == {"h2"}  # as the scenario says
-
-
 
 
 @needs_testbed("linkem", "endpoint")
@@ -185,8 +184,12 @@ def test_a_full_disk_says_no_space_left_and_keeps_the_finished_runs(tmp_path: Pa
     try:
         path = tmp_path / "s.toml"
         path.write_text(scenario_text(rounds=40))
-        p = subprocess.run([sys.executable, "-m", "longlook.cli", "run", str(path), "--out",
-                            str(small / "exp"), "--no-link-check"], capture_output=True, text=True, timeout=300)
+        p = subprocess.run(
+            [sys.executable, "-m", "longlook.cli", "run", str(path), "--out", str(small / "exp"), "--no-link-check"],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert p.returncode == 2, p.stdout + p.stderr
         assert "no space left" in p.stderr.lower() and "Traceback" not in p.stderr, p.stderr
         with Store.open(small / "exp", read_only=True) as store:
@@ -212,6 +215,7 @@ def test_server_logs_off_leaves_no_server_log_and_costs_no_wait(tmp_path: Path):
 
 def test_the_harness_cost_is_the_loop_outside_runs_per_run():
     from longlook.core.execute import RunSummary
+
     s = RunSummary(out_dir=Path("."), runs=10, wall_s=20.0, setup_s=5.0, in_runs_s=14.5)
     assert s.harness_s_per_run == pytest.approx(0.05) and s.harness_overhead == pytest.approx(0.5 / 15)
     assert RunSummary(out_dir=Path(".")).harness_s_per_run == 0.0
@@ -220,6 +224,7 @@ def test_the_harness_cost_is_the_loop_outside_runs_per_run():
 def test_the_harness_time_is_told_by_phase_biggest_first():
     import time
     from longlook.core.execute import RunSummary
+
     s = RunSummary(out_dir=Path("."), runs=2)
     with s.phases("store"):
         time.sleep(0.02)

@@ -33,7 +33,9 @@ def test_kwik_is_pinned_to_the_release_flupke_was_built_with():
 
 
 def test_conformance_cells_hold_each_cc_against_the_kernels():
-    s = parse_scenario('kind = "conformance"\nname = "c"\nrounds = 2\nstacks = ["s2n-quic", "kwik"]\n'
-                       "[[links]]\nrate_mbit = 20\nrtt_ms = 36\nbuffer_bytes = 90000\n")
+    s = parse_scenario(
+        'kind = "conformance"\nname = "c"\nrounds = 2\nstacks = ["s2n-quic", "kwik"]\n'
+        "[[links]]\nrate_mbit = 20\nrtt_ms = 36\nbuffer_bytes = 90000\n"
+    )
     got = {(c.entry.label, c.cc, c.kernel_cc) for c in s.cells()}
     assert got == {("s2n-quic", "cubic", "cubic"), ("s2n-quic", "bbr", "bbr"), ("kwik", "newreno", "reno")}

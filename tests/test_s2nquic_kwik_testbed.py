@@ -57,15 +57,22 @@ def _run(tmp_path: Path, toml: str, arm: str) -> tuple[Path, list[dict]]:
 
 def _stream_bytes_sent(qlog: Path) -> int:
     _, events = load_any(qlog)
-    return sum(int(f.get("length") or 0) for e in events if e["name"] == "transport:packet_sent"
-               for f in (e.get("data") or {}).get("frames") or [] if f.get("frame_type") == "stream")
+    return sum(
+        int(f.get("length") or 0)
+        for e in events
+        if e["name"] == "transport:packet_sent"
+        for f in (e.get("data") or {}).get("frames") or []
+        if f.get("frame_type") == "stream"
+    )
 
 
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
 @needs_testbed("linkem", "endpoint")
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_needs(n)) for n in ("s2n-quic", "kwik")])
 def test_key_log_decrypts_and_the_qlog_has_every_packet(tmp_path: Path, name: str):
-    out, runs = _run(tmp_path, f"""name = "keylog-{name}"
+    out, runs = _run(
+        tmp_path,
+        f"""name = "keylog-{name}"
 rounds = 1
 retries = 1
 workloads = ["{OBJECTS}x20k"]
@@ -82,7 +89,9 @@ label = "{name}"
 protocol = "h3"
 server = "{name}"
 client = "{name}"
-""", name)
+""",
+        name,
+    )
     assert [r["status"] for r in runs] == ["ok"], [(r["status"], r["error"]) for r in runs]
     r = runs[0]
     arts, details = r["artifacts"], r["details"]
@@ -108,7 +117,9 @@ client = "{name}"
 @needs_testbed("linkem", "endpoint")
 @pytest.mark.parametrize("spec", [pytest.param("s2n-quic", marks=_needs("s2n-quic"))])
 def test_s2n_quic_bbr_writes_its_states(tmp_path: Path, spec: str):
-    out, runs = _run(tmp_path, f"""name = "s2n-bbr"
+    out, runs = _run(
+        tmp_path,
+        f"""name = "s2n-bbr"
 rounds = 1
 retries = 1
 workloads = ["bulk:3m"]
@@ -124,7 +135,9 @@ protocol = "h3"
 server = "{spec}"
 client = "{spec}"
 server_cc = "bbr"
-""", "bbr")
+""",
+        "bbr",
+    )
     assert [r["status"] for r in runs] == ["ok"], [(r["status"], r["error"]) for r in runs]
     arts = runs[0]["artifacts"]
     _, raw = load_any(out / arts["qlog_raw"])

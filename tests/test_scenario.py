@@ -14,13 +14,13 @@ from longlook.kinds.pageload import Scenario
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "scenarios"
 
-MINIMAL = '''
+MINIMAL = """
 name = "t"
 workloads = ["1x1m"]
 [[links]]
 rate_mbit = 10
 rtt_ms = 36
-'''
+"""
 
 
 def scenario(text: str) -> Scenario:
@@ -35,19 +35,23 @@ def error_of(text: str) -> str:
 
 # ---------------------------------------------------------------- sizes
 
-@pytest.mark.parametrize("text,n", [("5k", 5000), ("10K", 10000), ("1m", 1_000_000),
-                                    ("10MB", 10_000_000), ("1.5m", 1_500_000), (1234, 1234)])
+
+@pytest.mark.parametrize(
+    "text,n", [("5k", 5000), ("10K", 10000), ("1m", 1_000_000), ("10MB", 10_000_000), ("1.5m", 1_500_000), (1234, 1234)]
+)
 def test_parse_size(text, n):
     assert parse_size(text) == n
 
 
-@pytest.mark.parametrize("n,text", [(5000, "5k"), (1_000_000, "1m"), (210_000_000, "210m"),
-                                    (2_000_000_000, "2000m"), (1234, "1234")])
+@pytest.mark.parametrize(
+    "n,text", [(5000, "5k"), (1_000_000, "1m"), (210_000_000, "210m"), (2_000_000_000, "2000m"), (1234, "1234")]
+)
 def test_format_size(n, text):
     assert format_size(n) == text
 
 
 # ---------------------------------------------------------------- grid
+
 
 def test_quick_scenario_expands_to_its_four_cells_in_file_order():
     s = load_scenario(SCENARIOS / "quick.toml")
@@ -69,8 +73,10 @@ def test_quick_scenario_expands_to_its_four_cells_in_file_order():
 
 
 def test_options_and_links_sweep_as_a_product():
-    s = scenario(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [5, 10, 50]")
-                 + '[options]\nquic_cc = ["cubic", "bbr"]\nzero_rtt = ["on", "off"]\n')
+    s = scenario(
+        MINIMAL.replace("rate_mbit = 10", "rate_mbit = [5, 10, 50]")
+        + '[options]\nquic_cc = ["cubic", "bbr"]\nzero_rtt = ["on", "off"]\n'
+    )
     cells = s.cells()
     assert len(cells) == 3 * 2 * 2
     assert len({c.id for c in cells}) == len(cells)
@@ -81,19 +87,22 @@ def test_options_and_links_sweep_as_a_product():
 
 def test_links_differing_only_in_buffer_get_distinct_labels():
     s = scenario(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 36\nbuffer_bytes = [30000, 300000]"))
-    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0,buf=30000",
-                                                 "10mbit-36ms,loss=0,buf=300000"]
+    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0,buf=30000", "10mbit-36ms,loss=0,buf=300000"]
     assert [l.name for l in s.links] == ["10mbit-36ms,loss=0,buf=30000", "10mbit-36ms,loss=0,buf=300000"]
 
 
 def test_a_middlebox_is_labelled_by_what_it_sets_not_by_its_defaults():
     s = scenario(MINIMAL + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\nmiddlebox = { udp_rate_mbit = 0.3 }\n")
-    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0",
-                                                 "10mbit-36ms,loss=0,middlebox-udp_rate_mbit=0.3"]
+    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0", "10mbit-36ms,loss=0,middlebox-udp_rate_mbit=0.3"]
 
 
 def test_links_with_the_same_rtt_split_differently_are_told_apart():
-    s = scenario(MINIMAL.replace("rtt_ms = 36\n", "delay_ms = 18\n[[links]]\nrate_mbit = 10\nup = { delay_ms = 6 }\ndown = { delay_ms = 30 }\n"))
+    s = scenario(
+        MINIMAL.replace(
+            "rtt_ms = 36\n",
+            "delay_ms = 18\n[[links]]\nrate_mbit = 10\nup = { delay_ms = 6 }\ndown = { delay_ms = 30 }\n",
+        )
+    )
     labels = [c.link_label for c in s.cells()]
     assert len(set(labels)) == 2 and all(l.startswith("10mbit-36ms,loss=0,") for l in labels)
 
@@ -121,8 +130,11 @@ def test_cell_lookup():
 
 
 def test_workload_forms():
-    s = scenario(MINIMAL.replace('workloads = ["1x1m"]',
-                                 'workloads = ["200x5k", "bulk:10m", {object_count = [1, 2], object_size = "100k"}]'))
+    s = scenario(
+        MINIMAL.replace(
+            'workloads = ["1x1m"]', 'workloads = ["200x5k", "bulk:10m", {object_count = [1, 2], object_size = "100k"}]'
+        )
+    )
     assert [w.label for w in s.workloads] == ["200x5k", "bulk-10m", "1x100k", "2x100k"]
     assert s.workloads[1].url_path() == "/bulk/10m"
 
@@ -136,6 +148,7 @@ def test_round_order_is_reproducible_and_shuffled():
 
 
 # ---------------------------------------------------------------- shipped scenarios
+
 
 def _page_load_scenarios() -> list:
     """Fairness experiments (`kind = "fairness"`) have their own model and tests."""
@@ -153,7 +166,10 @@ def test_kakhki_fig6a_grid_matches_the_paper():
     s = load_scenario(SCENARIOS / "kakhki-fig6a-object-size.toml")
     assert sorted({c.link.rate_mbit for c in s.cells()}) == [5, 10, 50, 100]
     assert [w.object_size for w in s.workloads] == [5000, 10000, 100000, 200000, 500000, 1_000_000, 10_000_000]
-    assert all(c.link.rtt_ms() == 36 and c.link.resolved("down").buffer_bytes == round(c.link.rate_mbit * 4500) for c in s.cells())  # one BDP
+    assert all(
+        c.link.rtt_ms() == 36 and c.link.resolved("down").buffer_bytes == round(c.link.rate_mbit * 4500)
+        for c in s.cells()
+    )  # one BDP
     assert all(c.options.max_cwnd_packets == 430 and c.options.zero_rtt for c in s.cells())
     assert s.rounds == 10 and s.statistics.alpha == 0.01 and s.statistics.test == "welch"
     assert s.comparisons() == [("h3", "h2")]
@@ -185,10 +201,12 @@ def test_kakhki_fig8_loss_and_delay():
 
 # ---------------------------------------------------------------- errors
 
+
 def test_bad_size_names_the_field_and_the_form():
-    msg = error_of(MINIMAL.replace('workloads = ["1x1m"]',
-                                   'workloads = ["1x1m", {object_count = 2, object_size = "big"}]'))
-    assert msg.startswith('scenarios/x.toml: workloads[1].object_size: must be a size like 10k, 1m')
+    msg = error_of(
+        MINIMAL.replace('workloads = ["1x1m"]', 'workloads = ["1x1m", {object_count = 2, object_size = "big"}]')
+    )
+    assert msg.startswith("scenarios/x.toml: workloads[1].object_size: must be a size like 10k, 1m")
     assert msg.endswith('got "big"')
 
 
@@ -222,7 +240,8 @@ def test_other_errors():
     assert "rtt_ms or delay_ms, not both" in error_of(MINIMAL + "delay_ms = 5\n")
     assert 'unknown client "safari"' in error_of('client = "safari"\n' + MINIMAL)
     assert "statistics.test: Input should be 'welch' or 'mannwhitney'" in error_of(
-        MINIMAL + '[statistics]\ntest = "ttest"\n')
+        MINIMAL + '[statistics]\ntest = "ttest"\n'
+    )
     assert "duplicate cells" in error_of(MINIMAL.replace('["1x1m"]', '["1x1m", "1x1m"]'))
     assert 'baseline: "h1" is not an arm' in error_of('baseline = "h1"\n' + MINIMAL)
     assert "not valid TOML" in error_of("name = ")
@@ -231,6 +250,7 @@ def test_other_errors():
 
 
 # ---------------------------------------------------------------- commands
+
 
 def _app() -> typer.Typer:
     app = typer.Typer()
@@ -265,11 +285,14 @@ def test_scenario_validate(tmp_path):
 def test_initial_window_and_n_conn_are_options_like_macw():
     s = scenario(MINIMAL + "[options]\ninitial_window_packets = [10, 40]\nn_conn = 2\n")
     ids = [c.id for c in s.cells()]
-    assert ids == ["link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=10|nconn=2|0rtt=on",
-                   "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=40|nconn=2|0rtt=on"]
+    assert ids == [
+        "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=10|nconn=2|0rtt=on",
+        "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=40|nconn=2|0rtt=on",
+    ]
     c = s.cells()[1]
     assert c.dims()["initial_window_packets"] == 40 and c.dims()["n_conn"] == 2
     from longlook.kinds.pageload.measure import server_options
+
     so = server_options(c.run_options(s.arms[0]))
     assert (so.initial_window_packets, so.n_conn) == (40, 2)
     argv = " ".join(so.argv())
@@ -284,8 +307,10 @@ def test_unused_new_options_leave_cell_ids_and_dims_as_they_were():
 
 
 def test_arms_override_initial_window_and_n_conn():
-    s = scenario(MINIMAL + '[[arms]]\nlabel = "iw4"\nprotocol = "h3"\ninitial_window_packets = 4\n'
-                 '[[arms]]\nlabel = "n2"\nprotocol = "h3"\nn_conn = 2\n')
+    s = scenario(
+        MINIMAL + '[[arms]]\nlabel = "iw4"\nprotocol = "h3"\ninitial_window_packets = 4\n'
+        '[[arms]]\nlabel = "n2"\nprotocol = "h3"\nn_conn = 2\n'
+    )
     (c,) = s.cells()
     assert "iw=" not in c.id and "nconn=" not in c.id
     a, b = (c.run_options(arm) for arm in s.arms)
@@ -295,12 +320,15 @@ def test_arms_override_initial_window_and_n_conn():
 def test_bad_initial_window_or_n_conn_is_one_clear_error():
     assert "positive" in error_of(MINIMAL + "[options]\ninitial_window_packets = 0\n")
     assert "positive" in error_of(MINIMAL + "[options]\nn_conn = [2, -1]\n")
-    assert "greater than 0" in error_of(MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nn_conn = 0\n'
-                                        '[[arms]]\nlabel = "b"\nprotocol = "h2"\n')
+    assert "greater than 0" in error_of(
+        MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nn_conn = 0\n[[arms]]\nlabel = "b"\nprotocol = "h2"\n'
+    )
     msg = error_of(MINIMAL + '[options]\nquic_cc = "bbr"\nn_conn = 2\n')
     assert 'n_conn = 2 emulates N Cubic connections, but quic_cc = "bbr"' in msg
-    msg = error_of(MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nquic_cc = "newreno"\nn_conn = 3\n'
-                   '[[arms]]\nlabel = "b"\nprotocol = "h2"\n')
+    msg = error_of(
+        MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nquic_cc = "newreno"\nn_conn = 3\n'
+        '[[arms]]\nlabel = "b"\nprotocol = "h2"\n'
+    )
     assert 'arm "a"' in msg and "quic_cc" in msg
 
 

@@ -21,6 +21,7 @@ from longlook.stacks.registry import STACKS, require_servers, resolve
 
 # ---- registry and its one clear error -------------------------------------------------------
 
+
 def test_every_registered_stack_resolves_with_a_default_version_and_ccs():
     for name in STACKS:
         s = resolve(name)
@@ -87,13 +88,16 @@ protocol = "h3"
     assert (b.server, b.client) == ("ours", "native")
 
 
-@pytest.mark.parametrize("arm, words", [
-    ('server = "msquic"\nprotocol = "h3"', "unknown stack 'msquic'"),
-    ('server = "quic-go"\nprotocol = "h2"', "h3 only"),
-    ('client = "aioquic"\nprotocol = "h2"', "h3 only"),
-    ('server_cc = "bbr2"\nprotocol = "h3"', "quic_cc"),
-    ('server = "quic-go@v9.9.9x"\nprotocol = "h3"', None),  # any registry tag: checked at build
-])
+@pytest.mark.parametrize(
+    "arm, words",
+    [
+        ('server = "msquic"\nprotocol = "h3"', "unknown stack 'msquic'"),
+        ('server = "quic-go"\nprotocol = "h2"', "h3 only"),
+        ('client = "aioquic"\nprotocol = "h2"', "h3 only"),
+        ('server_cc = "bbr2"\nprotocol = "h3"', "quic_cc"),
+        ('server = "quic-go@v9.9.9x"\nprotocol = "h3"', None),  # any registry tag: checked at build
+    ],
+)
 def test_bad_stack_arms_are_refused_with_the_reason(arm, words):
     toml = f'[[arms]]\nlabel = "a"\n{arm}\n[[arms]]\nlabel = "b"\nprotocol = "h3"\n'
     if words is None:
@@ -111,6 +115,7 @@ def test_a_scenario_wide_stack_server_refuses_the_default_h2_arm():
 
 
 # ---- content on disk -------------------------------------------------------------------------
+
 
 def test_content_has_the_endpoints_paths_and_sizes(tmp_path: Path):
     page = ensure_content(tmp_path, "page", 3, 10_000)
@@ -131,14 +136,17 @@ def test_jpeg_bodies_are_exactly_the_size_asked(size):
 
 # ---- qlogs in our vocabulary -----------------------------------------------------------------
 
+
 def _ev(t, name, **data):
     return {"time": t, "name": name, "data": data}
 
 
 def test_emitted_states_are_mapped_onto_table_3():
-    events = [_ev(10, "recovery:congestion_state_updated", old="slow_start", new="application_limited"),
-              _ev(20, "recovery:congestion_state_updated", old="application_limited", new="recovery"),
-              _ev(30, "recovery:metrics_updated", congestion_window=12000)]
+    events = [
+        _ev(10, "recovery:congestion_state_updated", old="slow_start", new="application_limited"),
+        _ev(20, "recovery:congestion_state_updated", old="application_limited", new="recovery"),
+        _ev(30, "recovery:metrics_updated", congestion_window=12000),
+    ]
     header, out = translate({}, events, stack="quic-go")
     states = [e["data"]["new"] for e in out if e["name"] == "recovery:congestion_state_updated"]
     assert states == ["ApplicationLimited", "Recovery"] and out[0]["time"] == 0
@@ -148,12 +156,14 @@ def test_emitted_states_are_mapped_onto_table_3():
 
 
 def test_states_are_derived_from_metrics_where_the_stack_emits_none():
-    events = [_ev(0, "recovery:metrics_updated", cwnd=12000),  # aioquic's name for the window
-              _ev(5, "recovery:metrics_updated", cwnd=24000),
-              _ev(9, "recovery:packet_lost"),
-              _ev(10, "recovery:metrics_updated", cwnd=12000, ssthresh=12000),
-              _ev(11, "recovery:metrics_updated", cwnd=12000, ssthresh=12000),
-              _ev(20, "recovery:metrics_updated", cwnd=13200, ssthresh=12000)]
+    events = [
+        _ev(0, "recovery:metrics_updated", cwnd=12000),  # aioquic's name for the window
+        _ev(5, "recovery:metrics_updated", cwnd=24000),
+        _ev(9, "recovery:packet_lost"),
+        _ev(10, "recovery:metrics_updated", cwnd=12000, ssthresh=12000),
+        _ev(11, "recovery:metrics_updated", cwnd=12000, ssthresh=12000),
+        _ev(20, "recovery:metrics_updated", cwnd=13200, ssthresh=12000),
+    ]
     header, out = translate({}, events, stack="aioquic")
     derived = [e for e in out if e["name"] == "recovery:congestion_state_updated"]
     assert [e["data"]["new"] for e in derived] == ["SlowStart", "Recovery", "CongestionAvoidance"]
@@ -166,59 +176,91 @@ def test_states_are_derived_from_metrics_where_the_stack_emits_none():
 def test_derived_states_tell_a_slow_start_exit_from_a_loss_and_follow_each_cut():
     """ngtcp2 (HyStart++): ssthresh set at the window is a slow-start exit, not a loss; a
     second cut within Recovery moves the mark the window must outgrow to leave it."""
-    events = [_ev(0, "recovery:metrics_updated", congestion_window=14000),
-              _ev(10, "recovery:metrics_updated", congestion_window=140000),
-              _ev(20, "recovery:metrics_updated", congestion_window=143000, ssthresh=143000),  # HyStart exit
-              _ev(25, "recovery:packet_lost"),
-              _ev(25, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
-              _ev(30, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
-              _ev(40, "recovery:metrics_updated", congestion_window=70000, ssthresh=70000),  # cut again
-              _ev(50, "recovery:metrics_updated", congestion_window=70010, ssthresh=70000),
-              _ev(60, "recovery:metrics_updated", congestion_window=50000, ssthresh=50000)]  # no packet_lost
+    events = [
+        _ev(0, "recovery:metrics_updated", congestion_window=14000),
+        _ev(10, "recovery:metrics_updated", congestion_window=140000),
+        _ev(20, "recovery:metrics_updated", congestion_window=143000, ssthresh=143000),  # HyStart exit
+        _ev(25, "recovery:packet_lost"),
+        _ev(25, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
+        _ev(30, "recovery:metrics_updated", congestion_window=100000, ssthresh=100000),
+        _ev(40, "recovery:metrics_updated", congestion_window=70000, ssthresh=70000),  # cut again
+        _ev(50, "recovery:metrics_updated", congestion_window=70010, ssthresh=70000),
+        _ev(60, "recovery:metrics_updated", congestion_window=50000, ssthresh=50000),
+    ]  # no packet_lost
     derived = derive_states(events)
     assert [(e["time"], e["data"]["new"]) for e in derived] == [
-        (0, "SlowStart"), (20, "CongestionAvoidance"), (25, "Recovery"), (50, "CongestionAvoidance"),
-        (60, "Recovery")]
+        (0, "SlowStart"),
+        (20, "CongestionAvoidance"),
+        (25, "Recovery"),
+        (50, "CongestionAvoidance"),
+        (60, "Recovery"),
+    ]
 
 
 def test_derived_recovery_lasts_at_least_a_round_trip():
     """aioquic grows its window within a round trip of the cut, and reports that episode's
     further losses: one Recovery, left a smoothed RTT after it began."""
-    events = [_ev(0, "recovery:metrics_updated", cwnd=90000, smoothed_rtt=36.0),
-              _ev(100, "recovery:packet_lost"),
-              _ev(100, "recovery:metrics_updated", cwnd=60000, ssthresh=60000, smoothed_rtt=40.0),
-              _ev(105, "recovery:metrics_updated", cwnd=60050, ssthresh=60000),
-              _ev(105, "recovery:packet_lost"),
-              _ev(120, "recovery:metrics_updated", cwnd=60100, ssthresh=60000),
-              _ev(141, "recovery:metrics_updated", cwnd=60150, ssthresh=60000)]
+    events = [
+        _ev(0, "recovery:metrics_updated", cwnd=90000, smoothed_rtt=36.0),
+        _ev(100, "recovery:packet_lost"),
+        _ev(100, "recovery:metrics_updated", cwnd=60000, ssthresh=60000, smoothed_rtt=40.0),
+        _ev(105, "recovery:metrics_updated", cwnd=60050, ssthresh=60000),
+        _ev(105, "recovery:packet_lost"),
+        _ev(120, "recovery:metrics_updated", cwnd=60100, ssthresh=60000),
+        _ev(141, "recovery:metrics_updated", cwnd=60150, ssthresh=60000),
+    ]
     derived = derive_states(events)
     assert [(e["time"], e["data"]["new"]) for e in derived] == [
-        (0, "SlowStart"), (100, "Recovery"), (141, "CongestionAvoidance")]
+        (0, "SlowStart"),
+        (100, "Recovery"),
+        (141, "CongestionAvoidance"),
+    ]
 
 
 def test_a_null_ssthresh_keeps_the_window_cut_to_as_its_stand_in():
     """tquic logs `ssthresh: null`: after Recovery the window it was cut to stands for
     ssthresh, so growing on from there is CongestionAvoidance, not a new SlowStart."""
-    events = [_ev(0, "recovery:metrics_updated", congestion_window=90000, ssthresh=None),
-              _ev(10, "recovery:metrics_updated", congestion_window=60000, ssthresh=None),
-              _ev(20, "recovery:metrics_updated", congestion_window=61000, ssthresh=None),
-              _ev(30, "recovery:metrics_updated", congestion_window=62000, ssthresh=None),
-              _ev(40, "recovery:packet_lost"),  # a second episode cuts deeper: its cut is the mark
-              _ev(40, "recovery:metrics_updated", congestion_window=40000),
-              _ev(50, "recovery:metrics_updated", congestion_window=41000),
-              _ev(60, "recovery:metrics_updated", congestion_window=42000)]
+    events = [
+        _ev(0, "recovery:metrics_updated", congestion_window=90000, ssthresh=None),
+        _ev(10, "recovery:metrics_updated", congestion_window=60000, ssthresh=None),
+        _ev(20, "recovery:metrics_updated", congestion_window=61000, ssthresh=None),
+        _ev(30, "recovery:metrics_updated", congestion_window=62000, ssthresh=None),
+        _ev(40, "recovery:packet_lost"),  # a second episode cuts deeper: its cut is the mark
+        _ev(40, "recovery:metrics_updated", congestion_window=40000),
+        _ev(50, "recovery:metrics_updated", congestion_window=41000),
+        _ev(60, "recovery:metrics_updated", congestion_window=42000),
+    ]
     assert [e["data"]["new"] for e in derive_states(events)] == [
-        "SlowStart", "Recovery", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]
+        "SlowStart",
+        "Recovery",
+        "CongestionAvoidance",
+        "Recovery",
+        "CongestionAvoidance",
+    ]
 
 
 def test_a_json_qlog_becomes_json_seq_that_the_states_analysis_reads(tmp_path: Path):
     raw = tmp_path / "x.qlog"
-    raw.write_text(json.dumps({"qlog_format": "JSON", "qlog_version": "0.3", "traces": [
-        {"vantage_point": {"type": "server"}, "common_fields": {"ODCID": "ab"}, "events": [
-            _ev(1_795_000_000_000.0, "transport:packet_sent", raw={"length": 1200}),
-            _ev(1_795_000_000_010.0, "recovery:metrics_updated", cwnd=12000, bytes_in_flight=1200),
-            _ev(1_795_000_000_050.0, "recovery:metrics_updated", cwnd=7000),  # reduced: no event
-            _ev(1_795_000_000_090.0, "recovery:metrics_updated", cwnd=8000)]}]}))
+    raw.write_text(
+        json.dumps(
+            {
+                "qlog_format": "JSON",
+                "qlog_version": "0.3",
+                "traces": [
+                    {
+                        "vantage_point": {"type": "server"},
+                        "common_fields": {"ODCID": "ab"},
+                        "events": [
+                            _ev(1_795_000_000_000.0, "transport:packet_sent", raw={"length": 1200}),
+                            _ev(1_795_000_000_010.0, "recovery:metrics_updated", cwnd=12000, bytes_in_flight=1200),
+                            _ev(1_795_000_000_050.0, "recovery:metrics_updated", cwnd=7000),  # reduced: no event
+                            _ev(1_795_000_000_090.0, "recovery:metrics_updated", cwnd=8000),
+                        ],
+                    }
+                ],
+            }
+        )
+    )
     header, events = load_any(raw)
     assert header["qlog_format"] == "JSON" and len(events) == 4
     normalise(raw, tmp_path / "ours.sqlog", stack="aioquic")
@@ -237,31 +279,63 @@ def test_bad_qlog_is_a_value_error(tmp_path: Path):
 
 # ---- ngtcp2's fetch JSON from its qlog -------------------------------------------------------
 
+
 def test_ngtcp2_fetch_json_is_timed_from_its_stream_frames(tmp_path: Path):
     def pkt(t, name, *frames):
         return _ev(t, name, frames=list(frames))
-    events = [pkt(0, "transport:packet_sent", {"frame_type": "crypto"}),
-              pkt(40, "transport:packet_sent", {"frame_type": "stream", "stream_id": 0},
-                  {"frame_type": "stream", "stream_id": 4}),
-              pkt(80, "transport:packet_received", {"frame_type": "handshake_done"},
-                  {"frame_type": "stream", "stream_id": 0, "length": 100, "fin": True},
-                  {"frame_type": "stream", "stream_id": 4, "length": 500}),
-              pkt(95, "transport:packet_received", {"frame_type": "stream", "stream_id": 4, "length": 600, "fin": True})]
+
+    events = [
+        pkt(0, "transport:packet_sent", {"frame_type": "crypto"}),
+        pkt(
+            40,
+            "transport:packet_sent",
+            {"frame_type": "stream", "stream_id": 0},
+            {"frame_type": "stream", "stream_id": 4},
+        ),
+        pkt(
+            80,
+            "transport:packet_received",
+            {"frame_type": "handshake_done"},
+            {"frame_type": "stream", "stream_id": 0, "length": 100, "fin": True},
+            {"frame_type": "stream", "stream_id": 4, "length": 500},
+        ),
+        pkt(95, "transport:packet_received", {"frame_type": "stream", "stream_id": 4, "length": 600, "fin": True}),
+    ]
     qlog = tmp_path / "client.sqlog"
-    qlog.write_bytes(b"".join(b"\x1e" + json.dumps(e).encode() + b"\n" for e in
-                              [{"qlog_format": "JSON-SEQ", "trace": {}}, *events]))
+    qlog.write_bytes(
+        b"".join(b"\x1e" + json.dumps(e).encode() + b"\n" for e in [{"qlog_format": "JSON-SEQ", "trace": {}}, *events])
+    )
     download = tmp_path / "dl"
     download.mkdir()
     (download / "1x1k.html").write_bytes(b"x" * 90)
     (download / "0.jpg").write_bytes(b"y" * 1000)
-    doc = fetch_document(qlog, url="https://h:1/page/1x1k.html", mode="page", run_id="r",
-                         paths=["/page/1x1k.html", "/obj/1k/0.jpg"], download=download, returncode=0,
-                         stderr="", started_unix_ms=5)
+    doc = fetch_document(
+        qlog,
+        url="https://h:1/page/1x1k.html",
+        mode="page",
+        run_id="r",
+        paths=["/page/1x1k.html", "/obj/1k/0.jpg"],
+        download=download,
+        returncode=0,
+        stderr="",
+        started_unix_ms=5,
+    )
     assert doc["ok"] and doc["protocol"] == "h3" and doc["handshake_ms"] == 80 and doc["plt_ms"] == 95
     assert [(o["start_ms"], o["first_byte_ms"], o["end_ms"], o["bytes"]) for o in doc["objects"]] == [
-        (40, 80, 80, 90), (40, 80, 95, 1000)]
-    missing = fetch_document(tmp_path / "none", url="u", mode="page", run_id="r", paths=["/"],
-                             download=download, returncode=1, stderr="boom", started_unix_ms=0)
+        (40, 80, 80, 90),
+        (40, 80, 95, 1000),
+    ]
+    missing = fetch_document(
+        tmp_path / "none",
+        url="u",
+        mode="page",
+        run_id="r",
+        paths=["/"],
+        download=download,
+        returncode=1,
+        stderr="boom",
+        started_unix_ms=0,
+    )
     assert not missing["ok"] and "no client qlog" in missing["error"]
 
 

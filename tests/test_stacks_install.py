@@ -63,7 +63,7 @@ def test_the_page_load_kind_installs_the_stacks_its_arms_name(monkeypatch):
     monkeypatch.setattr(pageload, "ensure_stacks", lambda specs: seen.append(list(specs)))
     monkeypatch.setattr(pageload, "require_servers", lambda servers: None)
     monkeypatch.setattr(pageload, "client_fetcher", lambda name, **kw: name)
-    sc = Scenario.from_toml('''
+    sc = Scenario.from_toml("""
 name = "stacks"
 rounds = 2
 workloads = ["1x5k"]
@@ -77,7 +77,7 @@ protocol = "h2"
 [[links]]
 rate_mbit = 10
 rtt_ms = 36
-''')
+""")
     pageload.KIND.prepare(sc)
     assert seen and "quiche" in seen[0]
 

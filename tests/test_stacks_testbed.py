@@ -128,8 +128,15 @@ client = "{name}"
 
 
 # congestion_state_updated in the stack's qlog (else the states are derived from its metrics)
-EMITS_STATES = {"quic-go": True, "quiche": True, "aioquic": False, "ngtcp2": False, "tquic": False,
-                "s2n-quic": False, "kwik": False}  # s2n-quic: its Cubic derived, its BBR emitted
+EMITS_STATES = {
+    "quic-go": True,
+    "quiche": True,
+    "aioquic": False,
+    "ngtcp2": False,
+    "tquic": False,
+    "s2n-quic": False,
+    "kwik": False,
+}  # s2n-quic: its Cubic derived, its BBR emitted
 
 
 def _check_machines_per_stack(directory: Path, name: str, version: str) -> None:

@@ -37,8 +37,12 @@ def test_stalls_within_window():
 
 @needs_testbed("linkem-probe")
 def test_monitor_wakes_every_period_on_every_cpu():
-    out = subprocess.run([str(find_binary("linkem-probe")), "stalls", "--duration-s", "0.5",
-                          "--period-us", "1000"], capture_output=True, text=True, timeout=20)
+    out = subprocess.run(
+        [str(find_binary("linkem-probe")), "stalls", "--duration-s", "0.5", "--period-us", "1000"],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert lines[0] == "ready"

@@ -5,8 +5,17 @@ import math
 
 import pytest
 
-from longlook.analyses.states import (StateTrace, TransitionGraph, compare, holds, loss_accounting,
-                             mine_invariants, qlog_from_events, to_dot, to_svg)
+from longlook.analyses.states import (
+    StateTrace,
+    TransitionGraph,
+    compare,
+    holds,
+    loss_accounting,
+    mine_invariants,
+    qlog_from_events,
+    to_dot,
+    to_svg,
+)
 from longlook.analyses.states.dot import dot_available
 from longlook.qlog import parse_records
 from longlook.analyses.states.runs import RunLogs, parse_source
@@ -21,22 +30,25 @@ def _trace(states, run_id="r"):
 
 
 def test_trace_states_times_and_dwell():
-    events = [ev(10, "recovery:congestion_state_updated", old="Init", new="SlowStart"),
-              ev(40, "recovery:congestion_state_updated", old="SlowStart", new="Recovery"),
-              ev(40.5, "recovery:congestion_state_updated", old="Recovery", new="Recovery"),  # no transition
-              ev(100, "recovery:congestion_state_updated", old="Recovery", new="CongestionAvoidance"),
-              ev(250, "longlook:loss_summary")]
+    events = [
+        ev(10, "recovery:congestion_state_updated", old="Init", new="SlowStart"),
+        ev(40, "recovery:congestion_state_updated", old="SlowStart", new="Recovery"),
+        ev(40.5, "recovery:congestion_state_updated", old="Recovery", new="Recovery"),  # no transition
+        ev(100, "recovery:congestion_state_updated", old="Recovery", new="CongestionAvoidance"),
+        ev(250, "longlook:loss_summary"),
+    ]
     t = StateTrace.from_qlog(qlog_from_events(events), "run1")
     assert t.states == ["Init", "SlowStart", "Recovery", "CongestionAvoidance"]
     assert t.dwell_ms() == pytest.approx([10, 30, 60, 150])
-    assert t.transitions() == [("Init", "SlowStart"), ("SlowStart", "Recovery"),
-                               ("Recovery", "CongestionAvoidance")]
+    assert t.transitions() == [("Init", "SlowStart"), ("SlowStart", "Recovery"), ("Recovery", "CongestionAvoidance")]
 
 
 def test_tcp_tracepoint_events_out_of_order_are_sorted():
-    events = [ev(1, "recovery:congestion_state_updated", old="Init", new="Open"),
-              ev(30, "recovery:congestion_state_updated", old="Disorder", new="Open"),
-              ev(20, "recovery:congestion_state_updated", old="Open", new="Disorder")]
+    events = [
+        ev(1, "recovery:congestion_state_updated", old="Init", new="Open"),
+        ev(30, "recovery:congestion_state_updated", old="Disorder", new="Open"),
+        ev(20, "recovery:congestion_state_updated", old="Open", new="Disorder"),
+    ]
     t = StateTrace.from_qlog(qlog_from_events(events, "TCP"), "tcp")
     assert t.protocol == "TCP" and t.states == ["Init", "Open", "Disorder", "Open"]
 
@@ -70,17 +82,23 @@ def test_transition_graph_counts_probabilities_entries():
 def test_invariants_that_must_and_must_not_hold():
     traces = [["Init", *T1], ["Init", *T2]]
     found = {str(i) for i in mine_invariants(traces)}
-    must = ["SlowStart AlwaysFollowedBy CongestionAvoidance",
-            "Recovery AlwaysFollowedBy CongestionAvoidance",
-            "Init AlwaysPrecedes Recovery", "SlowStart AlwaysPrecedes CongestionAvoidance",
-            "CongestionAvoidance NeverFollowedBy SlowStart", "Recovery NeverFollowedBy SlowStart",
-            "SlowStart NeverFollowedBy SlowStart"]
-    must_not = ["SlowStart AlwaysFollowedBy Recovery",  # trace 2 has no Recovery
-                "CongestionAvoidance NeverFollowedBy Recovery",  # trace 1: CA -> Recovery
-                "Recovery AlwaysPrecedes CongestionAvoidance",  # trace 2: CA without Recovery
-                "CongestionAvoidance AlwaysPrecedes Recovery",  # trace 1: CA only after the first Recovery
-                "Recovery NeverFollowedBy Recovery",  # Recovery twice in trace 1
-                "CongestionAvoidance AlwaysFollowedBy Recovery"]  # both end in CA
+    must = [
+        "SlowStart AlwaysFollowedBy CongestionAvoidance",
+        "Recovery AlwaysFollowedBy CongestionAvoidance",
+        "Init AlwaysPrecedes Recovery",
+        "SlowStart AlwaysPrecedes CongestionAvoidance",
+        "CongestionAvoidance NeverFollowedBy SlowStart",
+        "Recovery NeverFollowedBy SlowStart",
+        "SlowStart NeverFollowedBy SlowStart",
+    ]
+    must_not = [
+        "SlowStart AlwaysFollowedBy Recovery",  # trace 2 has no Recovery
+        "CongestionAvoidance NeverFollowedBy Recovery",  # trace 1: CA -> Recovery
+        "Recovery AlwaysPrecedes CongestionAvoidance",  # trace 2: CA without Recovery
+        "CongestionAvoidance AlwaysPrecedes Recovery",  # trace 1: CA only after the first Recovery
+        "Recovery NeverFollowedBy Recovery",  # Recovery twice in trace 1
+        "CongestionAvoidance AlwaysFollowedBy Recovery",
+    ]  # both end in CA
     for inv in must:
         assert inv in found, inv
     for inv in must_not:
@@ -92,8 +110,9 @@ def test_invariants_that_must_and_must_not_hold():
 
 
 def test_quic_loss_accounting_against_the_link():
-    log = quic_log(T1, batches=["reordering_threshold", "reordering_threshold", "time_threshold"],
-                   lost_packets=10, lost_probes=1)
+    log = quic_log(
+        T1, batches=["reordering_threshold", "reordering_threshold", "time_threshold"], lost_packets=10, lost_probes=1
+    )
     acc = loss_accounting(log, "q", linkem(drops=4, reordered=30))
     assert (acc.declared_lost, acc.loss_events) == (10, 3)
     assert (acc.by_packet_threshold, acc.by_time_threshold) == (2, 1)
@@ -105,22 +124,34 @@ def test_quic_loss_accounting_against_the_link():
 
 
 def test_tcp_loss_accounting_dsack_and_link():
-    acc = loss_accounting(tcp_log(["Open", "Disorder", "Open", "Recovery", "Open"], total_retrans=5, dsack=3),
-                          "t", linkem(drops=1))
+    acc = loss_accounting(
+        tcp_log(["Open", "Disorder", "Open", "Recovery", "Open"], total_retrans=5, dsack=3), "t", linkem(drops=1)
+    )
     assert acc.protocol == "TCP" and acc.declared_lost == 5 and acc.loss_events == 1
     assert acc.dsack_spurious == 3 and acc.spurious_lower_bound == 4 and acc.spurious == 4
 
 
 def _runs(label, traces, **kw):
-    return [RunLogs(run_id=f"{label}{i}", cell_id=label, arm="h3", round=i,
-                    log=quic_log(s, lost_packets=kw.get("lost", [0] * len(traces))[i]),
-                    linkem=linkem(drops=0)) for i, s in enumerate(traces)]
+    return [
+        RunLogs(
+            run_id=f"{label}{i}",
+            cell_id=label,
+            arm="h3",
+            round=i,
+            log=quic_log(s, lost_packets=kw.get("lost", [0] * len(traces))[i]),
+            linkem=linkem(drops=0),
+        )
+        for i, s in enumerate(traces)
+    ]
 
 
 def test_diff_finds_what_appears_vanishes_and_changes():
     clean = _runs("A", [["SlowStart", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]] * 8)
-    reordered = _runs("B", [["SlowStart", *(["Recovery", "CongestionAvoidance"] * k), "TailLossProbe"]
-                            for k in (5, 6, 7, 8, 5, 6, 7, 8)], lost=[20, 25, 30, 35, 20, 25, 30, 35])
+    reordered = _runs(
+        "B",
+        [["SlowStart", *(["Recovery", "CongestionAvoidance"] * k), "TailLossProbe"] for k in (5, 6, 7, 8, 5, 6, 7, 8)],
+        lost=[20, 25, 30, 35, 20, 25, 30, 35],
+    )
     d = compare(clean, reordered, "QUIC", alpha=0.01)
     assert d.n_a == d.n_b == 8
     rec = d.row("enter:Recovery")
@@ -178,8 +209,11 @@ def test_diff_adjusts_with_the_one_holm():
 
     assert not hasattr(diff, "holm_adjust")  # no second Holm
     clean = _runs("A", [["SlowStart", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]] * 8)
-    reordered = _runs("B", [["SlowStart", *(["Recovery", "CongestionAvoidance"] * k), "TailLossProbe"]
-                            for k in (5, 6, 7, 8, 5, 6, 7, 8)], lost=[20, 25, 30, 35, 20, 25, 30, 35])
+    reordered = _runs(
+        "B",
+        [["SlowStart", *(["Recovery", "CongestionAvoidance"] * k), "TailLossProbe"] for k in (5, 6, 7, 8, 5, 6, 7, 8)],
+        lost=[20, 25, 30, 35, 20, 25, 30, 35],
+    )
     rows = compare(clean, reordered, "QUIC").rows
     assert np.allclose(rows["p_adjusted"], holm(rows["p"]), equal_nan=True)
     raw = compare(clean, reordered, "QUIC", holm=False).rows
@@ -206,11 +240,17 @@ def test_one_run_of_ten_is_not_an_appearance():
     assert direction_text(row) == "only in B, 1 of 10 runs"
     assert d.significant().empty
     # the same without Holm (as a claim naming this one item calls it): still "same"
-    assert compare(_with_recovery("A", 0), _with_recovery("B", 1), "QUIC", holm=False).row(
-        "CongestionAvoidance->Recovery")["status"] == "same"
+    assert (
+        compare(_with_recovery("A", 0), _with_recovery("B", 1), "QUIC", holm=False).row(
+            "CongestionAvoidance->Recovery"
+        )["status"]
+        == "same"
+    )
     # and the other way round it does not vanish either
-    assert compare(_with_recovery("A", 1), _with_recovery("B", 0), "QUIC").row(
-        "CongestionAvoidance->Recovery")["status"] == "same"
+    assert (
+        compare(_with_recovery("A", 1), _with_recovery("B", 0), "QUIC").row("CongestionAvoidance->Recovery")["status"]
+        == "same"
+    )
 
 
 def test_every_run_against_none_appears():
@@ -229,8 +269,9 @@ def test_compare_is_counting_then_diff_counts():
     from longlook.analyses.states.diff import diff_counts, per_run_counts
 
     a, b = _with_recovery("A", 2), _with_recovery("B", 9)
-    assert_frame_equal(compare(a, b, "QUIC", alpha=0.05).rows,
-                       diff_counts(per_run_counts(a), per_run_counts(b), alpha=0.05))
+    assert_frame_equal(
+        compare(a, b, "QUIC", alpha=0.05).rows, diff_counts(per_run_counts(a), per_run_counts(b), alpha=0.05)
+    )
 
 
 def test_an_item_without_data_on_one_side_is_not_a_change():
@@ -257,15 +298,20 @@ def test_machines_and_cwnd_timelines_per_server_stack():
 
     derived = quic_log(T1)
     derived.header["trace"]["longlook"] = {"stack": "ngtcp2", "states": "derived"}
-    runs = [*(run(i, "quinn", quic_log(T1)) for i in range(3)),
-            *(run(i, "ngtcp2", derived, server="ngtcp2@0.12.1") for i in range(3)),
-            *(run(i, "h2", tcp_log(["Open", "Recovery", "Open"])) for i in range(3))]
+    runs = [
+        *(run(i, "quinn", quic_log(T1)) for i in range(3)),
+        *(run(i, "ngtcp2", derived, server="ngtcp2@0.12.1") for i in range(3)),
+        *(run(i, "h2", tcp_log(["Open", "Recovery", "Open"])) for i in range(3)),
+    ]
     a = analyse_runs(runs)
     labels = {m.arm: (m.stack, m.states_source, m.label) for m in a.machines}
-    assert labels == {"quinn": ("ours", "emitted", "server ours, arm quinn"),
-                      "ngtcp2": ("ngtcp2@0.12.1", "derived", "server ngtcp2@0.12.1, arm ngtcp2"),
-                      "h2": ("TCP", "emitted", "arm h2")}
+    assert labels == {
+        "quinn": ("ours", "emitted", "server ours, arm quinn"),
+        "ngtcp2": ("ngtcp2@0.12.1", "derived", "server ngtcp2@0.12.1, arm ngtcp2"),
+        "h2": ("TCP", "emitted", "arm h2"),
+    }
     from longlook.analyses.states.export import analysis_json
+
     assert {m["arm"]: m["states_source"] for m in analysis_json(a)["machines"]}["ngtcp2"] == "derived"
     groups = cwnd_groups(a)
     assert [s for s, _ in groups] == ["ours", "ngtcp2@0.12.1"]

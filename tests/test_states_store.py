@@ -16,7 +16,7 @@ from longlook.core.store import Store, environment_versions
 from longlook.kinds.pageload import record_from_fetch
 from states_synthetic import linkem, quic_log, tcp_log, write_qlog
 
-SCENARIO = '''
+SCENARIO = """
 name = "states-test"
 description = "synthetic: clean vs reordered"
 rounds = 10
@@ -29,7 +29,7 @@ rtt_ms = 36
 rate_mbit = 10
 rtt_ms = 36
 down = { reorder = { probability = 0.05, ahead_ms = 10.0 } }
-'''
+"""
 
 
 def make_experiment(d, with_logs=True):
@@ -47,22 +47,33 @@ def make_experiment(d, with_logs=True):
                     if with_logs:
                         if arm == "h3":
                             k = 4 + rnd % 3 if bad else 1
-                            log = quic_log(["ApplicationLimited", "SlowStart",
-                                            *(["Recovery", "CongestionAvoidance"] * k)],
-                                           batches=["reordering_threshold"] * k,
-                                           lost_packets=(10 + rnd) if bad else 3)
+                            log = quic_log(
+                                ["ApplicationLimited", "SlowStart", *(["Recovery", "CongestionAvoidance"] * k)],
+                                batches=["reordering_threshold"] * k,
+                                lost_packets=(10 + rnd) if bad else 3,
+                            )
                             name = "h3-0.sqlog"
                         else:
-                            log = tcp_log(["Open", *(["Disorder", "Open"] * (5 if bad else 0))],
-                                          total_retrans=2 if bad else 0, dsack=2 if bad else 0)
+                            log = tcp_log(
+                                ["Open", *(["Disorder", "Open"] * (5 if bad else 0))],
+                                total_retrans=2 if bad else 0,
+                                dsack=2 if bad else 0,
+                            )
                             name = "h2-0.tcp.sqlog"
                         write_qlog(rd / name, log)
-                        (rd / "linkem.json").write_text(json.dumps(linkem(drops=0 if bad else (3 if arm == "h3" else 0))))
-                        arts = {"qlog" if arm == "h3" else "tcp_log": f"runs/{run_id}/{name}",
-                                "linkem": f"runs/{run_id}/linkem.json"}
+                        (rd / "linkem.json").write_text(
+                            json.dumps(linkem(drops=0 if bad else (3 if arm == "h3" else 0)))
+                        )
+                        arts = {
+                            "qlog" if arm == "h3" else "tcp_log": f"runs/{run_id}/{name}",
+                            "linkem": f"runs/{run_id}/linkem.json",
+                        }
                     fetch = {"protocol_requested": arm, "protocol": arm, "ok": True, "plt_ms": 100.0}
-                    st.record_run(record_from_fetch(fetch, run_id=run_id, cell_id=cell.id, round=rnd,
-                                                       position=pos, arm=arm, artifacts=arts))
+                    st.record_run(
+                        record_from_fetch(
+                            fetch, run_id=run_id, cell_id=cell.id, round=rnd, position=pos, arm=arm, artifacts=arts
+                        )
+                    )
     return clean.id, reordered.id
 
 
@@ -138,8 +149,9 @@ def test_states_diff_text_shows_status_beside_direction(experiment):
     assert r.exit_code == 0, r.output
     assert "direction" in r.output and "only in B, 10 of 10 runs" in r.output and "(n.s.)" not in r.output
     assert "p (Holm)" in r.output
-    r = CliRunner().invoke(_app(), ["states", "diff", f"{d}:{clean}", f"{d}:{reordered}", "--no-holm"],
-                           env={"COLUMNS": "200"})
+    r = CliRunner().invoke(
+        _app(), ["states", "diff", f"{d}:{clean}", f"{d}:{reordered}", "--no-holm"], env={"COLUMNS": "200"}
+    )
     assert r.exit_code == 0 and "p (Holm)" not in r.output and "without correction" in r.output
 
 
@@ -156,8 +168,13 @@ def test_report_section(experiment):
     with Store.open(d, read_only=True) as st:
         s = states_section.section(st, None)
     assert s is not None and s.id == "states"
-    for heading in ("QUIC state machine, server ours, arm h3", "TCP state machine", "false losses per cell",
-                    "What each impairment changes", "Congestion window over time"):
+    for heading in (
+        "QUIC state machine, server ours, arm h3",
+        "TCP state machine",
+        "false losses per cell",
+        "What each impairment changes",
+        "Congestion window over time",
+    ):
         assert heading in s.html, heading
     assert "enter:Recovery" in s.html and "loss:spurious" in s.html
 

@@ -13,7 +13,7 @@ from longlook.analyses.states import compare, load_runs
 from longlook.testbed.ownership import RUNTIME_DIR
 from testbed_helpers import namespaces, needs_testbed
 
-SCENARIO = '''
+SCENARIO = """
 name = "states-reorder-testbed"
 description = "clean vs 5% of downstream packets 10 ms early; 10 Mbit/s, 36 ms, one 1 MB object"
 seed = 1
@@ -33,7 +33,7 @@ down = { reorder = { probability = 0.05, ahead_ms = 10.0 } }
 [workloads]
 object_count = 1
 object_size = ["1m"]
-'''
+"""
 
 
 @needs_testbed("linkem", "endpoint")

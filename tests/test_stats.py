@@ -8,8 +8,7 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from longlook.core.stats import (Verdict, compare_cells, compare_samples, holm_adjust,
-                            percent_difference)
+from longlook.core.stats import Verdict, compare_cells, compare_samples, holm_adjust, percent_difference
 
 QUIC = [1.0, 2.0, 3.0, 4.0, 5.0]
 TCP = [2.0, 4.0, 6.0, 8.0, 10.0]
@@ -76,14 +75,14 @@ def test_mann_whitney_matches_scipy():
 
 
 def test_labels_generalise_beyond_quic_and_tcp():
-    c = compare_samples([50.0, 51, 52, 50, 51], [80.0, 81, 79, 80, 82], a_label="h3-0rtt",
-                        b_label="h3-1rtt")
+    c = compare_samples([50.0, 51, 52, 50, 51], [80.0, 81, 79, 80, 82], a_label="h3-0rtt", b_label="h3-1rtt")
     assert c.verdict_text == "h3-0rtt faster"
 
 
 def _comparison_with_p(p: float, cell: str):
     base = compare_samples([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], cell_id=cell)
     from dataclasses import replace
+
     return replace(base, p_value=p, p_adjusted=p, verdict=Verdict.A_FASTER if p < 0.01 else Verdict.INCONCLUSIVE)
 
 
@@ -99,8 +98,9 @@ def test_holm_turns_a_marginal_cell_inconclusive():
 
 
 def _runs(rows):
-    return pd.DataFrame(rows, columns=["cell_id", "arm", "protocol_requested",
-                                       "protocol_negotiated", "status", "plt_ms"])
+    return pd.DataFrame(
+        rows, columns=["cell_id", "arm", "protocol_requested", "protocol_negotiated", "status", "plt_ms"]
+    )
 
 
 def test_compare_cells_counts_only_ok_runs_over_the_requested_protocol():
@@ -137,6 +137,7 @@ def test_compare_cells_with_holm_uses_statsmodels_across_cells():
 
 def test_percent_difference_with_a_zero_or_negative_baseline():
     from longlook.core.stats import compare_samples, percent_difference
+
     # QoE (higher is better) can be negative: A at -0.2 beats B at -0.5, so the sign is +
     assert percent_difference([-0.2, -0.2], [-0.5, -0.5], lower_is_better=False) == pytest.approx(60.0)
     # stall time 0 on the baseline: no percentage, yet the comparison runs
@@ -162,8 +163,9 @@ def test_a_difference_that_needs_the_missing_runs_to_be_fast_is_survivorship():
     c = compare_samples(SURVIVORS_H3, ALL_H2, completion_a=Completion(7, 10), completion_b=Completion(10, 10))
     assert c.completion_p > 0.05 and c.p_value == plain.p_value  # the test and Fisher as before
     assert c.verdict is Verdict.SURVIVORSHIP and c.verdict_text == "inconclusive: survivorship"
-    assert c.reason.startswith("h3 completed 7/10, h2 10/10: the difference does not hold if "
-                               "the 3 missing h3 runs were the slowest")
+    assert c.reason.startswith(
+        "h3 completed 7/10, h2 10/10: the difference does not hold if the 3 missing h3 runs were the slowest"
+    )
     assert c.worst_case_p >= 0.01 and c.as_row()["worst_case_p"] == c.worst_case_p
     # the other arm's missing runs count as the best: h2 missing its 2 fastest is no help to h3
     both = compare_samples(SURVIVORS_H3, ALL_H2[2:], completion_a=Completion(7, 10), completion_b=Completion(8, 10))
@@ -187,11 +189,13 @@ def test_the_worst_case_of_a_paired_design_is_a_lost_pair_against_the_claim():
     assert full.verdict is one.verdict is Verdict.A_FASTER
     # Wilcoxon: 20 pairs all for A, one more against it with the largest rank: its exact p
     lr = np.log(a) - np.log(b)
-    assert one.worst_case_p == pytest.approx(2 * sps.wilcoxon(np.r_[lr, 1.0 + np.max(np.abs(lr))],
-                                                               alternative="less").pvalue)
+    assert one.worst_case_p == pytest.approx(
+        2 * sps.wilcoxon(np.r_[lr, 1.0 + np.max(np.abs(lr))], alternative="less").pvalue
+    )
     # 12 pairs, one lost: at most 1 + 12 of the 91 rank points against A can never reach 0.01
-    twelve = compare_samples(a[:12], b[:12], paired=True, completion_a=Completion(12, 13),
-                             completion_b=Completion(13, 13))
+    twelve = compare_samples(
+        a[:12], b[:12], paired=True, completion_a=Completion(12, 13), completion_b=Completion(13, 13)
+    )
     assert twelve.verdict is Verdict.SURVIVORSHIP and "the 1 missing h3 run was the slowest" in twelve.reason
     assert survivorship_p(a[:7], b[:7], Verdict.A_FASTER, lower_is_better=True, paired=True, lost_a=5) > 0.01
 
@@ -207,28 +211,35 @@ def test_the_worst_case_check_costs_nothing_when_nothing_is_missing_and_a_little
     rng = np.random.default_rng(20)
     trials = 300
     print()
-    for design, test, paired in (("welch", "welch", False), ("mann-whitney", "mannwhitney", False),
-                                 ("paired", "welch", True)):
+    for design, test, paired in (
+        ("welch", "welch", False),
+        ("mann-whitney", "mannwhitney", False),
+        ("paired", "welch", True),
+    ):
         for d in (0.45, 0.6):
             full = same = survivors = checked = 0
             for _ in range(trials):
                 a, b = rng.lognormal(7 - d, 0.5, 20), rng.lognormal(7, 0.5, 20)
                 c0 = compare_samples(a, b, test=test, paired=paired)
-                c1 = compare_samples(a, b, test=test, paired=paired, completion_a=Completion(20, 20),
-                                     completion_b=Completion(20, 20))
+                c1 = compare_samples(
+                    a, b, test=test, paired=paired, completion_a=Completion(20, 20), completion_b=Completion(20, 20)
+                )
                 assert c1.verdict is c0.verdict and math.isnan(c1.worst_case_p)
                 keep = np.arange(20) != rng.integers(20)
                 xa, xb = a[keep], (b[keep] if paired else b)
                 s0 = compare_samples(xa, xb, test=test, paired=paired)
-                s1 = compare_samples(xa, xb, test=test, paired=paired, completion_a=Completion(19, 20),
-                                     completion_b=Completion(20, 20))
+                s1 = compare_samples(
+                    xa, xb, test=test, paired=paired, completion_a=Completion(19, 20), completion_b=Completion(20, 20)
+                )
                 full += c0.verdict is Verdict.A_FASTER
                 same += c1.verdict is Verdict.A_FASTER
                 survivors += s0.verdict is Verdict.A_FASTER
                 checked += s1.verdict is Verdict.A_FASTER
-            print(f"power {design:<12} d={d}: complete {full / trials:.2f} "
-                  f"(with completions {same / trials:.2f}); "
-                  f"1 of 20 missing: survivors alone {survivors / trials:.2f}, worst-case checked {checked / trials:.2f}")
+            print(
+                f"power {design:<12} d={d}: complete {full / trials:.2f} "
+                f"(with completions {same / trials:.2f}); "
+                f"1 of 20 missing: survivors alone {survivors / trials:.2f}, worst-case checked {checked / trials:.2f}"
+            )
             assert same == full and checked <= survivors
 
 
@@ -259,4 +270,5 @@ def test_the_t_tests_by_hand_agree_with_scipy():
         assert compare_samples(a, b).p_value == pytest.approx(sps.ttest_ind(a, b, equal_var=False).pvalue, rel=1e-12)
         x, y = rng.lognormal(0, 1, m), rng.lognormal(0.2, 1, m)
         assert compare_samples(x, y, paired=True).p_value == pytest.approx(
-            sps.ttest_rel(np.log(x), np.log(y)).pvalue, rel=1e-12)
+            sps.ttest_rel(np.log(x), np.log(y)).pvalue, rel=1e-12
+        )

@@ -15,27 +15,46 @@ from longlook.core.record import new_run_id
 from longlook.core.store import Store, environment_versions
 from longlook.kinds.pageload import fetch_status as classify_fetch, record_from_fetch
 
-SCENARIO = '''
+SCENARIO = """
 name = "store-test"
 rounds = 3
 workloads = ["1x10k", "2x5k"]
 [[links]]
 rate_mbit = 10
 rtt_ms = 36
-'''
+"""
 
 
 def fetch(proto="h3", negotiated=None, ok=True, plt=123.4, n_objects=2):
     negotiated = proto if negotiated is None else negotiated
-    return {"run_id": "x", "url": "https://198.18.2.2:4433/page/2x5k.html", "mode": "page",
-            "protocol_requested": proto, "protocol": negotiated, "ok": ok, "error": None if ok else "boom",
-            "started_unix_ms": 1_763_900_000_000, "plt_ms": plt, "handshake_ms": 36.5,
-            "ttfb_ms": 80.0, "bytes": 10_000,
-            "objects": [{"path": f"/obj/5k/{i}.jpg", "status": 200, "bytes": 5000,
-                         "start_ms": 40.0 + i, "first_byte_ms": 78.0 + i, "end_ms": 100.0 + i}
-                        for i in range(n_objects)],
-            "zero_rtt": {"attempted": True, "accepted": True},
-            "local_addr": "198.18.1.2:51000", "goodput": [[10.0, 5000], [20.0, 10000]]}
+    return {
+        "run_id": "x",
+        "url": "https://198.18.2.2:4433/page/2x5k.html",
+        "mode": "page",
+        "protocol_requested": proto,
+        "protocol": negotiated,
+        "ok": ok,
+        "error": None if ok else "boom",
+        "started_unix_ms": 1_763_900_000_000,
+        "plt_ms": plt,
+        "handshake_ms": 36.5,
+        "ttfb_ms": 80.0,
+        "bytes": 10_000,
+        "objects": [
+            {
+                "path": f"/obj/5k/{i}.jpg",
+                "status": 200,
+                "bytes": 5000,
+                "start_ms": 40.0 + i,
+                "first_byte_ms": 78.0 + i,
+                "end_ms": 100.0 + i,
+            }
+            for i in range(n_objects)
+        ],
+        "zero_rtt": {"attempted": True, "accepted": True},
+        "local_addr": "198.18.1.2:51000",
+        "goodput": [[10.0, 5000], [20.0, 10000]],
+    }
 
 
 @pytest.fixture
@@ -65,17 +84,25 @@ def test_runner_status_is_kept_but_never_ok_over_the_wrong_protocol():
     assert record_from_fetch(fetch(negotiated="h2"), status="ok", **kw).status == "protocol_mismatch"
     assert record_from_fetch(fetch(), status="failed", **kw).status == "failed"
     # an arm label that is not a protocol name: the protocol comes from the fetch or the caller
-    rec = record_from_fetch({"protocol": "h3", "ok": True, "plt_ms": 1.0}, protocol_requested="h3",
-                               **{**kw, "arm": "h3-0rtt"})
+    rec = record_from_fetch(
+        {"protocol": "h3", "ok": True, "plt_ms": 1.0}, protocol_requested="h3", **{**kw, "arm": "h3-0rtt"}
+    )
     assert (rec.arm, rec.protocol_requested, rec.status) == ("h3-0rtt", "h3", "ok")
 
 
 def test_record_and_read_back(store, scenario, tmp_path):
     cell = scenario.cells()[1]
-    rec = record_from_fetch(fetch(), run_id=new_run_id(), cell_id=cell.id, round=0,
-                               position=1, arm="h3", duration_s=1.5,
-                               options={"protocol": "h3", "quic_cc": "cubic"},
-                               artifacts={"fetch": "runs/x/fetch.json"})
+    rec = record_from_fetch(
+        fetch(),
+        run_id=new_run_id(),
+        cell_id=cell.id,
+        round=0,
+        position=1,
+        arm="h3",
+        duration_s=1.5,
+        options={"protocol": "h3", "quic_cc": "cubic"},
+        artifacts={"fetch": "runs/x/fetch.json"},
+    )
     store.record_run(rec)
     runs = store.runs_frame()
     assert len(runs) == 1
@@ -106,9 +133,15 @@ def test_resume_sees_completed_runs_and_attempts(tmp_path, scenario):
     with Store.open(tmp_path) as s:
         exp_id = s.start_experiment(scenario)
         s.record_run(record_from_fetch(fetch("h3"), run_id="r1", cell_id=cell.id, round=0, position=0, arm="h3"))
-        s.record_run(record_from_fetch(fetch("h2", ok=False), run_id="r2", cell_id=cell.id, round=0, position=1, arm="h2"))
-        s.record_run(record_from_fetch(fetch("h2"), run_id="r3", cell_id=cell.id, round=0, position=1, arm="h2", attempt=2))
-        s.record_run(record_from_fetch(fetch("h3", negotiated="h2"), run_id="r4", cell_id=cell.id, round=1, position=0, arm="h3"))
+        s.record_run(
+            record_from_fetch(fetch("h2", ok=False), run_id="r2", cell_id=cell.id, round=0, position=1, arm="h2")
+        )
+        s.record_run(
+            record_from_fetch(fetch("h2"), run_id="r3", cell_id=cell.id, round=0, position=1, arm="h2", attempt=2)
+        )
+        s.record_run(
+            record_from_fetch(fetch("h3", negotiated="h2"), run_id="r4", cell_id=cell.id, round=1, position=0, arm="h3")
+        )
         s.record_round_order(cell.id, 0, ["h3", "h2"])
     with Store.open(tmp_path) as s:  # a new process after Ctrl-C
         assert s.start_experiment(scenario) == exp_id
@@ -175,8 +208,7 @@ def test_an_interrupted_run_leaves_nothing(store, scenario):
     real = store._con
     store._con = _FailOnObjects(real)
     with pytest.raises(KeyboardInterrupt):
-        store.record_run(record_from_fetch(fetch(), run_id="torn", cell_id=cell.id, round=0,
-                                              position=1, arm="h2"))
+        store.record_run(record_from_fetch(fetch(), run_id="torn", cell_id=cell.id, round=0, position=1, arm="h2"))
     store._con = real
     assert list(store.runs_frame().run_id) == ["kept"]
     assert set(store.table("objects", "ORDER BY run_id, start_ms").run_id) == {"kept"}
@@ -246,6 +278,10 @@ def test_resuming_on_another_datapath_is_refused_and_says_how_to_resume(tmp_path
     with Store.open(tmp_path) as s:
         # the same path, recorded now: resumes
         s.start_experiment(scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "nfqueue"}})
-        with pytest.raises(LonglookError, match="versions changed .*'datapath': 'nfqueue'.*'datapath': 'afpacket'") as e:
-            s.start_experiment(scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "afpacket"}})
+        with pytest.raises(
+            LonglookError, match="versions changed .*'datapath': 'nfqueue'.*'datapath': 'afpacket'"
+        ) as e:
+            s.start_experiment(
+                scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "afpacket"}}
+            )
     assert "LONGLOOK_DATAPATH=nfqueue resumes it" in e.value.hint

@@ -32,8 +32,13 @@ _RUNNER = textwrap.dedent("""
 
 
 def _start_runner(tb_id: str, mode: str) -> tuple[subprocess.Popen, int]:
-    p = subprocess.Popen([sys.executable, "-c", _RUNNER, tb_id, mode], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, cwd=REPO)
+    p = subprocess.Popen(
+        [sys.executable, "-c", _RUNNER, tb_id, mode],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
     line = p.stdout.readline().split()
     assert line and line[0] == "up", p.stderr.read()
     return p, int(line[1])
@@ -46,13 +51,16 @@ def _ours(tb_id: str) -> list[str]:
 # ---- profiles ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text,field", [
-    ("rate_mbit = 10\ndelay_ms = -1\n", "delay_ms"),
-    ("rate_mbps = 10\n", "rate_mbps: unknown field"),
-    ("delay_ms = 10\n", "exactly one of rate_mbit or trace"),
-    ("rate_mbit = 10\n[up]\nloss = 1.5\n", "up.loss"),
-    ("rate_mbit = 10\nbuffer_bytes = 3000\nbuffer_packets = 2\n", "buffer_bytes or buffer_packets"),
-])
+@pytest.mark.parametrize(
+    "text,field",
+    [
+        ("rate_mbit = 10\ndelay_ms = -1\n", "delay_ms"),
+        ("rate_mbps = 10\n", "rate_mbps: unknown field"),
+        ("delay_ms = 10\n", "exactly one of rate_mbit or trace"),
+        ("rate_mbit = 10\n[up]\nloss = 1.5\n", "up.loss"),
+        ("rate_mbit = 10\nbuffer_bytes = 3000\nbuffer_packets = 2\n", "buffer_bytes or buffer_packets"),
+    ],
+)
 def test_malformed_profile_names_its_field(tmp_path: Path, text: str, field: str):
     f = tmp_path / "bad.toml"
     f.write_text(text)
@@ -66,12 +74,16 @@ def test_shipped_profiles_load():
 
 
 @needs_testbed("linkem")
-@pytest.mark.parametrize("text,field", [
-    ("[up]\nrate_mbit = 10.0\ndelay_ms = -1.0\n[down]\nrate_mbit = 10.0\n", "delay_ms"),
-    ("[up]\nrate_mbit = 10.0\nloss = 2.0\n[down]\nrate_mbit = 10.0\n", "loss"),
-])
+@pytest.mark.parametrize(
+    "text,field",
+    [
+        ("[up]\nrate_mbit = 10.0\ndelay_ms = -1.0\n[down]\nrate_mbit = 10.0\n", "delay_ms"),
+        ("[up]\nrate_mbit = 10.0\nloss = 2.0\n[down]\nrate_mbit = 10.0\n", "loss"),
+    ],
+)
 def test_linkem_validate_names_its_field(tmp_path: Path, text: str, field: str):
     from longlook.binaries import find_binary
+
     f = tmp_path / "bad.toml"
     f.write_text(text)
     p = subprocess.run([find_binary("linkem"), "validate", "--config", f], capture_output=True, text=True)
@@ -82,6 +94,7 @@ def test_linkem_validate_names_its_field(tmp_path: Path, text: str, field: str):
 @needs_testbed("linkem")
 def test_linkem_accepts_rendered_profiles(tmp_path: Path):
     from longlook.binaries import find_binary
+
     for f in (REPO / "link-profiles").glob("*.toml"):
         prof = load_link_profile(f)
         if any(prof.resolved(w).trace for w in ("up", "down")):
@@ -99,14 +112,19 @@ def test_linkem_accepts_rendered_profiles(tmp_path: Path):
 def test_topology_without_emulation():
     from longlook.testbed import Testbed
     from longlook.testbed.probe import PathProbe
+
     with Testbed(None) as tb, PathProbe(tb) as probe:
         names = list(tb.ns.values())
         assert set(names) <= set(namespaces())
         r = probe.rtt(count=50, interval_ms=1)
         assert r["received"] == 50
         feats = tb.run("router", ["ethtool", "-k", "r0"]).stdout
-        for feat in ("tcp-segmentation-offload: off", "generic-segmentation-offload: off",
-                     "generic-receive-offload: off", "tx-udp-segmentation: off"):
+        for feat in (
+            "tcp-segmentation-offload: off",
+            "generic-segmentation-offload: off",
+            "generic-receive-offload: off",
+            "tx-udp-segmentation: off",
+        ):
             assert feat in feats
     assert not set(names) & set(namespaces())
 
@@ -114,6 +132,7 @@ def test_topology_without_emulation():
 @needs_testbed("linkem", "linkem-probe")
 def test_exception_tears_down_and_linkem_death_is_noticed():
     from longlook.testbed import Testbed, TestbedError
+
     with pytest.raises(TestbedError, match="linkem died"):
         with Testbed(PROFILE) as tb:
             names = list(tb.ns.values())
@@ -128,6 +147,7 @@ def test_exception_tears_down_and_linkem_death_is_noticed():
 def test_reconfigure_changes_the_link():
     from longlook.testbed import Testbed
     from longlook.testbed.probe import PathProbe
+
     with Testbed(PROFILE) as tb, PathProbe(tb) as probe:
         assert probe.rtt(count=100, interval_ms=2)["rtt_ms"]["mean"] == pytest.approx(10, abs=1)
         tb.reconfigure(LinkProfile(rate_mbit=50, delay_ms=15, buffer_bytes=100_000))
@@ -137,6 +157,7 @@ def test_reconfigure_changes_the_link():
 
 def _cpu_latency_target_us() -> int:
     import struct
+
     with open("/dev/cpu_dma_latency", "rb") as f:  # reads the kernel's current aggregate
         return struct.unpack("i", f.read(4))[0]
 
@@ -147,6 +168,7 @@ def test_cpu_wakeup_latency_is_held_while_a_testbed_or_linkem_lives(monkeypatch)
     default: no deep idle state, no 0 us polling that made the host preempt the vCPUs;
     LONGLOOK_CPU_LATENCY_US sets it for both), and both let go."""
     from longlook.testbed import Testbed
+
     before = _cpu_latency_target_us()
     for wanted, env in ((1, None), (0, "0")):
         if env is None:
@@ -164,6 +186,7 @@ def test_cpu_wakeup_latency_is_held_while_a_testbed_or_linkem_lives(monkeypatch)
 
 def test_a_bad_cpu_latency_setting_is_one_error(monkeypatch):
     from longlook.testbed.host import TestbedError, cpu_wakeup_latency_us
+
     monkeypatch.setenv("LONGLOOK_CPU_LATENCY_US", "-3")
     with pytest.raises(TestbedError, match="LONGLOOK_CPU_LATENCY_US='-3' is not a whole number"):
         cpu_wakeup_latency_us()
@@ -198,11 +221,14 @@ def test_kill_9_then_clean_then_next_testbed_starts():
     assert out.returncode == 0, out.stderr
     assert "removed namespace ll-k9-router" in out.stdout
     assert _ours("k9") == []
-    assert not Path(f"/proc/{linkem_pid}").exists() or \
-        "Z" in Path(f"/proc/{linkem_pid}/stat").read_text().split(")")[-1].split()[0]
+    assert (
+        not Path(f"/proc/{linkem_pid}").exists()
+        or "Z" in Path(f"/proc/{linkem_pid}/stat").read_text().split(")")[-1].split()[0]
+    )
     # The same id can be used again straight away.
     from longlook.testbed import Testbed
     from longlook.testbed.probe import PathProbe
+
     with Testbed(PROFILE, id="k9") as tb, PathProbe(tb) as probe:
         assert probe.rtt(count=50, interval_ms=2)["received"] == 50
     assert _ours("k9") == []
@@ -214,6 +240,7 @@ def test_a_second_testbed_of_the_same_process_leaves_the_first_running():
     # process still has open is neither a leftover nor to be stopped (it once was: its linkem
     # got SIGTERM when a test opened its own testbed beside a module's shared one).
     from longlook.testbed import Testbed
+
     with Testbed(PROFILE, id="first") as first:
         with Testbed(PROFILE, id="second"):
             time.sleep(0.3)
@@ -228,12 +255,14 @@ def test_next_testbed_cleans_recorded_leftovers():
     p.kill()
     p.wait(10)
     from longlook.testbed import Testbed
+
     with Testbed(PROFILE, id="fresh"):
         assert _ours("stale") == []  # removed when the next testbed opened
 
 
 def test_not_root_is_a_clear_error(monkeypatch):
     from longlook.testbed import Testbed, TestbedError
+
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(TestbedError, match="needs root .* run it with sudo"):
         Testbed(PROFILE).open()
@@ -241,6 +270,7 @@ def test_not_root_is_a_clear_error(monkeypatch):
 
 def test_missing_tool_is_a_clear_error(monkeypatch):
     from longlook.testbed import host
+
     host.tool.cache_clear()
     monkeypatch.setattr(host.shutil, "which", lambda *a, **k: None)
     try:
@@ -264,6 +294,7 @@ def test_clean_removes_unrecorded_namespaces():
 def test_a_link_linkem_refuses_is_named_by_its_profile_not_the_generated_file(tmp_path, monkeypatch):
     """Should the two validators ever disagree, the error names the user's link profile."""
     from longlook.testbed import Testbed, TestbedError
+
     bad = LinkProfile(rate_mbit=10, delay_ms=5, name="my-link")
     monkeypatch.setattr(LinkProfile, "to_linkem_toml", lambda self, base_dir=None: "rate_mbit = 10.0\nloss = 2.0\n")
     with pytest.raises(TestbedError) as e:

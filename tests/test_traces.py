@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from longlook.errors import LonglookError
-from longlook.traces import (PATTERNS, generate, load_mahimahi, opportunities, rate_profile,
-                             rate_steps, write_mahimahi)
+from longlook.traces import PATTERNS, generate, load_mahimahi, opportunities, rate_profile, rate_steps, write_mahimahi
 
 
 def test_constant_rate_is_exact(tmp_path: Path):
@@ -53,13 +52,16 @@ def test_generate_pattern_with_short_holds(tmp_path: Path):
     assert [s for s in rate_steps(PATTERNS["dvl"], 150)][-1] == (30, 0.192)
 
 
-@pytest.mark.parametrize("text,message", [
-    ("1\n3\n2\n", ":3: 2 is earlier"),
-    ("1\nabc\n", ":2: 'abc' is not"),
-    ("5\n-1\n", ":2: '-1' is not"),
-    ("", "empty"),
-    ("0\n0\n", "lasts 0 ms"),
-])
+@pytest.mark.parametrize(
+    "text,message",
+    [
+        ("1\n3\n2\n", ":3: 2 is earlier"),
+        ("1\nabc\n", ":2: 'abc' is not"),
+        ("5\n-1\n", ":2: '-1' is not"),
+        ("", "empty"),
+        ("0\n0\n", "lasts 0 ms"),
+    ],
+)
 def test_load_names_the_bad_line(tmp_path: Path, text: str, message: str):
     f = tmp_path / "bad.mahi"
     f.write_text(text)

@@ -47,16 +47,26 @@ def sandbox(tmp_path, monkeypatch):
     return tmp_path, stacks, victim
 
 
-@pytest.mark.parametrize("spec", ["quiche@../../../victim", "quic-go@../../../victim",
-                                  "quic-go@../../../../victim", "tquic@/tmp/victim", "ours@../victim",
-                                  "quic-go@-v0.65.0", "quic-go@v0.65.0/../../x", "kwik@..", "quiche@."])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "quiche@../../../victim",
+        "quic-go@../../../victim",
+        "quic-go@../../../../victim",
+        "tquic@/tmp/victim",
+        "ours@../victim",
+        "quic-go@-v0.65.0",
+        "quic-go@v0.65.0/../../x",
+        "kwik@..",
+        "quiche@.",
+    ],
+)
 def test_a_release_that_names_a_path_is_refused_and_nothing_outside_changes(sandbox, spec):
     root, stacks, victim = sandbox
     before = _snapshot(root)
     env = {**os.environ, "LONGLOOK_STACKS_DIR": str(stacks)}
     for _ in range(2):  # the second install of a cached build is the one that removed a folder
-        r = subprocess.run([*LONGLOOK, "stacks", "install", spec], env=env, capture_output=True,
-                           text=True, timeout=120)
+        r = subprocess.run([*LONGLOOK, "stacks", "install", spec], env=env, capture_output=True, text=True, timeout=120)
         assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
         assert "Traceback" not in r.stderr
         assert "is not a release name" in r.stderr
@@ -66,25 +76,31 @@ def test_a_release_that_names_a_path_is_refused_and_nothing_outside_changes(sand
 def test_a_scenario_naming_a_path_as_a_release_does_not_validate(tmp_path, sandbox):
     root, stacks, _ = sandbox
     scenario = tmp_path / "s.toml"
-    scenario.write_text('name = "x"\nrounds = 2\nworkloads = ["1x5k"]\nserver = "quiche@../../../victim"\n'
-                        "[[links]]\nrate_mbit = 10\nrtt_ms = 20\n")
+    scenario.write_text(
+        'name = "x"\nrounds = 2\nworkloads = ["1x5k"]\nserver = "quiche@../../../victim"\n'
+        "[[links]]\nrate_mbit = 10\nrtt_ms = 20\n"
+    )
     before = _snapshot(root)
     env = {**os.environ, "LONGLOOK_STACKS_DIR": str(stacks)}
-    r = subprocess.run([*LONGLOOK, "scenario", "validate", str(scenario)], env=env, capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [*LONGLOOK, "scenario", "validate", str(scenario)], env=env, capture_output=True, text=True, timeout=120
+    )
     assert r.returncode != 0 and "Traceback" not in r.stderr, r.stderr
     assert "not a release name" in r.stdout + r.stderr
     assert _snapshot(root) == before
 
 
-@pytest.mark.parametrize("good", ["v0.65.0", "0.11.15", "1.2.0-rc.1", "0.0.0-20240101120000-abcdef012345",
-                                  "1.91.0", "workspace", "2.0.0+build.7"])
+@pytest.mark.parametrize(
+    "good",
+    ["v0.65.0", "0.11.15", "1.2.0-rc.1", "0.0.0-20240101120000-abcdef012345", "1.91.0", "workspace", "2.0.0+build.7"],
+)
 def test_release_names_of_the_registries_pass(good):
     assert release_token(good, "v") == good
 
 
-@pytest.mark.parametrize("bad", ["", "..", "../x", "a/b", "-rf", "v1..2", ".hidden", "a b", "a\x00", "x" * 65,
-                                 "v1.0;rm", "$(id)", None, 3])
+@pytest.mark.parametrize(
+    "bad", ["", "..", "../x", "a/b", "-rf", "v1..2", ".hidden", "a b", "a\x00", "x" * 65, "v1.0;rm", "$(id)", None, 3]
+)
 def test_anything_else_is_one_clear_error(bad):
     with pytest.raises(LonglookError, match="not a release name"):
         release_token(bad, "stack x's version")
@@ -105,9 +121,11 @@ def test_sql_identifier_quotes():
         sql_identifier("")
 
 
-HOSTILE = ["experiments) TO '{target}' (FORMAT CSV); COPY (SELECT 1",
-           "x\" TO '{target}' (FORMAT CSV); --",
-           "../../{name}"]
+HOSTILE = [
+    "experiments) TO '{target}' (FORMAT CSV); COPY (SELECT 1",
+    "x\" TO '{target}' (FORMAT CSV); --",
+    "../../{name}",
+]
 
 
 @pytest.mark.parametrize("hostile", HOSTILE)

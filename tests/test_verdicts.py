@@ -21,7 +21,6 @@ from longlook.analyses.compare.experiments import load_side
 from longlook.analyses.fallback.granger import granger_test
 from longlook.analyses.fallback.qoe import compare_patterns, pair_verdicts
 from longlook.analyses.reproduce import FAILS, HOLDS, UNCLEAR, Cells, Measured, PairShare, Ratio
-from longlook.analyses.reproduce.measured import TCP_MEAN
 from longlook.cli import app
 from longlook.core.record import RunRecord
 from longlook.core.spec import Statistics, parse_scenario
@@ -39,17 +38,28 @@ def _video_store(directory: Path, stall_s: list[float]) -> None:
         st.start_experiment(sc, {})
         for r, stall in enumerate(stall_s):
             for pos, arm in enumerate(("h3", "h2")):
-                st.record_run(RunRecord(run_id=f"{directory.name}-{r}-{arm}", cell_id=cell.id, round=r,
-                                        position=pos, arm=arm, status="ok", protocol_requested=arm,
-                                        protocol_negotiated=arm, metrics={"stall_s": stall}))
+                st.record_run(
+                    RunRecord(
+                        run_id=f"{directory.name}-{r}-{arm}",
+                        cell_id=cell.id,
+                        round=r,
+                        position=pos,
+                        arm=arm,
+                        status="ok",
+                        protocol_requested=arm,
+                        protocol_negotiated=arm,
+                        metrics={"stall_s": stall},
+                    )
+                )
         st.finish_experiment()
 
 
 def test_item01_gate_calls_a_stall_that_appears_a_regression(tmp_path):
     _video_store(tmp_path / "base", [0.0] * 6)
     _video_store(tmp_path / "cand", [1.0, 1.2, 0.9, 1.15, 1.05, 1.3])
-    res = compare_experiments(load_side(tmp_path / "base", "BASE"), load_side(tmp_path / "cand", "CAND"),
-                              metrics=["stall_s"])
+    res = compare_experiments(
+        load_side(tmp_path / "base", "BASE"), load_side(tmp_path / "cand", "CAND"), metrics=["stall_s"]
+    )
     [h3, h2] = res.changes
     assert h3.verdict is Gate.REGRESSION and h2.verdict is Gate.REGRESSION
     assert math.isnan(h3.change_pct) and h3.change == pytest.approx(1.1) and "BASE mean 0" in h3.note
@@ -59,8 +69,9 @@ def test_item01_gate_calls_a_stall_that_appears_a_regression(tmp_path):
     assert out.exit_code == 1, out.output
     assert "regression" in out.output and "+1.1 s" in out.output
     # and the other way round a stall that disappears is an improvement
-    back = compare_experiments(load_side(tmp_path / "cand", "BASE"), load_side(tmp_path / "base", "CAND"),
-                               metrics=["stall_s"])
+    back = compare_experiments(
+        load_side(tmp_path / "cand", "BASE"), load_side(tmp_path / "base", "CAND"), metrics=["stall_s"]
+    )
     assert {c.verdict for c in back.changes} == {Gate.IMPROVEMENT} and back.exit_status() == 0
 
 
@@ -84,8 +95,10 @@ def test_item02_flows_of_one_run_are_compared_paired(capsys):
         rate = np.mean([c.verdict.significant for c in paired])
         cover = np.mean([c.ci_low <= 0 <= c.ci_high for c in paired])
         unpaired = np.mean(sps.ttest_ind(quic, tcp, axis=1, equal_var=False).pvalue < 0.05)
-        print(f"item 2, n = {n}: rejects a true null {rate:.3f} paired vs {unpaired:.3f} unpaired "
-              f"(alpha 0.05); paired 95% interval covers {cover:.3f}")
+        print(
+            f"item 2, n = {n}: rejects a true null {rate:.3f} paired vs {unpaired:.3f} unpaired "
+            f"(alpha 0.05); paired 95% interval covers {cover:.3f}"
+        )
         se = math.sqrt(0.05 * 0.95 / reps)
         assert rate <= 0.05 + 3 * se and unpaired > 0.10
         assert cover >= 0.95 - 3 * se
@@ -94,12 +107,27 @@ def test_item02_flows_of_one_run_are_compared_paired(capsys):
     runs, flows = [], []
     q, t = _fairness_null(np.random.default_rng(5), 1, 6)
     for r in range(6):
-        runs.append({"run_id": f"run{r}", "cell_id": "x", "round": r, "arm": "flows", "status": "ok",
-                     "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False})
-        flows += [{"run_id": f"run{r}", "flow": "QUIC", "router_mbit": q[0, r] * 1.7},
-                  {"run_id": f"run{r}", "flow": "TCP", "router_mbit": t[0, r]}]
-    m = Measured(cells=pd.DataFrame({"cell_id": ["x"], "dims": [{"matchup": "QUIC vs TCP"}]}),
-                 runs=pd.DataFrame(runs), flows=pd.DataFrame(flows))
+        runs.append(
+            {
+                "run_id": f"run{r}",
+                "cell_id": "x",
+                "round": r,
+                "arm": "flows",
+                "status": "ok",
+                "protocol_requested": None,
+                "protocol_negotiated": None,
+                "audit_flagged": False,
+            }
+        )
+        flows += [
+            {"run_id": f"run{r}", "flow": "QUIC", "router_mbit": q[0, r] * 1.7},
+            {"run_id": f"run{r}", "flow": "TCP", "router_mbit": t[0, r]},
+        ]
+    m = Measured(
+        cells=pd.DataFrame({"cell_id": ["x"], "dims": [{"matchup": "QUIC vs TCP"}]}),
+        runs=pd.DataFrame(runs),
+        flows=pd.DataFrame(flows),
+    )
     out = Ratio("QUIC", "TCP", at_least=1.5, metric="router_mbit", flows=True).evaluate(m)
     assert out.cells[0]["interval"] == "paired t on the log ratio"
     assert "geometric mean of the per-run ratios" in out.detail
@@ -113,11 +141,29 @@ def test_item03_a_nan_qoe_pair_is_not_testable_never_quic_better(tmp_path):
 
     from longlook.analyses.fallback.store import analyze_store
 
-    fallback_store(tmp_path, 3, lambda cell: [rec for r in range(3) for rec in (
-        RunRecord(run_id=f"q{r}", cell_id=cell, round=r, position=0, arm="h3", status="ok",
-                  metrics={"qoe": None if r == 0 else 1.0}, series=fbs_series(r)),
-        RunRecord(run_id=f"t{r}", cell_id=cell, round=r, position=1, arm="h2", status="ok",
-                  metrics={"qoe": 2.0}))])
+    fallback_store(
+        tmp_path,
+        3,
+        lambda cell: [
+            rec
+            for r in range(3)
+            for rec in (
+                RunRecord(
+                    run_id=f"q{r}",
+                    cell_id=cell,
+                    round=r,
+                    position=0,
+                    arm="h3",
+                    status="ok",
+                    metrics={"qoe": None if r == 0 else 1.0},
+                    series=fbs_series(r),
+                ),
+                RunRecord(
+                    run_id=f"t{r}", cell_id=cell, round=r, position=1, arm="h2", status="ok", metrics={"qoe": 2.0}
+                ),
+            )
+        ],
+    )
     result = analyze_store(tmp_path)
     assert result.summary["missing_metric"] == 1
     assert result.patterns.iloc[0]["n_missing"] == 1 and result.patterns.iloc[0]["n_quic"] == 2
@@ -128,16 +174,29 @@ def test_item03_a_nan_qoe_pair_is_not_testable_never_quic_better(tmp_path):
 def test_item04_pairs_are_joined_on_cell_and_round():
     """Two cells (players) under one link name: each round pairs within its cell only."""
     rng = np.random.default_rng(4)
-    rows = [{"pattern": "DL", "cell_id": cell, "arm": arm, "round": r, "qoe": 1.0,
-             "samples": 1.0 + 0.1 * rng.normal(size=20)}
-            for cell in ("player=native", "player=dashjs") for r in range(3) for arm in ("h3", "h2")]
+    rows = [
+        {
+            "pattern": "DL",
+            "cell_id": cell,
+            "arm": arm,
+            "round": r,
+            "qoe": 1.0,
+            "samples": 1.0 + 0.1 * rng.normal(size=20),
+        }
+        for cell in ("player=native", "player=dashjs")
+        for r in range(3)
+        for arm in ("h3", "h2")
+    ]
     out = compare_patterns(pd.DataFrame(rows), samples="samples")
     assert out.iloc[0]["pairs"] == 6  # 2 cells x 3 rounds, not 12 (many-to-many within a round)
 
 
 def _temporal(m_runs: list[dict], rng, level) -> list[dict]:
-    return [{"run_id": r["run_id"], "name": "qoe_t", "t_s": float(t), "value": level(r) + 0.3 * rng.normal()}
-            for r in m_runs for t in range(40)]
+    return [
+        {"run_id": r["run_id"], "name": "qoe_t", "t_s": float(t), "value": level(r) + 0.3 * rng.normal()}
+        for r in m_runs
+        for t in range(40)
+    ]
 
 
 def test_item05_pair_share_is_a_per_pair_test_not_a_sign_test(capsys):
@@ -145,11 +204,27 @@ def test_item05_pair_share_is_a_per_pair_test_not_a_sign_test(capsys):
     margin) in most pairs by the calibrated pair test (block means, analyses/fallback/qoe.py),
     and the claim holds; a sign test of two numbers would sit at 0.5."""
     rng = np.random.default_rng(6)
-    runs = [{"run_id": f"{r}{arm}", "cell_id": "DL", "round": r, "arm": arm, "status": "ok",
-             "protocol_requested": None, "protocol_negotiated": None, "audit_flagged": False,
-             "qoe": 1.0 + 0.3 * rng.normal()} for r in range(60) for arm in ("h3", "h2")]
-    m = Measured(cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}), runs=pd.DataFrame(runs),
-                 statistics=Statistics(alpha=0.05), series=pd.DataFrame(_temporal(runs, rng, lambda r: 1.0)))
+    runs = [
+        {
+            "run_id": f"{r}{arm}",
+            "cell_id": "DL",
+            "round": r,
+            "arm": arm,
+            "status": "ok",
+            "protocol_requested": None,
+            "protocol_negotiated": None,
+            "audit_flagged": False,
+            "qoe": 1.0 + 0.3 * rng.normal(),
+        }
+        for r in range(60)
+        for arm in ("h3", "h2")
+    ]
+    m = Measured(
+        cells=pd.DataFrame({"cell_id": ["DL"], "dims": [{}]}),
+        runs=pd.DataFrame(runs),
+        statistics=Statistics(alpha=0.05),
+        series=pd.DataFrame(_temporal(runs, rng, lambda r: 1.0)),
+    )
     out = PairShare().evaluate(m)
     share = float(out.number.split("%")[0]) / 100
     print(f"item 5: no difference -> TCP better or same in {share:.0%} of 60 pairs")
@@ -160,12 +235,26 @@ def _cells_measured(values: dict[str, tuple[list[float], list[float]]], stats: S
     rows = []
     for cell, (a, b) in values.items():
         for arm, xs in (("h3", a), ("h2", b)):
-            rows += [{"run_id": f"{cell}{arm}{i}", "cell_id": cell, "round": i, "arm": arm, "status": "ok",
-                      "protocol_requested": arm, "protocol_negotiated": arm, "audit_flagged": False, "plt_ms": x}
-                     for i, x in enumerate(xs)]
+            rows += [
+                {
+                    "run_id": f"{cell}{arm}{i}",
+                    "cell_id": cell,
+                    "round": i,
+                    "arm": arm,
+                    "status": "ok",
+                    "protocol_requested": arm,
+                    "protocol_negotiated": arm,
+                    "audit_flagged": False,
+                    "plt_ms": x,
+                }
+                for i, x in enumerate(xs)
+            ]
     cells = list(values)
-    return Measured(cells=pd.DataFrame({"cell_id": cells, "dims": [{"c": c} for c in cells]}),
-                    runs=pd.DataFrame(rows), statistics=stats or Statistics())
+    return Measured(
+        cells=pd.DataFrame({"cell_id": cells, "dims": [{"c": c} for c in cells]}),
+        runs=pd.DataFrame(rows),
+        statistics=stats or Statistics(),
+    )
 
 
 def test_item06_same_needs_an_interval_inside_the_tolerance():
@@ -208,8 +297,10 @@ def test_item09_interval_covers_at_small_n(capsys):
     rng = np.random.default_rng(9)
     reps = 1500
     se = math.sqrt(0.05 * 0.95 / reps)
-    for draw, name in ((lambda s: rng.lognormal(0, 0.45, s), "lognormal 0.45"),
-                       (lambda s: rng.normal(1, 0.2, s), "normal cv 0.2")):
+    for draw, name in (
+        (lambda s: rng.lognormal(0, 0.45, s), "lognormal 0.45"),
+        (lambda s: rng.normal(1, 0.2, s), "normal cv 0.2"),
+    ):
         for n in (2, 3, 5, 10):
             a, b = draw((reps, n)), 1.3 * draw((reps, n))
             truth = (1 - 1 / 1.3) * 100  # (mean_B - mean_A) / mean_B
@@ -235,12 +326,31 @@ def _pageload_runs(ok_h3: int, rounds: int = 12) -> pd.DataFrame:
     out in the others (the slow ones: the survivors look good)."""
     rows = []
     for r in range(rounds):
-        rows.append({"cell_id": "c", "arm": "h2", "round": r, "attempt": 1, "status": "ok",
-                     "protocol_requested": "h2", "protocol_negotiated": "h2", "plt_ms": 1000.0 + 10 * (r % 3)})
+        rows.append(
+            {
+                "cell_id": "c",
+                "arm": "h2",
+                "round": r,
+                "attempt": 1,
+                "status": "ok",
+                "protocol_requested": "h2",
+                "protocol_negotiated": "h2",
+                "plt_ms": 1000.0 + 10 * (r % 3),
+            }
+        )
         ok = r < ok_h3
-        rows.append({"cell_id": "c", "arm": "h3", "round": r, "attempt": 1, "status": "ok" if ok else "timeout",
-                     "protocol_requested": "h3", "protocol_negotiated": "h3" if ok else None,
-                     "plt_ms": 800.0 + 10 * (r % 3) if ok else None})
+        rows.append(
+            {
+                "cell_id": "c",
+                "arm": "h3",
+                "round": r,
+                "attempt": 1,
+                "status": "ok" if ok else "timeout",
+                "protocol_requested": "h3",
+                "protocol_negotiated": "h3" if ok else None,
+                "plt_ms": 800.0 + 10 * (r % 3) if ok else None,
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -263,7 +373,9 @@ def test_item14_granger_p_is_the_one_equation_ssr_f_test():
     cause = rng.normal(size=80)
     effect = 0.25 * np.r_[0.0, cause[:-1]] + rng.normal(size=80)
     g = granger_test(cause, effect)
-    f, p, df_denom, df_num = grangercausalitytests(pd.DataFrame({"e": effect, "c": cause}), [g.lag])[g.lag][0]["ssr_ftest"]
+    f, p, df_denom, df_num = grangercausalitytests(pd.DataFrame({"e": effect, "c": cause}), [g.lag])[g.lag][0][
+        "ssr_ftest"
+    ]
     assert g.p_value == pytest.approx(p, rel=1e-12) and g.f_stat == pytest.approx(f, rel=1e-12)
     assert df_num == g.lag and df_denom == 80 - 3 * g.lag - 1
 

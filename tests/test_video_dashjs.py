@@ -13,8 +13,7 @@ import pytest
 from testbed_helpers import needs_testbed
 
 from longlook.kinds.video.content import VideoSpec, ensure_content
-from longlook.kinds.video.dashjs import (cpu_figures, measurement_from_driver, playback_from_driver,
-                                         starved_reason)
+from longlook.kinds.video.dashjs import cpu_figures, measurement_from_driver, playback_from_driver, starved_reason
 from longlook.kinds.video.mpd import parse_manifest
 from longlook.kinds.video.spec import VideoScenario
 from longlook.kinds.video.qoe import qoe_metrics
@@ -44,9 +43,11 @@ def test_a_recorded_run_becomes_a_playback(manifest):
 def test_waiting_after_start_is_a_stall_and_the_end_is_not(manifest):
     doc = copy.deepcopy(json.loads(DATA.read_text()))
     start = next(e["t_s"] for e in doc["events"] if e["type"] == "video:playing")
-    doc["events"] += [{"type": "video:waiting", "t_s": start + 5, "position": 5.0},
-                      {"type": "video:playing", "t_s": start + 7.5, "position": 5.0},
-                      {"type": "video:waiting", "t_s": start + 19.9, "position": 19.8}]  # the end
+    doc["events"] += [
+        {"type": "video:waiting", "t_s": start + 5, "position": 5.0},
+        {"type": "video:playing", "t_s": start + 7.5, "position": 5.0},
+        {"type": "video:waiting", "t_s": start + 19.9, "position": 19.8},
+    ]  # the end
     p = playback_from_driver(doc, manifest)
     assert [(round(s.start_s - start, 3), round(s.end_s - start, 3)) for s in p.stalls] == [(5.0, 7.5)]
     assert any(s.stalled for s in p.samples)
@@ -66,8 +67,9 @@ def test_protocol_and_cpu_starvation(manifest):
     assert starved_reason(cpu, 1.6, 0.05) is None
     assert "cores" in starved_reason(cpu, 0.1, 0.05)
     busy = {**cpu, "player_cpu_cores": 1.1}
-    assert "dropped" in starved_reason({**busy, "unexplained_dropped_share": 0.2, "unexplained_dropped_frames": 120},
-                                       1.6, 0.05)
+    assert "dropped" in starved_reason(
+        {**busy, "unexplained_dropped_share": 0.2, "unexplained_dropped_frames": 120}, 1.6, 0.05
+    )
 
 
 def test_frames_dropped_at_stalls_and_switches_or_at_a_third_of_a_core_are_not_cpu_starvation():
@@ -75,9 +77,17 @@ def test_frames_dropped_at_stalls_and_switches_or_at_a_third_of_a_core_are_not_c
     frames were dropped" at 0.33 cores; the drops sat around stalls and switches."""
     from longlook.kinds.video.dashjs import unexplained_drops
     from longlook.kinds.video.qoe import Stall
+
     # 30 fps for 20 s; 40 frames dropped during a stall at 8-10 s, 20 at a switch at 15 s
-    samples = [{"t_s": float(t), "frames": 30 * t, "quality": 2 if t < 15 else 0,
-                "dropped": (40 if t >= 9 else 0) + (20 if t >= 15 else 0)} for t in range(21)]
+    samples = [
+        {
+            "t_s": float(t),
+            "frames": 30 * t,
+            "quality": 2 if t < 15 else 0,
+            "dropped": (40 if t >= 9 else 0) + (20 if t >= 15 else 0),
+        }
+        for t in range(21)
+    ]
     stalls = [Stall(8.0, 10.0)]
     assert unexplained_drops(samples, stalls) == 0
     doc = {"samples": samples, "cpu_s": 6.8, "wall_s": 20.0}

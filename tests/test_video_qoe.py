@@ -8,8 +8,16 @@ import pytest
 
 from longlook.kinds.video.native.abr import AbrState, BolaRule, ThroughputRule, level_for
 from longlook.kinds.video.native.playback import PlaybackModel
-from longlook.kinds.video.qoe import (Playback, Sample, Stall, qoe_metrics, quality_drop_series,
-                                      series_rows, stall_series, temporal_qoe)
+from longlook.kinds.video.qoe import (
+    Playback,
+    Sample,
+    Stall,
+    qoe_metrics,
+    quality_drop_series,
+    series_rows,
+    stall_series,
+    temporal_qoe,
+)
 
 LEVELS = [100.0, 250.0, 500.0, 900.0, 2000.0]
 
@@ -43,9 +51,9 @@ def test_b_and_s_series():
 
 def test_playback_plays_stalls_and_ends():
     m = PlaybackModel(segment_s=2.0, segments=3, levels_kbit=LEVELS)
-    m.add(1.0, 4)   # plays from 1.0, buffer 2
-    m.add(2.0, 4)   # buffer 1 + 2 = 3 at t=2, runs dry at 5
-    m.add(7.0, 0)   # stall 5..7, then the last segment: ends at 9
+    m.add(1.0, 4)  # plays from 1.0, buffer 2
+    m.add(2.0, 4)  # buffer 1 + 2 = 3 at t=2, runs dry at 5
+    m.add(7.0, 0)  # stall 5..7, then the last segment: ends at 9
     assert m.buffer_at(2.5) == pytest.approx(2.5)
     st = m.state_at(6.0)
     assert not st.playing and len(st.stalls) == 1 and st.stalls[0].start_s == pytest.approx(5.0)
@@ -62,8 +70,12 @@ def test_playback_plays_stalls_and_ends():
 
 def test_temporal_qoe_by_hand():
     # no level yet, 2 Mbit/s, a stall at 2 Mbit/s, a drop to 0.5 Mbit/s
-    samples = [Sample(0, 0, 0, None, False), Sample(1, 0, 1, 4, False), Sample(2, 1, 0, 4, True),
-               Sample(3, 1, 1, 2, False)]
+    samples = [
+        Sample(0, 0, 0, None, False),
+        Sample(1, 0, 1, 4, False),
+        Sample(2, 1, 0, 4, True),
+        Sample(3, 1, 1, 2, False),
+    ]
     q = dict(temporal_qoe(Playback(levels_kbit=LEVELS, segment_levels=[4, 4, 2], samples=samples)))
     assert q == {1: pytest.approx(2.0), 2: pytest.approx(2.0 - 4.3), 3: pytest.approx(0.5 - 1.5)}
 
@@ -119,8 +131,12 @@ def test_bola_o_caps_upswitches_at_the_throughput():
 def test_bytes_are_spread_over_each_request():
     from longlook.kinds.video.traffic import bytes_per_second
 
-    per = bytes_per_second([{"start_s": 0.5, "end_s": 2.5, "bytes": 2000, "protocol": "h3"},
-                            {"start_s": 1.0, "end_s": 1.5, "bytes": 100, "protocol": "h2"},
-                            {"start_s": None, "end_s": 1.0, "bytes": 5, "protocol": "h2"}])
+    per = bytes_per_second(
+        [
+            {"start_s": 0.5, "end_s": 2.5, "bytes": 2000, "protocol": "h3"},
+            {"start_s": 1.0, "end_s": 1.5, "bytes": 100, "protocol": "h2"},
+            {"start_s": None, "end_s": 1.0, "bytes": 5, "protocol": "h2"},
+        ]
+    )
     assert per["h3"] == pytest.approx([500, 1000, 500])
     assert per["h2"] == pytest.approx([0, 100, 0])

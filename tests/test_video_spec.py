@@ -21,8 +21,12 @@ rtt_ms = 36
 def test_grid_and_defaults():
     sc = parse_scenario(BASE.format(extra='players = ["native", "dashjs"]\nabr = ["bola", "throughput"]'))
     cells = sc.cells()
-    assert [c.id for c in cells] == ["player=native|abr=bola", "player=native|abr=throughput",
-                                     "player=dashjs|abr=bola", "player=dashjs|abr=throughput"]
+    assert [c.id for c in cells] == [
+        "player=native|abr=bola",
+        "player=native|abr=throughput",
+        "player=dashjs|abr=bola",
+        "player=dashjs|abr=throughput",
+    ]
     assert [a.label for a in sc.arm_list()] == ["h3", "h2"] and sc.comparisons() == [("h3", "h2")]
     assert sc.video.max_height == 720 and sc.run_timeout_s() == 3 * 20 + 30
     assert cells[0].dims()["player"] == "native"
@@ -36,13 +40,16 @@ def test_video_sessions_have_their_own_stall_limit_and_a_scenario_overrides_it()
     assert load_scenario(REPO / "scenarios/quick.toml").fidelity.max_stall_ms == 5.0  # a page load
 
 
-@pytest.mark.parametrize("extra, words", [
-    ('players = ["vlc"]', "players"),
-    ('[video]\nduration_s = 9\nsegment_s = 2', "whole number"),
-    ('[video]\nmax_height = 900', "max_height"),
-    ('protocols = ["h3"]', "protocols"),
-    ('quic_mode = "sometimes"', "quic_mode"),
-])
+@pytest.mark.parametrize(
+    "extra, words",
+    [
+        ('players = ["vlc"]', "players"),
+        ("[video]\nduration_s = 9\nsegment_s = 2", "whole number"),
+        ("[video]\nmax_height = 900", "max_height"),
+        ('protocols = ["h3"]', "protocols"),
+        ('quic_mode = "sometimes"', "quic_mode"),
+    ],
+)
 def test_bad_input_is_one_error_naming_the_field(extra, words):
     with pytest.raises(LonglookError) as e:
         parse_scenario(BASE.format(extra=extra))

@@ -19,12 +19,20 @@ from longlook.kinds.conformance.params import zero_rtt as z
 DOCS = json.loads((Path(__file__).parent / "data" / "conformance" / "zero-rtt-fetches.json").read_text())
 
 
-@pytest.mark.parametrize("stack, label, value", [
-    ("ours", z.ACCEPTS, 1.0), ("ngtcp2", z.ACCEPTS, 1.0), ("tquic", z.ACCEPTS, 1.0), ("aioquic", z.ACCEPTS, 1.0),
-    ("quic-go", z.NO_EARLY_DATA, 0.0), ("quiche", z.NO_EARLY_DATA, 0.0),
-    ("s2n-quic", z.NO_TICKET, 0.0), ("aioquic-without-ticket-store", z.NO_TICKET, 0.0),
-    ("kwik", z.CLOSES, 0.0),
-])
+@pytest.mark.parametrize(
+    "stack, label, value",
+    [
+        ("ours", z.ACCEPTS, 1.0),
+        ("ngtcp2", z.ACCEPTS, 1.0),
+        ("tquic", z.ACCEPTS, 1.0),
+        ("aioquic", z.ACCEPTS, 1.0),
+        ("quic-go", z.NO_EARLY_DATA, 0.0),
+        ("quiche", z.NO_EARLY_DATA, 0.0),
+        ("s2n-quic", z.NO_TICKET, 0.0),
+        ("aioquic-without-ticket-store", z.NO_TICKET, 0.0),
+        ("kwik", z.CLOSES, 0.0),
+    ],
+)
 def test_server_side_label_of_each_recorded_stack(stack, label, value):
     s = z.server_zero_rtt(DOCS[stack])
     assert s["label"] == label and s["value"] == value

@@ -24,12 +24,21 @@ def resumed_html_ms(tmp_path: Path, runs: int, binary: Path | None = None) -> li
     certs = tmp_path / "cert"
     docs = []
     with Testbed(link, workdir=tmp_path / "tb") as tb:
-        server = EndpointServer.start(tb, ServerOptions(), port=4433, cert_dir=certs,
-                                      log_dir=tmp_path / "logs", binary=binary)
+        server = EndpointServer.start(
+            tb, ServerOptions(), port=4433, cert_dir=certs, log_dir=tmp_path / "logs", binary=binary
+        )
         for i in range(runs):
-            r = fetch(tb, url=f"https://{SERVER_ADDR}:4433{PAGE}", protocol="h3", run_id=f"z{i}",
-                      cert_dir=certs, out=tmp_path / f"z{i}.json", timeout_s=30, zero_rtt=True,
-                      binary=binary)
+            r = fetch(
+                tb,
+                url=f"https://{SERVER_ADDR}:4433{PAGE}",
+                protocol="h3",
+                run_id=f"z{i}",
+                cert_dir=certs,
+                out=tmp_path / f"z{i}.json",
+                timeout_s=30,
+                zero_rtt=True,
+                binary=binary,
+            )
             assert r.status == "ok", r.error
             docs.append(r.document)
         server.stop()

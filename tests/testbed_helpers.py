@@ -17,6 +17,7 @@ LONGLOOK = [sys.executable, "-m", "longlook.cli"]
 
 def _missing(name: str) -> bool:
     from longlook.binaries import find_binary
+
     try:
         find_binary(name)
         return False
@@ -46,6 +47,7 @@ def needs_testbed(*binaries: str):
         for m in marks:
             f = m(f)
         return f
+
     return apply
 
 
@@ -56,14 +58,17 @@ def _fail_with(reason: str, marks):
         @functools.wraps(f)
         def failing(*args, **kwargs):
             pytest.fail(f"CI cannot run this testbed test: {reason}")
+
         for m in marks:
             failing = m(failing)
         return failing
+
     return apply
 
 
 def namespaces() -> list[str]:
     import subprocess
+
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.strip()]
 
@@ -73,8 +78,12 @@ def dead_endpoints_trace_instances() -> list[str]:
     killed endpoint could not remove, and a testbed's teardown must."""
     from longlook.testbed.processes import is_alive
     from longlook.testbed.tracefs import INSTANCE_PREFIX, tcp_tracefs
+
     tracefs = tcp_tracefs()
     if tracefs is None:
         return []
-    return [i.name for i in (tracefs / "instances").glob(f"{INSTANCE_PREFIX}*")
-            if not is_alive(int(i.name.removeprefix(INSTANCE_PREFIX)))]
+    return [
+        i.name
+        for i in (tracefs / "instances").glob(f"{INSTANCE_PREFIX}*")
+        if not is_alive(int(i.name.removeprefix(INSTANCE_PREFIX)))
+    ]

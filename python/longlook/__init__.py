@@ -11,5 +11,6 @@ def __getattr__(name: str) -> object:
     # imported on first use, so `import longlook` (and the CLI's start) stays cheap
     if name == "open":
         from .core.results import open_results
+
         return open_results
     raise AttributeError(f"module 'longlook' has no attribute {name!r}")

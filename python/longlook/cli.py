@@ -25,8 +25,11 @@ from .commands import states as states_cmds
 from .commands import trace as trace_cmds
 from .errors import LonglookError
 
-app = typer.Typer(no_args_is_help=True, add_completion=False,
-                  help="QUIC (HTTP/3) vs TCP (HTTP/2) head-to-head under emulated networks.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="QUIC (HTTP/3) vs TCP (HTTP/2) head-to-head under emulated networks.",
+)
 
 
 @app.callback()
@@ -38,6 +41,7 @@ def _root() -> None:
 def version() -> None:
     """Print longlook's version."""
     from .versions import __version__
+
     print(__version__)
 
 
@@ -119,8 +123,11 @@ def main() -> None:
         # committed before; --resume continues once there is room)
         if e.errno in (errno.ENOSPC, errno.EROFS, errno.EDQUOT):
             where = f" writing {e.filename}" if e.filename else ""
-            print(f"longlook: error: {e.strerror}{where}\n  hint: free space (or remount), then "
-                  f"rerun with --resume: finished runs are kept", file=sys.stderr)
+            print(
+                f"longlook: error: {e.strerror}{where}\n  hint: free space (or remount), then "
+                f"rerun with --resume: finished runs are kept",
+                file=sys.stderr,
+            )
             sys.exit(2)
         raise
     except Exception as e:
@@ -130,9 +137,16 @@ def main() -> None:
         # shared experiment directory is untrusted input: reading it fails with one error)
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         full = "space left" in first.lower()
-        print(f"longlook: error: the experiment store {'could not be written' if full else 'is damaged or unreadable'}: "
-              f"{first}\n  hint: {'free space, then rerun with --resume: finished runs are kept' if full else 'use an undamaged copy of the experiment directory, or run the scenario again into a new one'}",
-              file=sys.stderr)
+        hint = (
+            "free space, then rerun with --resume: finished runs are kept"
+            if full
+            else "use an undamaged copy of the experiment directory, or run the scenario again into a new one"
+        )
+        print(
+            f"longlook: error: the experiment store {'could not be written' if full else 'is damaged or unreadable'}: "
+            f"{first}\n  hint: {hint}",
+            file=sys.stderr,
+        )
         sys.exit(2)
 
 

@@ -46,11 +46,15 @@ def read_user_bytes(path, what: str, example: str, limit: int = TEXT_LIMIT) -> b
         raise LonglookError(f"{path}: is a directory, not a {what}", hint=f"give a file, e.g. {example}")
     with os.fdopen(fd, "rb") as f:
         if not stat.S_ISREG(st.st_mode):
-            raise LonglookError(f"{path}: not a regular file (a device, FIFO or socket), not a {what}",
-                                hint=f"give a file on a disk, e.g. {example}")
+            raise LonglookError(
+                f"{path}: not a regular file (a device, FIFO or socket), not a {what}",
+                hint=f"give a file on a disk, e.g. {example}",
+            )
         if st.st_size > limit:
-            raise LonglookError(f"{path}: {st.st_size:,} bytes, more than a {what} may hold ({limit:,})",
-                                hint=f"is this the right file? e.g. {example}")
+            raise LonglookError(
+                f"{path}: {st.st_size:,} bytes, more than a {what} may hold ({limit:,})",
+                hint=f"is this the right file? e.g. {example}",
+            )
         try:
             data = f.read(limit + 1)
         except OSError as e:
@@ -68,8 +72,9 @@ def read_user_text(path, what: str, example: str, limit: int = TEXT_LIMIT) -> st
     try:
         return data.decode()
     except UnicodeDecodeError as e:
-        raise LonglookError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})",
-                            hint=f"a {what} is a text file, e.g. {example}") from None
+        raise LonglookError(
+            f"{path}: not UTF-8 text ({e.reason} at byte {e.start})", hint=f"a {what} is a text file, e.g. {example}"
+        ) from None
 
 
 _NO_FILES = ("proc", "sys", "dev")  # pseudo file systems: nothing written there is kept
@@ -85,15 +90,17 @@ def check_output(path, option: str, *, directory: bool = False, suffixes: tuple[
     p = Path(path)
     say = f"{option} {p}"
     if suffixes and p.suffix.lower() not in suffixes:
-        raise LonglookError(f"{say}: unknown extension {p.suffix or '(none)'!r}",
-                            hint=f"end the name in {', '.join(suffixes)}")
+        raise LonglookError(
+            f"{say}: unknown extension {p.suffix or '(none)'!r}", hint=f"end the name in {', '.join(suffixes)}"
+        )
     try:
         resolved = p.resolve()
     except (OSError, RuntimeError) as e:  # a symlink loop
         raise LonglookError(f"{say}: cannot resolve the path ({e})") from None
     if resolved.parts[1:2] in tuple((d,) for d in _NO_FILES):
-        raise LonglookError(f"{say}: under /{resolved.parts[1]}, which holds no files",
-                            hint="give a path on a disk, e.g. results/NAME")
+        raise LonglookError(
+            f"{say}: under /{resolved.parts[1]}, which holds no files", hint="give a path on a disk, e.g. results/NAME"
+        )
     if p.exists():
         if directory and not p.is_dir():
             raise LonglookError(f"{say}: is a file, not a directory", hint="give a new or existing directory")
@@ -105,13 +112,15 @@ def check_output(path, option: str, *, directory: bool = False, suffixes: tuple[
     if existing != resolved and not existing.is_dir():
         raise LonglookError(f"{say}: is under {existing}, which is a file", hint="give a path in a directory")
     if not os.access(existing, os.W_OK | (os.X_OK if existing.is_dir() else 0)):
-        raise LonglookError(f"{say}: cannot write to {existing} (permission denied)",
-                            hint="give a place you can write to")
+        raise LonglookError(
+            f"{say}: cannot write to {existing} (permission denied)", hint="give a place you can write to"
+        )
     return p
 
 
-def check_range(option: str, value, low=None, high=None, *, low_open: bool = False, high_open: bool = False,
-                hint: str | None = None):
+def check_range(
+    option: str, value, low=None, high=None, *, low_open: bool = False, high_open: bool = False, hint: str | None = None
+):
     """A number the user gave, within [low, high] (an open end excludes it); NaN and
     infinities never pass. Returns the value."""
     import math

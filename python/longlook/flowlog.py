@@ -26,8 +26,18 @@ from .errors import LonglookError
 # per line, over the packets the flow enqueued since its previous line (NaN: none, or a log
 # from a linkem before these fields)
 SOJOURN_COLUMNS = ["sojourn_packets", "sojourn_ms_mean", "sojourn_ms_max"]
-COLUMNS = ["t", "direction", "proto", "src", "dst", "packets", "bytes", "dropped_loss",
-           "dropped_buffer", *SOJOURN_COLUMNS]
+COLUMNS = [
+    "t",
+    "direction",
+    "proto",
+    "src",
+    "dst",
+    "packets",
+    "bytes",
+    "dropped_loss",
+    "dropped_buffer",
+    *SOJOURN_COLUMNS,
+]
 
 
 def read_flow_log(path: Path) -> pd.DataFrame:
@@ -65,12 +75,21 @@ class RouterQueue:
         """From flow-log rows (any selection: one flow, a direction's flows)."""
         n = rows["sojourn_packets"].fillna(0).to_numpy(float)
         keep = n > 0
-        r = pd.DataFrame({"t": rows["t"].to_numpy(float)[keep], "n": n[keep],
-                          "sum": (rows["sojourn_ms_mean"].to_numpy(float) * n)[keep],
-                          "max": rows["sojourn_ms_max"].to_numpy(float)[keep]})
+        r = pd.DataFrame(
+            {
+                "t": rows["t"].to_numpy(float)[keep],
+                "n": n[keep],
+                "sum": (rows["sojourn_ms_mean"].to_numpy(float) * n)[keep],
+                "max": rows["sojourn_ms_max"].to_numpy(float)[keep],
+            }
+        )
         g = r.groupby("t", sort=True).agg(n=("n", "sum"), sum=("sum", "sum"), max=("max", "max"))
-        return cls(t=g.index.to_numpy(float), packets=g["n"].to_numpy(float), sum_ms=g["sum"].to_numpy(float),
-                   max_ms=g["max"].to_numpy(float))
+        return cls(
+            t=g.index.to_numpy(float),
+            packets=g["n"].to_numpy(float),
+            sum_ms=g["sum"].to_numpy(float),
+            max_ms=g["max"].to_numpy(float),
+        )
 
     @property
     def mean_ms(self) -> float:
@@ -143,16 +162,18 @@ class FlowCounters:
         return np.diff(cum) * 8 / np.diff(edges) / 1e6
 
 
-def flow_counters(log: pd.DataFrame, *, client_addr: str, proto: str,
-                  direction: str = "down") -> FlowCounters:
+def flow_counters(log: pd.DataFrame, *, client_addr: str, proto: str, direction: str = "down") -> FlowCounters:
     """The counters of the flow whose client end is `client_addr` ("ip:port", the fetch's
     `local_addr`): down = server -> client (dst is the client), up = client -> server."""
     end = "dst" if direction == "down" else "src"
     rows = log[(log["direction"] == direction) & (log["proto"] == proto) & (log[end] == client_addr)]
     rows = rows.sort_values("t", kind="stable")
-    return FlowCounters(t=rows["t"].to_numpy(float), bytes=rows["bytes"].to_numpy(np.int64),
-                        packets=rows["packets"].to_numpy(np.int64),
-                        dropped_buffer=rows["dropped_buffer"].to_numpy(np.int64))
+    return FlowCounters(
+        t=rows["t"].to_numpy(float),
+        bytes=rows["bytes"].to_numpy(np.int64),
+        packets=rows["packets"].to_numpy(np.int64),
+        dropped_buffer=rows["dropped_buffer"].to_numpy(np.int64),
+    )
 
 
 def _split(endpoint: pd.Series) -> tuple[pd.Series, pd.Series]:
@@ -160,9 +181,16 @@ def _split(endpoint: pd.Series) -> tuple[pd.Series, pd.Series]:
     return host_port[0].str.strip("[]"), pd.to_numeric(host_port[1], errors="coerce")
 
 
-def bytes_per_second(flow_log: str | Path, server: str, ports: set[int] | None = None, *,
-                     directions: tuple[str, ...] = ("down", "up"), start_s: float = 0.0,
-                     end_s: float | None = None, bin_s: float = 1.0) -> pd.DataFrame:
+def bytes_per_second(
+    flow_log: str | Path,
+    server: str,
+    ports: set[int] | None = None,
+    *,
+    directions: tuple[str, ...] = ("down", "up"),
+    start_s: float = 0.0,
+    end_s: float | None = None,
+    bin_s: float = 1.0,
+) -> pd.DataFrame:
     """Columns `tcp` and `udp` (IP bytes forwarded by linkem per `bin_s` bin), index `t_s` =
     bin start in seconds since `start_s` on linkem's clock (the flow log's `t`; see
     `linkem_start_mono_ms`, or the testbed's `Linkem.started_unix` on the wall clock). Only
@@ -183,7 +211,7 @@ def bytes_per_second(flow_log: str | Path, server: str, ports: set[int] | None =
     src_host, src_port = _split(log["src"])
     dst_host, dst_port = _split(log["dst"])
     port = src_port.where(src_host == server, dst_port.where(dst_host == server))
-    keep = (log["proto"].isin(["tcp", "udp"]) & log["direction"].isin(directions) & port.notna())
+    keep = log["proto"].isin(["tcp", "udp"]) & log["direction"].isin(directions) & port.notna()
     if ports is not None:
         keep &= port.isin(list(ports))
     t = log["t"].astype(float) - start_s
@@ -191,8 +219,13 @@ def bytes_per_second(flow_log: str | Path, server: str, ports: set[int] | None =
     if end_s is not None:
         keep &= t <= end_s - start_s
     sel = pd.DataFrame({"t": t[keep], "proto": log["proto"][keep], "bytes": log["delta"][keep]})
-    n_bins = (math.ceil((end_s - start_s) / bin_s) if end_s is not None
-              else int(((sel["t"].max() - 1e-9) // bin_s) + 1) if len(sel) else 0)
+    n_bins = (
+        math.ceil((end_s - start_s) / bin_s)
+        if end_s is not None
+        else int(((sel["t"].max() - 1e-9) // bin_s) + 1)
+        if len(sel)
+        else 0
+    )
     # (t - tiny): a line exactly on a bin edge counts for the interval that just ended
     sel["bin"] = ((sel["t"] - 1e-9) // bin_s).astype(int)
     table = sel.pivot_table(index="bin", columns="proto", values="bytes", aggfunc="sum")
@@ -216,5 +249,8 @@ def series_rows(per_second: pd.DataFrame) -> list[dict]:
     """`bytes_per_second` output as a kind's store series rows: `F` (bytes over TCP) and
     `F_udp` (bytes over UDP), one row per bin, `t_s` = bin start (the names the fallback
     analysis reads)."""
-    return [{"name": name, "key": "", "t_s": float(t), "value": float(v)}
-            for name, col in (("F", "tcp"), ("F_udp", "udp")) for t, v in per_second[col].items()]
+    return [
+        {"name": name, "key": "", "t_s": float(t), "value": float(v)}
+        for name, col in (("F", "tcp"), ("F_udp", "udp"))
+        for t, v in per_second[col].items()
+    ]

@@ -117,12 +117,16 @@ class LinkProfile(Direction):
             if len(buffers) > 1:
                 raise ValueError(f"{which}: set one of {' or '.join(buffers)}, not several")
             if d["buffer_bdp"] is not None and d["rate_mbit"] is None:
-                raise ValueError(f"{which}: buffer_bdp needs a rate_mbit (a trace has no one rate): "
-                                 f"give buffer_bytes or buffer_packets")
+                raise ValueError(
+                    f"{which}: buffer_bdp needs a rate_mbit (a trace has no one rate): "
+                    f"give buffer_bytes or buffer_packets"
+                )
             if d["buffer_bdp"] is not None and self._bdp_bytes(d) < 1500:
-                raise ValueError(f"{which}: buffer_bdp = {d['buffer_bdp']:g} is {self._bdp_bytes(d):.0f} bytes "
-                                 f"at {d['rate_mbit']:g} Mbit/s and {self._base_rtt_ms():g} ms, less than one packet "
-                                 f"(1500 bytes)")
+                raise ValueError(
+                    f"{which}: buffer_bdp = {d['buffer_bdp']:g} is {self._bdp_bytes(d):.0f} bytes "
+                    f"at {d['rate_mbit']:g} Mbit/s and {self._base_rtt_ms():g} ms, less than one packet "
+                    f"(1500 bytes)"
+                )
         return self
 
     def _merged(self, which: Literal["up", "down"]) -> dict:
@@ -202,8 +206,13 @@ def linkem_refusal(profile: LinkProfile, base_dir: Path | None = None) -> str | 
     except LonglookError:
         return None
     for part in profile.segments or (profile,):
-        p = subprocess.run([str(check), "--name", f"link {profile.name}"], input=part.to_linkem_toml(base_dir),
-                           capture_output=True, text=True, timeout=60)
+        p = subprocess.run(
+            [str(check), "--name", f"link {profile.name}"],
+            input=part.to_linkem_toml(base_dir),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         if p.returncode != 0:
             return (p.stderr.strip() or f"linkem-check exited {p.returncode}").splitlines()[0]
     return None

@@ -40,6 +40,7 @@ class Pattern:
         back = there[::-1][1:-1]  # the ends are held once per cycle, not twice
         return there + back
 
+
 # Chaudhary et al., Table 3 ("Bandwidth Patterns"). Kbps = 1000 bit/s.
 PATTERNS = {
     "incr": Pattern("Incr", 128, 2048, +64, 60),
@@ -54,12 +55,12 @@ def pattern(name: str) -> Pattern:
     try:
         return PATTERNS[name.lower()]
     except KeyError:
-        raise LonglookError(f"unknown bandwidth pattern '{name}'",
-                            hint=f"choose one of {', '.join(PATTERNS)}") from None
+        raise LonglookError(
+            f"unknown bandwidth pattern '{name}'", hint=f"choose one of {', '.join(PATTERNS)}"
+        ) from None
 
 
-def rate_steps(p: Pattern, duration_s: float | None = None,
-               hold_s: float | None = None) -> list[tuple[float, float]]:
+def rate_steps(p: Pattern, duration_s: float | None = None, hold_s: float | None = None) -> list[tuple[float, float]]:
     """(seconds, Mbit/s) steps of the pattern, cycled until `duration_s` (one cycle if None).
     `hold_s` overrides the pattern's hold time (to make short test traces)."""
     # a trace has 1 ms resolution and is written whole: a hold under 1 ms would make
@@ -103,8 +104,7 @@ def write_mahimahi(steps: Iterable[tuple[float, float]], out: Path) -> int:
     return len(lines)
 
 
-def generate(name: str, out: Path, duration_s: float | None = None,
-             hold_s: float | None = None) -> int:
+def generate(name: str, out: Path, duration_s: float | None = None, hold_s: float | None = None) -> int:
     return write_mahimahi(rate_steps(pattern(name), duration_s, hold_s), out)
 
 
@@ -121,8 +121,9 @@ def load_mahimahi(path: Path) -> np.ndarray:
             raise LonglookError(f"{path}:{n}: '{s}' is not a non-negative integer (ms)")
         v = int(s)
         if v < prev:
-            raise LonglookError(f"{path}:{n}: {v} is earlier than the line before ({prev}); "
-                                "timestamps must not decrease")
+            raise LonglookError(
+                f"{path}:{n}: {v} is earlier than the line before ({prev}); timestamps must not decrease"
+            )
         values.append(v)
         prev = v
     if not values:
@@ -132,8 +133,7 @@ def load_mahimahi(path: Path) -> np.ndarray:
     return np.asarray(values, dtype=np.int64)
 
 
-def rate_profile(trace: np.ndarray, interval_ms: int = 1000,
-                 duration_ms: int | None = None) -> np.ndarray:
+def rate_profile(trace: np.ndarray, interval_ms: int = 1000, duration_ms: int | None = None) -> np.ndarray:
     """Expected rate (Mbit/s of 1500-byte packets) per interval [k*interval, (k+1)*interval)
     of the trace time, wrapping as mahimahi does for `duration_ms` (default: one period).
 

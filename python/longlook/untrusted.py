@@ -27,9 +27,11 @@ def release_token(value: object, what: str) -> str:
     text = value if isinstance(value, str) else ""
     if not _RELEASE.fullmatch(text) or ".." in text:
         shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
-        raise LonglookError(f"{what}: {shown} is not a release name",
-                            hint="a release is letters, digits and . _ + ~ - (e.g. v0.65.0 or 0.11.15), "
-                                 "starting and ending with a letter or digit, without '..'")
+        raise LonglookError(
+            f"{what}: {shown} is not a release name",
+            hint="a release is letters, digits and . _ + ~ - (e.g. v0.65.0 or 0.11.15), "
+            "starting and ending with a letter or digit, without '..'",
+        )
     return text
 
 
@@ -39,9 +41,11 @@ def path_inside(root: str | Path, *parts: str) -> Path:
     base = Path(root).resolve()
     path = base.joinpath(*parts).resolve()
     if path != base and base not in path.parents:
-        raise LonglookError(f"{'/'.join(parts)!r} would leave {base}",
-                            hint="a name from a scenario, a store or the command line names something "
-                                 "inside its folder; use a plain name")
+        raise LonglookError(
+            f"{'/'.join(parts)!r} would leave {base}",
+            hint="a name from a scenario, a store or the command line names something "
+            "inside its folder; use a plain name",
+        )
     return path
 
 
@@ -66,8 +70,10 @@ def env_number(name: str, default: float, *, low: float, high: float) -> float:
     except ValueError:
         value = math.nan
     if not (math.isfinite(value) and low <= value <= high):
-        raise LonglookError(f"{name}={raw!r} is not a number from {low:g} to {high:g}",
-                            hint=f"unset it (default {default:g}) or give e.g. {name}={default:g}")
+        raise LonglookError(
+            f"{name}={raw!r} is not a number from {low:g} to {high:g}",
+            hint=f"unset it (default {default:g}) or give e.g. {name}={default:g}",
+        )
     return value
 
 
@@ -79,6 +85,8 @@ def env_dir(name: str, default: Path) -> Path:
     raw = os.environ.get(name, "")
     path = Path(raw) if raw else default
     if path.exists() and not path.is_dir():
-        raise LonglookError(f"{name}={str(path)!r} is not a folder" if raw else f"{path} is not a folder",
-                            hint=f"point {name} at a folder (made when missing), or unset it")
+        raise LonglookError(
+            f"{name}={str(path)!r} is not a folder" if raw else f"{path} is not a folder",
+            hint=f"point {name} at a folder (made when missing), or unset it",
+        )
     return path

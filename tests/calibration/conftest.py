@@ -13,5 +13,7 @@ def pytest_terminal_summary(terminalreporter):
     width = max(len(r.producer) for r in RATES)
     for r in sorted(RATES, key=lambda r: (r.producer, r.verdict)):
         lo, hi = r.interval
-        tr.write_line(f"{r.producer:<{width}}  {r.rate:7.4f} [{lo:.4f}-{hi:.4f}]  alpha {r.alpha:<6g} "
-                      f"n {r.trials:<6d} {'ok ' if r.passed else 'HIGH'} {r.verdict}")
+        tr.write_line(
+            f"{r.producer:<{width}}  {r.rate:7.4f} [{lo:.4f}-{hi:.4f}]  alpha {r.alpha:<6g} "
+            f"n {r.trials:<6d} {'ok ' if r.passed else 'HIGH'} {r.verdict}"
+        )

@@ -69,6 +69,8 @@ def check_rate(producer: str, verdict: str, false: int, trials: int, alpha: floa
     r = Rate(producer, verdict, false, trials, alpha, p)
     RATES.append(r)
     lo, hi = r.interval
-    assert r.passed, (f"{producer}: '{verdict}' in {false} of {trials} null trials = {r.rate:.4f} "
-                      f"(95% {lo:.4f}-{hi:.4f}), above its alpha {alpha:g} (binomial p = {p:.2g})")
+    assert r.passed, (
+        f"{producer}: '{verdict}' in {false} of {trials} null trials = {r.rate:.4f} "
+        f"(95% {lo:.4f}-{hi:.4f}), above its alpha {alpha:g} (binomial p = {p:.2g})"
+    )
     return r

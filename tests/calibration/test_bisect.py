@@ -36,8 +36,17 @@ import numpy as np
 
 from longlook.analyses.releases.bisect import FOUND, bisect, max_steps, next_plan
 from longlook.analyses.releases.history import ReleaseSeries, change_points, release_point
-from longlook.analyses.releases.sides import (BETWEEN, BEYOND, DIFFERENT, LIKE_BAD, LIKE_GOOD, SAME, StepPlan,
-                                              StepRuns, decide)
+from longlook.analyses.releases.sides import (
+    BETWEEN,
+    BEYOND,
+    DIFFERENT,
+    LIKE_BAD,
+    LIKE_GOOD,
+    SAME,
+    StepPlan,
+    StepRuns,
+    decide,
+)
 
 from .harness import calibrates, check_rate
 
@@ -174,7 +183,9 @@ def _two_changes(rng):
     total = math.exp(rng.uniform(math.log(1.5), math.log(6.0)))
     share = rng.uniform(0.3, 0.7)
     releases = [f"v0.{i}.0" for i in range(n)]
-    levels = {r: 1000.0 * (1 + (total - 1) * (share * (i >= a) + (1 - share) * (i >= b))) for i, r in enumerate(releases)}
+    levels = {
+        r: 1000.0 * (1 + (total - 1) * (share * (i >= a) + (1 - share) * (i >= b))) for i, r in enumerate(releases)
+    }
     return releases, levels, {releases[a], releases[b]}, total
 
 
@@ -199,10 +210,14 @@ def test_the_search_names_a_wrong_release_at_most_its_stated_rate():
             steps.append(len(res.steps))
             per_step += world.rounds
         rates[name] = found_all / trials
-        print(f"{name}: every change found in {found_all}/{trials} "
-              + "(" + ", ".join(f"{k}: {np.mean(v):.0%} of {len(v)}" for k, v in sorted(found_by.items())) + ")"
-              + f"; steps mean {np.mean(steps):.1f} (max {max(steps)}), rounds per step mean {np.mean(per_step):.1f} "
-              f"median {np.median(per_step):.0f}; wrong release {wrong}/{trials}, stated <= {np.mean(bounds):.3f}")
+        print(
+            f"{name}: every change found in {found_all}/{trials} "
+            + "("
+            + ", ".join(f"{k}: {np.mean(v):.0%} of {len(v)}" for k, v in sorted(found_by.items()))
+            + ")"
+            + f"; steps mean {np.mean(steps):.1f} (max {max(steps)}), rounds per step mean {np.mean(per_step):.1f} "
+            f"median {np.median(per_step):.0f}; wrong release {wrong}/{trials}, stated <= {np.mean(bounds):.3f}"
+        )
         check_rate(SEARCH, f"a release named that did not change ({name})", wrong, trials, float(np.mean(bounds)))
         if name == "one change":  # missing runs cost power: the worst-case check at a step's small alpha
             clean = [x for k, v in found_by.items() if k.startswith(">=") and not k.endswith("10% failed") for x in v]

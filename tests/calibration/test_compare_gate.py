@@ -33,8 +33,7 @@ ALPHA = 0.01
 PRODUCER = "compare.gate"
 ROUNDS = 20
 PLT = Metric("plt_ms", "ms")
-SETTINGS = Settings(alpha=ALPHA, test="welch", holm=True, threshold_pct=2.0, confidence=0.95,
-                    survivorship_alpha=0.05)
+SETTINGS = Settings(alpha=ALPHA, test="welch", holm=True, threshold_pct=2.0, confidence=0.95, survivorship_alpha=0.05)
 Z = {0.8: 0.8416212335729143, 0.9: 1.2815515655446004}  # standard normal quantiles
 
 
@@ -62,7 +61,7 @@ def test_identical_builds_fail_the_gate_at_most_alpha(cells, completion, trials)
     rng = np.random.default_rng(int(1000 * completion) + cells)
     results = [_trial(rng, cells, completion) for _ in range(trials)]
     what = f"{cells} cells x 2 arms, {ROUNDS} rounds, {completion:.0%} completion"
-    check_rate(PRODUCER, f"gate fails: any regression ({what})",
-               sum(Verdict.REGRESSION in v for v in results), trials, ALPHA)
-    check_rate(PRODUCER, f"any improvement ({what})",
-               sum(Verdict.IMPROVEMENT in v for v in results), trials, ALPHA)
+    check_rate(
+        PRODUCER, f"gate fails: any regression ({what})", sum(Verdict.REGRESSION in v for v in results), trials, ALPHA
+    )
+    check_rate(PRODUCER, f"any improvement ({what})", sum(Verdict.IMPROVEMENT in v for v in results), trials, ALPHA)

@@ -40,8 +40,14 @@ from longlook.core.stats import Completion
 from longlook.kinds.conformance.aggregate import parameter_summary, share_comparisons
 from longlook.kinds.conformance.envelope import Envelope
 from longlook.kinds.conformance.envelope_verdict import DIFFERS, envelope_test, overlap_matrix
-from longlook.kinds.conformance.judge import (CONFORMS, DEVIATES, OUTSIDE, ParameterInput, judge_parameters,
-                                              judge_reference)
+from longlook.kinds.conformance.judge import (
+    CONFORMS,
+    DEVIATES,
+    OUTSIDE,
+    ParameterInput,
+    judge_parameters,
+    judge_reference,
+)
 from longlook.kinds.conformance.params import bound_of
 
 from .harness import calibrates, check_rate
@@ -73,10 +79,18 @@ def _cubic_c(rng, n: int) -> np.ndarray:
 def _input(parameter: str, stack: np.ndarray, reference: np.ndarray, ref_value: float) -> ParameterInput:
     """As parameter_summary builds it: the measured values, the completions (rounds with a
     value of the rounds tried), the bound from the stack's reference."""
+
     def done(x):
         return Completion(int(np.isfinite(x).sum()), int(x.size)) if x.size else None
-    return ParameterInput(parameter, stack[np.isfinite(stack)], reference[np.isfinite(reference)],
-                          bound_of(parameter, ref_value), done(stack), done(reference))
+
+    return ParameterInput(
+        parameter,
+        stack[np.isfinite(stack)],
+        reference[np.isfinite(reference)],
+        bound_of(parameter, ref_value),
+        done(stack),
+        done(reference),
+    )
 
 
 def _stack_like_the_reference(rng, n_stack: int, n_ref: int) -> list[ParameterInput]:
@@ -90,8 +104,9 @@ def _stack_like_the_reference(rng, n_stack: int, n_ref: int) -> list[ParameterIn
         _input("cubic_c", _cubic_c(rng, n_stack), _cubic_c(rng, n_ref), 0.4),
         _input("max_datagram", const(n_stack, 1452.0), const(n_ref, 1452.0), 1472.0),
         # the kernel's log has no packets: the stack against the bound, at its edge
-        _input("pacing_burst_p95", _missing(rng, 10.0 * np.exp(rng.normal(0, 0.25, n_stack)), 0.05),
-               np.array([]), 10.0),
+        _input(
+            "pacing_burst_p95", _missing(rng, 10.0 * np.exp(rng.normal(0, 0.25, n_stack)), 0.05), np.array([]), 10.0
+        ),
         _input("packets_per_ack", 2.5 * np.exp(rng.normal(0, 0.06, n_stack)), np.array([]), 2.0),
     ]
 
@@ -106,8 +121,7 @@ def test_a_stack_like_the_reference_is_not_called_deviant():
             got = judge_parameters(_stack_like_the_reference(rng, n, n_ref), alpha=ALPHA)
             false += any(v.verdict == DEVIATES for v in got)
             trials += 1
-    check_rate("conformance.parameter", "deviates (any parameter) for a stack like the reference", false, trials,
-               ALPHA)
+    check_rate("conformance.parameter", "deviates (any parameter) for a stack like the reference", false, trials, ALPHA)
 
 
 @calibrates("conformance.parameter")
@@ -146,9 +160,24 @@ def test_the_reference_on_the_bounds_edge_is_not_called_outside_it():
 def _table(verdicts: list[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """One stack's runs of one parameter with these per-run verdicts (values to match)."""
     value = {"deviates": 0.60, "conforms": 0.70, "not measurable": np.nan}
-    rows = [{"run_id": f"r{i}", "stack": "s", "version": "v", "cc": "cubic", "parameter": "multiplicative_decrease",
-             "measured": value[v], "reference": 0.7, "unit": "ratio", "verdict": v, "tolerance": "", "note": "",
-             "flow": "stack", "arm": "alone"} for i, v in enumerate(verdicts)]
+    rows = [
+        {
+            "run_id": f"r{i}",
+            "stack": "s",
+            "version": "v",
+            "cc": "cubic",
+            "parameter": "multiplicative_decrease",
+            "measured": value[v],
+            "reference": 0.7,
+            "unit": "ratio",
+            "verdict": v,
+            "tolerance": "",
+            "note": "",
+            "flow": "stack",
+            "arm": "alone",
+        }
+        for i, v in enumerate(verdicts)
+    ]
     runs = pd.DataFrame({"run_id": [r["run_id"] for r in rows], "cell_id": "c1"})
     return pd.DataFrame(rows), runs
 
@@ -176,12 +205,20 @@ def _shared_runs(rng, cells: int, rounds: int, fail: float) -> pd.DataFrame:
     share = 1 / (1 + np.exp(-rng.normal(0, 0.4, n)))
     total = 19.0 * np.exp(rng.normal(0, 0.1, n))
     failed = rng.random(n) < fail
-    return pd.DataFrame({
-        "run_id": [f"r{i}" for i in range(n)], "cell_id": np.repeat([f"c{c}" for c in range(cells)], rounds),
-        "round": np.tile(np.arange(rounds), cells), "arm": "shared",
-        "status": np.where(failed, "failed", "ok"), "protocol_requested": None, "protocol_negotiated": "h3",
-        "mbit": np.where(failed, np.nan, total * share), "ref_mbit": np.where(failed, np.nan, total * (1 - share)),
-        "share": np.where(failed, np.nan, share)})
+    return pd.DataFrame(
+        {
+            "run_id": [f"r{i}" for i in range(n)],
+            "cell_id": np.repeat([f"c{c}" for c in range(cells)], rounds),
+            "round": np.tile(np.arange(rounds), cells),
+            "arm": "shared",
+            "status": np.where(failed, "failed", "ok"),
+            "protocol_requested": None,
+            "protocol_negotiated": "h3",
+            "mbit": np.where(failed, np.nan, total * share),
+            "ref_mbit": np.where(failed, np.nan, total * (1 - share)),
+            "share": np.where(failed, np.nan, share),
+        }
+    )
 
 
 @calibrates("conformance.share")

@@ -37,8 +37,15 @@ LEVELS = 5
 SEGMENT_BYTES = 1.2e6
 
 
-def playback(rng, n: int = SECONDS, *, switch_rate: float, stall_rate: float,
-             drop_at: int | None = None, stall_at: int | None = None) -> tuple[list[Sample], float]:
+def playback(
+    rng,
+    n: int = SECONDS,
+    *,
+    switch_rate: float,
+    stall_rate: float,
+    drop_at: int | None = None,
+    stall_at: int | None = None,
+) -> tuple[list[Sample], float]:
     """The player's samples, once a second. `drop_at`: the level falls two steps then (the
     fallback's doing); `stall_at`: a 2-4 s stall starts then."""
     startup = int(rng.integers(1, 4))
@@ -79,8 +86,9 @@ def fallback_bytes(rng, onset: int | None, n: int = SECONDS, *, plain: bool | No
 
 
 def frame(f: np.ndarray, samples: list[Sample], startup: float) -> pd.DataFrame:
-    return pd.DataFrame({"F": f, "B": [v for _, v in quality_drop_series(samples)],
-                         "S": [v for _, v in stall_series(samples, startup)]})
+    return pd.DataFrame(
+        {"F": f, "B": [v for _, v in quality_drop_series(samples)], "S": [v for _, v in stall_series(samples, startup)]}
+    )
 
 
 def null_session(rng) -> pd.DataFrame:
@@ -122,9 +130,13 @@ def effect_sessions(seed: int, k: int, effect: str, lag: int) -> list[pd.DataFra
     out = []
     for _ in range(k):
         onset = int(rng.integers(10, SECONDS - 12))
-        samples, startup = playback(rng, switch_rate=0.04, stall_rate=0.005 if effect == "B" else 0.01,
-                                    drop_at=onset + lag if effect == "B" else None,
-                                    stall_at=onset + lag if effect == "S" else None)
+        samples, startup = playback(
+            rng,
+            switch_rate=0.04,
+            stall_rate=0.005 if effect == "B" else 0.01,
+            drop_at=onset + lag if effect == "B" else None,
+            stall_at=onset + lag if effect == "S" else None,
+        )
         out.append(frame(fallback_bytes(rng, onset, plain=True), samples, startup))
     return out
 
@@ -139,6 +151,9 @@ def test_power_of_one_session_is_printed(capsys):
         power[effect, lag] = (s[f"granger_{effect}_share"], s[f"tested_{effect}"], s["granger_either_share"])
     with capsys.disabled():
         for (effect, lag), (p, n, either) in power.items():
-            print(f"\n{PRODUCER} power, 60 s sessions, {effect} {lag} s after the fallback: "
-                  f"'F Granger-causes {effect}' {p:.0%} of {n}, either {either:.0%}", end="")
+            print(
+                f"\n{PRODUCER} power, 60 s sessions, {effect} {lag} s after the fallback: "
+                f"'F Granger-causes {effect}' {p:.0%} of {n}, either {either:.0%}",
+                end="",
+            )
     assert power["B", 1][0] >= 0.1 and power["S", 1][0] >= 0.1, power

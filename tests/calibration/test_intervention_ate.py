@@ -35,10 +35,14 @@ def _sessions(rng, per_arm: int, failing: float) -> pd.DataFrame:
     n = 2 * per_arm
     z = rng.normal(size=n)
     treated = np.r_[np.ones(per_arm, dtype=bool), np.zeros(per_arm, dtype=bool)]
-    s = pd.DataFrame({"treated": treated,
-                      "qoe": 1.0 - 0.3 * z + rng.normal(0, 0.1, n),
-                      "avg_bitrate_mbit": np.exp(1.0 - 0.2 * z + rng.normal(0, 0.1, n)),
-                      "stall_s": np.where(z > 0.5, rng.lognormal(0.5 * z, 0.5), 0.0)})
+    s = pd.DataFrame(
+        {
+            "treated": treated,
+            "qoe": 1.0 - 0.3 * z + rng.normal(0, 0.1, n),
+            "avg_bitrate_mbit": np.exp(1.0 - 0.2 * z + rng.normal(0, 0.1, n)),
+            "stall_s": np.where(z > 0.5, rng.lognormal(0.5 * z, 0.5), 0.0),
+        }
+    )
     lost = int(round(failing * per_arm))
     if lost:
         worst = np.argsort(-z[:per_arm])[:lost]  # the treated sessions with the highest z
@@ -50,8 +54,9 @@ def _sessions(rng, per_arm: int, failing: float) -> pd.DataFrame:
 @pytest.mark.parametrize("per_arm, failing, trials", [(8, 0.25, 800), (16, 0.25, 500), (8, 0.0, 600)])
 def test_the_interval_and_the_verdict_say_a_side_at_most_their_level(per_arm, failing, trials):
     rng = np.random.default_rng(400 + per_arm + int(100 * failing))
-    rows = [r for _ in range(trials)
-            for r in ate_rows(_sessions(rng, per_arm, failing), alpha=ALPHA, confidence=CONFIDENCE)]
+    rows = [
+        r for _ in range(trials) for r in ate_rows(_sessions(rng, per_arm, failing), alpha=ALPHA, confidence=CONFIDENCE)
+    ]
     what = f"{per_arm} sessions per arm, worst {failing:.0%} of treated failing"
     for metric in ("qoe", "avg_bitrate_mbit", "stall_s"):
         mine = [r for r in rows if r["metric"] == metric]
@@ -61,5 +66,6 @@ def test_the_interval_and_the_verdict_say_a_side_at_most_their_level(per_arm, fa
         check_rate(PRODUCER, f"{metric}: interval wholly above 0 ({what})", above, trials, (1 - CONFIDENCE) / 2)
         check_rate(PRODUCER, f"{metric}: interval wholly below 0 ({what})", below, trials, (1 - CONFIDENCE) / 2)
         for side in ("treated better", "treated worse"):
-            check_rate(PRODUCER, f"{metric}: {side} ({what})", sum(r["verdict"] == side for r in mine),
-                       trials, ALPHA / 2)
+            check_rate(
+                PRODUCER, f"{metric}: {side} ({what})", sum(r["verdict"] == side for r in mine), trials, ALPHA / 2
+            )

@@ -61,13 +61,22 @@ class _Grid:
     trial draws the load times and which loads time out."""
 
     def __init__(self, cells: pd.DataFrame, rounds: int):
-        rows = [(cid, arm, r, twin, APPLIES.get(d["proxy"]) == arm)
-                for twin, (cid, d) in enumerate(zip(cells["cell_id"], cells["dims"]))
-                for arm in ("h3", "h2") for r in range(rounds)]
+        rows = [
+            (cid, arm, r, twin, APPLIES.get(d["proxy"]) == arm)
+            for twin, (cid, d) in enumerate(zip(cells["cell_id"], cells["dims"]))
+            for arm in ("h3", "h2")
+            for r in range(rounds)
+        ]
         cid, arm, rnd, _, carried = map(np.array, zip(*rows))
         twins = {}  # a proxied cell and its direct twin share a median
-        self.mu = np.array([6.0 + 0.3 * twins.setdefault((d["link"], d["workload"]), len(twins) % 7)
-                            for d in cells["dims"] for _ in ("h3", "h2") for _ in range(rounds)])
+        self.mu = np.array(
+            [
+                6.0 + 0.3 * twins.setdefault((d["link"], d["workload"]), len(twins) % 7)
+                for d in cells["dims"]
+                for _ in ("h3", "h2")
+                for _ in range(rounds)
+            ]
+        )
         self.carried = carried.astype(bool)
         self.fixed = {"cell_id": cid, "arm": arm, "round": rnd, "attempt": 1, "protocol_requested": arm}
 
@@ -77,9 +86,14 @@ class _Grid:
         if fail_quantile is not None:  # the proxied arm's slow loads time out
             ok = ~self.carried | (latent <= self.mu + 0.4 * float(sps.norm.ppf(fail_quantile)))
         arm = self.fixed["arm"]
-        return pd.DataFrame({**self.fixed, "status": np.where(ok, "ok", "timeout"),
-                             "protocol_negotiated": np.where(ok, arm, None),
-                             "plt_ms": np.where(ok, np.exp(latent), np.nan)})
+        return pd.DataFrame(
+            {
+                **self.fixed,
+                "status": np.where(ok, "ok", "timeout"),
+                "protocol_negotiated": np.where(ok, arm, None),
+                "plt_ms": np.where(ok, np.exp(latent), np.nan),
+            }
+        )
 
 
 def _verdicts(rng, rounds: int, holm: bool, trials: int, fail=None) -> list[list[str]]:
@@ -89,8 +103,15 @@ def _verdicts(rng, rounds: int, holm: bool, trials: int, fail=None) -> list[list
     out = []
     for _ in range(trials):
         q = None if fail is None else float(rng.uniform(*fail))
-        effects = proxy_effects(grid.runs(rng, q), cells, sc, alpha=st.alpha, test=st.test,
-                                holm=st.holm, survivorship_alpha=st.survivorship_alpha)
+        effects = proxy_effects(
+            grid.runs(rng, q),
+            cells,
+            sc,
+            alpha=st.alpha,
+            test=st.test,
+            holm=st.holm,
+            survivorship_alpha=st.survivorship_alpha,
+        )
         assert len(effects) == 18
         out.append([e.verdict for e in effects])
     return out

@@ -17,8 +17,7 @@ def _import_all(package) -> None:
     """Import every module of longlook. A stack's own program (its client or server, run by
     the stack's interpreter, e.g. aioquic's) may need a library longlook does not have: such
     a module draws no verdict and is skipped; any other import error fails."""
-    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".",
-                                      onerror=lambda name: None):
+    for info in pkgutil.walk_packages(package.__path__, package.__name__ + ".", onerror=lambda name: None):
         try:
             importlib.import_module(info.name)
         except ModuleNotFoundError as e:
@@ -40,7 +39,9 @@ def test_every_producer_has_an_entry_and_every_entry_a_producer():
     missing = sorted(set(producers) - set(entries))
     stale = sorted(set(entries) - set(producers))
     assert not missing, "verdict producers without a null-calibration entry: " + ", ".join(
-        f"{m} ({producers[m]})" for m in missing)
+        f"{m} ({producers[m]})" for m in missing
+    )
     assert not stale, "calibration entries of no registered producer: " + ", ".join(
-        f"{s} ({', '.join(entries[s])})" for s in stale)
+        f"{s} ({', '.join(entries[s])})" for s in stale
+    )
     assert len(producers) >= 15, sorted(producers)

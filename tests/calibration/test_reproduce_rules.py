@@ -28,8 +28,21 @@ import pandas as pd
 
 from longlook.analyses.fallback.intervention import ate_rows
 from longlook.analyses.fallback.qoe import QUIC_BETTER, TCP_AS_GOOD, TCP_BETTER, pair_verdict
-from longlook.analyses.reproduce import (FAILS, HOLDS, UNCLEAR, Ate, Cells, GrangerShare, Measured, PairShare, Ratio,
-                                         Shrinks, StateShift, Twins, Value)
+from longlook.analyses.reproduce import (
+    FAILS,
+    HOLDS,
+    UNCLEAR,
+    Ate,
+    Cells,
+    GrangerShare,
+    Measured,
+    PairShare,
+    Ratio,
+    Shrinks,
+    StateShift,
+    Twins,
+    Value,
+)
 from longlook.analyses.states.diff import StateDiff, diff_counts
 from longlook.core.spec import Statistics
 from longlook.core.stats import compare_samples
@@ -44,15 +57,20 @@ STATS = Statistics(alpha=ALPHA)
 
 # ---- page loads: runs frames ------------------------------------------------------------
 
+
 def _arm(rng, mean: float, sigma: float, n: int, fail: float) -> np.ndarray:
     """n rounds of a lognormal arm with the given mean; nan = a failed run."""
-    x = rng.lognormal(np.log(mean) - sigma ** 2 / 2, sigma, n)
+    x = rng.lognormal(np.log(mean) - sigma**2 / 2, sigma, n)
     x[rng.random(n) < fail] = np.nan
     return x
 
 
-def measured(values: dict[tuple[str, str], np.ndarray], dims: dict[str, dict] | None = None,
-             metric: str = "plt_ms", stats: Statistics = STATS) -> Measured:
+def measured(
+    values: dict[tuple[str, str], np.ndarray],
+    dims: dict[str, dict] | None = None,
+    metric: str = "plt_ms",
+    stats: Statistics = STATS,
+) -> Measured:
     """A Measured of (cell, arm) -> one value per round (nan: the run failed)."""
     rows = {k: [] for k in ("run_id", "cell_id", "round", "arm", "status", metric)}
     for (cell, arm), xs in values.items():
@@ -66,8 +84,9 @@ def measured(values: dict[tuple[str, str], np.ndarray], dims: dict[str, dict] | 
     runs = pd.DataFrame(rows).assign(protocol_requested=None, protocol_negotiated=None, audit_flagged=False)
     cells = list(dict.fromkeys(c for c, _ in values))
     dims = dims or {c: {"cell": c} for c in cells}
-    return Measured(cells=pd.DataFrame({"cell_id": cells, "dims": [dims[c] for c in cells]}), runs=runs,
-                    statistics=stats)
+    return Measured(
+        cells=pd.DataFrame({"cell_id": cells, "dims": [dims[c] for c in cells]}), runs=runs, statistics=stats
+    )
 
 
 def _shape(rng) -> tuple[float, int, float]:
@@ -77,8 +96,11 @@ def _shape(rng) -> tuple[float, int, float]:
 
 def _cells(rng, ratios: list[float], sigma: float, n: int, fail: float) -> dict:
     """Cells c0.. with arm h3's mean `ratio` times h2's (1000 ms)."""
-    return {(f"c{i}", arm): _arm(rng, 1000 * (r if arm == "h3" else 1.0), sigma, n, fail)
-            for i, r in enumerate(ratios) for arm in ("h3", "h2")}
+    return {
+        (f"c{i}", arm): _arm(rng, 1000 * (r if arm == "h3" else 1.0), sigma, n, fail)
+        for i, r in enumerate(ratios)
+        for arm in ("h3", "h2")
+    }
 
 
 def each_side(producer: str, what: str, verdicts: list[str], level: float) -> None:
@@ -87,8 +109,9 @@ def each_side(producer: str, what: str, verdicts: list[str], level: float) -> No
     check_rate(producer, f"{what}: does not hold", sum(v == FAILS for v in verdicts), len(verdicts), level)
 
 
-def _cells_rate(seed: int, ratios: list[float], rule: Cells, verdict: str, precise: bool = False,
-                trials: int = 250) -> int:
+def _cells_rate(
+    seed: int, ratios: list[float], rule: Cells, verdict: str, precise: bool = False, trials: int = 250
+) -> int:
     """How many of `trials` experiments (cells with h3/h2 mean `ratios`) `rule` calls `verdict`.
     `precise`: sigma 0.01-0.06, where an equivalence at 5% is in reach."""
     rng = np.random.default_rng(seed)
@@ -108,10 +131,20 @@ def test_cells_direction_claim_each_side():
     without a difference, one far the other way): does not hold only if one of the 3 is
     called TCP-faster."""
     rule = Cells("h3", "h2", "a", at_least=0.75)
-    check_rate("reproduce.cells", "a better in 3 of 4 cells holds, 2 cells without a difference",
-               _cells_rate(401, [0.3, 0.3, 1.0, 1.0], rule, HOLDS), 250, ALPHA)
-    check_rate("reproduce.cells", "a better in 3 of 4 cells does not hold, 3 cells at no difference",
-               _cells_rate(402, [1.0, 1.0, 1.0, 3.0], rule, FAILS), 250, ALPHA)
+    check_rate(
+        "reproduce.cells",
+        "a better in 3 of 4 cells holds, 2 cells without a difference",
+        _cells_rate(401, [0.3, 0.3, 1.0, 1.0], rule, HOLDS),
+        250,
+        ALPHA,
+    )
+    check_rate(
+        "reproduce.cells",
+        "a better in 3 of 4 cells does not hold, 3 cells at no difference",
+        _cells_rate(402, [1.0, 1.0, 1.0, 3.0], rule, FAILS),
+        250,
+        ALPHA,
+    )
 
 
 @calibrates("reproduce.cells")
@@ -122,12 +155,20 @@ def test_cells_same_claim_each_side():
     keeps it within 2.5%. 'In >= 4 of 4' (true at its edge) does not hold if one cell is
     shown beyond the tolerance."""
     ratios = [1.05, 0.95, 1.05, 0.95]
-    check_rate("reproduce.cells", "same in 1 of 4 cells holds, all 4 at the tolerance",
-               _cells_rate(403, ratios, Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=0.25), HOLDS, True),
-               250, LEVEL)
-    check_rate("reproduce.cells", "same in 4 of 4 cells does not hold, all 4 at the tolerance",
-               _cells_rate(404, ratios, Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=1.0), FAILS, True),
-               250, LEVEL)
+    check_rate(
+        "reproduce.cells",
+        "same in 1 of 4 cells holds, all 4 at the tolerance",
+        _cells_rate(403, ratios, Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=0.25), HOLDS, True),
+        250,
+        LEVEL,
+    )
+    check_rate(
+        "reproduce.cells",
+        "same in 4 of 4 cells does not hold, all 4 at the tolerance",
+        _cells_rate(404, ratios, Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=1.0), FAILS, True),
+        250,
+        LEVEL,
+    )
 
 
 @calibrates("reproduce.twins")
@@ -139,8 +180,14 @@ def test_twins_each_side_at_no_difference():
     trials, holds, fails = 250, 0, 0
     for _ in range(trials):
         sigma, n, fail = _shape(rng)
-        m = measured({(c, arm): _arm(rng, 1000 * (1 + d["size"] / 1000), sigma, n, fail)
-                      for c, d in dims.items() for arm in ("h2", "h3")}, dims)
+        m = measured(
+            {
+                (c, arm): _arm(rng, 1000 * (1 + d["size"] / 1000), sigma, n, fail)
+                for c, d in dims.items()
+                for arm in ("h2", "h3")
+            },
+            dims,
+        )
         holds += Twins("h2", "proxy", "tcp", "none", "a", at_least=0.5).evaluate(m).verdict == HOLDS
         fails += Twins("h2", "proxy", "tcp", "none", "a", at_least=1.0).evaluate(m).verdict == FAILS
     check_rate("reproduce.twins", "better with the proxy holds, no difference", holds, trials, ALPHA)
@@ -157,8 +204,9 @@ def test_ratio_at_its_factor_each_side():
         sigma, n, fail = _shape(rng)
         at_least.append(Ratio("h3", "h2", at_least=1.5).evaluate(measured(_cells(rng, [1.5], sigma, n, fail))).verdict)
         edge = 2.0 if t % 2 else 3.5
-        ranged.append(Ratio("h3", "h2", at_least=2.0, at_most=3.5).evaluate(
-            measured(_cells(rng, [edge], sigma, n, fail))).verdict)
+        ranged.append(
+            Ratio("h3", "h2", at_least=2.0, at_most=3.5).evaluate(measured(_cells(rng, [edge], sigma, n, fail))).verdict
+        )
     each_side("reproduce.ratio", "at least 1.5x, true ratio 1.5", at_least, LEVEL)
     each_side("reproduce.ratio", "2x..3.5x, true ratio at an end", ranged, LEVEL)
 
@@ -173,15 +221,33 @@ def test_ratio_of_paired_flows_at_its_factor():
         n = int(rng.integers(3, 31))
         sigma = float(rng.uniform(0.03, 0.4))
         common = rng.lognormal(0, 0.3, n)  # a run's bottleneck: both flows move together
-        runs = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)], "cell_id": "x", "round": range(n),
-                             "arm": "flows", "status": "ok", "protocol_requested": None,
-                             "protocol_negotiated": None, "audit_flagged": False})
+        runs = pd.DataFrame(
+            {
+                "run_id": [f"r{i}" for i in range(n)],
+                "cell_id": "x",
+                "round": range(n),
+                "arm": "flows",
+                "status": "ok",
+                "protocol_requested": None,
+                "protocol_negotiated": None,
+                "audit_flagged": False,
+            }
+        )
         quic = 2.0 * common * rng.lognormal(0, sigma, n)
         tcp = common * rng.lognormal(0, sigma, n)
-        flows = pd.DataFrame({"run_id": [f"r{i}" for i in range(n)] * 2, "flow": ["QUIC"] * n + ["TCP"] * n,
-                              "router_mbit": np.r_[quic, tcp]})
-        m = Measured(cells=pd.DataFrame({"cell_id": ["x"], "dims": [{"matchup": "QUIC vs TCP"}]}), runs=runs,
-                     flows=flows, statistics=STATS)
+        flows = pd.DataFrame(
+            {
+                "run_id": [f"r{i}" for i in range(n)] * 2,
+                "flow": ["QUIC"] * n + ["TCP"] * n,
+                "router_mbit": np.r_[quic, tcp],
+            }
+        )
+        m = Measured(
+            cells=pd.DataFrame({"cell_id": ["x"], "dims": [{"matchup": "QUIC vs TCP"}]}),
+            runs=runs,
+            flows=flows,
+            statistics=STATS,
+        )
         verdicts.append(Ratio("QUIC", "TCP", at_least=2.0, metric="router_mbit", flows=True).evaluate(m).verdict)
     each_side("reproduce.ratio", "paired flows, at least 2x, true ratio 2", verdicts, LEVEL)
 
@@ -201,11 +267,12 @@ def test_value_at_the_ends_of_its_range():
         end = 300.0 if t % 2 else 428.0
         base = 250.0  # the skewed part (handshakes) rides on a fixed wait
         sigma = float(rng.uniform(0.05, 0.3))
-        x = base + rng.lognormal(np.log(end - base) - sigma ** 2 / 2, sigma, n)
+        x = base + rng.lognormal(np.log(end - base) - sigma**2 / 2, sigma, n)
         if t % 5 == 0:
             x[0] = np.nan
         out = Value("race", "time_to_fallback_ms", 300.0, 428.0).evaluate(
-            measured({("blocked", "race"): x}, metric="time_to_fallback_ms"))
+            measured({("blocked", "race"): x}, metric="time_to_fallback_ms")
+        )
         (with_failure if t % 5 == 0 else verdicts).append(out.verdict)
     assert set(with_failure) == {UNCLEAR}
     each_side("reproduce.value", "inside 300..428, true mean at an end", verdicts, LEVEL)
@@ -222,9 +289,20 @@ def test_shrinks_without_an_interaction_each_side():
     for _ in range(trials):
         sigma, n, fail = _shape(rng)
         gain = float(rng.uniform(0.5, 1.0))  # QUIC's ratio, the same in both cells of a pair
-        m = measured({(c, arm): _arm(rng, 1000 * d["size"] * (3 if d["client_cpu"] == "phone" else 1)
-                                     * (gain if arm == "h3" else 1), sigma, n, fail)
-                      for c, d in dims.items() for arm in ("h3", "h2")}, dims)
+        m = measured(
+            {
+                (c, arm): _arm(
+                    rng,
+                    1000 * d["size"] * (3 if d["client_cpu"] == "phone" else 1) * (gain if arm == "h3" else 1),
+                    sigma,
+                    n,
+                    fail,
+                )
+                for c, d in dims.items()
+                for arm in ("h3", "h2")
+            },
+            dims,
+        )
         holds += Shrinks("h3", "h2", "client_cpu", "unlimited", "phone", at_least=0.5).evaluate(m).verdict == HOLDS
         fails += Shrinks("h3", "h2", "client_cpu", "unlimited", "phone", at_least=1.0).evaluate(m).verdict == FAILS
     check_rate("reproduce.shrinks", "shrinks holds, no interaction", holds, trials, ALPHA)
@@ -236,8 +314,16 @@ def test_shrinks_without_an_interaction_each_side():
 LADDER = np.array([0.1, 0.25, 0.5, 0.9, 2.0])  # Mbit/s, the video kind's rungs up to 720p
 
 
-def qoe_sessions(rng, k: int, seconds: int, *, up: float = 0.25, down: float = 0.15, stall_rate: float = 0.01,
-                 stall_mean_s: float = 4.0) -> np.ndarray:
+def qoe_sessions(
+    rng,
+    k: int,
+    seconds: int,
+    *,
+    up: float = 0.25,
+    down: float = 0.15,
+    stall_rate: float = 0.01,
+    stall_mean_s: float = 4.0,
+) -> np.ndarray:
     """k sessions' temporal QoE (one value a second, as the video kind records it): the level
     walks the ladder up and down at 2 s segments from the lowest rung, R - |dR| - 4.3 during
     a stall (stalls start at `stall_rate` a second, geometric lengths)."""
@@ -251,7 +337,7 @@ def qoe_sessions(rng, k: int, seconds: int, *, up: float = 0.25, down: float = 0
     stalled = np.zeros((k, seconds), bool)
     lengths = rng.geometric(1 / stall_mean_s, size=(k, seconds))
     for i, t in zip(*np.nonzero(rng.random((k, seconds)) < stall_rate)):
-        stalled[i, t:t + lengths[i, t]] = True
+        stalled[i, t : t + lengths[i, t]] = True
     return rate - switch - 4.3 * stalled
 
 
@@ -276,14 +362,17 @@ def test_pair_test_of_temporal_qoe_each_side():
         counts["quic beyond"] += v == QUIC_BETTER
     check_rate("fallback.pair_verdict", "identical processes: TCP better", counts["tcp"], trials, alpha)
     check_rate("fallback.pair_verdict", "identical processes: QUIC better", counts["quic"], trials, alpha)
-    check_rate("fallback.pair_verdict", "TCP worse by the margin: TCP better or the same", counts["as good"], trials,
-               alpha)
-    check_rate("fallback.pair_verdict", "TCP worse by the margin: QUIC better beyond it", counts["quic beyond"],
-               trials, alpha)
+    check_rate(
+        "fallback.pair_verdict", "TCP worse by the margin: TCP better or the same", counts["as good"], trials, alpha
+    )
+    check_rate(
+        "fallback.pair_verdict", "TCP worse by the margin: QUIC better beyond it", counts["quic beyond"], trials, alpha
+    )
 
 
-def _pairs(rng, shifts: tuple[float, float], n: int, seconds: int, alpha: float,
-           margin: float) -> list[tuple[str, str]]:
+def _pairs(
+    rng, shifts: tuple[float, float], n: int, seconds: int, alpha: float, margin: float
+) -> list[tuple[str, str]]:
     """n pairs, each drawn from a population where half the pairs have TCP's process = QUIC's
     + shifts[0] and half + shifts[1] (QoE units)."""
     shift = np.where(rng.random(n) < 0.5, *shifts)
@@ -319,8 +408,9 @@ def _granger_sessions(rng, n: int, causal: float, alpha: float) -> pd.DataFrame:
     p_b, p_s = rng.random(n), rng.random(n)
     p_b[rng.random(n) < causal] = alpha / 100
     p_s[rng.random(n) < 0.2] = np.nan
-    return pd.DataFrame({"pair_verdict": rng.choice(list(TCP_AS_GOOD), n), "suitable": True, "error": None,
-                         "p_B": p_b, "p_S": p_s})
+    return pd.DataFrame(
+        {"pair_verdict": rng.choice(list(TCP_AS_GOOD), n), "suitable": True, "error": None, "p_B": p_b, "p_S": p_s}
+    )
 
 
 @calibrates("reproduce.granger_share")
@@ -336,8 +426,21 @@ def test_granger_share_at_the_papers_threshold_each_side():
         n = int(rng.integers(10, 201))
         s = _granger_sessions(rng, n, 0.5, alpha)
         # sessions whose pair was not shown TCP as good are not read, whatever their p
-        s = pd.concat([s, pd.DataFrame({"pair_verdict": ["undecided", "quic_better"] * 3, "suitable": True,
-                                        "error": None, "p_B": 0.0, "p_S": 0.0})], ignore_index=True)
+        s = pd.concat(
+            [
+                s,
+                pd.DataFrame(
+                    {
+                        "pair_verdict": ["undecided", "quic_better"] * 3,
+                        "suitable": True,
+                        "error": None,
+                        "p_B": 0.0,
+                        "p_S": 0.0,
+                    }
+                ),
+            ],
+            ignore_index=True,
+        )
         verdicts.append(rule.judge(s, alpha=alpha, confidence=0.95).verdict)
     each_side("reproduce.granger_share", "half the sessions driven by F", verdicts, LEVEL)
 
@@ -409,5 +512,10 @@ def test_would_need_n_rounds_decides_at_the_claims_resolution():
         a, b = _arm(rng, 950.0, sigma, n, 0.0), _arm(rng, 1000.0, sigma, n, 0.0)
         c = compare_samples(a, b, alpha=ALPHA)
         undecided += c.verdict.value != "a_faster"
-    check_rate("reproduce.needed", "re-run at the stated N not decided, true difference at the resolution",
-               undecided, trials, 0.2)
+    check_rate(
+        "reproduce.needed",
+        "re-run at the stated N not decided, true difference at the resolution",
+        undecided,
+        trials,
+        0.2,
+    )

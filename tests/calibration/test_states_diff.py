@@ -37,6 +37,7 @@ def _rare(rng, q: float, geometric: bool, size: float):
         taken = rng.random(n) < q
         extra = rng.geometric(1 / (1 + size), n) - 1 if geometric else rng.poisson(size, n)
         return np.where(taken, 1 + extra, 0).astype(float)
+
     return draw
 
 
@@ -56,6 +57,7 @@ def _spurious(rng, q: float, unknown: float):
         x = rare(n)
         x[rng.random(n) < unknown] = np.nan
         return x
+
     return draw
 
 
@@ -88,8 +90,13 @@ def test_no_item_changes_between_identical_processes():
         n_a, n_b = rng.integers(3, 31, size=2)
         rows = diff_counts(_frame(items, int(n_a)), _frame(items, int(n_b)), alpha=ALPHA)
         false += bool(_moved(rows).any())
-    check_rate(PRODUCER, "any item appears/vanishes/more/fewer, identical processes, Holm over 10-20 items",
-               false, trials, ALPHA)
+    check_rate(
+        PRODUCER,
+        "any item appears/vanishes/more/fewer, identical processes, Holm over 10-20 items",
+        false,
+        trials,
+        ALPHA,
+    )
 
 
 @calibrates(PRODUCER)

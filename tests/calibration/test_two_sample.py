@@ -48,18 +48,31 @@ def _trial(rng, design: str, dist: str, null: str) -> Verdict:
         keep = a <= quantile(float(sps.norm.ppf(rng.uniform(0.7, 0.8))))
     done_a, done_b = Completion(int(keep.sum()), n), Completion(n, n)
     xa, xb = (a[keep], b[keep]) if paired else (a[keep], b)
-    return compare_samples(xa, xb, a_label="h3", b_label="h2", alpha=ALPHA, test=test, paired=paired,
-                           completion_a=done_a, completion_b=done_b).verdict
+    return compare_samples(
+        xa,
+        xb,
+        a_label="h3",
+        b_label="h2",
+        alpha=ALPHA,
+        test=test,
+        paired=paired,
+        completion_a=done_a,
+        completion_b=done_b,
+    ).verdict
 
 
 @calibrates(PRODUCER)
 @pytest.mark.parametrize("design", list(DESIGNS))
 def test_no_side_is_called_faster_more_often_than_alpha_over_2(design):
-    for k, (dist, null) in enumerate([(d, n) for d in ("normal", "lognormal")
-                                      for n in ("complete", "survivorship")]):
+    for k, (dist, null) in enumerate([(d, n) for d in ("normal", "lognormal") for n in ("complete", "survivorship")]):
         rng = np.random.default_rng(4000 + 10 * k + list(DESIGNS).index(design))
         trials = TRIALS[design]
         verdicts = [_trial(rng, design, dist, null) for _ in range(trials)]
         for side in (Verdict.A_FASTER, Verdict.B_FASTER):
-            check_rate(PRODUCER, f"{side.value} ({design}, {dist}, {null})",
-                       sum(v is side for v in verdicts), trials, ALPHA / 2)
+            check_rate(
+                PRODUCER,
+                f"{side.value} ({design}, {dist}, {null})",
+                sum(v is side for v in verdicts),
+                trials,
+                ALPHA / 2,
+            )

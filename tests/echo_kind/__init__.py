@@ -39,8 +39,10 @@ class EchoScenario(ScenarioBase):
     pause_linkem_ms: float = Field(default=0, ge=0)  # SIGSTOP linkem this long mid-run
 
     def cells(self) -> list[EchoCell]:
-        return [EchoCell(id=f"link={label}", index=i, link=link, link_label=label, count=self.count)
-                for i, (link, label) in enumerate(zip(self.links, self.link_labels()))]
+        return [
+            EchoCell(id=f"link={label}", index=i, link=link, link_label=label, count=self.count)
+            for i, (link, label) in enumerate(zip(self.links, self.link_labels()))
+        ]
 
     def arm_list(self) -> list[ArmBase]:
         return [ArmBase(label=a) for a in SIZES]
@@ -70,20 +72,37 @@ class UdpEcho(Kind):
 
     def measure(self, ctx: RunContext) -> Measurement:
         probe = str(find_binary("linkem-probe"))
-        server = ctx.testbed.popen("server", [probe, "serve", "--bind", f"0.0.0.0:{PORT}", "--duration-s", "30"],
-                                   stdout=subprocess.PIPE, text=True)
+        server = ctx.testbed.popen(
+            "server",
+            [probe, "serve", "--bind", f"0.0.0.0:{PORT}", "--duration-s", "30"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         try:
             if server.stdout.readline().strip() != "ready":
                 return Measurement(status="failed", error="linkem-probe serve did not start")
             pause = ctx.scenario.pause_linkem_ms
             if pause:
-                threading.Thread(target=_pause, args=(ctx.testbed.linkem.pid, 0.3, pause / 1000),
-                                 daemon=True).start()
+                threading.Thread(target=_pause, args=(ctx.testbed.linkem.pid, 0.3, pause / 1000), daemon=True).start()
             started = time.time()
-            out = ctx.testbed.run("client", [probe, "rtt", "--target", f"{SERVER_ADDR}:{PORT}",
-                                             "--count", str(ctx.cell.count), "--interval-ms", "5",
-                                             "--size", str(SIZES[ctx.arm.label]), "--samples"],
-                                  timeout=30, check=False)
+            out = ctx.testbed.run(
+                "client",
+                [
+                    probe,
+                    "rtt",
+                    "--target",
+                    f"{SERVER_ADDR}:{PORT}",
+                    "--count",
+                    str(ctx.cell.count),
+                    "--interval-ms",
+                    "5",
+                    "--size",
+                    str(SIZES[ctx.arm.label]),
+                    "--samples",
+                ],
+                timeout=30,
+                check=False,
+            )
         finally:
             server.terminate()
             server.wait(5)
@@ -92,11 +111,14 @@ class UdpEcho(Kind):
         doc: dict[str, Any] = json.loads(out.stdout)
         (ctx.run_dir / "rtt.json").write_text(out.stdout)
         samples = doc.get("samples_ms") or []
-        return Measurement(status="ok", started_unix_ms=started * 1000,
-                           metrics={"rtt_ms": doc["rtt_ms"]["mean"]},
-                           details={"lost": doc.get("lost")},
-                           rows={"echo_samples": [{"i": i, "rtt_ms": x} for i, x in enumerate(samples)]},
-                           artifacts={"rtt": "rtt.json"})
+        return Measurement(
+            status="ok",
+            started_unix_ms=started * 1000,
+            metrics={"rtt_ms": doc["rtt_ms"]["mean"]},
+            details={"lost": doc.get("lost")},
+            rows={"echo_samples": [{"i": i, "rtt_ms": x} for i, x in enumerate(samples)]},
+            artifacts={"rtt": "rtt.json"},
+        )
 
 
 register("udp-echo", UdpEcho())

@@ -45,8 +45,19 @@ def main() -> None:
                     os.environ["LONGLOOK_BIN_DIR"] = b
                     tb.reconfigure(link(d))
                     ensure_tcp_buffers(tb)
-                    argv = ["iperf3", "-c", tb.server_addr, "-p", str(IPERF_PORT), "-J", "-R", "-P", "4",
-                            "-t", str(a.duration)] + (["-b", f"{a.mbit / 4:g}M"] if a.mbit else [])
+                    argv = [
+                        "iperf3",
+                        "-c",
+                        tb.server_addr,
+                        "-p",
+                        str(IPERF_PORT),
+                        "-J",
+                        "-R",
+                        "-P",
+                        "4",
+                        "-t",
+                        str(a.duration),
+                    ] + (["-b", f"{a.mbit / 4:g}M"] if a.mbit else [])
                     for _ in range(40):  # the server may still be busy with the last test
                         c0, t0 = cpu_seconds(tb.linkem.pid), time.monotonic()
                         p = tb.run("client", argv, timeout=a.duration + 30, check=False)
@@ -59,8 +70,11 @@ def main() -> None:
                     cpu = 100 * (c1 - c0) / (t1 - t0)
                     figure = cpu if a.mbit else cpu / (mbit / 1000)
                     arms.setdefault((d, b), []).append(figure)
-                    print(f"delay {d:g} ms  {b}: {mbit:.0f} Mbit/s  linkem {cpu:.1f}%  "
-                          f"{'' if a.mbit else f'{figure:.0f} %/Gbit/s  '}load {os.getloadavg()[0]:.1f}", flush=True)
+                    print(
+                        f"delay {d:g} ms  {b}: {mbit:.0f} Mbit/s  linkem {cpu:.1f}%  "
+                        f"{'' if a.mbit else f'{figure:.0f} %/Gbit/s  '}load {os.getloadavg()[0]:.1f}",
+                        flush=True,
+                    )
     for (d, b), xs in arms.items():
         print(f"median delay {d:g} ms {b}: {statistics.median(xs):.1f}  ({', '.join(f'{x:.1f}' for x in xs)})")
 

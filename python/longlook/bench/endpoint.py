@@ -28,9 +28,11 @@ def _initial_window(protocol: str, run_dir: Path) -> int:
     return 10 * 1448
 
 
-def bench_endpoint(size: str = "10m", rate_mbit: float = 100.0, rtt_ms: float = 36.0,
-                   runs: int = 3, workdir: Path | None = None) -> list[BenchRow]:
+def bench_endpoint(
+    size: str = "10m", rate_mbit: float = 100.0, rtt_ms: float = 36.0, runs: int = 3, workdir: Path | None = None
+) -> list[BenchRow]:
     import tempfile
+
     work = Path(workdir or tempfile.mkdtemp(prefix="longlook-bench-endpoint-"))
     bdp = int(rate_mbit * 1e6 / 8 * rtt_ms / 1e3)
     link = LinkProfile(rate_mbit=rate_mbit, delay_ms=rtt_ms / 2, buffer_bytes=max(bdp, 30_000))
@@ -44,15 +46,32 @@ def bench_endpoint(size: str = "10m", rate_mbit: float = 100.0, rtt_ms: float = 
             for i in range(runs):
                 run_dir = work / f"{protocol}-{i}"
                 run_dir.mkdir(parents=True, exist_ok=True)
-                doc, eff = measure_download(tb, fetch, label=f"{protocol} run {i}",
-                                            url=f"https://{SERVER_ADDR}:{port}/bulk/{size}", protocol=protocol,
-                                            run_id=f"{protocol}-{i}", cert_dir=servers.cert_dir, run_dir=run_dir)
+                doc, eff = measure_download(
+                    tb,
+                    fetch,
+                    label=f"{protocol} run {i}",
+                    url=f"https://{SERVER_ADDR}:{port}/bulk/{size}",
+                    protocol=protocol,
+                    run_id=f"{protocol}-{i}",
+                    cert_dir=servers.cert_dir,
+                    run_dir=run_dir,
+                )
                 effs.append(eff)
                 plts.append(doc["plt_ms"])
                 server.take_logs(f"{protocol}-{i}", run_dir)
                 iw = _initial_window(protocol, run_dir)
-            rows.append(BenchRow.of_runs(stack=OURS, version=OURS,
-                                         cc=options.quic_cc if protocol == "h3" else options.tcp_cc,
-                                         protocol=protocol, plts=plts, effs=effs, size_bytes=doc["bytes"],
-                                         initial_window=iw, rate_mbit=rate_mbit, rtt_ms=rtt_ms))
+            rows.append(
+                BenchRow.of_runs(
+                    stack=OURS,
+                    version=OURS,
+                    cc=options.quic_cc if protocol == "h3" else options.tcp_cc,
+                    protocol=protocol,
+                    plts=plts,
+                    effs=effs,
+                    size_bytes=doc["bytes"],
+                    initial_window=iw,
+                    rate_mbit=rate_mbit,
+                    rtt_ms=rtt_ms,
+                )
+            )
     return rows

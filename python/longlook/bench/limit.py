@@ -18,8 +18,9 @@ from __future__ import annotations
 HANDSHAKE_ROUNDS = {"h3": 1, "h2": 2}
 
 
-def physical_limit_ms(size: int, rate_mbit: float, rtt_ms: float, protocol: str,
-                      initial_window: int, efficiency: float) -> float:
+def physical_limit_ms(
+    size: int, rate_mbit: float, rtt_ms: float, protocol: str, initial_window: int, efficiency: float
+) -> float:
     rate_Bps = rate_mbit * 1e6 / 8 * efficiency  # payload bytes per second at line rate
     t = (HANDSHAKE_ROUNDS[protocol] + 1) * rtt_ms
     remaining, window = float(size), float(initial_window)

@@ -29,8 +29,16 @@ import numpy as np
 from ..linkprofile import LinkProfile
 from ..testbed import Testbed
 from ..testbed.host import linkem_datapath, sh, TestbedError
-from ..testbed.linkcheck import (binomial_interval, check_link, expected_rtt_ms, IP_PACKET, most_tcp_goodput,
-                                 RTT_PROBE_SIZE, Tolerances, UDP_IP_OVERHEAD)
+from ..testbed.linkcheck import (
+    binomial_interval,
+    check_link,
+    expected_rtt_ms,
+    IP_PACKET,
+    most_tcp_goodput,
+    RTT_PROBE_SIZE,
+    Tolerances,
+    UDP_IP_OVERHEAD,
+)
 from ..testbed.ownership import all_records
 from ..testbed.probe import PathProbe, iperf3_receiver_mbit, steady_goodput_mbit
 from ..testbed.processes import cpu_seconds
@@ -39,11 +47,17 @@ from .measure import settled_stats
 from .row import print_table
 
 
-def _profile(name: str, rate_mbit: float, rtt_ms: float, buffer_bytes: int | None = None,
-             loss: float = 0.0) -> LinkProfile:
+def _profile(
+    name: str, rate_mbit: float, rtt_ms: float, buffer_bytes: int | None = None, loss: float = 0.0
+) -> LinkProfile:
     bdp = int(rate_mbit * 1e6 / 8 * rtt_ms / 1e3)
-    return LinkProfile(name=name, rate_mbit=rate_mbit, delay_ms=rtt_ms / 2, loss=loss,
-                       buffer_bytes=buffer_bytes or max(2 * bdp, 30_000))
+    return LinkProfile(
+        name=name,
+        rate_mbit=rate_mbit,
+        delay_ms=rtt_ms / 2,
+        loss=loss,
+        buffer_bytes=buffer_bytes or max(2 * bdp, 30_000),
+    )
 
 
 def bench_tcp(tb: Testbed, probe: PathProbe, duration_s: float) -> list[dict]:
@@ -55,10 +69,17 @@ def bench_tcp(tb: Testbed, probe: PathProbe, duration_s: float) -> list[dict]:
         i = probe.iperf3("down", duration_s)
         most = most_tcp_goodput(rate)
         steady = steady_goodput_mbit(t, 1.0)
-        rows.append({"rate_mbit": rate, "rtt_ms": 40, "most_possible_mbit": most,
-                     "probe_mbit": steady, "probe_pct": 100 * steady / most,
-                     "iperf3_mbit": iperf3_receiver_mbit(i, "down"),
-                     "iperf3_pct": 100 * iperf3_receiver_mbit(i, "down") / most})
+        rows.append(
+            {
+                "rate_mbit": rate,
+                "rtt_ms": 40,
+                "most_possible_mbit": most,
+                "probe_mbit": steady,
+                "probe_pct": 100 * steady / most,
+                "iperf3_mbit": iperf3_receiver_mbit(i, "down"),
+                "iperf3_pct": 100 * iperf3_receiver_mbit(i, "down") / most,
+            }
+        )
     return rows
 
 
@@ -66,8 +87,13 @@ RTT_LOAD_MBIT = 50.0  # "50% load" of the 100 Mbit/s RTT-bench link
 
 
 def _summary(x: np.ndarray) -> dict:
-    return {"n": int(x.size), "mean": float(x.mean()), "sd": float(x.std(ddof=1)),
-            "p99": float(np.percentile(x, 99)), "max": float(x.max())}
+    return {
+        "n": int(x.size),
+        "mean": float(x.mean()),
+        "sd": float(x.std(ddof=1)),
+        "p99": float(np.percentile(x, 99)),
+        "max": float(x.max()),
+    }
 
 
 def measure_rtt(probe: PathProbe, count: int, load_mbit: float) -> dict:
@@ -79,9 +105,14 @@ def measure_rtt(probe: PathProbe, count: int, load_mbit: float) -> dict:
     sent = np.asarray(r["sent_mono_ms"], dtype=float)
     hit = np.asarray(probes_hit(list(sent), list(rtt), monitor.stalls), dtype=bool)
     during = stalls_within(monitor.stalls, float(sent.min()), float((sent + rtt).max()))
-    return {"all": _summary(rtt), "unstalled": _summary(rtt[~hit]), "probes_hit": int(hit.sum()),
-            "stalls": len(during), "stall_max_ms": max((s.late_ms for s in during), default=0.0),
-            "stall_total_ms": sum(s.late_ms for s in during)}
+    return {
+        "all": _summary(rtt),
+        "unstalled": _summary(rtt[~hit]),
+        "probes_hit": int(hit.sum()),
+        "stalls": len(during),
+        "stall_max_ms": max((s.late_ms for s in during), default=0.0),
+        "stall_total_ms": sum(s.late_ms for s in during),
+    }
 
 
 def bench_rtt_baseline(count: int) -> dict[float, dict]:
@@ -95,10 +126,17 @@ def bench_rtt_baseline(count: int) -> dict[float, dict]:
 def _errors(m: dict, expected: float, base: dict) -> dict:
     """Raw error (measured - configured) and the error linkem adds over the plain path:
     mean minus the plain path's mean, sd as sqrt(sd^2 - sd_plain^2) (independent noise)."""
-    return {"mean_err_ms": m["mean"] - expected, "sd_ms": m["sd"], "p99_err_ms": m["p99"] - expected,
-            "max_err_ms": m["max"] - expected, "plain_mean_ms": base["mean"], "plain_sd_ms": base["sd"],
-            "added_mean_err_ms": m["mean"] - expected - base["mean"],
-            "added_sd_ms": max(0.0, m["sd"] ** 2 - base["sd"] ** 2) ** 0.5, "n": m["n"]}
+    return {
+        "mean_err_ms": m["mean"] - expected,
+        "sd_ms": m["sd"],
+        "p99_err_ms": m["p99"] - expected,
+        "max_err_ms": m["max"] - expected,
+        "plain_mean_ms": base["mean"],
+        "plain_sd_ms": base["sd"],
+        "added_mean_err_ms": m["mean"] - expected - base["mean"],
+        "added_sd_ms": max(0.0, m["sd"] ** 2 - base["sd"] ** 2) ** 0.5,
+        "n": m["n"],
+    }
 
 
 def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, dict]) -> list[dict]:
@@ -113,14 +151,22 @@ def bench_rtt(tb: Testbed, probe: PathProbe, count: int, baseline: dict[float, d
             tb.reconfigure(p)  # fresh linkem counters per cell
             m = measure_rtt(probe, count, load)
             base = baseline[load]
-            late = sum(d.get("late_releases_over_1ms", 0)
-                       for d in settled_stats(tb)["directions"].values())
-            rows.append({"rtt_ms": rtt, "load_mbit": load, "expected_ms": expected,
-                         **_errors(m["all"], expected, base["all"]),
-                         "unstalled": _errors(m["unstalled"], expected, base["unstalled"]),
-                         "probes_hit": m["probes_hit"], "stalls": m["stalls"],
-                         "stall_max_ms": m["stall_max_ms"], "stall_total_ms": m["stall_total_ms"],
-                         "plain_stalls": base["stalls"], "linkem_late_over_1ms": late})
+            late = sum(d.get("late_releases_over_1ms", 0) for d in settled_stats(tb)["directions"].values())
+            rows.append(
+                {
+                    "rtt_ms": rtt,
+                    "load_mbit": load,
+                    "expected_ms": expected,
+                    **_errors(m["all"], expected, base["all"]),
+                    "unstalled": _errors(m["unstalled"], expected, base["unstalled"]),
+                    "probes_hit": m["probes_hit"],
+                    "stalls": m["stalls"],
+                    "stall_max_ms": m["stall_max_ms"],
+                    "stall_total_ms": m["stall_total_ms"],
+                    "plain_stalls": base["stalls"],
+                    "linkem_late_over_1ms": late,
+                }
+            )
     return rows
 
 
@@ -131,9 +177,18 @@ def bench_loss(tb: Testbed, probe: PathProbe, duration_s: float) -> list[dict]:
         for which in ("up", "down"):
             u = probe.udp(which, 25, duration_s, size=284, drain_ms=600)  # 312-byte IP, 10k pps
             lo, hi = binomial_interval(u["lost"], u["sent"], 0.99)
-            rows.append({"configured": loss, "direction": which, "sent": u["sent"],
-                         "lost": u["lost"], "measured": u["lost"] / u["sent"],
-                         "ci99_low": lo, "ci99_high": hi, "inside": lo <= loss <= hi})
+            rows.append(
+                {
+                    "configured": loss,
+                    "direction": which,
+                    "sent": u["sent"],
+                    "lost": u["lost"],
+                    "measured": u["lost"] / u["sent"],
+                    "ci99_low": lo,
+                    "ci99_high": hi,
+                    "inside": lo <= loss <= hi,
+                }
+            )
     return rows
 
 
@@ -143,10 +198,14 @@ def bench_max_rate(tb: Testbed, probe: PathProbe, duration_s: float) -> dict:
     cpu0, t0 = cpu_seconds(pid), time.monotonic()
     i = iperf3_down(probe, duration_s, streams=4)
     cpu1, t1 = cpu_seconds(pid), time.monotonic()
-    return {"configured_mbit": 10_000, "delay_ms_each_way": 20, "streams": 4,
-            "iperf3_mbit": iperf3_receiver_mbit(i, "down"),
-            "iperf3_whole_mbit": i["end"]["sum_received"]["bits_per_second"] / 1e6,
-            "linkem_cpu_pct_of_core": 100 * (cpu1 - cpu0) / (t1 - t0)}
+    return {
+        "configured_mbit": 10_000,
+        "delay_ms_each_way": 20,
+        "streams": 4,
+        "iperf3_mbit": iperf3_receiver_mbit(i, "down"),
+        "iperf3_whole_mbit": i["end"]["sum_received"]["bits_per_second"] / 1e6,
+        "linkem_cpu_pct_of_core": 100 * (cpu1 - cpu0) / (t1 - t0),
+    }
 
 
 # ---- near line rate: the kernel ratio, the gigabit check, the ceiling ------------------
@@ -192,13 +251,19 @@ def _forward(tb: Testbed, probe: PathProbe, duration_s: float, streams: int = 4)
     cpu0, t0 = (cpu_seconds(pid) if pid else None), time.monotonic()
     doc = iperf3_down(probe, duration_s, streams)
     cpu1, t1 = (cpu_seconds(pid) if pid else None), time.monotonic()
-    return {"mbit": iperf3_receiver_mbit(doc, "down"),
-            "whole_mbit": doc["end"]["sum_received"]["bits_per_second"] / 1e6,
-            "linkem_cpu_pct": None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / (t1 - t0)}
+    return {
+        "mbit": iperf3_receiver_mbit(doc, "down"),
+        "whole_mbit": doc["end"]["sum_received"]["bits_per_second"] / 1e6,
+        "linkem_cpu_pct": None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / (t1 - t0),
+    }
 
 
-def bench_kernel_ratio(duration_s: float, reps: int, delays_ms: tuple[float, ...] = (0.0, 20.0),
-                       datapaths: tuple[str | None, ...] = (None,)) -> dict:
+def bench_kernel_ratio(
+    duration_s: float,
+    reps: int,
+    delays_ms: tuple[float, ...] = (0.0, 20.0),
+    datapaths: tuple[str | None, ...] = (None,),
+) -> dict:
     """Plain kernel forwarding vs linkem, iperf3 -P 4 server -> client, same topology. The
     testbeds (plain, and linkem on each datapath) are open at once and measured in turn
     (plain, then linkem at each delay on each datapath), `reps` times: medians per arm, and
@@ -233,16 +298,39 @@ def bench_kernel_ratio(duration_s: float, reps: int, delays_ms: tuple[float, ...
         return float(np.median(xs)) if xs else None
 
     base = med("plain", "mbit")
-    rows = [{"path": "plain kernel forwarding", "datapath": "-", "delay_ms_each_way": 0.0, "mbit": base,
-             "ratio": 1.0, "linkem_cpu_pct": None, "runs_mbit": [r["mbit"] for r in runs["plain"]]}]
+    rows = [
+        {
+            "path": "plain kernel forwarding",
+            "datapath": "-",
+            "delay_ms_each_way": 0.0,
+            "mbit": base,
+            "ratio": 1.0,
+            "linkem_cpu_pct": None,
+            "runs_mbit": [r["mbit"] for r in runs["plain"]],
+        }
+    ]
     for dp, d in arms:
         arm = f"{dp}_{d:g}ms"
         m = med(arm, "mbit")
-        rows.append({"path": "linkem", "datapath": dp, "delay_ms_each_way": d, "mbit": m,
-                     "ratio": m / base if base else None,
-                     "linkem_cpu_pct": med(arm, "linkem_cpu_pct"), "runs_mbit": [r["mbit"] for r in runs[arm]]})
-    return {"streams": 4, "duration_s": duration_s, "reps": reps, "target": KERNEL_RATIO_TARGET,
-            "loadavg_1min": load, "rows": rows}
+        rows.append(
+            {
+                "path": "linkem",
+                "datapath": dp,
+                "delay_ms_each_way": d,
+                "mbit": m,
+                "ratio": m / base if base else None,
+                "linkem_cpu_pct": med(arm, "linkem_cpu_pct"),
+                "runs_mbit": [r["mbit"] for r in runs[arm]],
+            }
+        )
+    return {
+        "streams": 4,
+        "duration_s": duration_s,
+        "reps": reps,
+        "target": KERNEL_RATIO_TARGET,
+        "loadavg_1min": load,
+        "rows": rows,
+    }
 
 
 GIGABIT = LinkProfile(name="gigabit", rate_mbit=1000, delay_ms=25, buffer_bytes=6_250_000)
@@ -263,22 +351,41 @@ def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None, dat
         after = settled_stats(tb)
         tb.check()
     most = most_tcp_goodput(GIGABIT.rate_mbit)
-    late = sum(d.get("late_releases_over_1ms", 0) for d in after["directions"].values()) - \
-        sum(d.get("late_releases_over_1ms", 0) for d in before["directions"].values())
+    late = sum(d.get("late_releases_over_1ms", 0) for d in after["directions"].values()) - sum(
+        d.get("late_releases_over_1ms", 0) for d in before["directions"].values()
+    )
     plain_mean = plain_rtt["mean"] if plain_rtt else 0.0
     pct, added = 100 * flow["mbit"] / most, r["mean"] - expected - plain_mean
     cpu = flow["linkem_cpu_pct"]
-    missed = [name for name, bad in (("goodput", pct < GIGABIT_TARGETS["pct_of_most"]),
-                                     ("RTT", abs(added) > GIGABIT_TARGETS["rtt_added_err_ms"]),
-                                     ("linkem CPU", cpu is not None and cpu > GIGABIT_TARGETS["linkem_cpu_pct"]))
-              if bad]
-    return {"datapath": tb.datapath, "rate_mbit": 1000, "delay_ms_each_way": 25, "buffer_bytes": GIGABIT.buffer_bytes,
-            "duration_s": duration_s, "tcp_max_bytes": BIG_SOCKET_BUFFER,
-            "most_possible_mbit": most, "goodput_mbit": flow["mbit"], "whole_mbit": flow["whole_mbit"],
-            "pct_of_most": pct, "rtt_expected_ms": expected,
-            "rtt_mean_err_ms": r["mean"] - expected, "rtt_added_err_ms": added,
-            "rtt_sd_ms": r["sd"], "linkem_cpu_pct": cpu, "linkem_late_over_1ms": late,
-            "targets": GIGABIT_TARGETS, "missed": missed}
+    missed = [
+        name
+        for name, bad in (
+            ("goodput", pct < GIGABIT_TARGETS["pct_of_most"]),
+            ("RTT", abs(added) > GIGABIT_TARGETS["rtt_added_err_ms"]),
+            ("linkem CPU", cpu is not None and cpu > GIGABIT_TARGETS["linkem_cpu_pct"]),
+        )
+        if bad
+    ]
+    return {
+        "datapath": tb.datapath,
+        "rate_mbit": 1000,
+        "delay_ms_each_way": 25,
+        "buffer_bytes": GIGABIT.buffer_bytes,
+        "duration_s": duration_s,
+        "tcp_max_bytes": BIG_SOCKET_BUFFER,
+        "most_possible_mbit": most,
+        "goodput_mbit": flow["mbit"],
+        "whole_mbit": flow["whole_mbit"],
+        "pct_of_most": pct,
+        "rtt_expected_ms": expected,
+        "rtt_mean_err_ms": r["mean"] - expected,
+        "rtt_added_err_ms": added,
+        "rtt_sd_ms": r["sd"],
+        "linkem_cpu_pct": cpu,
+        "linkem_late_over_1ms": late,
+        "targets": GIGABIT_TARGETS,
+        "missed": missed,
+    }
 
 
 CEILING_RATES_MBIT = (100, 250, 500, 750, 1000, 1500, 2000)
@@ -298,8 +405,11 @@ def constant_trace(path: Path, rate_mbit: float, period_ms: int = 1000) -> Path:
 
 def _ceiling_profile(model: str, rate: float, trace_dir: Path) -> LinkProfile:
     bdp = int(rate * 1e6 / 8 * 2 * CEILING_DELAY_MS / 1e3)
-    kind = ({"rate_mbit": rate} if model == "rate" else
-            {"trace": str(constant_trace(trace_dir / f"const-{rate:g}.trace", rate))})
+    kind = (
+        {"rate_mbit": rate}
+        if model == "rate"
+        else {"trace": str(constant_trace(trace_dir / f"const-{rate:g}.trace", rate))}
+    )
     return LinkProfile(name=f"{model}-{rate:g}", delay_ms=CEILING_DELAY_MS, buffer_bytes=max(bdp, 30_000), **kind)
 
 
@@ -307,8 +417,9 @@ def within_tolerance(rows, tol: Tolerances, udp_sent_mbit: float | None = None) 
     """The self-check's bands, applied to a trace too (the self-check leaves a trace's rate and
     RTT unjudged; a constant trace has one rate to meet): TCP goodput within [tcp_min,
     tcp_max] of the most possible, UDP delivered within udp_rate_rel of the rate, RTT mean
-    inside its band (a trace's widened by its opportunity waits). A UDP sender that could not reach the rate (`udp_sent_mbit`
-    below it: the host's CPU, not the link) is judged on what it sent: all of it delivered."""
+    inside its band (a trace's widened by its opportunity waits). A UDP sender that could not
+    reach the rate (`udp_sent_mbit` below it: the host's CPU, not the link) is judged on what
+    it sent: all of it delivered."""
     failed = []
     for r in rows:
         if r.quantity.startswith("TCP goodput"):
@@ -327,15 +438,18 @@ def within_tolerance(rows, tol: Tolerances, udp_sent_mbit: float | None = None) 
     return not failed, "; ".join(failed)
 
 
-def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MBIT,
-                  datapath: str | None = None) -> list[dict]:
+def bench_ceiling(
+    duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MBIT, datapath: str | None = None
+) -> list[dict]:
     """Per model, rates in increasing order until two in a row miss their tolerance (one miss
     may be the shared host's): each step's figures, linkem's CPU during its check, and the
     ceiling = the highest rate that passed."""
     tol = Tolerances()
     out = []
-    with tempfile.TemporaryDirectory(prefix="longlook-ceiling-") as tmp, \
-            Testbed(_ceiling_profile("rate", rates[0], Path(tmp)), datapath=datapath) as tb:
+    with (
+        tempfile.TemporaryDirectory(prefix="longlook-ceiling-") as tmp,
+        Testbed(_ceiling_profile("rate", rates[0], Path(tmp)), datapath=datapath) as tb,
+    ):
         for model in ("rate", "trace"):
             steps, misses = [], 0
             for rate in rates:
@@ -344,25 +458,48 @@ def bench_ceiling(duration_s: float, rates: tuple[float, ...] = CEILING_RATES_MB
                 ensure_tcp_buffers(tb)
                 pid = tb.linkem.pid
                 cpu0, t0 = cpu_seconds(pid), time.monotonic()
-                res = check_link(tb, profile, duration_s=duration_s, rtt_count=500, directions=("down",),
-                                 iperf=False, include=("rtt", "rate"))
+                res = check_link(
+                    tb,
+                    profile,
+                    duration_s=duration_s,
+                    rtt_count=500,
+                    directions=("down",),
+                    iperf=False,
+                    include=("rtt", "rate"),
+                )
                 cpu = 100 * (cpu_seconds(pid) - cpu0) / (time.monotonic() - t0)
                 sent = (res.raw.get("udp_down") or {}).get("send_rate_mbit")
                 ok, why = within_tolerance(res.rows, tol, sent)
                 by = {r.quantity: r.measured for r in res.rows}
-                steps.append({"rate_mbit": rate, "ok": ok, "why": why, "linkem_cpu_pct": cpu,
-                              "tcp_mbit": by.get("TCP goodput, probe"), "udp_mbit": by.get("UDP delivered (IP)"),
-                              "udp_sent_mbit": sent,
-                              "rtt_mean_ms": by.get("RTT mean"), "load_1min": os.getloadavg()[0]})
+                steps.append(
+                    {
+                        "rate_mbit": rate,
+                        "ok": ok,
+                        "why": why,
+                        "linkem_cpu_pct": cpu,
+                        "tcp_mbit": by.get("TCP goodput, probe"),
+                        "udp_mbit": by.get("UDP delivered (IP)"),
+                        "udp_sent_mbit": sent,
+                        "rtt_mean_ms": by.get("RTT mean"),
+                        "load_1min": os.getloadavg()[0],
+                    }
+                )
                 misses = 0 if ok else misses + 1
                 if misses >= 2:
                     break
             passed = [s for s in steps if s["ok"]]
             top = passed[-1] if passed else None
-            out.append({"model": model, "datapath": tb.datapath, "delay_ms_each_way": CEILING_DELAY_MS,
-                        "ceiling_mbit": top["rate_mbit"] if top else None,
-                        "linkem_cpu_pct_at_ceiling": top["linkem_cpu_pct"] if top else None,
-                        "tested_up_to_mbit": steps[-1]["rate_mbit"], "steps": steps})
+            out.append(
+                {
+                    "model": model,
+                    "datapath": tb.datapath,
+                    "delay_ms_each_way": CEILING_DELAY_MS,
+                    "ceiling_mbit": top["rate_mbit"] if top else None,
+                    "linkem_cpu_pct_at_ceiling": top["linkem_cpu_pct"] if top else None,
+                    "tested_up_to_mbit": steps[-1]["rate_mbit"],
+                    "steps": steps,
+                }
+            )
     return out
 
 
@@ -391,13 +528,19 @@ def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, 
         result["gigabit_other_datapaths"] = checks[1:]
     if ceiling:
         result["ceiling"] = bench_ceiling(3.0 if quick else 4.0, datapath=chosen[0])
-    result["host"] = {"cpus": os.cpu_count(), "loadavg_before": load_before,
-                      "loadavg_after": os.getloadavg(), "other_testbeds_running": others}
-    result["note"] = ("Figures include the host's scheduling noise (see host: load average, "
-                      "other testbeds). RTT errors are measured minus (delays + probe "
-                      "serialisation); linkem_late = releases over 1 ms late, by linkem's count (whole "
-                      "cell, probe start and exit included). Testbeds and linkem hold a CPU "
-                      "wake-up latency request (1 us by default: haltpoll only; LONGLOOK_CPU_LATENCY_US).")
+    result["host"] = {
+        "cpus": os.cpu_count(),
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "other_testbeds_running": others,
+    }
+    result["note"] = (
+        "Figures include the host's scheduling noise (see host: load average, "
+        "other testbeds). RTT errors are measured minus (delays + probe "
+        "serialisation); linkem_late = releases over 1 ms late, by linkem's count (whole "
+        "cell, probe start and exit included). Testbeds and linkem hold a CPU "
+        "wake-up latency request (1 us by default: haltpoll only; LONGLOOK_CPU_LATENCY_US)."
+    )
     return result
 
 
@@ -405,63 +548,204 @@ def print_bench(result: dict) -> None:
     from ..render.console import make_console
 
     c = make_console()
-    print_table("bulk TCP goodput (40 ms RTT, buffer 2 BDP, server -> client)",
-                ["rate Mbit/s", "most possible", "probe", "% of most", "iperf3", "% of most"],
-                [[r["rate_mbit"], r["most_possible_mbit"], r["probe_mbit"], r["probe_pct"],
-                  r["iperf3_mbit"], r["iperf3_pct"]] for r in result["tcp_goodput"]])
-    print_table("RTT error, ms (measured - configured; 100 Mbit/s, no jitter; 'added' = over the "
-                "plain-forwarding path)",
-                ["RTT", "load Mbit/s", "mean err", "sd", "p99 err", "max err", "plain sd",
-                 "added mean", "added sd", "n", "linkem late"],
-                [[r["rtt_ms"], r["load_mbit"], r["mean_err_ms"], r["sd_ms"], r["p99_err_ms"],
-                  r["max_err_ms"], r["plain_sd_ms"], r["added_mean_err_ms"], r["added_sd_ms"], r["n"],
-                  r["linkem_late_over_1ms"]] for r in result["rtt_error"]])
-    print_table("the same without the probes a machine stall overlapped (a SCHED_FIFO 90 thread per "
-                "CPU woke > 0.3 ms late: the CPU ran nothing, so every process waited)",
-                ["RTT", "load Mbit/s", "stalls", "longest ms", "probes hit", "mean err", "sd",
-                 "p99 err", "max err", "added mean", "added sd", "plain stalls"],
-                [[r["rtt_ms"], r["load_mbit"], r["stalls"], r["stall_max_ms"], r["probes_hit"],
-                  r["unstalled"]["mean_err_ms"], r["unstalled"]["sd_ms"], r["unstalled"]["p99_err_ms"],
-                  r["unstalled"]["max_err_ms"], r["unstalled"]["added_mean_err_ms"],
-                  r["unstalled"]["added_sd_ms"], r["plain_stalls"]] for r in result["rtt_error"]])
-    print_table("random loss (50 Mbit/s, UDP at 25 Mbit/s)",
-                ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
-                [[r["configured"], r["direction"], r["sent"], r["lost"], r["measured"],
-                  r["ci99_low"], r["ci99_high"], r["inside"]] for r in result["loss"]])
+    print_table(
+        "bulk TCP goodput (40 ms RTT, buffer 2 BDP, server -> client)",
+        ["rate Mbit/s", "most possible", "probe", "% of most", "iperf3", "% of most"],
+        [
+            [
+                r["rate_mbit"],
+                r["most_possible_mbit"],
+                r["probe_mbit"],
+                r["probe_pct"],
+                r["iperf3_mbit"],
+                r["iperf3_pct"],
+            ]
+            for r in result["tcp_goodput"]
+        ],
+    )
+    print_table(
+        "RTT error, ms (measured - configured; 100 Mbit/s, no jitter; 'added' = over the plain-forwarding path)",
+        [
+            "RTT",
+            "load Mbit/s",
+            "mean err",
+            "sd",
+            "p99 err",
+            "max err",
+            "plain sd",
+            "added mean",
+            "added sd",
+            "n",
+            "linkem late",
+        ],
+        [
+            [
+                r["rtt_ms"],
+                r["load_mbit"],
+                r["mean_err_ms"],
+                r["sd_ms"],
+                r["p99_err_ms"],
+                r["max_err_ms"],
+                r["plain_sd_ms"],
+                r["added_mean_err_ms"],
+                r["added_sd_ms"],
+                r["n"],
+                r["linkem_late_over_1ms"],
+            ]
+            for r in result["rtt_error"]
+        ],
+    )
+    print_table(
+        "the same without the probes a machine stall overlapped (a SCHED_FIFO 90 thread per "
+        "CPU woke > 0.3 ms late: the CPU ran nothing, so every process waited)",
+        [
+            "RTT",
+            "load Mbit/s",
+            "stalls",
+            "longest ms",
+            "probes hit",
+            "mean err",
+            "sd",
+            "p99 err",
+            "max err",
+            "added mean",
+            "added sd",
+            "plain stalls",
+        ],
+        [
+            [
+                r["rtt_ms"],
+                r["load_mbit"],
+                r["stalls"],
+                r["stall_max_ms"],
+                r["probes_hit"],
+                r["unstalled"]["mean_err_ms"],
+                r["unstalled"]["sd_ms"],
+                r["unstalled"]["p99_err_ms"],
+                r["unstalled"]["max_err_ms"],
+                r["unstalled"]["added_mean_err_ms"],
+                r["unstalled"]["added_sd_ms"],
+                r["plain_stalls"],
+            ]
+            for r in result["rtt_error"]
+        ],
+    )
+    print_table(
+        "random loss (50 Mbit/s, UDP at 25 Mbit/s)",
+        ["configured", "dir", "sent", "lost", "measured", "99% low", "99% high", "inside"],
+        [
+            [
+                r["configured"],
+                r["direction"],
+                r["sent"],
+                r["lost"],
+                r["measured"],
+                r["ci99_low"],
+                r["ci99_high"],
+                r["inside"],
+            ]
+            for r in result["loss"]
+        ],
+    )
     m = result["max_forwarding"]
-    print_table("max forwarding (10 Gbit/s configured, 20 ms each way, iperf3 -P 4)",
-                ["Mbit/s (median 1 s)", "Mbit/s (whole run)", "linkem CPU % of a core"],
-                [[m["iperf3_mbit"], m["iperf3_whole_mbit"], m["linkem_cpu_pct_of_core"]]])
+    print_table(
+        "max forwarding (10 Gbit/s configured, 20 ms each way, iperf3 -P 4)",
+        ["Mbit/s (median 1 s)", "Mbit/s (whole run)", "linkem CPU % of a core"],
+        [[m["iperf3_mbit"], m["iperf3_whole_mbit"], m["linkem_cpu_pct_of_core"]]],
+    )
     k = result["kernel_ratio"]
-    print_table(f"kernel ratio: iperf3 -P {k['streams']} server -> client, linkem at 10 Gbit/s configured vs "
-                f"plain kernel forwarding, same topology (median of {k['reps']} alternated runs of "
-                f"{k['duration_s']:g} s; target >= {k['target']})",
-                ["path", "datapath", "delay ms each way", "Mbit/s", "ratio to plain", "linkem CPU % of a core", "runs Mbit/s"],
-                [[r["path"], r.get("datapath", "-"), r["delay_ms_each_way"], r["mbit"], r["ratio"],
-                  "-" if r["linkem_cpu_pct"] is None else r["linkem_cpu_pct"],
-                  " ".join(f"{x:.0f}" for x in r["runs_mbit"])] for r in k["rows"]])
+    print_table(
+        f"kernel ratio: iperf3 -P {k['streams']} server -> client, linkem at 10 Gbit/s configured vs "
+        f"plain kernel forwarding, same topology (median of {k['reps']} alternated runs of "
+        f"{k['duration_s']:g} s; target >= {k['target']})",
+        ["path", "datapath", "delay ms each way", "Mbit/s", "ratio to plain", "linkem CPU % of a core", "runs Mbit/s"],
+        [
+            [
+                r["path"],
+                r.get("datapath", "-"),
+                r["delay_ms_each_way"],
+                r["mbit"],
+                r["ratio"],
+                "-" if r["linkem_cpu_pct"] is None else r["linkem_cpu_pct"],
+                " ".join(f"{x:.0f}" for x in r["runs_mbit"]),
+            ]
+            for r in k["rows"]
+        ],
+    )
     c.print("load average (1 min) during the ratio runs: " + " ".join(f"{x:.2f}" for x in k["loadavg_1min"]))
     checks = [result["gigabit"], *result.get("gigabit_other_datapaths", [])]
-    print_table("gigabit check: one TCP Cubic flow, 1 Gbit/s, 25 ms each way, BDP buffer 6.25 MB "
-                "(targets: >= 97% of the most possible, added RTT error <= 0.2 ms, linkem <= 1 core)",
-                ["datapath", "goodput Mbit/s", "most possible", "% of most", "whole run", "RTT err ms",
-                 "added RTT err ms", "RTT sd", "linkem CPU %", "linkem late", "missed"],
-                [[g.get("datapath", "-"), g["goodput_mbit"], g["most_possible_mbit"], g["pct_of_most"], g["whole_mbit"],
-                  g["rtt_mean_err_ms"], g["rtt_added_err_ms"], g["rtt_sd_ms"], g["linkem_cpu_pct"],
-                  g["linkem_late_over_1ms"], "-" if "missed" not in g else ", ".join(g["missed"]) or "none"]
-                 for g in checks])
+    print_table(
+        "gigabit check: one TCP Cubic flow, 1 Gbit/s, 25 ms each way, BDP buffer 6.25 MB "
+        "(targets: >= 97% of the most possible, added RTT error <= 0.2 ms, linkem <= 1 core)",
+        [
+            "datapath",
+            "goodput Mbit/s",
+            "most possible",
+            "% of most",
+            "whole run",
+            "RTT err ms",
+            "added RTT err ms",
+            "RTT sd",
+            "linkem CPU %",
+            "linkem late",
+            "missed",
+        ],
+        [
+            [
+                g.get("datapath", "-"),
+                g["goodput_mbit"],
+                g["most_possible_mbit"],
+                g["pct_of_most"],
+                g["whole_mbit"],
+                g["rtt_mean_err_ms"],
+                g["rtt_added_err_ms"],
+                g["rtt_sd_ms"],
+                g["linkem_cpu_pct"],
+                g["linkem_late_over_1ms"],
+                "-" if "missed" not in g else ", ".join(g["missed"]) or "none",
+            ]
+            for g in checks
+        ],
+    )
     for m in result.get("ceiling", []):
-        print_table(f"ceiling, {m['model']} model, {m.get('datapath', '-')}, {m['delay_ms_each_way']:g} ms each way, BDP buffer: "
-                    f"{m['ceiling_mbit'] or 'none'} Mbit/s (linkem CPU there "
-                    + ("-" if m["linkem_cpu_pct_at_ceiling"] is None else f"{m['linkem_cpu_pct_at_ceiling']:.0f}%") + ")",
-                    ["rate Mbit/s", "in tolerance", "TCP Mbit/s", "UDP Mbit/s", "UDP sent", "RTT mean ms",
-                     "linkem CPU %", "load", "miss"],
-                    [[s["rate_mbit"], s["ok"], s["tcp_mbit"], s["udp_mbit"], s["udp_sent_mbit"], s["rtt_mean_ms"],
-                      s["linkem_cpu_pct"], s["load_1min"], s["why"]] for s in m["steps"]])
+        print_table(
+            f"ceiling, {m['model']} model, {m.get('datapath', '-')}, "
+            f"{m['delay_ms_each_way']:g} ms each way, BDP buffer: "
+            f"{m['ceiling_mbit'] or 'none'} Mbit/s (linkem CPU there "
+            + ("-" if m["linkem_cpu_pct_at_ceiling"] is None else f"{m['linkem_cpu_pct_at_ceiling']:.0f}%")
+            + ")",
+            [
+                "rate Mbit/s",
+                "in tolerance",
+                "TCP Mbit/s",
+                "UDP Mbit/s",
+                "UDP sent",
+                "RTT mean ms",
+                "linkem CPU %",
+                "load",
+                "miss",
+            ],
+            [
+                [
+                    s["rate_mbit"],
+                    s["ok"],
+                    s["tcp_mbit"],
+                    s["udp_mbit"],
+                    s["udp_sent_mbit"],
+                    s["rtt_mean_ms"],
+                    s["linkem_cpu_pct"],
+                    s["load_1min"],
+                    s["why"],
+                ]
+                for s in m["steps"]
+            ],
+        )
     h = result["host"]
     if result.get("datapath"):
         c.print(f"linkem's datapath (rate, RTT, loss, max forwarding, ceiling): {result['datapath']}")
-    c.print(f"host: {h['cpus']} CPUs, load average {h['loadavg_before'][0]:.2f} before, "
-            f"{h['loadavg_after'][0]:.2f} after; other testbeds running: "
-            f"{', '.join(h['other_testbeds_running']) or 'none'}")
+    c.print(
+        f"host: {h['cpus']} CPUs, load average {h['loadavg_before'][0]:.2f} before, "
+        f"{h['loadavg_after'][0]:.2f} after; other testbeds running: "
+        f"{', '.join(h['other_testbeds_running']) or 'none'}"
+    )
     c.print(result["note"])

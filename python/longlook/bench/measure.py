@@ -21,14 +21,23 @@ def settled_stats(tb) -> dict:
     return tb.linkem_stats()
 
 
-def measure_download(tb, get: Callable, *, label: str, url: str, protocol: str, run_id: str,
-                     cert_dir: Path, run_dir: Path) -> tuple[dict, float]:
+def measure_download(
+    tb, get: Callable, *, label: str, url: str, protocol: str, run_id: str, cert_dir: Path, run_dir: Path
+) -> tuple[dict, float]:
     """One bulk download with `get` (the signature of stacks.endpoint.fetch) writing
     RUN_DIR/fetch.json: the client's document and the downstream payload efficiency. A run
     that did not end ok stops the bench (LonglookError naming `label`)."""
     before = tb.linkem_stats()
-    r = get(tb, url=url, protocol=protocol, run_id=run_id, cert_dir=cert_dir, out=run_dir / "fetch.json",
-            timeout_s=120, mode="bulk")
+    r = get(
+        tb,
+        url=url,
+        protocol=protocol,
+        run_id=run_id,
+        cert_dir=cert_dir,
+        out=run_dir / "fetch.json",
+        timeout_s=120,
+        mode="bulk",
+    )
     if r.status != "ok":
         raise LonglookError(f"{label}: {r.status}: {r.error}")
     down = linkem_delta(before, settled_stats(tb))["directions"]["down"]

@@ -29,13 +29,35 @@ class BenchRow:
     share: float  # limit / measured median: 1.0 = at the physical limit
 
     @classmethod
-    def of_runs(cls, *, stack: str, version: str, cc: str, protocol: str, plts: list[float],
-                effs: list[float], size_bytes: int, initial_window: int, rate_mbit: float,
-                rtt_ms: float) -> "BenchRow":
+    def of_runs(
+        cls,
+        *,
+        stack: str,
+        version: str,
+        cc: str,
+        protocol: str,
+        plts: list[float],
+        effs: list[float],
+        size_bytes: int,
+        initial_window: int,
+        rate_mbit: float,
+        rtt_ms: float,
+    ) -> "BenchRow":
         eff, med = statistics.median(effs), statistics.median(plts)
         limit = physical_limit_ms(size_bytes, rate_mbit, rtt_ms, protocol, initial_window, eff)
-        return cls(stack, version, cc, protocol, len(plts), med, size_bytes * 8 / med / 1e3, eff,
-                   initial_window, limit, limit / med)
+        return cls(
+            stack,
+            version,
+            cc,
+            protocol,
+            len(plts),
+            med,
+            size_bytes * 8 / med / 1e3,
+            eff,
+            initial_window,
+            limit,
+            limit / med,
+        )
 
     def _measured(self) -> dict:
         return {k: getattr(self, k) for k in MEASURED}
@@ -46,8 +68,7 @@ class BenchRow:
 
     def stacks_json(self) -> dict:
         """As `stacks-bench.json` holds a row (the report's stacks table reads it)."""
-        return {"stack": self.stack, "version": self.version, "cc": self.cc, **self._measured(),
-                "share": self.share}
+        return {"stack": self.stack, "version": self.version, "cc": self.cc, **self._measured(), "share": self.share}
 
 
 def title(size: str, rate_mbit: float, rtt_ms: float, runs: int) -> str:
@@ -70,8 +91,27 @@ def print_table(title: str, columns: list[str], rows: list[list]) -> None:
 
 def print_rows(rows: list[BenchRow], title: str, label: tuple[str, ...] = ("protocol",)) -> None:
     """Download-bench rows, named by the `label` fields."""
-    print_table(title, [*label, "PLT ms", "goodput Mbit/s", "payload/IP bytes", "initial window B",
-                        "physical limit ms", "limit / measured"],
-                [[*(str(getattr(r, k)) for k in label), f"{r.plt_ms_median:.1f}",
-                  f"{r.goodput_mbit_median:.2f}", f"{r.efficiency:.4f}", str(r.initial_window_bytes),
-                  f"{r.limit_ms:.1f}", f"{r.share:.1%}"] for r in rows])
+    print_table(
+        title,
+        [
+            *label,
+            "PLT ms",
+            "goodput Mbit/s",
+            "payload/IP bytes",
+            "initial window B",
+            "physical limit ms",
+            "limit / measured",
+        ],
+        [
+            [
+                *(str(getattr(r, k)) for k in label),
+                f"{r.plt_ms_median:.1f}",
+                f"{r.goodput_mbit_median:.2f}",
+                f"{r.efficiency:.4f}",
+                str(r.initial_window_bytes),
+                f"{r.limit_ms:.1f}",
+                f"{r.share:.1%}",
+            ]
+            for r in rows
+        ],
+    )

@@ -87,9 +87,15 @@ class SoakResult:
 
     @property
     def passed(self) -> bool:
-        return (not self.unsettled and self.duplicates == 0 and not self.counted_through_fault
-                and not self.counted_through_linkem_stop and not self.unjudged
-                and not self.leftover_namespaces and not self.leftover_processes)
+        return (
+            not self.unsettled
+            and self.duplicates == 0
+            and not self.counted_through_fault
+            and not self.counted_through_linkem_stop
+            and not self.unjudged
+            and not self.leftover_namespaces
+            and not self.leftover_processes
+        )
 
 
 def soak_scenario(runs: int) -> str:
@@ -121,8 +127,7 @@ def _ours(disk: Path) -> list[tuple[int, str]]:
 
 
 class FaultInjector(threading.Thread):
-    def __init__(self, where: Path, seed: int, every_s: tuple[float, float] = (3.0, 8.0),
-                 disk: Path | None = None):
+    def __init__(self, where: Path, seed: int, every_s: tuple[float, float] = (3.0, 8.0), disk: Path | None = None):
         super().__init__(daemon=True)
         self.where, self.rng, self.every_s, self.disk = where, random.Random(seed), every_s, disk
         self.faults: list[Fault] = []
@@ -190,12 +195,14 @@ def _signal(pid: int, sig: int) -> None:
 
 def _mount_tmpfs(size_mb: int) -> Path:
     d = Path(tempfile.mkdtemp(prefix="longlook-soak-"))
-    p = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "longlook-soak", str(d)],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m", "longlook-soak", str(d)], capture_output=True, text=True
+    )
     if p.returncode != 0:
         shutil.rmtree(d, ignore_errors=True)
-        raise LonglookError(f"bench soak: cannot mount a tmpfs for the experiment ({p.stderr.strip()})",
-                            hint="run it as root")
+        raise LonglookError(
+            f"bench soak: cannot mount a tmpfs for the experiment ({p.stderr.strip()})", hint="run it as root"
+        )
     return d
 
 
@@ -208,20 +215,30 @@ def _driver(scenario: Path, out: Path, log: Path, *extra: str) -> subprocess.Pop
     """`longlook run`, its stderr to `log`: not a pipe nobody reads while it runs (a long
     grid's progress lines would fill it and block the driver), not the soak's disk (full)."""
     with open(log, "w") as err:
-        return subprocess.Popen([str(Path(sys.executable).parent / "longlook"), "run", str(scenario), "--out",
-                                 str(out), "--no-link-check", *extra], stdout=subprocess.DEVNULL,
-                                stderr=err, start_new_session=True)
+        return subprocess.Popen(
+            [
+                str(Path(sys.executable).parent / "longlook"),
+                "run",
+                str(scenario),
+                "--out",
+                str(out),
+                "--no-link-check",
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            start_new_session=True,
+        )
 
 
 def _last_error(log: Path) -> str:
     """The driver's error (and hint) at the end of its stderr."""
     lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
     at = max((i for i, ln in enumerate(lines) if ln.startswith("longlook: error")), default=len(lines) - 1)
-    return " ".join(lines[at:at + 2])[:400]
+    return " ".join(lines[at : at + 2])[:400]
 
 
-def run_soak(runs: int = 1000, *, executor: str = "local", seed: int = 1, size_mb: int = 1500,
-             say=print) -> SoakResult:
+def run_soak(runs: int = 1000, *, executor: str = "local", seed: int = 1, size_mb: int = 1500, say=print) -> SoakResult:
     res = SoakResult(executor=executor)
     disk = _mount_tmpfs(size_mb)
     res.logs = tempfile.mkdtemp(prefix="longlook-soak-logs-")  # kept when the books fail
@@ -262,8 +279,10 @@ def run_soak(runs: int = 1000, *, executor: str = "local", seed: int = 1, size_m
                         worker_kill_left = False
             drv.wait()
             res.driver_exits.append(drv.returncode)
-            say(f"soak: driver exited {drv.returncode} after {time.monotonic() - t_start:.0f} s"
-                + (f": {_last_error(log)}" if drv.returncode else ""))
+            say(
+                f"soak: driver exited {drv.returncode} after {time.monotonic() - t_start:.0f} s"
+                + (f": {_last_error(log)}" if drv.returncode else "")
+            )
             if drv.returncode == 0 and _complete(out):
                 break
             if len(res.driver_exits) > 20:
@@ -273,8 +292,12 @@ def run_soak(runs: int = 1000, *, executor: str = "local", seed: int = 1, size_m
         injector.stop()
         res.wall_s = time.monotonic() - t_start
         _books(res, out, injector.faults)
-        res.leftover_namespaces = [n for n in existing_namespaces() if n.startswith(NS_PREFIX)
-                                   and any(n in r.namespaces and not r.owner_alive() for r in ownership.all_records())]
+        res.leftover_namespaces = [
+            n
+            for n in existing_namespaces()
+            if n.startswith(NS_PREFIX)
+            and any(n in r.namespaces and not r.owner_alive() for r in ownership.all_records())
+        ]
         res.leftover_processes = [pid for pid, _ in _ours(disk)]
     finally:
         if cluster is not None:
@@ -291,8 +314,9 @@ def _complete(out: Path) -> bool:
         with Store.open(out, read_only=True) as store:
             sc = store.scenario()
             planned = len(sc.cells()) * sc.rounds * len(sc.arm_list())
-            settled = sum(len(store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged))
-                          for c in sc.cells())
+            settled = sum(
+                len(store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged)) for c in sc.cells()
+            )
         return settled >= planned
     except Exception:  # noqa: BLE001  a store the last kill left unopenable is not complete
         return False
@@ -302,15 +326,15 @@ def _books(res: SoakResult, out: Path, faults: list[Fault]) -> None:
     with Store.open(out, read_only=True) as store:
         sc = store.scenario()
         runs = store.runs_frame()
-        settled = {c.id: store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged)
-                   for c in sc.cells()}
+        settled = {c.id: store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged) for c in sc.cells()}
     arms = [a.label for a in sc.arm_list()]
     res.planned = len(sc.cells()) * sc.rounds * len(arms)
     res.stored = len(runs)
     res.duplicates = int(runs["run_id"].duplicated().sum())
     res.settled = sum(len(s) for s in settled.values())
-    res.unsettled = [f"{c}|r{r}|{a}" for c in settled for r in range(sc.rounds) for a in arms
-                     if (r, a) not in settled[c]]
+    res.unsettled = [
+        f"{c}|r{r}|{a}" for c in settled for r in range(sc.rounds) for a in arms if (r, a) not in settled[c]
+    ]
     res.ok = int((runs["status"] == "ok").sum())
     res.failed = int((runs["status"] != "ok").sum())
     flagged = runs["audit_flagged"].fillna(False).astype(bool)
@@ -322,11 +346,13 @@ def _books(res: SoakResult, out: Path, faults: list[Fault]) -> None:
         res.faults[f.kind] = res.faults.get(f.kind, 0) + 1
     counted = runs[(runs["status"] == "ok") & ~flagged]
     res.counted_through_fault, res.counted_through_linkem_stop, res.unjudged = faults_in_counted_fetches(
-        counted.to_dict("records"), faults)
+        counted.to_dict("records"), faults
+    )
 
 
-def faults_in_counted_fetches(counted: Iterable[dict[str, Any]],
-                              faults: list[Fault]) -> tuple[list[str], list[str], list[str]]:
+def faults_in_counted_fetches(
+    counted: Iterable[dict[str, Any]], faults: list[Fault]
+) -> tuple[list[str], list[str], list[str]]:
     """Counted runs (ok, unflagged) whose fetch a fault reached: (a kill of its client or of
     the server that answered it, a linkem stop overlapping it, runs with no fetch window)."""
     kills, stops, unjudged = [], [], []
@@ -338,10 +364,15 @@ def faults_in_counted_fetches(counted: Iterable[dict[str, Any]],
         m0, m1 = _measured(r, t0, t1)
         for f in faults:
             if f.kind == "pause_linkem" and f.t0 < m1 and f.t1 > m0:
-                stops.append(f"{r['run_id']}: linkem stopped {f.detail}, {max(f.t0, t0) - t0:.3f} s "
-                             f"into a {t1 - t0:.3f} s fetch (its page load: {m0 - t0:.3f}-{m1 - t0:.3f} s)")
-            elif f.kind in KILLS and t0 <= f.t0 <= t1 and (
-                    f.kind == "kill_client" or not _number(r.get("server_pid")) or f.pid == int(r["server_pid"])):
+                stops.append(
+                    f"{r['run_id']}: linkem stopped {f.detail}, {max(f.t0, t0) - t0:.3f} s "
+                    f"into a {t1 - t0:.3f} s fetch (its page load: {m0 - t0:.3f}-{m1 - t0:.3f} s)"
+                )
+            elif (
+                f.kind in KILLS
+                and t0 <= f.t0 <= t1
+                and (f.kind == "kill_client" or not _number(r.get("server_pid")) or f.pid == int(r["server_pid"]))
+            ):
                 kills.append(f"{r['run_id']}: {f.kind} {f.detail}, {f.t0 - t0:.3f} s into a {t1 - t0:.3f} s fetch")
     return kills, stops, unjudged
 
@@ -420,12 +451,31 @@ class _RayHead:
         self.temp = Path(tempfile.mkdtemp(prefix="llsoak-ray-", dir="/tmp"))
         self.log = open(self.temp / "ray.log", "w")
         ray_bin = str(Path(sys.executable).parent / "ray")
-        self.proc = subprocess.Popen([ray_bin, "start", "--head", "--block", "--port", str(port),
-                                      "--node-ip-address", "127.0.0.1", "--resources", '{"testbed": 1}',
-                                      "--num-cpus", "2", "--include-dashboard", "false", "--temp-dir",
-                                      str(self.temp), "--disable-usage-stats"],
-                                     stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True,
-                                     env={**os.environ, "TMPDIR": str(tmp)})
+        self.proc = subprocess.Popen(
+            [
+                ray_bin,
+                "start",
+                "--head",
+                "--block",
+                "--port",
+                str(port),
+                "--node-ip-address",
+                "127.0.0.1",
+                "--resources",
+                '{"testbed": 1}',
+                "--num-cpus",
+                "2",
+                "--include-dashboard",
+                "false",
+                "--temp-dir",
+                str(self.temp),
+                "--disable-usage-stats",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, "TMPDIR": str(tmp)},
+        )
         deadline = time.monotonic() + 90
         while "block forever" not in (self.temp / "ray.log").read_text():
             if self.proc.poll() is not None or time.monotonic() > deadline:

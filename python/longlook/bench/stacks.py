@@ -46,8 +46,14 @@ def _initial_window(qlog: Path | None, default: int = 10 * 1200) -> int:
     return default
 
 
-def bench_stacks(specs: list[str], size: str = "10m", rate_mbit: float = 100.0, rtt_ms: float = 36.0,
-                 runs: int = 3, workdir: Path | None = None) -> list[BenchRow]:
+def bench_stacks(
+    specs: list[str],
+    size: str = "10m",
+    rate_mbit: float = 100.0,
+    rtt_ms: float = 36.0,
+    runs: int = 3,
+    workdir: Path | None = None,
+) -> list[BenchRow]:
     work = Path(workdir or tempfile.mkdtemp(prefix="longlook-bench-stacks-"))
     stacks = {s: resolve(s.partition(":")[0]) for s in specs}
     for spec, s in stacks.items():
@@ -70,16 +76,34 @@ def bench_stacks(specs: list[str], size: str = "10m", rate_mbit: float = 100.0, 
             for i in range(runs):
                 run_dir = work / spec.replace("@", "-").replace(":", "-") / str(i)
                 run_dir.mkdir(parents=True, exist_ok=True)
-                doc, eff = measure_download(tb, get, label=f"{spec} run {i}",
-                                            url=f"https://{SERVER_ADDR}:{port}{url_path}", protocol="h3",
-                                            run_id=f"{spec}-{i}", cert_dir=pool.cert_dir, run_dir=run_dir)
+                doc, eff = measure_download(
+                    tb,
+                    get,
+                    label=f"{spec} run {i}",
+                    url=f"https://{SERVER_ADDR}:{port}{url_path}",
+                    protocol="h3",
+                    run_id=f"{spec}-{i}",
+                    cert_dir=pool.cert_dir,
+                    run_dir=run_dir,
+                )
                 effs.append(eff)
                 plts.append(doc["plt_ms"])
                 taken = server.take_artifacts(f"{spec}-{i}", run_dir)
                 iw = _initial_window(run_dir / taken["qlog"] if "qlog" in taken else None)
-            rows.append(BenchRow.of_runs(stack=spec, version=version, cc=cc, protocol="h3", plts=plts, effs=effs,
-                                         size_bytes=n_bytes, initial_window=iw, rate_mbit=rate_mbit,
-                                         rtt_ms=rtt_ms))
+            rows.append(
+                BenchRow.of_runs(
+                    stack=spec,
+                    version=version,
+                    cc=cc,
+                    protocol="h3",
+                    plts=plts,
+                    effs=effs,
+                    size_bytes=n_bytes,
+                    initial_window=iw,
+                    rate_mbit=rate_mbit,
+                    rtt_ms=rtt_ms,
+                )
+            )
     return rows
 
 

@@ -10,22 +10,26 @@ from typing import Optional
 
 import typer
 
-analyze_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                          help="Analyses of a finished experiment directory.")
+analyze_app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Analyses of a finished experiment directory."
+)
 
 
 @analyze_app.command("fallback")
 def fallback(
     directory: Path = typer.Argument(..., help="experiment directory with series F, B and S"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="output folder [default: DIR]"),
-    quic_arm: Optional[str] = typer.Option(None, "--quic-arm",
-                                           help="the QUIC-enabled arm [default: h3; page loads: the racing arm]"),
-    tcp_arm: Optional[str] = typer.Option(None, "--tcp-arm",
-                                          help="the TCP-only arm [default: h2; page loads: the h2 arm]"),
+    quic_arm: Optional[str] = typer.Option(
+        None, "--quic-arm", help="the QUIC-enabled arm [default: h3; page loads: the racing arm]"
+    ),
+    tcp_arm: Optional[str] = typer.Option(
+        None, "--tcp-arm", help="the TCP-only arm [default: h2; page loads: the h2 arm]"
+    ),
     metric: str = typer.Option("qoe", "--metric", help="QoE metric compared per pattern"),
     lower_is_better: bool = typer.Option(False, "--lower-is-better", help="the metric is a cost"),
-    alpha: Optional[float] = typer.Option(None, "--alpha", help="significance level [default: the paper's "
-                                          "0.05; page loads: the scenario's]"),
+    alpha: Optional[float] = typer.Option(
+        None, "--alpha", help="significance level [default: the paper's 0.05; page loads: the scenario's]"
+    ),
     include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
     as_json: bool = typer.Option(False, "--json", help="print the tables as JSON (records) instead of text"),
 ) -> None:
@@ -42,13 +46,13 @@ def fallback(
 
     check_output(out or directory, "--out", directory=True)
     with Store.open(directory, read_only=True) as store:
-        racing = store.kind_name() == "pageload" and any(
-            a.protocol == "race" for a in store.scenario().arm_list())
+        racing = store.kind_name() == "pageload" and any(a.protocol == "race" for a in store.scenario().arm_list())
     if racing:  # page loads behind middleboxes: the racing arm against TCP-only
         from ..analyses.fallback.pageload import analyze_pageload_store
 
-        df = analyze_pageload_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm, alpha=alpha,
-                                    include_flagged=include_flagged)
+        df = analyze_pageload_store(
+            directory, quic_arm=quic_arm, tcp_arm=tcp_arm, alpha=alpha, include_flagged=include_flagged
+        )
         path = (out or directory) / "fallback-pageloads.csv"
         path.parent.mkdir(parents=True, exist_ok=True)
         df.to_csv(path, index=False)
@@ -58,29 +62,59 @@ def fallback(
     from ..analyses.fallback.store import analyze_store
 
     alpha = 0.05 if alpha is None else alpha
-    result = analyze_store(directory, quic_arm=quic_arm, tcp_arm=tcp_arm or "h2", metric=metric,
-                           higher_is_better=not lower_is_better, alpha=alpha,
-                           include_flagged=include_flagged)
-    if _files_or_json(result.write(out or directory), as_json, patterns=_records(result.patterns),
-                      summary=result.summary):
+    result = analyze_store(
+        directory,
+        quic_arm=quic_arm,
+        tcp_arm=tcp_arm or "h2",
+        metric=metric,
+        higher_is_better=not lower_is_better,
+        alpha=alpha,
+        include_flagged=include_flagged,
+    )
+    if _files_or_json(
+        result.write(out or directory), as_json, patterns=_records(result.patterns), summary=result.summary
+    ):
         return
-    columns = ["pattern", "n_quic", "n_tcp", "mean_quic", "mean_tcp", "p_welch", "verdict",
-               "tcp_better_or_same_share", "fell_back", "tcp_flow", "tcp_bytes_share", "median_corr_B",
-               "median_corr_S", "suitable", "granger_B_share", "granger_S_share"]
-    typer.echo(result.patterns[[c for c in columns if c in result.patterns]].to_string(
-        index=False, float_format=lambda x: f"{x:.3g}"))
+    columns = [
+        "pattern",
+        "n_quic",
+        "n_tcp",
+        "mean_quic",
+        "mean_tcp",
+        "p_welch",
+        "verdict",
+        "tcp_better_or_same_share",
+        "fell_back",
+        "tcp_flow",
+        "tcp_bytes_share",
+        "median_corr_B",
+        "median_corr_S",
+        "suitable",
+        "granger_B_share",
+        "granger_S_share",
+    ]
+    typer.echo(
+        result.patterns[[c for c in columns if c in result.patterns]].to_string(
+            index=False, float_format=lambda x: f"{x:.3g}"
+        )
+    )
     pairs = result.summary["pairs"]
-    typer.echo(f"session pairs (same cell and round; Welch on the temporal QoE's block means, 'same' within "
-               f"the margin): {pairs['pairs']}; TCP better {pairs['tcp_better']}, the same {pairs['same']}, "
-               f"undecided {pairs['undecided']}, QUIC better {pairs['quic_better']}, not testable "
-               f"{pairs['not testable']}; sessions without {metric}: {result.summary['missing_metric']}")
+    typer.echo(
+        f"session pairs (same cell and round; Welch on the temporal QoE's block means, 'same' within "
+        f"the margin): {pairs['pairs']}; TCP better {pairs['tcp_better']}, the same {pairs['same']}, "
+        f"undecided {pairs['undecided']}, QUIC better {pairs['quic_better']}, not testable "
+        f"{pairs['not testable']}; sessions without {metric}: {result.summary['missing_metric']}"
+    )
     for name in ("all", "tcp_better_or_same"):
         s = result.summary[name]
-        typer.echo(f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back, {s['tcp_flow']} had a TCP "
-                   f"flow ({s['tcp_bytes_share']:.0%} of bytes over TCP); {s['suitable']} suitable; median corr B "
-                   f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; Granger (shift-null p, Holm over B and S) at {alpha}: "
-                   f"B {s['granger_B_share']:.0%} of {s['tested_B']}, S {s['granger_S_share']:.0%} "
-                   f"of {s['tested_S']}, either {s['granger_either_share']:.0%}")
+        typer.echo(
+            f"{name}: {s['fell_back']}/{s['sessions']} sessions fell back, {s['tcp_flow']} had a TCP "
+            f"flow ({s['tcp_bytes_share']:.0%} of bytes over TCP); {s['suitable']} suitable; median corr B "
+            f"{s['median_corr_B']:.2f}, S {s['median_corr_S']:.2f}; "
+            f"Granger (shift-null p, Holm over B and S) at {alpha}: "
+            f"B {s['granger_B_share']:.0%} of {s['tested_B']}, S {s['granger_S_share']:.0%} "
+            f"of {s['tested_S']}, either {s['granger_either_share']:.0%}"
+        )
 
 
 @analyze_app.command("intervention")
@@ -101,20 +135,36 @@ def intervention(
     if alpha is not None:
         check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.05")
     result = analyze_intervention(directory, alpha=alpha, include_flagged=include_flagged)
-    if _files_or_json(result.write(out or directory), as_json, effects=_records(result.effects),
-                      summary=result.summary):
+    if _files_or_json(
+        result.write(out or directory), as_json, effects=_records(result.effects), summary=result.summary
+    ):
         return
-    cols = ["scope", "metric", "n_treated", "n_control", "mean_treated", "mean_control", "ate", "ci_low",
-            "ci_high", "p", "verdict"]
+    cols = [
+        "scope",
+        "metric",
+        "n_treated",
+        "n_control",
+        "mean_treated",
+        "mean_control",
+        "ate",
+        "ci_low",
+        "ci_high",
+        "p",
+        "verdict",
+    ]
     typer.echo(result.effects[cols].to_string(index=False, float_format=lambda x: f"{x:.3g}"))
     s = result.summary
-    typer.echo(f"treated {s['treated']} (fell back {s['compliance']['treated_fell_back']}), control {s['control']} "
-               f"(fell back {s['compliance']['control_fell_back']}); {s['estimator']}")
+    typer.echo(
+        f"treated {s['treated']} (fell back {s['compliance']['treated_fell_back']}), control {s['control']} "
+        f"(fell back {s['compliance']['control_fell_back']}); {s['estimator']}"
+    )
     for arm in ("treated", "control"):
         g = s["granger"][arm]
-        typer.echo(f"Granger, {arm}: {g['fell_back']}/{g['sessions']} fell back, {g['suitable']} suitable; p<{s['alpha']:g}: "
-                   f"B {g['granger_B_share']:.0%} of {g['tested_B']}, S {g['granger_S_share']:.0%} of {g['tested_S']}, "
-                   f"either {g['granger_either_share']:.0%} of {g['tested_either']}")
+        typer.echo(
+            f"Granger, {arm}: {g['fell_back']}/{g['sessions']} fell back, {g['suitable']} suitable; p<{s['alpha']:g}: "
+            f"B {g['granger_B_share']:.0%} of {g['tested_B']}, S {g['granger_S_share']:.0%} of {g['tested_S']}, "
+            f"either {g['granger_either_share']:.0%} of {g['tested_either']}"
+        )
     if s["granger_note"]:
         typer.echo(f"Granger not run: {s['granger_note']}")
     typer.echo(f"observational vs interventional: {s['agreement']}")

@@ -22,10 +22,18 @@ def _bench() -> None:
 def bench_link(
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON"),
     quick: bool = typer.Option(False, "--quick", help="shorter measurements"),
-    ceiling: bool = typer.Option(False, "--ceiling", help="also find, per link model (rate; trace), the "
-                                 "highest rate still in tolerance with 20 ms each way, and linkem's CPU there"),
-    datapath: list[str] = typer.Option([], "--datapath", help="linkem's datapath (nfqueue, afpacket); repeat it to "
-                                       "compare them side by side in the kernel ratio and the gigabit check"),
+    ceiling: bool = typer.Option(
+        False,
+        "--ceiling",
+        help="also find, per link model (rate; trace), the "
+        "highest rate still in tolerance with 20 ms each way, and linkem's CPU there",
+    ),
+    datapath: list[str] = typer.Option(
+        [],
+        "--datapath",
+        help="linkem's datapath (nfqueue, afpacket); repeat it to "
+        "compare them side by side in the kernel ratio and the gigabit check",
+    ),
 ) -> None:
     """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding, the
     ratio to plain kernel forwarding at 0 and 20 ms, a gigabit flow, and (--ceiling) the ceiling."""
@@ -62,17 +70,23 @@ def bench_soak_command(
     if as_json:
         print(result_json(res))
     else:
-        print(f"soak ({res.executor}): planned {res.planned}, settled {res.settled}, stored {res.stored} "
-              f"(ok {res.ok}, failed {res.failed}, flagged {res.flagged}), duplicates {res.duplicates}, "
-              f"unsettled {len(res.unsettled)}, counted through a kill {len(res.counted_through_fault)}, "
-              f"counted through a linkem stop {len(res.counted_through_linkem_stop)}, unjudged {len(res.unjudged)}, "
-              f"leftover namespaces {len(res.leftover_namespaces)}, processes {len(res.leftover_processes)}; "
-              f"faults {res.faults}; driver exits {res.driver_exits}; wall {res.wall_s:.0f} s")
+        print(
+            f"soak ({res.executor}): planned {res.planned}, settled {res.settled}, stored {res.stored} "
+            f"(ok {res.ok}, failed {res.failed}, flagged {res.flagged}), duplicates {res.duplicates}, "
+            f"unsettled {len(res.unsettled)}, counted through a kill {len(res.counted_through_fault)}, "
+            f"counted through a linkem stop {len(res.counted_through_linkem_stop)}, unjudged {len(res.unjudged)}, "
+            f"leftover namespaces {len(res.leftover_namespaces)}, processes {len(res.leftover_processes)}; "
+            f"faults {res.faults}; driver exits {res.driver_exits}; wall {res.wall_s:.0f} s"
+        )
         for title, reasons in (("failed", res.failed_reasons), ("flagged", res.flagged_reasons)):
             for reason, n in reasons.items():
                 print(f"  {title} {n}x: {reason}")
-        for line in (res.counted_through_fault[:20] + res.counted_through_linkem_stop[:20] + res.unjudged[:20]
-                     + res.unsettled[:20]):
+        for line in (
+            res.counted_through_fault[:20]
+            + res.counted_through_linkem_stop[:20]
+            + res.unjudged[:20]
+            + res.unsettled[:20]
+        ):
             print(f"  {line}")
     if not res.passed:
         raise typer.Exit(1)
@@ -100,15 +114,19 @@ def bench_endpoint_command(
 @bench_app.command("stacks")
 def bench_stacks_command(
     specs: Optional[list[str]] = typer.Argument(
-        None, metavar="SPEC", show_default=False,
+        None,
+        metavar="SPEC",
+        show_default=False,
         help="a stack (quic-go, quic-go@v0.64.1, ngtcp2, ...), optionally with a congestion control "
-             "(tquic:cubic), or ours (our endpoint, h3, Cubic); default: ours and every installed stack"),
+        "(tquic:cubic), or ours (our endpoint, h3, Cubic); default: ours and every installed stack",
+    ),
     size: str = typer.Option("10m", help="download size (k/m suffixes)"),
     rate_mbit: float = typer.Option(100.0, help="link rate"),
     rtt_ms: float = typer.Option(36.0, help="round-trip time"),
     runs: int = typer.Option(3, help="downloads per stack (the median is judged)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="write the rows as JSON (DIR/stacks-bench.json: "
-                                                           "the report's stacks table)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="write the rows as JSON (DIR/stacks-bench.json: the report's stacks table)"
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON"),
 ) -> None:
     """Each QUIC stack's download, its own server and client, against the physical limit of the path."""

@@ -25,19 +25,32 @@ def bisect_command(
     scenario: Path = typer.Option(..., "--scenario", help="A scenario of one cell with an arm running STACK."),
     metric: Optional[str] = typer.Option(None, "--metric", help="The metric (default: the kind's first)."),
     threshold: Optional[float] = typer.Option(
-        None, "--threshold", min=0.1, max=1000,
+        None,
+        "--threshold",
+        min=0.1,
+        max=1000,
         help="An absolute margin in %: a release is like an end when its interval lies within +-this % of it, "
-             "and the ends do not differ within it. Default: the margin the ends imply (a release is placed "
-             "against the midpoint of its range's ends), and ends within +-5% do not differ."),
-    alpha: Optional[float] = typer.Option(None, "--alpha", min=1e-6, max=0.5,
-                                          help="The chance of naming a wrong release (split over the steps); "
-                                               "default: the scenario's [statistics] alpha."),
+        "and the ends do not differ within it. Default: the margin the ends imply (a release is placed "
+        "against the midpoint of its range's ends), and ends within +-5% do not differ.",
+    ),
+    alpha: Optional[float] = typer.Option(
+        None,
+        "--alpha",
+        min=1e-6,
+        max=0.5,
+        help="The chance of naming a wrong release (split over the steps); default: the scenario's [statistics] alpha.",
+    ),
     min_rounds: int = typer.Option(6, "--min-rounds", min=3, max=1000, help="The fewest rounds of a step."),
     max_rounds: int = typer.Option(30, "--max-rounds", min=3, max=1000, help="Each step's budget of rounds."),
-    out: Path = typer.Option(Path("results/bisect"), "--out",
-                             help="One experiment directory per step, and bisect.json / bisect.html, go here (resumable)."),
+    out: Path = typer.Option(
+        Path("results/bisect"),
+        "--out",
+        help="One experiment directory per step, and bisect.json / bisect.html, go here (resumable).",
+    ),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the path as JSON here."),
-    junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML: one testcase per step, a failure where the release differs from GOOD."),
+    junit_out: Optional[Path] = typer.Option(
+        None, "--junit", help="Write JUnit XML: one testcase per step, a failure where the release differs from GOOD."
+    ),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="Self-check the link before each step."),
 ) -> None:
     """Find the release(s) of STACK between GOOD and BAD where a metric changed.
@@ -57,22 +70,36 @@ def bisect_command(
         if path is not None:
             check_output(path, option)
     if min_rounds > max_rounds:
-        raise LonglookError(f"--min-rounds {min_rounds} exceeds --max-rounds {max_rounds}",
-                            hint="give a budget at least as large as the fewest rounds")
+        raise LonglookError(
+            f"--min-rounds {min_rounds} exceeds --max-rounds {max_rounds}",
+            hint="give a budget at least as large as the fewest rounds",
+        )
     good_v, bad_v = check_release(stack, good), check_release(stack, bad)
     releases = [spec.partition("@")[2] for spec in expand(f"{stack}@{good_v}..{bad_v}")]
     if len(releases) < 2:
-        raise LonglookError(f"{stack}@{good_v}..{bad_v}: fewer than two releases to search",
-                            hint="give two different releases, the older first")
+        raise LonglookError(
+            f"{stack}@{good_v}..{bad_v}: fewer than two releases to search",
+            hint="give two different releases, the older first",
+        )
     step_runner = _StepRunner(stack, scenario, out, metric, max_rounds, link_check)
     sc = step_runner.check(good_v, bad_v)
     alpha = sc.statistics.alpha if alpha is None else alpha
     margin = "the midpoint of each range's ends" if threshold is None else f"+-{threshold:g}% of an end"
-    print(f"bisect {stack}: {len(releases)} releases {releases[0]}..{releases[-1]}, each placed against {margin}; "
-          f"one change is found in at most {max_steps(len(releases))} steps and named wrongly at most "
-          f"{alpha:g} of the time", flush=True)
-    res = bisect(stack, releases, step_runner.measure, alpha=alpha, threshold_pct=threshold,
-                 min_rounds=min_rounds, max_rounds=max_rounds)
+    print(
+        f"bisect {stack}: {len(releases)} releases {releases[0]}..{releases[-1]}, each placed against {margin}; "
+        f"one change is found in at most {max_steps(len(releases))} steps and named wrongly at most "
+        f"{alpha:g} of the time",
+        flush=True,
+    )
+    res = bisect(
+        stack,
+        releases,
+        step_runner.measure,
+        alpha=alpha,
+        threshold_pct=threshold,
+        min_rounds=min_rounds,
+        max_rounds=max_rounds,
+    )
     for s in res.steps:
         print(step_line(s))
     print(res.summary())
@@ -101,12 +128,17 @@ def step_line(s) -> str:
     head = f"  step {s.index}: {s.release}"
     if s.index == 0:
         head += f" vs {s.ends[0]}, {s.rounds} rounds ({looks}), n {ns}: "
-        body = f"{_n(s.change_pct, '+.1f')}% ({conf} {_n(s.interval[0], '+.1f')}..{_n(s.interval[1], '+.1f')}%), p {_n(s.p, '.2g')}"
+        body = (
+            f"{_n(s.change_pct, '+.1f')}% ({conf} {_n(s.interval[0], '+.1f')}..{_n(s.interval[1], '+.1f')}%), "
+            f"p {_n(s.p, '.2g')}"
+        )
     else:
         head += f" in {s.ends[0]}..{s.ends[1]}, {s.rounds} rounds ({looks}), n {ns}: "
-        body = (f"vs {s.ends[0]} {_n(s.change_pct, '+.1f')}% ({_n(s.interval[0], '+.1f')}..{_n(s.interval[1], '+.1f')}%), "
-                f"vs {s.ends[1]} {_n(s.change_vs_high_pct, '+.1f')}% ({_n(s.interval_vs_high[0], '+.1f')}.."
-                f"{_n(s.interval_vs_high[1], '+.1f')}%), {conf}s; the ends' midpoint {_n(s.midpoint_pct, '+.1f')}%")
+        body = (
+            f"vs {s.ends[0]} {_n(s.change_pct, '+.1f')}% ({_n(s.interval[0], '+.1f')}..{_n(s.interval[1], '+.1f')}%), "
+            f"vs {s.ends[1]} {_n(s.change_vs_high_pct, '+.1f')}% ({_n(s.interval_vs_high[0], '+.1f')}.."
+            f"{_n(s.interval_vs_high[1], '+.1f')}%), {conf}s; the ends' midpoint {_n(s.midpoint_pct, '+.1f')}%"
+        )
     tail = f" -> {s.verdict}" + (f" ({s.reason})" if s.reason else "")
     if not math.isnan(s.alpha):
         tail += f"; each claim wrong at most {s.alpha * len(s.looks):.3g}"
@@ -129,11 +161,16 @@ def result_json(res) -> dict:
     """The path as JSON: every change in the metric's own convention (release against end,
     + = the metric went up) with its interval in the same convention; nan as null."""
     doc = {k: v for k, v in asdict(res).items() if k not in ("steps", "changes")}
-    doc.update(summary=res.summary(), max_steps=res.max_steps(), error_bound=res.error_bound(),
-               first_changed=res.first_changed, convention="change_pct = (mean of release - mean of end) / "
-               "|mean of end| * 100, the metric's own change; intervals at each step's confidence",
-               changes=[asdict(c) for c in res.changes],
-               steps=[{**asdict(s), "against": s.against} for s in res.steps])
+    doc.update(
+        summary=res.summary(),
+        max_steps=res.max_steps(),
+        error_bound=res.error_bound(),
+        first_changed=res.first_changed,
+        convention="change_pct = (mean of release - mean of end) / "
+        "|mean of end| * 100, the metric's own change; intervals at each step's confidence",
+        changes=[asdict(c) for c in res.changes],
+        steps=[{**asdict(s), "against": s.against} for s in res.steps],
+    )
     return _clean(doc)
 
 
@@ -166,8 +203,15 @@ def step_runs(runs, sc, arms: dict[str, str], metric):
         value = metric.failure_value(sc.timeout_s) if getattr(sc, "timeout_s", None) else None
         if value is not None:
             counted = with_failures_as_outcomes(runs, counted, metric.name, value)
-    return runs_of_step(runs, counted, arms, metric.name, lower_is_better=metric.lower_is_better,
-                        test=sc.statistics.test, survivorship_alpha=sc.statistics.survivorship_alpha)
+    return runs_of_step(
+        runs,
+        counted,
+        arms,
+        metric.name,
+        lower_is_better=metric.lower_is_better,
+        test=sc.statistics.test,
+        survivorship_alpha=sc.statistics.survivorship_alpha,
+    )
 
 
 class _StepRunner:
@@ -181,8 +225,9 @@ class _StepRunner:
         from ..core.spec import load_scenario
 
         # a fixed budget: the step stops earlier when its look decides (_StepExperiment)
-        return load_scenario(self.scenario, {"versions": [f"{self.stack}@{v}" for v in releases],
-                                             "rounds": self.max_rounds})
+        return load_scenario(
+            self.scenario, {"versions": [f"{self.stack}@{v}" for v in releases], "rounds": self.max_rounds}
+        )
 
     def check(self, good: str, bad: str):
         """One cell, and one arm family running the stack: else one clear error, before any run."""
@@ -190,8 +235,10 @@ class _StepRunner:
 
         sc = self._load([good, bad])  # the ends as arms (one arm alone is no comparison)
         if len(sc.cells()) != 1:
-            raise LonglookError(f"--scenario {self.scenario}: bisect measures one cell, it has {len(sc.cells())}",
-                                hint="narrow the scenario to the one cell (link x workload x options) to search")
+            raise LonglookError(
+                f"--scenario {self.scenario}: bisect measures one cell, it has {len(sc.cells())}",
+                hint="narrow the scenario to the one cell (link x workload x options) to search",
+            )
         self._arms(sc)
         self._metric(sc)
         return sc
@@ -202,8 +249,10 @@ class _StepRunner:
 
         families = swept_arms(sc)
         if len(families) != 1:
-            raise LonglookError(f"--scenario {self.scenario}: bisect needs exactly one arm running {self.stack}, "
-                                f"found {len(families)}", hint=f"give one [[arms]] entry server or client = \"{self.stack}\"")
+            raise LonglookError(
+                f"--scenario {self.scenario}: bisect needs exactly one arm running {self.stack}, found {len(families)}",
+                hint=f'give one [[arms]] entry server or client = "{self.stack}"',
+            )
         return {v: label for label, v in next(iter(families.values()))}
 
     def _metric(self, sc):
@@ -214,8 +263,10 @@ class _StepRunner:
         try:
             m = kind.metric(self.metric) if self.metric else kind.primary_metric
         except KeyError:
-            raise LonglookError(f"--metric {self.metric}: the {sc.kind} kind has no such metric",
-                                hint="its metrics: " + ", ".join(x.name for x in kind.metrics)) from None
+            raise LonglookError(
+                f"--metric {self.metric}: the {sc.kind} kind has no such metric",
+                hint="its metrics: " + ", ".join(x.name for x in kind.metrics),
+            ) from None
         if m is None:
             raise LonglookError(f"the {sc.kind} kind declares no metric to bisect on", hint="give --metric")
         self.metric_label = f"{m.name} ({m.unit})" if getattr(m, "unit", "") else m.name
@@ -234,8 +285,9 @@ class _StepRunner:
         exists = (directory / DB_FILE).exists()
         if not (exists and decide(self._read(directory, sc, arms, metric), plan).done):
             print(f"step {step}: {', '.join(releases)} -> {directory}", flush=True)
-            summary = step_experiment(sc, directory, plan=plan, arms=arms, metric=metric, resume=exists,
-                                      link_check=self.link_check).run()
+            summary = step_experiment(
+                sc, directory, plan=plan, arms=arms, metric=metric, resume=exists, link_check=self.link_check
+            ).run()
             if summary.interrupted:
                 print(f"interrupted in step {step}: every finished run is stored; rerun the same command to resume")
                 raise typer.Exit(128 + (summary.signal or 2))
@@ -262,8 +314,9 @@ class _StepRunner:
                 continue
             label = self._arms(sc)
             try:
-                out[i] = release_states_diff(step.directory, sc.cells()[0].id, (label[c.before], c.before),
-                                             (label[c.after], c.after))
+                out[i] = release_states_diff(
+                    step.directory, sc.cells()[0].id, (label[c.before], c.before), (label[c.after], c.after)
+                )
             except (LonglookError, OSError, ValueError) as e:
                 print(f"no states diff at {c.before} -> {c.after}: {e}")
         return out
@@ -276,9 +329,14 @@ def junit(res) -> str:
     from ..analyses.releases.bisect import SIDE_OF
 
     differs = [s for s in res.steps if SIDE_OF.get(s.verdict) in ("BAD", "both")]
-    suite = ET.Element("testsuite", name=f"longlook bisect {res.stack} {res.good}..{res.bad}",
-                       tests=str(len(res.steps)), failures=str(len(differs)), errors="0",
-                       skipped=str(sum(s.verdict == "unclear" for s in res.steps)))
+    suite = ET.Element(
+        "testsuite",
+        name=f"longlook bisect {res.stack} {res.good}..{res.bad}",
+        tests=str(len(res.steps)),
+        failures=str(len(differs)),
+        errors="0",
+        skipped=str(sum(s.verdict == "unclear" for s in res.steps)),
+    )
     for s in res.steps:
         name = f"step {s.index}: {s.release} vs {s.ends[0]}" + (f" and {s.ends[1]}" if s.index else "")
         case = ET.SubElement(suite, "testcase", classname=f"{res.stack}", name=name)

@@ -13,8 +13,14 @@ from rich.table import Table
 
 from ..render.console import make_console
 
-VERDICT_STYLE = {"regression": "bold red", "improvement": "bold green", "insufficient data": "yellow",
-                 "not testable": "yellow", "inconclusive: survivorship": "yellow", "no significant change": ""}
+VERDICT_STYLE = {
+    "regression": "bold red",
+    "improvement": "bold green",
+    "insufficient data": "yellow",
+    "not testable": "yellow",
+    "inconclusive: survivorship": "yellow",
+    "no significant change": "",
+}
 
 
 PLOT_SUFFIXES = (".svg", ".png", ".pdf")
@@ -32,20 +38,46 @@ def change_text(ch) -> str:
 
 
 def compare(
-    directories: List[Path] = typer.Argument(..., help="BASE CAND (two experiment directories), or with --history, many."),
-    history: bool = typer.Option(False, "--history", help="Change points over many experiments of one scenario, in start-time order."),
-    threshold: float = typer.Option(2.0, "--threshold", help="A significant change counts only when larger than this (% of BASE's mean)."),
+    directories: List[Path] = typer.Argument(
+        ..., help="BASE CAND (two experiment directories), or with --history, many."
+    ),
+    history: bool = typer.Option(
+        False, "--history", help="Change points over many experiments of one scenario, in start-time order."
+    ),
+    threshold: float = typer.Option(
+        2.0, "--threshold", help="A significant change counts only when larger than this (% of BASE's mean)."
+    ),
     test: Optional[str] = typer.Option(None, "--test", help="welch or mannwhitney [default: BASE's statistics]."),
     alpha: Optional[float] = typer.Option(None, "--alpha", help="Significance level [default: BASE's statistics]."),
-    holm: bool = typer.Option(True, "--holm/--no-holm", help="Holm-correct over all tests (cells x arms x metrics, and the completions of each cell x arm)."),
-    metric: Optional[List[str]] = typer.Option(None, "--metric", help="Only this metric (repeatable) (default: all of the kind's; history: the first)."),
-    vary: Optional[List[str]] = typer.Option(None, "--vary", help="A parameter that is the change under test (e.g. max_cwnd_packets): left out of cell matching."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the results as JSON to this file, or to stdout with `--json -` (instead of the table)."),
+    holm: bool = typer.Option(
+        True,
+        "--holm/--no-holm",
+        help="Holm-correct over all tests (cells x arms x metrics, and the completions of each cell x arm).",
+    ),
+    metric: Optional[List[str]] = typer.Option(
+        None, "--metric", help="Only this metric (repeatable) (default: all of the kind's; history: the first)."
+    ),
+    vary: Optional[List[str]] = typer.Option(
+        None,
+        "--vary",
+        help="A parameter that is the change under test (e.g. max_cwnd_packets): left out of cell matching.",
+    ),
+    json_out: Optional[Path] = typer.Option(
+        None,
+        "--json",
+        help="Write the results as JSON to this file, or to stdout with `--json -` (instead of the table).",
+    ),
     junit_out: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML (a failure per regression)."),
     html_out: Optional[Path] = typer.Option(None, "--html", help="Write an HTML page."),
     plot: Optional[Path] = typer.Option(None, "--plot", help="History: write the figure (.svg, .png or .pdf)."),
-    pvalue: float = typer.Option(0.05, "--pvalue", help="History: E-Divisive permutation test level, family-wise (Bonferroni over the cell x arm series)."),
-    strict: bool = typer.Option(False, "--strict", help="Also fail (exit 1) when a cell has too few counted runs to compare."),
+    pvalue: float = typer.Option(
+        0.05,
+        "--pvalue",
+        help="History: E-Divisive permutation test level, family-wise (Bonferroni over the cell x arm series).",
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Also fail (exit 1) when a cell has too few counted runs to compare."
+    ),
 ) -> None:
     """Compare experiments of one scenario: a regression gate, or change points over many.
 
@@ -66,8 +98,10 @@ def compare(
         _history(directories, metric, vary or [], pvalue, json_out, html_out, plot)
         return
     if len(directories) != 2:
-        raise LonglookError(f"compare: give exactly two experiment directories (BASE CAND), got {len(directories)}",
-                            hint="for more, in time order, add --history")
+        raise LonglookError(
+            f"compare: give exactly two experiment directories (BASE CAND), got {len(directories)}",
+            hint="for more, in time order, add --history",
+        )
     if plot:
         raise LonglookError("--plot: only with --history")
     from ..analyses.compare.change import compare_experiments
@@ -76,8 +110,9 @@ def compare(
     from ..analyses.compare.page import comparison_page, write_page
 
     base, cand = load_side(directories[0], "BASE"), load_side(directories[1], "CAND")
-    result = compare_experiments(base, cand, vary=vary or [], metrics=metric or [], threshold_pct=threshold,
-                                 alpha=alpha, test=test, holm=holm)  # type: ignore[arg-type]
+    result = compare_experiments(
+        base, cand, vary=vary or [], metrics=metric or [], threshold_pct=threshold, alpha=alpha, test=test, holm=holm
+    )  # type: ignore[arg-type]
     if not _stdout(json_out):
         _print_comparison(result)
     _write_json(result.as_dict(), json_out)
@@ -92,33 +127,58 @@ def _print_comparison(result) -> None:
     console = make_console()
     s = result.settings
     b, c = result.base, result.cand
-    console.print(f"[bold]{b.experiment['scenario_name']}[/bold]: BASE {b.directory} "
-                  f"({b.started_at:%Y-%m-%d %H:%M}) vs CAND {c.directory} ({c.started_at:%Y-%m-%d %H:%M})")
+    console.print(
+        f"[bold]{b.experiment['scenario_name']}[/bold]: BASE {b.directory} "
+        f"({b.started_at:%Y-%m-%d %H:%M}) vs CAND {c.directory} ({c.started_at:%Y-%m-%d %H:%M})"
+    )
     for v in result.varied:
         console.print(f"changed: {v['parameter']} {', '.join(v['base'])} -> {', '.join(v['cand'])}")
     if result.path_differs:
         from ..analyses.compare.path_setup import differences_text
 
-        console.print(f"[yellow]the path was made differently: {differences_text(result.path_differs)}; "
-                      f"a change may be the testbed's, not CAND's[/yellow]")
+        console.print(
+            f"[yellow]the path was made differently: {differences_text(result.path_differs)}; "
+            f"a change may be the testbed's, not CAND's[/yellow]"
+        )
     table = Table()
-    for col in ("cell", "arm", "metric", "n B/C", "mean BASE", "mean CAND", "change", "CI",
-                "p_holm" if s.holm else "p", "verdict"):
+    for col in (
+        "cell",
+        "arm",
+        "metric",
+        "n B/C",
+        "mean BASE",
+        "mean CAND",
+        "change",
+        "CI",
+        "p_holm" if s.holm else "p",
+        "verdict",
+    ):
         table.add_column(col, overflow="fold")
     for ch in result.changes:
         ci = "-" if math.isnan(ch.ci_low) else f"[{ch.ci_low:+.1f}, {ch.ci_high:+.1f}]"
         style = VERDICT_STYLE.get(ch.verdict.value, "")
         verdict = f"[{style}]{ch.verdict.value}[/]" if style else ch.verdict.value
-        table.add_row(ch.cell_id, ch.arm, ch.metric, f"{ch.n_base}/{ch.n_cand}", _n(ch.mean_base),
-                      _n(ch.mean_cand), change_text(ch), ci, _n(ch.p_adjusted, ".2g"),
-                      verdict + (f" ({ch.note})" if ch.note else ""))
+        table.add_row(
+            ch.cell_id,
+            ch.arm,
+            ch.metric,
+            f"{ch.n_base}/{ch.n_cand}",
+            _n(ch.mean_base),
+            _n(ch.mean_cand),
+            change_text(ch),
+            ci,
+            _n(ch.p_adjusted, ".2g"),
+            verdict + (f" ({ch.note})" if ch.note else ""),
+        )
     console.print(table)
     from ..analyses.compare.change import Verdict
 
     counts = ", ".join(f"{v.value}: {result.count(v)}" for v in Verdict if result.count(v)) or "nothing compared"
     test = "Welch" if s.test == "welch" else "Mann-Whitney"
-    console.print(f"{counts} ({test}, alpha {s.alpha:g}{', Holm over ' + str(len(result.changes)) + ' tests' if s.holm else ''}, "
-                  f"threshold {s.threshold_pct:g}%)")
+    console.print(
+        f"{counts} ({test}, alpha {s.alpha:g}{', Holm over ' + str(len(result.changes)) + ' tests' if s.holm else ''}, "
+        f"threshold {s.threshold_pct:g}%)"
+    )
     if result.regressed:
         console.print("[bold red]regression: the gate fails[/bold red]")
 
@@ -140,8 +200,10 @@ def _history(directories, metric, vary, pvalue, json_out, html_out, plot) -> Non
 
 def _print_history(h) -> None:
     console = make_console()
-    console.print(f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
-                  f"{h.metric.name}; {h.method()}")
+    console.print(
+        f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
+        f"{h.metric.name}; {h.method()}"
+    )
     for warning in (h.warning(), h.path_warning()):
         if warning:
             console.print(f"[yellow]{warning}[/yellow]")
@@ -149,8 +211,13 @@ def _print_history(h) -> None:
     for col in ("cell", "arm", *(str(i) for i in range(len(h.sides))), "change points"):
         table.add_column(col, overflow="fold")
     for s in h.series:
-        cps = "; ".join(f"at {cp.index} ({h.sides[cp.index].directory.name}): {cp.change_pct:+.1f}% "
-                        f"(p {cp.p:.2g})" for cp in s.change_points) or "-"
+        cps = (
+            "; ".join(
+                f"at {cp.index} ({h.sides[cp.index].directory.name}): {cp.change_pct:+.1f}% (p {cp.p:.2g})"
+                for cp in s.change_points
+            )
+            or "-"
+        )
         table.add_row(s.cell_id, s.arm, *(_n(m) for m in s.means), cps)
     console.print(table)
     for i, side in enumerate(h.sides):

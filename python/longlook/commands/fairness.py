@@ -12,8 +12,9 @@ def fairness(
     scenario: Path = typer.Argument(..., help="fairness scenario TOML (e.g. scenarios/fairness-quick.toml)"),
     out: Path = typer.Option(..., "--out", "-o", help="experiment directory (DIR/longlook.duckdb + runs/)"),
     resume: bool = typer.Option(False, "--resume", help="continue an interrupted experiment in --out"),
-    link_check: bool = typer.Option(True, "--link-check/--no-link-check",
-                                    help="self-check the link profile before its cells"),
+    link_check: bool = typer.Option(
+        True, "--link-check/--no-link-check", help="self-check the link profile before its cells"
+    ),
 ) -> None:
     """Fairness (Kakhki Table 4, Fig. 4-5): run a fairness SCENARIO, then write its report.
 
@@ -25,8 +26,10 @@ def fairness(
     from .run import run_scenario
 
     if load_scenario(scenario).kind != "fairness":
-        raise LonglookError(f"{scenario}: not a fairness scenario (kind = \"fairness\")",
-                            hint="run other kinds with `longlook run FILE --out DIR`")
+        raise LonglookError(
+            f'{scenario}: not a fairness scenario (kind = "fairness")',
+            hint="run other kinds with `longlook run FILE --out DIR`",
+        )
     short = None
     try:
         run_scenario(scenario, out, resume=resume, link_check=link_check, command="longlook fairness")

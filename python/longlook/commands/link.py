@@ -46,8 +46,7 @@ def link_check(
         raise LonglookError(f"{profile}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
     secs = duration if duration is not None else (1.0 if quick else 3.0)
     with Testbed(prof, base_dir=profile.resolve().parent) as tb:
-        result = check_link(tb, duration_s=secs, rtt_count=500 if quick else 2000,
-                            iperf=not no_iperf)
+        result = check_link(tb, duration_s=secs, rtt_count=500 if quick else 2000, iperf=not no_iperf)
     if as_json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
@@ -58,13 +57,11 @@ def link_check(
         for r in result.rows:
             ok = {True: "[green]ok[/]", False: "[red]FAIL[/]", None: "[dim]info[/]"}[r.ok]
             band = "" if r.low is None and r.high is None else f"{_num(r.low)}..{_num(r.high)}"
-            table.add_row(r.direction, f"{r.quantity} ({r.unit})", _num(r.expected), _num(r.measured),
-                          band, ok, r.note)
+            table.add_row(r.direction, f"{r.quantity} ({r.unit})", _num(r.expected), _num(r.measured), band, ok, r.note)
         console = make_console()
         console.print(table)
         if others := result.raw.get("other_testbeds_running"):
-            console.print(f"[yellow]note: other testbeds were running ({', '.join(others)}); "
-                          "timings may be distorted")
+            console.print(f"[yellow]note: other testbeds were running ({', '.join(others)}); timings may be distorted")
         console.print(("[green]" if result.ok else "[red]") + result.summary())
     raise typer.Exit(0 if result.ok else 1)
 

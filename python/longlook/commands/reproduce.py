@@ -32,27 +32,44 @@ def _progress(event: str, **info) -> None:
 
 
 def reproduce(
-    budget: str = typer.Option("short", "--budget", help="short: 1-12 cells per scenario, 2-6 rounds, short "
-                               "transfers (a check that every claim runs); standard: the short cells with the "
-                               "rounds that should make >= 80% of the claims conclusive in <= 4 h on one 2-core "
-                               "machine, resumable (the estimate is printed before it starts; an inconclusive "
-                               "claim says the rounds it would need); paper: the "
-                               "scenarios as shipped, the papers' rounds and grids, 3,570 runs (about 22 h: page "
-                               "loads ~3 h, fairness 3 h, video 6 h, Chaudhary's patterns 10 h)."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="results folder: one experiment per scenario, "
-                                       "reproduction.html/.md/.json [default: results/reproduce-BUDGET]"),
-    only: Optional[List[str]] = typer.Option(None, "--only", help="only this claim (repeatable; a scenario name "
-                                             "selects its claims); see --list"),
+    budget: str = typer.Option(
+        "short",
+        "--budget",
+        help="short: 1-12 cells per scenario, 2-6 rounds, short "
+        "transfers (a check that every claim runs); standard: the short cells with the "
+        "rounds that should make >= 80% of the claims conclusive in <= 4 h on one 2-core "
+        "machine, resumable (the estimate is printed before it starts; an inconclusive "
+        "claim says the rounds it would need); paper: the "
+        "scenarios as shipped, the papers' rounds and grids, 3,570 runs (about 22 h: page "
+        "loads ~3 h, fairness 3 h, video 6 h, Chaudhary's patterns 10 h).",
+    ),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="results folder: one experiment per scenario, "
+        "reproduction.html/.md/.json [default: results/reproduce-BUDGET]",
+    ),
+    only: Optional[List[str]] = typer.Option(
+        None, "--only", help="only this claim (repeatable; a scenario name selects its claims); see --list"
+    ),
     list_claims: bool = typer.Option(False, "--list", help="list the claims and exit"),
     no_run: bool = typer.Option(False, "--no-run", help="measure nothing: read what DIR holds"),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check each link profile first"),
     as_json: bool = typer.Option(False, "--json", help="print the rows as JSON (what reproduction.json holds)"),
-    include_flagged: bool = typer.Option(False, "--include-flagged", help="count runs their path audit flagged "
-                                         "(a machine too busy for the [fidelity] limits); the table says so"),
-    publish: Optional[Path] = typer.Option(None, "--publish", help="also write the published form of the result "
-                                           "here (e.g. docs/reproduction.md): dates, machine, commits, wall time "
-                                           "over sessions, each 'does not hold' explained in words, the commands "
-                                           "that regenerate it"),
+    include_flagged: bool = typer.Option(
+        False,
+        "--include-flagged",
+        help="count runs their path audit flagged (a machine too busy for the [fidelity] limits); the table says so",
+    ),
+    publish: Optional[Path] = typer.Option(
+        None,
+        "--publish",
+        help="also write the published form of the result "
+        "here (e.g. docs/reproduction.md): dates, machine, commits, wall time "
+        "over sessions, each 'does not hold' explained in words, the commands "
+        "that regenerate it",
+    ),
 ) -> None:
     """Test the papers' claims on this testbed: one row per claim, with its verdict.
 
@@ -61,8 +78,8 @@ def reproduce(
     the claim's own test (against the paper's factor, TOST for "the same"), and holds / does
     not hold / inconclusive (not run: its scenario could not run here or its cells are not in
     the budget); an inconclusive claim says the rounds at which its test would decide it with
-    80% power at the claim's resolution, or why no number would. A "does not hold" links to the experiment's state machines
-    or cwnd timelines. Rerunning resumes."""
+    80% power at the claim's resolution, or why no number would. A "does not hold" links to the
+    experiment's state machines or cwnd timelines. Rerunning resumes."""
     from ..analyses.reproduce import claims, reproduce as run
 
     if list_claims:
@@ -78,13 +95,22 @@ def reproduce(
     if not no_run and budget in ("short", "standard", "paper"):
         chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
         print(describe(estimate(chosen, budget, directory)), file=sys.stderr)
-    result = run(directory, budget=budget, only=only, execute=not no_run, link_check=link_check,
-                 progress=_progress, build_report=build_report, include_flagged=include_flagged)
+    result = run(
+        directory,
+        budget=budget,
+        only=only,
+        execute=not no_run,
+        link_check=link_check,
+        progress=_progress,
+        build_report=build_report,
+        include_flagged=include_flagged,
+    )
     if published is not None:
         from ..analyses.reproduce.publish import publish as write_published
 
-        write_published(result, published, f"longlook reproduce --budget {budget} -o {directory} --no-run "
-                                           f"--publish {publish}")
+        write_published(
+            result, published, f"longlook reproduce --budget {budget} -o {directory} --no-run --publish {publish}"
+        )
         print(f"published: {published}", file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(result.as_dict(), indent=1, default=str))
@@ -102,8 +128,10 @@ def reproduce(
         table.add_row(r.claim.id, r.claim.paper_number, ours, o.n, o.p_text, f"[{style}]{o.verdict}[/]", o.needs or "")
     console.print(table)
     counts = ", ".join(f"{k}: {v}" for k, v in result.counts().items())
-    console.print(f"{counts}; wall {result.wall_s / 60:.1f} min"
-                  + ("; runs flagged by their path audit counted" if include_flagged else ""))
+    console.print(
+        f"{counts}; wall {result.wall_s / 60:.1f} min"
+        + ("; runs flagged by their path audit counted" if include_flagged else "")
+    )
     for f in ("reproduction.html", "reproduction.md", "reproduction.json"):
         typer.echo(str(directory / f))
 

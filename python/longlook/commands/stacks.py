@@ -8,14 +8,18 @@ from typing import List, Optional
 
 import typer
 
-stacks_app = typer.Typer(no_args_is_help=True, add_completion=False,
-                         help="Other QUIC stacks: install ahead of time, or list what is installed.")
+stacks_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Other QUIC stacks: install ahead of time, or list what is installed.",
+)
 
 
 @stacks_app.command("install")
 def install(
-    specs: Optional[List[str]] = typer.Argument(None, metavar="SPEC", show_default=False,
-                                                help="NAME or NAME@VERSION (quic-go@v0.64.1); with none, --all"),
+    specs: Optional[List[str]] = typer.Argument(
+        None, metavar="SPEC", show_default=False, help="NAME or NAME@VERSION (quic-go@v0.64.1); with none, --all"
+    ),
     all_: bool = typer.Option(False, "--all", help="Every stack at its default version."),
     all_versions: bool = typer.Option(False, "--all-versions", help="Every version each adapter lists."),
 ) -> None:
@@ -31,8 +35,10 @@ def install(
     from ..stacks.registry import resolve
 
     if not specs and not (all_ or all_versions):
-        raise LonglookError("stacks install: name the stacks (NAME or NAME@VERSION), or give --all",
-                            hint="`longlook stacks list` shows them")
+        raise LonglookError(
+            "stacks install: name the stacks (NAME or NAME@VERSION), or give --all",
+            hint="`longlook stacks list` shows them",
+        )
     chosen = list(specs or []) + (all_specs(all_versions) if (all_ or all_versions) else [])
     for s in chosen:
         resolve(s)  # an unknown name or version: one error before anything is built

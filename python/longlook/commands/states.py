@@ -1,7 +1,8 @@
 """`longlook states DIR` and `longlook states diff A B`: inferred congestion-state machines.
 
 A and B are `DIR`, `DIR:CELL_ID` or `DIR:DIM=VALUE[,DIM=VALUE]` (every cell whose dimensions
-match, e.g. `DIR:client_cpu=phone-2014`: one CPU budget across the grid). The library behind it is `longlook.analyses.states`.
+match, e.g. `DIR:client_cpu=phone-2014`: one CPU budget across the grid). The library behind it
+is `longlook.analyses.states`.
 """
 
 from __future__ import annotations
@@ -22,9 +23,14 @@ TEST_SHORT = {"fisher": "Fisher", "mannwhitney": "U"}
 
 
 def states(
-    args: List[str] = typer.Argument(..., metavar="DIR | diff A B",
-                                     help="An experiment directory, or `diff A B` with A, B = DIR[:CELL_ID or :DIM=VALUE,...]."),
-    cell: Optional[str] = typer.Option(None, "--cell", help="Only this cell's runs (or DIM=VALUE,...: the cells matching)."),
+    args: List[str] = typer.Argument(
+        ...,
+        metavar="DIR | diff A B",
+        help="An experiment directory, or `diff A B` with A, B = DIR[:CELL_ID or :DIM=VALUE,...].",
+    ),
+    cell: Optional[str] = typer.Option(
+        None, "--cell", help="Only this cell's runs (or DIM=VALUE,...: the cells matching)."
+    ),
     arm: Optional[str] = typer.Option(None, "--arm", help="Only this arm's runs (e.g. h3)."),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write DOT/SVG/CSV/JSON files here."),
     fmt: str = typer.Option("text", "--format", help="text or json."),
@@ -61,9 +67,10 @@ def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | 
 
     runs = load_runs(directory, cell=cell, arm=arm)
     if not runs:
-        raise LonglookError(f"{directory}: no ok runs with congestion logs"
-                            + (f" in cell {cell}" if cell else ""),
-                            hint="runs need the endpoint's qlog/TCP logs (serve without --no-qlog)")
+        raise LonglookError(
+            f"{directory}: no ok runs with congestion logs" + (f" in cell {cell}" if cell else ""),
+            hint="runs need the endpoint's qlog/TCP logs (serve without --no-qlog)",
+        )
     a = analyse_runs(runs)
     written = write_analysis(a, out) if out is not None else []
     if fmt == "json":
@@ -83,8 +90,13 @@ def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | 
         for c in ("state", "entries", "entries/run (mean)", "time share", "mean dwell (ms)"):
             t.add_column(c)
         for r in g.states.itertuples():
-            t.add_row(r.state, str(r.entries), f"{g.entries(r.state).mean():.2f}",
-                      f"{r.dwell_share * 100:.1f}%", f"{r.dwell_mean_ms:.1f}")
+            t.add_row(
+                r.state,
+                str(r.entries),
+                f"{g.entries(r.state).mean():.2f}",
+                f"{r.dwell_share * 100:.1f}%",
+                f"{r.dwell_mean_ms:.1f}",
+            )
         console.print(t)
         console.print("invariants (hold in every run): " + "; ".join(str(i) for i in m.invariants))
         _print_losses(console, m)
@@ -95,8 +107,17 @@ def run_show(directory: Path, *, cell: str | None, arm: str | None, out: Path | 
 def _print_losses(console: Console, m) -> None:
     df = m.losses
     t = Table(title="loss accounting per run (spurious = declared lost, delivered by the link)")
-    cols = ["run_id", "declared_lost", "loss_events", "by_packet_threshold", "by_time_threshold",
-            "network_drops", "network_reordered", "spurious", "dsack_spurious"]
+    cols = [
+        "run_id",
+        "declared_lost",
+        "loss_events",
+        "by_packet_threshold",
+        "by_time_threshold",
+        "network_drops",
+        "network_reordered",
+        "spurious",
+        "dsack_spurious",
+    ]
     for c in cols:
         t.add_column(c.replace("_", " "))
     for row in df[cols].itertuples(index=False):
@@ -104,8 +125,9 @@ def _print_losses(console: Console, m) -> None:
     console.print(t)
 
 
-def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None, fmt: str,
-             alpha: float, holm: bool = True) -> None:
+def run_diff(
+    source_a: str, source_b: str, *, arm: str | None, out: Path | None, fmt: str, alpha: float, holm: bool = True
+) -> None:
     from ..analyses.states import compare, load_runs, parse_source
     from ..analyses.states.diff import direction_text, protocols_in
     from ..analyses.states.export import diff_json
@@ -115,8 +137,11 @@ def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None,
         d, c = parse_source(s)
         sides.append(load_runs(d, cell=c, arm=arm))
     a, b = sides
-    diffs = [compare(a, b, p, label_a=source_a, label_b=source_b, alpha=alpha, holm=holm)
-             for p in protocols_in(a) if p in protocols_in(b)]
+    diffs = [
+        compare(a, b, p, label_a=source_a, label_b=source_b, alpha=alpha, holm=holm)
+        for p in protocols_in(a)
+        if p in protocols_in(b)
+    ]
     if not diffs:
         raise LonglookError("no protocol has runs with logs on both sides")
     doc = diff_json(diffs)
@@ -130,19 +155,39 @@ def run_diff(source_a: str, source_b: str, *, arm: str | None, out: Path | None,
         return
     console = make_console()
     for d in diffs:
-        console.rule(f"[bold]{d.protocol}[/bold]: A = {d.label_a} ({d.n_a} runs), "
-                     f"B = {d.label_b} ({d.n_b} runs)")
-        t = Table(caption="status: the decisive test, significant "
-                          f"{'after Holm over the items' if holm else 'without correction'} at alpha {d.alpha} "
-                          "(Fisher exact on presence when one side never has the item, else Mann-Whitney U on "
-                          "per-run counts), else same; direction: what the data show, significant or not")
-        for c in ("item", "status", "direction", "mean A", "mean B", "runs A", "runs B", "test", "p",
-                  *(["p (Holm)"] if holm else [])):
+        console.rule(f"[bold]{d.protocol}[/bold]: A = {d.label_a} ({d.n_a} runs), B = {d.label_b} ({d.n_b} runs)")
+        t = Table(
+            caption="status: the decisive test, significant "
+            f"{'after Holm over the items' if holm else 'without correction'} at alpha {d.alpha} "
+            "(Fisher exact on presence when one side never has the item, else Mann-Whitney U on "
+            "per-run counts), else same; direction: what the data show, significant or not"
+        )
+        for c in (
+            "item",
+            "status",
+            "direction",
+            "mean A",
+            "mean B",
+            "runs A",
+            "runs B",
+            "test",
+            "p",
+            *(["p (Holm)"] if holm else []),
+        ):
             t.add_column(c)
         for r in d.rows.itertuples():
-            t.add_row(r.item, r.status, direction_text(r), f"{r.mean_a:.2f}", f"{r.mean_b:.2f}",
-                      f"{r.runs_a}/{r.n_a}", f"{r.runs_b}/{r.n_b}", TEST_SHORT.get(r.test, r.test),
-                      f"{r.p:.3g}", *([f"{r.p_adjusted:.3g}"] if holm else []))
+            t.add_row(
+                r.item,
+                r.status,
+                direction_text(r),
+                f"{r.mean_a:.2f}",
+                f"{r.mean_b:.2f}",
+                f"{r.runs_a}/{r.n_a}",
+                f"{r.runs_b}/{r.n_b}",
+                TEST_SHORT.get(r.test, r.test),
+                f"{r.p:.3g}",
+                *([f"{r.p_adjusted:.3g}"] if holm else []),
+            )
         console.print(t)
 
 

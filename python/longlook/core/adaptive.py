@@ -141,16 +141,14 @@ def halfwidth_pct(a: Sequence[float], b: Sequence[float], confidence: float = 0.
     if len(xa) < 2 or len(xb) < 2:
         return math.nan
     pooled = np.concatenate([xa, xb])
-    return float(blinded_halfwidth_from_moments(len(xa), len(xb), pooled.mean(),
-                                                pooled.var(ddof=1), confidence))
+    return float(blinded_halfwidth_from_moments(len(xa), len(xb), pooled.mean(), pooled.var(ddof=1), confidence))
 
 
 def planning_moments(na, nb, sum_a, sum_b, ss_a, ss_b, weight: float = DIFFERENCE_WEIGHT):
     """The plan's (pooled mean, variance) from a pilot's per-arm counts, sums and sums of
     squares about each arm's own mean (see the module's docstring); arrays broadcast, nan
     where an arm has fewer than two values."""
-    na, nb, sum_a, sum_b, ss_a, ss_b = (np.asarray(x, dtype=float)
-                                        for x in (na, nb, sum_a, sum_b, ss_a, ss_b))
+    na, nb, sum_a, sum_b, ss_a, ss_b = (np.asarray(x, dtype=float) for x in (na, nb, sum_a, sum_b, ss_a, ss_b))
     with np.errstate(divide="ignore", invalid="ignore"):
         d = sum_a / na - sum_b / nb
         var = (ss_a + ss_b + weight * na * nb / (na + nb) * d * d) / (na + nb - 1)
@@ -159,8 +157,7 @@ def planning_moments(na, nb, sum_a, sum_b, ss_a, ss_b, weight: float = DIFFERENC
     return np.where(bad, np.nan, mean), np.where(bad, np.nan, var)
 
 
-def planned_rounds_from_moments(mean, var, rule: AdaptiveRounds,
-                                confidence: float = 0.95) -> np.ndarray:
+def planned_rounds_from_moments(mean, var, rule: AdaptiveRounds, confidence: float = 0.95) -> np.ndarray:
     """The fewest rounds n in [min, max] whose interval (n per arm, the plan's variance) is
     within the target; `max` where none is or nothing could be planned (nan)."""
     mean, var = np.asarray(mean, dtype=float), np.asarray(var, dtype=float)
@@ -171,16 +168,22 @@ def planned_rounds_from_moments(mean, var, rule: AdaptiveRounds,
     return ns[np.argmax(ok, axis=-1)]
 
 
-def planned_rounds(pilot: Sequence[tuple[Sequence[float], Sequence[float]]], rule: AdaptiveRounds,
-                   confidence: float = 0.95) -> int:
+def planned_rounds(
+    pilot: Sequence[tuple[Sequence[float], Sequence[float]]], rule: AdaptiveRounds, confidence: float = 0.95
+) -> int:
     """The rounds a cell gets, from its pilot: one (A, B) pair of the counted values of
     rounds < min per comparison; the most any comparison needs."""
     n = rule.min
     for a, b in pilot:
         xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-        mean, var = planning_moments(len(xa), len(xb), xa.sum(), xb.sum(),
-                                     ((xa - xa.mean()) ** 2).sum() if len(xa) else 0.0,
-                                     ((xb - xb.mean()) ** 2).sum() if len(xb) else 0.0)
+        mean, var = planning_moments(
+            len(xa),
+            len(xb),
+            xa.sum(),
+            xb.sum(),
+            ((xa - xa.mean()) ** 2).sum() if len(xa) else 0.0,
+            ((xb - xb.mean()) ** 2).sum() if len(xb) else 0.0,
+        )
         n = max(n, int(planned_rounds_from_moments(mean, var, rule, confidence)))
     return n
 
@@ -196,9 +199,13 @@ class StopDecision:
     planned: int | None = None  # the rounds the pilot planned (None: before the pilot ends)
 
 
-def decide(samples: Sequence[tuple[Sequence[float], Sequence[float]]], rounds_done: int,
-           rule: AdaptiveRounds, confidence: float = 0.95,
-           pilot: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None) -> StopDecision:
+def decide(
+    samples: Sequence[tuple[Sequence[float], Sequence[float]]],
+    rounds_done: int,
+    rule: AdaptiveRounds,
+    confidence: float = 0.95,
+    pilot: Sequence[tuple[Sequence[float], Sequence[float]]] | None = None,
+) -> StopDecision:
     """The rule on plain arrays: one (A, B) pair of samples per comparison of the cell (all
     counted values so far, for the half-width reached). `pilot`: the same pairs restricted
     to rounds < min; None takes each sample's first `min` values (samples in round order,
@@ -208,8 +215,9 @@ def decide(samples: Sequence[tuple[Sequence[float], Sequence[float]]], rounds_do
     planned = None
     if rounds_done >= rule.min and samples:
         if pilot is None:
-            pilot = [(np.asarray(a, dtype=float)[:rule.min], np.asarray(b, dtype=float)[:rule.min])
-                     for a, b in samples]
+            pilot = [
+                (np.asarray(a, dtype=float)[: rule.min], np.asarray(b, dtype=float)[: rule.min]) for a, b in samples
+            ]
         planned = planned_rounds(pilot, rule, confidence)
     if rounds_done >= rule.max:
         return StopDecision(False, "maximum reached", rounds_done, widest, planned)
@@ -222,14 +230,13 @@ def decide(samples: Sequence[tuple[Sequence[float], Sequence[float]]], rounds_do
     return StopDecision(True, "planned rounds not done", rounds_done, widest, planned)
 
 
-def stopping_rounds(a: np.ndarray, b: np.ndarray, rule: AdaptiveRounds,
-                    confidence: float = 0.95) -> np.ndarray:
+def stopping_rounds(a: np.ndarray, b: np.ndarray, rule: AdaptiveRounds, confidence: float = 0.95) -> np.ndarray:
     """For many cells at once (simulation, planning): the round at which each would stop
     under `decide`, one comparison per cell, every run counted. `a`, `b` are (cells,
     rule.max) arrays, column j the value of round j; only the first `min` columns (the
     pilot) decide."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    pa, pb = a[:, :rule.min], b[:, :rule.min]
+    pa, pb = a[:, : rule.min], b[:, : rule.min]
     k = pa.shape[1]
 
     def ss(x):
@@ -239,9 +246,15 @@ def stopping_rounds(a: np.ndarray, b: np.ndarray, rule: AdaptiveRounds,
     return planned_rounds_from_moments(mean, var, rule, confidence)
 
 
-def stopping_decision(runs_of_cell: pd.DataFrame, rule: AdaptiveRounds,
-                      pairs: Sequence[tuple[str, str]], metric: str, *,
-                      confidence: float = 0.95, exclude_flagged: bool = True) -> StopDecision:
+def stopping_decision(
+    runs_of_cell: pd.DataFrame,
+    rule: AdaptiveRounds,
+    pairs: Sequence[tuple[str, str]],
+    metric: str,
+    *,
+    confidence: float = 0.95,
+    exclude_flagged: bool = True,
+) -> StopDecision:
     """The rule on one cell's runs as the store has them (Store.runs_frame() rows of the
     cell). Only the runs that count (core.status) enter the pilot and the half-width; the
     rounds done are the rounds begun, whatever their runs' outcome, so failing runs cannot
@@ -261,13 +274,20 @@ def stopping_decision(runs_of_cell: pd.DataFrame, rule: AdaptiveRounds,
     return decide(samples, rounds_done, rule, confidence, pilot=pilot)
 
 
-def needs_more_rounds(runs_of_cell: pd.DataFrame, rule: AdaptiveRounds,
-                      pairs: Sequence[tuple[str, str]], metric: str, *,
-                      confidence: float = 0.95, exclude_flagged: bool = True) -> bool:
+def needs_more_rounds(
+    runs_of_cell: pd.DataFrame,
+    rule: AdaptiveRounds,
+    pairs: Sequence[tuple[str, str]],
+    metric: str,
+    *,
+    confidence: float = 0.95,
+    exclude_flagged: bool = True,
+) -> bool:
     """After a round: should this cell get another? A kind with no comparisons has nothing
     to be precise about and stops at `min`."""
-    return stopping_decision(runs_of_cell, rule, pairs, metric, confidence=confidence,
-                             exclude_flagged=exclude_flagged).more
+    return stopping_decision(
+        runs_of_cell, rule, pairs, metric, confidence=confidence, exclude_flagged=exclude_flagged
+    ).more
 
 
 def contrast_spread(variances, weights: Sequence[float]):
@@ -277,8 +297,8 @@ def contrast_spread(variances, weights: Sequence[float]):
     second. nan when a variance is unknown. `variances[i]` may be an array (simulations)."""
     w = np.asarray(weights, dtype=float)
     v = np.asarray([np.asarray(x, dtype=float) for x in variances])
-    terms = (w ** 2).reshape((-1,) + (1,) * (v.ndim - 1)) * v
-    total, squares = terms.sum(axis=0), (terms ** 2).sum(axis=0)
+    terms = (w**2).reshape((-1,) + (1,) * (v.ndim - 1)) * v
+    total, squares = terms.sum(axis=0), (terms**2).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = np.where(squares > 0, total * total / squares, np.nan)
     if total.ndim == 0:
@@ -286,9 +306,17 @@ def contrast_spread(variances, weights: Sequence[float]):
     return total, df
 
 
-def margin_rounds_from_spread(variance, df_per_round, margin, alpha: float, power: float,
-                              min_rounds: int, max_rounds: int, *,
-                              equivalence: bool = False) -> np.ndarray:
+def margin_rounds_from_spread(
+    variance,
+    df_per_round,
+    margin,
+    alpha: float,
+    power: float,
+    min_rounds: int,
+    max_rounds: int,
+    *,
+    equivalence: bool = False,
+) -> np.ndarray:
     """The fewest rounds n in [min_rounds, max_rounds] at which a one-sided test at `alpha`
     of a contrast (variance and df per round from `contrast_spread`) clears a bound the truth
     lies `margin` away from, with probability `power`:
@@ -308,15 +336,25 @@ def margin_rounds_from_spread(variance, df_per_round, margin, alpha: float, powe
     return ns[np.argmax(ok, axis=-1)]
 
 
-def margin_rounds(variances: Sequence[float], weights: Sequence[float], margin: float, alpha: float,
-                  power: float, min_rounds: int, max_rounds: int, *, equivalence: bool = False) -> int:
+def margin_rounds(
+    variances: Sequence[float],
+    weights: Sequence[float],
+    margin: float,
+    alpha: float,
+    power: float,
+    min_rounds: int,
+    max_rounds: int,
+    *,
+    equivalence: bool = False,
+) -> int:
     """Rounds for a decision within a margin (see the module's docstring): a side of a
     bound (`weights` the contrast, e.g. (1, -1/2, -1/2) for a release against the midpoint
     of two others) or equivalence (weights (1, -1)), planned on within-arm variances alone,
     which should come from data the decision will not use, never from the arms' difference."""
     variance, df = contrast_spread(variances, weights)
-    return int(margin_rounds_from_spread(variance, df, margin, alpha, power, min_rounds, max_rounds,
-                                         equivalence=equivalence))
+    return int(
+        margin_rounds_from_spread(variance, df, margin, alpha, power, min_rounds, max_rounds, equivalence=equivalence)
+    )
 
 
 def rule_metric(rule: AdaptiveRounds, kind) -> str:
@@ -331,8 +369,10 @@ def rule_metric(rule: AdaptiveRounds, kind) -> str:
 
 def describe(rule: AdaptiveRounds) -> str:
     """One sentence for the report: which stopping rule, with its numbers."""
-    return (f"adaptive rounds: {rule.min} to {rule.max} per cell, the number fixed once after the "
-            f"first {rule.min} rounds (the pilot) as the fewest that would bring the interval of "
-            f"every comparison's % difference within +-{rule.target_halfwidth_pct:g}%, planned on "
-            f"the pilot's pooled spread with the part due to the arms' difference counted "
-            f"{DIFFERENCE_WEIGHT:g} times; no later round and never the p-value is looked at")
+    return (
+        f"adaptive rounds: {rule.min} to {rule.max} per cell, the number fixed once after the "
+        f"first {rule.min} rounds (the pilot) as the fewest that would bring the interval of "
+        f"every comparison's % difference within +-{rule.target_halfwidth_pct:g}%, planned on "
+        f"the pilot's pooled spread with the part due to the arms' difference counted "
+        f"{DIFFERENCE_WEIGHT:g} times; no later round and never the p-value is looked at"
+    )

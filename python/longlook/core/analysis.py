@@ -20,8 +20,7 @@ from .status import counted_runs
 from .store import Store
 
 
-def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float | None,
-                holm: bool | None) -> Statistics:
+def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float | None, holm: bool | None) -> Statistics:
     if alpha is not None:
         check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
     base = scenario.statistics if scenario else Statistics()
@@ -70,8 +69,9 @@ class Analysis:
         return df.merge(dims, on="cell_id", how="left")
 
 
-def analyse(store: Store, *, test: Test | None = None, alpha: float | None = None,
-            holm: bool | None = None) -> Analysis:
+def analyse(
+    store: Store, *, test: Test | None = None, alpha: float | None = None, holm: bool | None = None
+) -> Analysis:
     """Compare the arms in every cell on the kind's primary metric, with the scenario's
     [statistics] unless overridden."""
     exp = store.experiment()
@@ -82,17 +82,25 @@ def analyse(store: Store, *, test: Test | None = None, alpha: float | None = Non
     except LonglookError:
         scenario = None  # stored by another longlook version; report what the tables say
     kind = store.kind_or_none()
-    metric = (kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time"))
+    metric = kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time")
     fidelity = scenario.fidelity if scenario else Fidelity()
     st = _statistics(scenario, test, alpha, holm)
     runs, cells = store.runs_frame(), store.cells_frame()
     pairs = _pairs(scenario, runs)
     comparisons: list[CellComparison] = []
     if not runs.empty and pairs:
-        comparisons = compare_cells(runs, pairs, cell_ids=list(cells["cell_id"]),
-                                    better_word=better_word(metric),
-                                    **options(st, metric=metric, timeout_s=scenario.timeout_s if scenario else None,
-                                              exclude_flagged=fidelity.exclude_flagged))
+        comparisons = compare_cells(
+            runs,
+            pairs,
+            cell_ids=list(cells["cell_id"]),
+            better_word=better_word(metric),
+            **options(
+                st,
+                metric=metric,
+                timeout_s=scenario.timeout_s if scenario else None,
+                exclude_flagged=fidelity.exclude_flagged,
+            ),
+        )
     return Analysis(exp, scenario, st, pairs, runs, cells, comparisons, metric, fidelity, kind)
 
 

@@ -60,6 +60,7 @@ LINKEM_THROTTLED_SHARE = 0.02  # linkem held back by a quota this share of the r
 class Audit(LinkemWindow):
     """linkem's account of the run's window (its fields first), then the machine's and each
     party's."""
+
     stalls: int = 0
     max_stall_ms: float = 0.0
     client_cpu: str | None = None  # the budget's label; None = none asked (unlimited)
@@ -86,25 +87,37 @@ class Audit(LinkemWindow):
     def judge(self, limits: Fidelity) -> "Audit":
         reasons = []
         if self.max_release_late_ms is not None and self.max_release_late_ms > limits.max_release_late_ms:
-            reasons.append(f"a release {self.max_release_late_ms:.1f} ms late "
-                           f"(limit {limits.max_release_late_ms:g} ms)")
+            reasons.append(
+                f"a release {self.max_release_late_ms:.1f} ms late (limit {limits.max_release_late_ms:g} ms)"
+            )
         if self.released and self.late_releases / self.released > limits.max_late_release_share:
-            reasons.append(f"{self.late_releases} of {self.released} releases over {LATE_MS:g} ms late "
-                           f"(limit {limits.max_late_release_share:.1%})")
+            reasons.append(
+                f"{self.late_releases} of {self.released} releases over {LATE_MS:g} ms late "
+                f"(limit {limits.max_late_release_share:.1%})"
+            )
         if self.kernel_queue_drops is not None and self.kernel_queue_drops > limits.max_kernel_queue_drops:
             reasons.append(f"{self.kernel_queue_drops} packets dropped by the kernel's queue to linkem")
         if self.max_read_wait_ms is not None and self.max_read_wait_ms > limits.max_stall_ms:
-            reasons.append(f"linkem read a packet {self.max_read_wait_ms:.1f} ms after the kernel queued it "
-                           f"(linkem stalled; limit {limits.max_stall_ms:g} ms)")
+            reasons.append(
+                f"linkem read a packet {self.max_read_wait_ms:.1f} ms after the kernel queued it "
+                f"(linkem stalled; limit {limits.max_stall_ms:g} ms)"
+            )
         if self.max_wakeup_late_ms is not None and self.max_wakeup_late_ms > limits.max_stall_ms:
-            reasons.append(f"linkem woke {self.max_wakeup_late_ms:.1f} ms later than it asked "
-                           f"(linkem stalled; limit {limits.max_stall_ms:g} ms)")
+            reasons.append(
+                f"linkem woke {self.max_wakeup_late_ms:.1f} ms later than it asked "
+                f"(linkem stalled; limit {limits.max_stall_ms:g} ms)"
+            )
         if self.max_stall_ms > limits.max_stall_ms:
             reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
-        if (self.client_cpu in (None, UNLIMITED) and self.client_cpu_share is not None
-                and self.client_cpu_share > limits.max_client_cpu_cores):
-            reasons.append(f"client CPU-starved with no budget asked: it kept {self.client_cpu_share:.2f} "
-                           f"cores busy over the run (limit {limits.max_client_cpu_cores:g})")
+        if (
+            self.client_cpu in (None, UNLIMITED)
+            and self.client_cpu_share is not None
+            and self.client_cpu_share > limits.max_client_cpu_cores
+        ):
+            reasons.append(
+                f"client CPU-starved with no budget asked: it kept {self.client_cpu_share:.2f} "
+                f"cores busy over the run (limit {limits.max_client_cpu_cores:g})"
+            )
         reasons += self._linkem_out_of_cpu()
         self.reasons = reasons
         self.flagged = bool(reasons)
@@ -115,11 +128,9 @@ class Audit(LinkemWindow):
         did not: the path was not the scenario's, whatever its late-release counters say."""
         wall_s = (self.router_cpu_s / self.router_cpu_share) if self.router_cpu_share else None
         if self.router_throttled_s and wall_s and self.router_throttled_s / wall_s > LINKEM_THROTTLED_SHARE:
-            return [f"linkem out of CPU: its CPU quota held it back {self.router_throttled_s:.3f} s "
-                    f"of {wall_s:.2f} s"]
+            return [f"linkem out of CPU: its CPU quota held it back {self.router_throttled_s:.3f} s of {wall_s:.2f} s"]
         if self.linkem_busiest_thread_share is not None and self.linkem_busiest_thread_share >= SATURATED_SHARE:
-            return [f"linkem out of CPU: its busiest thread ran {self.linkem_busiest_thread_share:.0%} "
-                    f"of the run"]
+            return [f"linkem out of CPU: its busiest thread ran {self.linkem_busiest_thread_share:.0%} of the run"]
         return []
 
     def with_reasons(self, extra: list[str]) -> "Audit":
@@ -152,16 +163,25 @@ class StallWatch:
     def __init__(self, testbed):
         self._stalls: list[MachineStall] = []
         self._lock = threading.Lock()
-        argv = [str(find_binary("linkem-probe")), "stalls", "--stream",
-                "--period-us", str(self.PERIOD_US), "--threshold-us", str(self.THRESHOLD_US)]
-        self.proc = testbed.popen("router", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  text=True)
+        argv = [
+            str(find_binary("linkem-probe")),
+            "stalls",
+            "--stream",
+            "--period-us",
+            str(self.PERIOD_US),
+            "--threshold-us",
+            str(self.THRESHOLD_US),
+        ]
+        self.proc = testbed.popen("router", argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         first = self.proc.stdout.readline().strip()
         if first != "ready":
             self.stop()
             from ..testbed import TestbedError
-            raise TestbedError("the machine-stall monitor (linkem-probe stalls --stream) did not start",
-                               hint="rebuild the Rust binaries: bash scripts/setup.sh")
+
+            raise TestbedError(
+                "the machine-stall monitor (linkem-probe stalls --stream) did not start",
+                hint="rebuild the Rust binaries: bash scripts/setup.sh",
+            )
         self._reader = threading.Thread(target=self._read, daemon=True, name="stall-watch")
         self._reader.start()
 
@@ -196,8 +216,7 @@ class StallWatch:
 class RunAudit:
     """Around one run: `begin()` before the kind measures, `end()` after -> Audit."""
 
-    def __init__(self, testbed, stalls: StallWatch | None, limits: Fidelity,
-                 client_cpu: CpuBudget | None = None):
+    def __init__(self, testbed, stalls: StallWatch | None, limits: Fidelity, client_cpu: CpuBudget | None = None):
         self.testbed, self.stalls, self.limits = testbed, stalls, limits
         self.client_cpu = client_cpu
         self.before: dict = {}
@@ -259,8 +278,7 @@ def linkem_delta(before: dict, after: dict) -> dict:
     out = {"elapsed_s": after.get("elapsed_s", 0) - before.get("elapsed_s", 0), "directions": {}}
     for which, counters in direction_stats(after).items():
         prev = direction_stats(before).get(which, {})
-        out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items()
-                                    if isinstance(v, (int, float))}
+        out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items() if isinstance(v, (int, float))}
     return out
 
 
@@ -278,12 +296,13 @@ def host_buffer_reasons(tcp_log: Path | None) -> list[str]:
     if busy <= 0:
         return []
     out = []
-    for key, whose in (("sndbuf_limited_us", "the server's send buffer"),
-                       ("rwnd_limited_us", "the client's receive buffer (the window it advertised)")):
+    for key, whose in (
+        ("sndbuf_limited_us", "the server's send buffer"),
+        ("rwnd_limited_us", "the client's receive buffer (the window it advertised)"),
+    ):
         share = (summary.get(key) or 0) / busy
         if share > HOST_BUFFER_LIMITED_SHARE:
-            out.append(f"window-limited by a host buffer: {whose} held TCP back {share:.0%} of its "
-                       f"sending time")
+            out.append(f"window-limited by a host buffer: {whose} held TCP back {share:.0%} of its sending time")
     return out
 
 
@@ -372,6 +391,7 @@ def cpu_figures(a: Audit) -> tuple[dict[str, float | None], dict]:
 
 def _stats(testbed) -> dict:
     from ..testbed import TestbedError
+
     try:
         return testbed.linkem_stats()
     except TestbedError:

@@ -52,8 +52,7 @@ class Capture(BaseModel):
         """linkem's command-line flags for a pcap at `path` (none when off)."""
         if self.pcap == "off":
             return []
-        return ["--pcap", str(path), "--copy-bytes", str(self.snap_bytes),
-                "--pcap-max-bytes", str(self.max_bytes)]
+        return ["--pcap", str(path), "--copy-bytes", str(self.snap_bytes), "--pcap-max-bytes", str(self.max_bytes)]
 
     def keylog_path(self, run_dir: Path) -> Path | None:
         """Where the run's client writes its key log, None when off."""

@@ -68,7 +68,7 @@ def welch_p(a: np.ndarray, b: np.ndarray) -> float:
     se2 = va + vb
     if not se2 > 0:
         return NAN
-    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = se2**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     return t_p((float(np.mean(a)) - float(np.mean(b))) / math.sqrt(se2), df)
 
 
@@ -87,7 +87,7 @@ def welch_difference(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[f
     se2 = va + vb
     if se2 == 0:
         return d, NAN, NAN
-    df = se2 ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1))
+    df = se2**2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1))
     h = float(_t(confidence, df) * math.sqrt(se2))
     return d, d - h, d + h
 
@@ -103,8 +103,8 @@ def fieller_ratio(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[floa
     r = ma / mb
     va, vb = np.var(a, ddof=1) / len(a), np.var(b, ddof=1) / len(b)
     s2 = va + r * r * vb
-    den = va ** 2 / (len(a) - 1) + (r * r * vb) ** 2 / (len(b) - 1)
-    df = s2 ** 2 / den if den > 0 else min(len(a), len(b)) - 1  # A constant at 0: B's df
+    den = va**2 / (len(a) - 1) + (r * r * vb) ** 2 / (len(b) - 1)
+    df = s2**2 / den if den > 0 else min(len(a), len(b)) - 1  # A constant at 0: B's df
     t2 = float(_t(confidence, df)) ** 2
     qa, qb, qc = mb * mb - t2 * vb, -2 * ma * mb, ma * ma - t2 * va
     disc = qb * qb - 4 * qa * qc
@@ -119,8 +119,11 @@ def welch_effect(a: np.ndarray, b: np.ndarray, confidence: float) -> Effect:
     d, dlo, dhi = welch_difference(a, b, confidence)
     sign = 1.0 if np.mean(b) > 0 else -1.0  # (A - B)/|B| = sign(B) (A/B - 1)
     lo, hi = sorted((sign * (rlo - 1), sign * (rhi - 1)))
-    method = ("Fieller (t, Welch df)" if not math.isnan(rlo)
-              else "Fieller: unbounded (the mean of B is not distinguishable from 0)")
+    method = (
+        "Fieller (t, Welch df)"
+        if not math.isnan(rlo)
+        else "Fieller: unbounded (the mean of B is not distinguishable from 0)"
+    )
     return Effect(sign * (r - 1), lo, hi, d, dlo, dhi, method)
 
 
@@ -159,8 +162,7 @@ def hodges_lehmann_effect(a: np.ndarray, b: np.ndarray, confidence: float) -> Ef
     lo, hi = (float(diffs[c - 1]), float(diffs[len(diffs) - c])) if c >= 1 else (NAN, NAN)
     ref = abs(float(np.median(b)))
     rel = (shift / ref, lo / ref, hi / ref) if ref else (NAN, NAN, NAN)
-    method = ("Moses (Hodges-Lehmann shift)" if c >= 1
-              else "Moses: unbounded (too few runs for this confidence)")
+    method = "Moses (Hodges-Lehmann shift)" if c >= 1 else "Moses: unbounded (too few runs for this confidence)"
     return Effect(*rel, shift, lo, hi, method)
 
 
@@ -178,8 +180,9 @@ def paired_effect(a: np.ndarray, b: np.ndarray, confidence: float) -> tuple[Effe
             m = float(np.mean(lr))
             h = float(_t(confidence, n - 1)) * float(np.std(lr, ddof=1)) / math.sqrt(n)
             p = one_sample_p(lr)
-            return Effect(math.expm1(m), math.expm1(m - h), math.expm1(m + h), dm, dm - hd, dm + hd,
-                          "paired t on the log ratio"), p
+            return Effect(
+                math.expm1(m), math.expm1(m - h), math.expm1(m + h), dm, dm - hd, dm + hd, "paired t on the log ratio"
+            ), p
         p = one_sample_p(d)
     ref = abs(float(np.mean(b)))
     rel = (dm / ref, (dm - hd) / ref, (dm + hd) / ref) if ref else (NAN, NAN, NAN)

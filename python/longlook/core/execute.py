@@ -54,8 +54,9 @@ class Ledger(Protocol):
     def runs_frame(self) -> Any: ...
     def record_run(self, r: RunRecord) -> None: ...
     def record_round_order(self, cell_id: str, round: int, order: list[str]) -> None: ...
-    def record_link_check(self, profile_name: str, configured: dict, measured: dict,
-                          passed: bool, detail: str | None = None) -> None: ...
+    def record_link_check(
+        self, profile_name: str, configured: dict, measured: dict, passed: bool, detail: str | None = None
+    ) -> None: ...
 
 
 @dataclass
@@ -133,8 +134,15 @@ class Bench:
     stalls: StallWatch | None
 
 
-def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, arm: ArmBase,
-                attempt: int, phases: Phases | None = None) -> tuple[RunRecord, float]:
+def measure_run(
+    bench: Bench,
+    cell: CellBase,
+    round_index: int,
+    position: int,
+    arm: ArmBase,
+    attempt: int,
+    phases: Phases | None = None,
+) -> tuple[RunRecord, float]:
     """One run on a live testbed: the kind's measurement with its path audit, as a record
     (not stored) and the measurement's wall time. Files go to DIR/runs/<run_id>/ only.
     `phases` gets the time of each step around the measurement."""
@@ -158,10 +166,21 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
         with phase("audit begin"):
             audit.begin()
         started = time.monotonic()
-        m = bench.kind.measure(RunContext(testbed=tb, scenario=sc, cell=cell, arm=arm, round=round_index,
-                                          run_id=run_id, run_dir=run_dir, experiment_dir=bench.out_dir,
-                                          state=bench.state, session=bench.session,
-                                          keylog=sc.capture.keylog_path(run_dir)))
+        m = bench.kind.measure(
+            RunContext(
+                testbed=tb,
+                scenario=sc,
+                cell=cell,
+                arm=arm,
+                round=round_index,
+                run_id=run_id,
+                run_dir=run_dir,
+                experiment_dir=bench.out_dir,
+                state=bench.state,
+                session=bench.session,
+                keylog=sc.capture.keylog_path(run_dir),
+            )
+        )
         wall = time.monotonic() - started
         with phase("audit end"):
             a = audit.end().with_reasons(m.audit_reasons)
@@ -183,9 +202,18 @@ def measure_run(bench: Bench, cell: CellBase, round_index: int, position: int, a
         if tb.cpus.as_dict():
             m.details["cpus"] = tb.cpus.as_dict()
             m.details["cpus_shared"] = tb.cpus.shared()
-        record = RunRecord.of(m, run_id=run_id, cell_id=cell.id, round=round_index, position=position,
-                              arm=arm.label, attempt=attempt, duration_s=wall, artifacts=artifacts,
-                              audit=a.as_dict())
+        record = RunRecord.of(
+            m,
+            run_id=run_id,
+            cell_id=cell.id,
+            round=round_index,
+            position=position,
+            arm=arm.label,
+            attempt=attempt,
+            duration_s=wall,
+            artifacts=artifacts,
+            audit=a.as_dict(),
+        )
     return record, wall
 
 
@@ -194,16 +222,19 @@ def prepare_out_dir(out: Path, *, resume: bool, force: bool) -> None:
     experiment of its own (with --resume), or explicitly reused (--force)."""
     check_output(out, "--out", directory=True)
     if out.is_dir() and any(out.iterdir()) and not (out / DB_FILE).exists() and not force:
-        raise LonglookError(f"--out {out}: holds other files and no experiment",
-                            hint="give a new or empty directory, or add --force to write into it")
+        raise LonglookError(
+            f"--out {out}: holds other files and no experiment",
+            hint="give a new or empty directory, or add --force to write into it",
+        )
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".longlook-write-test"
         probe.write_text("")
         probe.unlink()
     except OSError as e:
-        raise LonglookError(f"--out {out}: cannot write there ({e.strerror})",
-                            hint="give a directory you can write to") from None
+        raise LonglookError(
+            f"--out {out}: cannot write there ({e.strerror})", hint="give a directory you can write to"
+        ) from None
 
 
 class Executor(Protocol):
@@ -218,10 +249,18 @@ class Runner:
     """Runs one scenario of any kind into one experiment directory. `progress(event, **info)`
     is called as things happen, for a progress display; the library itself prints nothing."""
 
-    def __init__(self, scenario: ScenarioBase, out_dir: Path, *, resume: bool = False,
-                 link_check: bool = True, link_check_duration_s: float = 2.0,
-                 progress: Callable[..., None] | None = None, force: bool = False,
-                 executor: "Executor | None" = None):
+    def __init__(
+        self,
+        scenario: ScenarioBase,
+        out_dir: Path,
+        *,
+        resume: bool = False,
+        link_check: bool = True,
+        link_check_duration_s: float = 2.0,
+        progress: Callable[..., None] | None = None,
+        force: bool = False,
+        executor: "Executor | None" = None,
+    ):
         self.scenario = scenario
         self.executor = executor  # None: this machine's testbed (core.executors)
         self.node = socket.gethostname()  # recorded with every run (details["node"])
@@ -250,8 +289,10 @@ class Runner:
         prepare_out_dir(self.out_dir, resume=self.resume, force=self.force)
         with Store.open(self.out_dir) as store:
             if store.experiment() is not None and not self.resume:
-                raise LonglookError(f"{self.out_dir} already holds an experiment",
-                                    hint="add --resume to continue it, or choose a new --out directory")
+                raise LonglookError(
+                    f"{self.out_dir} already holds an experiment",
+                    hint="add --resume to continue it, or choose a new --out directory",
+                )
             store.start_experiment(self.scenario, self._versions())
             # once per experiment, like the testbed's set-up: not a cost each run pays
             self.summary.setup_s += time.monotonic() - started
@@ -275,16 +316,22 @@ class Runner:
         rounds asked for when fewer), on the kind's primary metric."""
         sc = self.scenario
         metric = self.kind.primary_metric
-        done = completion(store.runs_frame(), metric.name if metric else None,
-                          exclude_flagged=sc.fidelity.exclude_flagged, metric_free_arms=self.kind.metric_free_arms)
+        done = completion(
+            store.runs_frame(),
+            metric.name if metric else None,
+            exclude_flagged=sc.fidelity.exclude_flagged,
+            metric_free_arms=self.kind.metric_free_arms,
+        )
         arms = [a.label for a in sc.arm_list()]
         return shortfalls(done, {c.id: arms for c in sc.cells()}, need=min(MIN_N, sc.rounds))
 
     def _versions(self) -> dict:
-        return environment_versions(endpoint=binary_version("endpoint"),
-                                    linkem=binary_version("linkem"),
-                                    testbed={"sysctls": RECORDED_SYSCTLS, "datapath": linkem_datapath()},
-                                    **self.kind.versions(self.scenario))
+        return environment_versions(
+            endpoint=binary_version("endpoint"),
+            linkem=binary_version("linkem"),
+            testbed={"sysctls": RECORDED_SYSCTLS, "datapath": linkem_datapath()},
+            **self.kind.versions(self.scenario),
+        )
 
     def _run_grid(self, store: Store) -> bool:
         """Run what is not settled yet; False when there was nothing to run (a resume of a
@@ -292,8 +339,7 @@ class Runner:
         sc = self.scenario
         cells = sc.cells()
         per_cell = sc.rounds * len(sc.arm_list())
-        settled = {c.id: len(store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged))
-                   for c in cells}
+        settled = {c.id: len(store.settled(c.id, sc.retries, retry_flagged=sc.fidelity.retries_flagged)) for c in cells}
         todo = [c for c in cells if settled[c.id] < per_cell]
         self.summary.skipped_done = sum(settled.values())
         self.progress("start", total=sc.total_runs(), done=self.summary.skipped_done)
@@ -313,9 +359,18 @@ class Runner:
         store that forwards every write to the driver, the one writer."""
         sc = self.scenario
         t0 = time.monotonic()
-        with Testbed(cells[0].link, id=None, workdir=self.out_dir / "testbed", base_dir=sc.base_dir,
-                     seed=sc.seed, cpus=sc.testbed.cpus, **self.kind.testbed_options) as tb, \
-                self.kind.session(tb, self.out_dir) as session:
+        with (
+            Testbed(
+                cells[0].link,
+                id=None,
+                workdir=self.out_dir / "testbed",
+                base_dir=sc.base_dir,
+                seed=sc.seed,
+                cpus=sc.testbed.cpus,
+                **self.kind.testbed_options,
+            ) as tb,
+            self.kind.session(tb, self.out_dir) as session,
+        ):
             stalls = StallWatch(tb)
             bench = Bench(sc, self.kind, self.state, self.out_dir, tb, session, stalls)
             current_link = None
@@ -338,20 +393,21 @@ class Runner:
             tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
         if self.link_check:
             self.progress("link_check", link=cell.link_label)
-            result = check_link(tb, cell.link, duration_s=self.link_check_duration_s,
-                                base_dir=self.scenario.base_dir)
-            store.record_link_check(cell.link.name, cell.link.model_dump(exclude_none=True),
-                                    result.to_dict(), result.ok, result.summary())
+            result = check_link(tb, cell.link, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
+            store.record_link_check(
+                cell.link.name, cell.link.model_dump(exclude_none=True), result.to_dict(), result.ok, result.summary()
+            )
             self.progress("link_checked", link=cell.link_label, ok=result.ok, summary=result.summary())
             if not result.ok:
-                raise LinkCheckFailed(result.summary(),
-                                      hint="the emulated path is not what the scenario says; "
-                                           "see `longlook link check` for the full table")
+                raise LinkCheckFailed(
+                    result.summary(),
+                    hint="the emulated path is not what the scenario says; "
+                    "see `longlook link check` for the full table",
+                )
         self.summary.setup_s += time.monotonic() - t0
 
     def _run_cell(self, store: "Ledger", bench: Bench, cell: CellBase) -> None:
-        settled = store.settled(cell.id, self.scenario.retries,
-                                retry_flagged=self.scenario.fidelity.retries_flagged)
+        settled = store.settled(cell.id, self.scenario.retries, retry_flagged=self.scenario.fidelity.retries_flagged)
         phase = self.summary.phases
         with phase("store: attempts"):  # once a cell: each (round, arm) runs once in this loop
             tried = store.attempt_counts(cell.id)
@@ -361,8 +417,9 @@ class Runner:
                 store.record_round_order(cell.id, round_index, [a.label for a in order])
             for position, arm in enumerate(order):
                 if (round_index, arm.label) not in settled:
-                    self._run_arm(store, bench, cell, round_index, position, arm,
-                                  tried.get((round_index, arm.label), 0))
+                    self._run_arm(
+                        store, bench, cell, round_index, position, arm, tried.get((round_index, arm.label), 0)
+                    )
             with phase("adaptive rounds"):
                 more = self._needs_more_rounds(store, cell)
             if not more:
@@ -376,12 +433,18 @@ class Runner:
         if rule is None:
             return True
         runs = store.runs_frame()
-        return needs_more_rounds(runs[runs["cell_id"] == cell.id], rule, sc.comparisons(),
-                                 rule_metric(rule, self.kind), confidence=sc.statistics.confidence,
-                                 exclude_flagged=sc.fidelity.exclude_flagged)
+        return needs_more_rounds(
+            runs[runs["cell_id"] == cell.id],
+            rule,
+            sc.comparisons(),
+            rule_metric(rule, self.kind),
+            confidence=sc.statistics.confidence,
+            exclude_flagged=sc.fidelity.exclude_flagged,
+        )
 
-    def _run_arm(self, store: "Ledger", bench: Bench, cell: CellBase, round_index: int,
-                 position: int, arm: ArmBase, tried: int) -> None:
+    def _run_arm(
+        self, store: "Ledger", bench: Bench, cell: CellBase, round_index: int, position: int, arm: ArmBase, tried: int
+    ) -> None:
         """Attempts after the `tried` ones until one settles (or the retries run out)."""
         retries = self.scenario.retries
         retry_flagged = self.scenario.fidelity.retries_flagged
@@ -395,10 +458,17 @@ class Runner:
             self.summary.in_runs_s += wall
             self.summary.count(record)
             with phase("progress"):
-                self.progress("run", cell=cell.id, arm=arm.label, round=round_index,
-                              status=record.status, error=record.error, flagged=record.flagged,
-                              reasons=record.audit.get("reasons") or [],
-                              text=self.kind.progress_text(record),
-                              final=done or attempt > retries)
+                self.progress(
+                    "run",
+                    cell=cell.id,
+                    arm=arm.label,
+                    round=round_index,
+                    status=record.status,
+                    error=record.error,
+                    flagged=record.flagged,
+                    reasons=record.audit.get("reasons") or [],
+                    text=self.kind.progress_text(record),
+                    final=done or attempt > retries,
+                )
             if done:
                 return

@@ -30,8 +30,13 @@ FORMATS: tuple[str, ...] = ("parquet", "csv")
 EXPORT_DIR = "export"
 # tables written from a frame built here rather than copied as stored
 _BUILT = ("runs", "metrics")
-_ORDER = {"runs": RUN_ORDER, "cells": "ORDER BY position", "series": "ORDER BY run_id, name, key, t_s",
-          "round_orders": "ORDER BY cell_id, round", "link_checks": "ORDER BY checked_at"}
+_ORDER = {
+    "runs": RUN_ORDER,
+    "cells": "ORDER BY position",
+    "series": "ORDER BY run_id, name, key, t_s",
+    "round_orders": "ORDER BY cell_id, round",
+    "link_checks": "ORDER BY checked_at",
+}
 
 
 def _json_text(value: Any) -> Any:
@@ -79,8 +84,9 @@ def export(directory: str | Path, out: str | Path | None = None, fmt: str = "par
                 rows = len(built[name])
             else:
                 table = sql_identifier(name)
-                store.sql(f"COPY (SELECT * FROM {table} {_ORDER.get(name, '')}) TO {_quoted(path)} "
-                          f"{_copy_options(fmt)}")
+                store.sql(
+                    f"COPY (SELECT * FROM {table} {_ORDER.get(name, '')}) TO {_quoted(path)} {_copy_options(fmt)}"
+                )
                 rows = int(store.sql(f"SELECT count(*) AS n FROM {table}")["n"][0])
             written.append((path, rows))
     return written

@@ -25,8 +25,10 @@ def check_size(scenario: Any) -> None:
     runs = cells * scenario.rounds * arms
     if runs > MAX_RUNS:
         shape = " x ".join(f"{n:,} {name}" for name, n in axes.items() if n > 1) or "1 cell"
-        raise ValueError(f"the grid has {cells:,} cells ({shape}) x {scenario.rounds} rounds x {arms} arms = "
-                         f"{runs:,} runs, more than the {MAX_RUNS:,} one experiment may plan; split it")
+        raise ValueError(
+            f"the grid has {cells:,} cells ({shape}) x {scenario.rounds} rounds x {arms} arms = "
+            f"{runs:,} runs, more than the {MAX_RUNS:,} one experiment may plan; split it"
+        )
 
 
 def check_sweep(where: str, lengths: list[int]) -> None:

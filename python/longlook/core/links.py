@@ -45,20 +45,29 @@ def expand_links(raw: Any, *, top_fields: Iterable[str]) -> list[LinkProfile]:
     entries = raw if isinstance(raw, list) else [raw]
     if any(is_segmented(e) for e in entries):  # a path through the proxy (testbed/segments.py)
         return _expand_segmented(entries, raw, top_fields)
-    return expand_sweep(raw, "links", LinkProfile, top_fields=top_fields,
-                        sweepable=SWEEPABLE_LINK_FIELDS, adjust=_rtt_shorthand)  # type: ignore[return-value]
+    return expand_sweep(
+        raw, "links", LinkProfile, top_fields=top_fields, sweepable=SWEEPABLE_LINK_FIELDS, adjust=_rtt_shorthand
+    )  # type: ignore[return-value]
 
 
 def _expand_segmented(entries: list, raw: Any, top_fields: Iterable[str]) -> list[LinkProfile]:
     where = (lambda i: "links") if not isinstance(raw, list) else (lambda i: f"links[{i}]")
     plain = [i for i, e in enumerate(entries) if not is_segmented(e)]
     if plain:  # one testbed topology per experiment
-        raise ValueError(f"{where(plain[0])}: has no segments while other links do; give every "
-                         f"link link_a and link_b (the proxy topology), or none")
+        raise ValueError(
+            f"{where(plain[0])}: has no segments while other links do; give every "
+            f"link link_a and link_b (the proxy topology), or none"
+        )
 
     def one_segment(table: Any, at: str) -> list[LinkProfile]:
-        return expand_sweep(table, at, LinkProfile, top_fields=top_fields,  # type: ignore[return-value]
-                            sweepable=SWEEPABLE_LINK_FIELDS, adjust=_rtt_shorthand)
+        return expand_sweep(
+            table,
+            at,
+            LinkProfile,
+            top_fields=top_fields,  # type: ignore[return-value]
+            sweepable=SWEEPABLE_LINK_FIELDS,
+            adjust=_rtt_shorthand,
+        )
 
     return [p for i, e in enumerate(entries) for p in expand_segmented(e, where(i), one_segment)]
 
@@ -97,8 +106,13 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
     return flat
 
 
-_SHORT_EXTRA = {"buffer_bytes": "buf", "buffer_packets": "bufpkts", "buffer_bdp": "bufbdp", "jitter_ms": "jitter",
-                "jitter_distribution": "jitterdist"}
+_SHORT_EXTRA = {
+    "buffer_bytes": "buf",
+    "buffer_packets": "bufpkts",
+    "buffer_bdp": "bufbdp",
+    "jitter_ms": "jitter",
+    "jitter_distribution": "jitterdist",
+}
 
 
 def link_labels(profiles: list[LinkProfile]) -> list[str]:

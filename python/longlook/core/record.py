@@ -47,16 +47,41 @@ class RunRecord(BaseModel):
         return bool(self.audit.get("flagged"))
 
     @classmethod
-    def of(cls, m: Measurement, *, run_id: str, cell_id: str, round: int, position: int, arm: str,
-           attempt: int = 1, duration_s: float | None = None, artifacts: dict[str, str] | None = None,
-           audit: dict[str, Any] | None = None) -> "RunRecord":
+    def of(
+        cls,
+        m: Measurement,
+        *,
+        run_id: str,
+        cell_id: str,
+        round: int,
+        position: int,
+        arm: str,
+        attempt: int = 1,
+        duration_s: float | None = None,
+        artifacts: dict[str, str] | None = None,
+        audit: dict[str, Any] | None = None,
+    ) -> "RunRecord":
         """A kind's Measurement at its place in the grid (artifacts relative to the
         experiment directory, replacing the measurement's run-relative ones)."""
-        started_at = (datetime.fromtimestamp(m.started_unix_ms / 1000, timezone.utc)
-                      if m.started_unix_ms else None)
-        return cls(run_id=run_id, cell_id=cell_id, round=round, position=position, arm=arm,
-                   attempt=attempt, status=m.status, error=m.error,
-                   protocol_requested=m.protocol_requested, protocol_negotiated=m.protocol_negotiated,
-                   started_at=started_at, duration_s=duration_s, options=m.options,
-                   artifacts=m.artifacts if artifacts is None else artifacts, metrics=m.metrics,
-                   details=m.details, audit=audit or {}, series=m.series, rows=m.rows)
+        started_at = datetime.fromtimestamp(m.started_unix_ms / 1000, timezone.utc) if m.started_unix_ms else None
+        return cls(
+            run_id=run_id,
+            cell_id=cell_id,
+            round=round,
+            position=position,
+            arm=arm,
+            attempt=attempt,
+            status=m.status,
+            error=m.error,
+            protocol_requested=m.protocol_requested,
+            protocol_negotiated=m.protocol_negotiated,
+            started_at=started_at,
+            duration_s=duration_s,
+            options=m.options,
+            artifacts=m.artifacts if artifacts is None else artifacts,
+            metrics=m.metrics,
+            details=m.details,
+            audit=audit or {},
+            series=m.series,
+            rows=m.rows,
+        )

@@ -32,8 +32,7 @@ from .stats import Test
 from .store import DB_FILE, Store
 
 # the store's own tables; any other table is one a kind declared (Kind.tables)
-CORE_TABLES = ("experiments", "cells", "runs", "metrics", "series", "link_checks", "round_orders",
-               "longlook_schema")
+CORE_TABLES = ("experiments", "cells", "runs", "metrics", "series", "link_checks", "round_orders", "longlook_schema")
 RUN_ORDER = "ORDER BY recorded_at, run_id"
 
 
@@ -41,9 +40,11 @@ def open_store(directory: str | Path) -> Store:
     """The store of `directory`, read-only; one clear error when there is none."""
     directory = Path(directory)
     if not (directory / DB_FILE).is_file():
-        raise LonglookError(f"{directory}: no experiment store here (no {DB_FILE})",
-                            hint="run an experiment into it first: `longlook run SCENARIO --out DIR` "
-                                 "(e.g. `bash scripts/quick.sh` writes results/quick)")
+        raise LonglookError(
+            f"{directory}: no experiment store here (no {DB_FILE})",
+            hint="run an experiment into it first: `longlook run SCENARIO --out DIR` "
+            "(e.g. `bash scripts/quick.sh` writes results/quick)",
+        )
     return Store.open(directory, read_only=True)
 
 
@@ -52,8 +53,9 @@ def table_names(store: Store) -> list[str]:
     its Kind declares), in name order. A store is untrusted input (researchers share
     experiment directories): a table that no schema declares is never read, named in a
     path or pasted into SQL."""
-    names = set(store.sql("SELECT table_name FROM information_schema.tables "
-                          "WHERE table_type = 'BASE TABLE'")["table_name"])
+    names = set(
+        store.sql("SELECT table_name FROM information_schema.tables WHERE table_type = 'BASE TABLE'")["table_name"]
+    )
     kind = store.kind_or_none()
     declared = sorted(getattr(kind, "tables", None) or {})
     return [t for t in CORE_TABLES if t in names] + [t for t in declared if t in names and t not in CORE_TABLES]
@@ -89,10 +91,14 @@ def metrics_wide(store: Store, run_ids: pd.Series) -> pd.DataFrame:
         kind = store.kind()
     except LonglookError:
         kind = None  # a kind this longlook does not know: the stored names are all there is
-    names = list(dict.fromkeys([*(m.name for m in getattr(kind, "metrics", ()) if m.name in set(long["name"])),
-                                *long["name"]]))
-    wide = (long.pivot_table(index="run_id", columns="name", values="value", aggfunc="first", dropna=False)
-            if len(long) else pd.DataFrame(index=pd.Index([], name="run_id")))
+    names = list(
+        dict.fromkeys([*(m.name for m in getattr(kind, "metrics", ()) if m.name in set(long["name"])), *long["name"]])
+    )
+    wide = (
+        long.pivot_table(index="run_id", columns="name", values="value", aggfunc="first", dropna=False)
+        if len(long)
+        else pd.DataFrame(index=pd.Index([], name="run_id"))
+    )
     wide = wide.reindex(index=pd.Index(run_ids, name="run_id"), columns=names).reset_index()
     wide.columns.name = None
     return wide
@@ -117,21 +123,26 @@ class Results:
     @functools.cached_property
     def cells(self) -> pd.DataFrame:
         """One row per cell: position, link, and its dimensions as columns."""
+
         def read(store):
             cells = store.cells_frame()
             base = cells[["cell_id", "position", "link_name"]]
             return base.merge(dims_frame(cells, taken={"position", "link_name"}), on="cell_id", how="left")
+
         return self._read(read)
 
     @functools.cached_property
     def runs(self) -> pd.DataFrame:
         def read(store):
             return with_dims(store.table("runs", RUN_ORDER), store.cells_frame())
+
         return self._read(read)
 
     @functools.cached_property
     def metrics(self) -> pd.DataFrame:
-        return self._read(lambda store: metrics_wide(store, store.sql(f"SELECT run_id FROM runs {RUN_ORDER}")["run_id"]))
+        return self._read(
+            lambda store: metrics_wide(store, store.sql(f"SELECT run_id FROM runs {RUN_ORDER}")["run_id"])
+        )
 
     @functools.cached_property
     def series(self) -> pd.DataFrame:
@@ -145,14 +156,14 @@ class Results:
         """`runs` and `metrics` side by side: one row per run."""
         return self.runs.merge(self.metrics, on="run_id", how="left")
 
-    def analysis(self, *, test: Test | None = None, alpha: float | None = None,
-                 holm: bool | None = None) -> Analysis:
+    def analysis(self, *, test: Test | None = None, alpha: float | None = None, holm: bool | None = None) -> Analysis:
         """The report's statistics model (core.analysis), with the scenario's [statistics]
         unless overridden."""
         return self._read(lambda store: analyse(store, test=test, alpha=alpha, holm=holm))
 
-    def comparisons(self, *, test: Test | None = None, alpha: float | None = None,
-                    holm: bool | None = None) -> pd.DataFrame:
+    def comparisons(
+        self, *, test: Test | None = None, alpha: float | None = None, holm: bool | None = None
+    ) -> pd.DataFrame:
         """The report's comparisons: one row per (cell, pair) on the kind's primary metric,
         the cell's dimensions as columns."""
         return self.analysis(test=test, alpha=alpha, holm=holm).frame()

@@ -31,8 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator,
-                      model_validator)
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ..errors import LonglookError, read_user_text
 from .grid import check_size
@@ -143,8 +142,13 @@ class CellBase:
     def link_dims(self) -> dict[str, Any]:
         """The conditions every kind shares: the link, and the client's CPU when budgeted."""
         down = self.link.resolved("down")
-        d = {"link": self.link_label, "rate_mbit": down.rate_mbit, "trace": down.trace,
-             "rtt_ms": self.link.rtt_ms(), "loss": self.link.expected_loss("down")}
+        d = {
+            "link": self.link_label,
+            "rate_mbit": down.rate_mbit,
+            "trace": down.trace,
+            "rtt_ms": self.link.rtt_ms(),
+            "loss": self.link.expected_loss("down"),
+        }
         if self.client_cpu is not None:
             d["client_cpu"] = self.client_cpu.label
         return d
@@ -210,10 +214,12 @@ class ScenarioBase(BaseModel):
         super().__pydantic_init_subclass__(**kwargs)
         own = cls.__dict__.get("cells")
         if own is not None and not getattr(own, "crossed_with_client_cpu", False):
+
             @functools.wraps(own)
             def cells(self):
                 check_size(self)  # before the product: a huge or empty grid is an error
                 return self.with_client_cpu(own(self))
+
             cells.crossed_with_client_cpu = True
             cls.cells = cells
 
@@ -379,7 +385,8 @@ class ScenarioBase(BaseModel):
                     if trace and not (self.base_dir / trace).is_file():
                         raise LonglookError(
                             f"{source}: link {link.name}: {which} trace: no such file {self.base_dir / trace}",
-                            hint="trace paths are relative to the scenario file")
+                            hint="trace paths are relative to the scenario file",
+                        )
                     if trace and trace not in seen:
                         seen.add(trace)
                         load_mahimahi(self.base_dir / trace)
@@ -388,8 +395,7 @@ class ScenarioBase(BaseModel):
                 raise LonglookError(f"{source}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
 
     @classmethod
-    def from_toml(cls, text: str, source: str = "<scenario>",
-                  base_dir: Path | None = None) -> "ScenarioBase":
+    def from_toml(cls, text: str, source: str = "<scenario>", base_dir: Path | None = None) -> "ScenarioBase":
         """Parse and validate as this model (a kind's model: its `kind` may be omitted)."""
         data = _parse_toml(text, source)
         return _validate(cls, data, text, source, base_dir)
@@ -406,15 +412,16 @@ def _parse_toml(text: str, source: str) -> dict:
         raise LonglookError(f"{source}: not valid TOML: {e}") from None
 
 
-def _validate(model: type[ScenarioBase], data: dict, text: str, source: str,
-              base_dir: Path | None) -> ScenarioBase:
+def _validate(model: type[ScenarioBase], data: dict, text: str, source: str, base_dir: Path | None) -> ScenarioBase:
     try:
         scenario = model(**data)
     except ValidationError as e:
         # name a field as the file wrote it (runs = ..., [link])
         written = {field: alias for alias, field in ALIASES if alias in data}
-        raise LonglookError(f"{source}: {format_errors(e, set(model.model_fields), written, data)}",
-                            hint=f"see {model.example} for a commented example") from None
+        raise LonglookError(
+            f"{source}: {format_errors(e, set(model.model_fields), written, data)}",
+            hint=f"see {model.example} for a commented example",
+        ) from None
     scenario._toml_text = text
     scenario._base_dir = base_dir
     if base_dir is not None:
@@ -429,8 +436,10 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     data = _parse_toml(text, source)
     name = data.get("kind", DEFAULT_KIND)
     if not isinstance(name, str):
-        raise LonglookError(f"{source}: kind: must be one kind's name, got {name!r}",
-                            hint='one experiment has one kind, e.g. kind = "pageload"; a file per kind')
+        raise LonglookError(
+            f"{source}: kind: must be one kind's name, got {name!r}",
+            hint='one experiment has one kind, e.g. kind = "pageload"; a file per kind',
+        )
     try:
         kind = get_kind(name)
     except LonglookError as e:
@@ -440,14 +449,17 @@ def parse_scenario(text: str, source: str = "<scenario>", base_dir: Path | None 
     names = [m.name for m in kind.metrics]
     if rule is not None and rule.metric is not None and rule.metric not in names:
         # the rule would never find its metric and always run to max
-        raise LonglookError(f"{source}: rounds.metric: {rule.metric!r} is not a metric of kind {name!r}",
-                            hint=f"its metrics: {', '.join(names)}")
+        raise LonglookError(
+            f"{source}: rounds.metric: {rule.metric!r} is not a metric of kind {name!r}",
+            hint=f"its metrics: {', '.join(names)}",
+        )
     return scenario
 
 
 def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:
     """What differs between two scenarios as parsed (comments and layout do not count), as
     "field: old -> new" lines."""
+
     def flat(v: Any, key: str = "") -> dict[str, Any]:
         if isinstance(v, dict):
             return {k: x for name, item in v.items() for k, x in flat(item, f"{key}.{name}" if key else name).items()}
@@ -456,8 +468,11 @@ def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:
         return {key: v}
 
     fa, fb = flat(a.model_dump(mode="json")), flat(b.model_dump(mode="json"))
-    return [f"{k}: {fa.get(k, '(unset)')!r} -> {fb.get(k, '(unset)')!r}"
-            for k in sorted(set(fa) | set(fb)) if fa.get(k) != fb.get(k)]
+    return [
+        f"{k}: {fa.get(k, '(unset)')!r} -> {fb.get(k, '(unset)')!r}"
+        for k in sorted(set(fa) | set(fb))
+        if fa.get(k) != fb.get(k)
+    ]
 
 
 def apply_overrides(data: dict, overrides: dict) -> dict:

@@ -93,10 +93,13 @@ class SampleSummary:
     @classmethod
     def of(cls, label: str, x: np.ndarray) -> "SampleSummary":
         n = len(x)
-        return cls(label=label, n=n,
-                   mean=float(np.mean(x)) if n else math.nan,
-                   median=float(np.median(x)) if n else math.nan,
-                   sd=float(np.std(x, ddof=1)) if n > 1 else math.nan)
+        return cls(
+            label=label,
+            n=n,
+            mean=float(np.mean(x)) if n else math.nan,
+            median=float(np.median(x)) if n else math.nan,
+            sd=float(np.std(x, ddof=1)) if n > 1 else math.nan,
+        )
 
 
 @dataclass(frozen=True)
@@ -177,23 +180,47 @@ class CellComparison:
             return f"{display_name(self.a.label)} {self.better_word}"
         if self.verdict is Verdict.B_FASTER:
             return f"{display_name(self.b.label)} {self.better_word}"
-        return {Verdict.INSUFFICIENT: "insufficient data", Verdict.SURVIVORSHIP: "inconclusive: survivorship",
-                Verdict.NOT_TESTABLE: f"not testable: {self.reason}"}.get(self.verdict, "inconclusive")
+        return {
+            Verdict.INSUFFICIENT: "insufficient data",
+            Verdict.SURVIVORSHIP: "inconclusive: survivorship",
+            Verdict.NOT_TESTABLE: f"not testable: {self.reason}",
+        }.get(self.verdict, "inconclusive")
 
     def as_row(self) -> dict:
-        return {"cell_id": self.cell_id, "a": self.a.label, "b": self.b.label,
-                "n_a": self.a.n, "n_b": self.b.n, "mean_a": self.a.mean, "mean_b": self.b.mean,
-                "median_a": self.a.median, "median_b": self.b.median,
-                "sd_a": self.a.sd, "sd_b": self.b.sd,
-                "percent_difference": self.percent_difference,
-                "ci_low": self.ci_low, "ci_high": self.ci_high, "test": self.test,
-                "interval": self.interval, "paired": self.paired,
-                "diff": self.diff, "diff_low": self.diff_low, "diff_high": self.diff_high,
-                "p_value": self.p_value, "p_adjusted": self.p_adjusted, "alpha": self.alpha,
-                "holm": self.holm, "verdict": self.verdict.value,
-                "verdict_text": self.verdict_text, "reason": self.reason, "metric": self.metric,
-                "completion_a": str(self.completion_a or ""), "completion_b": str(self.completion_b or ""),
-                "completion_p": self.completion_p, "worst_case_p": self.worst_case_p}
+        return {
+            "cell_id": self.cell_id,
+            "a": self.a.label,
+            "b": self.b.label,
+            "n_a": self.a.n,
+            "n_b": self.b.n,
+            "mean_a": self.a.mean,
+            "mean_b": self.b.mean,
+            "median_a": self.a.median,
+            "median_b": self.b.median,
+            "sd_a": self.a.sd,
+            "sd_b": self.b.sd,
+            "percent_difference": self.percent_difference,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "test": self.test,
+            "interval": self.interval,
+            "paired": self.paired,
+            "diff": self.diff,
+            "diff_low": self.diff_low,
+            "diff_high": self.diff_high,
+            "p_value": self.p_value,
+            "p_adjusted": self.p_adjusted,
+            "alpha": self.alpha,
+            "holm": self.holm,
+            "verdict": self.verdict.value,
+            "verdict_text": self.verdict_text,
+            "reason": self.reason,
+            "metric": self.metric,
+            "completion_a": str(self.completion_a or ""),
+            "completion_b": str(self.completion_b or ""),
+            "completion_p": self.completion_p,
+            "worst_case_p": self.worst_case_p,
+        }
 
 
 def percent_difference(a: Sequence[float], b: Sequence[float], lower_is_better: bool = True) -> float:
@@ -316,8 +343,16 @@ def missing_pairs(n_pairs: int, done_a: Completion | None, done_b: Completion | 
     return int(math.ceil(lost * n_pairs / max(1, tried - lost) - 1e-9))
 
 
-def survivorship_p(xa: np.ndarray, xb: np.ndarray, claim: Verdict, *, lower_is_better: bool,
-                   paired: bool, lost_a: int = 0, lost_b: int = 0) -> float:
+def survivorship_p(
+    xa: np.ndarray,
+    xb: np.ndarray,
+    claim: Verdict,
+    *,
+    lower_is_better: bool,
+    paired: bool,
+    lost_a: int = 0,
+    lost_b: int = 0,
+) -> float:
     """The claim `claim` (A_FASTER or B_FASTER) tested with the missing values at their worst
     for it (Manski's bounds, in ranks): the claimed winner's missing values worse than every
     observed value, the other arm's better than every one. Unpaired: Mann-Whitney U on the
@@ -355,21 +390,25 @@ def survivorship_p(xa: np.ndarray, xb: np.ndarray, claim: Verdict, *, lower_is_b
 def _survivorship_reason(c: CellComparison, lost_a: int, lost_b: int) -> str:
     """Why a significant difference does not survive the missing runs, in words."""
     a_wins = c.verdict is Verdict.A_FASTER
-    (win, w_lost), (lose, l_lost) = ((c.a.label, lost_a), (c.b.label, lost_b)) if a_wins else \
-        ((c.b.label, lost_b), (c.a.label, lost_a))
+    (win, w_lost), (lose, l_lost) = (
+        ((c.a.label, lost_a), (c.b.label, lost_b)) if a_wins else ((c.b.label, lost_b), (c.a.label, lost_a))
+    )
     worst, best = ("slowest", "fastest") if c.better_word == "faster" else ("worst", "best")
     ifs = []
     if w_lost:
-        ifs.append(f"the {w_lost} missing {win} run{'s' if w_lost > 1 else ''} "
-                   f"{'were' if w_lost > 1 else 'was'} the {worst}")
+        ifs.append(
+            f"the {w_lost} missing {win} run{'s' if w_lost > 1 else ''} {'were' if w_lost > 1 else 'was'} the {worst}"
+        )
     if l_lost:
-        ifs.append(f"the {l_lost} missing {lose} run{'s' if l_lost > 1 else ''} "
-                   f"{'' if ifs else ('were ' if l_lost > 1 else 'was ')}the {best}")
-    done = ", ".join(f"{label} completed {d if d is not None else 'all'}" if i == 0 else
-                     f"{label} {d if d is not None else 'all'}"
-                     for i, (label, d) in enumerate(((c.a.label, c.completion_a), (c.b.label, c.completion_b))))
-    return (f"{done}: the difference does not hold if {' and '.join(ifs)} "
-            f"(worst case p = {c.worst_case_p:.2g})")
+        ifs.append(
+            f"the {l_lost} missing {lose} run{'s' if l_lost > 1 else ''} "
+            f"{'' if ifs else ('were ' if l_lost > 1 else 'was ')}the {best}"
+        )
+    done = ", ".join(
+        f"{label} completed {d if d is not None else 'all'}" if i == 0 else f"{label} {d if d is not None else 'all'}"
+        for i, (label, d) in enumerate(((c.a.label, c.completion_a), (c.b.label, c.completion_b)))
+    )
+    return f"{done}: the difference does not hold if {' and '.join(ifs)} (worst case p = {c.worst_case_p:.2g})"
 
 
 def _lost_rounds(done: Completion | None) -> int:
@@ -377,12 +416,24 @@ def _lost_rounds(done: Completion | None) -> int:
 
 
 @verdict_producer("stats.two_sample", "A faster / B faster (or better) in one cell, survivorship-checked")
-def compare_samples(a: Iterable[float], b: Iterable[float], *, a_label: str = "h3",
-                    b_label: str = "h2", cell_id: str = "", alpha: float = 0.01,
-                    test: Test = "welch", confidence: float = 0.95, metric: str = "plt_ms",
-                    lower_is_better: bool = True, better_word: str = "faster", paired: bool = False,
-                    completion_a: Completion | None = None, completion_b: Completion | None = None,
-                    survivorship_alpha: float = SURVIVORSHIP_ALPHA) -> CellComparison:
+def compare_samples(
+    a: Iterable[float],
+    b: Iterable[float],
+    *,
+    a_label: str = "h3",
+    b_label: str = "h2",
+    cell_id: str = "",
+    alpha: float = 0.01,
+    test: Test = "welch",
+    confidence: float = 0.95,
+    metric: str = "plt_ms",
+    lower_is_better: bool = True,
+    better_word: str = "faster",
+    paired: bool = False,
+    completion_a: Completion | None = None,
+    completion_b: Completion | None = None,
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+) -> CellComparison:
     """Compare two samples of a metric (by default page load times: lower is better).
     `paired`: a[i] and b[i] belong together (flows of one run, runs of one round); the test
     is then the paired t on their log ratio whatever `test` says. `completion_*`: the arms'
@@ -394,20 +445,48 @@ def compare_samples(a: Iterable[float], b: Iterable[float], *, a_label: str = "h
     ran = "paired_t" if paired else test
     sa, sb = SampleSummary.of(a_label, xa), SampleSummary.of(b_label, xb)
     p_surv = completion_test(completion_a, completion_b)
-    common = dict(cell_id=cell_id, a=sa, b=sb, confidence=confidence, test=ran, alpha=alpha,
-                  holm=False, metric=metric, lower_is_better=lower_is_better, better_word=better_word,
-                  paired=paired, completion_a=completion_a, completion_b=completion_b, completion_p=p_surv)
+    common = dict(
+        cell_id=cell_id,
+        a=sa,
+        b=sb,
+        confidence=confidence,
+        test=ran,
+        alpha=alpha,
+        holm=False,
+        metric=metric,
+        lower_is_better=lower_is_better,
+        better_word=better_word,
+        paired=paired,
+        completion_a=completion_a,
+        completion_b=completion_b,
+        completion_p=p_surv,
+    )
     nan = math.nan
     if len(xa) < MIN_N or len(xb) < MIN_N:
         what = "pairs" if paired else "counted runs"
-        return CellComparison(percent_difference=nan, ci_low=nan, ci_high=nan, p_value=nan, p_adjusted=nan,
-                              verdict=Verdict.INSUFFICIENT,
-                              reason=f"fewer than {MIN_N} {what} per arm ({len(xa)} vs {len(xb)})", **common)
+        return CellComparison(
+            percent_difference=nan,
+            ci_low=nan,
+            ci_high=nan,
+            p_value=nan,
+            p_adjusted=nan,
+            verdict=Verdict.INSUFFICIENT,
+            reason=f"fewer than {MIN_N} {what} per arm ({len(xa)} vs {len(xb)})",
+            **common,
+        )
     why = _not_testable_reason(xa, xb, ran)
     if why:
         pct = percent_difference(xa, xb, lower_is_better) if np.all(np.isfinite(np.r_[xa, xb])) else nan
-        return CellComparison(percent_difference=pct, ci_low=nan, ci_high=nan, p_value=nan, p_adjusted=nan,
-                              verdict=Verdict.NOT_TESTABLE, reason=why, **common)
+        return CellComparison(
+            percent_difference=pct,
+            ci_low=nan,
+            ci_high=nan,
+            p_value=nan,
+            p_adjusted=nan,
+            verdict=Verdict.NOT_TESTABLE,
+            reason=why,
+            **common,
+        )
     p, eff, direction = _test(xa, xb, ran, confidence)
     lo, hi = sorted((_pct(eff.relative_low, lower_is_better), _pct(eff.relative_high, lower_is_better)))
     verdict, reason = _verdict(p, alpha, direction, lower_is_better), ""
@@ -415,12 +494,25 @@ def compare_samples(a: Iterable[float], b: Iterable[float], *, a_label: str = "h
         verdict, reason = Verdict.NOT_TESTABLE, "the test gave no p-value"
     elif p_surv < survivorship_alpha:
         verdict = Verdict.SURVIVORSHIP
-        reason = (f"{a_label} completed {completion_a}, {b_label} {completion_b} "
-                  f"(Fisher p = {p_surv:.2g}): the runs that finished are not a fair sample")
-    c = CellComparison(percent_difference=_pct(eff.relative, lower_is_better), ci_low=lo, ci_high=hi,
-                       p_value=p, p_adjusted=p, verdict=verdict, reason=reason, interval=eff.method,
-                       direction=direction,
-                       diff=eff.shift, diff_low=eff.shift_low, diff_high=eff.shift_high, **common)
+        reason = (
+            f"{a_label} completed {completion_a}, {b_label} {completion_b} "
+            f"(Fisher p = {p_surv:.2g}): the runs that finished are not a fair sample"
+        )
+    c = CellComparison(
+        percent_difference=_pct(eff.relative, lower_is_better),
+        ci_low=lo,
+        ci_high=hi,
+        p_value=p,
+        p_adjusted=p,
+        verdict=verdict,
+        reason=reason,
+        interval=eff.method,
+        direction=direction,
+        diff=eff.shift,
+        diff_low=eff.shift_low,
+        diff_high=eff.shift_high,
+        **common,
+    )
     return _survives(c, xa, xb) if verdict.significant else c
 
 
@@ -434,13 +526,17 @@ def _survives(c: CellComparison, xa: np.ndarray, xb: np.ndarray) -> CellComparis
         lost_a, lost_b = missing_values(len(xa), c.completion_a), missing_values(len(xb), c.completion_b)
     if not lost_a and not lost_b:
         return c
-    worst = survivorship_p(xa, xb, c.verdict, lower_is_better=c.lower_is_better, paired=c.paired,
-                           lost_a=lost_a, lost_b=lost_b)
+    worst = survivorship_p(
+        xa, xb, c.verdict, lower_is_better=c.lower_is_better, paired=c.paired, lost_a=lost_a, lost_b=lost_b
+    )
     c = replace(c, worst_case_p=worst)
     if worst < c.alpha:
         return c
-    return replace(c, verdict=Verdict.SURVIVORSHIP,
-                   reason=_survivorship_reason(c, _lost_rounds(c.completion_a), _lost_rounds(c.completion_b)))
+    return replace(
+        c,
+        verdict=Verdict.SURVIVORSHIP,
+        reason=_survivorship_reason(c, _lost_rounds(c.completion_a), _lost_rounds(c.completion_b)),
+    )
 
 
 def _verdict(p: float, alpha: float, direction: int, lower_is_better: bool) -> Verdict:
@@ -458,8 +554,9 @@ def holm_adjust(comparisons: Sequence[CellComparison]) -> list[CellComparison]:
     return holm_family(comparisons)[0]
 
 
-def holm_family(comparisons: Sequence[CellComparison],
-                others: Sequence[float] = ()) -> tuple[list[CellComparison], np.ndarray]:
+def holm_family(
+    comparisons: Sequence[CellComparison], others: Sequence[float] = ()
+) -> tuple[list[CellComparison], np.ndarray]:
     """Holm over the comparisons (each by its family_p) and `others` (more p-values of the same
     family, e.g. the gate's completion tests) at once: the comparisons adjusted as
     holm_adjust says, and the others' adjusted p-values (nan stays nan, outside the family)."""
@@ -467,11 +564,11 @@ def holm_family(comparisons: Sequence[CellComparison],
     out = [replace(c, holm=True) for c in comparisons]
     extra = np.asarray(others, dtype=float)
     p_adj = holm(np.r_[[comparisons[i].family_p for i in idx], extra])
-    for i, pa in zip(idx, p_adj[:len(idx)]):
+    for i, pa in zip(idx, p_adj[: len(idx)]):
         c = out[i]
         verdict = Verdict.INCONCLUSIVE if c.verdict.significant and not pa < c.alpha else c.verdict
         out[i] = replace(c, p_adjusted=float(pa), verdict=verdict)
-    return out, p_adj[len(idx):]
+    return out, p_adj[len(idx) :]
 
 
 def _pairs_of(good: pd.DataFrame, cid: str, a: str, b: str, metric: str, pair_on: str) -> tuple[np.ndarray, np.ndarray]:
@@ -484,8 +581,7 @@ def _pairs_of(good: pd.DataFrame, cid: str, a: str, b: str, metric: str, pair_on
     return m[f"{metric}_a"].to_numpy(dtype=float), m[f"{metric}_b"].to_numpy(dtype=float)
 
 
-def with_failures_as_outcomes(runs: pd.DataFrame, good: pd.DataFrame, metric: str,
-                               value: float) -> pd.DataFrame:
+def with_failures_as_outcomes(runs: pd.DataFrame, good: pd.DataFrame, metric: str, value: float) -> pd.DataFrame:
     """`good` plus, for every (cell, arm, round) without a counted run whose last attempt
     failed or timed out, that run with `metric` = `value` (e.g. a page load that never
     finished as the timeout: censored, not dropped)."""
@@ -508,13 +604,23 @@ def completions(runs: pd.DataFrame, good: pd.DataFrame) -> dict[tuple[str, str],
     return {k: Completion(int(counted.get(k, 0)), int(n)) for k, n in tried.items()}
 
 
-def compare_cells(runs: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
-                  cell_ids: Sequence[str] | None = None, alpha: float = 0.01,
-                  test: Test = "welch", holm: bool = False, confidence: float = 0.95,
-                  metric: str = "plt_ms", lower_is_better: bool = True, better_word: str = "faster",
-                  exclude_flagged: bool = True, pair_on: str | None = None,
-                  survivorship_alpha: float = SURVIVORSHIP_ALPHA,
-                  failure_value: float | None = None) -> list[CellComparison]:
+def compare_cells(
+    runs: pd.DataFrame,
+    pairs: Sequence[tuple[str, str]],
+    *,
+    cell_ids: Sequence[str] | None = None,
+    alpha: float = 0.01,
+    test: Test = "welch",
+    holm: bool = False,
+    confidence: float = 0.95,
+    metric: str = "plt_ms",
+    lower_is_better: bool = True,
+    better_word: str = "faster",
+    exclude_flagged: bool = True,
+    pair_on: str | None = None,
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+    failure_value: float | None = None,
+) -> list[CellComparison]:
     """One CellComparison per (cell, pair) over the runs that count (core.status). `runs`
     needs columns cell_id, arm, round, status, protocol_requested, protocol_negotiated and
     `metric` (Store.runs_frame() has them). `pair_on` (e.g. "run_id" for the flows of one
@@ -538,25 +644,42 @@ def compare_cells(runs: pd.DataFrame, pairs: Sequence[tuple[str, str]], *,
                 xa, xb = _pairs_of(good, cid, a_label, b_label, metric, pair_on)
             else:
                 xa, xb = groups.get((cid, a_label), empty), groups.get((cid, b_label), empty)
-            batch.append(compare_samples(xa, xb, a_label=a_label, b_label=b_label, cell_id=cid,
-                                         alpha=alpha, test=test, confidence=confidence, metric=metric,
-                                         lower_is_better=lower_is_better, better_word=better_word,
-                                         paired=pair_on is not None, completion_a=done.get((cid, a_label)),
-                                         completion_b=done.get((cid, b_label)),
-                                         survivorship_alpha=survivorship_alpha))
+            batch.append(
+                compare_samples(
+                    xa,
+                    xb,
+                    a_label=a_label,
+                    b_label=b_label,
+                    cell_id=cid,
+                    alpha=alpha,
+                    test=test,
+                    confidence=confidence,
+                    metric=metric,
+                    lower_is_better=lower_is_better,
+                    better_word=better_word,
+                    paired=pair_on is not None,
+                    completion_a=done.get((cid, a_label)),
+                    completion_b=done.get((cid, b_label)),
+                    survivorship_alpha=survivorship_alpha,
+                )
+            )
         result.extend(holm_adjust(batch) if holm else batch)
     return result
 
 
-def options(statistics, *, metric=None, timeout_s: float | None = None,
-            exclude_flagged: bool = True) -> dict:
+def options(statistics, *, metric=None, timeout_s: float | None = None, exclude_flagged: bool = True) -> dict:
     """compare_cells' keyword arguments from a scenario's [statistics] (a core.spec.Statistics)
     and the metric compared (a core.kind.Metric): the one place a scenario's settings become
     how its cells are compared. `timeout_s` is the run timeout a failure is worth when the
     scenario counts failures as outcomes."""
-    out = dict(alpha=statistics.alpha, test=statistics.test, holm=statistics.holm,
-               confidence=statistics.confidence, exclude_flagged=exclude_flagged,
-               survivorship_alpha=statistics.survivorship_alpha)
+    out = dict(
+        alpha=statistics.alpha,
+        test=statistics.test,
+        holm=statistics.holm,
+        confidence=statistics.confidence,
+        exclude_flagged=exclude_flagged,
+        survivorship_alpha=statistics.survivorship_alpha,
+    )
     if metric is not None:
         out.update(metric=metric.name, lower_is_better=metric.lower_is_better)
         if statistics.failures == "outcome" and timeout_s is not None:

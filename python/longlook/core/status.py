@@ -24,14 +24,19 @@ def settles(status: str, flagged: bool, *, retry_flagged: bool) -> bool:
     return status in SETTLED and not (retry_flagged and status == "ok" and bool(flagged))
 
 
-def classify(*, ok: bool, requested: str | None, negotiated: str | None,
-             timed_out: bool = False, protocol_unavailable: bool = False) -> Status:
+def classify(
+    *,
+    ok: bool,
+    requested: str | None,
+    negotiated: str | None,
+    timed_out: bool = False,
+    protocol_unavailable: bool = False,
+) -> Status:
     """ok only when the run succeeded over the protocol asked for; another protocol is a
     protocol_mismatch (never counted), whatever `ok` says."""
     if timed_out:
         return "timeout"
-    if protocol_unavailable or (negotiated is not None and requested is not None
-                                and negotiated != requested):
+    if protocol_unavailable or (negotiated is not None and requested is not None and negotiated != requested):
         return "protocol_mismatch"
     if ok and (requested is None or negotiated == requested):
         return "ok"
@@ -43,8 +48,9 @@ def protocol_verified(runs: pd.DataFrame) -> pd.Series:
     return req.isna() | (neg == req)
 
 
-def counted_mask(runs: pd.DataFrame, metric: str | None = None, *,
-                 exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()) -> pd.Series:
+def counted_mask(
+    runs: pd.DataFrame, metric: str | None = None, *, exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()
+) -> pd.Series:
     """`metric_free_arms`: arms whose runs measure something else than `metric` (a kind's
     Kind.metric_free_arms): they count by status and audit alone."""
     ok = (runs["status"] == "ok") & protocol_verified(runs)
@@ -57,8 +63,7 @@ def counted_mask(runs: pd.DataFrame, metric: str | None = None, *,
     return ok
 
 
-def counted_runs(runs: pd.DataFrame, metric: str | None = None, *,
-                 exclude_flagged: bool = True) -> pd.DataFrame:
+def counted_runs(runs: pd.DataFrame, metric: str | None = None, *, exclude_flagged: bool = True) -> pd.DataFrame:
     """The runs that count (see the module's docstring)."""
     if runs.empty:
         return runs
@@ -80,15 +85,17 @@ def exclusion_reason(r: pd.Series, metric: str | None = None, *, exclude_flagged
     return f"{phase}: {text}" if isinstance(phase, str) and phase else text
 
 
-def completion(runs: pd.DataFrame, metric: str | None = None, *,
-               exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()) -> pd.DataFrame:
+def completion(
+    runs: pd.DataFrame, metric: str | None = None, *, exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()
+) -> pd.DataFrame:
     """Per (cell, arm): the rounds tried, those that ended with a counted run, and the share.
     Where a protocol cannot finish under a condition, this is the result, not its PLT."""
     cols = ["cell_id", "arm", "rounds", "counted", "share"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
-    r = runs.assign(_counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged,
-                                          metric_free_arms=metric_free_arms))
+    r = runs.assign(
+        _counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged, metric_free_arms=metric_free_arms)
+    )
     per_round = r.groupby(["cell_id", "arm", "round"])["_counted"].any().reset_index()
     out = per_round.groupby(["cell_id", "arm"])["_counted"].agg(rounds="size", counted="sum").reset_index()
     out["counted"] = out["counted"].astype(int)
@@ -99,12 +106,16 @@ def completion(runs: pd.DataFrame, metric: str | None = None, *,
 def shortfalls(done: pd.DataFrame, cell_arms: dict[str, list[str]], need: int) -> list[str]:
     """Cells where an arm ended with fewer counted runs than `need`, in words ("cell: h2 has
     1 of 5 rounds counted"); an arm never tried counts as 0."""
-    have = {(c, a): (int(k), int(n)) for c, a, n, k in
-            done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)}
+    have = {
+        (c, a): (int(k), int(n)) for c, a, n, k in done[["cell_id", "arm", "rounds", "counted"]].itertuples(index=False)
+    }
     short = []
     for cell, arms in cell_arms.items():
-        lacking = [f"{a} has {have.get((cell, a), (0, 0))[0]} of {have.get((cell, a), (0, 0))[1]} "
-                   f"rounds counted" for a in arms if have.get((cell, a), (0, 0))[0] < need]
+        lacking = [
+            f"{a} has {have.get((cell, a), (0, 0))[0]} of {have.get((cell, a), (0, 0))[1]} rounds counted"
+            for a in arms
+            if have.get((cell, a), (0, 0))[0] < need
+        ]
         if lacking:
             short.append(f"{cell}: " + ", ".join(lacking))
     return short

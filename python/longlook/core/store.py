@@ -72,11 +72,32 @@ _JSON_COLUMNS = {
     "link_checks": ("configured", "measured"),
     "round_orders": ("arm_order",),
 }
-_RUN_COLUMNS = ("run_id", "cell_id", "round", "position", "arm", "attempt", "status", "error",
-                "protocol_requested", "protocol_negotiated", "started_at", "duration_s",
-                "options", "artifacts", "details", "audit_released", "audit_late_releases",
-                "audit_max_release_late_ms", "audit_kernel_queue_drops", "audit_stalls",
-                "audit_max_stall_ms", "audit_flagged", "audit_reasons", "recorded_at")
+_RUN_COLUMNS = (
+    "run_id",
+    "cell_id",
+    "round",
+    "position",
+    "arm",
+    "attempt",
+    "status",
+    "error",
+    "protocol_requested",
+    "protocol_negotiated",
+    "started_at",
+    "duration_s",
+    "options",
+    "artifacts",
+    "details",
+    "audit_released",
+    "audit_late_releases",
+    "audit_max_release_late_ms",
+    "audit_kernel_queue_drops",
+    "audit_stalls",
+    "audit_max_stall_ms",
+    "audit_flagged",
+    "audit_reasons",
+    "recorded_at",
+)
 
 
 def utcnow() -> datetime:
@@ -90,8 +111,7 @@ def _naive_utc(t: datetime | None) -> datetime | None:
     return t.astimezone(timezone.utc).replace(tzinfo=None)
 
 
-_PACKAGES = ("typer", "rich", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "duckdb",
-             "matplotlib", "jinja2")
+_PACKAGES = ("typer", "rich", "pydantic", "numpy", "scipy", "statsmodels", "pandas", "duckdb", "matplotlib", "jinja2")
 
 
 def environment_versions(**extra: Any) -> dict[str, Any]:
@@ -105,9 +125,15 @@ def environment_versions(**extra: Any) -> dict[str, Any]:
             pkgs[name] = importlib.metadata.version(name)
         except importlib.metadata.PackageNotFoundError:
             pkgs[name] = None
-    return {"longlook": __version__, "commit": source_commit(), "python": sys.version.split()[0],
-            "kernel": platform.release(), "machine": platform.machine(),
-            "packages": pkgs, **extra}
+    return {
+        "longlook": __version__,
+        "commit": source_commit(),
+        "python": sys.version.split()[0],
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "packages": pkgs,
+        **extra,
+    }
 
 
 # linkem's datapath, recorded in versions.testbed.datapath since there were two; an
@@ -170,6 +196,7 @@ class _ShieldedConnection:
             with signals_deferred():
                 result = attr(*args, **kwargs)
             return self if result is self._raw else result
+
         return shielded
 
 
@@ -181,7 +208,7 @@ def _many_rows(sql: str, n: int) -> str:
     head, _, values = sql.rpartition("VALUES ")
     tail = ""
     if ")" in values and not values.rstrip().endswith(")"):  # e.g. ON CONFLICT after the tuple
-        values, tail = values[:values.index(")") + 1], values[values.index(")") + 1:]
+        values, tail = values[: values.index(")") + 1], values[values.index(")") + 1 :]
     return f"{head}VALUES {', '.join([values.strip()] * n)}{tail}"
 
 
@@ -200,19 +227,25 @@ class Store:
         directory = Path(directory)
         db = directory / DB_FILE
         if read_only and not db.exists():
-            raise LonglookError(f"{directory}: no results here (no {DB_FILE})",
-                                hint="give the directory that `longlook run` wrote to")
+            raise LonglookError(
+                f"{directory}: no results here (no {DB_FILE})", hint="give the directory that `longlook run` wrote to"
+            )
         directory.mkdir(parents=True, exist_ok=True)
         try:
             con = duckdb.connect(str(db), read_only=read_only)
         except duckdb.IOException as e:
             damaged = "not a valid DuckDB database" in str(e)
-            raise LonglookError(f"{db}: cannot open: {e}",
-                                hint="not an experiment store, or a damaged one: use an undamaged copy"
-                                if damaged else "is an experiment still running on this directory?") from None
+            raise LonglookError(
+                f"{db}: cannot open: {e}",
+                hint="not an experiment store, or a damaged one: use an undamaged copy"
+                if damaged
+                else "is an experiment still running on this directory?",
+            ) from None
         except duckdb.Error as e:
-            raise LonglookError(f"{db}: cannot open: the store is damaged ({str(e).splitlines()[0]})",
-                                hint="use an undamaged copy of the experiment directory") from None
+            raise LonglookError(
+                f"{db}: cannot open: the store is damaged ({str(e).splitlines()[0]})",
+                hint="use an undamaged copy of the experiment directory",
+            ) from None
         store = cls(directory, con, read_only)
         store._check_layout()
         if not read_only:
@@ -228,12 +261,18 @@ class Store:
         return store
 
     def _check_layout(self) -> None:
-        cols = {r[0] for r in self._con.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'experiments'").fetchall()}
+        cols = {
+            r[0]
+            for r in self._con.execute(
+                "SELECT column_name FROM information_schema.columns WHERE table_name = 'experiments'"
+            ).fetchall()
+        }
         if cols and "kind" not in cols:
             self._con.close()
-            raise LonglookError(f"{self.directory}: results of an older longlook (before kinds)",
-                                hint="re-run the scenario into a new directory")
+            raise LonglookError(
+                f"{self.directory}: results of an older longlook (before kinds)",
+                hint="re-run the scenario into a new directory",
+            )
 
     def close(self) -> None:
         if self._orders:  # rounds that stored no run this session (all settled before)
@@ -250,12 +289,16 @@ class Store:
     # -- the kind
 
     def kind_name(self) -> str | None:
-        row = self._con.execute("SELECT kind FROM experiments ORDER BY started_at LIMIT 1").fetchone() \
-            if self._has_table("experiments") else None
+        row = (
+            self._con.execute("SELECT kind FROM experiments ORDER BY started_at LIMIT 1").fetchone()
+            if self._has_table("experiments")
+            else None
+        )
         return row[0] if row else None
 
     def kind(self):
         from .registry import get_kind
+
         name = self.kind_name()
         return get_kind(name) if name else None
 
@@ -265,8 +308,11 @@ class Store:
             self._con.execute(_table_ddl(name, columns))
 
     def _has_table(self, name: str) -> bool:
-        return bool(self._con.execute(
-            "SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[0])
+        return bool(
+            self._con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = ?", [name]).fetchone()[
+                0
+            ]
+        )
 
     # -- transactions
 
@@ -284,7 +330,7 @@ class Store:
                         # one statement of many rows: DuckDB's executemany runs each row
                         # as its own statement, ~10 ms a run's worth of metrics
                         for i in range(0, len(params), ROWS_PER_STATEMENT):
-                            chunk = params[i:i + ROWS_PER_STATEMENT]
+                            chunk = params[i : i + ROWS_PER_STATEMENT]
                             con.execute(_many_rows(sql, len(chunk)), [v for row in chunk for v in row])
                 con.commit()
             except duckdb.Error as e:
@@ -292,8 +338,10 @@ class Store:
                 # a full disk shows at the statement (IOException) or, when the rows fit in
                 # memory, at the commit's WAL write (TransactionException)
                 if "space left" in str(e).lower():
-                    raise LonglookError(f"{self.directory}: no space left on device to store the run",
-                                        hint="free space, then rerun with --resume: finished runs are kept") from None
+                    raise LonglookError(
+                        f"{self.directory}: no space left on device to store the run",
+                        hint="free space, then rerun with --resume: finished runs are kept",
+                    ) from None
                 raise
             except BaseException:
                 self._rollback()
@@ -308,8 +356,9 @@ class Store:
 
     # -- experiment
 
-    def start_experiment(self, scenario: ScenarioBase, versions: dict[str, Any] | None = None, *,
-                         allow_version_change: bool = False) -> str:
+    def start_experiment(
+        self, scenario: ScenarioBase, versions: dict[str, Any] | None = None, *, allow_version_change: bool = False
+    ) -> str:
         """Record the experiment and its cells; on a directory that already holds this
         scenario, resume it (same id). A different scenario in the same directory is refused,
         and so is resuming with other software versions (results would mix them) unless
@@ -319,22 +368,33 @@ class Store:
         toml = scenario.toml_text or scenario.model_dump_json()
         self._create_kind_tables(get_kind(scenario.kind))
         existing = self._con.execute(
-            "SELECT id, scenario_toml, versions FROM experiments ORDER BY started_at LIMIT 1").fetchone()
+            "SELECT id, scenario_toml, versions FROM experiments ORDER BY started_at LIMIT 1"
+        ).fetchone()
         if existing:
             exp_id, stored_toml, stored_versions = existing
             if stored_toml != toml:
                 self._refuse_other_scenario(stored_toml, scenario)
-            merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions,
-                                            allow_version_change)
+            merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions, allow_version_change)
             self._record_cells(scenario)
-            self._transaction([("UPDATE experiments SET versions = ? WHERE id = ?",
-                                [json.dumps(merged), exp_id])])
+            self._transaction([("UPDATE experiments SET versions = ? WHERE id = ?", [json.dumps(merged), exp_id])])
             return exp_id
         exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
-        self._transaction([(
-            "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
-            [exp_id, scenario.kind, scenario.name, toml, scenario.seed, utcnow(),
-             json.dumps(versions or {}, default=str)])])
+        self._transaction(
+            [
+                (
+                    "INSERT INTO experiments VALUES (?, ?, ?, ?, ?, ?, NULL, ?)",
+                    [
+                        exp_id,
+                        scenario.kind,
+                        scenario.name,
+                        toml,
+                        scenario.seed,
+                        utcnow(),
+                        json.dumps(versions or {}, default=str),
+                    ],
+                )
+            ]
+        )
         self._record_cells(scenario)
         return exp_id
 
@@ -358,8 +418,10 @@ class Store:
             differences = scenario_differences(stored, scenario)
         if differences:
             shown = "; ".join(differences[:8]) + (f"; and {len(differences) - 8} more" if len(differences) > 8 else "")
-            raise LonglookError(f"{self.directory}: holds results of another scenario ({shown})",
-                                hint="use a new directory for a new or changed scenario")
+            raise LonglookError(
+                f"{self.directory}: holds results of another scenario ({shown})",
+                hint="use a new directory for a new or changed scenario",
+            )
 
     def mark_running(self) -> None:
         """Runs are about to be added: the experiment is not ended any more."""
@@ -371,8 +433,11 @@ class Store:
             # the checkout's commit may move on between sessions (a fix elsewhere, docs): each
             # session records its own; the binaries' and packages' versions are what must hold
             was = with_datapath(stored)
-            changed = {k: {"was": was.get(k), "now": v} for k, v in now.items()
-                       if k not in ("resumed", "commit") and was.get(k) != v}
+            changed = {
+                k: {"was": was.get(k), "now": v}
+                for k, v in now.items()
+                if k not in ("resumed", "commit") and was.get(k) != v
+            }
             if now.get("commit") != stored.get("commit"):
                 resumed["commit"] = now.get("commit")
             if changed and not allow:
@@ -381,9 +446,13 @@ class Store:
                 now_datapath = (now.get("testbed") or {}).get("datapath")
                 raise LonglookError(
                     f"{self.directory}: versions changed since this experiment started ({what})",
-                    hint=(f"LONGLOOK_DATAPATH={first} resumes it on the datapath it started on; or "
-                          if now_datapath and now_datapath != first else "")
-                    + "use a new directory, or allow the change explicitly (it is recorded)")
+                    hint=(
+                        f"LONGLOOK_DATAPATH={first} resumes it on the datapath it started on; or "
+                        if now_datapath and now_datapath != first
+                        else ""
+                    )
+                    + "use a new directory, or allow the change explicitly (it is recorded)",
+                )
             if changed:
                 resumed["changed"] = changed
         return {**stored, "resumed": [*stored.get("resumed", []), resumed]}
@@ -406,11 +475,18 @@ class Store:
         return parse_scenario(exp["scenario_toml"], source=f"{self.directory} (stored scenario)")
 
     def _record_cells(self, scenario: ScenarioBase) -> None:
-        rows = [[c.id, c.index, c.link.name, c.link.model_dump_json(exclude_none=True),
-                 json.dumps(c.dims(), default=str), json.dumps(c.settings(), default=str)]
-                for c in scenario.cells()]
-        self._transaction([("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)],
-                          many=True)
+        rows = [
+            [
+                c.id,
+                c.index,
+                c.link.name,
+                c.link.model_dump_json(exclude_none=True),
+                json.dumps(c.dims(), default=str),
+                json.dumps(c.settings(), default=str),
+            ]
+            for c in scenario.cells()
+        ]
+        self._transaction([("INSERT INTO cells VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING", rows)], many=True)
 
     # -- runs
 
@@ -423,25 +499,50 @@ class Store:
         """Store one run with its metrics, series and kind rows atomically; durable when
         this returns."""
         a = r.audit
-        row = [r.run_id, r.cell_id, r.round, r.position, r.arm, r.attempt, r.status, r.error,
-               r.protocol_requested, r.protocol_negotiated, _naive_utc(r.started_at), r.duration_s,
-               json.dumps(r.options, default=str), json.dumps(r.artifacts),
-               json.dumps(r.details, default=str), a.get("released"), a.get("late_releases"),
-               a.get("max_release_late_ms"), a.get("kernel_queue_drops"), a.get("stalls"),
-               a.get("max_stall_ms"), bool(a.get("flagged", False)),
-               "; ".join(a.get("reasons") or []) or None, utcnow()]
-        statements = [(f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", [row]),
-                      ("INSERT INTO metrics VALUES (?, ?, ?)",
-                       [[r.run_id, k, v] for k, v in r.metrics.items() if v is not None]),
-                      ("INSERT INTO series VALUES (?, ?, ?, ?, ?)",
-                       [[r.run_id, s["name"], s.get("key", ""), s["t_s"], s["value"]] for s in r.series])]
+        row = [
+            r.run_id,
+            r.cell_id,
+            r.round,
+            r.position,
+            r.arm,
+            r.attempt,
+            r.status,
+            r.error,
+            r.protocol_requested,
+            r.protocol_negotiated,
+            _naive_utc(r.started_at),
+            r.duration_s,
+            json.dumps(r.options, default=str),
+            json.dumps(r.artifacts),
+            json.dumps(r.details, default=str),
+            a.get("released"),
+            a.get("late_releases"),
+            a.get("max_release_late_ms"),
+            a.get("kernel_queue_drops"),
+            a.get("stalls"),
+            a.get("max_stall_ms"),
+            bool(a.get("flagged", False)),
+            "; ".join(a.get("reasons") or []) or None,
+            utcnow(),
+        ]
+        statements = [
+            (f"INSERT INTO runs ({', '.join(_RUN_COLUMNS)}) VALUES ({', '.join('?' * len(row))})", [row]),
+            ("INSERT INTO metrics VALUES (?, ?, ?)", [[r.run_id, k, v] for k, v in r.metrics.items() if v is not None]),
+            (
+                "INSERT INTO series VALUES (?, ?, ?, ?, ?)",
+                [[r.run_id, s["name"], s.get("key", ""), s["t_s"], s["value"]] for s in r.series],
+            ),
+        ]
         for table, rows in r.rows.items():
             if not rows:
                 continue
             cols = list(rows[0])
-            statements.append((f"INSERT INTO {table} (run_id, {', '.join(cols)}) "
-                               f"VALUES ({', '.join('?' * (len(cols) + 1))})",
-                               [[r.run_id, *(x.get(c) for c in cols)] for x in rows]))
+            statements.append(
+                (
+                    f"INSERT INTO {table} (run_id, {', '.join(cols)}) VALUES ({', '.join('?' * (len(cols) + 1))})",
+                    [[r.run_id, *(x.get(c) for c in cols)] for x in rows],
+                )
+            )
         if self._orders:
             statements.append(self._orders_statement())
         self._transaction(statements, many=True)
@@ -453,28 +554,35 @@ class Store:
         rows = self._con.execute(
             "SELECT round, arm, status, coalesce(audit_flagged, false), "
             "count(*) OVER (PARTITION BY round, arm) AS n FROM runs WHERE cell_id = ?",
-            [cell_id]).fetchall()
-        return {(int(rnd), arm) for rnd, arm, status, flagged, n in rows
-                if settles(status, flagged, retry_flagged=retry_flagged) or n > retries}
+            [cell_id],
+        ).fetchall()
+        return {
+            (int(rnd), arm)
+            for rnd, arm, status, flagged, n in rows
+            if settles(status, flagged, retry_flagged=retry_flagged) or n > retries
+        }
 
     def completed_runs(self, cell_id: str) -> set[tuple[int, str]]:
         """(round, arm) pairs of this cell that already have an ok run."""
         rows = self._con.execute(
-            "SELECT DISTINCT round, arm FROM runs WHERE cell_id = ? AND status = 'ok'",
-            [cell_id]).fetchall()
+            "SELECT DISTINCT round, arm FROM runs WHERE cell_id = ? AND status = 'ok'", [cell_id]
+        ).fetchall()
         return {(int(r), a) for r, a in rows}
 
     def attempt_counts(self, cell_id: str) -> dict[tuple[int, str], int]:
         """How many times each (round, arm) of this cell has been tried, whatever the outcome."""
-        rows = self._con.execute("SELECT round, arm, count(*) FROM runs WHERE cell_id = ? GROUP BY round, arm",
-                                 [cell_id]).fetchall()
+        rows = self._con.execute(
+            "SELECT round, arm, count(*) FROM runs WHERE cell_id = ? GROUP BY round, arm", [cell_id]
+        ).fetchall()
         return {(int(rnd), arm): int(n) for rnd, arm, n in rows}
 
     def attempts(self, cell_id: str, round: int, arm: str) -> int:
         """How many times this (cell, round, arm) has been tried, whatever the outcome."""
-        return int(self._con.execute(
-            "SELECT count(*) FROM runs WHERE cell_id = ? AND round = ? AND arm = ?",
-            [cell_id, round, arm]).fetchone()[0])
+        return int(
+            self._con.execute(
+                "SELECT count(*) FROM runs WHERE cell_id = ? AND round = ? AND arm = ?", [cell_id, round, arm]
+            ).fetchone()[0]
+        )
 
     def record_round_order(self, cell_id: str, round: int, order: list[str]) -> None:
         """The arms' order in a round, written with the round's next stored run (one commit
@@ -484,11 +592,24 @@ class Store:
     def _orders_statement(self) -> tuple[str, list]:
         return ("INSERT INTO round_orders VALUES (?, ?, ?) ON CONFLICT DO NOTHING", list(self._orders.values()))
 
-    def record_link_check(self, profile_name: str, configured: dict, measured: dict,
-                          passed: bool, detail: str | None = None) -> None:
-        self._transaction([("INSERT INTO link_checks VALUES (?, ?, ?, ?, ?, ?)",
-                            [profile_name, json.dumps(configured, default=str),
-                             json.dumps(measured, default=str), passed, detail, utcnow()])])
+    def record_link_check(
+        self, profile_name: str, configured: dict, measured: dict, passed: bool, detail: str | None = None
+    ) -> None:
+        self._transaction(
+            [
+                (
+                    "INSERT INTO link_checks VALUES (?, ?, ?, ?, ?, ?)",
+                    [
+                        profile_name,
+                        json.dumps(configured, default=str),
+                        json.dumps(measured, default=str),
+                        passed,
+                        detail,
+                        utcnow(),
+                    ],
+                )
+            ]
+        )
 
     # -- reading
 
@@ -496,8 +617,10 @@ class Store:
         df = self._con.execute(f"SELECT * FROM {sql_identifier(table)} {order}").df()
         key = store_check.ROW_KEY.get(table)
         for col in _JSON_COLUMNS.get(table, ()):
-            df[col] = [store_check.decode(self.directory, table, col, k, v)
-                       for k, v in zip(df[key] if key else df.index, df[col])]
+            df[col] = [
+                store_check.decode(self.directory, table, col, k, v)
+                for k, v in zip(df[key] if key else df.index, df[col])
+            ]
         return df
 
     def runs_frame(self) -> pd.DataFrame:
@@ -505,10 +628,12 @@ class Store:
         measured) and one per detail key."""
         runs = self._frame("runs", "ORDER BY recorded_at, run_id")
         metrics = self._con.execute("SELECT run_id, name, value FROM metrics").df()
-        names = list(dict.fromkeys([*(m.name for m in getattr(self.kind_or_none(), "metrics", ())),
-                                    *metrics["name"]]))
-        wide = (metrics.pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
-                if len(metrics) else pd.DataFrame(index=pd.Index([], name="run_id")))
+        names = list(dict.fromkeys([*(m.name for m in getattr(self.kind_or_none(), "metrics", ())), *metrics["name"]]))
+        wide = (
+            metrics.pivot_table(index="run_id", columns="name", values="value", aggfunc="first")
+            if len(metrics)
+            else pd.DataFrame(index=pd.Index([], name="run_id"))
+        )
         wide = wide.reindex(columns=names)
         runs = runs.join(wide, on="run_id")
         details = pd.DataFrame([d if isinstance(d, dict) else {} for d in runs["details"]], index=runs.index)

@@ -18,14 +18,22 @@ SCHEMA_VERSION = 1  # raise when the layout of _SCHEMA changes incompatibly
 _VERSION_TABLE = "longlook_schema"
 
 # the column that names a row in an error
-ROW_KEY = {"experiments": "id", "cells": "cell_id", "runs": "run_id", "link_checks": "profile_name",
-           "round_orders": "cell_id"}
+ROW_KEY = {
+    "experiments": "id",
+    "cells": "cell_id",
+    "runs": "run_id",
+    "link_checks": "profile_name",
+    "round_orders": "cell_id",
+}
 # what each JSON column must hold: an object, except the arm order
 _JSON_TYPE = {("round_orders", "arm_order"): "ARRAY"}
 # columns a reader cannot do without
-_NOT_NULL = {"experiments": ("id", "kind", "scenario_toml", "versions"),
-             "cells": ("cell_id", "dims"), "runs": ("run_id", "cell_id", "round", "arm", "status"),
-             "metrics": ("run_id", "name")}
+_NOT_NULL = {
+    "experiments": ("id", "kind", "scenario_toml", "versions"),
+    "cells": ("cell_id", "dims"),
+    "runs": ("run_id", "cell_id", "round", "arm", "status"),
+    "metrics": ("run_id", "name"),
+}
 _HINT = "re-run the scenario into a new directory (`longlook run FILE --out NEW`)"
 
 
@@ -41,8 +49,9 @@ def _layout(schema: str) -> dict[str, tuple[str, ...]]:
     """Table -> columns, from the writer's own DDL (one source)."""
     con = duckdb.connect(":memory:")
     con.execute(schema)
-    rows = con.execute("SELECT table_name, column_name FROM information_schema.columns "
-                       "ORDER BY table_name, ordinal_position").fetchall()
+    rows = con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns ORDER BY table_name, ordinal_position"
+    ).fetchall()
     con.close()
     out: dict[str, list[str]] = {}
     for table, column in rows:
@@ -58,19 +67,23 @@ def check_readable(con: Any, directory: Path, schema: str, json_columns: dict[st
     if _VERSION_TABLE in present:
         version = con.execute(f"SELECT max(version) FROM {_VERSION_TABLE}").fetchone()[0]
         if version is not None and version > SCHEMA_VERSION:
-            raise LonglookError(f"{where}: written by a newer longlook (store schema {version}, this one "
-                                f"reads {SCHEMA_VERSION})", hint="read it with that longlook, or upgrade")
+            raise LonglookError(
+                f"{where}: written by a newer longlook (store schema {version}, this one reads {SCHEMA_VERSION})",
+                hint="read it with that longlook, or upgrade",
+            )
     for table, columns in _layout(schema).items():
         if table not in present:
-            raise LonglookError(f"{where}: the store has no table {table!r}: not an experiment longlook "
-                                f"wrote, or damaged", hint=_HINT)
+            raise LonglookError(
+                f"{where}: the store has no table {table!r}: not an experiment longlook wrote, or damaged", hint=_HINT
+            )
         missing = [c for c in columns if c not in present[table]]
         if missing:
             raise LonglookError(f"{where}: table {table!r} lacks column(s) {', '.join(missing)}", hint=_HINT)
     n = con.execute("SELECT count(*) FROM experiments").fetchone()[0]
     if n == 0:
-        raise LonglookError(f"{where}: no experiment recorded",
-                            hint="run it (again) with `longlook run FILE --out DIR --resume`")
+        raise LonglookError(
+            f"{where}: no experiment recorded", hint="run it (again) with `longlook run FILE --out DIR --resume`"
+        )
     for table, columns in _NOT_NULL.items():
         for col in columns:
             key = ROW_KEY.get(table, col)
@@ -81,12 +94,16 @@ def check_readable(con: Any, directory: Path, schema: str, json_columns: dict[st
         key = ROW_KEY[table]
         for col in columns:
             want = _JSON_TYPE.get((table, col), "OBJECT")
-            row = con.execute(f"SELECT {key}, {col} FROM {table} WHERE {col} IS NOT NULL AND "
-                              f"(NOT json_valid({col}) OR json_type({col}) <> ?) LIMIT 1", [want]).fetchone()
+            row = con.execute(
+                f"SELECT {key}, {col} FROM {table} WHERE {col} IS NOT NULL AND "
+                f"(NOT json_valid({col}) OR json_type({col}) <> ?) LIMIT 1",
+                [want],
+            ).fetchone()
             if row is not None:
                 decode(directory, table, col, row[0], row[1])  # says what is wrong with it
-                raise LonglookError(f"{where}: {_row(table, key, row[0])}: column {col} is not a JSON "
-                                    f"{want.lower()}", hint=_HINT)
+                raise LonglookError(
+                    f"{where}: {_row(table, key, row[0])}: column {col} is not a JSON {want.lower()}", hint=_HINT
+                )
 
 
 def _row(table: str, key: str, value: Any) -> str:
@@ -100,5 +117,7 @@ def decode(directory: Path, table: str, column: str, key: Any, text: Any) -> Any
     try:
         return json.loads(text)
     except ValueError as e:
-        raise LonglookError(f"{directory}: {_row(table, ROW_KEY.get(table, ''), key)}: column {column} "
-                            f"is not valid JSON ({e})", hint=_HINT) from None
+        raise LonglookError(
+            f"{directory}: {_row(table, ROW_KEY.get(table, ''), key)}: column {column} is not valid JSON ({e})",
+            hint=_HINT,
+        ) from None

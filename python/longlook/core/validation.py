@@ -19,8 +19,10 @@ def misplaced_key(where: str, key: str, top_fields: Iterable[str]) -> str | None
     """TOML's trap: a top-level key written after a [table] header belongs to that table."""
     if key not in set(top_fields):
         return None
-    return (f"{where}.{key}: not a field here; in TOML every key after a [table] header belongs "
-            f"to that table: move `{key} = ...` above the first [table]")
+    return (
+        f"{where}.{key}: not a field here; in TOML every key after a [table] header belongs "
+        f"to that table: move `{key} = ...` above the first [table]"
+    )
 
 
 def at(where: str, loc: str, msg: str) -> str:
@@ -46,8 +48,7 @@ def message(err: dict) -> str:
         return "unknown field"
     inp = err.get("input")
     # say what was given, unless the message already does or the input is a whole table
-    if (err["type"] != "missing" and "got" not in msg and not isinstance(inp, (dict, list))
-            and str(inp) not in msg):
+    if err["type"] != "missing" and "got" not in msg and not isinstance(inp, (dict, list)) and str(inp) not in msg:
         shown = repr(inp)
         if len(shown) > 80:  # a 100k-character value is named, not printed
             shown = f"{shown[:60]}... ({len(str(inp)):,} characters)"
@@ -55,16 +56,22 @@ def message(err: dict) -> str:
     return msg
 
 
-def format_errors(e: ValidationError, top_fields: Iterable[str] = (),
-                  written: dict[str, str] | None = None, data: dict | None = None) -> str:
+def format_errors(
+    e: ValidationError, top_fields: Iterable[str] = (), written: dict[str, str] | None = None, data: dict | None = None
+) -> str:
     """`field[i].sub: message; ...`, with TOML's misplaced-key trap explained; `written`
     maps a field to the alias the file used for it; `data`, the table as written, names a
     field the file gave as one value without the [0] of the list a validator made of it."""
     parts = []
     for err in e.errors():
         where = tuple(err["loc"])
-        if (data is not None and len(where) > 1 and where[1] == 0 and where[0] in data
-                and not isinstance(data[where[0]], list)):
+        if (
+            data is not None
+            and len(where) > 1
+            and where[1] == 0
+            and where[0] in data
+            and not isinstance(data[where[0]], list)
+        ):
             where = (where[0], *where[2:])
         if where and written and where[0] in written:
             where = (written[where[0]], *where[1:])
@@ -79,10 +86,16 @@ def format_errors(e: ValidationError, top_fields: Iterable[str] = (),
     return "; ".join(parts)
 
 
-def expand_sweep(raw: Any, name: str, model: type[BaseModel], *, top_fields: Iterable[str],
-                 sweepable: Iterable[str] | None = None,
-                 prepare: Callable[[Any], Any] | None = None,
-                 adjust: Callable[[dict, dict[str, int], str], None] | None = None) -> list[BaseModel]:
+def expand_sweep(
+    raw: Any,
+    name: str,
+    model: type[BaseModel],
+    *,
+    top_fields: Iterable[str],
+    sweepable: Iterable[str] | None = None,
+    prepare: Callable[[Any], Any] | None = None,
+    adjust: Callable[[dict, dict[str, int], str], None] | None = None,
+) -> list[BaseModel]:
     """`[[name]]` entries (or one `[name]` table) with list-valued fields -> one `model` per
     combination. `sweepable` limits which fields may be lists (None: any). `prepare` turns an
     entry into a dict first (e.g. a "10x100k" string); `adjust(d, positions, where)` edits a
@@ -106,8 +119,7 @@ def expand_sweep(raw: Any, name: str, model: type[BaseModel], *, top_fields: Ite
         lists = {k: v for k, v in entry.items() if isinstance(v, list)}
         for k in lists:
             if allowed is not None and k not in allowed:
-                raise ValueError(f"{where(i)}.{k}: cannot be a list; fields that sweep: "
-                                 f"{', '.join(allowed)}")
+                raise ValueError(f"{where(i)}.{k}: cannot be a list; fields that sweep: {', '.join(allowed)}")
             if not lists[k]:
                 raise ValueError(f"{where(i)}.{k}: empty list")
         check_sweep(where(i), [len(x) for x in lists.values()])
@@ -123,6 +135,7 @@ def expand_sweep(raw: Any, name: str, model: type[BaseModel], *, top_fields: Ite
             try:
                 out.append(model(**d))
             except ValidationError as e:
-                raise ValueError("; ".join(
-                    at(where(i), loc_text(err["loc"], pos), message(err)) for err in e.errors())) from None
+                raise ValueError(
+                    "; ".join(at(where(i), loc_text(err["loc"], pos), message(err)) for err in e.errors())
+                ) from None
     return out

@@ -36,12 +36,17 @@ from .reader import RECORD_SEPARATOR, parse_records
 
 # stacks' own state names -> Table 3
 STATE_NAMES = {
-    "slow_start": "SlowStart", "congestion_avoidance": "CongestionAvoidance",
+    "slow_start": "SlowStart",
+    "congestion_avoidance": "CongestionAvoidance",
     "conservative_slow_start": "SlowStart",  # HyStart++'s CSS (quiche): still slow start
-    "recovery": "Recovery", "application_limited": "ApplicationLimited",
-    "app_limited": "ApplicationLimited", "persistent_congestion": "RetransmissionTimeout",
+    "recovery": "Recovery",
+    "application_limited": "ApplicationLimited",
+    "app_limited": "ApplicationLimited",
+    "persistent_congestion": "RetransmissionTimeout",
     # BBR's phases have no Table-3 name: its probing phases are growth, its drain a reduction
-    "startup": "SlowStart", "drain": "Recovery", "probe_bw": "CongestionAvoidance",
+    "startup": "SlowStart",
+    "drain": "Recovery",
+    "probe_bw": "CongestionAvoidance",
     "probe_rtt": "CongestionAvoidance",
 }
 METRIC_ALIASES = {"cwnd": "congestion_window"}
@@ -52,17 +57,25 @@ DERIVED_STATES_NOTE = (
     "its qlog has no congestion_state_updated, so the states are derived from its metrics: "
     "SlowStart while the window is below ssthresh (or ssthresh is unset); Recovery from a "
     "packet_lost event, a window that shrank, or an ssthresh set below the window, until the window "
-    "grows past the size it was last cut to, at least one smoothed RTT later; CongestionAvoidance otherwise (also after a slow-start "
+    "grows past the size it was last cut to, at least one smoothed RTT later; "
+    "CongestionAvoidance otherwise (also after a slow-start "
     "exit that sets ssthresh at the window, HyStart++). "
-    "ApplicationLimited, RetransmissionTimeout and TailLossProbe cannot be derived and never appear.")
+    "ApplicationLimited, RetransmissionTimeout and TailLossProbe cannot be derived and never appear."
+)
 EMITTED_STATES_NOTE = (
     "its qlog's congestion_state_updated, its own state names mapped onto Table 3 (slow_start, "
     "recovery, ...; BBR's startup as SlowStart, drain as Recovery, probe_bw/probe_rtt as "
-    "CongestionAvoidance; the stack's name kept as stack_state).")
+    "CongestionAvoidance; the stack's name kept as stack_state)."
+)
 
 
-RECOVERY_EVENTS = ("metrics_updated", "congestion_state_updated", "packet_lost", "loss_timer_updated",
-                   "marked_for_retransmit")
+RECOVERY_EVENTS = (
+    "metrics_updated",
+    "congestion_state_updated",
+    "packet_lost",
+    "loss_timer_updated",
+    "marked_for_retransmit",
+)
 
 
 def canonical_name(name: str) -> str:
@@ -137,8 +150,13 @@ def derive_states(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def enter(t: float, new: str, trigger: str) -> None:
         nonlocal state
         if new != state:
-            out.append({"time": t, "name": "recovery:congestion_state_updated",
-                        "data": {"old": state or "Init", "new": new, "trigger": trigger, "derived": True}})
+            out.append(
+                {
+                    "time": t,
+                    "name": "recovery:congestion_state_updated",
+                    "data": {"old": state or "Init", "new": new, "trigger": trigger, "derived": True},
+                }
+            )
             state = new
 
     for e in events:
@@ -159,8 +177,7 @@ def derive_states(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # window it had. A slow-start exit (HyStart++: ngtcp2, quiche) sets ssthresh at the
         # window without cutting it: no reduction.
         shrank = new_cwnd is not None and cwnd is not None and new_cwnd < cwnd
-        lowered = (new_ss is not None and (ssthresh is None or new_ss < ssthresh)
-                   and cwnd is not None and new_ss < cwnd)
+        lowered = new_ss is not None and (ssthresh is None or new_ss < ssthresh) and cwnd is not None and new_ss < cwnd
         if state is not None and (lowered or shrank):
             if state != "Recovery":
                 recovery_at = t
@@ -209,10 +226,17 @@ def translate(header: dict[str, Any], events: list[dict[str, Any]], stack: str) 
     common = dict(trace.get("common_fields") or {})
     common.setdefault("protocol_type", ["QUIC"])
     trace["common_fields"] = common
-    trace["longlook"] = {"stack": stack, "states": "emitted" if emitted else "derived",
-                         "original_format": header.get("qlog_format")}
-    new_header = {"qlog_format": "JSON-SEQ", "qlog_version": "0.3",
-                  "title": f"{stack} qlog in longlook's vocabulary", "trace": trace}
+    trace["longlook"] = {
+        "stack": stack,
+        "states": "emitted" if emitted else "derived",
+        "original_format": header.get("qlog_format"),
+    }
+    new_header = {
+        "qlog_format": "JSON-SEQ",
+        "qlog_version": "0.3",
+        "title": f"{stack} qlog in longlook's vocabulary",
+        "trace": trace,
+    }
     return new_header, out
 
 

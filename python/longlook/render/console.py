@@ -27,8 +27,7 @@ class _WholeConsole(Console):
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         tables = [o for o in objects if isinstance(o, Table)]
-        needed = max((Measurement.get(self, self.options.update_width(1 << 20), t).maximum for t in tables),
-                     default=0)
+        needed = max((Measurement.get(self, self.options.update_width(1 << 20), t).maximum for t in tables), default=0)
         if self.is_terminal or needed <= self.width:
             super().print(*objects, **kwargs)
             return
@@ -38,7 +37,6 @@ class _WholeConsole(Console):
             super().print(*objects, **kwargs)
         finally:
             self.width = before
-
 
     def log(self, *objects: Any, **kwargs: Any) -> None:
         """Off a terminal, one line per message with its time, never wrapped or padded (rich

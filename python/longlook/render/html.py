@@ -51,8 +51,12 @@ def p(v: Any) -> str:
 
 def environment() -> jinja2.Environment:
     """Templates from `templates/`, autoescaped, undefined names an error."""
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES),
-                             autoescape=jinja2.select_autoescape(["html", "j2"]),
-                             undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=jinja2.select_autoescape(["html", "j2"]),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     env.filters.update(fmt=fmt, ms=ms, p=p, name=display_name)
     return env

@@ -17,10 +17,20 @@ WORKLOAD_DIMS = ("object_size", "object_count", "mode")
 OPTION_DIMS = ("quic_cc", "tcp_cc", "max_cwnd_packets", "zero_rtt")
 
 DIM_TITLES = {
-    "rate_mbit": "rate", "rtt_ms": "RTT", "loss": "loss", "trace": "trace", "link": "link",
-    "object_size": "object size", "object_count": "object count", "mode": "mode",
-    "workload": "workload (count x size)", "quic_cc": "QUIC CC", "tcp_cc": "TCP CC",
-    "max_cwnd_packets": "QUIC MACW (packets)", "zero_rtt": "0-RTT", "client_cpu": "client CPU",
+    "rate_mbit": "rate",
+    "rtt_ms": "RTT",
+    "loss": "loss",
+    "trace": "trace",
+    "link": "link",
+    "object_size": "object size",
+    "object_count": "object count",
+    "mode": "mode",
+    "workload": "workload (count x size)",
+    "quic_cc": "QUIC CC",
+    "tcp_cc": "TCP CC",
+    "max_cwnd_packets": "QUIC MACW (packets)",
+    "zero_rtt": "0-RTT",
+    "client_cpu": "client CPU",
 }
 
 

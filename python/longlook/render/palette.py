@@ -18,10 +18,18 @@ TCP_SHADES = [TCP, "#2a9d5c", "#d4820a", "#8e44ad", "#555555"]
 MUTED = "#999999"
 # congestion-control states (analyses.states), loss-handling ones warm
 STATE_COLORS = {
-    "Init": MUTED, "SlowStart": "#27ae60", "CongestionAvoidance": "#2980b9",
-    "CongestionAvoidanceMaxed": "#1abc9c", "ApplicationLimited": "#bdc3c7",
-    "Recovery": "#e74c3c", "RetransmissionTimeout": "#8e44ad", "TailLossProbe": "#f39c12",
-    "Open": "#2980b9", "Disorder": "#f1c40f", "CWR": "#e67e22", "Loss": "#8e44ad",
+    "Init": MUTED,
+    "SlowStart": "#27ae60",
+    "CongestionAvoidance": "#2980b9",
+    "CongestionAvoidanceMaxed": "#1abc9c",
+    "ApplicationLimited": "#bdc3c7",
+    "Recovery": "#e74c3c",
+    "RetransmissionTimeout": "#8e44ad",
+    "TailLossProbe": "#f39c12",
+    "Open": "#2980b9",
+    "Disorder": "#f1c40f",
+    "CWR": "#e67e22",
+    "Loss": "#8e44ad",
 }
 LOSS_STATE_FILL = "#f6d5d5"
 
@@ -33,6 +41,8 @@ def flow_colors(flows: list[str]) -> dict[str, str]:
     colors = {f: QUIC_SHADES[i % len(QUIC_SHADES)] for i, f in enumerate(quic)}
     colors.update({f: TCP_SHADES[i % len(TCP_SHADES)] for i, f in enumerate(other)})
     return colors
+
+
 FULL_AT_PERCENT = 50.0  # |% difference| at which the colour is fully saturated
 INSUFFICIENT = "#e6e6e6"
 
@@ -70,6 +80,11 @@ def cell_colors(verdict: str, percent: float) -> tuple[str, str]:
 def legend_stops(a: str = "A", b: str = "B") -> list[tuple[str, str]]:
     """(colour, caption) swatches for the legend; a, b name the compared arms."""
     full = f"{FULL_AT_PERCENT:g}"
-    return [(_mix(RED, 1.0), f"{a} faster by ≥{full}%"), (_mix(RED, intensity(10)), f"{a} faster by 10%"),
-            ("#ffffff", "no significant difference"), (_mix(BLUE, intensity(10)), f"{b} faster by 10%"),
-            (_mix(BLUE, 1.0), f"{b} faster by ≥{full}%"), (INSUFFICIENT, "not judged: too few runs, not testable, or survivorship")]
+    return [
+        (_mix(RED, 1.0), f"{a} faster by ≥{full}%"),
+        (_mix(RED, intensity(10)), f"{a} faster by 10%"),
+        ("#ffffff", "no significant difference"),
+        (_mix(BLUE, intensity(10)), f"{b} faster by 10%"),
+        (_mix(BLUE, 1.0), f"{b} faster by ≥{full}%"),
+        (INSUFFICIENT, "not judged: too few runs, not testable, or survivorship"),
+    ]

@@ -36,6 +36,7 @@ from .sections.runs import artifact_links
 
 # ---------------------------------------------------------------- heatmap model
 
+
 @dataclass
 class HeatCell:
     comparison: CellComparison
@@ -73,8 +74,10 @@ class HeatCell:
     def title(self) -> str:
         c = self.comparison
         ci = "" if math.isnan(c.ci_low) else f", {c.confidence:.0%} CI [{c.ci_low:+.1f}%, {c.ci_high:+.1f}%]"
-        return (f"{c.cell_id}\n{c.verdict_text}: {self.diff_text}{ci}, {self.p_text}, "
-                f"n {display_name(c.a.label)}={c.a.n}, {display_name(c.b.label)}={c.b.n}")
+        return (
+            f"{c.cell_id}\n{c.verdict_text}: {self.diff_text}{ci}, {self.p_text}, "
+            f"n {display_name(c.a.label)}={c.a.n}, {display_name(c.b.label)}={c.b.n}"
+        )
 
 
 @dataclass
@@ -115,8 +118,7 @@ def _facets(cells: pd.DataFrame, layout: Layout) -> list[Facet]:
     fvals = [sort_values(f, [d.get(f) for d in dims]) for f in layout.facets]
     facets = []
     for combo in itertools.product(*fvals) if layout.facets else [()]:
-        members = [(cid, d) for cid, d in zip(ids, dims)
-                   if all(d.get(f) == v for f, v in zip(layout.facets, combo))]
+        members = [(cid, d) for cid, d in zip(ids, dims) if all(d.get(f) == v for f, v in zip(layout.facets, combo))]
         if not members:
             continue
         rvals = sort_values(layout.row, [d.get(layout.row) for _, d in members]) if layout.row else [None]
@@ -126,14 +128,17 @@ def _facets(cells: pd.DataFrame, layout: Layout) -> list[Facet]:
             r = rvals.index(d.get(layout.row)) if layout.row else 0
             c = cvals.index(d.get(layout.col)) if layout.col else 0
             grid[r][c] = cid
-        title = ", ".join(f"{DIM_TITLES.get(f, f)} = {format_dim(f, v)}"
-                          for f, v in zip(layout.facets, combo))
+        title = ", ".join(f"{DIM_TITLES.get(f, f)} = {format_dim(f, v)}" for f, v in zip(layout.facets, combo))
         facets.append(Facet(len(facets), title, rvals, cvals, grid))
     return facets
 
 
-def _heatmaps(facets: list[Facet], layout: Layout, pairs: Sequence[tuple[str, str]],
-              by_key: dict[tuple[str, str, str], CellComparison]) -> list[Heatmap]:
+def _heatmaps(
+    facets: list[Facet],
+    layout: Layout,
+    pairs: Sequence[tuple[str, str]],
+    by_key: dict[tuple[str, str, str], CellComparison],
+) -> list[Heatmap]:
     maps = []
     for pi, pair in enumerate(pairs):
         for f in facets:
@@ -148,16 +153,24 @@ def _heatmaps(facets: list[Facet], layout: Layout, pairs: Sequence[tuple[str, st
                     bg, fg = cell_colors(comp.verdict, comp.percent_difference)
                     row.append(HeatCell(comp, bg, fg))
                 rows.append(row)
-            maps.append(Heatmap(
-                id=f"heatmap-{pi}-{f.index}", pair=pair, facet_title=f.title,
-                row_dim=layout.row, col_dim=layout.col,
-                row_labels=[format_dim(layout.row, v) for v in f.row_values],
-                col_labels=[format_dim(layout.col, v) for v in f.col_values],
-                rows=rows, cell_ids=f.grid))
+            maps.append(
+                Heatmap(
+                    id=f"heatmap-{pi}-{f.index}",
+                    pair=pair,
+                    facet_title=f.title,
+                    row_dim=layout.row,
+                    col_dim=layout.col,
+                    row_labels=[format_dim(layout.row, v) for v in f.row_values],
+                    col_labels=[format_dim(layout.col, v) for v in f.col_values],
+                    rows=rows,
+                    cell_ids=f.grid,
+                )
+            )
     return maps
 
 
 # ---------------------------------------------------------------- other sections
+
 
 def _flatten(d: Any, prefix: str = "") -> dict[str, Any]:
     if not isinstance(d, dict):
@@ -179,14 +192,22 @@ def _check_lines(configured: Any, measured: Any) -> list[dict[str, Any]]:
             low, high = r.get("low"), r.get("high")
             band = "" if low is None and high is None else f"{fmt(low)} .. {fmt(high)}"
             unit = f" {r['unit']}" if r.get("unit") else ""
-            out.append({"key": f"{r.get('direction', '')} {r.get('quantity', '')}".strip(),
-                        "configured": fmt(r.get("expected")) + (unit if r.get("expected") is not None else ""),
-                        "measured": fmt(r.get("measured")) + unit, "band": band,
-                        "ok": r.get("ok"), "note": r.get("note") or ""})
+            out.append(
+                {
+                    "key": f"{r.get('direction', '')} {r.get('quantity', '')}".strip(),
+                    "configured": fmt(r.get("expected")) + (unit if r.get("expected") is not None else ""),
+                    "measured": fmt(r.get("measured")) + unit,
+                    "band": band,
+                    "ok": r.get("ok"),
+                    "note": r.get("note") or "",
+                }
+            )
         return out
     conf, meas = _flatten(configured or {}), _flatten(measured or {})
-    return [{"key": k, "configured": fmt(conf.get(k)), "measured": fmt(meas.get(k)),
-             "band": "", "ok": None, "note": ""} for k in dict.fromkeys([*conf, *meas])]
+    return [
+        {"key": k, "configured": fmt(conf.get(k)), "measured": fmt(meas.get(k)), "band": "", "ok": None, "note": ""}
+        for k in dict.fromkeys([*conf, *meas])
+    ]
 
 
 def _link_check_rows(checks: pd.DataFrame) -> list[dict[str, Any]]:
@@ -194,31 +215,42 @@ def _link_check_rows(checks: pd.DataFrame) -> list[dict[str, Any]]:
     rows = []
     for _, chk in checks.iterrows():
         lines = _check_lines(chk["configured"], chk["measured"]) or [
-            {"key": "", "configured": "", "measured": "", "band": "", "ok": None, "note": ""}]
+            {"key": "", "configured": "", "measured": "", "band": "", "ok": None, "note": ""}
+        ]
         for i, line in enumerate(lines):
-            rows.append({**line, "profile": chk["profile_name"], "span": len(lines), "first": i == 0,
-                         "passed": bool(chk["passed"]),
-                         "detail": chk["detail"] if isinstance(chk["detail"], str) else ""})
+            rows.append(
+                {
+                    **line,
+                    "profile": chk["profile_name"],
+                    "span": len(lines),
+                    "first": i == 0,
+                    "passed": bool(chk["passed"]),
+                    "detail": chk["detail"] if isinstance(chk["detail"], str) else "",
+                }
+            )
     return rows
 
 
 # ---------------------------------------------------------------- assembly
 
+
 def _distributions(an: Analysis, facets: list[Facet], layout: Layout) -> list[dict[str, str]]:
     """One small-multiples figure per facet, panels placed like the heatmap's cells."""
-    arms = ([a.label for a in an.scenario.arm_list()] if an.scenario
-            else list(dict.fromkeys(an.runs.get("arm", []))))
+    arms = [a.label for a in an.scenario.arm_list()] if an.scenario else list(dict.fromkeys(an.runs.get("arm", [])))
     good = an.counted()
     name = an.metric.name
     values = {k: g[name].to_numpy() for k, g in good.groupby(["cell_id", "arm"])} if not good.empty else {}
     out = []
     for f in facets:
-        panels = [[({a: values.get((cid, a), []) for a in arms} if cid else None) for cid in row]
-                  for row in f.grid]
-        svg = distribution_grid(panels, arms, [format_dim(layout.row, v) for v in f.row_values],
-                                [format_dim(layout.col, v) for v in f.col_values],
-                                element_id=f"distributions-{f.index}",
-                                metric_label=f"{an.metric.name.removesuffix('_ms')} ({an.metric.unit})")
+        panels = [[({a: values.get((cid, a), []) for a in arms} if cid else None) for cid in row] for row in f.grid]
+        svg = distribution_grid(
+            panels,
+            arms,
+            [format_dim(layout.row, v) for v in f.row_values],
+            [format_dim(layout.col, v) for v in f.col_values],
+            element_id=f"distributions-{f.index}",
+            metric_label=f"{an.metric.name.removesuffix('_ms')} ({an.metric.unit})",
+        )
         out.append({"title": f.title, "svg": svg})
     return out
 
@@ -236,11 +268,17 @@ def _counts(an: Analysis) -> dict[str, Any]:
         for arm, g in good.groupby("arm", sort=False):
             tried = g["zero_rtt_attempted"].astype(bool)
             zero_rtt[arm] = (int((tried & g["zero_rtt_accepted"].astype(bool)).sum()), int(tried.sum()), len(g))
-    return {"n_runs": len(runs), "n_usable": len(good), "n_cells": len(an.cells), "zero_rtt": zero_rtt,
-            "status_counts": runs["status"].value_counts().to_dict() if not runs.empty else {},
-            "n_per_arm": good.groupby("arm").size().to_dict() if not good.empty else {},
-            "n_min": min(per_cell_n, default=0), "n_max": max(per_cell_n, default=0),
-            "verdict_counts": verdicts}
+    return {
+        "n_runs": len(runs),
+        "n_usable": len(good),
+        "n_cells": len(an.cells),
+        "zero_rtt": zero_rtt,
+        "status_counts": runs["status"].value_counts().to_dict() if not runs.empty else {},
+        "n_per_arm": good.groupby("arm").size().to_dict() if not good.empty else {},
+        "n_min": min(per_cell_n, default=0),
+        "n_max": max(per_cell_n, default=0),
+        "verdict_counts": verdicts,
+    }
 
 
 def _free(an: Analysis) -> frozenset[str]:
@@ -257,36 +295,60 @@ def _excluded_rows(an: Analysis, directory: Path) -> list[dict[str, Any]]:
     runs = an.runs
     if runs.empty:
         return []
-    left_out = runs[~counted_mask(runs, an.metric.name if an.pairs else None,
-                                  exclude_flagged=an.exclude_flagged, metric_free_arms=_free(an))]
-    return [{"run_id": r["run_id"], "cell_id": r["cell_id"], "round": r["round"], "arm": r["arm"],
-             "attempt": r["attempt"], "status": r["status"],
-             "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged),
-             "files": Markup(artifact_links(r["artifacts"], directory))}
-            for _, r in left_out.iterrows()]
+    left_out = runs[
+        ~counted_mask(
+            runs, an.metric.name if an.pairs else None, exclude_flagged=an.exclude_flagged, metric_free_arms=_free(an)
+        )
+    ]
+    return [
+        {
+            "run_id": r["run_id"],
+            "cell_id": r["cell_id"],
+            "round": r["round"],
+            "arm": r["arm"],
+            "attempt": r["attempt"],
+            "status": r["status"],
+            "reason": exclusion_reason(r, an.metric.name, exclude_flagged=an.exclude_flagged),
+            "files": Markup(artifact_links(r["artifacts"], directory)),
+        }
+        for _, r in left_out.iterrows()
+    ]
 
 
 def _fidelity(runs: pd.DataFrame) -> dict[str, Any]:
     """The audits of all runs in a few numbers (core.audit)."""
     if runs.empty:
-        return {"audited": 0, "flagged": 0, "late_releases": 0, "released": 0, "runs_with_late": 0,
-                "max_late": None, "kernel_drops": None, "stalls": 0, "runs_with_stalls": 0,
-                "max_stall": None}
+        return {
+            "audited": 0,
+            "flagged": 0,
+            "late_releases": 0,
+            "released": 0,
+            "runs_with_late": 0,
+            "max_late": None,
+            "kernel_drops": None,
+            "stalls": 0,
+            "runs_with_stalls": 0,
+            "max_stall": None,
+        }
     audited = runs["audit_released"].notna()
     num = lambda c: pd.to_numeric(runs[c], errors="coerce")  # noqa: E731
-    return {"audited": int(audited.sum()), "flagged": int(runs["audit_flagged"].fillna(False).astype(bool).sum()),
-            "late_releases": int(num("audit_late_releases").fillna(0).sum()),
-            "released": int(num("audit_released").fillna(0).sum()),
-            "runs_with_late": int((num("audit_late_releases") > 0).sum()),
-            "max_late": num("audit_max_release_late_ms").max(),
-            "kernel_drops": num("audit_kernel_queue_drops").sum(min_count=1),
-            "stalls": int(num("audit_stalls").fillna(0).sum()),
-            "runs_with_stalls": int((num("audit_stalls") > 0).sum()),
-            "max_stall": num("audit_max_stall_ms").max()}
+    return {
+        "audited": int(audited.sum()),
+        "flagged": int(runs["audit_flagged"].fillna(False).astype(bool).sum()),
+        "late_releases": int(num("audit_late_releases").fillna(0).sum()),
+        "released": int(num("audit_released").fillna(0).sum()),
+        "runs_with_late": int((num("audit_late_releases") > 0).sum()),
+        "max_late": num("audit_max_release_late_ms").max(),
+        "kernel_drops": num("audit_kernel_queue_drops").sum(min_count=1),
+        "stalls": int(num("audit_stalls").fillna(0).sum()),
+        "runs_with_stalls": int((num("audit_stalls") > 0).sum()),
+        "max_stall": num("audit_max_stall_ms").max(),
+    }
 
 
-def render_report(store: Store, *, test: Test | None = None, alpha: float | None = None,
-                  holm: bool | None = None) -> str:
+def render_report(
+    store: Store, *, test: Test | None = None, alpha: float | None = None, holm: bool | None = None
+) -> str:
     """The report's HTML. test/alpha/holm override the scenario's [statistics]."""
     an = analyse(store, test=test, alpha=alpha, holm=holm)
     layout = choose_layout(list(an.cells["dims"]))
@@ -294,26 +356,46 @@ def render_report(store: Store, *, test: Test | None = None, alpha: float | None
     by_key = {(c.cell_id, *c.pair): c for c in an.comparisons}
     checks = store.link_checks_frame()
     names = [display_name(x) for x in an.pairs[0]] if an.pairs else ["A", "B"]
-    return environment().get_template("report.html.j2").render(
-        exp=an.experiment, scenario=an.scenario, stats=an.statistics, pairs=an.pairs,
-        comparisons=an.comparisons, **_counts(an), metric=an.metric, better_word=better_word(an.metric),
-        exclude_flagged=an.exclude_flagged, fidelity=_fidelity(an.runs), fidelity_limits=an.fidelity,
-        dim_titles=DIM_TITLES, heatmaps=_heatmaps(facets, layout, an.pairs, by_key),
-        legend=legend_stops(*names), full_at=FULL_AT_PERCENT,
-        distributions=_distributions(an, facets, layout),
-        link_checks=_link_check_rows(checks),
-        failed_checks=list(dict.fromkeys(checks.loc[~checks["passed"].astype(bool), "profile_name"])),
-        excluded=_excluded_rows(an, Path(store.directory)), completion=_completion(an),
-        versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
-        scenario_toml=an.experiment.get("scenario_toml") or "",
-        extra_sections=extra_sections(store, an),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+    return (
+        environment()
+        .get_template("report.html.j2")
+        .render(
+            exp=an.experiment,
+            scenario=an.scenario,
+            stats=an.statistics,
+            pairs=an.pairs,
+            comparisons=an.comparisons,
+            **_counts(an),
+            metric=an.metric,
+            better_word=better_word(an.metric),
+            exclude_flagged=an.exclude_flagged,
+            fidelity=_fidelity(an.runs),
+            fidelity_limits=an.fidelity,
+            dim_titles=DIM_TITLES,
+            heatmaps=_heatmaps(facets, layout, an.pairs, by_key),
+            legend=legend_stops(*names),
+            full_at=FULL_AT_PERCENT,
+            distributions=_distributions(an, facets, layout),
+            link_checks=_link_check_rows(checks),
+            failed_checks=list(dict.fromkeys(checks.loc[~checks["passed"].astype(bool), "profile_name"])),
+            excluded=_excluded_rows(an, Path(store.directory)),
+            completion=_completion(an),
+            versions_json=json.dumps(an.experiment.get("versions") or {}, indent=2, sort_keys=True, default=str),
+            scenario_toml=an.experiment.get("scenario_toml") or "",
+            extra_sections=extra_sections(store, an),
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        )
     )
 
 
-def build_report(directory: str | Path, out: str | Path | None = None, *,
-                 test: Test | None = None, alpha: float | None = None,
-                 holm: bool | None = None) -> Path:
+def build_report(
+    directory: str | Path,
+    out: str | Path | None = None,
+    *,
+    test: Test | None = None,
+    alpha: float | None = None,
+    holm: bool | None = None,
+) -> Path:
     """Write the report (default DIR/report.html) and return its path."""
     directory = Path(directory)
     with Store.open(directory, read_only=True) as store:
@@ -327,6 +409,7 @@ def build_report(directory: str | Path, out: str | Path | None = None, *,
     except OSError as e:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise LonglookError(f"cannot write the report to {out}: {e.strerror}",
-                            hint="give a writable path with --out") from None
+        raise LonglookError(
+            f"cannot write the report to {out}: {e.strerror}", hint="give a writable path with --out"
+        ) from None
     return out

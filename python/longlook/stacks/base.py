@@ -87,8 +87,9 @@ class Stack:
             version = self.canonical(release_token(version, f"stack {self.name}'s version"))
         self.version = version or self.versions[0]
         if version is not None and not self.any_version and version not in self.versions:
-            raise LonglookError(f"stack {self.name} has no version {version!r}",
-                                hint=f"known: {', '.join(self.versions)}")
+            raise LonglookError(
+                f"stack {self.name} has no version {version!r}", hint=f"known: {', '.join(self.versions)}"
+            )
 
     # ---- identity ------------------------------------------------------------------------
     @classmethod
@@ -132,8 +133,10 @@ class Stack:
     def require(self, cc: str | None = None) -> None:
         """One clear error when the build is missing or `cc` is not offered."""
         if not self.installed():
-            raise LonglookError(f"stack {self.spec} is not installed (looked in {self.build_dir})",
-                                hint=f"install it with `{self.install_command}` (or scripts/setup.sh)")
+            raise LonglookError(
+                f"stack {self.spec} is not installed (looked in {self.build_dir})",
+                hint=f"install it with `{self.install_command}` (or scripts/setup.sh)",
+            )
         self.cc(cc)
 
     def cc(self, cc: str | None) -> str:
@@ -141,9 +144,10 @@ class Stack:
         if cc is None:
             return self.ccs[0]
         if cc not in self.ccs:
-            raise LonglookError(f"stack {self.spec} has no congestion control {cc!r}",
-                                hint=f"{self.name} offers: {', '.join(self.ccs)} "
-                                     f"(install command: `{self.install_command}`)")
+            raise LonglookError(
+                f"stack {self.spec} has no congestion control {cc!r}",
+                hint=f"{self.name} offers: {', '.join(self.ccs)} (install command: `{self.install_command}`)",
+            )
         return cc
 
     # ---- serving (the pool of stacks/servers.py calls these) ----------------------------------
@@ -154,23 +158,25 @@ class Stack:
     def log_folder(self, cc: str | None, port: int) -> str:
         return f"{self.name}-{self.version}-{self.cc(cc)}-{port}"
 
-    def start_server(self, testbed, *, port: int, options, cc: str | None, cert_dir: Path, log_dir: Path,
-                     content_root: Path) -> StackServer:
+    def start_server(
+        self, testbed, *, port: int, options, cc: str | None, cert_dir: Path, log_dir: Path, content_root: Path
+    ) -> StackServer:
         """Its server in the server namespace, ready (`server_argv` through stacks/runner.py)."""
-        return StackServer.start(testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root,
-                                 log_dir=log_dir)
+        return StackServer.start(
+            testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root, log_dir=log_dir
+        )
 
     def fetcher(self, cc: str | None = None) -> Callable:
         """A fetch function (the signature of stacks.endpoint.fetch) running its client."""
         return stack_fetcher(self, cc)
 
     # ---- running -------------------------------------------------------------------------
-    def server_argv(self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path,
-                    cc: str) -> ServerCall:
+    def server_argv(self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path, cc: str) -> ServerCall:
         raise NotImplementedError
 
-    def client_argv(self, *, url: str, mode: str, ca: Path, run_id: str, out: Path,
-                    qlog_dir: Path, timeout_s: float, cc: str) -> ClientCall:
+    def client_argv(
+        self, *, url: str, mode: str, ca: Path, run_id: str, out: Path, qlog_dir: Path, timeout_s: float, cc: str
+    ) -> ClientCall:
         raise NotImplementedError
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall | None:
@@ -178,8 +184,19 @@ class Stack:
         Wireshark); None when its client cannot write one (docs/interfaces.md says why)."""
         return None
 
-    def finish_fetch(self, *, url: str, mode: str, run_id: str, out: Path, qlog_dir: Path,
-                     returncode: int, stderr: str, started_unix_ms: int, wall_ms: float) -> None:
+    def finish_fetch(
+        self,
+        *,
+        url: str,
+        mode: str,
+        run_id: str,
+        out: Path,
+        qlog_dir: Path,
+        returncode: int,
+        stderr: str,
+        started_unix_ms: int,
+        wall_ms: float,
+    ) -> None:
         """After the client exited: write or complete the fetch JSON at `out` (default:
         the client wrote it)."""
 

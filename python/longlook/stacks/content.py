@@ -18,15 +18,18 @@ TINY_JPEG = bytes.fromhex(
     "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a1816"
     "16183123251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c6567"
     "63ffc0000b080008000801011100ffc40014000100000000000000000000000000000000ffc4001410010000"
-    "0000000000000000000000000000ffda0008010100003f003fffd9")
+    "0000000000000000000000000000ffda0008010100003f003fffd9"
+)
 COM_MAX = 4 + 65533  # a JPEG comment segment: FF FE, 2-byte length, up to 65533 bytes
 _CHUNK = bytes(i % 251 for i in range(1 << 16))
 
 
 def page_html(count: int, size_token: str) -> str:
     imgs = "".join(f'<img src="/obj/{size_token}/{i}.jpg">\n' for i in range(count))
-    return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>longlook page</title>"
-            f"</head><body>\n{imgs}</body></html>\n")
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>longlook page</title>'
+        f"</head><body>\n{imgs}</body></html>\n"
+    )
 
 
 def _filler(n: int) -> bytes:

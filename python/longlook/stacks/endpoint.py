@@ -43,8 +43,7 @@ class ServerOptions:
     udp_buffer: int = 0  # UDP socket buffers sized to the path (testbed/buffers.py); 0 = kernel's
 
     def argv(self) -> list[str]:
-        args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc,
-                "--pacing", "on" if self.pacing else "off"]
+        args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc, "--pacing", "on" if self.pacing else "off"]
         if self.max_cwnd_packets:
             args += ["--max-cwnd-packets", str(self.max_cwnd_packets)]
         if self.initial_window_packets:
@@ -64,15 +63,17 @@ def server_spki(cert_pem: Path) -> str:
     """base64 SHA-256 of the certificate's SubjectPublicKeyInfo (`endpoint spki`), for
     Chromium's pin; cached per certificate file and modification."""
     if not Path(cert_pem).is_file():
-        raise LonglookError(f"no server certificate at {cert_pem}",
-                            hint="the endpoint server writes it when it first starts")
+        raise LonglookError(
+            f"no server certificate at {cert_pem}", hint="the endpoint server writes it when it first starts"
+        )
     return _spki(str(cert_pem), Path(cert_pem).stat().st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=8)
 def _spki(cert_pem: str, _mtime_ns: int) -> str:  # a regenerated certificate is a new key
-    out = subprocess.run([str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)],
-                         capture_output=True, text=True, timeout=10)
+    out = subprocess.run(
+        [str(find_binary("endpoint")), "spki", "--cert", str(cert_pem)], capture_output=True, text=True, timeout=10
+    )
     if out.returncode != 0 or not out.stdout.strip():
         raise LonglookError(f"`endpoint spki --cert {cert_pem}` failed: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -82,8 +83,7 @@ def log_artifacts(names: list[str]) -> dict[str, str]:
     """A run's artifact keys for the server logs it took: the QUIC connection's qlog
     (`qlog`), the TCP connection's log (`tcp_log`), anything else by its own name. The
     analyses (states, fallback) look the traces up by these keys."""
-    return {("tcp_log" if n.endswith(".tcp.sqlog") else "qlog" if n.endswith(".sqlog") else n): n
-            for n in names}
+    return {("tcp_log" if n.endswith(".tcp.sqlog") else "qlog" if n.endswith(".sqlog") else n): n for n in names}
 
 
 @dataclass
@@ -97,16 +97,35 @@ class EndpointServer:
     _consumed_connections: int = field(default=0)
 
     @classmethod
-    def start(cls, testbed, options: ServerOptions, *, port: int, cert_dir: Path, log_dir: Path,
-              timeout_s: float = 15.0, binary: Path | None = None) -> "EndpointServer":
+    def start(
+        cls,
+        testbed,
+        options: ServerOptions,
+        *,
+        port: int,
+        cert_dir: Path,
+        log_dir: Path,
+        timeout_s: float = 15.0,
+        binary: Path | None = None,
+    ) -> "EndpointServer":
         """`binary`: another build of the endpoint (ours@VERSION); default the workspace's."""
         log_dir.mkdir(parents=True, exist_ok=True)
-        argv = [str(binary or find_binary("endpoint")), "serve", "--listen", f"0.0.0.0:{port}",
-                "--cert-dir", str(cert_dir), "--log-dir", str(log_dir), *options.argv()]
+        argv = [
+            str(binary or find_binary("endpoint")),
+            "serve",
+            "--listen",
+            f"0.0.0.0:{port}",
+            "--cert-dir",
+            str(cert_dir),
+            "--log-dir",
+            str(log_dir),
+            *options.argv(),
+        ]
         if options.keylog:
             argv += ["--keylog", str(log_dir / SERVER_KEYLOG)]
-        proc = testbed.popen("server", argv, stdout=subprocess.PIPE,
-                             stderr=open(log_dir / "server.stderr", "ab"), text=True)
+        proc = testbed.popen(
+            "server", argv, stdout=subprocess.PIPE, stderr=open(log_dir / "server.stderr", "ab"), text=True
+        )
         spki = wait_for_ready(proc, timeout_s, log_dir / "server.stderr")
         return cls(process=proc, log_dir=log_dir, spki=spki, options=options)
 
@@ -185,8 +204,9 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise LonglookError(f"the endpoint server exited with code {proc.returncode} before it was ready",
-                                hint=f"see {stderr_path}")
+            raise LonglookError(
+                f"the endpoint server exited with code {proc.returncode} before it was ready", hint=f"see {stderr_path}"
+            )
         ready, _, _ = select.select([proc.stdout], [], [], 0.2)
         if ready:
             line = proc.stdout.readline()
@@ -196,8 +216,7 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
                         return word.removeprefix("spki=")
                 return ""
     proc.kill()
-    raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s",
-                        hint=f"see {stderr_path}")
+    raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s", hint=f"see {stderr_path}")
 
 
 @dataclass
@@ -210,19 +229,46 @@ class FetchResult:
     wall_s: float
 
 
-def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-          timeout_s: float, mode: str = "page", zero_rtt: bool = False,
-          race_argv: list[str] | None = None, keylog: Path | None = None,
-          binary: Path | None = None) -> FetchResult:
+def fetch(
+    testbed,
+    *,
+    url: str,
+    protocol: str,
+    run_id: str,
+    cert_dir: Path,
+    out: Path,
+    timeout_s: float,
+    mode: str = "page",
+    zero_rtt: bool = False,
+    race_argv: list[str] | None = None,
+    keylog: Path | None = None,
+    binary: Path | None = None,
+) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
     protocol "race" is the QUIC-enabled racing client (its flags in `race_argv`); it asks
     for no particular protocol, so whatever served the page is recorded, never a mismatch.
     `keylog`: the TLS secrets of its connections are appended there (NSS key log format).
     `binary`: another build of the endpoint (ours@VERSION); default the workspace's."""
-    argv = [str(binary or find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
-            "--mode", mode, "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
-            "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
+    argv = [
+        str(binary or find_binary("endpoint")),
+        "fetch",
+        "--url",
+        url,
+        "--proto",
+        protocol,
+        "--mode",
+        mode,
+        "--ca",
+        str(cert_dir / "cert.pem"),
+        "--run-id",
+        run_id,
+        "--out",
+        str(out),
+        "--timeout-s",
+        str(timeout_s),
+        *(race_argv or []),
+    ]
     if zero_rtt:
         argv.append("--zero-rtt")
     if protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
@@ -235,19 +281,32 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
     try:
-        proc = subprocess.run(testbed.exec_argv("client", argv), capture_output=True, text=True,
-                              timeout=timeout_s + 5)
+        proc = subprocess.run(testbed.exec_argv("client", argv), capture_output=True, text=True, timeout=timeout_s + 5)
     except subprocess.TimeoutExpired:
         testbed.check()
         return FetchResult("timeout", {}, f"no result within {timeout_s + 5:.0f} s", time.monotonic() - started)
     wall = time.monotonic() - started
     testbed.check()  # a result obtained over a dead link is not a result
-    return fetch_result(out, proc.returncode, proc.stderr, None if protocol == "race" else protocol, wall,
-                        protocol_unavailable=proc.returncode == EXIT_PROTOCOL_UNAVAILABLE)
+    return fetch_result(
+        out,
+        proc.returncode,
+        proc.stderr,
+        None if protocol == "race" else protocol,
+        wall,
+        protocol_unavailable=proc.returncode == EXIT_PROTOCOL_UNAVAILABLE,
+    )
 
 
-def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str | None, wall: float, *,
-                 timed_out: bool = False, protocol_unavailable: bool = False) -> FetchResult:
+def fetch_result(
+    out: Path,
+    returncode: int,
+    stderr: str | None,
+    protocol: str | None,
+    wall: float,
+    *,
+    timed_out: bool = False,
+    protocol_unavailable: bool = False,
+) -> FetchResult:
     """A client's exit and JSON document -> FetchResult, with the one status rule of
     core.status (shared by every client)."""
     from ..core.status import classify
@@ -256,13 +315,23 @@ def fetch_result(out: Path, returncode: int, stderr: str | None, protocol: str |
         doc = json.loads(Path(out).read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         # a killed client's last stderr line is whatever it last noted, not why it stopped
-        err = ([f"killed by signal {-returncode}"] if returncode < 0 else
-               (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"])
+        err = (
+            [f"killed by signal {-returncode}"]
+            if returncode < 0
+            else (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"]
+        )
         return FetchResult("failed", {}, f"no JSON result: {err[0]}", wall)
-    status = classify(ok=returncode == EXIT_OK and bool(doc.get("ok")), requested=protocol,
-                      negotiated=doc.get("protocol"), timed_out=timed_out,
-                      protocol_unavailable=protocol_unavailable)
-    errors = {"ok": None, "timeout": doc.get("error") or "timed out",
-              "protocol_mismatch": doc.get("error") or f"requested {protocol}, negotiated {doc.get('protocol')}",
-              "failed": doc.get("error") or f"exit code {returncode}"}
+    status = classify(
+        ok=returncode == EXIT_OK and bool(doc.get("ok")),
+        requested=protocol,
+        negotiated=doc.get("protocol"),
+        timed_out=timed_out,
+        protocol_unavailable=protocol_unavailable,
+    )
+    errors = {
+        "ok": None,
+        "timeout": doc.get("error") or "timed out",
+        "protocol_mismatch": doc.get("error") or f"requested {protocol}, negotiated {doc.get('protocol')}",
+        "failed": doc.get("error") or f"exit code {returncode}",
+    }
     return FetchResult(status, doc, errors[status], wall)

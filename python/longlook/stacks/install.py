@@ -62,9 +62,10 @@ def ensure_packages(packages: Iterable[str], why: str, say: Callable[[str], None
         subprocess.run(["apt-get", "update", "-qq"], capture_output=True, env=env)
         p = subprocess.run(argv, capture_output=True, text=True, env=env)
     if p.returncode != 0:
-        raise LonglookError(f"installing {' '.join(missing)} for {why} failed: {p.stderr.strip()[-500:]}",
-                            hint=f"as root: `apt-get install -y {' '.join(missing)}` (or `bash scripts/setup.sh "
-                                 f"--all-stacks`)")
+        raise LonglookError(
+            f"installing {' '.join(missing)} for {why} failed: {p.stderr.strip()[-500:]}",
+            hint=f"as root: `apt-get install -y {' '.join(missing)}` (or `bash scripts/setup.sh --all-stacks`)",
+        )
 
 
 def ensure_chromium(say: Callable[[str], None] = _say) -> None:
@@ -101,8 +102,10 @@ def install_stack(spec: str, say: Callable[[str], None] = _say) -> tuple[bool, f
         touch(s.build_dir)
         return True, 0.0
     ensure_packages(APT_NEEDS.get(s.name, ()), s.spec, say)
-    say(f"{s.spec}: not installed yet: installing into {s.build_dir} (once per version, then cached; "
-        f"a build can take minutes)")
+    say(
+        f"{s.spec}: not installed yet: installing into {s.build_dir} (once per version, then cached; "
+        f"a build can take minutes)"
+    )
     seconds = _with_heartbeat(f"installing {s.spec}", s.install, say)
     touch(s.build_dir)
     defaults = {resolve(f"{name}@{v}").build_dir for name in STACKS for v in stack_class(name).versions}
@@ -135,8 +138,10 @@ def install_all(specs: list[str], out: Callable[[str], None] = print) -> int:
         try:
             cached, _ = install_stack(spec)
             s = resolve(spec)
-            out(f"stacks: {s.spec} {'cached' if cached else 'built'} in {time.monotonic() - t:.0f} s "
-                f"({s.version_info()})")
+            out(
+                f"stacks: {s.spec} {'cached' if cached else 'built'} in {time.monotonic() - t:.0f} s "
+                f"({s.version_info()})"
+            )
         except LonglookError as e:
             failed += 1
             print(f"stacks: {spec} FAILED after {time.monotonic() - t:.0f} s: {e}", file=sys.stderr, flush=True)

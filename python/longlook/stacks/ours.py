@@ -54,8 +54,11 @@ class Ours(Stack):
     def installed(self) -> bool:
         if self.is_release:  # built, from this checkout's endpoint code
             built = quinn_build.read_build(self.build_dir)
-            return (self.binary.is_file() and built is not None
-                    and built.get("endpoint_source") == quinn_build.source_digest())
+            return (
+                self.binary.is_file()
+                and built is not None
+                and built.get("endpoint_source") == quinn_build.source_digest()
+            )
         try:
             find_binary("endpoint")
         except LonglookError:
@@ -90,10 +93,20 @@ class Ours(Stack):
     def log_folder(self, cc: str | None, port: int) -> str:
         return f"port-{port}"
 
-    def start_server(self, testbed, *, port: int, options: ServerOptions | None, cc: str | None,
-                     cert_dir: Path, log_dir: Path, content_root: Path) -> EndpointServer:
-        return EndpointServer.start(testbed, options or ServerOptions(), port=port, cert_dir=cert_dir,
-                                    log_dir=log_dir, binary=self.binary)
+    def start_server(
+        self,
+        testbed,
+        *,
+        port: int,
+        options: ServerOptions | None,
+        cc: str | None,
+        cert_dir: Path,
+        log_dir: Path,
+        content_root: Path,
+    ) -> EndpointServer:
+        return EndpointServer.start(
+            testbed, options or ServerOptions(), port=port, cert_dir=cert_dir, log_dir=log_dir, binary=self.binary
+        )
 
     def fetcher(self, cc: str | None = None):
         """Its client is the native client (`endpoint fetch`, of this build); the server

@@ -47,8 +47,13 @@ class ProxyPool:
         log_dir = self.root / name
         log_dir.mkdir(parents=True, exist_ok=True)
         stderr = log_dir / "proxy.stderr"
-        proc = self.testbed.popen("proxy", [str(find_binary("endpoint")), "proxy", *argv, "--log-dir", str(log_dir)],
-                                  stdout=subprocess.PIPE, stderr=open(stderr, "ab"), text=True)
+        proc = self.testbed.popen(
+            "proxy",
+            [str(find_binary("endpoint")), "proxy", *argv, "--log-dir", str(log_dir)],
+            stdout=subprocess.PIPE,
+            stderr=open(stderr, "ab"),
+            text=True,
+        )
         wait_for_ready(proc, 15.0, stderr)
         return proc
 
@@ -58,13 +63,28 @@ class ProxyPool:
         relay (nat REDIRECT on the proxy's segment-A side)."""
         if self.tcp is None or self.tcp.poll() is not None:
             self.tcp = self._start("tcp", ["--mode", "tcp", "--listen", f"0.0.0.0:{TCP_PROXY_PORT}"])
-        rule = ["PREROUTING", "-i", "p0", "-p", "tcp", "-d", SERVER_ADDR, "--dport", str(origin_port),
-                "-j", "REDIRECT", "--to-ports", str(TCP_PROXY_PORT)]
+        rule = [
+            "PREROUTING",
+            "-i",
+            "p0",
+            "-p",
+            "tcp",
+            "-d",
+            SERVER_ADDR,
+            "--dport",
+            str(origin_port),
+            "-j",
+            "REDIRECT",
+            "--to-ports",
+            str(TCP_PROXY_PORT),
+        ]
         self._iptables("-A", rule)
         if not self._liberal:
             # conntrack must not mark out-of-window segments of a lossy path INVALID: those
             # would skip the REDIRECT and reach the origin directly
-            self.testbed.run("proxy", [tool("sysctl"), "-qw", "net.netfilter.nf_conntrack_tcp_be_liberal=1"], check=False)
+            self.testbed.run(
+                "proxy", [tool("sysctl"), "-qw", "net.netfilter.nf_conntrack_tcp_be_liberal=1"], check=False
+            )
             self._liberal = True
         try:
             yield
@@ -80,9 +100,20 @@ class ProxyPool:
         if proc is None or proc.poll() is not None:
             cert_dir = self.root / "quic-cert"
             self.quic[origin_port] = self._start(
-                f"quic-{origin_port}", ["--mode", "quic", "--listen", f"{PROXY_ADDR}:{origin_port}",
-                                        "--origin", f"{SERVER_ADDR}:{origin_port}",
-                                        "--origin-ca", str(self.origin_cert), "--cert-dir", str(cert_dir)])
+                f"quic-{origin_port}",
+                [
+                    "--mode",
+                    "quic",
+                    "--listen",
+                    f"{PROXY_ADDR}:{origin_port}",
+                    "--origin",
+                    f"{SERVER_ADDR}:{origin_port}",
+                    "--origin-ca",
+                    str(self.origin_cert),
+                    "--cert-dir",
+                    str(cert_dir),
+                ],
+            )
             self.trust_dir.mkdir(parents=True, exist_ok=True)
             (self.trust_dir / "cert.pem").write_text(self.origin_cert.read_text() + (cert_dir / "cert.pem").read_text())
         return PROXY_ADDR, origin_port
@@ -100,8 +131,12 @@ class ProxyPool:
             return []
         deadline = time.monotonic() + wait_s
         while True:
-            lines = [d for f in sorted(self.root.glob(f"*/{LOG_FILE}")) for d in _read_lines(f)
-                     if d.get("client") == client_addr]
+            lines = [
+                d
+                for f in sorted(self.root.glob(f"*/{LOG_FILE}"))
+                for d in _read_lines(f)
+                if d.get("client") == client_addr
+            ]
             if lines or time.monotonic() > deadline:
                 break
             time.sleep(0.05)
@@ -122,5 +157,7 @@ def _read_lines(path: Path) -> list[dict]:
 
 def require_proxy_topology(testbed) -> None:
     if "proxy" not in testbed.ns:
-        raise TestbedError("a proxy needs the proxy topology: links with two segments (link_a, link_b)",
-                           hint="see scenarios/kakhki-proxy.toml")
+        raise TestbedError(
+            "a proxy needs the proxy topology: links with two segments (link_a, link_b)",
+            hint="see scenarios/kakhki-proxy.toml",
+        )

@@ -55,9 +55,11 @@ def check_supported(version: str) -> Version:
     except InvalidVersion:
         v = None
     if v is None or not (OLDEST <= v < LINE):
-        raise LonglookError(f"ours@{version}: our endpoint builds against {SUPPORTED} only",
-                            hint=f"ours@VERSION names a quinn-proto release, e.g. ours@{OLDEST} "
-                                 f"(older ones lack the qlog feature the endpoint needs)")
+        raise LonglookError(
+            f"ours@{version}: our endpoint builds against {SUPPORTED} only",
+            hint=f"ours@VERSION names a quinn-proto release, e.g. ours@{OLDEST} "
+            f"(older ones lack the qlog feature the endpoint needs)",
+        )
     return v
 
 
@@ -80,14 +82,21 @@ def quinn_for(proto: str, quinn_index: list[dict]) -> str:
         v = Version(entry["vers"])
         if entry.get("yanked") or v.is_prerelease or not (Version("0.11") <= v < LINE):
             continue
-        req = next((d["req"] for d in entry.get("deps", ())
-                    if (d.get("package") or d["name"]) == "quinn-proto" and d.get("kind", "normal") == "normal"), None)
+        req = next(
+            (
+                d["req"]
+                for d in entry.get("deps", ())
+                if (d.get("package") or d["name"]) == "quinn-proto" and d.get("kind", "normal") == "normal"
+            ),
+            None,
+        )
         floor = _floor(req)
         if floor is not None and floor <= p and (best is None or v > best):
             best = v
     if best is None:
-        raise LonglookError(f"ours@{proto}: no quinn 0.11 release accepts quinn-proto {proto}",
-                            hint=f"supported: {SUPPORTED}")
+        raise LonglookError(
+            f"ours@{proto}: no quinn 0.11 release accepts quinn-proto {proto}", hint=f"supported: {SUPPORTED}"
+        )
     return str(best)
 
 
@@ -129,20 +138,26 @@ def build(proto: str, quinn: str, build_dir: Path) -> dict:
     target.mkdir(parents=True, exist_ok=True)
     touch(target)
     env = {**os.environ, "CARGO_TARGET_DIR": str(target), "CARGO_TERM_COLOR": "never"}
-    steps = [["cargo", "update", "-p", "quinn", "--precise", quinn],
-             ["cargo", "update", "-p", "quinn-proto", "--precise", proto],
-             ["cargo", "build", "--release", "--locked", "-p", "endpoint"]]
+    steps = [
+        ["cargo", "update", "-p", "quinn", "--precise", quinn],
+        ["cargo", "update", "-p", "quinn-proto", "--precise", proto],
+        ["cargo", "build", "--release", "--locked", "-p", "endpoint"],
+    ]
     for argv in steps:
         p = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True)
         if p.returncode != 0:
             errors = [line for line in p.stderr.splitlines() if line.startswith("error")]
-            raise LonglookError(f"building ours@{proto} (quinn {quinn}) failed at `{' '.join(argv)}`: "
-                                f"{' | '.join(errors[:3]) or p.stderr.strip()[-600:]}",
-                                hint=f"this checkout's endpoint supports {SUPPORTED}; the full log: "
-                                     f"run the same command in {src}")
+            raise LonglookError(
+                f"building ours@{proto} (quinn {quinn}) failed at `{' '.join(argv)}`: "
+                f"{' | '.join(errors[:3]) or p.stderr.strip()[-600:]}",
+                hint=f"this checkout's endpoint supports {SUPPORTED}; the full log: run the same command in {src}",
+            )
     shutil.copy2(target / "release" / "endpoint", build_dir / "endpoint")
-    info = {"quinn_proto": proto, **{k.replace("-", "_"): v for k, v in locked(src / "Cargo.lock").items()},
-            "endpoint_source": digest}
+    info = {
+        "quinn_proto": proto,
+        **{k.replace("-", "_"): v for k, v in locked(src / "Cargo.lock").items()},
+        "endpoint_source": digest,
+    }
     (build_dir / BUILD_FILE).write_text(json.dumps(info, indent=1))
     shutil.rmtree(src / "endpoint" / "src", ignore_errors=True)  # the binary is what stays
     return info
@@ -154,8 +169,10 @@ def _write_workspace(src: Path) -> None:
     text = (REPO_ROOT / "Cargo.toml").read_text()
     new, n = re.subn(r"(?m)^members\s*=\s*\[[^\]]*\]", 'members = ["endpoint"]', text)
     if n != 1:
-        raise LonglookError("the workspace Cargo.toml has no one `members = [...]` line to rewrite",
-                            hint="stacks/quinn_build.py reads it to build ours@VERSION")
+        raise LonglookError(
+            "the workspace Cargo.toml has no one `members = [...]` line to rewrite",
+            hint="stacks/quinn_build.py reads it to build ours@VERSION",
+        )
     (src / "Cargo.toml").write_text(new)
 
 
@@ -165,6 +182,8 @@ def _relax_quinn(manifest: Path, proto: str) -> None:
     text = manifest.read_text()
     new, n = re.subn(r'(?m)^(quinn\s*=\s*\{\s*version\s*=\s*)"[^"]*"', r'\1"0.11"', text)
     if n != 1:
-        raise LonglookError(f"ours@{proto}: crates/endpoint/Cargo.toml has no `quinn = {{ version = ... }}` line",
-                            hint="stacks/quinn_build.py relaxes it to build other quinn releases")
+        raise LonglookError(
+            f"ours@{proto}: crates/endpoint/Cargo.toml has no `quinn = {{ version = ... }}` line",
+            hint="stacks/quinn_build.py relaxes it to build other quinn releases",
+        )
     manifest.write_text(new)

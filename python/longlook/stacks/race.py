@@ -38,12 +38,22 @@ class RaceSettings(BaseModel):
     state: Literal["run", "cell"] = "run"
 
     def argv(self, state_file: Path | None = None) -> list[str]:
-        argv = ["--race-delay-factor", str(self.delay_factor),
-                "--race-default-delay-ms", str(self.default_delay_ms),
-                "--race-max-delay-ms", str(self.max_delay_ms),
-                "--quic-handshake-timeout-ms", str(self.quic_handshake_timeout_ms),
-                "--quic-idle-timeout-ms", str(self.quic_idle_timeout_ms),
-                "--broken-for-s", str(self.broken_for_s), "--race-initial", self.initial]
+        argv = [
+            "--race-delay-factor",
+            str(self.delay_factor),
+            "--race-default-delay-ms",
+            str(self.default_delay_ms),
+            "--race-max-delay-ms",
+            str(self.max_delay_ms),
+            "--quic-handshake-timeout-ms",
+            str(self.quic_handshake_timeout_ms),
+            "--quic-idle-timeout-ms",
+            str(self.quic_idle_timeout_ms),
+            "--broken-for-s",
+            str(self.broken_for_s),
+            "--race-initial",
+            self.initial,
+        ]
         if state_file is not None:
             argv += ["--race-state", str(state_file)]
         return argv
@@ -68,13 +78,19 @@ def race_measures(fetch: dict) -> tuple[dict[str, float | None], dict[str, Any]]
         return {}, {}
     b = race.get("bytes") or {}
     h3, h2 = float(b.get("h3") or 0), float(b.get("h2") or 0)
-    metrics = {"time_to_fallback_ms": race.get("time_to_fallback_ms"),
-               "quic_share": h3 / (h3 + h2) if h3 + h2 > 0 else None,
-               "bytes_h3": h3, "bytes_h2": h2,
-               "quic_handshake_ms": race.get("quic_handshake_ms"),
-               "tcp_delay_ms": race.get("tcp_delay_ms")}
+    metrics = {
+        "time_to_fallback_ms": race.get("time_to_fallback_ms"),
+        "quic_share": h3 / (h3 + h2) if h3 + h2 > 0 else None,
+        "bytes_h3": h3,
+        "bytes_h2": h2,
+        "quic_handshake_ms": race.get("quic_handshake_ms"),
+        "tcp_delay_ms": race.get("tcp_delay_ms"),
+    }
     served = [[o.get("path"), o.get("protocol")] for o in fetch.get("objects") or []]
-    details = {"race": {k: v for k, v in race.items() if k not in ("state_before", "state_after")},
-               "race_state_before": race.get("state_before"), "race_state_after": race.get("state_after"),
-               "served_by": served}
+    details = {
+        "race": {k: v for k, v in race.items() if k not in ("state_before", "state_after")},
+        "race_state_before": race.get("state_before"),
+        "race_state_after": race.get("state_after"),
+        "served_by": served,
+    }
     return metrics, details

@@ -41,9 +41,10 @@ def is_stack(spec: str) -> bool:
 def stack_class(name: str) -> type[Stack]:
     known = {**OWN, **STACKS}
     if name not in known:
-        raise LonglookError(f"unknown stack {name!r}",
-                            hint=f"known stacks: {', '.join(known)}; "
-                                 "install one with `python -m longlook.stacks.install NAME`")
+        raise LonglookError(
+            f"unknown stack {name!r}",
+            hint=f"known stacks: {', '.join(known)}; install one with `python -m longlook.stacks.install NAME`",
+        )
     module, _, cls = known[name].partition(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -79,13 +79,20 @@ def our_build(spec: str, role: str, accepted: tuple[str, ...], why: str) -> str:
     name = split(spec)[0]
     if name not in accepted:
         said = " or ".join(f'"{a}"' for a in accepted)
-        raise ValueError(f'{role} "{spec}": {why}; write {said}, or "{accepted[-1]}@VERSION" (a quinn-proto '
-                         f"release); {name} cannot")
+        raise ValueError(
+            f'{role} "{spec}": {why}; write {said}, or "{accepted[-1]}@VERSION" (a quinn-proto release); {name} cannot'
+        )
     return spec if "@" not in spec else check_listed(check_spec(spec))
 
 
-def release_arms(arms: Sequence[A], versions: Iterable[str], *, server: str, client: str,
-                 sweeps: Callable[[A], bool] = lambda a: True) -> list[A]:
+def release_arms(
+    arms: Sequence[A],
+    versions: Iterable[str],
+    *,
+    server: str,
+    client: str,
+    sweeps: Callable[[A], bool] = lambda a: True,
+) -> list[A]:
     """Each arm that `sweeps` and runs a swept stack (its server, else the scenario's
     `server`; its client, else `client`), once per release, in place; the others as they
     are. ValueError: an arm whose server and client are two swept stacks, or a swept stack
@@ -105,14 +112,18 @@ def release_arms(arms: Sequence[A], versions: Iterable[str], *, server: str, cli
         used.add(name)
         for v in chosen[name]:
             spec = f"{name}@{v}"
-            out.append(a.model_copy(update={
-                "label": f"{a.label}-{v}",
-                "server": spec if split(arm_server)[0] == name else a.server,
-                "client": spec if split(arm_client)[0] == name else a.client}))
+            out.append(
+                a.model_copy(
+                    update={
+                        "label": f"{a.label}-{v}",
+                        "server": spec if split(arm_server)[0] == name else a.server,
+                        "client": spec if split(arm_client)[0] == name else a.client,
+                    }
+                )
+            )
     unused = set(chosen) - used
     if unused:
-        raise ValueError(f"versions: no arm runs {', '.join(sorted(unused))} (set an arm's server or "
-                         f"client to it)")
+        raise ValueError(f"versions: no arm runs {', '.join(sorted(unused))} (set an arm's server or client to it)")
     return out
 
 

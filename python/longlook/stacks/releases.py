@@ -56,8 +56,11 @@ class Registry:
             return [v.strip() for v in text.splitlines() if v.strip()]
         if self.kind == "pypi":
             doc = json.loads(text)
-            return [v for v, files in (doc.get("releases") or {}).items()
-                    if files and not all(f.get("yanked") for f in files)]
+            return [
+                v
+                for v, files in (doc.get("releases") or {}).items()
+                if files and not all(f.get("yanked") for f in files)
+            ]
         out = []
         for line in text.splitlines():
             if line.strip():
@@ -98,8 +101,9 @@ def _cache_file(stack: str) -> Path:
 
 def registry(stack: str) -> Registry:
     if stack not in REGISTRIES:
-        raise LonglookError(f"{stack}: no registry lists its releases",
-                            hint=f"releases can be swept for {', '.join(REGISTRIES)}")
+        raise LonglookError(
+            f"{stack}: no registry lists its releases", hint=f"releases can be swept for {', '.join(REGISTRIES)}"
+        )
     return REGISTRIES[stack]
 
 
@@ -142,15 +146,18 @@ def _listing(stack: str, fetch=None) -> str:
         except (OSError, urllib.error.URLError) as e:
             stale = _readable(reg, cache.read_text(errors="replace")) if cache.is_file() else None
             if stale is None:  # a stale listing is better than none offline; a damaged one is not
-                raise LonglookError(f"{stack}: cannot list its releases from {reg.where} ({e})",
-                                    hint=f"check the network to {reg.url()}, or name one release") from None
+                raise LonglookError(
+                    f"{stack}: cannot list its releases from {reg.where} ({e})",
+                    hint=f"check the network to {reg.url()}, or name one release",
+                ) from None
             text = stale
         else:
             text = _readable(reg, fetched)
             if text is None:
-                raise LonglookError(f"{stack}: {reg.where} answered {reg.url()} with no release listing "
-                                    f"(it begins {fetched[:60]!r})",
-                                    hint="try again later, or name one release (NAME@VERSION)")
+                raise LonglookError(
+                    f"{stack}: {reg.where} answered {reg.url()} with no release listing (it begins {fetched[:60]!r})",
+                    hint="try again later, or name one release (NAME@VERSION)",
+                )
             if fetch is None:
                 cache.parent.mkdir(parents=True, exist_ok=True)
                 part = cache.with_name(f".{cache.name}.{os.getpid()}.part")
@@ -182,8 +189,8 @@ def nearest(stack: str, version: str, n: int = 3, *, known: list[str] | None = N
         target = _key(version)
     except InvalidVersion:
         return known[-n:]
-    below = [v for v in known if _key(v) < target][-((n + 1) // 2):]
-    above = [v for v in known if _key(v) > target][:n - len(below)]
+    below = [v for v in known if _key(v) < target][-((n + 1) // 2) :]
+    above = [v for v in known if _key(v) > target][: n - len(below)]
     return below + above
 
 
@@ -195,8 +202,10 @@ def check_release(stack: str, version: str, *, fetch=None, known: list[str] | No
         if v == version or v.removeprefix("v") == version.removeprefix("v"):
             return v
     close = nearest(stack, version, known=known)
-    raise LonglookError(f"{stack}@{version}: {registry(stack).where} has no such release",
-                        hint=("nearest releases: " + ", ".join(close)) if close else "it lists none")
+    raise LonglookError(
+        f"{stack}@{version}: {registry(stack).where} has no such release",
+        hint=("nearest releases: " + ", ".join(close)) if close else "it lists none",
+    )
 
 
 _RANGE = re.compile(r"^(?P<stack>[A-Za-z0-9_-]+)@(?P<lo>[^.][^ ]*?)\.\.(?P<hi>\S+)$")
@@ -215,12 +224,15 @@ def expand(spec: str, *, pre: bool = False, fetch=None) -> list[str]:
     except InvalidVersion as e:
         raise LonglookError(f"{spec}: {e}", hint=f"write a range of versions, e.g. {stack}@A..B") from None
     if lo_k > hi_k:
-        raise LonglookError(f"{spec}: the range is empty ({lo} is newer than {hi})",
-                            hint=f"write it oldest first: {stack}@{hi}..{lo}")
+        raise LonglookError(
+            f"{spec}: the range is empty ({lo} is newer than {hi})", hint=f"write it oldest first: {stack}@{hi}..{lo}"
+        )
     known = releases(stack, pre=pre, fetch=fetch)
     inside = [v for v in known if lo_k <= _key(v) <= hi_k]
     if not inside:
         close = nearest(stack, lo, known=known)
-        raise LonglookError(f"{spec}: {registry(stack).where} has no release in this range",
-                            hint=("nearest releases: " + ", ".join(close)) if close else "it lists none")
+        raise LonglookError(
+            f"{spec}: {registry(stack).where} has no release in this range",
+            hint=("nearest releases: " + ", ".join(close)) if close else "it lists none",
+        )
     return [f"{stack}@{v}" for v in inside]

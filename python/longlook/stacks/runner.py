@@ -46,9 +46,28 @@ def ensure_cert(cert_dir: Path) -> tuple[Path, Path]:
         cert_dir.mkdir(parents=True, exist_ok=True)
         config = cert_dir / "openssl.cnf"
         config.write_text(CERT_CONFIG)
-        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                        "-nodes", "-keyout", str(key), "-out", str(cert), "-days", "365", "-config", str(config)],
-                       check=True, capture_output=True)
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                "-newkey",
+                "ec",
+                "-pkeyopt",
+                "ec_paramgen_curve:prime256v1",
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-days",
+                "365",
+                "-config",
+                str(config),
+            ],
+            check=True,
+            capture_output=True,
+        )
         config.unlink()
     return cert, key
 
@@ -62,8 +81,12 @@ def _spki(cert: Path) -> str:
 
 
 def _udp_listening(testbed, port: int) -> bool:
-    p = subprocess.run(testbed.exec_argv("server", ["ss", "-Hnul", f"sport = :{port}"], as_party=False),
-                       capture_output=True, text=True, timeout=10)
+    p = subprocess.run(
+        testbed.exec_argv("server", ["ss", "-Hnul", f"sport = :{port}"], as_party=False),
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     return bool(p.stdout.strip())
 
 
@@ -80,15 +103,31 @@ class StackServer:
     _taken: set[str] = field(default_factory=set)
 
     @classmethod
-    def start(cls, testbed, stack: "Stack", cc: str, *, port: int, cert_dir: Path, root: Path,
-              log_dir: Path, timeout_s: float = 20.0) -> "StackServer":
+    def start(
+        cls,
+        testbed,
+        stack: "Stack",
+        cc: str,
+        *,
+        port: int,
+        cert_dir: Path,
+        root: Path,
+        log_dir: Path,
+        timeout_s: float = 20.0,
+    ) -> "StackServer":
         cert, key = ensure_cert(cert_dir)
         qlog_dir = log_dir / "qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
         call = stack.server_argv(port=port, cert=cert, key=key, root=root, qlog_dir=qlog_dir, cc=cc)
         stderr_path = log_dir / "server.stderr"
-        proc = testbed.popen("server", call.argv, stdout=subprocess.PIPE, stderr=open(stderr_path, "ab"),
-                             text=True, env={**os.environ, **call.env})
+        proc = testbed.popen(
+            "server",
+            call.argv,
+            stdout=subprocess.PIPE,
+            stderr=open(stderr_path, "ab"),
+            text=True,
+            env={**os.environ, **call.env},
+        )
         server = cls(stack=stack, cc=cc, process=proc, qlog_dir=qlog_dir, stderr_path=stderr_path)
         server._wait_ready(testbed, port, call.prints_ready, timeout_s)
         server.spki = _spki(cert)
@@ -98,8 +137,10 @@ class StackServer:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise LonglookError(f"the {self.stack.spec} server exited with code {self.process.returncode} "
-                                    "before it was ready", hint=f"see {self.stderr_path}")
+                raise LonglookError(
+                    f"the {self.stack.spec} server exited with code {self.process.returncode} before it was ready",
+                    hint=f"see {self.stderr_path}",
+                )
             if prints_ready:
                 ready, _, _ = select.select([self.process.stdout], [], [], 0.2)
                 if ready and self.process.stdout.readline().startswith("ready"):
@@ -109,8 +150,9 @@ class StackServer:
             else:
                 time.sleep(0.1)
         self.stop()
-        raise LonglookError(f"the {self.stack.spec} server was not ready within {timeout_s:.0f} s",
-                            hint=f"see {self.stderr_path}")
+        raise LonglookError(
+            f"the {self.stack.spec} server was not ready within {timeout_s:.0f} s", hint=f"see {self.stderr_path}"
+        )
 
     @property
     def log_dir(self) -> Path:
@@ -139,8 +181,9 @@ def _settled_new_files(directory: Path, taken: set[str], wait_s: float) -> list[
     deadline = time.monotonic() + wait_s
     sizes: dict[str, int] = {}
     while True:
-        new = sorted((p for p in directory.iterdir() if p.is_file() and p.name not in taken),
-                     key=lambda p: p.stat().st_mtime)
+        new = sorted(
+            (p for p in directory.iterdir() if p.is_file() and p.name not in taken), key=lambda p: p.stat().st_mtime
+        )
         now = {p.name: p.stat().st_size for p in new}
         if new and now == sizes and all(now.values()):
             break
@@ -178,32 +221,69 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
     stack.require(cc)
     cc = stack.cc(cc)
 
-    def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-              timeout_s: float, mode: str = "page", zero_rtt: bool = False,
-              keylog: Path | None = None) -> FetchResult:
+    def fetch(
+        testbed,
+        *,
+        url: str,
+        protocol: str,
+        run_id: str,
+        cert_dir: Path,
+        out: Path,
+        timeout_s: float,
+        mode: str = "page",
+        zero_rtt: bool = False,
+        keylog: Path | None = None,
+    ) -> FetchResult:
         qlog_dir = out.parent / "client-qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
-        call = stack.client_argv(url=url, mode=mode, ca=cert_dir / "cert.pem", run_id=run_id, out=out,
-                                 qlog_dir=qlog_dir, timeout_s=timeout_s, cc=cc)
+        call = stack.client_argv(
+            url=url,
+            mode=mode,
+            ca=cert_dir / "cert.pem",
+            run_id=run_id,
+            out=out,
+            qlog_dir=qlog_dir,
+            timeout_s=timeout_s,
+            cc=cc,
+        )
         if keylog is not None:  # a client that cannot write one runs as it is (no key log file)
             call = stack.with_keylog(call, keylog) or call
         started_ms, started = int(time.time() * 1000), time.monotonic()
         timed_out = False
         try:
-            proc = subprocess.run(testbed.exec_argv("client", call.argv), capture_output=True, text=True,
-                                  timeout=timeout_s + 5, env={**os.environ, **call.env})
+            proc = subprocess.run(
+                testbed.exec_argv("client", call.argv),
+                capture_output=True,
+                text=True,
+                timeout=timeout_s + 5,
+                env={**os.environ, **call.env},
+            )
             rc, stderr = proc.returncode, proc.stderr
         except subprocess.TimeoutExpired as e:
-            rc, stderr, timed_out = 124, (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""), True
+            rc, stderr, timed_out = (
+                124,
+                (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""),
+                True,
+            )
         wall = time.monotonic() - started
         (out.parent / "client.stderr").write_text(stderr[-200_000:] if stderr else "")
         testbed.check()
-        stack.finish_fetch(url=url, mode=mode, run_id=run_id, out=out, qlog_dir=qlog_dir, returncode=rc,
-                           stderr=stderr, started_unix_ms=started_ms, wall_ms=wall * 1000)
+        stack.finish_fetch(
+            url=url,
+            mode=mode,
+            run_id=run_id,
+            out=out,
+            qlog_dir=qlog_dir,
+            returncode=rc,
+            stderr=stderr,
+            started_unix_ms=started_ms,
+            wall_ms=wall * 1000,
+        )
         arts = _move_logs(stack, _settled_new_files(qlog_dir, set(), 0.5), out.parent, "client")
         qlog_dir.rmdir() if not any(qlog_dir.iterdir()) else None
-        result = fetch_result(out, rc, stderr, protocol, wall, timed_out=timed_out,
-                              protocol_unavailable=rc == EXIT_PROTOCOL_UNAVAILABLE)
+        result = fetch_result(
+            out, rc, stderr, protocol, wall, timed_out=timed_out, protocol_unavailable=rc == EXIT_PROTOCOL_UNAVAILABLE
+        )
         if result.document:
             doc = result.document
             doc.setdefault("client", stack.spec)

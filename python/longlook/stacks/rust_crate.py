@@ -49,14 +49,19 @@ class RustCrateStack(Stack):
         return ours == theirs and self.binary.stat().st_mtime >= (built / "Cargo.toml").stat().st_mtime
 
     def _pinned(self, manifest: str) -> str:
-        return re.sub(rf'{re.escape(self.library)} = \{{ version = "=[^"]+"',
-                      f'{self.library} = {{ version = "={self.version}"', manifest)
+        return re.sub(
+            rf'{re.escape(self.library)} = \{{ version = "=[^"]+"',
+            f'{self.library} = {{ version = "={self.version}"',
+            manifest,
+        )
 
     def install(self) -> None:
         if self.installed():
             return
         if not shutil.which("cargo"):
-            raise LonglookError(f"{self.spec} needs cargo to build", hint=f"install Rust, then `{self.install_command}`")
+            raise LonglookError(
+                f"{self.spec} needs cargo to build", hint=f"install Rust, then `{self.install_command}`"
+            )
         src = self.build_dir / "src"
         shutil.rmtree(src, ignore_errors=True)
         shutil.copytree(self.source, src, ignore=shutil.ignore_patterns("target"))
@@ -69,20 +74,59 @@ class RustCrateStack(Stack):
         env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
         p = subprocess.run(["cargo", "build", "--release", *locked], cwd=src, env=env, capture_output=True, text=True)
         if p.returncode != 0:
-            raise LonglookError(f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
-                                hint=f"{self.build_hint}; retry `{self.install_command}`")
+            raise LonglookError(
+                f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
+                hint=f"{self.build_hint}; retry `{self.install_command}`",
+            )
         shutil.copy(target / "release" / self.binary_name, self.binary)
         shutil.rmtree(target, ignore_errors=True)  # hundreds of MB to GBs of objects: not kept
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
-                           "--key", str(key), "--root", str(root), "--qlog-dir", str(qlog_dir), "--cc", cc],
-                          env={}, prints_ready=True)
+        return ServerCall(
+            [
+                str(self.binary),
+                "serve",
+                "--listen",
+                f"0.0.0.0:{port}",
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--root",
+                str(root),
+                "--qlog-dir",
+                str(qlog_dir),
+                "--cc",
+                cc,
+            ],
+            env={},
+            prints_ready=True,
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
-        return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
-                           "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
-                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
+        return ClientCall(
+            [
+                str(self.binary),
+                "fetch",
+                "--url",
+                url,
+                "--ca",
+                str(ca),
+                "--mode",
+                mode,
+                "--run-id",
+                run_id,
+                "--out",
+                str(out),
+                "--timeout-s",
+                str(timeout_s),
+                "--qlog-dir",
+                str(qlog_dir),
+                "--cc",
+                cc,
+            ],
+            env={},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)

@@ -32,7 +32,9 @@ class Server(Protocol):
 
     def stop(self) -> None: ...
 
-    def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]: ...
+    def take_artifacts(
+        self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None
+    ) -> dict[str, str]: ...
 
 
 @dataclass
@@ -54,8 +56,9 @@ class ServerPool:
     def content_root(self) -> Path:
         return self.experiment_dir / "stack-content"
 
-    def get(self, spec: str = OURS, options: ServerOptions | None = None, cc: str | None = None,
-            workload=None) -> tuple[int, Server]:
+    def get(
+        self, spec: str = OURS, options: ServerOptions | None = None, cc: str | None = None, workload=None
+    ) -> tuple[int, Server]:
         """The server of stack `spec`: ours with `options`, another with congestion control
         `cc`; a stack that serves files gets the `workload`'s written under content_root."""
         stack = resolve(spec)
@@ -72,9 +75,15 @@ class ServerPool:
         if entry is not None and entry[1].alive():
             return entry
         port = entry[0] if entry else FIRST_PORT + len(self.by_key)
-        server = stack.start_server(self.testbed, port=port, options=options, cc=cc, cert_dir=self.cert_dir,
-                                    log_dir=self.log_root / stack.log_folder(cc, port),
-                                    content_root=self.content_root)
+        server = stack.start_server(
+            self.testbed,
+            port=port,
+            options=options,
+            cc=cc,
+            cert_dir=self.cert_dir,
+            log_dir=self.log_root / stack.log_folder(cc, port),
+            content_root=self.content_root,
+        )
         self.by_key[key] = (port, server)
         return port, server
 

@@ -46,8 +46,10 @@ class HostBuffers:
 
     def sysctls(self) -> list[str]:
         """The namespace-local settings (min and default as the kernel's)."""
-        return [f"net.ipv4.tcp_rmem=4096 131072 {self.tcp_rmem_max}",
-                f"net.ipv4.tcp_wmem=4096 16384 {self.tcp_wmem_max}"]
+        return [
+            f"net.ipv4.tcp_rmem=4096 131072 {self.tcp_rmem_max}",
+            f"net.ipv4.tcp_wmem=4096 16384 {self.tcp_wmem_max}",
+        ]
 
 
 def _peak_rate_mbit(profile: LinkProfile, which: str, base_dir: Path | None) -> float:
@@ -74,8 +76,12 @@ def path_bytes(profile: LinkProfile, base_dir: Path | None = None) -> int:
     return max(held)
 
 
-def host_buffers(profile: LinkProfile | None, base_dir: Path | None = None, *,
-                 floors: tuple[int, int] = (KERNEL_DEFAULT_MAX, KERNEL_DEFAULT_MAX)) -> HostBuffers:
+def host_buffers(
+    profile: LinkProfile | None,
+    base_dir: Path | None = None,
+    *,
+    floors: tuple[int, int] = (KERNEL_DEFAULT_MAX, KERNEL_DEFAULT_MAX),
+) -> HostBuffers:
     """`floors`: the namespace's own tcp_rmem and tcp_wmem maxima, never lowered."""
     if profile is None:
         return HostBuffers(0, *floors, MIN_UDP)

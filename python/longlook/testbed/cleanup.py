@@ -37,8 +37,12 @@ def teardown_namespaces(names: list[str]) -> tuple[list[str], list[int]]:
     return topology.delete(names), pids
 
 
-def clean(include_live: bool = False, orphans: bool = True,
-          ids: set[str] | None = None, open_here: frozenset[str] = frozenset()) -> Cleaned:
+def clean(
+    include_live: bool = False,
+    orphans: bool = True,
+    ids: set[str] | None = None,
+    open_here: frozenset[str] = frozenset(),
+) -> Cleaned:
     """Remove leftovers of testbeds whose owner is gone (or all, with `include_live`).
     `orphans`: also `ll-` namespaces with no record (and stray processes of our binaries);
     the automatic clean at testbed start leaves those to an explicit `longlook clean`.
@@ -59,20 +63,23 @@ def clean(include_live: bool = False, orphans: bool = True,
         rec.remove()
         result.records.append(rec.id)
 
-    recorded_dead = {n for rec_id in result.records
-                     for n in topology.namespace_names(rec_id, proxy=True).values()}
-    ours = [n for n in topology.existing_namespaces()
-            if n.startswith(topology.NS_PREFIX) and n not in live
-            and (orphans or n in recorded_dead)
-            and (ids is None or n.rsplit("-", 1)[0].removeprefix(topology.NS_PREFIX) in ids)]
+    recorded_dead = {n for rec_id in result.records for n in topology.namespace_names(rec_id, proxy=True).values()}
+    ours = [
+        n
+        for n in topology.existing_namespaces()
+        if n.startswith(topology.NS_PREFIX)
+        and n not in live
+        and (orphans or n in recorded_dead)
+        and (ids is None or n.rsplit("-", 1)[0].removeprefix(topology.NS_PREFIX) in ids)
+    ]
     deleted, pids = teardown_namespaces(ours)
     result.namespaces += deleted
     result.pids += pids
     live_ids = set(result.skipped_live)
     dead = set(result.records)
     result.cgroups += cpu.remove_leftovers(
-        lambda i: i in dead or (orphans and i not in live_ids and (ids is None or i in ids)
-                                and not _recorded(i)))
+        lambda i: i in dead or (orphans and i not in live_ids and (ids is None or i in ids) and not _recorded(i))
+    )
     if orphans and ids is None:
         result.pids += _orphans()
         result.trace_instances += remove_stale_instances()
@@ -91,6 +98,9 @@ def _orphans() -> list[int]:
     they ran). Processes in the host's namespace or a named one are not touched."""
     host = processes.netns_inode(1)
     named = {processes.netns_inode(f"/run/netns/{n}") for n in topology.existing_namespaces()}
-    stray = [pid for pid in processes.processes_named(OUR_BINARIES)
-             if (ino := processes.netns_inode(pid)) is not None and ino != host and ino not in named]
+    stray = [
+        pid
+        for pid in processes.processes_named(OUR_BINARIES)
+        if (ino := processes.netns_inode(pid)) is not None and ino != host and ino not in named
+    ]
     return processes.terminate(stray)

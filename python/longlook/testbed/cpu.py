@@ -78,17 +78,21 @@ class CpuBudget(BaseModel):
     def _profile(cls, v: Any) -> Any:
         if isinstance(v, str):
             if v not in PROFILES:
-                raise ValueError(f'unknown profile "{v}"; known: {", ".join(PROFILES)}, '
-                                 f'or a table {{quota = 0.2, cores = 1}}')
+                raise ValueError(
+                    f'unknown profile "{v}"; known: {", ".join(PROFILES)}, or a table {{quota = 0.2, cores = 1}}'
+                )
             limits = PROFILES[v]
             return {"name": v} if limits is None else {"name": v, "quota": limits[0], "cores": limits[1]}
         if isinstance(v, dict):
             if v.get("name") in PROFILES and not _is_profile(v["name"], v.get("quota"), v.get("cores", 1)):
-                raise ValueError(f'name "{v["name"]}" is a profile: write client_cpu = "{v["name"]}", '
-                                 f'or name a custom budget otherwise')
+                raise ValueError(
+                    f'name "{v["name"]}" is a profile: write client_cpu = "{v["name"]}", '
+                    f"or name a custom budget otherwise"
+                )
             if "quota" not in v and v.get("name") != UNLIMITED:
-                raise ValueError('a custom budget needs quota (a share of one core, e.g. 0.2); '
-                                 'for no limit use "unlimited"')
+                raise ValueError(
+                    'a custom budget needs quota (a share of one core, e.g. 0.2); for no limit use "unlimited"'
+                )
         return v
 
     @model_validator(mode="after")
@@ -100,15 +104,20 @@ class CpuBudget(BaseModel):
         if self.quota is None:
             return self
         if not self.quota > 0:
-            raise ValueError(f"quota {self.quota:g}: must be > 0 (a share of one core, e.g. 0.2 = "
-                             f"20%); for no limit use \"unlimited\"")
+            raise ValueError(
+                f'quota {self.quota:g}: must be > 0 (a share of one core, e.g. 0.2 = 20%); for no limit use "unlimited"'
+            )
         if self.quota < MIN_QUOTA:
-            raise ValueError(f"quota {self.quota:g}: the kernel's CFS quota is at least 1 ms of "
-                             f"a 100 ms period, so at least {MIN_QUOTA:g}")
+            raise ValueError(
+                f"quota {self.quota:g}: the kernel's CFS quota is at least 1 ms of "
+                f"a 100 ms period, so at least {MIN_QUOTA:g}"
+            )
         if self.quota > self.cores:
-            raise ValueError(f"quota {self.quota:g} is more than its {self.cores} core(s) can run "
-                             f"(a quota is CPU time per period as a share of one core): give "
-                             f"cores = {int(-(-self.quota // 1))} or a smaller quota")
+            raise ValueError(
+                f"quota {self.quota:g} is more than its {self.cores} core(s) can run "
+                f"(a quota is CPU time per period as a share of one core): give "
+                f"cores = {int(-(-self.quota // 1))} or a smaller quota"
+            )
         return self
 
     @property
@@ -150,8 +159,10 @@ def check_fits(budget: CpuBudget) -> None:
     """A budget asking for more cores than this machine has is refused before any run."""
     have = len(machine_cpus())
     if budget.quota is not None and budget.cores > have:
-        raise TestbedError(f"client_cpu {budget.label}: {budget.cores} cores, this machine has {have}",
-                           hint="scale the profile to this machine: fewer cores, the same quota per core")
+        raise TestbedError(
+            f"client_cpu {budget.label}: {budget.cores} cores, this machine has {have}",
+            hint="scale the profile to this machine: fewer cores, the same quota per core",
+        )
 
 
 @dataclass(frozen=True)
@@ -167,10 +178,14 @@ class CpuUsage:
 
     def __sub__(self, other: "CpuUsage") -> "CpuUsage":
         sub = lambda a, b: None if a is None or b is None else a - b  # noqa: E731
-        return CpuUsage(self.usage_ns - other.usage_ns, sub(self.user_ns, other.user_ns),
-                        sub(self.system_ns, other.system_ns), self.periods - other.periods,
-                        self.throttled_periods - other.throttled_periods,
-                        self.throttled_ns - other.throttled_ns)
+        return CpuUsage(
+            self.usage_ns - other.usage_ns,
+            sub(self.user_ns, other.user_ns),
+            sub(self.system_ns, other.system_ns),
+            self.periods - other.periods,
+            self.throttled_periods - other.throttled_periods,
+            self.throttled_ns - other.throttled_ns,
+        )
 
     @property
     def cpu_s(self) -> float:
@@ -191,8 +206,10 @@ def _write(path: Path, value: str) -> None:
     try:
         path.write_text(value)
     except OSError as e:
-        raise TestbedError(f"cannot write {value!r} to {path}: {e.strerror}",
-                           hint="client CPU budgets need root and the cgroup cpu controller") from None
+        raise TestbedError(
+            f"cannot write {value!r} to {path}: {e.strerror}",
+            hint="client CPU budgets need root and the cgroup cpu controller",
+        ) from None
 
 
 def _stat(path: Path) -> dict[str, int]:
@@ -262,8 +279,10 @@ class PartyCgroup:
         if cpus is not None:
             unknown = sorted(set(cpus) - set(machine_cpus()))
             if unknown or not cpus:
-                raise TestbedError(f"[testbed] cpus.{self.party} = {list(cpus)}: this machine has CPUs "
-                                   f"{machine_cpus()}", hint="pin each party to CPUs this machine has")
+                raise TestbedError(
+                    f"[testbed] cpus.{self.party} = {list(cpus)}: this machine has CPUs {machine_cpus()}",
+                    hint="pin each party to CPUs this machine has",
+                )
         self.cpus = tuple(sorted(set(cpus))) if cpus is not None else None
         self.apply(self.budget)
 
@@ -272,14 +291,16 @@ class PartyCgroup:
         budget = budget or CpuBudget.parse(UNLIMITED)
         if not budget.unlimited:
             if not self.available:
-                raise TestbedError(f"client_cpu {budget.label}: this host has no usable cgroup cpu controller",
-                                   hint="mount cgroup v1 cpu,cpuacct or cgroup2 with the cpu controller")
+                raise TestbedError(
+                    f"client_cpu {budget.label}: this host has no usable cgroup cpu controller",
+                    hint="mount cgroup v1 cpu,cpuacct or cgroup2 with the cpu controller",
+                )
             check_fits(budget)
         self.budget = budget
         if not self.created:
             return
         cpus = list(self.cpus) if self.cpus is not None else machine_cpus()
-        cpu_list = ",".join(map(str, cpus if budget.unlimited else cpus[-budget.cores:]))
+        cpu_list = ",".join(map(str, cpus if budget.unlimited else cpus[-budget.cores :]))
         quota = budget.quota_us()
         if self.version == 2:
             d = self._dir("")
@@ -323,8 +344,10 @@ class PartyCgroup:
         if not files:
             return argv
         joins = " && ".join(f"echo $$ > {shlex.quote(str(f))}" for f in files)
-        script = (f'{{ {joins}; }} 2>/dev/null || {{ echo "longlook: could not join the {self.party} CPU '
-                  f'cgroup {self.name}" >&2; exit 125; }}; exec "$@"')
+        script = (
+            f'{{ {joins}; }} 2>/dev/null || {{ echo "longlook: could not join the {self.party} CPU '
+            f'cgroup {self.name}" >&2; exit 125; }}; exec "$@"'
+        )
         return ["/bin/sh", "-c", script, f"longlook-{self.party}-cpu", *map(str, argv)]
 
     def populated(self) -> bool | None:
@@ -346,9 +369,14 @@ class PartyCgroup:
             s = _stat(self._dir("") / "cpu.stat")
             if "usage_usec" not in s:
                 return None
-            return CpuUsage(s["usage_usec"] * 1000, s.get("user_usec", 0) * 1000,
-                            s.get("system_usec", 0) * 1000, s.get("nr_periods", 0),
-                            s.get("nr_throttled", 0), s.get("throttled_usec", 0) * 1000)
+            return CpuUsage(
+                s["usage_usec"] * 1000,
+                s.get("user_usec", 0) * 1000,
+                s.get("system_usec", 0) * 1000,
+                s.get("nr_periods", 0),
+                s.get("nr_throttled", 0),
+                s.get("throttled_usec", 0) * 1000,
+            )
         acct = self._dir("cpuacct")
         try:
             usage = int((acct / "cpuacct.usage").read_text())
@@ -357,8 +385,9 @@ class PartyCgroup:
         user = _int_or_none(acct / "cpuacct.usage_user")
         system = _int_or_none(acct / "cpuacct.usage_sys")
         s = _stat(self._dir("cpu") / "cpu.stat")
-        return CpuUsage(usage, user, system, s.get("nr_periods", 0), s.get("nr_throttled", 0),
-                        s.get("throttled_time", 0))
+        return CpuUsage(
+            usage, user, system, s.get("nr_periods", 0), s.get("nr_throttled", 0), s.get("throttled_time", 0)
+        )
 
 
 def _int_or_none(path: Path) -> int | None:

@@ -46,8 +46,7 @@ class SpanWatch:
     """Polls `running()` on a thread; takes `snapshot()` as the client's processes appear
     and each time they are all gone (the last time counts: a 0-RTT warm-up, then the fetch)."""
 
-    def __init__(self, running: Callable[[], bool | None], snapshot: Callable[[], Any],
-                 poll_s: float = POLL_S):
+    def __init__(self, running: Callable[[], bool | None], snapshot: Callable[[], Any], poll_s: float = POLL_S):
         self.running, self.snapshot, self.poll_s = running, snapshot, poll_s
         self._start: Edge | None = None
         self._end: Edge | None = None

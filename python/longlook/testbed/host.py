@@ -33,8 +33,9 @@ def tool(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path=os.pathsep.join(_SBIN))
     if not found:
         pkg = _PACKAGES.get(name, name)
-        raise TestbedError(f"'{name}' is not installed; the testbed needs it",
-                           hint=f"install it: apt-get install {pkg}")
+        raise TestbedError(
+            f"'{name}' is not installed; the testbed needs it", hint=f"install it: apt-get install {pkg}"
+        )
     return found
 
 
@@ -59,8 +60,10 @@ def linkem_datapath(asked: str | None = None) -> str:
     value = asked or os.environ.get(DATAPATH_ENV, DEFAULT_DATAPATH)
     if value not in DATAPATHS:
         where = "datapath" if asked else DATAPATH_ENV
-        raise TestbedError(f"{where}={value!r} is not a datapath linkem has",
-                           hint=f"use one of {', '.join(DATAPATHS)} (default {DEFAULT_DATAPATH})")
+        raise TestbedError(
+            f"{where}={value!r} is not a datapath linkem has",
+            hint=f"use one of {', '.join(DATAPATHS)} (default {DEFAULT_DATAPATH})",
+        )
     return value
 
 
@@ -73,8 +76,10 @@ def cpu_wakeup_latency_us() -> int:
     except ValueError:
         value = -1
     if value < 0:
-        raise TestbedError(f"{CPU_LATENCY_ENV}={raw!r} is not a whole number of µs ≥ 0",
-                           hint=f"unset it (default {DEFAULT_CPU_LATENCY_US} µs) or give e.g. {CPU_LATENCY_ENV}=0 (idle CPUs poll)")
+        raise TestbedError(
+            f"{CPU_LATENCY_ENV}={raw!r} is not a whole number of µs ≥ 0",
+            hint=f"unset it (default {DEFAULT_CPU_LATENCY_US} µs) or give e.g. {CPU_LATENCY_ENV}=0 (idle CPUs poll)",
+        )
     return value
 
 

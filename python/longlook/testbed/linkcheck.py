@@ -64,8 +64,7 @@ class Row:
             return None
         if self.measured is None or math.isnan(self.measured):
             return False
-        return (self.low is None or self.measured >= self.low) and \
-               (self.high is None or self.measured <= self.high)
+        return (self.low is None or self.measured >= self.low) and (self.high is None or self.measured <= self.high)
 
 
 @dataclass
@@ -84,9 +83,11 @@ class LinkCheckResult:
     def summary(self) -> str:
         if self.ok:
             return f"link '{self.profile}' is within tolerance"
-        bad = "; ".join(f"{r.direction} {r.quantity}: measured {r.measured:.4g} {r.unit}, "
-                        f"expected {_fmt(r.expected)} (band {_fmt(r.low)}..{_fmt(r.high)})"
-                        for r in self.failures())
+        bad = "; ".join(
+            f"{r.direction} {r.quantity}: measured {r.measured:.4g} {r.unit}, "
+            f"expected {_fmt(r.expected)} (band {_fmt(r.low)}..{_fmt(r.high)})"
+            for r in self.failures()
+        )
         return f"link '{self.profile}' is outside tolerance: {bad}"
 
     def raise_if_failed(self) -> None:
@@ -95,8 +96,12 @@ class LinkCheckResult:
             raise LonglookError(self.summary(), hint="see `longlook link check PROFILE.toml`")
 
     def to_dict(self) -> dict:
-        return {"profile": self.profile, "ok": self.ok,
-                "rows": [asdict(r) | {"ok": r.ok} for r in self.rows], "raw": self.raw}
+        return {
+            "profile": self.profile,
+            "ok": self.ok,
+            "rows": [asdict(r) | {"ok": r.ok} for r in self.rows],
+            "raw": self.raw,
+        }
 
 
 def _fmt(x: float | None) -> str:
@@ -104,6 +109,7 @@ def _fmt(x: float | None) -> str:
 
 
 # ---- what the profile says to expect ---------------------------------------------------
+
 
 def most_tcp_goodput(rate_mbit: float) -> float:
     """linkem counts IP bytes: a full 1500-byte packet carries 1448 bytes of TCP payload."""
@@ -128,8 +134,10 @@ def serialization_ms(ip_bytes: int, rate_mbit: float | None) -> float:
 
 def expected_rtt_ms(profile: LinkProfile, probe_ip_bytes: int) -> float:
     """Both one-way delays plus the probe's serialisation in each direction."""
-    return sum((d.delay_ms or 0.0) + serialization_ms(probe_ip_bytes, d.rate_mbit)
-               for d in (profile.resolved("up"), profile.resolved("down")))
+    return sum(
+        (d.delay_ms or 0.0) + serialization_ms(probe_ip_bytes, d.rate_mbit)
+        for d in (profile.resolved("up"), profile.resolved("down"))
+    )
 
 
 def expected_rtt_sd_ms(profile: LinkProfile) -> float:
@@ -168,8 +176,9 @@ def _buffer_bytes(d: Direction) -> float | None:
     return None
 
 
-def tcp_expectation(profile: LinkProfile, which: str, base_dir: Path,
-                    tol: Tolerances = Tolerances()) -> tuple[float, str]:
+def tcp_expectation(
+    profile: LinkProfile, which: str, base_dir: Path, tol: Tolerances = Tolerances()
+) -> tuple[float, str]:
     """The TCP goodput a direction should deliver, and why it is not judged ("" = judged).
 
     Judged only where one Cubic flow can fill the link: a fixed rate, no loss, no reordering
@@ -180,10 +189,17 @@ def tcp_expectation(profile: LinkProfile, which: str, base_dir: Path,
     mean_rate, _ = direction_rates(d, base_dir)
     bdp = mean_rate * 1e6 / 8 * profile.rtt_ms() / 1e3
     buf = _buffer_bytes(d)
-    why_not = ("trace" if d.rate_mbit is None else
-               "loss configured" if profile.expected_loss(which) > 0 else
-               "reordering configured" if d.reorder else
-               f"buffer {buf:.0f} B < BDP {bdp:.0f} B" if buf is not None and buf < bdp else "")
+    why_not = (
+        "trace"
+        if d.rate_mbit is None
+        else "loss configured"
+        if profile.expected_loss(which) > 0
+        else "reordering configured"
+        if d.reorder
+        else f"buffer {buf:.0f} B < BDP {bdp:.0f} B"
+        if buf is not None and buf < bdp
+        else ""
+    )
     most = most_tcp_goodput(mean_rate)
     # the ACKs travel the other way: a slow reverse direction caps what TCP can send
     reverse = profile.resolved("down" if which == "up" else "up")
@@ -192,18 +208,29 @@ def tcp_expectation(profile: LinkProfile, which: str, base_dir: Path,
         if reverse.rate_mbit is not None:  # a fixed reverse rate: the cap is the expectation
             most = ack_limited_goodput(rev_low)
         elif not why_not:
-            why_not = (f"ACK-limited by the reverse direction (its trace falls to {rev_low:.3g} Mbit/s, "
-                       f"which carries the ACKs of {ack_limited_goodput(rev_low):.3g} Mbit/s)")
+            why_not = (
+                f"ACK-limited by the reverse direction (its trace falls to {rev_low:.3g} Mbit/s, "
+                f"which carries the ACKs of {ack_limited_goodput(rev_low):.3g} Mbit/s)"
+            )
     return most, why_not
 
 
 # ---- the check -------------------------------------------------------------------------
 
-def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: float = 3.0,
-               rtt_count: int = 2000, rtt_interval_ms: float = 2.0,
-               directions: tuple[str, ...] = ("up", "down"), iperf: bool = True,
-               include: tuple[str, ...] = ("rtt", "rate", "loss"),
-               tolerances: Tolerances | None = None, base_dir: Path | None = None) -> LinkCheckResult:
+
+def check_link(
+    tb: Testbed,
+    profile: LinkProfile | None = None,
+    *,
+    duration_s: float = 3.0,
+    rtt_count: int = 2000,
+    rtt_interval_ms: float = 2.0,
+    directions: tuple[str, ...] = ("up", "down"),
+    iperf: bool = True,
+    include: tuple[str, ...] = ("rtt", "rate", "loss"),
+    tolerances: Tolerances | None = None,
+    base_dir: Path | None = None,
+) -> LinkCheckResult:
     """Measure `tb`'s path (running `profile`, default the testbed's) and judge it.
     `include` selects the measurements; `directions` which ways rate and loss are measured."""
     profile = profile or tb.profile
@@ -214,14 +241,17 @@ def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: f
     # RTT probes must not load the link themselves: at most 10% of the slowest direction. A
     # trace with seconds of no capacity (a cellular outage) has a slowest second of 0: its
     # mean rate bounds the probes then (they wait out an outage in the queue like any packet).
-    slowest = min(low if low > 0 else mean
-                  for mean, low in (direction_rates(profile.resolved(w), base_dir) for w in ("up", "down")))
+    slowest = min(
+        low if low > 0 else mean
+        for mean, low in (direction_rates(profile.resolved(w), base_dir) for w in ("up", "down"))
+    )
     if not slowest > 0:
-        raise LonglookError(f"link {profile.name}: a direction delivers nothing (rate 0 throughout)",
-                            hint="give it a rate above 0 or a trace with delivery opportunities")
+        raise LonglookError(
+            f"link {profile.name}: a direction delivers nothing (rate 0 throughout)",
+            hint="give it a rate above 0 or a trace with delivery opportunities",
+        )
     probe_ip_bits = (RTT_PROBE_SIZE + UDP_IP_OVERHEAD) * 8
-    rtt_interval_ms = max(rtt_interval_ms, probe_ip_bits / (0.1 * slowest * 1e6) * 1e3,
-                          _sparse_for_jitter_ms(profile))
+    rtt_interval_ms = max(rtt_interval_ms, probe_ip_bits / (0.1 * slowest * 1e6) * 1e3, _sparse_for_jitter_ms(profile))
     rtt_count = max(50, min(rtt_count, int(10_000 / rtt_interval_ms)))  # at most ~10 s
     with PathProbe(tb) as probe:
         if "rtt" in include:
@@ -240,8 +270,16 @@ def check_link(tb: Testbed, profile: LinkProfile | None = None, *, duration_s: f
 
 def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
     if any(_udp_blocked(profile.resolved(w)) for w in ("up", "down")):
-        return [Row("both", "RTT mean", "ms", float("nan"), expected_rtt_ms(profile, 0),
-                    note="not measured: a middlebox rule drops or shapes the UDP probes")]
+        return [
+            Row(
+                "both",
+                "RTT mean",
+                "ms",
+                float("nan"),
+                expected_rtt_ms(profile, 0),
+                note="not measured: a middlebox rule drops or shapes the UDP probes",
+            )
+        ]
     r = probe.rtt(count=count, interval_ms=interval_ms, size=RTT_PROBE_SIZE)
     raw["rtt"] = r
     rtt = r["rtt_ms"]
@@ -250,8 +288,16 @@ def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
     judged = not _has_trace(profile)  # a trace adds waits for delivery opportunities
     note = f"{r['received']}/{r['sent']} probes" + ("" if judged else "; trace: not judged")
     return [
-        Row("both", "RTT mean", "ms", rtt["mean"], expected,
-            expected - margin if judged else None, expected + margin if judged else None, note),
+        Row(
+            "both",
+            "RTT mean",
+            "ms",
+            rtt["mean"],
+            expected,
+            expected - margin if judged else None,
+            expected + margin if judged else None,
+            note,
+        ),
         Row("both", "RTT sd", "ms", rtt["sd"], expected_rtt_sd_ms(profile)),
         Row("both", "RTT p99", "ms", rtt["p99"], expected),
         Row("both", "RTT max", "ms", rtt["max"], expected),
@@ -287,8 +333,16 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     rows = []
     mean_rate, _ = direction_rates(d, base_dir)
     if any(_tcp_reset(profile.resolved(w)) for w in ("up", "down")):
-        return [Row(which, "TCP goodput, probe", "Mbit/s", float("nan"), most_tcp_goodput(mean_rate),
-                    note="not measured: a middlebox rule resets TCP connections")]
+        return [
+            Row(
+                which,
+                "TCP goodput, probe",
+                "Mbit/s",
+                float("nan"),
+                most_tcp_goodput(mean_rate),
+                note="not measured: a middlebox rule resets TCP connections",
+            )
+        ]
     fixed = d.rate_mbit is not None
     loss = profile.expected_loss(which)
     buf = _buffer_bytes(d)
@@ -297,16 +351,34 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     warmup = min(1.0, duration_s / 3)
     t = probe.tcp(which, duration_s)
     raw[f"tcp_{which}"] = t
-    rows.append(Row(which, "TCP goodput, probe", "Mbit/s", steady_goodput_mbit(t, warmup),
-                    most, *band, (f"not judged: {why_not}; " if why_not else "") +
-                    f"median of 250 ms after {warmup:.2g} s; whole {t['goodput_mbit']:.4g}; {t.get('cc', '?')}"))
+    rows.append(
+        Row(
+            which,
+            "TCP goodput, probe",
+            "Mbit/s",
+            steady_goodput_mbit(t, warmup),
+            most,
+            *band,
+            (f"not judged: {why_not}; " if why_not else "")
+            + f"median of 250 ms after {warmup:.2g} s; whole {t['goodput_mbit']:.4g}; {t.get('cc', '?')}",
+        )
+    )
     if iperf:
         # iperf3 reports per second: at least 3 s, so there are intervals past the first.
         i = probe.iperf3(which, max(3.0, duration_s))
         raw[f"iperf3_{which}"] = {"end": i.get("end", {})}
-        rows.append(Row(which, "TCP goodput, iperf3", "Mbit/s", iperf3_receiver_mbit(i, which),
-                        most, *band, ("not judged: " + why_not + "; " if why_not else "") +
-                        "median of the receiver's 250 ms intervals after 1 s"))
+        rows.append(
+            Row(
+                which,
+                "TCP goodput, iperf3",
+                "Mbit/s",
+                iperf3_receiver_mbit(i, which),
+                most,
+                *band,
+                ("not judged: " + why_not + "; " if why_not else "")
+                + "median of the receiver's 250 ms intervals after 1 s",
+            )
+        )
 
     # UDP paced 20% above the rate: what arrives is what the link delivers.
     if _udp_blocked(d):
@@ -316,21 +388,31 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     receiver = probe.receiver_of(which)
     counters_before = probe.udp_counters(receiver)
     with _LinkemWatch(probe.tb) as watch:
-        u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD,
-                      drain_ms=drain_ms)
+        u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD, drain_ms=drain_ms)
     dropped = receiver_drops(counters_before, probe.udp_counters(receiver))
     raw[f"udp_{which}"] = u
     raw[f"linkem_udp_{which}"] = watch.figures
     # what linkem delivered but the receiver's socket never read is the receiving host's
     # CPU, not the link: said beside the figure, so a shortfall is attributed
-    raw[f"receiver_udp_{which}"] = {"dropped": dropped, "host": [
-        f"the receiver's socket dropped {dropped} datagrams (its buffer was full)"] if dropped else []}
+    raw[f"receiver_udp_{which}"] = {
+        "dropped": dropped,
+        "host": [f"the receiver's socket dropped {dropped} datagrams (its buffer was full)"] if dropped else [],
+    }
     low = mean_rate * (1 - loss) * (1 - tol.udp_rate_rel)
-    rows.append(Row(which, "UDP delivered (IP)", "Mbit/s", u["rate_mbit"], mean_rate,
-                    *((low, mean_rate * (1 + tol.udp_rate_rel)) if fixed else (None, None)),
-                    f"sent {u['send_rate_mbit']:.3g}" + ("" if fixed else "; trace mean")
-                    + "".join(f"; {why}" for why in watch.figures["fell_behind"])
-                    + "".join(f"; {why}" for why in raw[f"receiver_udp_{which}"]["host"])))
+    rows.append(
+        Row(
+            which,
+            "UDP delivered (IP)",
+            "Mbit/s",
+            u["rate_mbit"],
+            mean_rate,
+            *((low, mean_rate * (1 + tol.udp_rate_rel)) if fixed else (None, None)),
+            f"sent {u['send_rate_mbit']:.3g}"
+            + ("" if fixed else "; trace mean")
+            + "".join(f"; {why}" for why in watch.figures["fell_behind"])
+            + "".join(f"; {why}" for why in raw[f"receiver_udp_{which}"]["host"]),
+        )
+    )
     return rows
 
 
@@ -359,8 +441,7 @@ def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> lis
     _, low_rate = direction_rates(d, base_dir)
     rate = low_rate / 2
     size = max(100, int(rate * 1e6 / 8 / LOSS_PROBE_MAX_PPS) - UDP_IP_OVERHEAD)
-    u = probe.udp(which, rate, duration_s, size=size,
-                  drain_ms=int((d.delay_ms or 0) + (d.jitter_ms or 0) * 3 + 500))
+    u = probe.udp(which, rate, duration_s, size=size, drain_ms=int((d.delay_ms or 0) + (d.jitter_ms or 0) * 3 + 500))
     raw[f"loss_{which}"] = u
     sent, lost = u["sent"], u["lost"]
     configured = profile.expected_loss(which)
@@ -368,10 +449,19 @@ def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> lis
     bursty = d.gilbert_elliott is not None
     # Here [low, high] is the measured interval, and the test is that it holds the
     # configured loss (not that the measurement lies in a band).
-    rows = [Row(which, "loss", "fraction", lost / sent if sent else float("nan"), configured,
-                lo, hi, f"{lost}/{sent}; band = {tol.loss_confidence:.0%} CI" +
-                ("; bursty: not judged" if bursty else ""),
-                verdict=None if bursty else lo <= configured <= hi)]
+    rows = [
+        Row(
+            which,
+            "loss",
+            "fraction",
+            lost / sent if sent else float("nan"),
+            configured,
+            lo,
+            hi,
+            f"{lost}/{sent}; band = {tol.loss_confidence:.0%} CI" + ("; bursty: not judged" if bursty else ""),
+            verdict=None if bursty else lo <= configured <= hi,
+        )
+    ]
     if bursty:
         rows[0].low = rows[0].high = None
     received = u["received"]
@@ -380,7 +470,15 @@ def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> lis
     # A chosen packet overtakes ~ahead_ms x packet rate others, each then arriving late.
     pps = rate * 1e6 / 8 / (size + UDP_IP_OVERHEAD)
     expected = 0.0 if in_order else min(1.0, d.reorder.probability * d.reorder.ahead_ms * pps / 1e3)
-    rows.append(Row(which, "reordered", "fraction", reorder, expected,
-                    *((0.0, 0.0) if in_order else (None, None)),
-                    f"{u['reordered']}/{received}"))
+    rows.append(
+        Row(
+            which,
+            "reordered",
+            "fraction",
+            reorder,
+            expected,
+            *((0.0, 0.0) if in_order else (None, None)),
+            f"{u['reordered']}/{received}",
+        )
+    )
     return rows

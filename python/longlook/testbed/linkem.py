@@ -37,14 +37,26 @@ def disk_full(directory: Path, below_bytes: int = 1 << 20) -> bool:
 class Linkem:
     """One linkem process: started, waited for (`ready`), checked, stopped."""
 
-    def __init__(self, router_ns: str, config: Path, workdir: Path, *, seed: int | None = None,
-                 rt_priority: int | None = None, stats_interval_ms: int = STATS_INTERVAL_MS,
-                 flow_log: bool = False, flow_log_interval_ms: int = FLOW_LOG_INTERVAL_MS,
-                 ready_timeout_s: float = 10.0, profile_name: str = "link",
-                 queues: tuple[str, str] = ("0", "1"), pcap: Path | None = None,
-                 pcap_copy_bytes: int = 128, pcap_max_bytes: int | None = None,
-                 afpacket: tuple[str, str] | None = None,
-                 launcher: Callable[[list[str]], list[str]] = lambda argv: argv):
+    def __init__(
+        self,
+        router_ns: str,
+        config: Path,
+        workdir: Path,
+        *,
+        seed: int | None = None,
+        rt_priority: int | None = None,
+        stats_interval_ms: int = STATS_INTERVAL_MS,
+        flow_log: bool = False,
+        flow_log_interval_ms: int = FLOW_LOG_INTERVAL_MS,
+        ready_timeout_s: float = 10.0,
+        profile_name: str = "link",
+        queues: tuple[str, str] = ("0", "1"),
+        pcap: Path | None = None,
+        pcap_copy_bytes: int = 128,
+        pcap_max_bytes: int | None = None,
+        afpacket: tuple[str, str] | None = None,
+        launcher: Callable[[list[str]], list[str]] = lambda argv: argv,
+    ):
         self.router_ns = router_ns
         self.launcher = launcher  # wraps the whole command line (the router's CPU cgroup)
         self.profile_name = profile_name
@@ -53,10 +65,22 @@ class Linkem:
         self.stdout_path = workdir / "linkem.stdout"
         self.stderr_path = workdir / "linkem.stderr"
         self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
-        argv = [str(find_binary("linkem")), "run", "--config", str(config),
-                "--up-queue", queues[0], "--down-queue", queues[1],
-                "--stats", str(self.stats_path), "--stats-interval-ms", str(stats_interval_ms),
-                "--cpu-latency-us", str(cpu_wakeup_latency_us())]  # the testbed's own request
+        argv = [
+            str(find_binary("linkem")),
+            "run",
+            "--config",
+            str(config),
+            "--up-queue",
+            queues[0],
+            "--down-queue",
+            queues[1],
+            "--stats",
+            str(self.stats_path),
+            "--stats-interval-ms",
+            str(stats_interval_ms),
+            "--cpu-latency-us",
+            str(cpu_wakeup_latency_us()),
+        ]  # the testbed's own request
         if afpacket is not None:  # linkem forwards itself: (up, down) as IN,OUT,NEXT_HOP_MAC
             argv += ["--afpacket-up", afpacket[0], "--afpacket-down", afpacket[1]]
         if seed is not None:
@@ -88,8 +112,12 @@ class Linkem:
         # its clock right after it is exec'd)
         self.started_unix = time.time()
         with open(self.stdout_path, "w") as out, open(self.stderr_path, "w") as err:
-            self.proc = subprocess.Popen(self.launcher([tool("ip"), "netns", "exec", self.router_ns, *self.argv]),
-                                         stdout=out, stderr=err, stdin=subprocess.DEVNULL)
+            self.proc = subprocess.Popen(
+                self.launcher([tool("ip"), "netns", "exec", self.router_ns, *self.argv]),
+                stdout=out,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+            )
         deadline = time.monotonic() + self.ready_timeout_s
         while time.monotonic() < deadline:
             if "ready" in self.stdout_path.read_text().split():
@@ -97,26 +125,31 @@ class Linkem:
             if self.proc.poll() is not None:
                 if self.proc.returncode == 2:  # a config error: say whose, not the generated file's
                     field = self._stderr_tail().split(": ", 1)[-1]
-                    raise TestbedError(f"link profile {self.profile_name!r}: linkem refused it: {field}",
-                                       hint="fix that field in the scenario's [[links]] or the link profile file")
-                raise TestbedError(f"linkem exited (code {self.proc.returncode}) before it was ready: "
-                                   f"{self._stderr_tail()}")
+                    raise TestbedError(
+                        f"link profile {self.profile_name!r}: linkem refused it: {field}",
+                        hint="fix that field in the scenario's [[links]] or the link profile file",
+                    )
+                raise TestbedError(
+                    f"linkem exited (code {self.proc.returncode}) before it was ready: {self._stderr_tail()}"
+                )
             time.sleep(0.02)
         self.stop()
-        raise TestbedError(f"linkem did not print `ready` within {self.ready_timeout_s} s: "
-                           f"{self._stderr_tail()}")
+        raise TestbedError(f"linkem did not print `ready` within {self.ready_timeout_s} s: {self._stderr_tail()}")
 
     def check(self) -> None:
         """Fail closed: with linkem gone the path is dead, and a measurement made now is not
         a measurement of the configured link."""
         if self.proc is not None and self.proc.poll() is not None:
             if disk_full(self.stderr_path.parent):
-                raise TestbedError(f"no space left on the device of {self.stderr_path.parent}: linkem "
-                                   f"could not write its stats and stopped (exit code {self.proc.returncode})",
-                                   hint="free space, then rerun with --resume: finished runs are kept")
-            raise TestbedError(f"linkem died (exit code {self.proc.returncode}); the emulated link "
-                               f"is down: {self._stderr_tail()}",
-                               hint=f"see {self.stderr_path}")
+                raise TestbedError(
+                    f"no space left on the device of {self.stderr_path.parent}: linkem "
+                    f"could not write its stats and stopped (exit code {self.proc.returncode})",
+                    hint="free space, then rerun with --resume: finished runs are kept",
+                )
+            raise TestbedError(
+                f"linkem died (exit code {self.proc.returncode}); the emulated link is down: {self._stderr_tail()}",
+                hint=f"see {self.stderr_path}",
+            )
 
     def stop(self, grace_s: float = 3.0) -> None:
         """SIGTERM so linkem writes its final stats, SIGKILL after `grace_s`."""
@@ -137,8 +170,12 @@ class Linkem:
         read as it is."""
         doc = self._read_stats()
         now_ms = time.monotonic() * 1000
-        if (self.proc is None or self.proc.poll() is not None or "covers_mono_ms" not in doc  # (no SIGUSR1)
-                or _covered_ms(doc) >= now_ms - STATS_FRESH_MS):
+        if (
+            self.proc is None
+            or self.proc.poll() is not None
+            or "covers_mono_ms" not in doc  # (no SIGUSR1)
+            or _covered_ms(doc) >= now_ms - STATS_FRESH_MS
+        ):
             return doc
         try:
             self.proc.send_signal(signal.SIGUSR1)

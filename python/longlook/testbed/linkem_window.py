@@ -61,8 +61,12 @@ def _kernel_drops(d: dict) -> int | None:
 def linkem_window(before: dict, after: dict, t0_ms: float, t1_ms: float) -> LinkemWindow:
     """linkem's figures for the window [t0_ms, t1_ms], from its stats before and after it."""
     w = LinkemWindow(released=counter_delta(before, after, lambda d: d.get("packets")))
-    events = [late for d in direction_stats(after).values()
-              for mono, late in d.get("late_release_events") or [] if t0_ms <= mono <= t1_ms]
+    events = [
+        late
+        for d in direction_stats(after).values()
+        for mono, late in d.get("late_release_events") or []
+        if t0_ms <= mono <= t1_ms
+    ]
     counted = counter_delta(before, after, lambda d: d.get("late_releases_over_1ms"))
     ring_complete = all(not d.get("late_release_events_dropped") for d in direction_stats(after).values())
     has_events = any("late_release_events" in d for d in direction_stats(after).values())
@@ -70,16 +74,22 @@ def linkem_window(before: dict, after: dict, t0_ms: float, t1_ms: float) -> Link
     if events:
         w.max_release_late_ms = max(events)
     else:  # nothing over 1 ms: the highest histogram bucket that moved bounds the lateness
-        moved = [i for i, name in enumerate(_BUCKETS)
-                 if counter_delta(before, after, lambda d, n=name: ((d.get("release_lateness_us") or {})
-                                                            .get("histogram") or {}).get(n)) > 0]
+        moved = [
+            i
+            for i, name in enumerate(_BUCKETS)
+            if counter_delta(
+                before, after, lambda d, n=name: ((d.get("release_lateness_us") or {}).get("histogram") or {}).get(n)
+            )
+            > 0
+        ]
         w.max_release_late_ms = _BUCKET_UPPER_MS[max(moved)] if moved else None
         if w.max_release_late_ms == float("inf"):  # counted late but not timestamped (old linkem)
             w.max_release_late_ms = None
     w.max_read_wait_ms = _longest_gap(after, "late_read_events", t0_ms, t1_ms)
     w.max_wakeup_late_ms = _longest_gap(after, "late_wakeup_events", t0_ms, t1_ms)
-    drops = [(_kernel_drops(d), _kernel_drops(direction_stats(before).get(k, {})))
-             for k, d in direction_stats(after).items()]
+    drops = [
+        (_kernel_drops(d), _kernel_drops(direction_stats(before).get(k, {}))) for k, d in direction_stats(after).items()
+    ]
     if drops and all(now is not None for now, _ in drops):
         w.kernel_queue_drops = sum(now - (prev or 0) for now, prev in drops)
     return w
@@ -88,6 +98,10 @@ def linkem_window(before: dict, after: dict, t0_ms: float, t1_ms: float) -> Link
 def _longest_gap(after: dict, key: str, t0_ms: float, t1_ms: float) -> float | None:
     """The longest of linkem's own stalls (`[end_mono_ms, length_ms]` events) that overlap
     the window: a stop that began inside it and ended after it counts too."""
-    gaps = [length for d in direction_stats(after).values() for end, length in d.get(key) or []
-            if end >= t0_ms and end - length <= t1_ms]
+    gaps = [
+        length
+        for d in direction_stats(after).values()
+        for end, length in d.get(key) or []
+        if end >= t0_ms and end - length <= t1_ms
+    ]
     return max(gaps) if gaps else None

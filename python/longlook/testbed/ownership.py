@@ -46,8 +46,7 @@ class Record:
 
 def new_record(tb_id: str, namespaces: list[str], workdir: Path) -> Record:
     pid = os.getpid()
-    return Record(id=tb_id, namespaces=namespaces, owner_pid=pid, owner_started=start_time(pid),
-                  workdir=str(workdir))
+    return Record(id=tb_id, namespaces=namespaces, owner_pid=pid, owner_started=start_time(pid), workdir=str(workdir))
 
 
 def all_records() -> list[Record]:

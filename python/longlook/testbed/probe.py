@@ -36,16 +36,26 @@ class PathProbe:
 
     def __enter__(self) -> "PathProbe":
         for role in ("client", "server"):
-            p = self.tb.popen(role, [self.binary, "serve", "--bind", f"0.0.0.0:{PROBE_PORT}"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              as_party=False)  # the path's probes, not a device
+            p = self.tb.popen(
+                role,
+                [self.binary, "serve", "--bind", f"0.0.0.0:{PROBE_PORT}"],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                as_party=False,
+            )  # the path's probes, not a device
             self._servers.append(p)
             if p.stdout.readline().strip() != "ready":
                 raise TestbedError(f"linkem-probe serve did not start in {role}: {p.stderr.read()[:500]}")
-        self._servers.append(self.tb.popen("server", ["iperf3", "-s", "-J", "-p", str(IPERF_PORT),
-                                                      "-i", str(IPERF_INTERVAL_S)],
-                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                           as_party=False))
+        self._servers.append(
+            self.tb.popen(
+                "server",
+                ["iperf3", "-s", "-J", "-p", str(IPERF_PORT), "-i", str(IPERF_INTERVAL_S)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                as_party=False,
+            )
+        )
         return self
 
     def __exit__(self, *exc) -> None:
@@ -81,37 +91,97 @@ class PathProbe:
             raise TestbedError(f"linkem-probe {args[0]} failed: {p.stderr.strip()}")
         return json.loads(p.stdout)
 
-    def rtt(self, count: int = 2000, interval_ms: float = 2.0, size: int = 64,
-            load_mbit: float = 0.0, wait_ms: int = 2000, samples: bool = False) -> dict:
+    def rtt(
+        self,
+        count: int = 2000,
+        interval_ms: float = 2.0,
+        size: int = 64,
+        load_mbit: float = 0.0,
+        wait_ms: int = 2000,
+        samples: bool = False,
+    ) -> dict:
         """Round trip client -> server -> client (load, if any, goes both ways)."""
-        args = ["rtt", "--target", f"{self.tb.server_addr}:{PROBE_PORT}", "--count", str(count),
-                "--interval-ms", str(interval_ms), "--size", str(size), "--wait-ms", str(wait_ms)]
+        args = [
+            "rtt",
+            "--target",
+            f"{self.tb.server_addr}:{PROBE_PORT}",
+            "--count",
+            str(count),
+            "--interval-ms",
+            str(interval_ms),
+            "--size",
+            str(size),
+            "--wait-ms",
+            str(wait_ms),
+        ]
         if load_mbit > 0:
             args += ["--load-mbit", str(load_mbit)]
         if samples:
             args.append("--samples")
         return self._probe("client", args, timeout=count * interval_ms / 1e3 + wait_ms / 1e3 + 30)
 
-    def udp(self, direction: Direction, rate_mbit: float, duration_s: float, size: int = 1200,
-            interval_ms: int = 100, drain_ms: int = 1500) -> dict:
+    def udp(
+        self,
+        direction: Direction,
+        rate_mbit: float,
+        duration_s: float,
+        size: int = 1200,
+        interval_ms: int = 100,
+        drain_ms: int = 1500,
+    ) -> dict:
         role, addr = self._ends(direction)
-        args = ["udp", "--target", f"{addr}:{PROBE_PORT}", "--rate-mbit", str(rate_mbit),
-                "--duration-s", str(duration_s), "--size", str(size),
-                "--interval-ms", str(interval_ms), "--drain-ms", str(drain_ms)]
+        args = [
+            "udp",
+            "--target",
+            f"{addr}:{PROBE_PORT}",
+            "--rate-mbit",
+            str(rate_mbit),
+            "--duration-s",
+            str(duration_s),
+            "--size",
+            str(size),
+            "--interval-ms",
+            str(interval_ms),
+            "--drain-ms",
+            str(drain_ms),
+        ]
         return self._probe(role, args, timeout=duration_s + drain_ms / 1e3 + 30)
 
     def tcp(self, direction: Direction, duration_s: float, interval_ms: int = 250) -> dict:
         role, addr = self._ends(direction)
-        args = ["tcp", "--target", f"{addr}:{PROBE_PORT}", "--duration-s", str(duration_s),
-                "--interval-ms", str(interval_ms), "--cc", PROBE_TCP_CC]
+        args = [
+            "tcp",
+            "--target",
+            f"{addr}:{PROBE_PORT}",
+            "--duration-s",
+            str(duration_s),
+            "--interval-ms",
+            str(interval_ms),
+            "--cc",
+            PROBE_TCP_CC,
+        ]
         return self._probe(role, args, timeout=duration_s + 60)
 
     def iperf3(self, direction: Direction, duration_s: float, streams: int = 1) -> dict:
         """iperf3 TCP, an independent measurement; `down` uses -R (the server sends). The
         JSON includes the server's (`server_output_json`), so both ends' numbers are there."""
-        argv = ["iperf3", "-c", self.tb.server_addr, "-p", str(IPERF_PORT), "-J",
-                "-t", str(duration_s), "-P", str(streams), "--get-server-output", "-i", str(IPERF_INTERVAL_S),
-                "-C", PROBE_TCP_CC]
+        argv = [
+            "iperf3",
+            "-c",
+            self.tb.server_addr,
+            "-p",
+            str(IPERF_PORT),
+            "-J",
+            "-t",
+            str(duration_s),
+            "-P",
+            str(streams),
+            "--get-server-output",
+            "-i",
+            str(IPERF_INTERVAL_S),
+            "-C",
+            PROBE_TCP_CC,
+        ]
         if direction == "down":
             argv.append("-R")
         for attempt in range(20):  # the server may still be starting
@@ -150,9 +220,13 @@ def iperf3_receiver_mbit(doc: dict, direction: Direction) -> float:
     overshoot into a one-BDP buffer at 112 ms: 11.3 Mbit/s read in one second of a 10 Mbit/s
     link), and a median of two intervals keeps that."""
     rx = doc if direction == "down" else doc.get("server_output_json", {})
-    rates = [iv["sum"]["bits_per_second"] / 1e6 for iv in rx.get("intervals", [])
-             if iv["sum"]["start"] >= 0.999 and iv["sum"]["seconds"] >= 0.99 * IPERF_INTERVAL_S
-             and not iv["sum"].get("omitted")]
+    rates = [
+        iv["sum"]["bits_per_second"] / 1e6
+        for iv in rx.get("intervals", [])
+        if iv["sum"]["start"] >= 0.999
+        and iv["sum"]["seconds"] >= 0.99 * IPERF_INTERVAL_S
+        and not iv["sum"].get("omitted")
+    ]
     if not rates:
         return doc["end"]["sum_received"]["bits_per_second"] / 1e6
     return float(np.median(rates))

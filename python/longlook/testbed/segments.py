@@ -42,14 +42,19 @@ def series(a: LinkProfile, b: LinkProfile, name: str = "link") -> LinkProfile:
         da, db = a.resolved(which), b.resolved(which)
         la, lb = a.expected_loss(which), b.expected_loss(which)
         same_buffer = (da.buffer_bytes, da.buffer_packets) == (db.buffer_bytes, db.buffer_packets)
-        dirs[which] = Direction(rate_mbit=min(da.rate_mbit, db.rate_mbit),
-                                delay_ms=(da.delay_ms or 0.0) + (db.delay_ms or 0.0),
-                                loss=1 - (1 - la) * (1 - lb),
-                                buffer_bytes=da.buffer_bytes if same_buffer else None,
-                                buffer_packets=da.buffer_packets if same_buffer else None)
-    return LinkProfile(name=name, up=dirs["up"], down=dirs["down"],
-                       segments=(a.model_copy(update={"name": "link_a"}),
-                                 b.model_copy(update={"name": "link_b"})))
+        dirs[which] = Direction(
+            rate_mbit=min(da.rate_mbit, db.rate_mbit),
+            delay_ms=(da.delay_ms or 0.0) + (db.delay_ms or 0.0),
+            loss=1 - (1 - la) * (1 - lb),
+            buffer_bytes=da.buffer_bytes if same_buffer else None,
+            buffer_packets=da.buffer_packets if same_buffer else None,
+        )
+    return LinkProfile(
+        name=name,
+        up=dirs["up"],
+        down=dirs["down"],
+        segments=(a.model_copy(update={"name": "link_a"}), b.model_copy(update={"name": "link_b"})),
+    )
 
 
 def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[LinkProfile]]) -> list[LinkProfile]:
@@ -58,9 +63,11 @@ def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[
     table (core.links, the same sweep and checks as any link)."""
     missing = [k for k in SEGMENT_KEYS if not isinstance(entry.get(k), dict)]
     if missing:
-        raise ValueError(f"{where}: a path through the proxy needs both segments, link_a (client-proxy) "
-                         f"and link_b (proxy-server); {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
-                         f"missing or not a table")
+        raise ValueError(
+            f"{where}: a path through the proxy needs both segments, link_a (client-proxy) "
+            f"and link_b (proxy-server); {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} "
+            f"missing or not a table"
+        )
     name = entry.get("name", "link")
     common = {k: v for k, v in entry.items() if k not in (*SEGMENT_KEYS, "name")}
     lists = {k: v for k, v in common.items() if isinstance(v, list)}
@@ -77,11 +84,18 @@ def expand_segmented(entry: dict, where: str, expand: Callable[[Any, str], list[
             if "rtt_ms" in own:
                 merged.pop("delay_ms", None)
             bad = [k for k in _NOT_IN_SEGMENTS if k in merged]
-            bad += [f"{d}.{k}" for d in ("up", "down") if isinstance(merged.get(d), dict)
-                    for k in _NOT_IN_SEGMENTS if k in merged[d]]  # one direction's trace, too
+            bad += [
+                f"{d}.{k}"
+                for d in ("up", "down")
+                if isinstance(merged.get(d), dict)
+                for k in _NOT_IN_SEGMENTS
+                if k in merged[d]
+            ]  # one direction's trace, too
             if bad:
-                raise ValueError(f"{where}.{key}.{bad[0]}: not supported on a proxy segment "
-                                 f"(its end-to-end series would not be one link profile)")
+                raise ValueError(
+                    f"{where}.{key}.{bad[0]}: not supported on a proxy segment "
+                    f"(its end-to-end series would not be one link profile)"
+                )
             segs.append(expand(merged, f"{where}.{key}"))
         out += [series(a, b, name) for a, b in itertools.product(*segs)]
     return out

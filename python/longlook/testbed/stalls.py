@@ -21,16 +21,22 @@ from .host import TestbedError
 class Stall:
     cpu: int
     start_ms: float  # CLOCK_MONOTONIC: the thread's previous wake-up, the earliest the stall began
-    end_ms: float    # when the thread ran again, the stall's end
-    late_ms: float   # how long after its due time it ran
+    end_ms: float  # when the thread ran again, the stall's end
+    late_ms: float  # how long after its due time it ran
 
 
 class StallMonitor:
     """Context manager: the monitor runs for the `with` block; `.stalls` afterwards."""
 
     def __init__(self, period_us: int = 1000, threshold_us: int = 300):
-        self.argv = [str(find_binary("linkem-probe")), "stalls",
-                     "--period-us", str(period_us), "--threshold-us", str(threshold_us)]
+        self.argv = [
+            str(find_binary("linkem-probe")),
+            "stalls",
+            "--period-us",
+            str(period_us),
+            "--threshold-us",
+            str(threshold_us),
+        ]
         self.proc: subprocess.Popen | None = None
         self.record: dict | None = None
         self.stalls: list[Stall] = []
@@ -51,12 +57,13 @@ class StallMonitor:
             raise TestbedError(f"linkem-probe stalls failed: {err.strip()[:300]}")
         self.record = json.loads(out.strip().splitlines()[-1])
         period = float(self.record["period_ms"])
-        self.stalls = [Stall(int(c), float(due) - period, float(due) + float(late), float(late))
-                       for c, due, late in self.record["stalls"]]
+        self.stalls = [
+            Stall(int(c), float(due) - period, float(due) + float(late), float(late))
+            for c, due, late in self.record["stalls"]
+        ]
 
 
-def probes_hit(sent_ms: list[float], rtt_ms: list[float], stalls: list[Stall],
-               margin_ms: float = 0.3) -> list[bool]:
+def probes_hit(sent_ms: list[float], rtt_ms: list[float], stalls: list[Stall], margin_ms: float = 0.3) -> list[bool]:
     """For each probe (sent at sent_ms, back rtt_ms later), whether a stall came while some
     process had to act on it: its send, the echo (taken at the half-way point, so for paths
     with equal delays both ways, as the bench's are) and its return. Each moment is widened

@@ -43,8 +43,7 @@ def merged_stats(a: dict, b: dict) -> dict:
     """Both segments' linkem stats as one document for the run audit: segment A's directions
     as they are, B's as `b-up`/`b-down`; written no later than the older of the two."""
     out = dict(a)
-    out["directions"] = {**(a.get("directions") or {}),
-                         **{f"b-{k}": v for k, v in (b.get("directions") or {}).items()}}
+    out["directions"] = {**(a.get("directions") or {}), **{f"b-{k}": v for k, v in (b.get("directions") or {}).items()}}
     out["flows"] = [*(a.get("flows") or []), *({**f, "segment": "b"} for f in b.get("flows") or [])]
     if a.get("mono_ms") is not None and b.get("mono_ms") is not None:
         out["mono_ms"] = min(a["mono_ms"], b["mono_ms"])
@@ -73,23 +72,35 @@ class Testbed:
     client_addr = topology.CLIENT_ADDR
     server_addr = topology.SERVER_ADDR
 
-    def __init__(self, profile: LinkProfile | None, id: str | None = None,
-                 workdir: Path | str | None = None, *, base_dir: Path | None = None,
-                 seed: int | None = None, rt_priority: int | None = None,
-                 flow_log: bool = False, ready_timeout_s: float = 10.0,
-                 cpus: CpuPinning | None = None, datapath: str | None = None):
+    def __init__(
+        self,
+        profile: LinkProfile | None,
+        id: str | None = None,
+        workdir: Path | str | None = None,
+        *,
+        base_dir: Path | None = None,
+        seed: int | None = None,
+        rt_priority: int | None = None,
+        flow_log: bool = False,
+        ready_timeout_s: float = 10.0,
+        cpus: CpuPinning | None = None,
+        datapath: str | None = None,
+    ):
         self.id = id or secrets.token_hex(3)
         if not re.fullmatch(r"[A-Za-z0-9_]{1,24}", self.id):
-            raise TestbedError(f"testbed id {self.id!r}: use 1-24 letters, digits or _",
-                               hint="it becomes part of the namespace names ll-<id>-client etc.")
+            raise TestbedError(
+                f"testbed id {self.id!r}: use 1-24 letters, digits or _",
+                hint="it becomes part of the namespace names ll-<id>-client etc.",
+            )
         # a profile of two segments (testbed/segments.py) needs the proxy topology
         self.ns = topology.namespace_names(self.id, proxy=bool(profile and profile.segments))
         self.profile = profile
         self.base_dir = Path(base_dir) if base_dir else Path.cwd()
         self._own_workdir = workdir is None
         self.workdir = Path(workdir) if workdir else None
-        self._linkem_options = dict(seed=seed, rt_priority=rt_priority, flow_log=flow_log,
-                                    ready_timeout_s=ready_timeout_s)
+        self._linkem_options = dict(
+            seed=seed, rt_priority=rt_priority, flow_log=flow_log, ready_timeout_s=ready_timeout_s
+        )
         self.linkem: Linkem | None = None
         self.linkem_b: Linkem | None = None  # segment B's, in router2 (proxy topology)
         self.host_buffers: HostBuffers = host_buffers(None)  # sized to each link (testbed/buffers.py)
@@ -121,8 +132,9 @@ class Testbed:
         # recorded leftovers of crashed runs (owner gone); this process's other open testbeds live on
         cleanup.clean(orphans=False, open_here=frozenset(tb.id for tb in _open_testbeds))
         if set(self.ns.values()) & set(topology.existing_namespaces()):
-            raise TestbedError(f"a testbed with id '{self.id}' is already running",
-                               hint="choose another id, or stop that run")
+            raise TestbedError(
+                f"a testbed with id '{self.id}' is already running", hint="choose another id, or stop that run"
+            )
         if self.workdir is None:
             self.workdir = Path(tempfile.mkdtemp(prefix=f"longlook-{self.id}-"))
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -142,7 +154,9 @@ class Testbed:
                     if router not in self.ns:
                         continue
                     if self.datapath == "afpacket":
-                        topology.add_afpacket_rules(self.ns[router], tuple(i for i, _ in topology.AFPACKET_PORTS[router]))
+                        topology.add_afpacket_rules(
+                            self.ns[router], tuple(i for i, _ in topology.AFPACKET_PORTS[router])
+                        )
                     else:
                         topology.add_nfqueue_rules(self.ns[router], topology.NFQUEUES[router])
                 self._start_linkem(self.profile)
@@ -215,9 +229,12 @@ class Testbed:
 
     def _start_linkem(self, profile: LinkProfile) -> None:
         if bool(profile.segments) != ("proxy" in self.ns):
-            raise TestbedError(f"link profile {profile.name!r}: {'has' if profile.segments else 'has no'} "
-                               f"proxy segments, and this testbed was built {'with' if 'proxy' in self.ns else 'without'} "
-                               f"the proxy topology", hint="every link of one experiment has segments, or none")
+            raise TestbedError(
+                f"link profile {profile.name!r}: {'has' if profile.segments else 'has no'} "
+                f"proxy segments, and this testbed was built {'with' if 'proxy' in self.ns else 'without'} "
+                f"the proxy topology",
+                hint="every link of one experiment has segments, or none",
+            )
         self._size_host_buffers(profile)
         if profile.segments:  # segment A in router, B in router2, each its own linkem
             a, b = profile.segments
@@ -251,10 +268,16 @@ class Testbed:
             options["seed"] = (options["seed"] + 1) % 2**63
         if router == "router2" and options.get("pcap") is not None:  # B's packets in a file of their own
             options["pcap"] = options["pcap"].with_stem(options["pcap"].stem + "-b")
-        linkem = Linkem(self.ns[router], config, workdir, profile_name=profile.name,
-                        queues=tuple(q for _, q in topology.NFQUEUES[router]),
-                        afpacket=topology.afpacket_ports(self.ns, router) if self.datapath == "afpacket" else None,
-                        launcher=self.cgroups["router"].wrap, **options)
+        linkem = Linkem(
+            self.ns[router],
+            config,
+            workdir,
+            profile_name=profile.name,
+            queues=tuple(q for _, q in topology.NFQUEUES[router]),
+            afpacket=topology.afpacket_ports(self.ns, router) if self.datapath == "afpacket" else None,
+            launcher=self.cgroups["router"].wrap,
+            **options,
+        )
         linkem.start()
         return linkem
 
@@ -324,8 +347,16 @@ class Testbed:
         window is the span in which one did (testbed/cpu_span.py)."""
         return self.cgroups["client"].populated()
 
-    def run(self, role: Role, argv: list[str], *, timeout: float | None = None,
-            check: bool = True, as_party: bool = True, **kwargs) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        role: Role,
+        argv: list[str],
+        *,
+        timeout: float | None = None,
+        check: bool = True,
+        as_party: bool = True,
+        **kwargs,
+    ) -> subprocess.CompletedProcess:
         """Run a command in a namespace to completion (output captured as text by default).
         Checks linkem afterwards: a result obtained over a dead link is not returned."""
         self._require_open()

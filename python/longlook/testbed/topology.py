@@ -35,17 +35,30 @@ _ENDS = (
 
 # The proxy topology: veth pairs (made in the first namespace, peer put in the second),
 # addresses, and routes; the proxy forwards what it does not terminate.
-_PROXY_PAIRS = (("router", "r0", "client", "c0"), ("router", "r1", "proxy", "p0"),
-                ("router2", "r2", "proxy", "p1"), ("router2", "r3", "server", "s0"))
-_PROXY_ENDS = (
-    ("client", "c0", f"{CLIENT_ADDR}/24"), ("router", "r0", f"{ROUTER_CLIENT_SIDE}/24"),
-    ("router", "r1", "198.18.3.1/24"), ("proxy", "p0", f"{PROXY_ADDR}/24"),
-    ("proxy", "p1", f"{PROXY_SERVER_SIDE}/24"), ("router2", "r2", "198.18.4.1/24"),
-    ("router2", "r3", f"{ROUTER_SERVER_SIDE}/24"), ("server", "s0", f"{SERVER_ADDR}/24"),
+_PROXY_PAIRS = (
+    ("router", "r0", "client", "c0"),
+    ("router", "r1", "proxy", "p0"),
+    ("router2", "r2", "proxy", "p1"),
+    ("router2", "r3", "server", "s0"),
 )
-_PROXY_ROUTES = (("client", "default", ROUTER_CLIENT_SIDE), ("router", "default", PROXY_ADDR),
-                 ("proxy", "198.18.1.0/24", "198.18.3.1"), ("proxy", "198.18.2.0/24", "198.18.4.1"),
-                 ("router2", "default", PROXY_SERVER_SIDE), ("server", "default", ROUTER_SERVER_SIDE))
+_PROXY_ENDS = (
+    ("client", "c0", f"{CLIENT_ADDR}/24"),
+    ("router", "r0", f"{ROUTER_CLIENT_SIDE}/24"),
+    ("router", "r1", "198.18.3.1/24"),
+    ("proxy", "p0", f"{PROXY_ADDR}/24"),
+    ("proxy", "p1", f"{PROXY_SERVER_SIDE}/24"),
+    ("router2", "r2", "198.18.4.1/24"),
+    ("router2", "r3", f"{ROUTER_SERVER_SIDE}/24"),
+    ("server", "s0", f"{SERVER_ADDR}/24"),
+)
+_PROXY_ROUTES = (
+    ("client", "default", ROUTER_CLIENT_SIDE),
+    ("router", "default", PROXY_ADDR),
+    ("proxy", "198.18.1.0/24", "198.18.3.1"),
+    ("proxy", "198.18.2.0/24", "198.18.4.1"),
+    ("router2", "default", PROXY_SERVER_SIDE),
+    ("server", "default", ROUTER_SERVER_SIDE),
+)
 # Per emulating router: (device, NFQUEUE number); up = entering from the client's side.
 NFQUEUES = {"router": (("r0", "0"), ("r1", "1")), "router2": (("r2", "2"), ("r3", "3"))}
 
@@ -56,9 +69,13 @@ _OFFLOADS = ("tso", "gso", "gro", "tx-udp-segmentation")
 # not drop on a reverse-path check; IPv6 off: no ND/MLD chatter on the measured links;
 # tcp_no_metrics_save: Linux would otherwise cache each destination's RTT, ssthresh and
 # cwnd after a connection and start the next one from them, so runs would not be independent.
-_SYSCTLS = ("net.ipv4.conf.all.rp_filter=0", "net.ipv4.conf.default.rp_filter=0",
-            "net.ipv6.conf.all.disable_ipv6=1", "net.ipv6.conf.default.disable_ipv6=1",
-            "net.ipv4.tcp_no_metrics_save=1")
+_SYSCTLS = (
+    "net.ipv4.conf.all.rp_filter=0",
+    "net.ipv4.conf.default.rp_filter=0",
+    "net.ipv6.conf.all.disable_ipv6=1",
+    "net.ipv6.conf.default.disable_ipv6=1",
+    "net.ipv4.tcp_no_metrics_save=1",
+)
 # Recorded with every experiment (core.execute): what the testbed set for independence.
 RECORDED_SYSCTLS = {"net.ipv4.tcp_no_metrics_save": 1}
 
@@ -83,10 +100,8 @@ def create(ns: dict[str, str]) -> None:
     for role, name in ns.items():
         sh(["ip", "netns", "exec", name, "sysctl", "-qw", *_SYSCTLS])
         sh(["ip", "-n", name, "link", "set", "lo", "up"])
-    sh(["ip", "-n", ns["router"], "link", "add", "r0", "type", "veth",
-        "peer", "name", "c0", "netns", ns["client"]])
-    sh(["ip", "-n", ns["router"], "link", "add", "r1", "type", "veth",
-        "peer", "name", "s0", "netns", ns["server"]])
+    sh(["ip", "-n", ns["router"], "link", "add", "r0", "type", "veth", "peer", "name", "c0", "netns", ns["client"]])
+    sh(["ip", "-n", ns["router"], "link", "add", "r1", "type", "veth", "peer", "name", "s0", "netns", ns["server"]])
     for role, dev, addr in _ENDS:
         name = ns[role]
         sh(["ip", "-n", name, "addr", "add", addr, "dev", dev])
@@ -134,15 +149,34 @@ def add_nfqueue_rules(router_ns: str, queues: tuple[tuple[str, str], ...] = NFQU
     (router2 of the proxy topology: 2 and 3).
     No --queue-bypass: with linkem gone the path is dead, never silently unemulated."""
     for dev, queue in queues:
-        sh(["ip", "netns", "exec", router_ns, "iptables", "-t", "mangle", "-A", "FORWARD",
-            "-i", dev, "-j", "NFQUEUE", "--queue-num", queue])
+        sh(
+            [
+                "ip",
+                "netns",
+                "exec",
+                router_ns,
+                "iptables",
+                "-t",
+                "mangle",
+                "-A",
+                "FORWARD",
+                "-i",
+                dev,
+                "-j",
+                "NFQUEUE",
+                "--queue-num",
+                queue,
+            ]
+        )
 
 
 # AF_PACKET datapath, per emulating router: (up, down) as (in device, out device); up =
 # from the client's side. Each out device's peer is the next hop whose MAC linkem writes.
 AFPACKET_PORTS = {"router": (("r0", "r1"), ("r1", "r0")), "router2": (("r2", "r3"), ("r3", "r2"))}
-_PEERS = {False: {"r0": ("client", "c0"), "r1": ("server", "s0")},
-          True: {"r0": ("client", "c0"), "r1": ("proxy", "p0"), "r2": ("proxy", "p1"), "r3": ("server", "s0")}}
+_PEERS = {
+    False: {"r0": ("client", "c0"), "r1": ("server", "s0")},
+    True: {"r0": ("client", "c0"), "r1": ("proxy", "p0"), "r2": ("proxy", "p1"), "r3": ("server", "s0")},
+}
 
 
 def mac_address(ns: str, dev: str) -> str:
@@ -163,8 +197,9 @@ def add_afpacket_rules(router_ns: str, devices: tuple[str, ...]) -> None:
     """The router's kernel neither forwards nor answers IPv4 on its links: linkem does (its
     packet sockets see each frame before this ingress hook). ARP passes: the kernel still
     answers for the router's addresses, so the endpoints' gateways are as with NFQUEUE."""
-    chains = "".join(f"chain in_{d} {{ type filter hook ingress device {d} priority 0; meta protocol ip drop; }}; "
-                     for d in devices)
+    chains = "".join(
+        f"chain in_{d} {{ type filter hook ingress device {d} priority 0; meta protocol ip drop; }}; " for d in devices
+    )
     sh(["ip", "netns", "exec", router_ns, "nft", f"add table netdev linkem {{ {chains}}}"])
 
 

@@ -13,8 +13,11 @@ import pandas as pd  # noqa: E402
 from ...render.palette import MUTED, SERIES  # noqa: E402
 
 # every bar here is QUIC, so the phases take the palette's non-protocol colours
-PHASE_STYLE = (("handshake_ms", "handshake", MUTED), ("wait_ms", "wait (TTFB − handshake)", SERIES[4]),
-               ("receive_ms", "receive (PLT − TTFB)", SERIES[2]))
+PHASE_STYLE = (
+    ("handshake_ms", "handshake", MUTED),
+    ("wait_ms", "wait (TTFB − handshake)", SERIES[4]),
+    ("receive_ms", "receive (PLT − TTFB)", SERIES[2]),
+)
 
 
 def split_figure(means: pd.DataFrame, labels: list[str], title: str) -> "plt.Figure":
@@ -27,8 +30,7 @@ def split_figure(means: pd.DataFrame, labels: list[str], title: str) -> "plt.Fig
         ax.bar(x, heights, bottom=bottom, color=color, width=0.6, label=name)
         bottom = [b + h for b, h in zip(bottom, heights)]
     for i, (total, sd) in enumerate(zip(bottom, means["plt_sd"])):
-        ax.errorbar(i, total, yerr=float(sd) / 1000.0 if pd.notna(sd) else 0.0, color="black",
-                    capsize=3, linewidth=0.8)
+        ax.errorbar(i, total, yerr=float(sd) / 1000.0 if pd.notna(sd) else 0.0, color="black", capsize=3, linewidth=0.8)
     ax.set_xticks(x, labels)
     ax.set_ylabel("time (s)")
     ax.set_title(title, fontsize=9)

@@ -29,9 +29,10 @@ class Knob:
 
     def check(self) -> "Knob":
         if not 0 < self.low <= self.start <= self.high:
-            raise LonglookError(f"search range of {self.name} {self.low}..{self.high} must hold the start "
-                                f"value {self.start}", hint="--low <= --start <= --high, all positive "
-                                                            "(--range NAME=LOW..HIGH for other knobs)")
+            raise LonglookError(
+                f"search range of {self.name} {self.low}..{self.high} must hold the start value {self.start}",
+                hint="--low <= --start <= --high, all positive (--range NAME=LOW..HIGH for other knobs)",
+            )
         return self
 
     def ladder(self, count: int) -> list[int]:
@@ -58,15 +59,22 @@ KNOBS: dict[str, Knob] = {
 }
 
 
-def knob_set(names: Sequence[str] = ("macw",), *, start: int | None = None, low: int | None = None,
-             high: int | None = None, ranges: Mapping[str, tuple[int, int]] | None = None) -> list[Knob]:
+def knob_set(
+    names: Sequence[str] = ("macw",),
+    *,
+    start: int | None = None,
+    low: int | None = None,
+    high: int | None = None,
+    ranges: Mapping[str, tuple[int, int]] | None = None,
+) -> list[Knob]:
     """The knobs to search, in KNOBS order. start/low/high are MACW's (the historical
     options); `ranges` gives any knob's LOW..HIGH (its start clamped into it)."""
     names = list(dict.fromkeys(names or ["macw"]))
     unknown = [n for n in names if n not in KNOBS] + [n for n in (ranges or {}) if n not in KNOBS]
     if unknown:
-        raise LonglookError(f"unknown knob {unknown[0]!r}", hint=f"known: {', '.join(KNOBS)} "
-                            f"(pacing is not one: quinn always paces)")
+        raise LonglookError(
+            f"unknown knob {unknown[0]!r}", hint=f"known: {', '.join(KNOBS)} (pacing is not one: quinn always paces)"
+        )
     missing = [n for n in (ranges or {}) if n not in names]
     if missing:
         raise LonglookError(f"--range {missing[0]}: not a searched knob", hint=f"add --knob {missing[0]}")
@@ -79,14 +87,15 @@ def knob_set(names: Sequence[str] = ("macw",), *, start: int | None = None, low:
             k = replace(k, low=low or k.low, high=high or k.high)
         if ranges and name in ranges:
             lo, hi = ranges[name]
-            k = replace(k, low=lo, high=hi, start=k.start if name == "macw" and start is not None
-                        else min(max(k.start, lo), hi))
+            k = replace(
+                k, low=lo, high=hi, start=k.start if name == "macw" and start is not None else min(max(k.start, lo), hi)
+            )
         out.append(k.check())
     return out
 
 
 def parse_range(text: str) -> tuple[str, tuple[int, int]]:
-    """"iw=4..64" -> ("iw", (4, 64))."""
+    """ "iw=4..64" -> ("iw", (4, 64))."""
     name, _, span = text.partition("=")
     lo, sep, hi = span.partition("..")
     try:
@@ -116,7 +125,13 @@ def initial_points(knobs: Sequence[Knob], count: int) -> list[dict[str, int]]:
     """The start point, then `count - 1` points whose values are each knob's ladder; the
     ladder of the i-th knob is rotated by i so the knobs do not all rise together."""
     ladders = [k.ladder(count - 1) for k in knobs]
-    rest = [{k.option: lad[(j + i) % len(lad)] for i, (k, lad) in enumerate(zip(knobs, ladders))}
-            for j in range(count - 1)] if count > 1 else []
+    rest = (
+        [
+            {k.option: lad[(j + i) % len(lad)] for i, (k, lad) in enumerate(zip(knobs, ladders))}
+            for j in range(count - 1)
+        ]
+        if count > 1
+        else []
+    )
     points = [start_point(knobs), *rest]
     return [dict(p) for p in dict.fromkeys(tuple(sorted(p.items())) for p in points)]

@@ -15,12 +15,12 @@ from ...core.store import DB_FILE, Store
 from ...errors import LonglookError
 
 
-def run_experiment(scenario: ScenarioBase, out: Path, *, link_check: bool = True,
-                   progress: Callable[..., None] | None = None) -> RunSummary:
+def run_experiment(
+    scenario: ScenarioBase, out: Path, *, link_check: bool = True, progress: Callable[..., None] | None = None
+) -> RunSummary:
     """One experiment into `out`; a directory already holding it is resumed (finished runs
     are kept), so an interrupted calibration continues where it stopped."""
-    summary = Runner(scenario, out, resume=(out / DB_FILE).exists(), link_check=link_check,
-                     progress=progress).run()
+    summary = Runner(scenario, out, resume=(out / DB_FILE).exists(), link_check=link_check, progress=progress).run()
     if summary.interrupted:
         raise KeyboardInterrupt
     return summary
@@ -46,6 +46,7 @@ def counted(out: Path, metric: str = "plt_ms") -> pd.DataFrame:
         cells = store.cells_frame()[["cell_id", "dims"]]
     good = counted_runs(runs, metric, exclude_flagged=sc.fidelity.exclude_flagged)
     if good.empty:
-        raise LonglookError(f"{out}: no run that counts for {metric}",
-                            hint="see `longlook report` on it for why the runs failed")
+        raise LonglookError(
+            f"{out}: no run that counts for {metric}", hint="see `longlook report` on it for why the runs failed"
+        )
     return good.merge(cells, on="cell_id", how="left")

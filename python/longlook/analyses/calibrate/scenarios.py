@@ -4,7 +4,7 @@ its pipeline): Fig. 2's two MACW arms, and a search trial's arms on a reference'
 from __future__ import annotations
 
 import tomllib
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 from ...errors import LonglookError
 from ...kinds.pageload import Scenario
@@ -26,9 +26,17 @@ def as_point(value: int | Point) -> dict[str, int]:
     return {"max_cwnd_packets": value} if isinstance(value, int) else dict(value)
 
 
-def fig2_scenario(*, macws: Sequence[int] = (107, 430), rounds: int = 10, size: str = "10m",
-                  rate_mbit: float = 100.0, rtt_ms: float = 36.0, buffer_bytes: int = 30000,
-                  seed: int = 1, timeout_s: float = 90.0) -> Scenario:
+def fig2_scenario(
+    *,
+    macws: Sequence[int] = (107, 430),
+    rounds: int = 10,
+    size: str = "10m",
+    rate_mbit: float = 100.0,
+    rtt_ms: float = 36.0,
+    buffer_bytes: int = 30000,
+    seed: int = 1,
+    timeout_s: float = 90.0,
+) -> Scenario:
     """Kakhki Fig. 2: one bulk object over QUIC, one arm per MACW, back to back per round.
     The buffer is the paper's 30 KB (the captions of its Figs. 4 and 5, and the shipped
     kakhki-* scenarios); 0-RTT is off so the handshake bar is a full handshake."""
@@ -37,8 +45,10 @@ def fig2_scenario(*, macws: Sequence[int] = (107, 430), rounds: int = 10, size: 
     data = {
         "name": "calibrate-fig2",
         "description": f"Kakhki Fig. 2: {size} over QUIC at {rate_mbit:g} Mbit/s, {rtt_ms:g} ms RTT, "
-                       f"MACW {' vs '.join(str(m) for m in macws)}.",
-        "seed": seed, "rounds": rounds, "timeout_s": timeout_s,
+        f"MACW {' vs '.join(str(m) for m in macws)}.",
+        "seed": seed,
+        "rounds": rounds,
+        "timeout_s": timeout_s,
         "links": [{"rate_mbit": rate_mbit, "rtt_ms": rtt_ms, "buffer_bytes": buffer_bytes}],
         "workloads": [f"bulk:{size}"],
         "options": {"zero_rtt": False, "quic_cc": "cubic"},
@@ -66,8 +76,9 @@ def _scenario(data: dict[str, Any], source: str, reference: Scenario) -> Scenari
     return Scenario.from_toml(dumps(data), source=source, base_dir=reference.base_dir)
 
 
-def trial_scenario(reference: Scenario, reference_arm: str, points: Sequence[int | Point], *,
-                   rounds: int, name: str, seed: int = 1) -> Scenario:
+def trial_scenario(
+    reference: Scenario, reference_arm: str, points: Sequence[int | Point], *, rounds: int, name: str, seed: int = 1
+) -> Scenario:
     """The reference's grid with one h3 arm of our endpoint per point to try (a MACW, or a
     value per knob), labelled by its knob values, keeping the reference arm's other
     settings (e.g. 0-RTT). Two arms per experiment: the kind compares arms, and two trials
@@ -77,24 +88,36 @@ def trial_scenario(reference: Scenario, reference_arm: str, points: Sequence[int
     if len(set(labels)) < 2:
         raise LonglookError("a trial measures two different points (MACW values or knob sets)")
     searched = list(dict.fromkeys(k for p in pts for k in p))
-    kept = {k: v for k, v in reference.arm(reference_arm).model_dump(exclude_none=True).items()
-            if k not in _NOT_KNOBS and k not in searched}
+    kept = {
+        k: v
+        for k, v in reference.arm(reference_arm).model_dump(exclude_none=True).items()
+        if k not in _NOT_KNOBS and k not in searched
+    }
     data = _grid(reference, searched)
-    data.update(name=name, seed=seed, rounds=rounds,
-                description=f"calibration trial: {', '.join(labels)} on {reference.name}'s grid",
-                arms=[{"label": lab, "protocol": "h3", **kept, **p} for lab, p in zip(labels, pts)])
+    data.update(
+        name=name,
+        seed=seed,
+        rounds=rounds,
+        description=f"calibration trial: {', '.join(labels)} on {reference.name}'s grid",
+        arms=[{"label": lab, "protocol": "h3", **kept, **p} for lab, p in zip(labels, pts)],
+    )
     return _scenario(data, f"calibrate search trial {name}", reference)
 
 
-def stack_reference_scenario(grid: Scenario, stack: str, start: int | Point, *, rounds: int,
-                             seed: int = 1) -> Scenario:
+def stack_reference_scenario(grid: Scenario, stack: str, start: int | Point, *, rounds: int, seed: int = 1) -> Scenario:
     """A reference measured here: another QUIC stack's server on `grid`'s cells, back to
     back with our endpoint at the search's start point (its first trial, measured already)."""
     point = as_point(start)
     data = _grid(grid, list(point))
-    data.update(name="calibrate-reference", seed=seed, rounds=rounds,
-                description=f"calibration reference: {stack}'s server on {grid.name}'s grid",
-                arms=[{"label": "reference", "protocol": "h3", "server": stack},
-                      {"label": label(point), "protocol": "h3", **point}],
-                baseline="reference")
+    data.update(
+        name="calibrate-reference",
+        seed=seed,
+        rounds=rounds,
+        description=f"calibration reference: {stack}'s server on {grid.name}'s grid",
+        arms=[
+            {"label": "reference", "protocol": "h3", "server": stack},
+            {"label": label(point), "protocol": "h3", **point},
+        ],
+        baseline="reference",
+    )
     return _scenario(data, f"calibrate reference {stack}", grid)

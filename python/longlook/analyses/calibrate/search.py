@@ -87,23 +87,34 @@ class SearchResult:
         return all(r.verdict == "inconclusive" for r in self.residuals)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"reference": self.reference, "reference_arm": self.reference_arm,
-                "knobs": self.knobs, "objective": self.best_objective,
-                "alpha": self.alpha, "calibrated": self.calibrated, "trials": self.trials,
-                "residuals": [r.__dict__ for r in self.residuals], "fragment": self.fragment}
+        return {
+            "reference": self.reference,
+            "reference_arm": self.reference_arm,
+            "knobs": self.knobs,
+            "objective": self.best_objective,
+            "alpha": self.alpha,
+            "calibrated": self.calibrated,
+            "trials": self.trials,
+            "residuals": [r.__dict__ for r in self.residuals],
+            "fragment": self.fragment,
+        }
 
     def table(self) -> str:
         names = list(self.knobs)
         lines = [f"{'trial':>5} " + " ".join(f"{n:>22}" for n in names) + f" {'objective':>10}"]
-        lines += [f"{t['number']:>5} " + " ".join(f"{t['knobs'][n]:>22}" for n in names)
-                  + f" {t['objective']:>10.4f}" for t in self.trials]
+        lines += [
+            f"{t['number']:>5} " + " ".join(f"{t['knobs'][n]:>22}" for n in names) + f" {t['objective']:>10.4f}"
+            for t in self.trials
+        ]
         knobs = ", ".join(f"{n} = {v}" for n, v in self.knobs.items())
         lines.append(f"calibrated: {knobs} (mean |ln PLT ratio| {self.best_objective:.4f})")
         w = max([4, *(len(r.cell) for r in self.residuals)])
         lines.append(f"{'cell':<{w}} {'ours ms':>9} {'ref ms':>9} {'diff %':>8} {'Welch p':>8}  verdict")
         for r in self.residuals:
-            lines.append(f"{r.cell:<{w}} {r.mean_ours:>9.1f} {r.mean_ref:>9.1f} {r.diff_pct:>+8.1f} "
-                         f"{r.p_value:>8.3g}  {r.verdict}")
+            lines.append(
+                f"{r.cell:<{w}} {r.mean_ours:>9.1f} {r.mean_ref:>9.1f} {r.diff_pct:>+8.1f} "
+                f"{r.p_value:>8.3g}  {r.verdict}"
+            )
         lines.append("scenario fragment:\n" + self.fragment)
         return "\n".join(lines)
 
@@ -138,12 +149,19 @@ def _entry(number: int, point: dict[str, int], objective_: float, batch: str) ->
     """One line of the trial log; "value" too when one knob is searched (the MACW search's
     historical shape)."""
     one = {"value": next(iter(point.values()))} if len(point) == 1 else {}
-    return {"number": number, "knobs": dict(point), "label": label(point), **one,
-            "objective": objective_, "batch": batch}
+    return {
+        "number": number,
+        "knobs": dict(point),
+        "label": label(point),
+        **one,
+        "objective": objective_,
+        "batch": batch,
+    }
 
 
-def _ask_new(study: optuna.Study, dist: dict, measured: _Measured, taken: set[Key],
-             log: list[dict[str, Any]], tries: int = 20) -> optuna.Trial | None:
+def _ask_new(
+    study: optuna.Study, dist: dict, measured: _Measured, taken: set[Key], log: list[dict[str, Any]], tries: int = 20
+) -> optuna.Trial | None:
     """A trial whose point is not measured yet; points already measured are answered from
     what was measured (no traffic) and another is asked for."""
     for _ in range(tries):
@@ -159,10 +177,21 @@ def _ask_new(study: optuna.Study, dist: dict, measured: _Measured, taken: set[Ke
     return None
 
 
-def search(reference: Reference, out: Path, *, trials: int = 8, rounds: int = 3, start: int = 107,
-           low: int | None = None, high: int | None = None, seed: int = 1,
-           link_check: bool = True, progress: Callable[..., None] | None = None,
-           measured_start: Path | None = None, knobs: list[Knob] | None = None) -> SearchResult:
+def search(
+    reference: Reference,
+    out: Path,
+    *,
+    trials: int = 8,
+    rounds: int = 3,
+    start: int = 107,
+    low: int | None = None,
+    high: int | None = None,
+    seed: int = 1,
+    link_check: bool = True,
+    progress: Callable[..., None] | None = None,
+    measured_start: Path | None = None,
+    knobs: list[Knob] | None = None,
+) -> SearchResult:
     """Up to `trials` measured points (two per experiment, in OUT/trials/NN-...). `knobs`:
     what to search (knobs.knob_set); default MACW alone over start, low..high.
     `measured_start`: an experiment that measured the start point already (its label's arm)."""
@@ -171,12 +200,16 @@ def search(reference: Reference, out: Path, *, trials: int = 8, rounds: int = 3,
         raise LonglookError("--trials: at least 2 (two points per measured experiment)")
     # the trial arms must make a valid scenario (e.g. n_conn needs the reference arm's Cubic):
     # one clear error now rather than after the first measurement
-    trial_scenario(reference.scenario, reference.arm, [start_point(knobs), _corner(knobs, start_point(knobs))],
-                   rounds=2, name="calibrate-check")
+    trial_scenario(
+        reference.scenario,
+        reference.arm,
+        [start_point(knobs), _corner(knobs, start_point(knobs))],
+        rounds=2,
+        name="calibrate-check",
+    )
     ensure_dir(out)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = optuna.create_study(direction="minimize",
-                                sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=0))
+    study = optuna.create_study(direction="minimize", sampler=optuna.samplers.TPESampler(seed=seed, n_startup_trials=0))
     for p in initial_points(knobs, min(4, trials)):
         study.enqueue_trial(p)
     dist = {k.option: optuna.distributions.IntDistribution(k.low, k.high, log=k.log) for k in knobs}
@@ -197,17 +230,16 @@ def search(reference: Reference, out: Path, *, trials: int = 8, rounds: int = 3,
             points.append(measured.best() if measured.samples else _corner(knobs, points[0]))
         batch += 1
         name = f"{batch:02d}-" + "-".join(label(p) for p in points)
-        scenario = trial_scenario(reference.scenario, reference.arm, points, rounds=rounds,
-                                  name=f"calibrate-{name}", seed=seed + batch)
-        run_experiment(scenario, out / "trials" / name, link_check=link_check and batch == 1,
-                       progress=progress)
+        scenario = trial_scenario(
+            reference.scenario, reference.arm, points, rounds=rounds, name=f"calibrate-{name}", seed=seed + batch
+        )
+        run_experiment(scenario, out / "trials" / name, link_check=link_check and batch == 1, progress=progress)
         measured.add(out / "trials" / name, points)
         for t, p in zip(pair, points):
             study.tell(t, measured.objective(p))
             log.append(_entry(t.number, p, measured.objective(p), name))
         if progress:
-            progress("trial", values=[label(p) for p in points],
-                     objectives=[measured.objective(p) for p in points])
+            progress("trial", values=[label(p) for p in points], objectives=[measured.objective(p) for p in points])
     return _result(reference, measured.best(), measured, log)
 
 
@@ -223,16 +255,35 @@ def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list
     residuals = []
     for key, r in ref.samples.items():
         o = ours.get(key, np.array([]))
-        c = compare_samples(o, r, a_label=label(best), b_label="reference", cell_id=key,
-                            alpha=st.alpha, test="welch", confidence=st.confidence)
+        c = compare_samples(
+            o,
+            r,
+            a_label=label(best),
+            b_label="reference",
+            cell_id=key,
+            alpha=st.alpha,
+            test="welch",
+            confidence=st.confidence,
+        )
         # core.stats' % difference is positive when ours is faster; here: ours vs reference
-        residuals.append(Residual(ref.labels.get(key, key), c.a.n, c.b.n, c.a.mean, c.b.mean,
-                                  -c.percent_difference, -c.ci_high, -c.ci_low, c.p_value,
-                                  c.verdict_text.replace(label(best), "ours")))
+        residuals.append(
+            Residual(
+                ref.labels.get(key, key),
+                c.a.n,
+                c.b.n,
+                c.a.mean,
+                c.b.mean,
+                -c.percent_difference,
+                -c.ci_high,
+                -c.ci_low,
+                c.p_value,
+                c.verdict_text.replace(label(best), "ours"),
+            )
+        )
     fragment = f"[options]   # calibrated against {ref.directory} ({ref.arm})\n" + "".join(
-        f"{option} = {value}\n" for option, value in best.items())
-    return SearchResult(str(ref.directory), ref.arm, best, measured.objective(best), st.alpha,
-                        log, residuals, fragment)
+        f"{option} = {value}\n" for option, value in best.items()
+    )
+    return SearchResult(str(ref.directory), ref.arm, best, measured.objective(best), st.alpha, log, residuals, fragment)
 
 
 def write(result: SearchResult, out: Path) -> list[Path]:

@@ -22,8 +22,10 @@ def time_split(fetch: Mapping) -> dict[str, float]:
     try:
         hs, ttfb, plt = (float(fetch[k]) for k in ("handshake_ms", "ttfb_ms", "plt_ms"))
     except (KeyError, TypeError, ValueError):
-        raise LonglookError("a fetch without handshake_ms, ttfb_ms and plt_ms cannot be split",
-                            hint="only successful page loads have all three times") from None
+        raise LonglookError(
+            "a fetch without handshake_ms, ttfb_ms and plt_ms cannot be split",
+            hint="only successful page loads have all three times",
+        ) from None
     return {"handshake_ms": hs, "wait_ms": ttfb - hs, "receive_ms": plt - ttfb, "plt_ms": plt}
 
 

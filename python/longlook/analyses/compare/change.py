@@ -133,19 +133,27 @@ class Comparison:
         return int(self.regressed or (strict and sum(self.count(v) for v in UNJUDGED) > 0))
 
     def as_dict(self) -> dict[str, Any]:
-        return {"base": self.base.summary(), "cand": self.cand.summary(), "varied": self.varied,
-                "path_differs": self.path_differs,
-                "settings": asdict(self.settings),
-                "summary": {v.value: self.count(v) for v in Verdict},
-                "regressed": self.regressed, "changes": [c.as_dict() for c in self.changes]}
+        return {
+            "base": self.base.summary(),
+            "cand": self.cand.summary(),
+            "varied": self.varied,
+            "path_differs": self.path_differs,
+            "settings": asdict(self.settings),
+            "summary": {v.value: self.count(v) for v in Verdict},
+            "regressed": self.regressed,
+            "changes": [c.as_dict() for c in self.changes],
+        }
 
 
 def counted_values(side: Side, cell_id: str, arm: str, metric: str) -> np.ndarray:
     runs = side.runs
     if runs.empty or metric not in runs:
         return np.array([], dtype=float)
-    good = counted_runs(runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)], metric,
-                        exclude_flagged=side.scenario.fidelity.exclude_flagged)
+    good = counted_runs(
+        runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)],
+        metric,
+        exclude_flagged=side.scenario.fidelity.exclude_flagged,
+    )
     return good[metric].to_numpy(dtype=float)
 
 
@@ -155,8 +163,11 @@ def arm_completion(side: Side, cell_id: str, arm: str, metric: str | None) -> Co
     runs = side.runs
     if runs.empty or (metric is not None and metric not in runs):
         return None
-    done = completion(runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)], metric,
-                      exclude_flagged=side.scenario.fidelity.exclude_flagged)
+    done = completion(
+        runs[(runs["cell_id"] == cell_id) & (runs["arm"] == arm)],
+        metric,
+        exclude_flagged=side.scenario.fidelity.exclude_flagged,
+    )
     return Completion(int(done["counted"].iloc[0]), int(done["rounds"].iloc[0])) if len(done) else None
 
 
@@ -215,12 +226,21 @@ def _judge(c: CellComparison, change_pct: float, s: Settings) -> tuple[Verdict, 
 
 
 def _compare_one(x: MetricInput, s: Settings) -> CellComparison:
-    return compare_samples(x.cand, x.base, a_label="cand", b_label="base",
-                           cell_id=f"{x.pair.base_id}|{x.arm}|{x.metric.name}",
-                           alpha=s.alpha, test=s.test, confidence=s.confidence, metric=x.metric.name,
-                           lower_is_better=x.metric.lower_is_better,
-                           completion_a=x.cand_done, completion_b=x.base_done,
-                           survivorship_alpha=s.survivorship_alpha)
+    return compare_samples(
+        x.cand,
+        x.base,
+        a_label="cand",
+        b_label="base",
+        cell_id=f"{x.pair.base_id}|{x.arm}|{x.metric.name}",
+        alpha=s.alpha,
+        test=s.test,
+        confidence=s.confidence,
+        metric=x.metric.name,
+        lower_is_better=x.metric.lower_is_better,
+        completion_a=x.cand_done,
+        completion_b=x.base_done,
+        survivorship_alpha=s.survivorship_alpha,
+    )
 
 
 def _change(c: CellComparison, x: MetricInput, s: Settings) -> Change:
@@ -228,11 +248,29 @@ def _change(c: CellComparison, x: MetricInput, s: Settings) -> Change:
     sign = -1.0 if x.metric.lower_is_better else 1.0
     change, lo, hi = sign * c.percent_difference, *sorted((sign * c.ci_low, sign * c.ci_high))
     verdict, note = _judge(c, change, s)
-    return Change(cell_id=x.pair.base_id, cand_cell_id=x.pair.cand_id, arm=x.arm, metric=x.metric.name,
-                  unit=x.metric.unit, better=x.metric.better, n_base=c.b.n, n_cand=c.a.n,
-                  mean_base=c.b.mean, mean_cand=c.a.mean, change_pct=change, ci_low=lo, ci_high=hi,
-                  change=c.diff, change_low=c.diff_low, change_high=c.diff_high,
-                  p_value=c.p_value, p_adjusted=c.p_adjusted, verdict=verdict, note=note, dims=x.pair.dims)
+    return Change(
+        cell_id=x.pair.base_id,
+        cand_cell_id=x.pair.cand_id,
+        arm=x.arm,
+        metric=x.metric.name,
+        unit=x.metric.unit,
+        better=x.metric.better,
+        n_base=c.b.n,
+        n_cand=c.a.n,
+        mean_base=c.b.mean,
+        mean_cand=c.a.mean,
+        change_pct=change,
+        ci_low=lo,
+        ci_high=hi,
+        change=c.diff,
+        change_low=c.diff_low,
+        change_high=c.diff_high,
+        p_value=c.p_value,
+        p_adjusted=c.p_adjusted,
+        verdict=verdict,
+        note=note,
+        dims=x.pair.dims,
+    )
 
 
 def _completion_change(t: ArmCompletion, p_adjusted: float, s: Settings) -> Change:
@@ -248,15 +286,32 @@ def _completion_change(t: ArmCompletion, p_adjusted: float, s: Settings) -> Chan
         verdict, note = Verdict.IMPROVEMENT, f"more runs completed: {said}"
     else:
         verdict, note = Verdict.NO_CHANGE, said
-    return Change(cell_id=t.pair.base_id, cand_cell_id=t.pair.cand_id, arm=t.arm, metric=COMPLETION,
-                  unit="share of rounds", better="higher", n_base=t.base.tried, n_cand=t.cand.tried,
-                  mean_base=sb, mean_cand=sc, change_pct=(sc - sb) / sb * 100 if sb else math.nan,
-                  ci_low=math.nan, ci_high=math.nan, change=sc - sb, change_low=math.nan, change_high=math.nan,
-                  p_value=p, p_adjusted=float(p_adjusted), verdict=verdict, note=note, dims=t.pair.dims)
+    return Change(
+        cell_id=t.pair.base_id,
+        cand_cell_id=t.pair.cand_id,
+        arm=t.arm,
+        metric=COMPLETION,
+        unit="share of rounds",
+        better="higher",
+        n_base=t.base.tried,
+        n_cand=t.cand.tried,
+        mean_base=sb,
+        mean_cand=sc,
+        change_pct=(sc - sb) / sb * 100 if sb else math.nan,
+        ci_low=math.nan,
+        ci_high=math.nan,
+        change=sc - sb,
+        change_low=math.nan,
+        change_high=math.nan,
+        p_value=p,
+        p_adjusted=float(p_adjusted),
+        verdict=verdict,
+        note=note,
+        dims=t.pair.dims,
+    )
 
 
-def judge_changes(inputs: Sequence[MetricInput], completions: Sequence[ArmCompletion],
-                  s: Settings) -> list[Change]:
+def judge_changes(inputs: Sequence[MetricInput], completions: Sequence[ArmCompletion], s: Settings) -> list[Change]:
     """The gate's verdicts from what each side measured: every metric row (core.stats'
     comparison) and every completion row, Holm over all of them together when `s.holm`."""
     comparisons = [_compare_one(x, s) for x in inputs]
@@ -265,8 +320,9 @@ def judge_changes(inputs: Sequence[MetricInput], completions: Sequence[ArmComple
         comparisons, p_tested = holm_family(comparisons, [t.p for t in tested])
     else:
         p_tested = np.array([t.p for t in tested])
-    return ([_change(c, x, s) for c, x in zip(comparisons, inputs)]
-            + [_completion_change(t, pa, s) for t, pa in zip(tested, p_tested)])
+    return [_change(c, x, s) for c, x in zip(comparisons, inputs)] + [
+        _completion_change(t, pa, s) for t, pa in zip(tested, p_tested)
+    ]
 
 
 def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
@@ -275,16 +331,24 @@ def pick_metrics(side: Side, names: Sequence[str] = ()) -> list[Metric]:
         return list(known.values())
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise LonglookError(f"--metric {unknown[0]}: not a metric of kind {side.kind.name}",
-                            hint=f"its metrics: {', '.join(known)}")
+        raise LonglookError(
+            f"--metric {unknown[0]}: not a metric of kind {side.kind.name}", hint=f"its metrics: {', '.join(known)}"
+        )
     return [known[n] for n in names]
 
 
 @verdict_producer("compare.gate", "regression / improvement of CAND against BASE (a metric or the completions)")
-def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
-                        metrics: Sequence[str] = (), threshold_pct: float = 2.0,
-                        alpha: float | None = None, test: Test | None = None,
-                        holm: bool = True) -> Comparison:
+def compare_experiments(
+    base: Side,
+    cand: Side,
+    *,
+    vary: Sequence[str] = (),
+    metrics: Sequence[str] = (),
+    threshold_pct: float = 2.0,
+    alpha: float | None = None,
+    test: Test | None = None,
+    holm: bool = True,
+) -> Comparison:
     """Every matched cell x arm x metric of BASE vs CAND, and every cell x arm's completion
     (judge_changes). alpha, test and confidence default to BASE's [statistics]."""
     if not threshold_pct >= 0 or math.isinf(threshold_pct):
@@ -294,19 +358,41 @@ def compare_experiments(base: Side, cand: Side, *, vary: Sequence[str] = (),
     if alpha is not None and not 0 < alpha < 1:
         raise LonglookError(f"--alpha: must be between 0 and 1, got {alpha:g}")
     st = base.scenario.statistics
-    s = Settings(alpha=alpha or st.alpha, test=test or st.test, holm=holm, threshold_pct=threshold_pct,
-                 confidence=st.confidence, survivorship_alpha=st.survivorship_alpha)
+    s = Settings(
+        alpha=alpha or st.alpha,
+        test=test or st.test,
+        holm=holm,
+        threshold_pct=threshold_pct,
+        confidence=st.confidence,
+        survivorship_alpha=st.survivorship_alpha,
+    )
     pairs = match_cells(base, cand, vary)
     chosen = pick_metrics(base, metrics)
-    inputs = [MetricInput(p, arm, m, counted_values(cand, p.cand_id, arm, m.name),
-                          counted_values(base, p.base_id, arm, m.name),
-                          arm_completion(cand, p.cand_id, arm, m.name), arm_completion(base, p.base_id, arm, m.name))
-              for p in pairs for arm in base.arms for m in chosen]
+    inputs = [
+        MetricInput(
+            p,
+            arm,
+            m,
+            counted_values(cand, p.cand_id, arm, m.name),
+            counted_values(base, p.base_id, arm, m.name),
+            arm_completion(cand, p.cand_id, arm, m.name),
+            arm_completion(base, p.base_id, arm, m.name),
+        )
+        for p in pairs
+        for arm in base.arms
+        for m in chosen
+    ]
     completions = []
     for p in pairs:
         for arm in base.arms:
             c, b = arm_completion(cand, p.cand_id, arm, None), arm_completion(base, p.base_id, arm, None)
             if c is not None and b is not None:
                 completions.append(ArmCompletion(p, arm, c, b))
-    return Comparison(base, cand, s, judge_changes(inputs, completions, s), varied(base, cand, vary),
-                      path_setup_differences(base.experiment.get("versions"), cand.experiment.get("versions")))
+    return Comparison(
+        base,
+        cand,
+        s,
+        judge_changes(inputs, completions, s),
+        varied(base, cand, vary),
+        path_setup_differences(base.experiment.get("versions"), cand.experiment.get("versions")),
+    )

@@ -39,10 +39,15 @@ class Side:
 
     def summary(self) -> dict[str, Any]:
         """What JSON and the page say about this side."""
-        return {"directory": str(self.directory), "experiment": self.experiment["id"],
-                "scenario": self.experiment["scenario_name"], "kind": self.experiment["kind"],
-                "started_at": f"{self.started_at:%Y-%m-%d %H:%M:%S}",
-                "runs": int(len(self.runs)), "versions": self.experiment.get("versions") or {}}
+        return {
+            "directory": str(self.directory),
+            "experiment": self.experiment["id"],
+            "scenario": self.experiment["scenario_name"],
+            "kind": self.experiment["kind"],
+            "started_at": f"{self.started_at:%Y-%m-%d %H:%M:%S}",
+            "runs": int(len(self.runs)),
+            "versions": self.experiment.get("versions") or {},
+        }
 
 
 def load_side(directory: str | Path, role: str = "") -> Side:
@@ -50,8 +55,9 @@ def load_side(directory: str | Path, role: str = "") -> Side:
     directory = Path(directory)
     label = f"{role} {directory}".strip()
     if not (directory / DB_FILE).is_file():
-        raise LonglookError(f"{label}: not an experiment directory (no {DB_FILE})",
-                            hint="give the --out directory of a `longlook run`")
+        raise LonglookError(
+            f"{label}: not an experiment directory (no {DB_FILE})", hint="give the --out directory of a `longlook run`"
+        )
     with Store.open(directory, read_only=True) as store:
         exp = store.experiment()
         if exp is None:

@@ -8,12 +8,13 @@ test says it is significant, then each side is searched again. The permutations 
 seeded, so the same experiments give the same answer.
 
 The permutation test around the library's statistics is ours (`_next_candidate`: the same
-search and random draws as the library's, written here) for three reasons: the library's p is better/(perms+1), which can be 0, not the permutation p
-(better+1)/(perms+1) (Phipson & Smyth 2010); it compares each permutation's statistic with
-the observed one by a bare `>=` on sums taken in another order, so the ties a permutation
-test must count (the observed split's own reorderings) count or not by rounding, which
-makes short series look significant when no permutation test can say so; and it does not
-return p. The statistics and distances are still the library's.
+search and random draws as the library's, written here) for three reasons: the library's p is
+better/(perms+1), which can be 0, not the permutation p (better+1)/(perms+1) (Phipson & Smyth
+2010); it compares each permutation's statistic with the observed one by a bare `>=` on sums
+taken in another order, so the ties a permutation test must count (the observed split's own
+reorderings) count or not by rounding, which makes short series look significant when no
+permutation test can say so; and it does not return p. The statistics and distances are still
+the library's.
 
 Short series: a permutation p is at least 2/C(n, n//2) (the step's own arrangements,
 either side first), 0.057 at n = 7 > 0.05, so E-Divisive cannot find even a doubling in
@@ -72,6 +73,8 @@ def permutations_for(threshold: float, requested: int = PERMUTATIONS) -> int:
     """Enough permutations that p can reach `threshold` with room: a p at the threshold
     leaves MIN_EXCEEDANCES permutations as extreme (399 at 0.05, 3,199 at 0.05/8)."""
     return max(requested, math.ceil(round(MIN_EXCEEDANCES / threshold, 6)) - 1)
+
+
 @dataclass
 class ChangePoint:
     index: int  # the first experiment after the change
@@ -96,9 +99,14 @@ class CellSeries:
 
     def as_dict(self) -> dict[str, Any]:
         clean = lambda x: None if isinstance(x, float) and math.isnan(x) else x  # noqa: E731
-        return {"cell_id": self.cell_id, "arm": self.arm, "metric": self.metric,
-                "means": [clean(m) for m in self.means], "n": self.ns,
-                "change_points": [{k: clean(v) for k, v in vars(c).items()} for c in self.change_points]}
+        return {
+            "cell_id": self.cell_id,
+            "arm": self.arm,
+            "metric": self.metric,
+            "means": [clean(m) for m in self.means],
+            "n": self.ns,
+            "change_points": [{k: clean(v) for k, v in vars(c).items()} for c in self.change_points],
+        }
 
 
 @dataclass
@@ -128,11 +136,16 @@ class History:
 
     def method(self) -> str:
         """One line for the output: the test, the correction and the permutations."""
-        raised = (f" (raised from {self.permutations_requested}: {MIN_EXCEEDANCES}/threshold, so that "
-                  f"p can reach it)" if self.permutations > self.permutations_requested else "")
-        return (f"E-Divisive, Bonferroni over {self.tests} series (cell x arm): each at "
-                f"p <= {self.series_pvalue:.3g} for {self.pvalue:g} family-wise; "
-                f"{self.permutations:,} permutations{raised}")
+        raised = (
+            f" (raised from {self.permutations_requested}: {MIN_EXCEEDANCES}/threshold, so that p can reach it)"
+            if self.permutations > self.permutations_requested
+            else ""
+        )
+        return (
+            f"E-Divisive, Bonferroni over {self.tests} series (cell x arm): each at "
+            f"p <= {self.series_pvalue:.3g} for {self.pvalue:g} family-wise; "
+            f"{self.permutations:,} permutations{raised}"
+        )
 
     def path_changes(self) -> list[dict[str, Any]]:
         """Where consecutive experiments' paths were made differently (path_setup.py): a
@@ -148,28 +161,41 @@ class History:
         changes = self.path_changes()
         if not changes:
             return None
-        return ("the path was made differently from " + "; from ".join(
-            f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
-            + ": a change point there may be the testbed's")
+        return (
+            "the path was made differently from "
+            + "; from ".join(f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
+            + ": a change point there may be the testbed's"
+        )
 
     def warning(self) -> str | None:
         if self.detectable():
             return None
-        return (f"no change can be significant: with {len(self.sides)} experiments the smallest p "
-                f"E-Divisive's permutation test can give is {self.smallest_p():.3g} "
-                f"(2/C({len(self.sides)},{len(self.sides) // 2})), above {self.series_pvalue:.3g}; "
-                f"needs {self.experiments_needed()} experiments (or fewer cells, or a larger --pvalue)")
+        return (
+            f"no change can be significant: with {len(self.sides)} experiments the smallest p "
+            f"E-Divisive's permutation test can give is {self.smallest_p():.3g} "
+            f"(2/C({len(self.sides)},{len(self.sides) // 2})), above {self.series_pvalue:.3g}; "
+            f"needs {self.experiments_needed()} experiments (or fewer cells, or a larger --pvalue)"
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {"experiments": [s.summary() for s in self.sides], "metric": self.metric.name,
-                "pvalue": self.pvalue, "correction": self.correction, "tests": self.tests,
-                "series_pvalue": self.series_pvalue, "permutations": self.permutations,
-                "smallest_p": self.smallest_p(), "experiments_needed": self.experiments_needed(),
-                "path_changes": self.path_changes(), "series": [s.as_dict() for s in self.series]}
+        return {
+            "experiments": [s.summary() for s in self.sides],
+            "metric": self.metric.name,
+            "pvalue": self.pvalue,
+            "correction": self.correction,
+            "tests": self.tests,
+            "series_pvalue": self.series_pvalue,
+            "permutations": self.permutations,
+            "smallest_p": self.smallest_p(),
+            "experiments_needed": self.experiments_needed(),
+            "path_changes": self.path_changes(),
+            "series": [s.as_dict() for s in self.series],
+        }
 
 
-def _next_candidate(distances: np.ndarray, change_points: list[int],
-                    memo: dict[tuple[int, int], tuple[int, float]], permutations: int) -> tuple[int, float]:
+def _next_candidate(
+    distances: np.ndarray, change_points: list[int], memo: dict[tuple[int, int], tuple[int, float]], permutations: int
+) -> tuple[int, float]:
     """The next change point and its permutation p: the search of the library's
     `_get_next_significant_change_point` (2.1.6), with the same random draws, but p = (better
     + 1) / (permutations + 1), ties counted (within _TIE, not by rounding), and p returned
@@ -196,19 +222,21 @@ def _next_candidate(distances: np.ndarray, change_points: list[int],
     return index, (better + 1) / (permutations + 1)
 
 
-def e_divisive(values: Sequence[float], pvalue: float = 0.05, permutations: int | None = None,
-               seed: int = 1) -> list[tuple[int, float]]:
+def e_divisive(
+    values: Sequence[float], pvalue: float = 0.05, permutations: int | None = None, seed: int = 1
+) -> list[tuple[int, float]]:
     """(index, p) of each change point, sorted: where a new segment starts, kept when its
     permutation p <= pvalue (permutations: default permutations_for(pvalue)). NaNs are
     skipped and indices mapped back."""
     from signal_processing_algorithms.determinism import deterministic_numpy_random
-    from signal_processing_algorithms.energy_statistics.energy_statistics import (
-        _get_distance_matrix, _get_valid_input)
+    from signal_processing_algorithms.energy_statistics.energy_statistics import _get_distance_matrix, _get_valid_input
 
     permutations = permutations_for(pvalue) if permutations is None else permutations
     if 1 / (permutations + 1) > pvalue:
-        raise ValueError(f"{permutations} permutations cannot give p <= {pvalue:g} (the smallest p is "
-                         f"1/{permutations + 1}); use permutations_for({pvalue:g}) = {permutations_for(pvalue)}")
+        raise ValueError(
+            f"{permutations} permutations cannot give p <= {pvalue:g} (the smallest p is "
+            f"1/{permutations + 1}); use permutations_for({pvalue:g}) = {permutations_for(pvalue)}"
+        )
     x = np.asarray(values, dtype=float)
     keep = np.flatnonzero(~np.isnan(x))
     if len(keep) < 3:  # a change needs a point on each side and one more to test
@@ -225,8 +253,9 @@ def e_divisive(values: Sequence[float], pvalue: float = 0.05, permutations: int 
     return sorted((int(keep[i]), p) for i, p in found)
 
 
-def e_divisive_change_points(values: Sequence[float], pvalue: float = 0.05,
-                             permutations: int | None = None, seed: int = 1) -> list[int]:
+def e_divisive_change_points(
+    values: Sequence[float], pvalue: float = 0.05, permutations: int | None = None, seed: int = 1
+) -> list[int]:
     """Indices where a new segment starts (sorted); NaNs are skipped and indices mapped back."""
     return [i for i, _ in e_divisive(values, pvalue, permutations, seed)]
 
@@ -236,14 +265,20 @@ def _describe(means: list[float], points: list[tuple[int, float]]) -> list[Chang
     bounds = [0, *(i for i, _ in points), len(x)]
     out = []
     for k, (idx, p) in enumerate(points):
-        before = float(np.nanmean(x[bounds[k]:idx]))
-        after = float(np.nanmean(x[idx:bounds[k + 2]]))
+        before = float(np.nanmean(x[bounds[k] : idx]))
+        after = float(np.nanmean(x[idx : bounds[k + 2]]))
         out.append(ChangePoint(idx, before, after, (after - before) / before * 100 if before else math.nan, p))
     return out
 
 
-def history(directories: Sequence[str | Path], *, metric: str | None = None,
-            vary: Sequence[str] = (), pvalue: float = 0.05, permutations: int = PERMUTATIONS) -> History:
+def history(
+    directories: Sequence[str | Path],
+    *,
+    metric: str | None = None,
+    vary: Sequence[str] = (),
+    pvalue: float = 0.05,
+    permutations: int = PERMUTATIONS,
+) -> History:
     """Read the experiments, order them by start time, and find change points per cell and
     arm, Bonferroni-corrected over the series (`permutations` is a floor: raised so that
     the per-series threshold is reachable)."""
@@ -253,7 +288,9 @@ def history(directories: Sequence[str | Path], *, metric: str | None = None,
             f"--history: needs at least {MIN_EXPERIMENTS} experiment directories, got {len(directories)}: "
             f"E-Divisive cannot detect even a doubling in fewer than {MIN_EXPERIMENTS} experiments "
             f"(its permutation p is at least 2/C(n, n/2), {smallest_p(MIN_EXPERIMENTS - 1):.3f} for "
-            f"{MIN_EXPERIMENTS - 1}, above 0.05)", hint="for two, use `longlook compare BASE CAND`")
+            f"{MIN_EXPERIMENTS - 1}, above 0.05)",
+            hint="for two, use `longlook compare BASE CAND`",
+        )
     if not 0 < pvalue < 1:
         raise LonglookError(f"--pvalue: must be between 0 and 1, got {pvalue:g}")
     sides = sorted((load_side(d) for d in directories), key=lambda s: s.started_at)

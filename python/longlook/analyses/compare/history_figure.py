@@ -22,10 +22,10 @@ from .history import History  # noqa: E402
 def _titles(h: History, cells: list[str]) -> dict[str, str]:
     """A panel's title: the dimensions that vary between the cells (the id is too long)."""
     dims = h.sides[0].cells.set_index("cell_id")["dims"].to_dict()
-    keys = [k for k in dims[cells[0]] if k not in ("link", "workload")
-            and len({repr(dims[c].get(k)) for c in cells}) > 1]
-    return {c: ", ".join(f"{DIM_TITLES.get(k, k)} {format_dim(k, dims[c].get(k))}" for k in keys) or c
-            for c in cells}
+    keys = [
+        k for k in dims[cells[0]] if k not in ("link", "workload") and len({repr(dims[c].get(k)) for c in cells}) > 1
+    ]
+    return {c: ", ".join(f"{DIM_TITLES.get(k, k)} {format_dim(k, dims[c].get(k))}" for k in keys) or c for c in cells}
 
 
 def history_figure(h: History) -> "plt.Figure":
@@ -34,8 +34,7 @@ def history_figure(h: History) -> "plt.Figure":
     arms = list(dict.fromkeys(s.arm for s in h.series))
     ncols = min(3, len(cells))
     nrows = -(-len(cells) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(1.5 + 3.6 * ncols, 0.8 + 2.6 * nrows),
-                             squeeze=False)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(1.5 + 3.6 * ncols, 0.8 + 2.6 * nrows), squeeze=False)
     x = np.arange(len(h.sides))
     for i, cell in enumerate(cells):
         ax = axes[i // ncols][i % ncols]
@@ -44,8 +43,15 @@ def history_figure(h: History) -> "plt.Figure":
             ax.plot(x, s.means, marker="o", ms=3.5, lw=1.2, color=color, label=display_name(s.arm))
             for cp in s.change_points:
                 ax.axvline(cp.index - 0.5, color=color, ls="--", lw=1.0, alpha=0.8)
-                ax.annotate(f"{cp.change_pct:+.0f}%", (cp.index - 0.5, 1.0), xycoords=("data", "axes fraction"),
-                            fontsize=7, color=color, ha="left", va="top")
+                ax.annotate(
+                    f"{cp.change_pct:+.0f}%",
+                    (cp.index - 0.5, 1.0),
+                    xycoords=("data", "axes fraction"),
+                    fontsize=7,
+                    color=color,
+                    ha="left",
+                    va="top",
+                )
         ax.set_title(titles[cell], fontsize=8)
         ax.set_xticks(x)
         ax.set_xticklabels(h.labels(), fontsize=6, rotation=45, ha="right")

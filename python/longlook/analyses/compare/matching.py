@@ -45,8 +45,7 @@ def scenario_parameters(scenario: ScenarioBase) -> dict[str, Any]:
     scalar fields (client, ...). Lists and tables are the grid, seen through the cells;
     rounds, seed, statistics and the like do not change what a run measures."""
     common = set(ScenarioBase.model_fields)
-    params = {f"arms.{a.label}.{k}": v for a in scenario.arm_list()
-              for k, v in a.model_dump().items() if k != "label"}
+    params = {f"arms.{a.label}.{k}": v for a in scenario.arm_list() for k, v in a.model_dump().items() if k != "label"}
     for name, value in scenario.model_dump().items():
         if name not in common and not isinstance(value, (list, dict)):
             params[name] = value
@@ -58,8 +57,7 @@ def _matches(key: str, vary: Iterable[str]) -> bool:
 
 
 def _canonical(params: dict[str, Any], vary: Sequence[str]) -> str:
-    return json.dumps({k: v for k, v in params.items() if not _matches(k, vary)},
-                      sort_keys=True, default=str)
+    return json.dumps({k: v for k, v in params.items() if not _matches(k, vary)}, sort_keys=True, default=str)
 
 
 @dataclass(frozen=True)
@@ -71,9 +69,10 @@ class CellPair:
 
 
 def _side_params(side: Side) -> list[tuple[str, int, dict, dict[str, Any]]]:
-    return [(r["cell_id"], int(r["position"]), r["dims"],
-             cell_parameters(r["dims"], r["settings"], r["link_profile"]))
-            for _, r in side.cells.iterrows()]
+    return [
+        (r["cell_id"], int(r["position"]), r["dims"], cell_parameters(r["dims"], r["settings"], r["link_profile"]))
+        for _, r in side.cells.iterrows()
+    ]
 
 
 def _value_sets(rows, key):
@@ -97,24 +96,28 @@ def _describe_differences(base_rows, cand_rows, vary) -> list[str]:
 
 def _vary_hint(differences: list[str]) -> str:
     names = ", ".join(f"--vary {d.split(':', 1)[0]}" for d in differences[:3])
-    return (f"if that is the change under test, add {names}; otherwise compare experiments "
-            f"of the same scenario")
+    return f"if that is the change under test, add {names}; otherwise compare experiments of the same scenario"
 
 
 def _check_scenarios(base: Side, cand: Side, vary: Sequence[str]) -> None:
     if base.experiment["kind"] != cand.experiment["kind"]:
-        raise LonglookError(f"BASE and CAND are different kinds of experiment: "
-                            f"{base.experiment['kind']} vs {cand.experiment['kind']}",
-                            hint="compare two runs of the same scenario")
+        raise LonglookError(
+            f"BASE and CAND are different kinds of experiment: {base.experiment['kind']} vs {cand.experiment['kind']}",
+            hint="compare two runs of the same scenario",
+        )
     if base.arms != cand.arms and sorted(base.arms) != sorted(cand.arms):
-        raise LonglookError(f"BASE and CAND have different arms: {', '.join(base.arms)} vs "
-                            f"{', '.join(cand.arms)}", hint="compare two runs of the same scenario")
+        raise LonglookError(
+            f"BASE and CAND have different arms: {', '.join(base.arms)} vs {', '.join(cand.arms)}",
+            hint="compare two runs of the same scenario",
+        )
     b, c = scenario_parameters(base.scenario), scenario_parameters(cand.scenario)
-    diffs = [f"{k}: {b.get(k)!r} vs {c.get(k)!r}" for k in dict.fromkeys([*b, *c])
-             if b.get(k) != c.get(k) and not _matches(k, vary)]
+    diffs = [
+        f"{k}: {b.get(k)!r} vs {c.get(k)!r}"
+        for k in dict.fromkeys([*b, *c])
+        if b.get(k) != c.get(k) and not _matches(k, vary)
+    ]
     if diffs:
-        raise LonglookError("BASE and CAND are different scenarios: " + "; ".join(diffs),
-                            hint=_vary_hint(diffs))
+        raise LonglookError("BASE and CAND are different scenarios: " + "; ".join(diffs), hint=_vary_hint(diffs))
 
 
 def match_cells(base: Side, cand: Side, vary: Sequence[str] = ()) -> list[CellPair]:
@@ -124,9 +127,11 @@ def match_cells(base: Side, cand: Side, vary: Sequence[str] = ()) -> list[CellPa
     for name, rows in (("BASE", base_rows), ("CAND", cand_rows)):
         keys = [_canonical(p, vary) for *_, p in rows]
         if len(set(keys)) != len(keys):
-            raise LonglookError(f"{name}: cells differ only in {', '.join(vary)}: it is a dimension "
-                                f"of the grid, not a change between the experiments",
-                                hint="--vary names a parameter that is the same in every cell of each side")
+            raise LonglookError(
+                f"{name}: cells differ only in {', '.join(vary)}: it is a dimension "
+                f"of the grid, not a change between the experiments",
+                hint="--vary names a parameter that is the same in every cell of each side",
+            )
     cand_by_key = {_canonical(p, vary): cid for cid, _, _, p in cand_rows}
     pairs, unmatched = [], []
     for cid, pos, dims, p in base_rows:
@@ -137,11 +142,18 @@ def match_cells(base: Side, cand: Side, vary: Sequence[str] = ()) -> list[CellPa
             pairs.append(CellPair(cid, other, pos, dims))
     if unmatched or cand_by_key:
         diffs = _describe_differences(base_rows, cand_rows, vary)
-        what = "; ".join(diffs) if diffs else (
-            f"{len(unmatched)} BASE cells and {len(cand_by_key)} CAND cells have no partner "
-            f"(first: {(unmatched or list(cand_by_key.values()))[0]})")
-        raise LonglookError(f"BASE and CAND are different scenarios: {what}",
-                            hint=_vary_hint(diffs) if diffs else "compare two runs of the same scenario")
+        what = (
+            "; ".join(diffs)
+            if diffs
+            else (
+                f"{len(unmatched)} BASE cells and {len(cand_by_key)} CAND cells have no partner "
+                f"(first: {(unmatched or list(cand_by_key.values()))[0]})"
+            )
+        )
+        raise LonglookError(
+            f"BASE and CAND are different scenarios: {what}",
+            hint=_vary_hint(diffs) if diffs else "compare two runs of the same scenario",
+        )
     return pairs
 
 
@@ -151,12 +163,13 @@ def varied(base: Side, cand: Side, vary: Sequence[str]) -> list[dict[str, Any]]:
     b_rows, c_rows = _side_params(base), _side_params(cand)
     b_scen, c_scen = scenario_parameters(base.scenario), scenario_parameters(cand.scenario)
     for v in vary:
-        keys = [k for k in dict.fromkeys([*(k for *_, p in b_rows for k in p), *b_scen, *c_scen])
-                if _matches(k, [v])]
+        keys = [k for k in dict.fromkeys([*(k for *_, p in b_rows for k in p), *b_scen, *c_scen]) if _matches(k, [v])]
         if not keys:
-            raise LonglookError(f"--vary {v}: no such parameter in BASE's cells or arms",
-                                hint="parameters are the cells' dims (see `longlook scenario show`)")
+            raise LonglookError(
+                f"--vary {v}: no such parameter in BASE's cells or arms",
+                hint="parameters are the cells' dims (see `longlook scenario show`)",
+            )
         k = min(keys, key=len)
-        get = (lambda rows, scen: _value_sets(rows, k) if k not in scen else [json.dumps(scen[k], default=str)])
+        get = lambda rows, scen: _value_sets(rows, k) if k not in scen else [json.dumps(scen[k], default=str)]
         out.append({"parameter": k, "base": get(b_rows, b_scen), "cand": get(c_rows, c_scen)})
     return out

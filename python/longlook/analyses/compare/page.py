@@ -28,8 +28,14 @@ def _change(c) -> str:
 def comparison_section(comparison: Comparison) -> Section:
     """The per-cell table: one row per cell x arm x metric, regressions first."""
     s = comparison.settings
-    order = {Verdict.REGRESSION: 0, Verdict.IMPROVEMENT: 1, Verdict.SURVIVORSHIP: 2, Verdict.NOT_TESTABLE: 2,
-             Verdict.INSUFFICIENT: 2, Verdict.NO_CHANGE: 3}
+    order = {
+        Verdict.REGRESSION: 0,
+        Verdict.IMPROVEMENT: 1,
+        Verdict.SURVIVORSHIP: 2,
+        Verdict.NOT_TESTABLE: 2,
+        Verdict.INSUFFICIENT: 2,
+        Verdict.NO_CHANGE: 3,
+    }
     rows = []
     for c in sorted(comparison.changes, key=lambda c: order[c.verdict]):
         css = c.verdict.name.lower()
@@ -41,43 +47,67 @@ def comparison_section(comparison: Comparison) -> Section:
             f'<td class="num nowrap">{_n(c.mean_base)} &rarr; {_n(c.mean_cand)}</td>'
             f'<td class="num">{_change(c)}</td><td class="num nowrap">{ci}</td>'
             f'<td class="num">{"&lt;0.0001" if c.p_adjusted < 1e-4 else _n(c.p_adjusted, ".2g")}</td>'
-            f"<td>{escape(c.verdict.value)}{'<br><span class=note>' + escape(c.note) + '</span>' if c.note else ''}</td></tr>")
+            f"<td>{escape(c.verdict.value)}"
+            f"{'<br><span class=note>' + escape(c.note) + '</span>' if c.note else ''}</td></tr>"
+        )
     test = "Welch's t-test" if s.test == "welch" else "Mann-Whitney U"
-    note = (f'<p class="note">% change = (CAND &minus; BASE) / BASE &times; 100 of the mean, per arm; '
-            f"{s.confidence:.0%} interval (Fieller's for Welch, Moses' for Mann-Whitney); {test}, "
-            f"{'Holm-corrected over all ' + str(len(comparison.changes)) + ' tests' if s.holm else 'no correction'}; "
-            f"a change counts when p &lt; {s.alpha:g} and |change| &gt; {s.threshold_pct:g}%; "
-            f"a completion row (where a side lost rounds): Fisher's exact test of the share of "
-            f"rounds that ended with a counted run, in the same family.</p>")
-    table = ('<div class="scroll"><table class="data" id="changes"><thead><tr><th>cell</th><th>arm</th>'
-             "<th>metric</th><th>n BASE / CAND</th><th>mean BASE &rarr; CAND</th><th>change</th><th>CI</th>"
-             f"<th>p{' (Holm)' if s.holm else ''}</th><th>verdict</th></tr></thead><tbody>"
-             + "".join(rows) + "</tbody></table></div>")
+    note = (
+        f'<p class="note">% change = (CAND &minus; BASE) / BASE &times; 100 of the mean, per arm; '
+        f"{s.confidence:.0%} interval (Fieller's for Welch, Moses' for Mann-Whitney); {test}, "
+        f"{'Holm-corrected over all ' + str(len(comparison.changes)) + ' tests' if s.holm else 'no correction'}; "
+        f"a change counts when p &lt; {s.alpha:g} and |change| &gt; {s.threshold_pct:g}%; "
+        f"a completion row (where a side lost rounds): Fisher's exact test of the share of "
+        f"rounds that ended with a counted run, in the same family.</p>"
+    )
+    table = (
+        '<div class="scroll"><table class="data" id="changes"><thead><tr><th>cell</th><th>arm</th>'
+        "<th>metric</th><th>n BASE / CAND</th><th>mean BASE &rarr; CAND</th><th>change</th><th>CI</th>"
+        f"<th>p{' (Holm)' if s.holm else ''}</th><th>verdict</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></div>"
+    )
     return Section("changes", "Per cell", note + table)
 
 
-def render_page(title: str, lead: str, summary: Sequence[tuple[str, str]],
-                sections: Sequence[Section]) -> str:
-    return environment().get_template("compare.html.j2").render(
-        title=title, lead=lead, summary=list(summary), sections=list(sections),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+def render_page(title: str, lead: str, summary: Sequence[tuple[str, str]], sections: Sequence[Section]) -> str:
+    return (
+        environment()
+        .get_template("compare.html.j2")
+        .render(
+            title=title,
+            lead=lead,
+            summary=list(summary),
+            sections=list(sections),
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        )
+    )
 
 
 def comparison_page(comparison: Comparison) -> str:
     b, c = comparison.base, comparison.cand
     counts = ", ".join(f"{v.value}: {comparison.count(v)}" for v in Verdict if comparison.count(v))
-    summary = [("BASE", f"{b.directory} ({b.experiment['id']}, started {b.started_at:%Y-%m-%d %H:%M} UTC)"),
-               ("CAND", f"{c.directory} ({c.experiment['id']}, started {c.started_at:%Y-%m-%d %H:%M} UTC)"),
-               *((f"changed: {v['parameter']}", f"{', '.join(v['base'])} → {', '.join(v['cand'])}")
-                 for v in comparison.varied),
-               *((("the path was made differently",
-                   f"{differences_text(comparison.path_differs)}: a change may be the testbed's, not CAND's"),)
-                 if comparison.path_differs else ()),
-               ("verdicts", counts or "nothing compared"),
-               ("gate", "FAILED: a regression" if comparison.regressed else "passed")]
+    summary = [
+        ("BASE", f"{b.directory} ({b.experiment['id']}, started {b.started_at:%Y-%m-%d %H:%M} UTC)"),
+        ("CAND", f"{c.directory} ({c.experiment['id']}, started {c.started_at:%Y-%m-%d %H:%M} UTC)"),
+        *(
+            (f"changed: {v['parameter']}", f"{', '.join(v['base'])} → {', '.join(v['cand'])}")
+            for v in comparison.varied
+        ),
+        *(
+            (
+                (
+                    "the path was made differently",
+                    f"{differences_text(comparison.path_differs)}: a change may be the testbed's, not CAND's",
+                ),
+            )
+            if comparison.path_differs
+            else ()
+        ),
+        ("verdicts", counts or "nothing compared"),
+        ("gate", "FAILED: a regression" if comparison.regressed else "passed"),
+    ]
     lead = f"{b.experiment['scenario_name']}: BASE vs CAND, {b.experiment['kind']} experiments"
-    return render_page(f"compare {b.experiment['scenario_name']}", lead, summary,
-                       [comparison_section(comparison)])
+    return render_page(f"compare {b.experiment['scenario_name']}", lead, summary, [comparison_section(comparison)])
 
 
 def write_page(html: str, path: str | Path) -> Path:
@@ -93,23 +123,41 @@ def history_page(h) -> str:
     """The history's page: the figure and one row per change point."""
     from .history_figure import history_svg
 
-    rows = [f'<tr><td class="mono">{escape(s.cell_id)}</td><td>{escape(s.arm)}</td>'
-            f"<td>{escape(h.sides[cp.index].directory.name)} ({h.sides[cp.index].started_at:%Y-%m-%d %H:%M})</td>"
-            f'<td class="num nowrap">{_n(cp.before)} &rarr; {_n(cp.after)}</td>'
-            f'<td class="num">{_n(cp.change_pct, "+.1f")}%</td><td class="num">{_n(cp.p, ".2g")}</td></tr>'
-            for s in h.series for cp in s.change_points]
-    table = ('<table class="data" id="change-points"><thead><tr><th>cell</th><th>arm</th>'
-             "<th>first experiment after the change</th><th>mean before &rarr; after</th><th>change</th>"
-             "<th>p</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>") if rows else "<p>No change points.</p>"
-    note = (f'<p class="note">Mean {escape(h.metric.title or h.metric.name)} ({escape(h.metric.unit)}) of the '
-            f"counted runs per experiment, in start-time order; dashed lines: change points found by "
-            f"{escape(h.method())}, labelled with the change of the segment means.</p>"
-            + "".join(f'<p class="warning">{escape(w)}</p>' for w in (h.warning(), h.path_warning()) if w))
-    sections = [Section("history", "Over the experiments", note + history_svg(h)),
-                Section("change-points", "Change points", table)]
+    rows = [
+        f'<tr><td class="mono">{escape(s.cell_id)}</td><td>{escape(s.arm)}</td>'
+        f"<td>{escape(h.sides[cp.index].directory.name)} ({h.sides[cp.index].started_at:%Y-%m-%d %H:%M})</td>"
+        f'<td class="num nowrap">{_n(cp.before)} &rarr; {_n(cp.after)}</td>'
+        f'<td class="num">{_n(cp.change_pct, "+.1f")}%</td><td class="num">{_n(cp.p, ".2g")}</td></tr>'
+        for s in h.series
+        for cp in s.change_points
+    ]
+    table = (
+        (
+            '<table class="data" id="change-points"><thead><tr><th>cell</th><th>arm</th>'
+            "<th>first experiment after the change</th><th>mean before &rarr; after</th><th>change</th>"
+            "<th>p</th></tr></thead><tbody>" + "".join(rows) + "</tbody></table>"
+        )
+        if rows
+        else "<p>No change points.</p>"
+    )
+    note = (
+        f'<p class="note">Mean {escape(h.metric.title or h.metric.name)} ({escape(h.metric.unit)}) of the '
+        f"counted runs per experiment, in start-time order; dashed lines: change points found by "
+        f"{escape(h.method())}, labelled with the change of the segment means.</p>"
+        + "".join(f'<p class="warning">{escape(w)}</p>' for w in (h.warning(), h.path_warning()) if w)
+    )
+    sections = [
+        Section("history", "Over the experiments", note + history_svg(h)),
+        Section("change-points", "Change points", table),
+    ]
     first = h.sides[0]
-    summary = [("experiments", f"{len(h.sides)}, {h.sides[0].started_at:%Y-%m-%d} to {h.sides[-1].started_at:%Y-%m-%d}"),
-               ("change points", str(len(rows)))]
-    return render_page(f"history {first.experiment['scenario_name']}",
-                       f"{first.experiment['scenario_name']}: {len(h.sides)} experiments in time order",
-                       summary, sections)
+    summary = [
+        ("experiments", f"{len(h.sides)}, {h.sides[0].started_at:%Y-%m-%d} to {h.sides[-1].started_at:%Y-%m-%d}"),
+        ("change points", str(len(rows))),
+    ]
+    return render_page(
+        f"history {first.experiment['scenario_name']}",
+        f"{first.experiment['scenario_name']}: {len(h.sides)} experiments in time order",
+        summary,
+        sections,
+    )

@@ -16,7 +16,21 @@ from .qoe import compare_patterns, pair_verdicts
 from .session import SessionResult, analyze_session, analyze_sessions, summarize
 from .stationarity import Stationarity, make_stationary
 
-__all__ = ["CrossCorrelation", "GrangerResult", "SessionResult", "Stationarity",
-           "analyze_session", "analyze_sessions", "bytes_per_second", "compare_patterns",
-           "cross_correlation", "granger_test", "linkem_start_mono_ms", "make_stationary",
-           "on_grid", "pair_verdicts", "series_rows", "summarize"]
+__all__ = [
+    "CrossCorrelation",
+    "GrangerResult",
+    "SessionResult",
+    "Stationarity",
+    "analyze_session",
+    "analyze_sessions",
+    "bytes_per_second",
+    "compare_patterns",
+    "cross_correlation",
+    "granger_test",
+    "linkem_start_mono_ms",
+    "make_stationary",
+    "on_grid",
+    "pair_verdicts",
+    "series_rows",
+    "summarize",
+]

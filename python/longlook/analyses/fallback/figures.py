@@ -32,18 +32,19 @@ def _step(ax, values, effect: str, ccdf: bool) -> None:
 def fig12(results: pd.DataFrame, alpha: float = 0.05) -> "plt.Figure":
     """Four panels from `session.analyze_sessions` output."""
     fig, axes = plt.subplots(1, 4, figsize=(13, 3.0))
-    panels = [("corr", "max cross-correlation with F", True),
-              ("lag", "lag of the maximum (s)", True),
-              ("pB", "Granger shift-null p, F -> B", False),
-              ("pS", "Granger shift-null p, F -> S", False)]
+    panels = [
+        ("corr", "max cross-correlation with F", True),
+        ("lag", "lag of the maximum (s)", True),
+        ("pB", "Granger shift-null p, F -> B", False),
+        ("pS", "Granger shift-null p, F -> S", False),
+    ]
     for ax, (what, xlabel, ccdf) in zip(axes, panels):
         if what == "corr":
             for e in ("B", "S"):
                 _step(ax, results.get(f"corr_{e}", []), e, ccdf)
         elif what == "lag":
             for e in ("B", "S"):
-                _step(ax, pd.to_numeric(results.get(f"lag_{e}_s", pd.Series(dtype=float)), errors="coerce"),
-                      e, ccdf)
+                _step(ax, pd.to_numeric(results.get(f"lag_{e}_s", pd.Series(dtype=float)), errors="coerce"), e, ccdf)
         else:
             e = what[1]
             _step(ax, results.get(f"p_{e}", []), e, ccdf)

@@ -176,8 +176,9 @@ def _log_sf(f: np.ndarray, dfn: int, dfd: int) -> np.ndarray:
     return out
 
 
-def granger_test(cause: np.ndarray, effect: np.ndarray, *, max_lag: int | None = None,
-                 criterion: str = "bic") -> GrangerResult:
+def granger_test(
+    cause: np.ndarray, effect: np.ndarray, *, max_lag: int | None = None, criterion: str = "bic"
+) -> GrangerResult:
     """H0: `cause` does not Granger-cause `effect`; the textbook F-test's p at the
     criterion's lag (see the module's docstring for why a session's verdict does not use it)."""
     cause = np.asarray(cause, dtype=float)
@@ -203,8 +204,9 @@ def onset_of(cause: np.ndarray) -> int:
     return int(np.argmax(cause >= 0.1 * np.median(active)))
 
 
-def null_versions(cause: np.ndarray, *, order: int, max_lag: int, max_shifts: int = MAX_SHIFTS,
-                  seed: int = 0) -> tuple[np.ndarray, str, str | None]:
+def null_versions(
+    cause: np.ndarray, *, order: int, max_lag: int, max_shifts: int = MAX_SHIFTS, seed: int = 0
+) -> tuple[np.ndarray, str, str | None]:
     """The cause as observed (row 0) and as it would be had its pattern come at another
     admissible time (the other rows), each with the observed one's shape; how they were
     made; and why there are none. A fallback during the session (`onset_of` t > 0) moves
@@ -219,8 +221,14 @@ def null_versions(cause: np.ndarray, *, order: int, max_lag: int, max_shifts: in
     if tau > 0:
         kind = "fallback onset moved"
         if not max_lag + order <= tau <= n - 1 - max_lag:
-            return cause[None, :], kind, (f"the fallback at step {tau} is within {max_lag + order} steps of the "
-                                          f"start or {max_lag} of the end: no room for its lag window")
+            return (
+                cause[None, :],
+                kind,
+                (
+                    f"the fallback at step {tau} is within {max_lag + order} steps of the "
+                    f"start or {max_lag} of the end: no room for its lag window"
+                ),
+            )
         onsets = np.arange(max_lag + order, n - max_lag)
         onsets = onsets[onsets != tau]
     else:
@@ -250,9 +258,16 @@ def _as_extreme(lag: np.ndarray, log_p: np.ndarray) -> int:
     return int(np.sum((others < observed - tol) | (same & (lag[1:] <= lag[0]))))
 
 
-def granger_shift_tests(cause: np.ndarray, effects: Mapping[str, np.ndarray], *, order: int = 0,
-                        max_lag: int | None = None, criterion: str = "bic", max_shifts: int = MAX_SHIFTS,
-                        seed: int | None = None) -> dict[str, ShiftGrangerResult]:
+def granger_shift_tests(
+    cause: np.ndarray,
+    effects: Mapping[str, np.ndarray],
+    *,
+    order: int = 0,
+    max_lag: int | None = None,
+    criterion: str = "bic",
+    max_shifts: int = MAX_SHIFTS,
+    seed: int | None = None,
+) -> dict[str, ShiftGrangerResult]:
     """Per effect, H0: the effect follows the cause's pattern no more closely where it was
     observed than at another admissible time (`null_versions`, the same versions for every
     effect). All series as measured; `order` differences (the stationarity rule's, decided
@@ -268,8 +283,13 @@ def granger_shift_tests(cause: np.ndarray, effects: Mapping[str, np.ndarray], *,
     nan = float("nan")
     n = len(cause) - order
     max_lag = default_max_lag(n) if max_lag is None else max_lag
-    versions, kind, no_null = null_versions(cause, order=order, max_lag=max_lag, max_shifts=max_shifts,
-                                            seed=session_seed(cause, *series.values()) if seed is None else seed)
+    versions, kind, no_null = null_versions(
+        cause,
+        order=order,
+        max_lag=max_lag,
+        max_shifts=max_shifts,
+        seed=session_seed(cause, *series.values()) if seed is None else seed,
+    )
     causes = np.diff(versions, n=order, axis=1) if order else versions
     shifts = len(versions) - 1
     out = {}
@@ -285,8 +305,15 @@ def granger_shift_tests(cause: np.ndarray, effects: Mapping[str, np.ndarray], *,
         if np.isnan(log_p[0]):
             out[name] = ShiftGrangerResult(nan, None, nan, nan, shifts, NO_F_TEST, kind)
             continue
-        out[name] = ShiftGrangerResult((1 + _as_extreme(lag, log_p)) / (1 + shifts), int(lag[0]), float(f[0]),
-                                       float(np.exp(log_p[0])), shifts, None, kind)
+        out[name] = ShiftGrangerResult(
+            (1 + _as_extreme(lag, log_p)) / (1 + shifts),
+            int(lag[0]),
+            float(f[0]),
+            float(np.exp(log_p[0])),
+            shifts,
+            None,
+            kind,
+        )
     return out
 
 

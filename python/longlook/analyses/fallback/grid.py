@@ -9,8 +9,13 @@ import pandas as pd
 from ...errors import LonglookError
 
 
-def on_grid(rows: pd.DataFrame, names: tuple[str, ...] = ("F", "B", "S"), *, step_s: float = 1.0,
-            how: dict[str, str] | None = None) -> pd.DataFrame:
+def on_grid(
+    rows: pd.DataFrame,
+    names: tuple[str, ...] = ("F", "B", "S"),
+    *,
+    step_s: float = 1.0,
+    how: dict[str, str] | None = None,
+) -> pd.DataFrame:
     """Long rows (`name`, `t_s`, `value`) of one session -> one column per name, indexed by
     the bin start (t_s // step_s * step_s), bins from the first to the last sample of any
     name. Each bin takes the mean of its samples (`how` may say "sum", e.g. for bytes);

@@ -62,8 +62,9 @@ class InterventionAnalysis:
 
 
 @verdict_producer("fallback.intervention_ate", "the ATE's interval wholly above or below 0; treated better / worse")
-def ate_rows(sessions: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95,
-             outcomes=OUTCOMES, scope: str = ALL) -> list[dict]:
+def ate_rows(
+    sessions: pd.DataFrame, *, alpha: float = 0.05, confidence: float = 0.95, outcomes=OUTCOMES, scope: str = ALL
+) -> list[dict]:
     """ATE of `treated` on each outcome over `sessions` (columns treated, and the outcomes):
     one row per session tried, its outcome nan where the session gave none (it failed, did
     not settle, was flagged): a missing outcome of its arm (see the module's docstring)."""
@@ -74,8 +75,17 @@ def ate_rows(sessions: pd.DataFrame, *, alpha: float = 0.05, confidence: float =
         t = x[treated].dropna().to_numpy(dtype=float)
         c = x[~treated].dropna().to_numpy(dtype=float)
         done_t, done_c = Completion(len(t), int(treated.sum())), Completion(len(c), int((~treated).sum()))
-        common = dict(a_label="treated", b_label="control", test="welch", confidence=confidence, metric=metric,
-                      lower_is_better=lower, better_word="better", completion_a=done_t, completion_b=done_c)
+        common = dict(
+            a_label="treated",
+            b_label="control",
+            test="welch",
+            confidence=confidence,
+            metric=metric,
+            lower_is_better=lower,
+            better_word="better",
+            completion_a=done_t,
+            completion_b=done_c,
+        )
         cmp = compare_samples(t, c, alpha=alpha, **common)
         lo, hi, why = cmp.diff_low, cmp.diff_high, cmp.reason
         lost = done_t.counted < done_t.tried or done_c.counted < done_c.tried
@@ -84,13 +94,25 @@ def ate_rows(sessions: pd.DataFrame, *, alpha: float = 0.05, confidence: float =
             if held.verdict is Verdict.SURVIVORSHIP:
                 lo, hi = math.nan, math.nan
                 why = f"no interval: {held.reason}"
-        rows.append({"scope": scope, "metric": metric, "n_treated": len(t), "n_control": len(c),
-                     "completion_treated": str(done_t), "completion_control": str(done_c),
-                     "mean_treated": float(t.mean()) if len(t) else math.nan,
-                     "mean_control": float(c.mean()) if len(c) else math.nan,
-                     "ate": cmp.diff, "ci_low": lo, "ci_high": hi,
-                     "confidence": confidence, "p": cmp.p_value, "verdict": cmp.verdict_text,
-                     "why": why})
+        rows.append(
+            {
+                "scope": scope,
+                "metric": metric,
+                "n_treated": len(t),
+                "n_control": len(c),
+                "completion_treated": str(done_t),
+                "completion_control": str(done_c),
+                "mean_treated": float(t.mean()) if len(t) else math.nan,
+                "mean_control": float(c.mean()) if len(c) else math.nan,
+                "ate": cmp.diff,
+                "ci_low": lo,
+                "ci_high": hi,
+                "confidence": confidence,
+                "p": cmp.p_value,
+                "verdict": cmp.verdict_text,
+                "why": why,
+            }
+        )
     return rows
 
 
@@ -107,8 +129,7 @@ def agreement(qoe: dict, granger: dict, alpha: float) -> str:
     harm = hi < 0
     share = granger["granger_either_share"]
     says = share > 0.5
-    ate_text = (f"the ATE on QoE is {'negative' if harm else 'not shown negative'} "
-                f"([{lo:.3g}, {hi:.3g}])")
+    ate_text = f"the ATE on QoE is {'negative' if harm else 'not shown negative'} ([{lo:.3g}, {hi:.3g}])"
     obs_text = f"Granger F -> B or S in {share:.0%} of {tested} tested treated sessions (p < {alpha:g})"
     return ("agree" if harm == says else "disagree") + f": {ate_text}; {obs_text}"
 
@@ -116,8 +137,10 @@ def agreement(qoe: dict, granger: dict, alpha: float) -> str:
 def intervention_sessions(runs: pd.DataFrame, quic_arm: str) -> pd.DataFrame:
     """The QUIC-enabled sessions that carry an assignment, with treated / onset_s / fell_back."""
     if "intervention" not in runs:
-        raise LonglookError("no run records an intervention",
-                            hint="a video scenario with [intervention] (scenarios/chaudhary-intervention.toml)")
+        raise LonglookError(
+            "no run records an intervention",
+            hint="a video scenario with [intervention] (scenarios/chaudhary-intervention.toml)",
+        )
     s = runs[(runs["arm"] == quic_arm) & runs["intervention"].map(lambda d: isinstance(d, dict))].copy()
     s["treated"] = s["intervention"].map(lambda d: bool(d.get("treated")))
     s["onset_s"] = s["intervention"].map(lambda d: d.get("onset_s"))
@@ -148,8 +171,9 @@ def tried_sessions(all_runs: pd.DataFrame, kept: pd.DataFrame, scenario, quic_ar
     return out.drop(columns="_recorded")
 
 
-def analyze_intervention(directory: str | Path, *, alpha: float | None = None,
-                         include_flagged: bool = False) -> InterventionAnalysis:
+def analyze_intervention(
+    directory: str | Path, *, alpha: float | None = None, include_flagged: bool = False
+) -> InterventionAnalysis:
     with Store.open(directory, read_only=True) as store:
         sc = store.scenario()
         runs = store.runs_frame()
@@ -157,8 +181,10 @@ def analyze_intervention(directory: str | Path, *, alpha: float | None = None,
     alpha = sc.statistics.alpha if alpha is None else alpha
     quic_arm = next((a.label for a in sc.arm_list() if a.protocol == "race"), None)
     if quic_arm is None or getattr(sc, "intervention", None) is None:
-        raise LonglookError(f"{directory}: not an interventional experiment",
-                            hint="run a video scenario with [intervention], e.g. scenarios/chaudhary-intervention.toml")
+        raise LonglookError(
+            f"{directory}: not an interventional experiment",
+            hint="run a video scenario with [intervention], e.g. scenarios/chaudhary-intervention.toml",
+        )
     all_runs = runs
     runs = runs[runs["status"].isin(SETTLED)]
     if not include_flagged and "audit_flagged" in runs:
@@ -183,19 +209,35 @@ def analyze_intervention(directory: str | Path, *, alpha: float | None = None,
         granger_note = e.message
     # the run's own error column is not the Granger analysis's: summarize must not read it
     judged = s.drop(columns=["error"], errors="ignore").assign(served=s["protocol_negotiated"])
-    g = {arm: summarize(judged[judged["treated"] == t], alpha)
-         for arm, t in (("treated", True), ("control", False))}
+    g = {arm: summarize(judged[judged["treated"] == t], alpha) for arm, t in (("treated", True), ("control", False))}
     qoe = next(r for r in rows if r["scope"] == ALL and r["metric"] == "qoe")
-    summary = {"alpha": alpha, "sessions": int(len(s)), "treated": int(s["treated"].sum()),
-               "control": int((~s["treated"]).sum()),
-               "tried": {"treated": int(tried["treated"].sum()), "control": int((~tried["treated"]).sum())},
-               "compliance": {"treated_fell_back": int(s.loc[s["treated"], "fell_back"].sum()),
-                              "control_fell_back": int(s.loc[~s["treated"], "fell_back"].sum())},
-               "onset_s": sorted(float(x) for x in s["onset_s"].dropna()),
-               "granger": g, "granger_note": granger_note,
-               "agreement": agreement(qoe, g["treated"], alpha),
-               "estimator": "difference in means, Welch interval and p (core.stats.compare_samples); "
-                            "complete randomisation of rounds per cell"}
-    cols = ["run_id", "cell_id", "link_name", "round", "treated", "onset_s", "protocol_negotiated", "fell_back",
-            *[m for m, _ in OUTCOMES if m in s], *[c for c in ("suitable", "p_B", "p_S", "pair_verdict") if c in s]]
+    summary = {
+        "alpha": alpha,
+        "sessions": int(len(s)),
+        "treated": int(s["treated"].sum()),
+        "control": int((~s["treated"]).sum()),
+        "tried": {"treated": int(tried["treated"].sum()), "control": int((~tried["treated"]).sum())},
+        "compliance": {
+            "treated_fell_back": int(s.loc[s["treated"], "fell_back"].sum()),
+            "control_fell_back": int(s.loc[~s["treated"], "fell_back"].sum()),
+        },
+        "onset_s": sorted(float(x) for x in s["onset_s"].dropna()),
+        "granger": g,
+        "granger_note": granger_note,
+        "agreement": agreement(qoe, g["treated"], alpha),
+        "estimator": "difference in means, Welch interval and p (core.stats.compare_samples); "
+        "complete randomisation of rounds per cell",
+    }
+    cols = [
+        "run_id",
+        "cell_id",
+        "link_name",
+        "round",
+        "treated",
+        "onset_s",
+        "protocol_negotiated",
+        "fell_back",
+        *[m for m, _ in OUTCOMES if m in s],
+        *[c for c in ("suitable", "p_B", "p_S", "pair_verdict") if c in s],
+    ]
     return InterventionAnalysis(effects, s[cols].sort_values(["cell_id", "round"]), summary)

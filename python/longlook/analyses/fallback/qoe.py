@@ -76,23 +76,35 @@ def block_means(x: np.ndarray, blocks: int = BLOCKS) -> np.ndarray:
     return np.array([b.mean() for b in np.array_split(x, blocks)])
 
 
-@verdict_producer("fallback.pair_verdict", "one session pair: TCP better / the same (within a margin) / QUIC "
-                                          "better, on block means of the temporal QoE")
-def pair_verdict(quic, tcp, *, alpha: float = 0.05, higher_is_better: bool = True,
-                 margin: float = MARGIN) -> tuple[str, str]:
+@verdict_producer(
+    "fallback.pair_verdict",
+    "one session pair: TCP better / the same (within a margin) / QUIC better, on block means of the temporal QoE",
+)
+def pair_verdict(
+    quic, tcp, *, alpha: float = 0.05, higher_is_better: bool = True, margin: float = MARGIN
+) -> tuple[str, str]:
     """One session pair -> (outcome, why when not testable). Each side: the session's
     temporal QoE in time order. See the module's docstring for the outcomes."""
     q = np.atleast_1d(np.asarray(quic, dtype=float))
     t = np.atleast_1d(np.asarray(tcp, dtype=float))
     if min(len(q), len(t)) < 2 * BLOCKS:
-        return NOT_TESTABLE, (f"a session has fewer than {2 * BLOCKS} samples (its temporal QoE is needed, "
-                              f"{BLOCKS} blocks of at least 2)")
+        return NOT_TESTABLE, (
+            f"a session has fewer than {2 * BLOCKS} samples (its temporal QoE is needed, {BLOCKS} blocks of at least 2)"
+        )
     if not (np.all(np.isfinite(q)) and np.all(np.isfinite(t))):
         return NOT_TESTABLE, "a temporal QoE value is not a number"
     # TCP's advantage: A = TCP, B = QUIC, in the direction where larger is better
     sign = 1.0 if higher_is_better else -1.0
-    c = compare_samples(sign * block_means(t), sign * block_means(q), a_label="tcp", b_label="quic",
-                        alpha=alpha, test="welch", confidence=1 - 2 * alpha, lower_is_better=False)
+    c = compare_samples(
+        sign * block_means(t),
+        sign * block_means(q),
+        a_label="tcp",
+        b_label="quic",
+        alpha=alpha,
+        test="welch",
+        confidence=1 - 2 * alpha,
+        lower_is_better=False,
+    )
     if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE) or np.isnan(c.diff_low):
         return NOT_TESTABLE, c.reason or "no spread in either session's block means"
     if c.diff_low > 0:
@@ -104,11 +116,14 @@ def pair_verdict(quic, tcp, *, alpha: float = 0.05, higher_is_better: bool = Tru
     return UNDECIDED, ""
 
 
-def pair_verdicts(quic: Sequence, tcp: Sequence, *, alpha: float = 0.05,
-                  higher_is_better: bool = True, margin: float = MARGIN) -> list[str]:
+def pair_verdicts(
+    quic: Sequence, tcp: Sequence, *, alpha: float = 0.05, higher_is_better: bool = True, margin: float = MARGIN
+) -> list[str]:
     """pair_verdict's outcome for each pair."""
-    return [pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better, margin=margin)[0]
-            for q, t in zip(quic, tcp, strict=True)]
+    return [
+        pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better, margin=margin)[0]
+        for q, t in zip(quic, tcp, strict=True)
+    ]
 
 
 def tcp_better_or_same_share(verdicts: Sequence[str]) -> tuple[int, int]:
@@ -125,10 +140,18 @@ def session_pairs(sessions: pd.DataFrame, quic_arm: str, tcp_arm: str) -> pd.Dat
     return q.merge(t, on=PAIR_KEYS, suffixes=("_q", "_t"))
 
 
-def compare_patterns(sessions: pd.DataFrame, *, quic_arm: str = "h3", tcp_arm: str = "h2",
-                     metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
-                     samples: str | None = None, margin: float = MARGIN,
-                     completion: dict[tuple[str, str], Completion] | None = None) -> pd.DataFrame:
+def compare_patterns(
+    sessions: pd.DataFrame,
+    *,
+    quic_arm: str = "h3",
+    tcp_arm: str = "h2",
+    metric: str = "qoe",
+    higher_is_better: bool = True,
+    alpha: float = 0.05,
+    samples: str | None = None,
+    margin: float = MARGIN,
+    completion: dict[tuple[str, str], Completion] | None = None,
+) -> pd.DataFrame:
     """`sessions`: one row per session with `pattern`, `arm`, `cell_id`, `round` and the
     `metric` (and a `samples` column of arrays for the pairwise test). Per pattern: n and
     mean per side (sessions without the metric counted apart), the core's comparison over
@@ -141,21 +164,49 @@ def compare_patterns(sessions: pd.DataFrame, *, quic_arm: str = "h3", tcp_arm: s
         a, b = q[metric].to_numpy(float), t[metric].to_numpy(float)
         missing = int(np.isnan(a).sum() + np.isnan(b).sum())
         done = completion or {}
-        c = compare_samples(a[~np.isnan(a)], b[~np.isnan(b)], a_label="QUIC", b_label="TCP",
-                            cell_id=str(pattern), alpha=alpha, test="welch", metric=metric,
-                            lower_is_better=not higher_is_better, better_word="better",
-                            completion_a=done.get((pattern, quic_arm)), completion_b=done.get((pattern, tcp_arm)))
+        c = compare_samples(
+            a[~np.isnan(a)],
+            b[~np.isnan(b)],
+            a_label="QUIC",
+            b_label="TCP",
+            cell_id=str(pattern),
+            alpha=alpha,
+            test="welch",
+            metric=metric,
+            lower_is_better=not higher_is_better,
+            better_word="better",
+            completion_a=done.get((pattern, quic_arm)),
+            completion_b=done.get((pattern, tcp_arm)),
+        )
         pairs = session_pairs(g, quic_arm, tcp_arm)
         col = samples if samples is not None else metric
-        verdicts = pair_verdicts(list(pairs[f"{col}_q"]), list(pairs[f"{col}_t"]), alpha=alpha,
-                                 higher_is_better=higher_is_better, margin=margin) if len(pairs) else []
+        verdicts = (
+            pair_verdicts(
+                list(pairs[f"{col}_q"]),
+                list(pairs[f"{col}_t"]),
+                alpha=alpha,
+                higher_is_better=higher_is_better,
+                margin=margin,
+            )
+            if len(pairs)
+            else []
+        )
         k, testable = tcp_better_or_same_share(verdicts)
-        rows.append({
-            "pattern": pattern, "n_quic": c.a.n, "n_tcp": c.b.n, "n_missing": missing,
-            "completion_quic": str(c.completion_a or ""), "completion_tcp": str(c.completion_b or ""),
-            "mean_quic": c.a.mean, "mean_tcp": c.b.mean, "p_welch": c.p_value,
-            "verdict": c.verdict_text,
-            "pairs": len(verdicts), "pairs_testable": testable,
-            "tcp_better_or_same_share": k / testable if testable else float("nan"),
-        })
+        rows.append(
+            {
+                "pattern": pattern,
+                "n_quic": c.a.n,
+                "n_tcp": c.b.n,
+                "n_missing": missing,
+                "completion_quic": str(c.completion_a or ""),
+                "completion_tcp": str(c.completion_b or ""),
+                "mean_quic": c.a.mean,
+                "mean_tcp": c.b.mean,
+                "p_welch": c.p_value,
+                "verdict": c.verdict_text,
+                "pairs": len(verdicts),
+                "pairs_testable": testable,
+                "tcp_better_or_same_share": k / testable if testable else float("nan"),
+            }
+        )
     return pd.DataFrame(rows)

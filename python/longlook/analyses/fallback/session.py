@@ -30,9 +30,11 @@ from .stationarity import make_stationary
 
 EFFECTS = ("B", "S")
 TCP_SERVED = ("h2", "mixed")  # a QUIC-enabled session's protocol when TCP served a request
-GRANGER_P = ("per session, how the Granger F-test's p of F -> B (S) as observed ranks among the same test with "
-             "the fallback moved to every other admissible time (F rotated when it is there from the start), "
-             "+1 corrected; Holm over B and S. Not the F-test's own p, which these shapes make far too small")
+GRANGER_P = (
+    "per session, how the Granger F-test's p of F -> B (S) as observed ranks among the same test with "
+    "the fallback moved to every other admissible time (F rotated when it is there from the start), "
+    "+1 corrected; Holm over B and S. Not the F-test's own p, which these shapes make far too small"
+)
 
 
 @dataclass(frozen=True)
@@ -62,9 +64,16 @@ class SessionResult:
         return asdict(self)
 
 
-def analyze_session(frame: pd.DataFrame, *, step_s: float = 1.0, alpha_kpss: float = 0.05,
-                    max_ccf_lag: int | None = None, max_var_lag: int | None = None,
-                    criterion: str = "bic", max_shifts: int = MAX_SHIFTS) -> SessionResult:
+def analyze_session(
+    frame: pd.DataFrame,
+    *,
+    step_s: float = 1.0,
+    alpha_kpss: float = 0.05,
+    max_ccf_lag: int | None = None,
+    max_var_lag: int | None = None,
+    criterion: str = "bic",
+    max_shifts: int = MAX_SHIFTS,
+) -> SessionResult:
     """`frame`: columns F, B, S on a regular grid of `step_s` (see `grid.on_grid`).
     Cross-correlation on the series as measured; Granger on the stationary transform (the
     paper's KPSS rule), each p against F's versions (`granger.null_versions`, the same for
@@ -78,44 +87,65 @@ def analyze_session(frame: pd.DataFrame, *, step_s: float = 1.0, alpha_kpss: flo
     shifts, null = 0, None
     if st.order is not None:
         levels = {e: frame[e].to_numpy(dtype=float) for e in EFFECTS}
-        results = granger_shift_tests(f, levels, order=st.order, max_lag=max_var_lag, criterion=criterion,
-                                      max_shifts=max_shifts)
+        results = granger_shift_tests(
+            f, levels, order=st.order, max_lag=max_var_lag, criterion=criterion, max_shifts=max_shifts
+        )
         tests = {e: (g.p_value, g.lag, g.reason, g.p_ftest) for e, g in results.items()}
         shifts = max(g.shifts for g in results.values())
         null = results["B"].null
     adjusted = holm([tests[e][0] for e in EFFECTS])
     lag_s = {e: None if cc[e].lag is None else cc[e].lag * step_s for e in EFFECTS}
     return SessionResult(
-        n=len(frame), corr_B=cc["B"].max_corr, lag_B_s=lag_s["B"], corr_S=cc["S"].max_corr,
-        lag_S_s=lag_s["S"], diff_order=st.order, suitable=st.order is not None,
-        p_B=tests["B"][0], lag_order_B=tests["B"][1], reason_B=tests["B"][2],
-        p_S=tests["S"][0], lag_order_S=tests["S"][1], reason_S=tests["S"][2],
-        p_B_holm=float(adjusted[0]), p_S_holm=float(adjusted[1]),
+        n=len(frame),
+        corr_B=cc["B"].max_corr,
+        lag_B_s=lag_s["B"],
+        corr_S=cc["S"].max_corr,
+        lag_S_s=lag_s["S"],
+        diff_order=st.order,
+        suitable=st.order is not None,
+        p_B=tests["B"][0],
+        lag_order_B=tests["B"][1],
+        reason_B=tests["B"][2],
+        p_S=tests["S"][0],
+        lag_order_S=tests["S"][1],
+        reason_S=tests["S"][2],
+        p_B_holm=float(adjusted[0]),
+        p_S_holm=float(adjusted[1]),
         p_either=float(np.nanmin(adjusted)) if np.isfinite(adjusted).any() else nan,
-        p_B_ftest=tests["B"][3], p_S_ftest=tests["S"][3], shifts=shifts, granger_null=null)
+        p_B_ftest=tests["B"][3],
+        p_S_ftest=tests["S"][3],
+        shifts=shifts,
+        granger_null=null,
+    )
 
 
-def analyze_sessions(rows: pd.DataFrame, *, step_s: float = 1.0, how: dict[str, str] | None = None,
-                     **options) -> pd.DataFrame:
+def analyze_sessions(
+    rows: pd.DataFrame, *, step_s: float = 1.0, how: dict[str, str] | None = None, **options
+) -> pd.DataFrame:
     """Long rows (`run_id`, `name`, `t_s`, `value`) of many sessions -> one row per session
     (`run_id`, `bytes_tcp` = sum of F, `bytes_udp` = sum of F_udp when given, + the
     SessionResult fields). A session lacking F, B or S gets `error`."""
     out = []
     for run_id, g in rows.groupby("run_id", sort=True):
-        totals = {"bytes_tcp": float(g.loc[g["name"] == "F", "value"].sum()),
-                  "bytes_udp": float(g.loc[g["name"] == "F_udp", "value"].sum())}
+        totals = {
+            "bytes_tcp": float(g.loc[g["name"] == "F", "value"].sum()),
+            "bytes_udp": float(g.loc[g["name"] == "F_udp", "value"].sum()),
+        }
         try:
             frame = on_grid(g, step_s=step_s, how=how)
         except Exception as e:  # noqa: BLE001 - one bad session is reported, not fatal
             out.append({"run_id": run_id, **totals, "error": str(e)})
             continue
-        out.append({"run_id": run_id, **totals, "error": None,
-                    **analyze_session(frame, step_s=step_s, **options).row()})
+        out.append(
+            {"run_id": run_id, **totals, "error": None, **analyze_session(frame, step_s=step_s, **options).row()}
+        )
     return pd.DataFrame(out)
 
 
-@verdict_producer("fallback.granger_session",
-                  'per session: "F Granger-causes B", "... S", "... B or S" (shift-null p, Holm over B and S)')
+@verdict_producer(
+    "fallback.granger_session",
+    'per session: "F Granger-causes B", "... S", "... B or S" (shift-null p, Holm over B and S)',
+)
 def granger_verdicts(p_B, p_S, alpha: float = 0.05) -> pd.DataFrame:
     """One row per session from its two shift-null p-values (NaN: that test did not run):
     Holm over the tests that ran (`p_B_holm`, `p_S_holm`), which ran (`tested_B`, `tested_S`,
@@ -126,9 +156,18 @@ def granger_verdicts(p_B, p_S, alpha: float = 0.05) -> pd.DataFrame:
     adjusted = np.array([holm(row) for row in p]).reshape(p.shape)
     tested = ~np.isnan(p)
     causes = np.where(np.isnan(adjusted), np.inf, adjusted) < alpha
-    return pd.DataFrame({"p_B_holm": adjusted[:, 0], "p_S_holm": adjusted[:, 1], "tested_B": tested[:, 0],
-                         "tested_S": tested[:, 1], "tested_either": tested.any(axis=1), "causes_B": causes[:, 0],
-                         "causes_S": causes[:, 1], "causes_either": causes.any(axis=1)})
+    return pd.DataFrame(
+        {
+            "p_B_holm": adjusted[:, 0],
+            "p_S_holm": adjusted[:, 1],
+            "tested_B": tested[:, 0],
+            "tested_S": tested[:, 1],
+            "tested_either": tested.any(axis=1),
+            "causes_B": causes[:, 0],
+            "causes_S": causes[:, 1],
+            "causes_either": causes.any(axis=1),
+        }
+    )
 
 
 def summarize(results: pd.DataFrame, alpha: float = 0.05) -> dict:
@@ -143,10 +182,26 @@ def summarize(results: pd.DataFrame, alpha: float = 0.05) -> dict:
     shift null's smallest p, times the Holm family, is not below alpha), counted in the
     shares as not rejecting."""
     nan = float("nan")
-    out = {"sessions": int(len(results)), "fell_back": 0, "tcp_flow": 0, "tcp_bytes_share": nan, "analysed": 0,
-           "suitable": 0, "unsuitable_share": nan, "median_corr_B": nan, "median_corr_S": nan,
-           "tested_B": 0, "tested_S": 0, "tested_either": 0, "granger_B_share": nan, "granger_S_share": nan,
-           "granger_either_share": nan, "granger_cannot_reject": 0, "alpha": alpha, "granger_p": GRANGER_P}
+    out = {
+        "sessions": int(len(results)),
+        "fell_back": 0,
+        "tcp_flow": 0,
+        "tcp_bytes_share": nan,
+        "analysed": 0,
+        "suitable": 0,
+        "unsuitable_share": nan,
+        "median_corr_B": nan,
+        "median_corr_S": nan,
+        "tested_B": 0,
+        "tested_S": 0,
+        "tested_either": 0,
+        "granger_B_share": nan,
+        "granger_S_share": nan,
+        "granger_either_share": nan,
+        "granger_cannot_reject": 0,
+        "alpha": alpha,
+        "granger_p": GRANGER_P,
+    }
     if "bytes_tcp" in results:
         tcp = float(results["bytes_tcp"].fillna(0).sum())
         udp = float(results["bytes_udp"].fillna(0).sum()) if "bytes_udp" in results else 0.0

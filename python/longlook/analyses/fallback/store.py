@@ -14,8 +14,7 @@ import pandas as pd
 from ...core.stats import Completion
 from ...core.store import Store
 from ...errors import LonglookError, check_range
-from .qoe import (PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs,
-                  temporal_samples)
+from .qoe import PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs, temporal_samples
 from .session import analyze_sessions, summarize
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
@@ -31,8 +30,12 @@ class FallbackAnalysis:
         from .figures import fig12
 
         out.mkdir(parents=True, exist_ok=True)
-        paths = [out / "fallback-sessions.csv", out / "fallback-patterns.csv",
-                 out / "fallback-summary.json", out / "fallback-fig12.svg"]
+        paths = [
+            out / "fallback-sessions.csv",
+            out / "fallback-patterns.csv",
+            out / "fallback-summary.json",
+            out / "fallback-fig12.svg",
+        ]
         self.sessions.to_csv(paths[0], index=False)
         self.patterns.to_csv(paths[1], index=False)
         paths[2].write_text(json.dumps(self.summary, indent=2, default=float) + "\n")
@@ -47,14 +50,25 @@ def _completion(all_runs: pd.DataFrame, kept: pd.DataFrame, metric: str) -> dict
     fair sample (core.stats: "inconclusive: survivorship")."""
     have = kept[kept[metric].notna()] if metric in kept else kept.iloc[0:0]
     tried = all_runs.groupby(["pattern", "arm"])[["cell_id", "round"]].apply(lambda g: len(g.drop_duplicates()))
-    done = have.groupby(["pattern", "arm"])[["cell_id", "round"]].apply(lambda g: len(g.drop_duplicates())) \
-        if len(have) else pd.Series(dtype=int)
+    done = (
+        have.groupby(["pattern", "arm"])[["cell_id", "round"]].apply(lambda g: len(g.drop_duplicates()))
+        if len(have)
+        else pd.Series(dtype=int)
+    )
     return {k: Completion(int(done.get(k, 0)), int(n)) for k, n in tried.items()}
 
 
-def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm: str = "h2",
-                  metric: str = "qoe", higher_is_better: bool = True, alpha: float = 0.05,
-                  include_flagged: bool = False, step_s: float = 1.0) -> FallbackAnalysis:
+def analyze_store(
+    directory: str | Path,
+    *,
+    quic_arm: str | None = None,
+    tcp_arm: str = "h2",
+    metric: str = "qoe",
+    higher_is_better: bool = True,
+    alpha: float = 0.05,
+    include_flagged: bool = False,
+    step_s: float = 1.0,
+) -> FallbackAnalysis:
     """F is summed per grid step (bytes), B and S averaged (levels). Runs count when settled
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
     the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
@@ -71,8 +85,9 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
         labels = [a.label for a in arms]
         for option, arm in (("--quic-arm", quic_arm), ("--tcp-arm", tcp_arm)):
             if arm not in labels:
-                raise LonglookError(f"{option} {arm}: {directory} has no such arm",
-                                    hint=f"its arms: {', '.join(labels)}")
+                raise LonglookError(
+                    f"{option} {arm}: {directory} has no such arm", hint=f"its arms: {', '.join(labels)}"
+                )
         runs = store.runs_frame()
         cells = store.cells_frame()
         series = store.series()
@@ -90,39 +105,60 @@ def analyze_store(directory: str | Path, *, quic_arm: str | None = None, tcp_arm
         raise LonglookError(
             f"{directory}: no series {', '.join(missing)} in this experiment",
             hint="F = bytes over TCP per second in a QUIC-enabled session "
-                 "(analyses.fallback.bytes_per_second from linkem's flow log), B = quality drop, "
-                 "S = stall; the kind's measure() must record them as series rows")
+            "(analyses.fallback.bytes_per_second from linkem's flow log), B = quality drop, "
+            "S = stall; the kind's measure() must record them as series rows",
+        )
     quic_runs = runs[runs["arm"] == quic_arm]
     rows = series[series["run_id"].isin(quic_runs["run_id"]) & series["name"].isin(["F", "F_udp", "B", "S"])]
     sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum"})
     if sessions.empty:
         raise LonglookError(f"{directory}: no settled {quic_arm!r} run has series F, B and S")
     meta = quic_runs[["run_id", "pattern", "cell_id", "round", "protocol_negotiated"]].rename(
-        columns={"protocol_negotiated": "served"})
+        columns={"protocol_negotiated": "served"}
+    )
     sessions = meta.merge(sessions, on="run_id", how="inner")
     temporal = temporal_samples(series)
     runs = runs.assign(samples=[temporal.get(r, np.array([])) for r in runs["run_id"]])
     if metric not in runs:
         runs = runs.assign(**{metric: np.nan})
-    patterns = compare_patterns(runs, quic_arm=quic_arm, tcp_arm=tcp_arm, metric=metric,
-                                higher_is_better=higher_is_better, alpha=alpha, samples="samples",
-                                completion=_completion(tried, runs, metric))
+    patterns = compare_patterns(
+        runs,
+        quic_arm=quic_arm,
+        tcp_arm=tcp_arm,
+        metric=metric,
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        samples="samples",
+        completion=_completion(tried, runs, metric),
+    )
     # the paper's Granger shares are over sessions where TCP did better (or the same)
     pairs = session_pairs(runs, quic_arm, tcp_arm)
-    outcomes = [pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better)
-                for q, t in zip(pairs["samples_q"], pairs["samples_t"])]
-    verdicts = pd.DataFrame({"run_id": pairs["run_id_q"], "pair_verdict": [o for o, _ in outcomes],
-                             "pair_note": [why for _, why in outcomes]})
+    outcomes = [
+        pair_verdict(q, t, alpha=alpha, higher_is_better=higher_is_better)
+        for q, t in zip(pairs["samples_q"], pairs["samples_t"])
+    ]
+    verdicts = pd.DataFrame(
+        {
+            "run_id": pairs["run_id_q"],
+            "pair_verdict": [o for o, _ in outcomes],
+            "pair_note": [why for _, why in outcomes],
+        }
+    )
     sessions = sessions.merge(verdicts, on="run_id", how="left")
     sessions["pair_verdict"] = sessions["pair_verdict"].fillna("no TCP-only session in its cell and round")
     better_or_same = sessions["pair_verdict"].isin(TCP_AS_GOOD)
-    summary = {"all": summarize(sessions, alpha), "tcp_better_or_same": summarize(sessions[better_or_same], alpha),
-               "pairs": {"pairs": len(outcomes), **{v: sum(o == v for o, _ in outcomes)
-                                                    for v in PAIR_OUTCOMES}},
-               "missing_metric": int(runs[metric].isna().sum())}
+    summary = {
+        "all": summarize(sessions, alpha),
+        "tcp_better_or_same": summarize(sessions[better_or_same], alpha),
+        "pairs": {"pairs": len(outcomes), **{v: sum(o == v for o, _ in outcomes) for v in PAIR_OUTCOMES}},
+        "missing_metric": int(runs[metric].isna().sum()),
+    }
     # the paper's shares per pattern too: fallback, correlation, Granger beside the QoE test
-    per_pattern = pd.DataFrame([{"pattern": p, **{k: v for k, v in summarize(g, alpha).items()
-                                                      if k not in ("alpha", "granger_p")}}
-                                for p, g in sessions.groupby("pattern", sort=True)])
+    per_pattern = pd.DataFrame(
+        [
+            {"pattern": p, **{k: v for k, v in summarize(g, alpha).items() if k not in ("alpha", "granger_p")}}
+            for p, g in sessions.groupby("pattern", sort=True)
+        ]
+    )
     patterns = patterns.merge(per_pattern, on="pattern", how="left")
     return FallbackAnalysis(sessions, patterns, summary)

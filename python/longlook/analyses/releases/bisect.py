@@ -45,13 +45,33 @@ import numpy as np
 
 from ...core.verdicts import verdict_producer
 from .history import release_point
-from .sides import (BETWEEN, BEYOND, DIFFERENT, LIKE_BAD, LIKE_GOOD, SAME, SAME_PCT, UNCLEAR, Look, StepPlan,
-                    StepRuns, decide, own_change)
+from .sides import (
+    BETWEEN,
+    BEYOND,
+    DIFFERENT,
+    LIKE_BAD,
+    LIKE_GOOD,
+    SAME,
+    SAME_PCT,
+    UNCLEAR,
+    Look,
+    StepPlan,
+    StepRuns,
+    decide,
+    own_change,
+)
 
 FOUND, NO_DIFFERENCE, INCONCLUSIVE = "found", "no difference", "inconclusive"
 # which end a step's verdict says its release is like ("both": a change on either side of it)
-SIDE_OF = {LIKE_GOOD: "GOOD", LIKE_BAD: "BAD", BETWEEN: "both", BEYOND: "both", DIFFERENT: "BAD", SAME: "GOOD",
-           UNCLEAR: "-"}
+SIDE_OF = {
+    LIKE_GOOD: "GOOD",
+    LIKE_BAD: "BAD",
+    BETWEEN: "both",
+    BEYOND: "both",
+    DIFFERENT: "BAD",
+    SAME: "GOOD",
+    UNCLEAR: "-",
+}
 
 # measure(step index, [LOW, (M,) HIGH], plan) -> (the step's runs, its directory): runs the
 # step's experiment, stopping when decide(runs, plan) says so
@@ -143,8 +163,7 @@ class BisectResult:
         return min(1.0, 2 * self.step_alpha * len(self.steps))
 
     def margin_text(self) -> str:
-        return ("the ends' midpoint" if self.threshold_pct is None
-                else f"+-{self.threshold_pct:g}% of an end")
+        return "the ends' midpoint" if self.threshold_pct is None else f"+-{self.threshold_pct:g}% of an end"
 
     def summary(self) -> str:
         steps = f"{len(self.steps)} step{'s' if len(self.steps) != 1 else ''}"
@@ -158,8 +177,10 @@ class BisectResult:
             return f"{self.stack}: inconclusive: {where or 'nothing decided'}"
         if len(self.changes) == 1 and not self.unplaced:
             c = self.changes[0]
-            return (f"{self.stack}: the metric first changed in {c.after} (after {c.before}): {_size(c)}; "
-                    f"{steps}, {rounds} rounds; {err}")
+            return (
+                f"{self.stack}: the metric first changed in {c.after} (after {c.before}): {_size(c)}; "
+                f"{steps}, {rounds} rounds; {err}"
+            )
         parts = [f"{c.after} (after {c.before}): {_size(c)}, {_share(c)}" for c in self.changes]
         text = f"{self.stack}: the metric changed in {len(self.changes)} releases: " + ", ".join(parts)
         if self.unplaced:
@@ -198,9 +219,17 @@ class _Range:
 
 
 @verdict_producer("releases.bisect", "the release(s) where a metric changed between two releases")
-def bisect(stack: str, releases: list[str], measure: Measure, *, alpha: float = 0.01,
-           threshold_pct: float | None = None, min_rounds: int = 6, max_rounds: int = 30,
-           same_pct: float = SAME_PCT) -> BisectResult:
+def bisect(
+    stack: str,
+    releases: list[str],
+    measure: Measure,
+    *,
+    alpha: float = 0.01,
+    threshold_pct: float | None = None,
+    min_rounds: int = 6,
+    max_rounds: int = 30,
+    same_pct: float = SAME_PCT,
+) -> BisectResult:
     """`releases`: GOOD .. BAD oldest first. `measure` runs a step (see Measure). Without
     `threshold_pct` each release is placed against the midpoint of its range's ends; with
     it, against +-threshold_pct% of each end."""
@@ -273,7 +302,9 @@ def _decided(runs: StepRuns, plan: StepPlan) -> tuple[Look | None, list[int]]:
 def _why(look: Look | None) -> str:
     if look is None:
         return "no look reached (the step ran fewer rounds than its first look)"
-    return f"unclear after {look.rounds} rounds: {look.reason}" if look.reason else f"unclear after {look.rounds} rounds"
+    return (
+        f"unclear after {look.rounds} rounds: {look.reason}" if look.reason else f"unclear after {look.rounds} rounds"
+    )
 
 
 def next_plan(base: StepPlan, runs: StepRuns, low: str, high: str) -> StepPlan:
@@ -283,8 +314,18 @@ def next_plan(base: StepPlan, runs: StepRuns, low: str, high: str) -> StepPlan:
     ml, mh = (float(np.mean(x)) if len(x) else math.nan for x in (xl, xh))
     gap = mh - ml
     sign = int(np.sign(gap)) if not math.isnan(gap) else 0
-    return StepPlan(base.alpha, base.min_rounds, base.max_rounds, base.threshold_pct, base.same_pct,
-                    gap=gap, spreads=var, means=(ml, mh), sign=sign, power=base.power)
+    return StepPlan(
+        base.alpha,
+        base.min_rounds,
+        base.max_rounds,
+        base.threshold_pct,
+        base.same_pct,
+        gap=gap,
+        spreads=var,
+        means=(ml, mh),
+        sign=sign,
+        power=base.power,
+    )
 
 
 def _point(runs: StepRuns, release: str) -> Point:
@@ -300,10 +341,33 @@ def _step(index: int, runs: StepRuns, look: Look | None, looks: list[int], where
     release = runs.releases[1] if len(runs.releases) == 3 else runs.releases[-1]
     points = [_point(runs, r) for r in runs.releases]
     if look is None:
-        return Step(index, release, ends, UNCLEAR, runs.rounds, looks, math.nan, math.nan, points,
-                    reason="no look reached", directory=where)
-    step = Step(index, release, ends, look.verdict, look.rounds, looks, look.alpha, look.confidence, points,
-                reason=look.reason, share=look.share, directory=where)
+        return Step(
+            index,
+            release,
+            ends,
+            UNCLEAR,
+            runs.rounds,
+            looks,
+            math.nan,
+            math.nan,
+            points,
+            reason="no look reached",
+            directory=where,
+        )
+    step = Step(
+        index,
+        release,
+        ends,
+        look.verdict,
+        look.rounds,
+        looks,
+        look.alpha,
+        look.confidence,
+        points,
+        reason=look.reason,
+        share=look.share,
+        directory=where,
+    )
     c = look.comparisons[(release, ends[0])]
     step.change_pct, *interval = own_change(c)
     step.interval, step.p = tuple(interval), c.p_value
@@ -314,5 +378,3 @@ def _step(index: int, runs: StepRuns, look: Look | None, looks: list[int], where
         lo_mean, hi_mean = c.b.mean, h.b.mean
         step.midpoint_pct = ((lo_mean + hi_mean) / 2 - lo_mean) / abs(lo_mean) * 100 if lo_mean else math.nan
     return step
-
-

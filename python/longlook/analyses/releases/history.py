@@ -35,8 +35,7 @@ from scipy import stats as sps
 from ...core.analysis import analyse
 from ...core.store import Store
 from ...core.verdicts import verdict_producer
-from ..compare.history import (ChangePoint, _describe, e_divisive, min_experiments, permutations_for,
-                               smallest_p)
+from ..compare.history import ChangePoint, _describe, e_divisive, min_experiments, permutations_for, smallest_p
 from ..states.diff import StateDiff, compare as states_compare, protocols_in
 from ..states.runs import load_runs
 
@@ -68,8 +67,7 @@ class ReleaseSeries:
     def halfwidth_pct(self) -> float:
         """The median release's interval half-width, % of its mean: about the smallest change
         the sweep can separate between two releases."""
-        hw = [(p.high - p.low) / 2 / p.mean * 100 for p in self.points
-              if p.mean and not math.isnan(p.low)]
+        hw = [(p.high - p.low) / 2 / p.mean * 100 for p in self.points if p.mean and not math.isnan(p.low)]
         return float(np.median(hw)) if hw else math.nan
 
 
@@ -88,19 +86,27 @@ class ReleaseHistory:
         n = max((len(s.points) for s in self.series), default=0)
         need = max(8, min_experiments(self.series_pvalue))
         hw = [s.halfwidth_pct() for s in self.series if not math.isnan(s.halfwidth_pct())]
-        size = f"; releases' 95% intervals are +-{np.median(hw):.1f}% (median), so smaller steps are not separable" if hw else ""
+        size = (
+            f"; releases' 95% intervals are +-{np.median(hw):.1f}% (median), so smaller steps are not separable"
+            if hw
+            else ""
+        )
         size += f"; {self.note}" if self.note else ""
         if smallest_p(n) > self.series_pvalue:
-            return (f"no change can be significant: {n} releases give E-Divisive a smallest p of "
-                    f"{smallest_p(n):.3g} > {self.series_pvalue:.3g}; it needs {need}{size}")
+            return (
+                f"no change can be significant: {n} releases give E-Divisive a smallest p of "
+                f"{smallest_p(n):.3g} > {self.series_pvalue:.3g}; it needs {need}{size}"
+            )
         tested = sum(s.tested() for s in self.series)  # the family change_points divided by
         untested = len(self.series) - tested
         if not tested:
             return f"no series has 3 releases measured: E-Divisive tested nothing{size}"
-        family = (f"Bonferroni over the {tested} series tested; {untested} with fewer than 3 releases "
-                  f"measured not tested" if untested else f"Bonferroni over {tested} series")
-        return (f"E-Divisive over {n} releases, each series at p <= {self.series_pvalue:.3g} "
-                f"({family}){size}")
+        family = (
+            f"Bonferroni over the {tested} series tested; {untested} with fewer than 3 releases measured not tested"
+            if untested
+            else f"Bonferroni over {tested} series"
+        )
+        return f"E-Divisive over {n} releases, each series at p <= {self.series_pvalue:.3g} ({family}){size}"
 
 
 def _version_key(v: str):
@@ -121,7 +127,7 @@ def swept_arms(scenario) -> dict[str, list[tuple[str, str]]]:
             if spec and "@" in spec:
                 version = spec.partition("@")[2]
                 if a.label.endswith(f"-{version}"):
-                    out.setdefault(a.label[:-len(version) - 1], []).append((a.label, version))
+                    out.setdefault(a.label[: -len(version) - 1], []).append((a.label, version))
                     break
     return {f: sorted(arms, key=lambda t: _version_key(t[1])) for f, arms in out.items()}
 
@@ -138,8 +144,9 @@ def release_point(values: np.ndarray, version: str, arm: str) -> ReleasePoint:
 
 
 @verdict_producer("releases.history", "a change point in a release sweep's per-release means")
-def release_history(directory: str | Path, *, metric: str | None = None, pvalue: float = 0.05,
-                    diffs: bool = True) -> ReleaseHistory | None:
+def release_history(
+    directory: str | Path, *, metric: str | None = None, pvalue: float = 0.05, diffs: bool = True
+) -> ReleaseHistory | None:
     """None when the experiment sweeps no releases."""
     directory = Path(directory)
     with Store.open(directory, read_only=True) as store:
@@ -159,15 +166,22 @@ def release_history(directory: str | Path, *, metric: str | None = None, pvalue:
             series.append(ReleaseSeries(cell, family, m.name, pts))
     # a fairness run is all its flows at once: no one connection's trace to diff
     traced = getattr(an.kind, "name", None) != "fairness"
-    note = "" if traced else ("no state-machine diff at change points: a fairness run is several flows "
-                              "at once, with no one connection's trace")
+    note = (
+        ""
+        if traced
+        else (
+            "no state-machine diff at change points: a fairness run is several flows "
+            "at once, with no one connection's trace"
+        )
+    )
     threshold, perms, _ = change_points(series, pvalue)
     if diffs and traced:
         for s in series:
             for cp in s.change_points:
                 before, after = s.points[cp.index - 1], s.points[cp.index]
-                s.diffs[cp.index] = release_states_diff(directory, s.cell_id, (before.arm, before.version),
-                                                        (after.arm, after.version))
+                s.diffs[cp.index] = release_states_diff(
+                    directory, s.cell_id, (before.arm, before.version), (after.arm, after.version)
+                )
     return ReleaseHistory(series, m.name, m.unit, pvalue, threshold, perms, note)
 
 
@@ -184,11 +198,13 @@ def change_points(series: list[ReleaseSeries], pvalue: float) -> tuple[float, in
     return threshold, perms, len(tested)
 
 
-def release_states_diff(directory: str | Path, cell_id: str, before: tuple[str, str],
-                        after: tuple[str, str]) -> list[StateDiff]:
+def release_states_diff(
+    directory: str | Path, cell_id: str, before: tuple[str, str], after: tuple[str, str]
+) -> list[StateDiff]:
     """The state machines of one release's runs against another's (each (arm, version)), in
     one experiment's cell, per protocol: what `states diff` finds at a change."""
     runs_a = load_runs(directory, cell=cell_id, arm=before[0])
     runs_b = load_runs(directory, cell=cell_id, arm=after[0])
-    return [states_compare(runs_a, runs_b, p, label_a=before[1], label_b=after[1])
-            for p in protocols_in(runs_a + runs_b)]
+    return [
+        states_compare(runs_a, runs_b, p, label_a=before[1], label_b=after[1]) for p in protocols_in(runs_a + runs_b)
+    ]

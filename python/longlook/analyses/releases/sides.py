@@ -92,8 +92,11 @@ class StepRuns:
         return max((len(v) for v in self.values.values()), default=0)
 
     def upto(self, rounds: int) -> "StepRuns":
-        return replace(self, values={r: v[:rounds] for r, v in self.values.items()},
-                       tried={r: t[:rounds] for r, t in self.tried.items()})
+        return replace(
+            self,
+            values={r: v[:rounds] for r, v in self.values.items()},
+            tried={r: t[:rounds] for r, t in self.tried.items()},
+        )
 
     def sample(self, release: str) -> np.ndarray:
         v = self.values[release]
@@ -137,12 +140,29 @@ class StepPlan:
         v_mid = max(v_low, v_high) if not (math.isnan(v_low) or math.isnan(v_high)) else math.nan
         alpha = self.alpha / 2  # the plan is for the first of two looks
         if self.threshold_pct is None:
-            return margin_rounds([v_mid, v_low, v_high], [1.0, -0.5, -0.5], abs(self.gap) / 2, alpha,
-                                 self.power, self.min_rounds, self.max_rounds)
+            return margin_rounds(
+                [v_mid, v_low, v_high],
+                [1.0, -0.5, -0.5],
+                abs(self.gap) / 2,
+                alpha,
+                self.power,
+                self.min_rounds,
+                self.max_rounds,
+            )
         # M within +-T% of an end: T% of that end's mean (core.stats' % is against the end)
-        return max(margin_rounds([v_mid, v], [1.0, -1.0], self.threshold_pct / 100 * abs(m), alpha, self.power,
-                                 self.min_rounds, self.max_rounds, equivalence=True)
-                   for v, m in zip(self.spreads, self.means))
+        return max(
+            margin_rounds(
+                [v_mid, v],
+                [1.0, -1.0],
+                self.threshold_pct / 100 * abs(m),
+                alpha,
+                self.power,
+                self.min_rounds,
+                self.max_rounds,
+                equivalence=True,
+            )
+            for v, m in zip(self.spreads, self.means)
+        )
 
 
 @dataclass
@@ -190,16 +210,27 @@ def own_change(c: CellComparison) -> tuple[float, float, float]:
 
 
 def _compare(runs: StepRuns, a: str, b: str, alpha: float) -> CellComparison:
-    return compare_samples(runs.sample(a), runs.sample(b), a_label=a, b_label=b, alpha=alpha, test=runs.test,
-                           confidence=1 - 2 * alpha, metric=runs.metric, lower_is_better=runs.lower_is_better,
-                           completion_a=runs.completion(a), completion_b=runs.completion(b),
-                           survivorship_alpha=runs.survivorship_alpha)
+    return compare_samples(
+        runs.sample(a),
+        runs.sample(b),
+        a_label=a,
+        b_label=b,
+        alpha=alpha,
+        test=runs.test,
+        confidence=1 - 2 * alpha,
+        metric=runs.metric,
+        lower_is_better=runs.lower_is_better,
+        completion_a=runs.completion(a),
+        completion_b=runs.completion(b),
+        survivorship_alpha=runs.survivorship_alpha,
+    )
 
 
 def _unusable(cs) -> str:
     bad = [c for c in cs if c.verdict in UNUSABLE]
-    return "; ".join(f"{c.a.label} vs {c.b.label}: {c.verdict_text}" + (f" ({c.reason})" if c.reason else "")
-                     for c in bad)
+    return "; ".join(
+        f"{c.a.label} vs {c.b.label}: {c.verdict_text}" + (f" ({c.reason})" if c.reason else "") for c in bad
+    )
 
 
 def contrast(m: np.ndarray, low: np.ndarray, high: np.ndarray, sign: int, alpha: float) -> Contrast:
@@ -208,7 +239,7 @@ def contrast(m: np.ndarray, low: np.ndarray, high: np.ndarray, sign: int, alpha:
     terms = np.array([np.var(x, ddof=1) / len(x) * w * w for x, w in ((m, 1.0), (low, 0.5), (high, 0.5))])
     est = sign * (float(np.mean(m)) - (float(np.mean(low)) + float(np.mean(high))) / 2)
     var = float(terms.sum())
-    df = var * var / float(np.sum(terms ** 2 / (np.array([len(m), len(low), len(high)]) - 1))) if var > 0 else math.nan
+    df = var * var / float(np.sum(terms**2 / (np.array([len(m), len(low), len(high)]) - 1))) if var > 0 else math.nan
     se = math.sqrt(var)
     h = float(sps.t.ppf(1 - alpha, df)) * se if var > 0 else math.nan
     return Contrast(est, se, df, est - h, est + h)
@@ -225,7 +256,7 @@ def share(m: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float) -> tup
     va, vb, cov = vm + vl, vh + vl, vl
     terms = np.array([vm, vl, vh])
     ns = np.array([len(m), len(low), len(high)])
-    df = float(terms.sum() ** 2 / np.sum(terms ** 2 / (ns - 1))) if terms.sum() > 0 else math.nan
+    df = float(terms.sum() ** 2 / np.sum(terms**2 / (ns - 1))) if terms.sum() > 0 else math.nan
     t2 = float(sps.t.ppf(1 - alpha, df)) ** 2 if not math.isnan(df) else math.nan
     qa, qb, qc = b * b - t2 * vb, -2 * (a * b - t2 * cov), a * a - t2 * va
     disc = qb * qb - 4 * qa * qc
@@ -235,8 +266,10 @@ def share(m: np.ndarray, low: np.ndarray, high: np.ndarray, alpha: float) -> tup
     return a / b, float((-qb - s) / (2 * qa)), float((-qb + s) / (2 * qa))
 
 
-@verdict_producer("releases.bisect_step", "a bisect step: the ends differ / are the same; a release like GOOD, "
-                  "like BAD, or in between (a second change)")
+@verdict_producer(
+    "releases.bisect_step",
+    "a bisect step: the ends differ / are the same; a release like GOOD, like BAD, or in between (a second change)",
+)
 def judge(runs: StepRuns, plan: StepPlan, alpha: float) -> Look:
     """The step's verdict on these rounds, each claim at `alpha` (see the module's docstring)."""
     if len(runs.releases) == 2:
@@ -292,8 +325,11 @@ def _judge_middle(runs: StepRuns, plan: StepPlan, alpha: float) -> Look:
         elif near_high and not near_low:
             look.verdict = LIKE_BAD
     if look.verdict == UNCLEAR:
-        look.reason = "on neither side of the midpoint at this precision" if t is None else \
-            f"within +-{t:g}% of neither end alone at this precision"
+        look.reason = (
+            "on neither side of the midpoint at this precision"
+            if t is None
+            else f"within +-{t:g}% of neither end alone at this precision"
+        )
     return look
 
 

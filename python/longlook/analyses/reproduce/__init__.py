@@ -27,8 +27,23 @@ from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
 from .registry import CLAIMS, SCENARIOS, claims
-from .rules import (FAILS, HOLDS, NOT_RUN, UNCLEAR, Ate, Cells, GrangerShare, Outcome, PairShare, Ratio, Shrinks,
-                    StateShift, Twins, Value, not_run)
+from .rules import (
+    FAILS,
+    HOLDS,
+    NOT_RUN,
+    UNCLEAR,
+    Ate,
+    Cells,
+    GrangerShare,
+    Outcome,
+    PairShare,
+    Ratio,
+    Shrinks,
+    StateShift,
+    Twins,
+    Value,
+    not_run,
+)
 from .scenarios import ScenarioRun, run_scenario
 
 
@@ -39,10 +54,17 @@ def evaluate(claim: Claim, measured: Measured | None, reason: str = "") -> Outco
     return claim.rule.evaluate(measured)
 
 
-def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None = None,
-              execute: bool = True, link_check: bool = True,
-              progress: Callable[..., None] | None = None,
-              build_report: BuildReport | None = None, include_flagged: bool = False) -> Reproduction:
+def reproduce(
+    out: str | Path,
+    *,
+    budget: str = "short",
+    only: list[str] | None = None,
+    execute: bool = True,
+    link_check: bool = True,
+    progress: Callable[..., None] | None = None,
+    build_report: BuildReport | None = None,
+    include_flagged: bool = False,
+) -> Reproduction:
     """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
     ones that do not hold, and write DIR/reproduction.{html,md,json}. `include_flagged`: count
     runs their path audit flagged (a machine too busy for the limits; the table says so)."""
@@ -56,8 +78,9 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
     runs: dict[str, ScenarioRun] = {}
     for name in dict.fromkeys(c.scenario for c in chosen):
         progress("scenario", name=name, budget=budget)
-        runs[name] = run_scenario(SCENARIOS[name], out, budget, execute=execute,
-                                  link_check=link_check, progress=progress)
+        runs[name] = run_scenario(
+            SCENARIOS[name], out, budget, execute=execute, link_check=link_check, progress=progress
+        )
         progress("scenario_done", run=runs[name])
         if runs[name].status == "interrupted":
             break
@@ -73,20 +96,49 @@ def reproduce(out: str | Path, *, budget: str = "short", only: list[str] | None 
             # a store whose first link check failed holds the experiment but no run
             data[claim.scenario] = measured if measured is not None and not measured.runs.empty else None
         # the tables prefix "not run: " themselves
-        reason = (("" if run.status == "not run" else f"{run.status}: ") + run.detail if run
-                  else "interrupted before its scenario")
+        reason = (
+            ("" if run.status == "not run" else f"{run.status}: ") + run.detail
+            if run
+            else "interrupted before its scenario"
+        )
         outcome = evaluate(claim, data[claim.scenario], reason)
         links: list[tuple[str, str]] = []
         if outcome.verdict == FAILS and run is not None:
-            links = explain(claim, run.directory, outcome.against[0] if outcome.against else None, out, reports,
-                            build_report)
+            links = explain(
+                claim, run.directory, outcome.against[0] if outcome.against else None, out, reports, build_report
+            )
         rows.append(Row(claim, outcome, run, links))
-    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp,
-                          include_flagged)
+    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp, include_flagged)
     result.write()
     return result
 
 
-__all__ = ["Ate", "BUDGETS", "CLAIMS", "Cells", "Claim", "Explain", "FAILS", "GrangerShare", "HOLDS", "Measured",
-           "NOT_RUN", "Outcome", "PairShare", "Ratio", "Reproduction", "Row", "SCENARIOS",
-           "ScenarioRun", "ShippedScenario", "Shrinks", "StateShift", "Twins", "UNCLEAR", "Value", "claims", "evaluate", "reproduce"]
+__all__ = [
+    "Ate",
+    "BUDGETS",
+    "CLAIMS",
+    "Cells",
+    "Claim",
+    "Explain",
+    "FAILS",
+    "GrangerShare",
+    "HOLDS",
+    "Measured",
+    "NOT_RUN",
+    "Outcome",
+    "PairShare",
+    "Ratio",
+    "Reproduction",
+    "Row",
+    "SCENARIOS",
+    "ScenarioRun",
+    "ShippedScenario",
+    "Shrinks",
+    "StateShift",
+    "Twins",
+    "UNCLEAR",
+    "Value",
+    "claims",
+    "evaluate",
+    "reproduce",
+]

@@ -78,9 +78,9 @@ def ratio_p(c: CellComparison, bound: float, above: bool) -> float:
     ma, mb = c.a.mean, c.b.mean
     if mb == 0 or c.a.n < 2 or c.b.n < 2:
         return math.nan
-    va, vb = c.a.sd ** 2 / c.a.n, c.b.sd ** 2 / c.b.n
+    va, vb = c.a.sd**2 / c.a.n, c.b.sd**2 / c.b.n
     r = ma / mb
-    den = va ** 2 / (c.a.n - 1) + (r * r * vb) ** 2 / (c.b.n - 1)
+    den = va**2 / (c.a.n - 1) + (r * r * vb) ** 2 / (c.b.n - 1)
     df = (va + r * r * vb) ** 2 / den if den > 0 else min(c.a.n, c.b.n) - 1
     se = math.sqrt(va + bound * bound * vb)
     contrast = ma - bound * mb  # > 0 <=> A/B above the bound when mean_b > 0

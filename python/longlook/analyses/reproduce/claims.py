@@ -46,9 +46,9 @@ class ShippedScenario:
 class Explain:
     """What explains a claim that does not hold: the experiment's report section (`anchor`:
     "states" = state machines, false losses and cwnd timelines per cell; "fairness" = Table 4,
-    throughput and cwnd timelines; "video" = QoE per cell and buffer timelines), and for page loads the states analysis of the first cell
-    against the claim (cwnd timeline, state machines, losses) with its diff against the
-    cell's unimpaired twin when it has one."""
+    throughput and cwnd timelines; "video" = QoE per cell and buffer timelines), and for page
+    loads the states analysis of the first cell against the claim (cwnd timeline, state
+    machines, losses) with its diff against the cell's unimpaired twin when it has one."""
 
     anchor: str = "states"
     states: bool = True

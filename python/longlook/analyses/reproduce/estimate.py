@@ -77,7 +77,9 @@ def measured_s_per_run(name: str, places: list[Path]) -> tuple[float, str, objec
 
 
 def estimate(scenarios: list[ShippedScenario], budget: str, out: Path) -> list[ScenarioEstimate]:
-    places = [out, *sorted(p for p in out.parent.glob("*") if p.is_dir() and p != out)] if out.parent.exists() else [out]
+    places = (
+        [out, *sorted(p for p in out.parent.glob("*") if p.is_dir() and p != out)] if out.parent.exists() else [out]
+    )
     rows = []
     for shipped in scenarios:
         sc = load_scenario(shipped.path, shipped.overrides(budget))
@@ -96,8 +98,12 @@ def estimate(scenarios: list[ShippedScenario], budget: str, out: Path) -> list[S
 def describe(rows: list[ScenarioEstimate]) -> str:
     total = sum(r.wall_s for r in rows)
     measured = sum(not r.measured_from.startswith("assumed") for r in rows)
-    lines = [f"estimated wall time {total / 3600:.1f} h for {sum(r.runs for r in rows):,} runs "
-             f"({measured} of {len(rows)} scenarios timed from earlier runs here):"]
-    lines += [f"  {r.name:30} {r.runs:5} runs x {r.s_per_run:6.1f} s = {r.wall_s / 60:6.1f} min  ({r.measured_from})"
-              for r in rows]
+    lines = [
+        f"estimated wall time {total / 3600:.1f} h for {sum(r.runs for r in rows):,} runs "
+        f"({measured} of {len(rows)} scenarios timed from earlier runs here):"
+    ]
+    lines += [
+        f"  {r.name:30} {r.runs:5} runs x {r.s_per_run:6.1f} s = {r.wall_s / 60:6.1f} min  ({r.measured_from})"
+        for r in rows
+    ]
     return "\n".join(lines)

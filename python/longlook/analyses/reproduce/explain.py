@@ -56,16 +56,21 @@ def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]
     return [(p.name, str(p.relative_to(out))) for p in paths if p.suffix in (".svg", ".csv")]
 
 
-def explain(claim: Claim, directory: Path, cell_id: str | None, out: Path,
-            built: dict[Path, Path | str], build_report: BuildReport | None = None) -> list[tuple[str, str]]:
+def explain(
+    claim: Claim,
+    directory: Path,
+    cell_id: str | None,
+    out: Path,
+    built: dict[Path, Path | str],
+    build_report: BuildReport | None = None,
+) -> list[tuple[str, str]]:
     """(title, path relative to `out`) of each artefact explaining the claim's failure; the
     experiment's report first when `build_report` is given."""
     links: list[tuple[str, str]] = []
     if build_report is not None:
         report = _report(directory, built, build_report)
         if isinstance(report, Path):
-            links.append((f"report #{claim.explain.anchor}",
-                          f"{report.relative_to(out)}#{claim.explain.anchor}"))
+            links.append((f"report #{claim.explain.anchor}", f"{report.relative_to(out)}#{claim.explain.anchor}"))
         else:
             links.append((report, ""))
     if claim.explain.fallback:
@@ -89,8 +94,11 @@ def explain(claim: Claim, directory: Path, cell_id: str | None, out: Path,
     twin = _twin(directory, cell_id)
     if twin:
         other = load_runs(directory, cell=twin)
-        diffs = [compare(other, runs, p, label_a=f"{directory.name}:{twin}", label_b=f"{directory.name}:{cell_id}")
-                 for p in protocols_in(runs) if p in protocols_in(other)]
+        diffs = [
+            compare(other, runs, p, label_a=f"{directory.name}:{twin}", label_b=f"{directory.name}:{cell_id}")
+            for p in protocols_in(runs)
+            if p in protocols_in(other)
+        ]
         if diffs:
             (target / "states-diff.json").write_text(json.dumps(diff_json(diffs), indent=1))
             links.append(("states diff vs unimpaired twin", str((target / "states-diff.json").relative_to(out))))

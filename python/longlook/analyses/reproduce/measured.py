@@ -48,14 +48,23 @@ class Measured:
             series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
             metrics = kind.metrics if kind and scenario.statistics.failures == "outcome" else ()
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
-            return cls(cells=store.cells_frame(), runs=store.runs_frame(),
-                       statistics=scenario.statistics, seed=scenario.seed,
-                       exclude_flagged=scenario.fidelity.exclude_flagged, rounds=scenario.rounds,
-                       directory=directory, flows=flows, series=series, failure_values=failures)
+            return cls(
+                cells=store.cells_frame(),
+                runs=store.runs_frame(),
+                statistics=scenario.statistics,
+                seed=scenario.seed,
+                exclude_flagged=scenario.fidelity.exclude_flagged,
+                rounds=scenario.rounds,
+                directory=directory,
+                flows=flows,
+                series=series,
+                failure_values=failures,
+            )
 
     def select(self, where: dict[str, Any]) -> list[str]:
         """Cell ids whose dimensions match `where` (dim -> value, list of values, or a
         predicate on the value)."""
+
         def match(dims: dict) -> bool:
             for k, want in where.items():
                 if callable(want):
@@ -66,6 +75,7 @@ class Measured:
                 if dims.get(k) not in allowed:
                     return False
             return True
+
         return [c for c, d in zip(self.cells["cell_id"], self.cells["dims"]) if match(d or {})]
 
     def dims(self, cell_id: str) -> dict:
@@ -76,14 +86,26 @@ class Measured:
         """The flows table as runs: one row per flow of each run with the run's status and
         audit (so core.status counts it like the run), `arm` = flow label; plus TCP_MEAN."""
         if self.flows is None or self.flows.empty:
-            return pd.DataFrame(columns=["run_id", "cell_id", "arm", "status", "protocol_requested",
-                                         "protocol_negotiated", "audit_flagged"])
+            return pd.DataFrame(
+                columns=[
+                    "run_id",
+                    "cell_id",
+                    "arm",
+                    "status",
+                    "protocol_requested",
+                    "protocol_negotiated",
+                    "audit_flagged",
+                ]
+            )
         run_cols = ["run_id", "cell_id", "status", "audit_flagged", "round"]
         f = self.flows.drop(columns=[c for c in ("status", "round", "cell_id") if c in self.flows]).merge(
-            self.runs[run_cols], on="run_id")
+            self.runs[run_cols], on="run_id"
+        )
         f = f.assign(arm=f["flow"], protocol_requested=None, protocol_negotiated=None)
         tcp = f[f["flow"].str.startswith("TCP")]
-        mean = (tcp.groupby(["run_id", "cell_id", "status", "audit_flagged", "round"], as_index=False, dropna=False)
-                .mean(numeric_only=True).assign(arm=TCP_MEAN, protocol_requested=None,
-                                                protocol_negotiated=None))
+        mean = (
+            tcp.groupby(["run_id", "cell_id", "status", "audit_flagged", "round"], as_index=False, dropna=False)
+            .mean(numeric_only=True)
+            .assign(arm=TCP_MEAN, protocol_requested=None, protocol_negotiated=None)
+        )
         return pd.concat([f, mean], ignore_index=True)

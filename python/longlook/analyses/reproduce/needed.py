@@ -63,7 +63,7 @@ def _smallest(power: Callable[[np.ndarray], np.ndarray]) -> int | None:
 
 
 def _welch_df(va: np.ndarray | float, vb: np.ndarray | float, n: np.ndarray) -> np.ndarray:
-    return (va + vb) ** 2 / (va ** 2 / (n - 1) + vb ** 2 / (n - 1))
+    return (va + vb) ** 2 / (va**2 / (n - 1) + vb**2 / (n - 1))
 
 
 def _planned(n_a: int, sd_a: float, n_b: int, sd_b: float) -> tuple[float, float] | None:
@@ -72,10 +72,12 @@ def _planned(n_a: int, sd_a: float, n_b: int, sd_b: float) -> tuple[float, float
     return _upper_sd(sd_a, n_a), _upper_sd(sd_b, n_b)
 
 
-@verdict_producer("reproduce.needed", "an inconclusive claim's 'would need ~N rounds': 80% power at the claim's "
-                                      "resolution")
-def cell_rounds(n_a: int, mean_a: float, sd_a: float, n_b: int, mean_b: float, sd_b: float, *,
-                alpha: float, effect_pct: float) -> int | None:
+@verdict_producer(
+    "reproduce.needed", "an inconclusive claim's 'would need ~N rounds': 80% power at the claim's resolution"
+)
+def cell_rounds(
+    n_a: int, mean_a: float, sd_a: float, n_b: int, mean_b: float, sd_b: float, *, alpha: float, effect_pct: float
+) -> int | None:
     """Rounds per arm at which Welch's two-sided test at `alpha` shows a true difference of
     `effect_pct`% of mean_b, in its direction, with 80% power."""
     sds = _planned(n_a, sd_a, n_b, sd_b)
@@ -87,11 +89,13 @@ def cell_rounds(n_a: int, mean_a: float, sd_a: float, n_b: int, mean_b: float, s
     def power(n: np.ndarray) -> np.ndarray:
         df = _welch_df(va / n, vb / n, n)
         return sps.nct.sf(sps.t.ppf(1 - alpha / 2, df), df, shift / np.sqrt((va + vb) / n))
+
     return _smallest(power)
 
 
-def equivalence_rounds(n_a: int, sd_a: float, n_b: int, mean_b: float, sd_b: float, *,
-                       level: float, tolerance_pct: float) -> int | None:
+def equivalence_rounds(
+    n_a: int, sd_a: float, n_b: int, mean_b: float, sd_b: float, *, level: float, tolerance_pct: float
+) -> int | None:
     """Rounds per arm at which two one-sided tests at `level` show |difference| <
     tolerance with 80% power when there is no difference (Bonferroni's bound on the pair:
     power >= 2 P(one side) - 1)."""
@@ -105,11 +109,22 @@ def equivalence_rounds(n_a: int, sd_a: float, n_b: int, mean_b: float, sd_b: flo
         df = _welch_df(va / n, vb / n, n)
         one = sps.nct.sf(sps.t.ppf(1 - level, df), df, bound / np.sqrt((va + vb) / n))
         return 2 * one - 1
+
     return _smallest(power)
 
 
-def ratio_rounds(n_a: int, mean_a: float, sd_a: float, n_b: int, mean_b: float, sd_b: float,
-                 factor: float, target: float, *, level: float) -> int | None:
+def ratio_rounds(
+    n_a: int,
+    mean_a: float,
+    sd_a: float,
+    n_b: int,
+    mean_b: float,
+    sd_b: float,
+    factor: float,
+    target: float,
+    *,
+    level: float,
+) -> int | None:
     """Rounds per arm at which the one-sided Fieller contrast at `level` tells a true ratio
     `target` from `factor` with 80% power; each arm's spread kept in proportion to its mean
     (its coefficient of variation)."""
@@ -122,6 +137,7 @@ def ratio_rounds(n_a: int, mean_a: float, sd_a: float, n_b: int, mean_b: float, 
     def power(n: np.ndarray) -> np.ndarray:
         df = _welch_df(va / n, vb / n, n)
         return sps.nct.sf(sps.t.ppf(1 - level, df), df, abs(target - factor) / np.sqrt((va + vb) / n))
+
     return _smallest(power)
 
 
@@ -135,6 +151,7 @@ def paired_rounds(n: int, sd_log: float, factor: float, target: float, *, level:
 
     def power(k: np.ndarray) -> np.ndarray:
         return sps.nct.sf(sps.t.ppf(1 - level, k - 1), k - 1, gap / (s / np.sqrt(k)))
+
     return _smallest(power)
 
 
@@ -166,13 +183,13 @@ def value_runs(n: int, sd: float, low: float, high: float, target: float, *, lev
 
     def one(k: np.ndarray, gap: float) -> np.ndarray:
         return sps.nct.sf(sps.t.ppf(1 - level, k - 1), k - 1, gap / (s / np.sqrt(k)))
+
     if low <= target <= high:
         return _smallest(lambda k: one(k, target - low) + one(k, high - target) - 1)
     return _smallest(lambda k: one(k, min(abs(target - low), abs(target - high))))
 
 
-def difference_sessions(n_a: int, sd_a: float, n_b: int, sd_b: float, effect: float, *,
-                        level: float) -> int | None:
+def difference_sessions(n_a: int, sd_a: float, n_b: int, sd_b: float, effect: float, *, level: float) -> int | None:
     """Sessions per arm at which Welch's one-sided test at `level` shows a true difference
     of means `effect` with 80% power."""
     sds = _planned(n_a, sd_a, n_b, sd_b)
@@ -183,4 +200,5 @@ def difference_sessions(n_a: int, sd_a: float, n_b: int, sd_b: float, effect: fl
     def power(n: np.ndarray) -> np.ndarray:
         df = _welch_df(va / n, vb / n, n)
         return sps.nct.sf(sps.t.ppf(1 - level, df), df, abs(effect) / np.sqrt((va + vb) / n))
+
     return _smallest(power)

@@ -36,9 +36,17 @@ class Outcome:
     needs: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "number": self.number, "n": self.n,
-                "p": None if self.p is None or math.isnan(self.p) else self.p, "p_text": self.p_text,
-                "detail": self.detail, "cells": self.cells, "against": self.against, "needs": self.needs}
+        return {
+            "verdict": self.verdict,
+            "number": self.number,
+            "n": self.n,
+            "p": None if self.p is None or math.isnan(self.p) else self.p,
+            "p_text": self.p_text,
+            "detail": self.detail,
+            "cells": self.cells,
+            "against": self.against,
+            "needs": self.needs,
+        }
 
 
 def not_run(reason: str) -> Outcome:
@@ -78,8 +86,10 @@ def needs_text(values: Sequence[int | None], missing: int, unit: str, why_none: 
     if missing <= 0:
         return ""
     if len(finite) < missing and no_data:
-        return (f"{no_data} cell(s) without 2 counted runs per arm: measure them first (the standard budget "
-                "re-measures flagged runs)")
+        return (
+            f"{no_data} cell(s) without 2 counted runs per arm: measure them first (the standard budget "
+            "re-measures flagged runs)"
+        )
     if len(finite) < missing:
         return why_none
     return f"~{finite[missing - 1]:,} {unit}"
@@ -98,15 +108,19 @@ def where_text(v: Any) -> str:
 
 def above(x: float) -> Callable[[Any], bool]:
     """A `where` predicate: the dimension (a number; None = 0) is above `x`."""
+
     def match(v: Any) -> bool:
         return (v or 0) > x
+
     match.text = f"> {x:g}"  # type: ignore[attr-defined]
     return match
 
 
 def contains(*texts: str) -> Callable[[Any], bool]:
     """A `where` predicate: the dimension (a label) contains one of `texts`."""
+
     def match(v: Any) -> bool:
         return isinstance(v, str) and any(t in v for t in texts)
+
     match.text = "contains " + " or ".join(map(repr, texts))  # type: ignore[attr-defined]
     return match

@@ -26,11 +26,20 @@ class Row:
 
     def as_dict(self) -> dict:
         c = self.claim
-        return {"id": c.id, "paper": c.paper, "where": c.where, "statement": c.statement,
-                "paper_number": c.paper_number, "scenario": c.scenario, "reads": c.reads(),
-                "mininet": c.mininet, "note": c.note, **self.outcome.as_dict(),
-                "experiment": str(self.scenario.directory) if self.scenario else None,
-                "explain": [{"title": t, "path": p} for t, p in self.links]}
+        return {
+            "id": c.id,
+            "paper": c.paper,
+            "where": c.where,
+            "statement": c.statement,
+            "paper_number": c.paper_number,
+            "scenario": c.scenario,
+            "reads": c.reads(),
+            "mininet": c.mininet,
+            "note": c.note,
+            **self.outcome.as_dict(),
+            "experiment": str(self.scenario.directory) if self.scenario else None,
+            "explain": [{"title": t, "path": p} for t, p in self.links],
+        }
 
 
 @dataclass
@@ -50,41 +59,83 @@ class Reproduction:
         return out
 
     def as_dict(self) -> dict:
-        return {"budget": self.budget, "out": str(self.out), "started": self.started,
-                "wall_s": round(self.wall_s, 1), "counts": self.counts(), "include_flagged": self.include_flagged,
-                "scenarios": [s.as_dict() for s in self.scenarios], "claims": [r.as_dict() for r in self.rows]}
+        return {
+            "budget": self.budget,
+            "out": str(self.out),
+            "started": self.started,
+            "wall_s": round(self.wall_s, 1),
+            "counts": self.counts(),
+            "include_flagged": self.include_flagged,
+            "scenarios": [s.as_dict() for s in self.scenarios],
+            "claims": [r.as_dict() for r in self.rows],
+        }
 
     def markdown(self) -> str:
         def cell(s: str) -> str:
             return s.replace("|", "\\|").replace("\n", " ")
-        lines = [f"# longlook reproduce --budget {self.budget}", "",
-                 f"{len(self.rows)} claims: " + ", ".join(f"{k} {v}" for k, v in self.counts().items())
-                 + f"; wall {self.wall_s / 60:.1f} min"
-                 + ("; **runs flagged by their path audit are counted** (--include-flagged)" if self.include_flagged else ""),
-                 "",
-                 "| claim | paper | where | statement | paper's number | ours | n | p | verdict | would need | Mininet | explained by |",
-                 "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+
+        lines = [
+            f"# longlook reproduce --budget {self.budget}",
+            "",
+            f"{len(self.rows)} claims: "
+            + ", ".join(f"{k} {v}" for k, v in self.counts().items())
+            + f"; wall {self.wall_s / 60:.1f} min"
+            + (
+                "; **runs flagged by their path audit are counted** (--include-flagged)" if self.include_flagged else ""
+            ),
+            "",
+            "| claim | paper | where | statement | paper's number | ours | n | p | verdict "
+            "| would need | Mininet | explained by |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in self.rows:
             o, c = r.outcome, r.claim
             ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
             links = ", ".join(f"[{t}]({p})" if p else t for t, p in r.links)
-            lines.append("| " + " | ".join(cell(x) for x in (
-                c.id, c.paper, c.where, c.statement, c.paper_number, ours, o.n, o.p_text, o.verdict,
-                o.needs or "-", c.mininet or "-", links or "-")) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    cell(x)
+                    for x in (
+                        c.id,
+                        c.paper,
+                        c.where,
+                        c.statement,
+                        c.paper_number,
+                        ours,
+                        o.n,
+                        o.p_text,
+                        o.verdict,
+                        o.needs or "-",
+                        c.mininet or "-",
+                        links or "-",
+                    )
+                )
+                + " |"
+            )
         lines += ["", "| scenario | status | wall | detail |", "|---|---|---|---|"]
         lines += [f"| {s.name} | {s.status} | {s.wall_s:.0f} s | {cell(s.detail)} |" for s in self.scenarios]
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:
-        return environment().get_template("reproduce.html.j2").render(
-            r=self, rows=self.rows, classes=VERDICT_CLASS,
-            generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
+        return (
+            environment()
+            .get_template("reproduce.html.j2")
+            .render(
+                r=self,
+                rows=self.rows,
+                classes=VERDICT_CLASS,
+                generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+            )
+        )
 
     def write(self) -> list[Path]:
         self.out.mkdir(parents=True, exist_ok=True)
-        files = [(self.out / "reproduction.html", self.html()),
-                 (self.out / "reproduction.md", self.markdown()),
-                 (self.out / "reproduction.json", json.dumps(self.as_dict(), indent=1, default=str) + "\n")]
+        files = [
+            (self.out / "reproduction.html", self.html()),
+            (self.out / "reproduction.md", self.markdown()),
+            (self.out / "reproduction.json", json.dumps(self.as_dict(), indent=1, default=str) + "\n"),
+        ]
         for path, text in files:
             tmp = path.with_suffix(path.suffix + ".tmp")
             tmp.write_text(text)

@@ -14,7 +14,6 @@ import platform
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pandas as pd
 
 from ...core.store import Store
 from .activity import SESSION_GAP_S, active_seconds, sessions, stamps as _stamps
@@ -41,9 +40,17 @@ def provenance(result: Reproduction) -> dict:
             if c and c not in commits:
                 commits.append(c)
         flagged = int(runs["audit_flagged"].fillna(False).astype(bool).sum()) if "audit_flagged" in runs else 0
-        scenarios.append({"name": s.name, "runs": len(runs), "flagged": flagged,
-                          "first": min(stamps) if stamps else None, "last": max(stamps) if stamps else None,
-                          "active_s": active_seconds(stamps), "sessions": len(sessions(stamps))})
+        scenarios.append(
+            {
+                "name": s.name,
+                "runs": len(runs),
+                "flagged": flagged,
+                "first": min(stamps) if stamps else None,
+                "last": max(stamps) if stamps else None,
+                "active_s": active_seconds(stamps),
+                "sessions": len(sessions(stamps)),
+            }
+        )
     return {"scenarios": scenarios, "commits": commits, "versions": versions, "host": host()}
 
 
@@ -54,12 +61,20 @@ def host() -> dict:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-        mem_kib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
-                       if line.startswith("MemTotal"))
+        mem_kib = next(
+            int(line.split()[1])
+            for line in Path("/proc/meminfo").read_text().splitlines()
+            if line.startswith("MemTotal")
+        )
     except (OSError, StopIteration, ValueError):
         mem_kib = 0
-    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_kib / 2**20, 1),
-            "kernel": platform.release(), "arch": platform.machine()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "memory_gib": round(mem_kib / 2**20, 1),
+        "kernel": platform.release(),
+        "arch": platform.machine(),
+    }
 
 
 def _dwell_text(machine: dict) -> str:
@@ -69,8 +84,9 @@ def _dwell_text(machine: dict) -> str:
     # an RTO, too); a QUIC stack's loss batches (one per ACK that declared a loss) are not
     # congestion events and would read as more of them than TCP's
     runs = int(machine.get("runs") or 0)
-    entries = sum(int(s.get("entries") or 0) for s in machine.get("states") or []
-                  if s.get("state") in ("Recovery", "Loss"))
+    entries = sum(
+        int(s.get("entries") or 0) for s in machine.get("states") or [] if s.get("state") in ("Recovery", "Loss")
+    )
     recoveries = f"; {entries / runs:.1f} Recovery entries per run" if runs else ""
     who = " ".join(str(x) for x in (machine.get("protocol"), machine.get("stack"), machine.get("arm")) if x)
     return f"{who} ({machine.get('runs')} runs): {', '.join(parts) or 'no states'}{recoveries}"
@@ -80,8 +96,10 @@ def _diff_text(diff: dict) -> list[str]:
     rows = [r for r in diff.get("rows", []) if r.get("status") != "same"]
     out = []
     for r in rows[:6]:
-        out.append(f"{r['item']} {r['status']} in {diff['b']} than {diff['a']} "
-                   f"({float(r['mean_a']):.2f} -> {float(r['mean_b']):.2f} per run, Holm p {float(r['p_adjusted']):.2g})")
+        out.append(
+            f"{r['item']} {r['status']} in {diff['b']} than {diff['a']} "
+            f"({float(r['mean_a']):.2f} -> {float(r['mean_b']):.2f} per run, Holm p {float(r['p_adjusted']):.2g})"
+        )
     return out or [f"no transition differs between {diff['a']} and {diff['b']} at alpha {diff.get('alpha')}"]
 
 
@@ -96,15 +114,20 @@ def explanation(row: Row, out: Path) -> list[str]:
     cell = (target / "cell.txt").read_text().strip() if (target / "cell.txt").exists() else None
     states = json.loads((target / "states.json").read_text()) if (target / "states.json").exists() else None
     if states:
-        lines.append(f"State machines of the cell against the claim ({cell}): "
-                     + "; ".join(_dwell_text(m) for m in states.get("machines", [])) + ".")
+        lines.append(
+            f"State machines of the cell against the claim ({cell}): "
+            + "; ".join(_dwell_text(m) for m in states.get("machines", []))
+            + "."
+        )
     diff = target / "states-diff.json"
     if diff.exists():
         for d in json.loads(diff.read_text()).get("diffs", []):
             lines.append(f"Against its unimpaired twin ({d['protocol']}): " + "; ".join(_diff_text(d)) + ".")
     if not states and not diff.exists():
-        lines.append("No state-machine logs for this claim's cell (its scenario keeps none, or the cell had no runs "
-                     "with logs): explained by the numbers above only.")
+        lines.append(
+            "No state-machine logs for this claim's cell (its scenario keeps none, or the cell had no runs "
+            "with logs): explained by the numbers above only."
+        )
     return lines
 
 
@@ -123,17 +146,34 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     first = min((s["first"] for s in scen if s["first"]), default=None)
     last = max((s["last"] for s in scen if s["last"]), default=None)
     v, h = prov["versions"], prov["host"]
-    stacks = {k: val for k, val in v.items()
-              if k not in ("longlook", "commit", "python", "kernel", "machine", "packages", "endpoint", "linkem",
-                           "testbed", "resumed")}
+    stacks = {
+        k: val
+        for k, val in v.items()
+        if k
+        not in (
+            "longlook",
+            "commit",
+            "python",
+            "kernel",
+            "machine",
+            "packages",
+            "endpoint",
+            "linkem",
+            "testbed",
+            "resumed",
+        )
+    }
     lines = [
-        f"# Reproduction of the papers' claims: `--budget {result.budget}`", "",
+        f"# Reproduction of the papers' claims: `--budget {result.budget}`",
+        "",
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by `{command}` from the results of a "
         f"real run. **{conclusive} of {judged} claims conclusive ({conclusive / judged:.0%}; goal "
-        f">= {CONCLUSIVE_GOAL:.0%})**: " + ", ".join(f"{k} {n}" for k, n in counts.items())
+        f">= {CONCLUSIVE_GOAL:.0%})**: "
+        + ", ".join(f"{k} {n}" for k, n in counts.items())
         + (f"; {with_needs} inconclusive claim(s) say the rounds they would need." if with_needs else "."),
         "",
-        "## Provenance", "",
+        "## Provenance",
+        "",
         f"- measured {_fmt_time(first)} to {_fmt_time(last)}; **wall time {active / 3600:.2f} h** of measuring "
         f"(summed over sessions, gaps over {SESSION_GAP_S // 60} min left out), "
         f"{sum(s['runs'] for s in scen):,} runs, {sum(s['flagged'] for s in scen)} flagged by their path audit"
@@ -144,38 +184,71 @@ def publish_markdown(result: Reproduction, command: str) -> str:
         f"endpoint {v.get('endpoint', '?')}; linkem {v.get('linkem', '?')}; Python {v.get('python', '?')}",
     ]
     if stacks:
-        lines.append("- what the first experiment ran beyond the core: "
-                     + "; ".join(f"{k} {json.dumps(val, default=str) if not isinstance(val, str) else val}"
-                                 for k, val in stacks.items()))
+        lines.append(
+            "- what the first experiment ran beyond the core: "
+            + "; ".join(
+                f"{k} {json.dumps(val, default=str) if not isinstance(val, str) else val}" for k, val in stacks.items()
+            )
+        )
     lines += ["", "| scenario | runs | flagged | sessions | wall |", "|---|---|---|---|---|"]
-    lines += [f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min |"
-              for s in scen]
+    lines += [
+        f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min |" for s in scen
+    ]
     lines += ["", "## Claims", "", _table(result), "", "## Why the claims that do not hold do not", ""]
     failing = [r for r in result.rows if r.outcome.verdict == "does not hold"]
     for r in failing:
-        lines += [f"### {r.claim.id} ({r.claim.paper}, {r.claim.where})", "",
-                  f"> {r.claim.statement} (paper: {r.claim.paper_number})", ""]
+        lines += [
+            f"### {r.claim.id} ({r.claim.paper}, {r.claim.where})",
+            "",
+            f"> {r.claim.statement} (paper: {r.claim.paper_number})",
+            "",
+        ]
         lines += [f"- {t}" for t in explanation(r, result.out)] + [""]
     if not failing:
         lines += ["Every conclusive claim holds.", ""]
-    lines += ["## Regenerate", "", "```sh",
-              f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget}"
-              "   # resumable: rerun after an interruption",
-              f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget} --no-run "
-              f"--publish docs/reproduction.md", "```", ""]
+    lines += [
+        "## Regenerate",
+        "",
+        "```sh",
+        f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget}"
+        "   # resumable: rerun after an interruption",
+        f"longlook reproduce --budget {result.budget} -o results/reproduce-{result.budget} --no-run "
+        f"--publish docs/reproduction.md",
+        "```",
+        "",
+    ]
     return "\n".join(lines)
 
 
 def _table(result: Reproduction) -> str:
     def cell(s: object) -> str:
         return str(s).replace("|", "\\|").replace("\n", " ")
-    lines = ["| claim | paper | where | paper's number | ours | n | p | verdict | would need |",
-             "|---|---|---|---|---|---|---|---|---|"]
+
+    lines = [
+        "| claim | paper | where | paper's number | ours | n | p | verdict | would need |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in result.rows:
         o, c = r.outcome, r.claim
         ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
-        lines.append("| " + " | ".join(cell(x) for x in (c.id, c.paper, c.where, c.paper_number, ours, o.n, o.p_text,
-                                                          f"**{o.verdict}**", o.needs or "-")) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                cell(x)
+                for x in (
+                    c.id,
+                    c.paper,
+                    c.where,
+                    c.paper_number,
+                    ours,
+                    o.n,
+                    o.p_text,
+                    f"**{o.verdict}**",
+                    o.needs or "-",
+                )
+            )
+            + " |"
+        )
     return "\n".join(lines)
 
 

@@ -33,12 +33,25 @@ class ScenarioRun:
         return not self.foreign and (self.directory / DB_FILE).exists()
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "directory": str(self.directory), "status": self.status,
-                "detail": self.detail, "wall_s": round(self.wall_s, 1), "runs": self.runs}
+        return {
+            "name": self.name,
+            "directory": str(self.directory),
+            "status": self.status,
+            "detail": self.detail,
+            "wall_s": round(self.wall_s, 1),
+            "runs": self.runs,
+        }
 
 
-def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: bool = True,
-                 link_check: bool = True, progress: Callable[..., None] | None = None) -> ScenarioRun:
+def run_scenario(
+    shipped: ShippedScenario,
+    out: Path,
+    budget: str,
+    *,
+    execute: bool = True,
+    link_check: bool = True,
+    progress: Callable[..., None] | None = None,
+) -> ScenarioRun:
     sc = load_scenario(shipped.path, shipped.overrides(budget))
     directory = out / sc.name
     exists = (directory / DB_FILE).exists()
@@ -64,8 +77,9 @@ def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: b
             summary = Runner(sc, directory, resume=exists, link_check=link_check, progress=progress).run()
         except LinkCheckFailed:
             # a path check that met a busy moment of the machine: once more before giving up
-            summary = Runner(sc, directory, resume=(directory / DB_FILE).exists(), link_check=link_check,
-                             progress=progress).run()
+            summary = Runner(
+                sc, directory, resume=(directory / DB_FILE).exists(), link_check=link_check, progress=progress
+            ).run()
     except LonglookError as e:
         detail = e.message + (f" ({e.hint})" if e.hint else "")
         if isinstance(e, LinkCheckFailed):
@@ -80,7 +94,9 @@ def run_scenario(shipped: ShippedScenario, out: Path, budget: str, *, execute: b
     if summary.interrupted:
         return ScenarioRun(sc.name, directory, "interrupted", "interrupted; rerun to resume", wall, summary.runs)
     status = "ran" if summary.runs else "read"
-    detail = f"{summary.ok} ok, {summary.failed} failed, {summary.flagged} flagged" if summary.runs else "complete already"
+    detail = (
+        f"{summary.ok} ok, {summary.failed} failed, {summary.flagged} flagged" if summary.runs else "complete already"
+    )
     if summary.short:
         detail += f"; {len(summary.short)} cell(s) short of counted runs"
     return ScenarioRun(sc.name, directory, status, detail, wall, summary.runs)

@@ -58,8 +58,11 @@ def _binomial_p(k: int, n: int, threshold: float, greater: bool) -> float:
     return float(sps.binomtest(k, n, threshold, alternative="greater" if greater else "less").pvalue)
 
 
-@verdict_producer("reproduce.pair_share", "a share of session pairs shown TCP better or the same is above the "
-                                          "paper's (holds) or QUIC shown better in too many (does not hold)")
+@verdict_producer(
+    "reproduce.pair_share",
+    "a share of session pairs shown TCP better or the same is above the "
+    "paper's (holds) or QUIC shown better in too many (does not hold)",
+)
 @dataclass(frozen=True)
 class PairShare:
     """Chaudhary §5: per cell and round, the TCP-only session against the QUIC-enabled one
@@ -75,9 +78,11 @@ class PairShare:
     margin: float = MARGIN  # QoE units within which TCP counts as "the same"
 
     def reads(self) -> str:
-        return (f"temporal QoE per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
-                f"same cell and round), block means per session; holds if TCP is shown better or within "
-                f"{self.margin:g} of QUIC in > {self.at_least:.0%}")
+        return (
+            f"temporal QoE per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
+            f"same cell and round), block means per session; holds if TCP is shown better or within "
+            f"{self.margin:g} of QUIC in > {self.at_least:.0%}"
+        )
 
     def evaluate(self, m: Measured) -> Outcome:
         from ..fallback.qoe import pair_verdict, session_pairs, temporal_samples
@@ -100,8 +105,10 @@ class PairShare:
         temporal = temporal_samples(m.series)
         r = r.assign(samples=[temporal.get(x, np.array([])) for x in r["run_id"]])
         pairs = session_pairs(r, self.quic_arm, self.tcp_arm)
-        outcomes = [pair_verdict(q, t, alpha=m.statistics.alpha, margin=self.margin)
-                    for q, t in zip(pairs["samples_q"], pairs["samples_t"])]
+        outcomes = [
+            pair_verdict(q, t, alpha=m.statistics.alpha, margin=self.margin)
+            for q, t in zip(pairs["samples_q"], pairs["samples_t"])
+        ]
         keys = list(zip(pairs["cell_id"], pairs["round"]))
         for c, rd in zip(lost["cell_id"], lost["round"]):
             outcomes.append((UNDECIDED, "a session of the pair failed or timed out: undecided, on neither side"))
@@ -109,7 +116,9 @@ class PairShare:
         out = self.judge(outcomes, alpha=m.statistics.alpha, confidence=m.statistics.confidence)
         if len(lost):
             out.detail += f"; {len(lost)} pair(s) with a failed session counted undecided"
-        out.cells = [{"cell_id": c, "round": int(rd), "verdict": v, "why": w} for (c, rd), (v, w) in zip(keys, outcomes)]
+        out.cells = [
+            {"cell_id": c, "round": int(rd), "verdict": v, "why": w} for (c, rd), (v, w) in zip(keys, outcomes)
+        ]
         return out
 
     def judge(self, outcomes: list[tuple[str, str]], *, alpha: float, confidence: float) -> Outcome:
@@ -123,8 +132,12 @@ class PairShare:
         untestable = len(verdicts) - n
         why = next((w for v, w in outcomes if v == NOT_TESTABLE), "")
         if n == 0:
-            return Outcome(UNCLEAR, number="no testable session pair", n="0",
-                           detail=f"{untestable} pair(s) not testable ({why})" if untestable else "no pair")
+            return Outcome(
+                UNCLEAR,
+                number="no testable session pair",
+                n="0",
+                detail=f"{untestable} pair(s) not testable ({why})" if untestable else "no pair",
+            )
         hold_at = self.at_least + (1 - self.at_least) * alpha
         fail_at = 1 - self.at_least + self.at_least * alpha
         p_hold, p_fail = _binomial_p(good, n, hold_at, True), _binomial_p(quic, n, fail_at, True)
@@ -135,26 +148,47 @@ class PairShare:
             res = needed.SHARE_RESOLUTION
             if good / n > hold_at:
                 k = needed.share_sessions(min(0.99, hold_at + res), hold_at, level=level)
-                needs = needs_text([k], 1, f"session pairs (80% power if {min(0.99, hold_at + res):.0%} are shown "
-                                           "TCP better or the same)", "not estimable (beyond 5,000 pairs)")
+                needs = needs_text(
+                    [k],
+                    1,
+                    f"session pairs (80% power if {min(0.99, hold_at + res):.0%} are shown TCP better or the same)",
+                    "not estimable (beyond 5,000 pairs)",
+                )
             elif quic / n > fail_at:
                 k = needed.share_sessions(min(0.99, fail_at + res), fail_at, level=level)
-                needs = needs_text([k], 1, f"session pairs (80% power if {min(0.99, fail_at + res):.0%} are shown "
-                                           "QUIC better)", "not estimable (beyond 5,000 pairs)")
+                needs = needs_text(
+                    [k],
+                    1,
+                    f"session pairs (80% power if {min(0.99, fail_at + res):.0%} are shown QUIC better)",
+                    "not estimable (beyond 5,000 pairs)",
+                )
             else:
-                needs = (f"no number of pairs decides it at this pair test's power: {good} of {n} pairs shown TCP "
-                         f"better or the same (it needs > {hold_at:.1%}), {quic} QUIC better (> {fail_at:.1%}), "
-                         f"{n - good - quic} undecided; longer sessions or a larger margin would")
-        detail = (f"pair test: block means ({BLOCKS} per session), Welch's interval at {1 - 2 * alpha:.0%}, margin "
-                  f"{self.margin:g} QoE units; holds when the share shown TCP better or the same is above "
-                  f"{hold_at:.1%}, fails when the share shown QUIC better is above {fail_at:.1%} (exact one-sided "
-                  f"binomial tests at {level:g}; each pair errs in at most {alpha:g}); p: the test of the first")
+                needs = (
+                    f"no number of pairs decides it at this pair test's power: {good} of {n} pairs shown TCP "
+                    f"better or the same (it needs > {hold_at:.1%}), {quic} QUIC better (> {fail_at:.1%}), "
+                    f"{n - good - quic} undecided; longer sessions or a larger margin would"
+                )
+        detail = (
+            f"pair test: block means ({BLOCKS} per session), Welch's interval at {1 - 2 * alpha:.0%}, margin "
+            f"{self.margin:g} QoE units; holds when the share shown TCP better or the same is above "
+            f"{hold_at:.1%}, fails when the share shown QUIC better is above {fail_at:.1%} (exact one-sided "
+            f"binomial tests at {level:g}; each pair errs in at most {alpha:g}); p: the test of the first"
+        )
         if untestable:
             detail += f"; {untestable} of {len(verdicts)} pairs not testable ({why})"
-        return Outcome(verdict, number=(f"{good / n:.0%} of {n} testable session pairs shown TCP better or the same "
-                                        f"[{ci.low:.0%}, {ci.high:.0%}]; QUIC better in {quic}, undecided in "
-                                        f"{n - good - quic}"),
-                       n=str(n), p=p_hold, p_text=p_text(p_hold), needs=needs, detail=detail)
+        return Outcome(
+            verdict,
+            number=(
+                f"{good / n:.0%} of {n} testable session pairs shown TCP better or the same "
+                f"[{ci.low:.0%}, {ci.high:.0%}]; QUIC better in {quic}, undecided in "
+                f"{n - good - quic}"
+            ),
+            n=str(n),
+            p=p_hold,
+            p_text=p_text(p_hold),
+            needs=needs,
+            detail=detail,
+        )
 
 
 def _either_p(sessions: pd.DataFrame) -> np.ndarray:
@@ -170,8 +204,11 @@ def _either_p(sessions: pd.DataFrame) -> np.ndarray:
     return out
 
 
-@verdict_producer("reproduce.granger_share", "the share of sessions (TCP shown as good) where F Granger-causes B "
-                                             "or S is above the paper's (holds) or below it (does not hold)")
+@verdict_producer(
+    "reproduce.granger_share",
+    "the share of sessions (TCP shown as good) where F Granger-causes B "
+    "or S is above the paper's (holds) or below it (does not hold)",
+)
 @dataclass(frozen=True)
 class GrangerShare:
     """Chaudhary §6: among QUIC-enabled sessions whose pair was shown TCP better or the
@@ -181,9 +218,11 @@ class GrangerShare:
     at_least: float = 0.5
 
     def reads(self) -> str:
-        return ("series F, B, S of the QUIC-enabled sessions shown TCP better or the same; "
-                f"Granger F -> B or S per session (shift null, Holm over B and S); holds if the share > "
-                f"{self.at_least:.0%}")
+        return (
+            "series F, B, S of the QUIC-enabled sessions shown TCP better or the same; "
+            f"Granger F -> B or S per session (shift null, Holm over B and S); holds if the share > "
+            f"{self.at_least:.0%}"
+        )
 
     def evaluate(self, m: Measured) -> Outcome:
         from ..fallback.store import analyze_store
@@ -191,8 +230,9 @@ class GrangerShare:
         if m.directory is None:
             return not_run("needs an experiment directory")
         try:
-            sessions = analyze_store(m.directory, alpha=m.statistics.alpha,
-                                     include_flagged=not m.exclude_flagged).sessions
+            sessions = analyze_store(
+                m.directory, alpha=m.statistics.alpha, include_flagged=not m.exclude_flagged
+            ).sessions
         except LonglookError as e:
             return Outcome(UNCLEAR, number="no fallback series to test", detail=e.message)
         return self.judge(sessions, alpha=m.statistics.alpha, confidence=m.statistics.confidence)
@@ -201,8 +241,9 @@ class GrangerShare:
         """The claim from analyze_store's sessions (pair_verdict, suitable, p_B, p_S and, when
         the analysis gives it, p_either)."""
         level = (1 - confidence) / 2
-        good = sessions[sessions["pair_verdict"].isin(TCP_AS_GOOD)] if "pair_verdict" in sessions \
-            else sessions.iloc[0:0]
+        good = (
+            sessions[sessions["pair_verdict"].isin(TCP_AS_GOOD)] if "pair_verdict" in sessions else sessions.iloc[0:0]
+        )
         ok = good[good["error"].isna()] if "error" in good else good
         suitable = ok[ok["suitable"].fillna(False).astype(bool)] if "suitable" in ok else ok.iloc[0:0]
         p = _either_p(suitable) if len(suitable) else np.array([])
@@ -210,8 +251,10 @@ class GrangerShare:
         n, k = int(tested.sum()), int((p[tested] < alpha).sum())
         hold_at = self.at_least + (1 - self.at_least) * alpha
         fell = int(good["served"].isin(TCP_SERVED).sum()) if "served" in good else 0
-        counts = (f"{len(sessions)} sessions, {len(good)} shown TCP better or the same, {fell} of them fell back, "
-                  f"{len(suitable)} suitable for Granger, {n} testable (F and B or S not constant)")
+        counts = (
+            f"{len(sessions)} sessions, {len(good)} shown TCP better or the same, {fell} of them fell back, "
+            f"{len(suitable)} suitable for Granger, {n} testable (F and B or S not constant)"
+        )
         if n == 0:
             return Outcome(UNCLEAR, number="no tested session shown TCP better or the same", n="0", detail=counts)
         p_hold, p_fail = _binomial_p(k, n, hold_at, True), _binomial_p(k, n, self.at_least, False)
@@ -221,23 +264,36 @@ class GrangerShare:
         if verdict == UNCLEAR:
             above = k / n > hold_at
             threshold = hold_at if above else self.at_least
-            target = min(0.99, threshold + needed.SHARE_RESOLUTION) if above else \
-                max(0.01, threshold - needed.SHARE_RESOLUTION)
-            needs = needs_text([needed.share_sessions(target, threshold, level=level)], 1,
-                               f"tested sessions (80% power if the true share is {target:.0%})",
-                               "not estimable (beyond 5,000 sessions)")
-        return Outcome(verdict, number=f"{k / n:.0%} of {n} tested sessions where F Granger-causes B or S "
-                                       f"[{ci.low:.0%}, {ci.high:.0%}]",
-                       n=str(n), p=p_hold, p_text=p_text(p_hold), needs=needs,
-                       detail=f"per session: shift-null Granger F -> B, F -> S, Holm over the two, alpha {alpha:g}; "
-                              f"holds when the share is above {hold_at:.1%} (the claim's {self.at_least:.0%} plus "
-                              f"the sessions a test at {alpha:g} calls in error), fails when the rejecting share is "
-                              f"below {self.at_least:.0%} (exact one-sided binomial tests at {level:g}; a test that "
-                              f"missed an effect counts as not rejecting); {counts}")
+            target = (
+                min(0.99, threshold + needed.SHARE_RESOLUTION)
+                if above
+                else max(0.01, threshold - needed.SHARE_RESOLUTION)
+            )
+            needs = needs_text(
+                [needed.share_sessions(target, threshold, level=level)],
+                1,
+                f"tested sessions (80% power if the true share is {target:.0%})",
+                "not estimable (beyond 5,000 sessions)",
+            )
+        return Outcome(
+            verdict,
+            number=f"{k / n:.0%} of {n} tested sessions where F Granger-causes B or S [{ci.low:.0%}, {ci.high:.0%}]",
+            n=str(n),
+            p=p_hold,
+            p_text=p_text(p_hold),
+            needs=needs,
+            detail=f"per session: shift-null Granger F -> B, F -> S, Holm over the two, alpha {alpha:g}; "
+            f"holds when the share is above {hold_at:.1%} (the claim's {self.at_least:.0%} plus "
+            f"the sessions a test at {alpha:g} calls in error), fails when the rejecting share is "
+            f"below {self.at_least:.0%} (exact one-sided binomial tests at {level:g}; a test that "
+            f"missed an effect counts as not rejecting); {counts}",
+        )
 
 
-@verdict_producer("reproduce.ate", "the ATE of a randomised QUIC break on a metric is shown on the claimed side "
-                                   "(holds) or the other (does not hold)")
+@verdict_producer(
+    "reproduce.ate",
+    "the ATE of a randomised QUIC break on a metric is shown on the claimed side (holds) or the other (does not hold)",
+)
 @dataclass(frozen=True)
 class Ate:
     """Causality by experiment (a video scenario with [intervention]): the average treatment
@@ -250,8 +306,10 @@ class Ate:
     expect: str = "lower"  # the treated sessions' metric is lower ("lower") or higher
 
     def reads(self) -> str:
-        return (f"{self.metric}: mean(treated) - mean(control) of the QUIC-enabled sessions, Welch interval; "
-                f"holds if wholly {'below' if self.expect == 'lower' else 'above'} 0")
+        return (
+            f"{self.metric}: mean(treated) - mean(control) of the QUIC-enabled sessions, Welch interval; "
+            f"holds if wholly {'below' if self.expect == 'lower' else 'above'} 0"
+        )
 
     def evaluate(self, m: Measured) -> Outcome:
         from ..fallback.intervention import analyze_intervention
@@ -273,8 +331,13 @@ class Ate:
             return Outcome(UNCLEAR, number=r.verdict, n=n, detail=r.why or "no interval")
         level = (1 - float(r.confidence)) / 2
         sign = -1 if self.expect == "lower" else 1
-        verdict = HOLDS if sign * r.ci_low > 0 and sign * r.ci_high > 0 else \
-            FAILS if sign * r.ci_low < 0 and sign * r.ci_high < 0 else UNCLEAR
+        verdict = (
+            HOLDS
+            if sign * r.ci_low > 0 and sign * r.ci_high > 0
+            else FAILS
+            if sign * r.ci_low < 0 and sign * r.ci_high < 0
+            else UNCLEAR
+        )
         # Welch's p is two-sided and symmetric: the claimed side's one-sided p
         p = float(r.p) / 2 if sign * r.ate > 0 else 1 - float(r.p) / 2
         needs = ""
@@ -284,16 +347,31 @@ class Ate:
             t, c = x[treated].dropna(), x[~treated].dropna()
             sd = math.sqrt((t.var() + c.var()) / 2) if len(t) > 1 and len(c) > 1 else math.nan
             effect = needed.ATE_RESOLUTION_SD * sd
-            k = needed.difference_sessions(len(t), float(t.std()), len(c), float(c.std()), effect, level=level) \
-                if not math.isnan(sd) else None
-            needs = needs_text([k], 1, f"sessions per arm (80% power if the ATE is {effect:.3g}, half a session sd)",
-                               "not estimable (fewer than 2 sessions per arm or no spread)")
+            k = (
+                needed.difference_sessions(len(t), float(t.std()), len(c), float(c.std()), effect, level=level)
+                if not math.isnan(sd)
+                else None
+            )
+            needs = needs_text(
+                [k],
+                1,
+                f"sessions per arm (80% power if the ATE is {effect:.3g}, half a session sd)",
+                "not estimable (fewer than 2 sessions per arm or no spread)",
+            )
         compliance = summary.get("compliance", {})
-        detail = (f"{summary.get('estimator', 'difference in means, Welch interval')}; treated fell back "
-                  f"{compliance.get('treated_fell_back', '?')}/{summary.get('treated', '?')}, control "
-                  f"{compliance.get('control_fell_back', '?')}/{summary.get('control', '?')}; beside Granger: "
-                  f"{summary.get('agreement', '-')}; p: Welch's one-sided p on the claimed side (holds when below "
-                  f"{level:g})")
-        return Outcome(verdict, number=f"ATE {r.ate:+.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}] "
-                                       f"({r.mean_treated:.3g} vs {r.mean_control:.3g})",
-                       n=n, p=p, p_text=p_text(p), needs=needs, detail=detail)
+        detail = (
+            f"{summary.get('estimator', 'difference in means, Welch interval')}; treated fell back "
+            f"{compliance.get('treated_fell_back', '?')}/{summary.get('treated', '?')}, control "
+            f"{compliance.get('control_fell_back', '?')}/{summary.get('control', '?')}; beside Granger: "
+            f"{summary.get('agreement', '-')}; p: Welch's one-sided p on the claimed side (holds when below "
+            f"{level:g})"
+        )
+        return Outcome(
+            verdict,
+            number=f"ATE {r.ate:+.3g} [{r.ci_low:.3g}, {r.ci_high:.3g}] ({r.mean_treated:.3g} vs {r.mean_control:.3g})",
+            n=n,
+            p=p,
+            p_text=p_text(p),
+            needs=needs,
+            detail=detail,
+        )

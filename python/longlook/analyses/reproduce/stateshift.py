@@ -25,8 +25,11 @@ from .outcome import FAILS, HOLDS, UNCLEAR, Outcome, name, not_run, p_text
 UP, DOWN = ("appears", "more"), ("vanishes", "fewer")
 
 
-@verdict_producer("reproduce.state_shift", "a state-machine transition is shown more frequent on the slow side "
-                                           "(holds) or less (does not hold), by states diff")
+@verdict_producer(
+    "reproduce.state_shift",
+    "a state-machine transition is shown more frequent on the slow side "
+    "(holds) or less (does not hold), by states diff",
+)
 @dataclass(frozen=True)
 class StateShift:
     """Per run counts of `item` (e.g. "SlowStart->ApplicationLimited") of `arm` in the
@@ -40,8 +43,10 @@ class StateShift:
     protocol: str = "QUIC"
 
     def reads(self) -> str:
-        return (f"{self.item} per run of {name(self.arm)} ({self.protocol}'s inferred state machine), {self.dim} = "
-                f"{self.fast} vs {self.slow}; holds if it appears or is more frequent at {self.slow}")
+        return (
+            f"{self.item} per run of {name(self.arm)} ({self.protocol}'s inferred state machine), {self.dim} = "
+            f"{self.fast} vs {self.slow}; holds if it appears or is more frequent at {self.slow}"
+        )
 
     def evaluate(self, m: Measured) -> Outcome:
         from ..states.diff import compare
@@ -54,26 +59,45 @@ class StateShift:
             b = load_runs(m.directory, cell=f"{self.dim}={self.slow}", arm=self.arm)
         except LonglookError as e:
             return not_run(e.message)
-        return self.judge(compare(a, b, self.protocol, label_a=str(self.fast), label_b=str(self.slow),
-                                  alpha=m.statistics.alpha, holm=False))
+        return self.judge(
+            compare(
+                a,
+                b,
+                self.protocol,
+                label_a=str(self.fast),
+                label_b=str(self.slow),
+                alpha=m.statistics.alpha,
+                holm=False,
+            )
+        )
 
     def judge(self, d) -> Outcome:
         """The claim from a states diff (analyses.states.diff.StateDiff), fast side = A."""
         row = d.row(self.item)
         if not row:
-            return Outcome(UNCLEAR, number=f"{self.item} in no run ({d.n_a}/{d.n_b} runs with state logs)",
-                           n=f"{d.n_a}/{d.n_b}", detail="the transition was never taken on either side",
-                           needs=f"not more rounds: taken in none of {d.n_a} + {d.n_b} runs, so the {self.dim} "
-                                 f"or the link at which {self.slow} limits the sender would have to change")
+            return Outcome(
+                UNCLEAR,
+                number=f"{self.item} in no run ({d.n_a}/{d.n_b} runs with state logs)",
+                n=f"{d.n_a}/{d.n_b}",
+                detail="the transition was never taken on either side",
+                needs=f"not more rounds: taken in none of {d.n_a} + {d.n_b} runs, so the {self.dim} "
+                f"or the link at which {self.slow} limits the sender would have to change",
+            )
         status = row["status"]
         verdict = HOLDS if status in UP else FAILS if status in DOWN else UNCLEAR
         # the claim's p: the diff's decisive test, when it points the claim's way (B = slow above A)
         p_adj = float(row["p_adjusted"])
         p = p_adj if row.get("towards", 0) > 0 else 1.0
-        decides = "Fisher's exact test on presence" if row.get("test") == "fisher" else \
-            "Mann-Whitney U on the per-run counts"
-        return Outcome(verdict, number=f"{row['mean_a']:.2f} vs {row['mean_b']:.2f} per run (in {row['runs_a']}/"
-                                       f"{row['n_a']} vs {row['runs_b']}/{row['n_b']} runs): {status}",
-                       n=f"{row['n_a']}/{row['n_b']}", p=p, p_text=p_text(p),
-                       detail=f"states diff: {decides} decides, alpha {d.alpha:g}, one item named in advance (no "
-                              "correction); p: that test's, when it points to more at the slow side")
+        decides = (
+            "Fisher's exact test on presence" if row.get("test") == "fisher" else "Mann-Whitney U on the per-run counts"
+        )
+        return Outcome(
+            verdict,
+            number=f"{row['mean_a']:.2f} vs {row['mean_b']:.2f} per run (in {row['runs_a']}/"
+            f"{row['n_a']} vs {row['runs_b']}/{row['n_b']} runs): {status}",
+            n=f"{row['n_a']}/{row['n_b']}",
+            p=p,
+            p_text=p_text(p),
+            detail=f"states diff: {decides} decides, alpha {d.alpha:g}, one item named in advance (no "
+            "correction); p: that test's, when it points to more at the slow side",
+        )

@@ -59,7 +59,15 @@ def analyse_runs(runs: list[RunLogs]) -> StatesAnalysis:
         losses = pd.DataFrame([r.losses().as_dict() for r in rs])
         stacks = Counter(r.stack for r in rs)
         sources = Counter(r.states_source for r in rs)
-        machines.append(MachineReport(protocol, arm, graph, invariants, losses,
-                                      stack=stacks.most_common(1)[0][0],
-                                      states_source=sources.most_common(1)[0][0]))
+        machines.append(
+            MachineReport(
+                protocol,
+                arm,
+                graph,
+                invariants,
+                losses,
+                stack=stacks.most_common(1)[0][0],
+                states_source=sources.most_common(1)[0][0],
+            )
+        )
     return StatesAnalysis(machines=machines, runs=runs)

@@ -43,11 +43,31 @@ from ...core.verdicts import verdict_producer
 from .machine import TransitionGraph
 from .runs import RunLogs
 
-LOSS_ITEMS = {"QUIC": ("declared_lost", "spurious", "loss_events", "by_packet_threshold", "by_time_threshold"),
-              "TCP": ("declared_lost", "spurious", "loss_events", "dsack_spurious")}
+LOSS_ITEMS = {
+    "QUIC": ("declared_lost", "spurious", "loss_events", "by_packet_threshold", "by_time_threshold"),
+    "TCP": ("declared_lost", "spurious", "loss_events", "dsack_spurious"),
+}
 
-COLUMNS = ["item", "kind", "mean_a", "mean_b", "n_a", "n_b", "runs_a", "runs_b", "p_presence", "p_counts",
-           "test", "p", "presence_change", "towards", "p_adjusted", "status", "significant", "direction"]
+COLUMNS = [
+    "item",
+    "kind",
+    "mean_a",
+    "mean_b",
+    "n_a",
+    "n_b",
+    "runs_a",
+    "runs_b",
+    "p_presence",
+    "p_counts",
+    "test",
+    "p",
+    "presence_change",
+    "towards",
+    "p_adjusted",
+    "status",
+    "significant",
+    "direction",
+]
 
 FISHER, MANN_WHITNEY = "fisher", "mannwhitney"
 
@@ -57,8 +77,10 @@ def per_run_counts(runs: list[RunLogs]) -> pd.DataFrame:
     traces = [r.trace() for r in runs]
     g = TransitionGraph.infer(traces)
     entries = g.entries_per_run.drop(columns=["Init"], errors="ignore").add_prefix("enter:")
-    losses = pd.DataFrame([{f"loss:{k}": r.losses().as_dict().get(k) for k in LOSS_ITEMS.get(r.protocol, ())}
-                           for r in runs], index=[r.run_id for r in runs])
+    losses = pd.DataFrame(
+        [{f"loss:{k}": r.losses().as_dict().get(k) for k in LOSS_ITEMS.get(r.protocol, ())} for r in runs],
+        index=[r.run_id for r in runs],
+    )
     return pd.concat([g.transitions_per_run, entries, losses], axis=1)
 
 
@@ -85,15 +107,31 @@ def _kind(item: str) -> str:
     return "entries" if item.startswith("enter:") else "losses" if item.startswith("loss:") else "transition"
 
 
-@verdict_producer("states.diff", "a state-machine item appears / vanishes / is more or less frequent between two "
-                                 "sets of runs")
-def compare(runs_a: list[RunLogs], runs_b: list[RunLogs], protocol: str, *,
-            label_a: str = "A", label_b: str = "B", alpha: float = 0.01,
-            holm: bool = True) -> StateDiff:
+@verdict_producer(
+    "states.diff", "a state-machine item appears / vanishes / is more or less frequent between two sets of runs"
+)
+def compare(
+    runs_a: list[RunLogs],
+    runs_b: list[RunLogs],
+    protocol: str,
+    *,
+    label_a: str = "A",
+    label_b: str = "B",
+    alpha: float = 0.01,
+    holm: bool = True,
+) -> StateDiff:
     a = per_run_counts([r for r in runs_a if r.protocol == protocol])
     b = per_run_counts([r for r in runs_b if r.protocol == protocol])
-    return StateDiff(protocol=protocol, label_a=label_a, label_b=label_b, n_a=len(a), n_b=len(b),
-                     alpha=alpha, rows=diff_counts(a, b, alpha=alpha, holm=holm), holm=holm)
+    return StateDiff(
+        protocol=protocol,
+        label_a=label_a,
+        label_b=label_b,
+        n_a=len(a),
+        n_b=len(b),
+        alpha=alpha,
+        rows=diff_counts(a, b, alpha=alpha, holm=holm),
+        holm=holm,
+    )
 
 
 def diff_counts(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.01, holm: bool = True) -> pd.DataFrame:
@@ -110,8 +148,9 @@ def diff_counts(a: pd.DataFrame, b: pd.DataFrame, *, alpha: float = 0.01, holm: 
     df["significant"] = df["status"] != "same"
     df["direction"] = _direction(df)
     order = {"appears": 0, "vanishes": 0, "more": 1, "fewer": 1, "same": 2}
-    return df.sort_values(by=["status", "p"], key=lambda s: s.map(order) if s.name == "status" else s,
-                          ignore_index=True)[COLUMNS]
+    return df.sort_values(
+        by=["status", "p"], key=lambda s: s.map(order) if s.name == "status" else s, ignore_index=True
+    )[COLUMNS]
 
 
 def _counts(frame: pd.DataFrame, items: list[str]) -> np.ndarray:
@@ -139,14 +178,22 @@ def _item_row(item: str, xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict:
             p_cnt, towards = c.p_value, -c.direction  # +1: B above A
         else:
             p_cnt = 1.0  # every run of both sides has the same count: nothing moved
-    return {"item": item, "kind": _kind(item),
-            "mean_a": float(xa.mean()) if len(xa) else math.nan,
-            "mean_b": float(xb.mean()) if len(xb) else math.nan,
-            "n_a": len(xa), "n_b": len(xb), "runs_a": ra, "runs_b": rb,
-            "p_presence": p_pres, "p_counts": p_cnt,
-            "test": FISHER if presence_change else MANN_WHITNEY,
-            "p": p_pres if presence_change else p_cnt,
-            "presence_change": presence_change, "towards": towards}
+    return {
+        "item": item,
+        "kind": _kind(item),
+        "mean_a": float(xa.mean()) if len(xa) else math.nan,
+        "mean_b": float(xb.mean()) if len(xb) else math.nan,
+        "n_a": len(xa),
+        "n_b": len(xb),
+        "runs_a": ra,
+        "runs_b": rb,
+        "p_presence": p_pres,
+        "p_counts": p_cnt,
+        "test": FISHER if presence_change else MANN_WHITNEY,
+        "p": p_pres if presence_change else p_cnt,
+        "presence_change": presence_change,
+        "towards": towards,
+    }
 
 
 def _status(df: pd.DataFrame, alpha: float) -> np.ndarray:
@@ -164,8 +211,9 @@ def _direction(df: pd.DataFrame) -> np.ndarray:
     never has the item, else the means' way (for display beside `status`)."""
     mean_a, mean_b = df["mean_a"].to_numpy(float), df["mean_b"].to_numpy(float)
     means = np.where(mean_b > mean_a, "more", np.where(mean_b < mean_a, "fewer", "same"))
-    return np.where(df["presence_change"].to_numpy(bool),
-                    np.where(df["runs_a"].to_numpy() == 0, "appears", "vanishes"), means)
+    return np.where(
+        df["presence_change"].to_numpy(bool), np.where(df["runs_a"].to_numpy() == 0, "appears", "vanishes"), means
+    )
 
 
 def direction_text(r, label_a: str = "A", label_b: str = "B") -> str:
@@ -181,5 +229,3 @@ def direction_text(r, label_a: str = "A", label_b: str = "B") -> str:
 
 def protocols_in(runs: list[RunLogs]) -> list[str]:
     return sorted({r.protocol for r in runs}, key=lambda p: (p != "QUIC", p))
-
-

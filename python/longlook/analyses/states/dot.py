@@ -24,20 +24,21 @@ def _q(s: str) -> str:
 
 def to_dot(graph: TransitionGraph, title: str | None = None) -> str:
     title = title or f"{graph.protocol} {graph.group}".strip()
-    lines = ["digraph states {",
-             f"  label={_q(f'{title} ({graph.n_traces} runs)')}; labelloc=t; rankdir=LR;",
-             '  node [shape=ellipse, fontname="Helvetica", fontsize=11];',
-             '  edge [fontname="Helvetica", fontsize=9];']
+    lines = [
+        "digraph states {",
+        f"  label={_q(f'{title} ({graph.n_traces} runs)')}; labelloc=t; rankdir=LR;",
+        '  node [shape=ellipse, fontname="Helvetica", fontsize=11];',
+        '  edge [fontname="Helvetica", fontsize=9];',
+    ]
     for s in graph.states.itertuples():
         style = f', style=filled, fillcolor="{LOSS_STATE_FILL}"' if s.state in LOSS_STATES else ""
         if s.state == "Init":
-            style = ', shape=box'
+            style = ", shape=box"
         label = f"{s.state}\\n{s.entries} entries, {s.dwell_share * 100:.0f}% time"
-        lines.append(f"  {_q(s.state)} [label=\"{label}\"{style}];")
+        lines.append(f'  {_q(s.state)} [label="{label}"{style}];')
     for t in graph.transitions.itertuples():
         width = 0.6 + 3.0 * t.probability
-        lines.append(f"  {_q(t.src)} -> {_q(t.dst)} [label=\"{t.probability:.2f} ({t.count})\", "
-                     f"penwidth={width:.2f}];")
+        lines.append(f'  {_q(t.src)} -> {_q(t.dst)} [label="{t.probability:.2f} ({t.count})", penwidth={width:.2f}];')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -51,8 +52,7 @@ def to_svg(dot_text: str, timeout_s: float = 20) -> str | None:
     exe = shutil.which("dot")
     if exe is None:
         return None
-    out = subprocess.run([exe, "-Tsvg"], input=dot_text, capture_output=True, text=True,
-                         timeout=timeout_s)
+    out = subprocess.run([exe, "-Tsvg"], input=dot_text, capture_output=True, text=True, timeout=timeout_s)
     if out.returncode != 0:
         return None
     svg = out.stdout

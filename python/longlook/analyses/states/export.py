@@ -35,25 +35,45 @@ def _records(df: pd.DataFrame) -> list[dict]:
 
 
 def analysis_json(a: StatesAnalysis) -> dict:
-    return {"machines": [{
-        "protocol": m.protocol, "arm": m.arm, "stack": m.stack, "states_source": m.states_source,
-        "runs": m.graph.n_traces,
-        "transitions": _records(m.graph.transitions),
-        "states": _records(m.graph.states),
-        "entries_per_run": {str(k): {s: int(n) for s, n in row.items()}
-                            for k, row in m.graph.entries_per_run.iterrows()},
-        "invariants": [{"kind": i.kind, "a": i.a, "b": i.b, "support": i.support} for i in m.invariants],
-        "losses": _records(m.losses),
-    } for m in a.machines]}
+    return {
+        "machines": [
+            {
+                "protocol": m.protocol,
+                "arm": m.arm,
+                "stack": m.stack,
+                "states_source": m.states_source,
+                "runs": m.graph.n_traces,
+                "transitions": _records(m.graph.transitions),
+                "states": _records(m.graph.states),
+                "entries_per_run": {
+                    str(k): {s: int(n) for s, n in row.items()} for k, row in m.graph.entries_per_run.iterrows()
+                },
+                "invariants": [{"kind": i.kind, "a": i.a, "b": i.b, "support": i.support} for i in m.invariants],
+                "losses": _records(m.losses),
+            }
+            for m in a.machines
+        ]
+    }
 
 
 def diff_json(diffs: list[StateDiff]) -> dict:
-    return {"diffs": [{"protocol": d.protocol, "a": d.label_a, "b": d.label_b, "n_a": d.n_a,
-                       "n_b": d.n_b, "alpha": d.alpha,
-                       "test": "Fisher exact (presence, when one side never has the item), Mann-Whitney U "
-                               f"(per-run counts), {'Holm over the items' if d.holm else 'no correction'}; "
-                               "status: the decisive test's verdict, direction: the data's way",
-                       "rows": _records(d.rows)} for d in diffs]}
+    return {
+        "diffs": [
+            {
+                "protocol": d.protocol,
+                "a": d.label_a,
+                "b": d.label_b,
+                "n_a": d.n_a,
+                "n_b": d.n_b,
+                "alpha": d.alpha,
+                "test": "Fisher exact (presence, when one side never has the item), Mann-Whitney U "
+                f"(per-run counts), {'Holm over the items' if d.holm else 'no correction'}; "
+                "status: the decisive test's verdict, direction: the data's way",
+                "rows": _records(d.rows),
+            }
+            for d in diffs
+        ]
+    }
 
 
 def _stack_order(stack: str) -> tuple:
@@ -103,12 +123,18 @@ def write_analysis(a: StatesAnalysis, out: Path) -> list[Path]:
         put(f"{m.key}-transitions.csv", m.graph.transitions.to_csv(index=False))
         put(f"{m.key}-states.csv", m.graph.states.to_csv(index=False))
         put(f"{m.key}-entries-per-run.csv", m.graph.entries_per_run.to_csv(index_label="run_id"))
-        put(f"{m.key}-invariants.csv", pd.DataFrame(
-            [{"kind": i.kind, "a": i.a, "b": i.b, "support": i.support} for i in m.invariants],
-            columns=["kind", "a", "b", "support"]).to_csv(index=False))
+        put(
+            f"{m.key}-invariants.csv",
+            pd.DataFrame(
+                [{"kind": i.kind, "a": i.a, "b": i.b, "support": i.support} for i in m.invariants],
+                columns=["kind", "a", "b", "support"],
+            ).to_csv(index=False),
+        )
         put(f"{m.key}-losses.csv", m.losses.to_csv(index=False))
     for i, (stack, logs) in enumerate(cwnd_groups(a)):
-        put("cwnd.svg" if i == 0 else f"cwnd-{slug(stack)}.svg",
-            cwnd_figure_svg(logs, f"congestion window over time: {stack}"))
+        put(
+            "cwnd.svg" if i == 0 else f"cwnd-{slug(stack)}.svg",
+            cwnd_figure_svg(logs, f"congestion window over time: {stack}"),
+        )
     put("states.json", json.dumps(analysis_json(a), indent=1))
     return written

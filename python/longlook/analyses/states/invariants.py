@@ -35,12 +35,12 @@ class Invariant:
 def _always_followed_by(seq: Sequence[str], a: str, b: str) -> bool:
     # The last visit of a must have a b after it (then every earlier a does too).
     last_a = max((i for i, s in enumerate(seq) if s == a), default=None)
-    return last_a is None or b in seq[last_a + 1:]
+    return last_a is None or b in seq[last_a + 1 :]
 
 
 def _never_followed_by(seq: Sequence[str], a: str, b: str) -> bool:
     first_a = next((i for i, s in enumerate(seq) if s == a), None)
-    return first_a is None or b not in seq[first_a + 1:]
+    return first_a is None or b not in seq[first_a + 1 :]
 
 
 def _always_precedes(seq: Sequence[str], a: str, b: str) -> bool:
@@ -48,8 +48,11 @@ def _always_precedes(seq: Sequence[str], a: str, b: str) -> bool:
     return first_b is None or a in seq[:first_b]
 
 
-_CHECK = {"AlwaysFollowedBy": _always_followed_by, "NeverFollowedBy": _never_followed_by,
-          "AlwaysPrecedes": _always_precedes}
+_CHECK = {
+    "AlwaysFollowedBy": _always_followed_by,
+    "NeverFollowedBy": _never_followed_by,
+    "AlwaysPrecedes": _always_precedes,
+}
 
 
 def holds(kind: Kind, a: str, b: str, traces: Sequence[Sequence[str]]) -> bool:

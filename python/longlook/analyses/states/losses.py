@@ -59,8 +59,7 @@ def _link_drops(linkem: dict | None, direction: str = "down") -> tuple[int | Non
 
 
 def _state_entries(log: QlogFile, states: tuple[str, ...]) -> int:
-    return sum(1 for e in log.named("recovery:congestion_state_updated")
-               if (e.get("data") or {}).get("new") in states)
+    return sum(1 for e in log.named("recovery:congestion_state_updated") if (e.get("data") or {}).get("new") in states)
 
 
 def quic_losses(log: QlogFile, run_id: str, linkem: dict | None = None) -> LossAccounting:
@@ -77,11 +76,20 @@ def quic_losses(log: QlogFile, run_id: str, linkem: dict | None = None) -> LossA
     bound = None
     if drops is not None and stats is not None:
         bound = max(0, declared - max(0, drops - int(stats.get("lost_plpmtud_probes", 0))))
-    return LossAccounting(run_id=run_id, protocol="QUIC", declared_lost=declared,
-                          loss_events=len(batches), by_packet_threshold=by_packet,
-                          by_time_threshold=by_time, trigger_uncertain=uncertain,
-                          network_drops=drops, network_reordered=reordered,
-                          spurious_lower_bound=bound, dsack_spurious=None, reorder_seen=None)
+    return LossAccounting(
+        run_id=run_id,
+        protocol="QUIC",
+        declared_lost=declared,
+        loss_events=len(batches),
+        by_packet_threshold=by_packet,
+        by_time_threshold=by_time,
+        trigger_uncertain=uncertain,
+        network_drops=drops,
+        network_reordered=reordered,
+        spurious_lower_bound=bound,
+        dsack_spurious=None,
+        reorder_seen=None,
+    )
 
 
 def tcp_losses(log: QlogFile, run_id: str, linkem: dict | None = None) -> LossAccounting:
@@ -94,13 +102,20 @@ def tcp_losses(log: QlogFile, run_id: str, linkem: dict | None = None) -> LossAc
     bound = None
     if drops is not None and retrans is not None and "total_retrans" in summary:
         bound = max(0, int(retrans) - drops)
-    return LossAccounting(run_id=run_id, protocol="TCP",
-                          declared_lost=None if retrans is None else int(retrans),
-                          loss_events=_state_entries(log, ("Recovery", "Loss")),
-                          by_packet_threshold=0, by_time_threshold=0, trigger_uncertain=0,
-                          network_drops=drops, network_reordered=reordered,
-                          spurious_lower_bound=bound, dsack_spurious=summary.get("dsack_dups"),
-                          reorder_seen=summary.get("reord_seen"))
+    return LossAccounting(
+        run_id=run_id,
+        protocol="TCP",
+        declared_lost=None if retrans is None else int(retrans),
+        loss_events=_state_entries(log, ("Recovery", "Loss")),
+        by_packet_threshold=0,
+        by_time_threshold=0,
+        trigger_uncertain=0,
+        network_drops=drops,
+        network_reordered=reordered,
+        spurious_lower_bound=bound,
+        dsack_spurious=summary.get("dsack_dups"),
+        reorder_seen=summary.get("reord_seen"),
+    )
 
 
 def loss_accounting(log: QlogFile, run_id: str, linkem: dict | None = None) -> LossAccounting:

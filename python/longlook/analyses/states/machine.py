@@ -41,29 +41,48 @@ class TransitionGraph:
         for (a, _), n in counts.items():
             out_total[a] += n
         transitions = pd.DataFrame(
-            [{"src": a, "dst": b, "count": n, "probability": n / out_total[a],
-              "runs": runs_with[(a, b)]} for (a, b), n in counts.items()],
+            [
+                {"src": a, "dst": b, "count": n, "probability": n / out_total[a], "runs": runs_with[(a, b)]}
+                for (a, b), n in counts.items()
+            ],
             columns=["src", "dst", "count", "probability", "runs"],
         ).sort_values(["src", "count"], ascending=[True, False], ignore_index=True)
 
-        visits = pd.concat([t.visits() for t in traces], ignore_index=True) if traces else \
-            pd.DataFrame(columns=["run_id", "state", "dwell_ms"])
+        visits = (
+            pd.concat([t.visits() for t in traces], ignore_index=True)
+            if traces
+            else pd.DataFrame(columns=["run_id", "state", "dwell_ms"])
+        )
         if len(visits):
-            states = visits.groupby("state").agg(
-                entries=("state", "size"), runs=("run_id", "nunique"),
-                dwell_total_ms=("dwell_ms", "sum"), dwell_mean_ms=("dwell_ms", "mean"),
-            ).reset_index()
+            states = (
+                visits.groupby("state")
+                .agg(
+                    entries=("state", "size"),
+                    runs=("run_id", "nunique"),
+                    dwell_total_ms=("dwell_ms", "sum"),
+                    dwell_mean_ms=("dwell_ms", "mean"),
+                )
+                .reset_index()
+            )
             total = states["dwell_total_ms"].sum()
             states["dwell_share"] = states["dwell_total_ms"] / total if total > 0 else 0.0
             states = states.sort_values("dwell_total_ms", ascending=False, ignore_index=True)
         else:
-            states = pd.DataFrame(columns=["state", "entries", "runs", "dwell_total_ms",
-                                           "dwell_mean_ms", "dwell_share"])
+            states = pd.DataFrame(
+                columns=["state", "entries", "runs", "dwell_total_ms", "dwell_mean_ms", "dwell_share"]
+            )
         run_ids = [t.run_id for t in traces]
         entries = pd.DataFrame.from_dict(per_run_entries, orient="index").reindex(run_ids).fillna(0).astype(int)
         per_tr = pd.DataFrame.from_dict(per_run_tr, orient="index").reindex(run_ids).fillna(0).astype(int)
-        return cls(protocol=protocol, group=group, n_traces=len(traces), transitions=transitions,
-                   states=states, entries_per_run=entries, transitions_per_run=per_tr)
+        return cls(
+            protocol=protocol,
+            group=group,
+            n_traces=len(traces),
+            transitions=transitions,
+            states=states,
+            entries_per_run=entries,
+            transitions_per_run=per_tr,
+        )
 
     def probability(self, src: str, dst: str) -> float:
         row = self.transitions[(self.transitions.src == src) & (self.transitions.dst == dst)]

@@ -1,12 +1,12 @@
 """Find the runs of an experiment directory and their logs (what `longlook states` reads).
 
-A source is `DIR`, `DIR:CELL_ID`, or `DIR:DIM=VALUE[,DIM=VALUE]`: every cell whose
-dimensions match (e.g. `DIR:client_cpu=phone-2014` for one CPU budget across the grid). Runs with a QUIC log (artifact `qlog`) give QUIC
-traces, runs with a TCP log (`tcp_log`) TCP traces, and a run of several flows (fairness)
-one trace per flow, its arm `ARM.FLOW` (e.g. `flows.QUIC`); only the runs that count
-(core.status) are read, as everywhere in longlook. Each run knows whose congestion control
-its log shows (`stack`): the arm's server stack at its recorded version, `ours` for our
-endpoint, `TCP` for the kernel's.
+A source is `DIR`, `DIR:CELL_ID`, or `DIR:DIM=VALUE[,DIM=VALUE]`: every cell whose dimensions
+match (e.g. `DIR:client_cpu=phone-2014` for one CPU budget across the grid). Runs with a QUIC
+log (artifact `qlog`) give QUIC traces, runs with a TCP log (`tcp_log`) TCP traces, and a run
+of several flows (fairness) one trace per flow, its arm `ARM.FLOW` (e.g. `flows.QUIC`); only
+the runs that count (core.status) are read, as everywhere in longlook. Each run knows whose
+congestion control its log shows (`stack`): the arm's server stack at its recorded version,
+`ours` for our endpoint, `TCP` for the kernel's.
 """
 
 from __future__ import annotations
@@ -86,8 +86,9 @@ def select_cells(dims: dict[str, dict], selector: str, directory: Path | str = "
     for part in selector.split(","):
         key, eq, value = part.partition("=")
         if not eq or key.strip() not in keys:
-            raise LonglookError(f"{directory}: no cell {selector!r}, nor a DIM=VALUE selector of "
-                                f"its dimensions", hint=hint)
+            raise LonglookError(
+                f"{directory}: no cell {selector!r}, nor a DIM=VALUE selector of its dimensions", hint=hint
+            )
         wanted.append((key.strip(), value.strip()))
     found = {cid for cid, d in dims.items() if all(_matches(d.get(k), v) for k, v in wanted)}
     if not found:
@@ -104,8 +105,9 @@ def _matches(actual, written: str) -> bool:
         return False
 
 
-def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = None,
-              store: Store | None = None) -> list[RunLogs]:
+def load_runs(
+    directory: str | Path, cell: str | None = None, arm: str | None = None, store: Store | None = None
+) -> list[RunLogs]:
     directory = Path(directory)
     own = store is None
     store = store or Store.open(directory, read_only=True)
@@ -127,14 +129,26 @@ def load_runs(directory: str | Path, cell: str | None = None, arm: str | None = 
     out = []
     for r in ok.itertuples():
         arts = r.artifacts or {}
-        logs = [(label, path) for label, path in _run_logs(directory, r, arts, flow_labels)
-                if arm is None or arm in (r.arm, label)]
+        logs = [
+            (label, path)
+            for label, path in _run_logs(directory, r, arts, flow_labels)
+            if arm is None or arm in (r.arm, label)
+        ]
         # linkem's counters are the run's: a run of one log has them, a flow of several does
         # not (every flow's drops together, no flow's own)
         linkem = _linkem_counters(directory, arts) if len(logs) == 1 and logs[0][0] == r.arm else None
         for label, path in logs:
-            out.append(RunLogs(run_id=r.run_id, cell_id=r.cell_id, arm=label, round=int(r.round),
-                               log=read_qlog(path), linkem=linkem, server=servers.get(r.arm)))
+            out.append(
+                RunLogs(
+                    run_id=r.run_id,
+                    cell_id=r.cell_id,
+                    arm=label,
+                    round=int(r.round),
+                    log=read_qlog(path),
+                    linkem=linkem,
+                    server=servers.get(r.arm),
+                )
+            )
     return out
 
 

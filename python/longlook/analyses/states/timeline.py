@@ -52,8 +52,7 @@ def _value_at(ts: list[float], ws: list[float], x: float) -> float:
 
 def cwnd_figure(logs: list[tuple[str, QlogFile]], title: str = "") -> "plt.Figure":
     """`logs` = [(label, log), ...], typically one QUIC and one TCP run of the same cell."""
-    fig, (ax, strip) = plt.subplots(2, 1, figsize=(8, 3.8), sharex=True,
-                                    gridspec_kw={"height_ratios": [5, 1.2]})
+    fig, (ax, strip) = plt.subplots(2, 1, figsize=(8, 3.8), sharex=True, gridspec_kw={"height_ratios": [5, 1.2]})
     for i, (label, log) in enumerate(logs):
         color = PROTOCOL_COLORS.get(log.protocol, f"C{i}")
         ts, ws = cwnd_series(log)
@@ -62,13 +61,19 @@ def cwnd_figure(logs: list[tuple[str, QlogFile]], title: str = "") -> "plt.Figur
         ax.step(ts, ws, where="post", color=color, lw=1.2, label=f"{label} cwnd")
         lt = loss_times_s(log)
         if lt:
-            ax.plot(lt, [_value_at(ts, ws, x) for x in lt], "o", ms=3.5, mfc="none", mec=color,
-                    label=f"{label} loss events ({len(lt)})")
+            ax.plot(
+                lt,
+                [_value_at(ts, ws, x) for x in lt],
+                "o",
+                ms=3.5,
+                mfc="none",
+                mec=color,
+                label=f"{label} loss events ({len(lt)})",
+            )
         trace = StateTrace.from_qlog(log, label)
         ends = trace.times_ms[1:] + [trace.end_ms]
         for s, a, b in zip(trace.states, trace.times_ms, ends):
-            strip.broken_barh([(a / 1000, max(b - a, 0.5) / 1000)], (i - 0.4, 0.8),
-                              color=STATE_COLORS.get(s, MUTED))
+            strip.broken_barh([(a / 1000, max(b - a, 0.5) / 1000)], (i - 0.4, 0.8), color=STATE_COLORS.get(s, MUTED))
     strip.set_yticks(range(len(logs)), [label for label, _ in logs], fontsize=8)
     strip.set_xlabel("time (s)")
     ax.set_ylabel("cwnd (KB)")
@@ -78,8 +83,15 @@ def cwnd_figure(logs: list[tuple[str, QlogFile]], title: str = "") -> "plt.Figur
         ax.legend(fontsize=7, loc="upper left")
     seen = {s for _, log in logs for s in StateTrace.from_qlog(log, "").states}
     handles = [plt.Rectangle((0, 0), 1, 1, color=STATE_COLORS.get(s, "#555")) for s in sorted(seen)]
-    strip.legend(handles, sorted(seen), fontsize=6, ncol=min(6, max(1, len(seen))),
-                 loc="upper center", bbox_to_anchor=(0.5, -0.9), frameon=False)
+    strip.legend(
+        handles,
+        sorted(seen),
+        fontsize=6,
+        ncol=min(6, max(1, len(seen))),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.9),
+        frameon=False,
+    )
     fig.tight_layout()
     return fig
 

@@ -14,8 +14,16 @@ import pandas as pd
 from ...qlog import QlogFile
 
 INITIAL = "Init"
-QUIC_STATES = ("Init", "SlowStart", "CongestionAvoidance", "CongestionAvoidanceMaxed",
-               "ApplicationLimited", "Recovery", "RetransmissionTimeout", "TailLossProbe")
+QUIC_STATES = (
+    "Init",
+    "SlowStart",
+    "CongestionAvoidance",
+    "CongestionAvoidanceMaxed",
+    "ApplicationLimited",
+    "Recovery",
+    "RetransmissionTimeout",
+    "TailLossProbe",
+)
 TCP_STATES = ("Init", "Open", "Disorder", "CWR", "Recovery", "Loss")
 
 
@@ -45,8 +53,15 @@ class StateTrace:
             times.append(float(e["time"]))
             triggers.append((e.get("data") or {}).get("trigger"))
         end = max([float(e["time"]) for e in log.events] + [times[-1]])
-        return cls(run_id=run_id, protocol=log.protocol, states=states, times_ms=times,
-                   triggers=triggers, end_ms=end, group=group)
+        return cls(
+            run_id=run_id,
+            protocol=log.protocol,
+            states=states,
+            times_ms=times,
+            triggers=triggers,
+            end_ms=end,
+            group=group,
+        )
 
     def transitions(self) -> list[tuple[str, str]]:
         return list(zip(self.states, self.states[1:]))
@@ -58,6 +73,13 @@ class StateTrace:
 
     def visits(self) -> pd.DataFrame:
         """One row per visit: run_id, state, entered_ms, dwell_ms, trigger."""
-        return pd.DataFrame({"run_id": self.run_id, "group": self.group, "state": self.states,
-                             "entered_ms": self.times_ms, "dwell_ms": self.dwell_ms(),
-                             "trigger": self.triggers})
+        return pd.DataFrame(
+            {
+                "run_id": self.run_id,
+                "group": self.group,
+                "state": self.states,
+                "entered_ms": self.times_ms,
+                "dwell_ms": self.dwell_ms(),
+                "trigger": self.triggers,
+            }
+        )

@@ -21,10 +21,15 @@ def impaired(profile: dict) -> bool:
 
 def twin_key(profile: dict, workload: str, options: Any) -> str:
     """A cell's identity with its link impairments removed: its unimpaired twin shares it."""
+
     def strip(d: dict) -> dict:
         return {k: v for k, v in d.items() if k not in IMPAIRMENTS and k not in ("name", "up", "down")}
-    return json.dumps([strip(profile), strip(profile.get("up") or {}), strip(profile.get("down") or {}),
-                       workload, options], sort_keys=True, default=str)
+
+    return json.dumps(
+        [strip(profile), strip(profile.get("up") or {}), strip(profile.get("down") or {}), workload, options],
+        sort_keys=True,
+        default=str,
+    )
 
 
 def twins(cells: pd.DataFrame) -> dict[str, str]:

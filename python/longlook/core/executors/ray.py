@@ -42,9 +42,10 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise LonglookError("--executor ray: Ray is not installed in this environment",
-                            hint=f"pip install -e '.[cluster]' (installs {RAY_REQUIREMENT}), "
-                                 "or run scripts/setup.sh") from None
+        raise LonglookError(
+            "--executor ray: Ray is not installed in this environment",
+            hint=f"pip install -e '.[cluster]' (installs {RAY_REQUIREMENT}), or run scripts/setup.sh",
+        ) from None
     return ray
 
 
@@ -59,14 +60,17 @@ def connected(address: str | None):
     try:
         ray.init(address=where, log_to_driver=False, logging_level="ERROR", namespace="longlook")
     except (ConnectionError, RuntimeError, ValueError) as e:
-        raise LonglookError(f"--executor ray: no Ray cluster at {where} ({str(e).splitlines()[0]})",
-                            hint="start one with `ray start --head --resources '{\"testbed\": 1}'` "
-                                 "(docs/cluster.md), or give its --address HOST:PORT") from None
+        raise LonglookError(
+            f"--executor ray: no Ray cluster at {where} ({str(e).splitlines()[0]})",
+            hint="start one with `ray start --head --resources '{\"testbed\": 1}'` "
+            "(docs/cluster.md), or give its --address HOST:PORT",
+        ) from None
     try:
         if ray.cluster_resources().get(RESOURCE, 0) < 1:
-            raise LonglookError(f"--executor ray: no node of the cluster at {where} declares the "
-                                f"'{RESOURCE}' resource",
-                                hint="start each node with `ray start ... --resources '{\"testbed\": 1}'`")
+            raise LonglookError(
+                f"--executor ray: no node of the cluster at {where} declares the '{RESOURCE}' resource",
+                hint="start each node with `ray start ... --resources '{\"testbed\": 1}'`",
+            )
         yield ray
     finally:
         ray.shutdown()
@@ -77,30 +81,45 @@ def _reachable(address: str) -> None:
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), timeout=5).close()
     except (OSError, ValueError) as e:
-        raise LonglookError(f"--address {address}: no Ray cluster answers there "
-                            f"({getattr(e, 'strerror', None) or e})",
-                            hint="give the head node's HOST:PORT as `ray start --head` printed it "
-                                 "(docs/cluster.md)") from None
+        raise LonglookError(
+            f"--address {address}: no Ray cluster answers there ({getattr(e, 'strerror', None) or e})",
+            hint="give the head node's HOST:PORT as `ray start --head` printed it (docs/cluster.md)",
+        ) from None
 
 
 def cell_records(store: Store, cell_id: str) -> list[RunRecord]:
     """The cell's runs as far as the cell loop reads them (status, protocols, audit flag,
     metrics), to seed a node's scratch store."""
-    runs = store.sql("SELECT run_id, round, position, arm, attempt, status, error, protocol_requested, "
-                     "protocol_negotiated, coalesce(audit_flagged, false) AS flagged "
-                     "FROM runs WHERE cell_id = ?", [cell_id])
-    metrics = store.sql("SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r USING (run_id) "
-                        "WHERE r.cell_id = ?", [cell_id])
+    runs = store.sql(
+        "SELECT run_id, round, position, arm, attempt, status, error, protocol_requested, "
+        "protocol_negotiated, coalesce(audit_flagged, false) AS flagged "
+        "FROM runs WHERE cell_id = ?",
+        [cell_id],
+    )
+    metrics = store.sql(
+        "SELECT m.run_id, m.name, m.value FROM metrics m JOIN runs r USING (run_id) WHERE r.cell_id = ?", [cell_id]
+    )
     by_run: dict[str, dict[str, float]] = {}
     for run_id, name, value in metrics.itertuples(index=False):
         by_run.setdefault(run_id, {})[name] = float(value)
     text = lambda v: v if isinstance(v, str) else None  # noqa: E731  (NaN/None -> None)
-    return [RunRecord(run_id=r.run_id, cell_id=cell_id, round=int(r.round), position=int(r.position),
-                      arm=r.arm, attempt=int(r.attempt), status=r.status, error=text(r.error),
-                      protocol_requested=text(r.protocol_requested),
-                      protocol_negotiated=text(r.protocol_negotiated),
-                      metrics=by_run.get(r.run_id, {}), audit={"flagged": bool(r.flagged)})
-            for r in runs.itertuples(index=False)]
+    return [
+        RunRecord(
+            run_id=r.run_id,
+            cell_id=cell_id,
+            round=int(r.round),
+            position=int(r.position),
+            arm=r.arm,
+            attempt=int(r.attempt),
+            status=r.status,
+            error=text(r.error),
+            protocol_requested=text(r.protocol_requested),
+            protocol_negotiated=text(r.protocol_negotiated),
+            metrics=by_run.get(r.run_id, {}),
+            audit={"flagged": bool(r.flagged)},
+        )
+        for r in runs.itertuples(index=False)
+    ]
 
 
 def run_cells_on_ray(runner: "Runner", store: Store, cells: list[CellBase]) -> None:
@@ -130,8 +149,9 @@ class _ClusterRun:
         self.ray, self.runner, self.store = ray, runner, store
         here = ray.get_runtime_context().get_node_id()
         # on the driver's machine: a node that dies takes none of the pushed runs with it
-        self.queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy":
-                                          NodeAffinitySchedulingStrategy(here, soft=False)})
+        self.queue = Queue(
+            actor_options={"num_cpus": 0, "scheduling_strategy": NodeAffinitySchedulingStrategy(here, soft=False)}
+        )
         self.task = ray.remote(run_cell).options(resources={RESOURCE: 1}, max_retries=0)
         self.pending: dict[Any, CellBase] = {}
         self.resubmits: dict[str, int] = {}
@@ -170,10 +190,15 @@ class _ClusterRun:
 
     def _submit(self, cell: CellBase) -> None:
         r = self.runner
-        job = CellJob(scenario_toml=r.scenario.toml_text or r.scenario.model_dump_json(),
-                      base_dir=str(r.scenario.base_dir), cell_id=cell.id,
-                      prior=cell_records(self.store, cell.id), link_check=r.link_check,
-                      link_check_duration_s=r.link_check_duration_s, session=self.session)
+        job = CellJob(
+            scenario_toml=r.scenario.toml_text or r.scenario.model_dump_json(),
+            base_dir=str(r.scenario.base_dir),
+            cell_id=cell.id,
+            prior=cell_records(self.store, cell.id),
+            link_check=r.link_check,
+            link_check_duration_s=r.link_check_duration_s,
+            session=self.session,
+        )
         self.pending[self.task.remote(job, self.queue)] = cell
 
     def _finished(self, ref) -> None:
@@ -186,11 +211,16 @@ class _ClusterRun:
             cause = e.cause
             if isinstance(cause, LonglookError):
                 raise cause from None
-            raise LonglookError(f"cell {cell.id} failed on node {self.on_node.get(cell.id, '?')}: "
-                                f"{str(e).splitlines()[-1]}",
-                                hint="finished runs are stored; fix the cause, then --resume") from None
-        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
-                ray.exceptions.LocalRayletDiedError, ray.exceptions.ObjectLostError) as e:
+            raise LonglookError(
+                f"cell {cell.id} failed on node {self.on_node.get(cell.id, '?')}: {str(e).splitlines()[-1]}",
+                hint="finished runs are stored; fix the cause, then --resume",
+            ) from None
+        except (
+            ray.exceptions.WorkerCrashedError,
+            ray.exceptions.NodeDiedError,
+            ray.exceptions.LocalRayletDiedError,
+            ray.exceptions.ObjectLostError,
+        ) as e:
             self._resubmit(cell, type(e).__name__)
             return
         self.runner.summary.setup_s += timings["setup_s"]  # testbed and link check on the node
@@ -200,8 +230,10 @@ class _ClusterRun:
         n = self.resubmits[cell.id] = self.resubmits.get(cell.id, 0) + 1
         node = self.on_node.pop(cell.id, "?")
         if n > MAX_RESUBMITS:
-            raise LonglookError(f"cell {cell.id}: its task died {n} times (last on node {node}: {why})",
-                                hint="finished runs are stored; check the node, then --resume")
+            raise LonglookError(
+                f"cell {cell.id}: its task died {n} times (last on node {node}: {why})",
+                hint="finished runs are stored; check the node, then --resume",
+            )
         self.runner.progress("cell_requeued", cell=cell.id, node=node, reason=why, attempt=n)
         self._submit(cell)  # with the runs the store holds now: it continues from them
 
@@ -233,11 +265,15 @@ class _ClusterRun:
     def _check_versions(self, info: dict) -> None:
         theirs = {k: v for k, v in info["versions"].items() if k in SAME_EVERYWHERE}
         if theirs != self.versions:
-            what = "; ".join(f"{k}: driver {self.versions.get(k)}, node {theirs.get(k)}"
-                             for k in SAME_EVERYWHERE if theirs.get(k) != self.versions.get(k))
-            raise LonglookError(f"node {info['node']} runs other software than the driver ({what})",
-                                hint="set every node up from the same checkout (scripts/setup.sh), "
-                                     "then --resume")
+            what = "; ".join(
+                f"{k}: driver {self.versions.get(k)}, node {theirs.get(k)}"
+                for k in SAME_EVERYWHERE
+                if theirs.get(k) != self.versions.get(k)
+            )
+            raise LonglookError(
+                f"node {info['node']} runs other software than the driver ({what})",
+                hint="set every node up from the same checkout (scripts/setup.sh), then --resume",
+            )
 
     def _cancel_all(self) -> None:
         """Interrupted: the tasks get KeyboardInterrupt (their testbeds close); what they

@@ -91,17 +91,34 @@ def run_cell(job: CellJob, queue: Any) -> dict[str, Any]:
         sc = parse_scenario(job.scenario_toml, source="the driver's scenario", base_dir=Path(job.base_dir))
         cell = next((c for c in sc.cells() if c.id == job.cell_id), None)
         if cell is None:
-            raise LonglookError(f"cell {job.cell_id} is not in the scenario as this node parses it",
-                                hint="every node needs the same longlook version as the driver")
+            raise LonglookError(
+                f"cell {job.cell_id} is not in the scenario as this node parses it",
+                hint="every node needs the same longlook version as the driver",
+            )
 
         def progress(event: str, **info: Any) -> None:
             push(("progress", event, {**info, "node": host}))
 
         checked = _CheckedLinks(job.session)
-        runner = Runner(sc, spool, link_check=job.link_check and not checked.has(cell.link),
-                        link_check_duration_s=job.link_check_duration_s, progress=progress)
-        push(("hello", {"node": host, "ray_node_id": node_id, "pid": os.getpid(), "cell": cell.id,
-                        "versions": runner._versions()}))
+        runner = Runner(
+            sc,
+            spool,
+            link_check=job.link_check and not checked.has(cell.link),
+            link_check_duration_s=job.link_check_duration_s,
+            progress=progress,
+        )
+        push(
+            (
+                "hello",
+                {
+                    "node": host,
+                    "ray_node_id": node_id,
+                    "pid": os.getpid(),
+                    "cell": cell.id,
+                    "versions": runner._versions(),
+                },
+            )
+        )
         with Store.open(spool) as scratch:
             scratch.start_experiment(sc)
             for r in job.prior:
@@ -128,8 +145,7 @@ class _CheckedLinks:
         return link.model_dump_json(exclude_none=True)
 
     def has(self, link: Any) -> bool:
-        return (self.path is not None and self.path.exists()
-                and self._key(link) in self.path.read_text().splitlines())
+        return self.path is not None and self.path.exists() and self._key(link) in self.path.read_text().splitlines()
 
     def add(self, link: Any) -> None:
         if self.path is not None:

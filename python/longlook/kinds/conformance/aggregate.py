@@ -18,8 +18,15 @@ from ...core.status import counted_runs
 from ...core.verdicts import verdict_producer
 from .envelope import Envelope, mean_interval, overlap
 from .envelope_verdict import envelope_test, overlap_matrix
-from .judge import (DEVIATES, MIN_SPLIT_RUNS, NOT_MEASURABLE, ParameterInput, judge_parameters, judge_reference,
-                    reference_against_itself)
+from .judge import (
+    DEVIATES,
+    MIN_SPLIT_RUNS,
+    NOT_MEASURABLE,
+    ParameterInput,
+    judge_parameters,
+    judge_reference,
+    reference_against_itself,
+)
 from .measure import KERNEL_FLOW, STACK_FLOW
 from .params import bound_of
 from .params.send_clock import pacing_limited
@@ -54,17 +61,36 @@ def overlap_summary(overlaps: pd.DataFrame, confidence: float = 0.95) -> pd.Data
     for cid, g in overlaps.groupby("cell_id", sort=False):
         mean, lo, hi, n = mean_interval(g["overlap"], confidence)
         # an overlap is a share: its interval is cut to [0, 1]
-        rows.append({"cell_id": cid, "overlap": mean, "low": max(lo, 0.0) if lo == lo else lo,
-                     "high": min(hi, 1.0) if hi == hi else hi, "n": n})
+        rows.append(
+            {
+                "cell_id": cid,
+                "overlap": mean,
+                "low": max(lo, 0.0) if lo == lo else lo,
+                "high": min(hi, 1.0) if hi == hi else hi,
+                "n": n,
+            }
+        )
     return pd.DataFrame(rows, columns=["cell_id", "overlap", "low", "high", "n"])
 
 
-ENVELOPE_COLUMNS = ["cell_id", "between", "within", "difference", "p_value", "p_adjusted", "smallest_p",
-                    "verdict", "n_stack", "n_kernel", "reason"]
+ENVELOPE_COLUMNS = [
+    "cell_id",
+    "between",
+    "within",
+    "difference",
+    "p_value",
+    "p_adjusted",
+    "smallest_p",
+    "verdict",
+    "n_stack",
+    "n_kernel",
+    "reason",
+]
 
 
-def envelope_verdicts(store, runs: pd.DataFrame, *, alpha: float = 0.01, holm_cells: bool = False,
-                      exclude_flagged: bool = True) -> pd.DataFrame:
+def envelope_verdicts(
+    store, runs: pd.DataFrame, *, alpha: float = 0.01, holm_cells: bool = False, exclude_flagged: bool = True
+) -> pd.DataFrame:
     """Per cell, envelope_test on the counted alone (stack) and kernel runs: the stack's
     overlap with the kernel beside the kernel's with itself, and the verdict; Holm across
     the cells with `holm_cells` (the scenario's holm)."""
@@ -75,12 +101,25 @@ def envelope_verdicts(store, runs: pd.DataFrame, *, alpha: float = 0.01, holm_ce
         kernel = g[g["arm"] == "kernel"]["run_id"].tolist()
         if not alone and not kernel:
             continue
-        cores = ([run_envelope(store, r, STACK_FLOW).core() for r in alone]
-                 + [run_envelope(store, r, KERNEL_FLOW).core() for r in kernel])
+        cores = [run_envelope(store, r, STACK_FLOW).core() for r in alone] + [
+            run_envelope(store, r, KERNEL_FLOW).core() for r in kernel
+        ]
         t = envelope_test(overlap_matrix(cores), [False] * len(alone) + [True] * len(kernel), alpha=alpha)
-        rows.append({"cell_id": cid, "between": t.between, "within": t.within, "difference": t.difference,
-                     "p_value": t.p_value, "p_adjusted": t.p_value, "smallest_p": t.smallest_p,
-                     "verdict": t.verdict, "n_stack": t.n_stack, "n_kernel": t.n_kernel, "reason": t.reason})
+        rows.append(
+            {
+                "cell_id": cid,
+                "between": t.between,
+                "within": t.within,
+                "difference": t.difference,
+                "p_value": t.p_value,
+                "p_adjusted": t.p_value,
+                "smallest_p": t.smallest_p,
+                "verdict": t.verdict,
+                "n_stack": t.n_stack,
+                "n_kernel": t.n_kernel,
+                "reason": t.reason,
+            }
+        )
     out = pd.DataFrame(rows, columns=ENVELOPE_COLUMNS)
     if holm_cells and len(out):
         out["p_adjusted"] = holm(out["p_value"].to_numpy(float))
@@ -98,9 +137,14 @@ def _rounds_tried(runs: pd.DataFrame) -> dict[tuple[str, str], int]:
 
 
 @verdict_producer("conformance.share", "the stack's throughput beside the kernel's in shared runs: faster/slower")
-def share_comparisons(runs: pd.DataFrame, alpha: float = 0.01, exclude_flagged: bool = True, *,
-                      holm_cells: bool = False, survivorship_alpha: float = SURVIVORSHIP_ALPHA
-                      ) -> dict[str, CellComparison]:
+def share_comparisons(
+    runs: pd.DataFrame,
+    alpha: float = 0.01,
+    exclude_flagged: bool = True,
+    *,
+    holm_cells: bool = False,
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+) -> dict[str, CellComparison]:
     """Per cell: the stack's throughput beside the kernel's in the shared runs, paired per run
     (both flows of one run), by the project's one comparison, with the shared arm's
     completion (a shared run that failed lost both flows); Holm across the cells with
@@ -113,19 +157,56 @@ def share_comparisons(runs: pd.DataFrame, alpha: float = 0.01, exclude_flagged: 
         n_tried = tried.get((cid, "shared"))
         counted = int(g["round"].nunique()) if "round" in g else len(g)
         done = Completion(min(counted, n_tried), n_tried) if n_tried else None
-        out[cid] = compare_samples(g["mbit"].astype(float), g["ref_mbit"].astype(float), a_label="stack",
-                                   b_label="kernel", cell_id=str(cid), alpha=alpha, metric="mbit",
-                                   lower_is_better=False, better_word="faster", paired=True,
-                                   completion_a=done, completion_b=done, survivorship_alpha=survivorship_alpha)
+        out[cid] = compare_samples(
+            g["mbit"].astype(float),
+            g["ref_mbit"].astype(float),
+            a_label="stack",
+            b_label="kernel",
+            cell_id=str(cid),
+            alpha=alpha,
+            metric="mbit",
+            lower_is_better=False,
+            better_word="faster",
+            paired=True,
+            completion_a=done,
+            completion_b=done,
+            survivorship_alpha=survivorship_alpha,
+        )
     if holm_cells and out:
         out = dict(zip(out, holm_adjust(list(out.values()))))
     return out
 
 
-SUMMARY_COLUMNS = ["cell_id", "flow", "stack", "version", "cc", "parameter", "measured", "reference", "unit",
-                   "verdict", "runs", "verdicts", "outside", "tolerance", "bound", "low", "high", "centre",
-                   "interval_low", "interval_high", "values", "kernel_values", "against", "p_value", "p_adjusted",
-                   "reason", "self", "note"]
+SUMMARY_COLUMNS = [
+    "cell_id",
+    "flow",
+    "stack",
+    "version",
+    "cc",
+    "parameter",
+    "measured",
+    "reference",
+    "unit",
+    "verdict",
+    "runs",
+    "verdicts",
+    "outside",
+    "tolerance",
+    "bound",
+    "low",
+    "high",
+    "centre",
+    "interval_low",
+    "interval_high",
+    "values",
+    "kernel_values",
+    "against",
+    "p_value",
+    "p_adjusted",
+    "reason",
+    "self",
+    "note",
+]
 
 
 def _bound_text(low: float, high: float, unit: str) -> str:
@@ -171,9 +252,16 @@ def _moved(kernel: pd.DataFrame | None, reference: float) -> np.ndarray:
     return k["measured"].to_numpy(float) + np.nan_to_num(shift)
 
 
-def parameter_summary(table: pd.DataFrame, runs: pd.DataFrame, exclude_flagged: bool = True, *,
-                      alpha: float = 0.01, test: str = "welch", holm_cells: bool = False,
-                      survivorship_alpha: float = SURVIVORSHIP_ALPHA) -> pd.DataFrame:
+def parameter_summary(
+    table: pd.DataFrame,
+    runs: pd.DataFrame,
+    exclude_flagged: bool = True,
+    *,
+    alpha: float = 0.01,
+    test: str = "welch",
+    holm_cells: bool = False,
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+) -> pd.DataFrame:
     """Per cell, flow (stack | kernel) and parameter, over the counted runs of the alone and
     kernel arms (a flow by itself): the median measured, the reference and the bound, the
     runs' own verdicts against the bound (how many fell outside), and the verdict across
@@ -197,33 +285,71 @@ def parameter_summary(table: pd.DataFrame, runs: pd.DataFrame, exclude_flagged: 
         reference = float(g["reference"].median()) if g["reference"].notna().any() else math.nan
         low, high = bound_of(param, reference, tcp=flow == KERNEL_FLOW)
         measurable = int(verdicts.drop(NOT_MEASURABLE, errors="ignore").sum())
-        row = {"cell_id": cid, "flow": flow, "stack": stack, "version": version, "cc": cc, "parameter": param,
-               "measured": float(np.median(values)) if values.size else math.nan, "reference": reference,
-               "unit": g["unit"].iloc[0], "runs": len(g),
-               "verdicts": ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())),
-               "outside": f"{int(verdicts.get(DEVIATES, 0))} of {measurable}" if measurable else "–",
-               "tolerance": g["tolerance"].iloc[0], "bound": _bound_text(low, high, g["unit"].iloc[0]),
-               "low": low, "high": high, "values": _values_text(values), "kernel_values": "", "self": "",
-               "note": g["note"].iloc[-1]}
+        row = {
+            "cell_id": cid,
+            "flow": flow,
+            "stack": stack,
+            "version": version,
+            "cc": cc,
+            "parameter": param,
+            "measured": float(np.median(values)) if values.size else math.nan,
+            "reference": reference,
+            "unit": g["unit"].iloc[0],
+            "runs": len(g),
+            "verdicts": ", ".join(f"{k} {v}" for k, v in sorted(verdicts.items())),
+            "outside": f"{int(verdicts.get(DEVIATES, 0))} of {measurable}" if measurable else "–",
+            "tolerance": g["tolerance"].iloc[0],
+            "bound": _bound_text(low, high, g["unit"].iloc[0]),
+            "low": low,
+            "high": high,
+            "values": _values_text(values),
+            "kernel_values": "",
+            "self": "",
+            "note": g["note"].iloc[-1],
+        }
         if flow == STACK_FLOW:
             kernel = kernel_of.get((cid, param))
             moved = _moved(kernel, reference)
             row["kernel_values"] = _values_text(moved)
-            items.append(ParameterInput(param, values, moved, (low, high), _completion(g, tried, cid, "alone"),
-                                        _completion(kernel, tried, cid, "kernel") if kernel is not None else None,
-                                        key=len(rows)))
+            items.append(
+                ParameterInput(
+                    param,
+                    values,
+                    moved,
+                    (low, high),
+                    _completion(g, tried, cid, "alone"),
+                    _completion(kernel, tried, cid, "kernel") if kernel is not None else None,
+                    key=len(rows),
+                )
+            )
         else:
             verdict, centre, lo, hi = judge_reference(values, (low, high), alpha)
-            row.update(verdict=verdict, centre=centre, interval_low=lo, interval_high=hi, against="",
-                       p_value=math.nan, p_adjusted=math.nan, reason="")
+            row.update(
+                verdict=verdict,
+                centre=centre,
+                interval_low=lo,
+                interval_high=hi,
+                against="",
+                p_value=math.nan,
+                p_adjusted=math.nan,
+                reason="",
+            )
         rows.append(row)
     families: dict = {}
     for it in items:
         families.setdefault("all" if holm_cells else rows[it.key]["cell_id"], []).append(it)
     for family in families.values():
         for v in judge_parameters(family, alpha=alpha, test=test, survivorship_alpha=survivorship_alpha):
-            rows[v.key].update(verdict=v.verdict, centre=v.centre, interval_low=v.low, interval_high=v.high,
-                               against=v.against, p_value=v.p_value, p_adjusted=v.p_adjusted, reason=v.reason)
+            rows[v.key].update(
+                verdict=v.verdict,
+                centre=v.centre,
+                interval_low=v.low,
+                interval_high=v.high,
+                against=v.against,
+                p_value=v.p_value,
+                p_adjusted=v.p_adjusted,
+                reason=v.reason,
+            )
     _add_self_comparison(rows, t, alpha, test)
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
@@ -236,14 +362,20 @@ def _add_self_comparison(rows: list[dict], t: pd.DataFrame, alpha: float, test: 
         wide = wide.reindex(sorted(g["run_id"].unique()))
         refs = g.groupby("parameter")["reference"].median()
         bounds = {p: bound_of(p, refs.get(p), tcp=True) for p in wide.columns}
-        found = reference_against_itself({p: wide[p].to_numpy(float) for p in wide.columns}, bounds,
-                                         alpha=alpha, test=test)
+        found = reference_against_itself(
+            {p: wide[p].to_numpy(float) for p in wide.columns}, bounds, alpha=alpha, test=test
+        )
         for r in rows:
             if r["cell_id"] == cid and r["flow"] == KERNEL_FLOW:
                 k = found.get(r["parameter"])
                 measured = int(wide[r["parameter"]].notna().sum())
-                r["self"] = ("–" if not measured else f"deviates in {k[0]} of {k[1]} splits" if k else
-                             f"too few runs to split ({len(wide)}; {MIN_SPLIT_RUNS} needed)")
+                r["self"] = (
+                    "–"
+                    if not measured
+                    else f"deviates in {k[0]} of {k[1]} splits"
+                    if k
+                    else f"too few runs to split ({len(wide)}; {MIN_SPLIT_RUNS} needed)"
+                )
 
 
 def coverage(mean: float, sd: float, n: int, trials: int, seed: int = 1, confidence: float = 0.95) -> float:
@@ -262,8 +394,13 @@ WINDOW_SHORT = 0.9  # median cwnd below this share of the path's BDP: window-lim
 FILL_LOW = 0.6  # median in-flight below this share of cwnd: not the congestion window
 
 
-def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_flagged: bool = True,
-             buffer_bytes: float | None = None) -> dict:
+def diagnose(
+    runs: pd.DataFrame,
+    rate_mbit: float,
+    object_size: int,
+    exclude_flagged: bool = True,
+    buffer_bytes: float | None = None,
+) -> dict:
     """Why a stack's alone runs reach less than SLOW of the link (Kakhki's method: the
     inner state explains the difference), from the medians of its counted alone runs:
 
@@ -304,26 +441,34 @@ def diagnose(runs: pd.DataFrame, rate_mbit: float, object_size: int, exclude_fla
     idle = med("idle_share")
     send, regular, allowed = med("send_mbit"), med("gap_regularity"), med("window_mbit")
     drain_ms = buffer_bytes * 8 / (rate_mbit * 1e6) * 1000 if buffer_bytes else math.nan
-    figures = (f"{util:.0%} of the link; CPU over the transfer: server {busy.get('server', math.nan):.2f}, "
-               f"client {busy.get('client', math.nan):.2f} cores; median cwnd {cwnd / 1000:.0f} KB vs BDP "
-               f"{bdp / 1000:.0f} KB, {fill:.0%} of it in flight; {losses:.0f} window cuts in {transfer:.1f} s; "
-               f"queueing {queue:.1f} ms at the router, {sender_queue:.1f} ms in the sender's RTT (the buffer "
-               f"drains in {drain_ms:.0f} ms); idle {idle:.0%}; "
-               f"sending at {send:.1f} Mbit/s while active (release gaps p10/median {regular:.2f}), "
-               f"cwnd/srtt allows {allowed:.1f} Mbit/s")
+    figures = (
+        f"{util:.0%} of the link; CPU over the transfer: server {busy.get('server', math.nan):.2f}, "
+        f"client {busy.get('client', math.nan):.2f} cores; median cwnd {cwnd / 1000:.0f} KB vs BDP "
+        f"{bdp / 1000:.0f} KB, {fill:.0%} of it in flight; {losses:.0f} window cuts in {transfer:.1f} s; "
+        f"queueing {queue:.1f} ms at the router, {sender_queue:.1f} ms in the sender's RTT (the buffer "
+        f"drains in {drain_ms:.0f} ms); idle {idle:.0%}; "
+        f"sending at {send:.1f} Mbit/s while active (release gaps p10/median {regular:.2f}), "
+        f"cwnd/srtt allows {allowed:.1f} Mbit/s"
+    )
     who = max(busy, key=busy.get) if busy else None
     if who and busy[who] >= CPU_BUSY:
         return {**out, "reason": f"CPU-bound ({who})", "evidence": figures}
     if sender_queue == sender_queue and drain_ms == drain_ms and sender_queue > 1.5 * drain_ms:
-        return {**out, "reason": "processing-limited (RTT inflated beyond the buffer: endpoint delay)",
-                "evidence": figures}
+        return {
+            **out,
+            "reason": "processing-limited (RTT inflated beyond the buffer: endpoint delay)",
+            "evidence": figures,
+        }
     if idle == idle and idle >= 0.1:
         return {**out, "reason": "stalled (idle for 2+ RTTs)", "evidence": figures}
     if cwnd == cwnd and bdp == bdp and cwnd < WINDOW_SHORT * bdp:
         return {**out, "reason": "window-limited (congestion window below the BDP)", "evidence": figures}
     if pacing_limited(send, regular, allowed, fill, rate_mbit, SLOW):
-        return {**out, "reason": "pacing-limited (evenly spaced sends below the link's rate, window not limiting)",
-                "evidence": figures}
+        return {
+            **out,
+            "reason": "pacing-limited (evenly spaced sends below the link's rate, window not limiting)",
+            "evidence": figures,
+        }
     if fill == fill and fill < FILL_LOW:
         return {**out, "reason": "flow-control or application-limited (window not filled)", "evidence": figures}
     not_full = drain_ms / 2 if drain_ms == drain_ms else (rtt / 4 if rtt == rtt else math.nan)

@@ -58,8 +58,16 @@ class Envelope:
 POINT_COLUMNS = ["t_s", "mbit", "queue_ms", "queue_max_ms", "sender_queue_ms"]
 
 
-def envelope_points(counters: FlowCounters, queue: RouterQueue | None, trace: ConnTrace | None, *,
-                    offset_s: float, trace_t0_s: float, bin_s: float, end_s: float) -> pd.DataFrame:
+def envelope_points(
+    counters: FlowCounters,
+    queue: RouterQueue | None,
+    trace: ConnTrace | None,
+    *,
+    offset_s: float,
+    trace_t0_s: float,
+    bin_s: float,
+    end_s: float,
+) -> pd.DataFrame:
     """Per bin of `bin_s` from the flow's first to its last byte at the router: Mbit/s, the
     router's mean and max queueing delay (ms) and the sender's (RTT - min RTT, ms).
     `offset_s`: run time -> linkem time; `trace_t0_s`: the run time of the trace's time 0
@@ -72,10 +80,18 @@ def envelope_points(counters: FlowCounters, queue: RouterQueue | None, trace: Co
     if len(edges) < 2:
         return pd.DataFrame(columns=POINT_COLUMNS)
     mbit = counters.timeline_mbit(edges + offset_s)
-    queue_mean, queue_max = (queue.timeline_ms(edges + offset_s) if queue is not None
-                             else (np.full(len(edges) - 1, np.nan),) * 2)
-    return pd.DataFrame({"t_s": edges[:-1], "mbit": mbit, "queue_ms": queue_mean, "queue_max_ms": queue_max,
-                         "sender_queue_ms": sender_queue_ms(trace, edges, trace_t0_s)})
+    queue_mean, queue_max = (
+        queue.timeline_ms(edges + offset_s) if queue is not None else (np.full(len(edges) - 1, np.nan),) * 2
+    )
+    return pd.DataFrame(
+        {
+            "t_s": edges[:-1],
+            "mbit": mbit,
+            "queue_ms": queue_mean,
+            "queue_max_ms": queue_max,
+            "sender_queue_ms": sender_queue_ms(trace, edges, trace_t0_s),
+        }
+    )
 
 
 def sender_queue_ms(trace: ConnTrace | None, edges: np.ndarray, trace_t0_s: float) -> np.ndarray:

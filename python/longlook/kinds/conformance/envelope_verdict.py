@@ -85,8 +85,10 @@ def _difference(g: np.ndarray, values: np.ndarray, valid: np.ndarray) -> np.ndar
     return between - within
 
 
-@verdict_producer("conformance.envelope",
-                  "a stack's envelope differs from the kernel's (beyond the kernel's own round-to-round overlap)")
+@verdict_producer(
+    "conformance.envelope",
+    "a stack's envelope differs from the kernel's (beyond the kernel's own round-to-round overlap)",
+)
 def envelope_test(matrix: np.ndarray, is_kernel, *, alpha: float = 0.01, seed: int = 0) -> EnvelopeTest:
     """The module's test on an overlap_matrix of the cell's runs, `is_kernel` marking the
     kernel's."""
@@ -97,8 +99,9 @@ def envelope_test(matrix: np.ndarray, is_kernel, *, alpha: float = 0.01, seed: i
     values = np.where(valid, m, 0.0)
     nan = math.nan
     if k < 2 or n - k < 1:
-        return EnvelopeTest(nan, nan, nan, nan, nan, NOT_MEASURABLE, n - k, k,
-                            "fewer than two kernel runs or no stack run")
+        return EnvelopeTest(
+            nan, nan, nan, nan, nan, NOT_MEASURABLE, n - k, k, "fewer than two kernel runs or no stack run"
+        )
     observed = kernel.astype(float)
     with np.errstate(invalid="ignore", divide="ignore"):
         obs = _difference(observed[None, :], values, valid.astype(float))[0]
@@ -113,8 +116,11 @@ def envelope_test(matrix: np.ndarray, is_kernel, *, alpha: float = 0.01, seed: i
     as_low = np.sum(~(diffs > obs + 1e-12))
     p = float(as_low / len(g))
     verdict = DIFFERS if p < alpha else INCONCLUSIVE
-    reason = "" if verdict == DIFFERS or smallest < alpha else (
-        f"{n - k} stack and {k} kernel runs give at best p = {smallest:.2g}")
+    reason = (
+        ""
+        if verdict == DIFFERS or smallest < alpha
+        else (f"{n - k} stack and {k} kernel runs give at best p = {smallest:.2g}")
+    )
     if not exact:
         reason = (reason + "; " if reason else "") + f"{len(g) - 1} random labellings"
     return EnvelopeTest(float(b), float(w), float(b - w), p, smallest, verdict, n - k, k, reason)

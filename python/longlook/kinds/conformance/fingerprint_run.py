@@ -55,8 +55,9 @@ def measure_fingerprint(ctx: RunContext) -> Measurement:
     cell: ConformanceCell = ctx.cell
     servers = ctx.session["servers"]
     is_ours = split(cell.stack)[0] == OURS
-    port, server = servers.get(cell.stack, ours_options(cell) if is_ours else None, None if is_ours else cell.cc,
-                               workload=PageContent())
+    port, server = servers.get(
+        cell.stack, ours_options(cell) if is_ours else None, None if is_ours else cell.cc, workload=PageContent()
+    )
     runner = fetch if is_ours else resolve(cell.stack).fetcher(cell.cc)
     version = ctx.state.get("versions", {}).get(cell.stack) or resolve(cell.stack).spec
     base = f"https://{SERVER_ADDR}:{port}"
@@ -66,15 +67,29 @@ def measure_fingerprint(ctx: RunContext) -> Measurement:
     page_dir = ctx.run_dir / "page"
     page_dir.mkdir(parents=True, exist_ok=True)
     started_ms = time.time() * 1000
-    page = runner(ctx.testbed, url=f"{base}/page/{PAGE_OBJECTS}x{format_size(PAGE_OBJECT_SIZE)}.html",
-                  run_id=f"{ctx.run_id}-page", out=page_dir / "fetch.json", mode="page", **common)
+    page = runner(
+        ctx.testbed,
+        url=f"{base}/page/{PAGE_OBJECTS}x{format_size(PAGE_OBJECT_SIZE)}.html",
+        run_id=f"{ctx.run_id}-page",
+        out=page_dir / "fetch.json",
+        mode="page",
+        **common,
+    )
     trace = _server_trace(ctx, server, "page", f"{ctx.run_id}-page", started_ms, artifacts)
     details["page_status"] = page.status
     if page.status == "ok":
         s = scheduling(trace.stream_sent if trace else [], page.document)
         if s is not None:
-            rows.append({"side": "server", "field": "stream_scheduling", "value": s["value"], "unit": "concurrency",
-                         "label": s["label"], "note": f"{s['objects']} objects; from the {s['source']}"})
+            rows.append(
+                {
+                    "side": "server",
+                    "field": "stream_scheduling",
+                    "value": s["value"],
+                    "unit": "concurrency",
+                    "label": s["label"],
+                    "note": f"{s['objects']} objects; from the {s['source']}",
+                }
+            )
     else:
         errors.append(f"page: {page.status}: {page.error}")
 
@@ -88,10 +103,18 @@ def measure_fingerprint(ctx: RunContext) -> Measurement:
             errors.append(f"resumed: {resumed.status}: {resumed.error}")
     rows = [{"stack": cell.entry.label, "version": version, "cc": cell.cc, **r} for r in rows]
     status = "ok" if not errors else "failed"
-    return Measurement(status=status, error="; ".join(errors) or None, protocol_requested=None,
-                       protocol_negotiated=(page.document or {}).get("protocol"),
-                       started_unix_ms=None, metrics={}, details=details, series=[],
-                       rows={"fingerprint": rows}, artifacts=artifacts)
+    return Measurement(
+        status=status,
+        error="; ".join(errors) or None,
+        protocol_requested=None,
+        protocol_negotiated=(page.document or {}).get("protocol"),
+        started_unix_ms=None,
+        metrics={},
+        details=details,
+        series=[],
+        rows={"fingerprint": rows},
+        artifacts=artifacts,
+    )
 
 
 def _resumed(ctx: RunContext, server, base: str, common: dict, artifacts: dict):
@@ -99,8 +122,15 @@ def _resumed(ctx: RunContext, server, base: str, common: dict, artifacts: dict):
     already serves (every stack's file server has it), its request sent as 0-RTT."""
     res_dir = ctx.run_dir / "resumed"
     res_dir.mkdir(parents=True, exist_ok=True)
-    resumed = fetch(ctx.testbed, url=f"{base}/obj/{format_size(PAGE_OBJECT_SIZE)}/0.jpg",
-                    run_id=f"{ctx.run_id}-resumed", out=res_dir / "fetch.json", mode="bulk", zero_rtt=True, **common)
+    resumed = fetch(
+        ctx.testbed,
+        url=f"{base}/obj/{format_size(PAGE_OBJECT_SIZE)}/0.jpg",
+        run_id=f"{ctx.run_id}-resumed",
+        out=res_dir / "fetch.json",
+        mode="bulk",
+        zero_rtt=True,
+        **common,
+    )
     arts = server.take_artifacts(f"{ctx.run_id}-resumed", res_dir)
     artifacts.update({f"resumed_{k}": f"resumed/{v}" for k, v in arts.items()})
     return resumed
@@ -114,19 +144,36 @@ def zero_rtt_rows(document: dict | None, ok: bool, own_client_resumes: bool) -> 
     rows = []
     s = server_zero_rtt(document)
     if s is not None:
-        rows.append({"side": "server", "field": "zero_rtt", "value": s["value"], "unit": "accepted",
-                     "label": s["label"], "note": "our client resuming, its request as 0-RTT"
-                     + (f"; {s['note']}" if s["note"] else "")})
+        rows.append(
+            {
+                "side": "server",
+                "field": "zero_rtt",
+                "value": s["value"],
+                "unit": "accepted",
+                "label": s["label"],
+                "note": "our client resuming, its request as 0-RTT" + (f"; {s['note']}" if s["note"] else ""),
+            }
+        )
     if ok or not own_client_resumes:
         c = zero_rtt(document, own_client_resumes)
-        rows.append({"side": "client", "field": "zero_rtt", "value": c["value"], "unit": "accepted",
-                     "label": c["label"], "note": "its own client resuming, its request as 0-RTT"
-                     if own_client_resumes else "its client in longlook starts every connection afresh"})
+        rows.append(
+            {
+                "side": "client",
+                "field": "zero_rtt",
+                "value": c["value"],
+                "unit": "accepted",
+                "label": c["label"],
+                "note": "its own client resuming, its request as 0-RTT"
+                if own_client_resumes
+                else "its client in longlook starts every connection afresh",
+            }
+        )
     return rows
 
 
-def _server_trace(ctx: RunContext, server, folder: str, run_id: str, since_ms: float,
-                  artifacts: dict) -> ConnTrace | None:
+def _server_trace(
+    ctx: RunContext, server, folder: str, run_id: str, since_ms: float, artifacts: dict
+) -> ConnTrace | None:
     """The server's log of the page's connection (its STREAM frames), where it wrote one."""
     dest = ctx.run_dir / folder
     arts = server.take_artifacts(run_id, dest, unlabelled_since_ms=since_ms - 1000)

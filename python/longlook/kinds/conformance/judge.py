@@ -60,8 +60,16 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ...core.stats import (MIN_N, SURVIVORSHIP_ALPHA, CellComparison, Completion, Verdict, compare_samples,
-                           holm_family, missing_values)
+from ...core.stats import (
+    MIN_N,
+    SURVIVORSHIP_ALPHA,
+    CellComparison,
+    Completion,
+    Verdict,
+    compare_samples,
+    holm_family,
+    missing_values,
+)
 from ...core.verdicts import verdict_producer
 from .envelope import mean_interval
 
@@ -143,15 +151,15 @@ class _Test:
     reason: str = ""
 
 
-def _exact(a: np.ndarray, b: np.ndarray, done_a: Completion | None, done_b: Completion | None,
-           against: str) -> _Test:
+def _exact(a: np.ndarray, b: np.ndarray, done_a: Completion | None, done_b: Completion | None, against: str) -> _Test:
     """Both sides the same in every run: they differ exactly or not at all, provided no round
     lacks its value (a missing value could be anything: the difference is then not shown)."""
     differ = float(a[0]) != float(b[0])
     lost = missing_values(a.size, done_a) + missing_values(b.size, done_b)
     reason = f"{lost} round{'s' if lost > 1 else ''} without a value" if lost and differ else ""
-    return _Test(None, 0.0 if differ and not lost else 1.0, differ and not lost, int(np.sign(a[0] - b[0])),
-                 against, reason)
+    return _Test(
+        None, 0.0 if differ and not lost else 1.0, differ and not lost, int(np.sign(a[0] - b[0])), against, reason
+    )
 
 
 def _deviation_test(item: ParameterInput, alpha: float, test: str, survivorship_alpha: float) -> _Test:
@@ -159,13 +167,20 @@ def _deviation_test(item: ParameterInput, alpha: float, test: str, survivorship_
     if a.size < MIN_N:
         return _Test(reason=f"{a.size} run{'s' if a.size != 1 else ''} with a value")
     # no side of a parameter is better: "lower" names the direction (A_FASTER: the stack lower)
-    common = dict(alpha=alpha, metric=item.parameter, survivorship_alpha=survivorship_alpha,
-                  completion_a=item.stack_completion, lower_is_better=True, better_word="lower")
+    common = dict(
+        alpha=alpha,
+        metric=item.parameter,
+        survivorship_alpha=survivorship_alpha,
+        completion_a=item.stack_completion,
+        lower_is_better=True,
+        better_word="lower",
+    )
     if b.size >= MIN_N:
         if constant(a) and constant(b) and test == "welch":
             return _exact(a, b, item.stack_completion, item.reference_completion, AGAINST_REFERENCE)
-        c = compare_samples(a, b, a_label="stack", b_label="kernel", test=test,
-                            completion_b=item.reference_completion, **common)
+        c = compare_samples(
+            a, b, a_label="stack", b_label="kernel", test=test, completion_b=item.reference_completion, **common
+        )
         return _Test(c, c.p_value, c.verdict.significant, c.direction, AGAINST_REFERENCE)
     # no reference values: the stack against the bound's edge on the side its centre lies,
     # as a paired comparison with the edge (a one-sample t on the log scale, two-sided)
@@ -181,15 +196,23 @@ def _deviation_test(item: ParameterInput, alpha: float, test: str, survivorship_
     return _Test(c, c.p_value, c.verdict.significant, c.direction, AGAINST_BOUND)
 
 
-@verdict_producer("conformance.parameter",
-                  "a stack's parameter deviates (against the kernel's runs) / conforms (interval within the bound)")
-def judge_parameters(items: Sequence[ParameterInput], *, alpha: float = 0.01, test: str = "welch",
-                     survivorship_alpha: float = SURVIVORSHIP_ALPHA) -> list[ParameterVerdict]:
+@verdict_producer(
+    "conformance.parameter",
+    "a stack's parameter deviates (against the kernel's runs) / conforms (interval within the bound)",
+)
+def judge_parameters(
+    items: Sequence[ParameterInput],
+    *,
+    alpha: float = 0.01,
+    test: str = "welch",
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+) -> list[ParameterVerdict]:
     """The verdict of each parameter (the module's rule), Holm over `items` as one family
     (core.stats.holm_family: each comparison by its family_p, the exact p-values beside)."""
     tests = [_deviation_test(it, alpha, test, survivorship_alpha) for it in items]
-    comparisons, exact = holm_family([t.comparison for t in tests if t.comparison is not None],
-                                     [t.p for t in tests if t.comparison is None])
+    comparisons, exact = holm_family(
+        [t.comparison for t in tests if t.comparison is not None], [t.p for t in tests if t.comparison is None]
+    )
     comparisons, exact = iter(comparisons), iter(exact)
     out = []
     for it, t in zip(items, tests):
@@ -205,9 +228,19 @@ def judge_parameters(items: Sequence[ParameterInput], *, alpha: float = 0.01, te
         a = _finite(it.stack)
         centre, lo, hi = centre_interval(a, 1 - 2 * alpha)
         low, high = it.bound
-        common = dict(parameter=it.parameter, centre=centre, low=lo, high=hi, n=int(a.size),
-                      n_reference=int(_finite(it.reference).size), against=t.against, p_value=t.p,
-                      p_adjusted=p_adjusted, direction=t.direction, key=it.key)
+        common = dict(
+            parameter=it.parameter,
+            centre=centre,
+            low=lo,
+            high=hi,
+            n=int(a.size),
+            n_reference=int(_finite(it.reference).size),
+            against=t.against,
+            p_value=t.p,
+            p_adjusted=p_adjusted,
+            direction=t.direction,
+            key=it.key,
+        )
         if a.size == 0:
             out.append(ParameterVerdict(verdict=NOT_MEASURABLE, reason="no run measured it", **common))
             continue
@@ -221,8 +254,13 @@ def judge_parameters(items: Sequence[ParameterInput], *, alpha: float = 0.01, te
             verdict, reason = CONFORMS, ""
         else:
             verdict = INCONCLUSIVE
-            reason = why or ("differs from the reference, not on the side out of the bound" if significant else
-                             f"interval {lo:.3g}-{hi:.3g} not within the bound" if math.isfinite(lo) else "")
+            reason = why or (
+                "differs from the reference, not on the side out of the bound"
+                if significant
+                else f"interval {lo:.3g}-{hi:.3g} not within the bound"
+                if math.isfinite(lo)
+                else ""
+            )
         out.append(ParameterVerdict(verdict=verdict, reason=reason, **common))
     return out
 
@@ -258,9 +296,14 @@ def splits(n: int, max_splits: int = MAX_SPLITS, seed: int = 0) -> list[tuple[in
     return sorted(seen)
 
 
-def reference_against_itself(per_run: dict[str, np.ndarray], bounds: dict[str, tuple[float, float]], *,
-                             alpha: float = 0.01, test: str = "welch", max_splits: int = MAX_SPLITS
-                             ) -> dict[str, tuple[int, int]]:
+def reference_against_itself(
+    per_run: dict[str, np.ndarray],
+    bounds: dict[str, tuple[float, float]],
+    *,
+    alpha: float = 0.01,
+    test: str = "welch",
+    max_splits: int = MAX_SPLITS,
+) -> dict[str, tuple[int, int]]:
     """The reference's runs split in two, one half judged as the stack against the other by
     judge_parameters (Holm over the parameters): parameter -> (splits called "deviates",
     splits). `per_run`: parameter -> one value per run (nan: not measured), the runs in the
@@ -277,9 +320,16 @@ def reference_against_itself(per_run: dict[str, np.ndarray], bounds: dict[str, t
         for p, v in per_run.items():
             v = np.asarray(v, dtype=float)
             a, b = v[mask], v[~mask]
-            items.append(ParameterInput(p, a, b, bounds[p],
-                                        Completion(int(np.isfinite(a).sum()), int(a.size)),
-                                        Completion(int(np.isfinite(b).sum()), int(b.size))))
+            items.append(
+                ParameterInput(
+                    p,
+                    a,
+                    b,
+                    bounds[p],
+                    Completion(int(np.isfinite(a).sum()), int(a.size)),
+                    Completion(int(np.isfinite(b).sum()), int(b.size)),
+                )
+            )
         for r in judge_parameters(items, alpha=alpha, test=test):
             counts[r.parameter] += r.verdict == DEVIATES
     return {p: (k, len(chosen)) for p, k in counts.items()}

@@ -42,10 +42,19 @@ STACK_FLOW, KERNEL_FLOW = "stack", "kernel"
 
 CONFORMANCE_METRICS = (
     Metric("mbit", "Mbit/s", "higher", "throughput of the flow under test at the router"),
-    Metric("queue_ms", "ms", "lower", "mean queueing delay at the router: time its packets waited in linkem's "
-           "buffer (arrival to start of transmission)"),
-    Metric("sender_queue_ms", "ms", "lower", "the sender's view of it: mean RTT - min RTT from its own log "
-           "(beyond the router's: delay at the endpoints)"),
+    Metric(
+        "queue_ms",
+        "ms",
+        "lower",
+        "mean queueing delay at the router: time its packets waited in linkem's "
+        "buffer (arrival to start of transmission)",
+    ),
+    Metric(
+        "sender_queue_ms",
+        "ms",
+        "lower",
+        "the sender's view of it: mean RTT - min RTT from its own log (beyond the router's: delay at the endpoints)",
+    ),
     Metric("share", "", "higher", "the stack's share of the bottleneck beside the kernel"),
     Metric("ref_mbit", "Mbit/s", "higher", "the kernel reference's throughput beside the stack"),
     # what the slow-stack diagnosis reads (aggregate.diagnose), of the flow under test
@@ -59,13 +68,32 @@ CONFORMANCE_METRICS = (
     Metric("gap_regularity", "", "higher", "10th-percentile / median gap between the sender's releases"),
     Metric("window_mbit", "Mbit/s", "higher", "median cwnd / srtt: the rate the window allows"),
 )
-FINGERPRINT_TABLE = {"stack": "VARCHAR", "version": "VARCHAR", "cc": "VARCHAR", "side": "VARCHAR",
-                     "field": "VARCHAR", "value": "DOUBLE", "unit": "VARCHAR",
-                     # a categorical outcome (stream scheduling, 0-RTT) and how it was seen
-                     "label": "VARCHAR", "note": "VARCHAR"}
-CONFORMANCE_TABLE = {"stack": "VARCHAR", "version": "VARCHAR", "cc": "VARCHAR", "parameter": "VARCHAR",
-                     "measured": "DOUBLE", "reference": "DOUBLE", "unit": "VARCHAR", "verdict": "VARCHAR",
-                     "tolerance": "VARCHAR", "note": "VARCHAR", "flow": "VARCHAR", "arm": "VARCHAR"}
+FINGERPRINT_TABLE = {
+    "stack": "VARCHAR",
+    "version": "VARCHAR",
+    "cc": "VARCHAR",
+    "side": "VARCHAR",
+    "field": "VARCHAR",
+    "value": "DOUBLE",
+    "unit": "VARCHAR",
+    # a categorical outcome (stream scheduling, 0-RTT) and how it was seen
+    "label": "VARCHAR",
+    "note": "VARCHAR",
+}
+CONFORMANCE_TABLE = {
+    "stack": "VARCHAR",
+    "version": "VARCHAR",
+    "cc": "VARCHAR",
+    "parameter": "VARCHAR",
+    "measured": "DOUBLE",
+    "reference": "DOUBLE",
+    "unit": "VARCHAR",
+    "verdict": "VARCHAR",
+    "tolerance": "VARCHAR",
+    "note": "VARCHAR",
+    "flow": "VARCHAR",
+    "arm": "VARCHAR",
+}
 
 
 @dataclass(frozen=True)
@@ -92,8 +120,13 @@ class Flow:
 
 def ours_options(cell: ConformanceCell) -> ServerOptions:
     e = cell.entry
-    return ServerOptions(quic_cc=cell.cc, tcp_cc=cell.kernel_cc, initial_window_packets=e.initial_window_packets,
-                         max_cwnd_packets=e.max_cwnd_packets, pacing=e.pacing)
+    return ServerOptions(
+        quic_cc=cell.cc,
+        tcp_cc=cell.kernel_cc,
+        initial_window_packets=e.initial_window_packets,
+        max_cwnd_packets=e.max_cwnd_packets,
+        pacing=e.pacing,
+    )
 
 
 def kernel_version() -> str:
@@ -104,8 +137,12 @@ def _stack_flow(ctx: RunContext) -> Flow:
     cell: ConformanceCell = ctx.cell
     servers = ctx.session["servers"]
     is_ours = split(cell.stack)[0] == OURS
-    port, _ = servers.get(cell.stack, ours_options(cell) if is_ours else None, None if is_ours else cell.cc,
-                          workload=BulkObject(cell.object_size))
+    port, _ = servers.get(
+        cell.stack,
+        ours_options(cell) if is_ours else None,
+        None if is_ours else cell.cc,
+        workload=BulkObject(cell.object_size),
+    )
     version = ctx.state.get("versions", {}).get(cell.stack) or resolve(cell.stack).spec
     return Flow(STACK_FLOW, cell.entry.label, version, cell.cc, "h3", port)
 
@@ -123,9 +160,16 @@ def _run_flow(ctx: RunContext, flow: Flow) -> FetchResult:
     url = f"https://{SERVER_ADDR}:{flow.port}/bulk/{format_size(cell.object_size)}"
     servers = ctx.session["servers"]
     runner = fetch if flow.name == KERNEL_FLOW or split(cell.stack)[0] == OURS else resolve(cell.stack).fetcher(cell.cc)
-    return runner(ctx.testbed, url=url, protocol=flow.protocol, run_id=f"{ctx.run_id}-{flow.name}",
-                  cert_dir=servers.cert_dir, out=out_dir / "fetch.json", timeout_s=ctx.scenario.timeout_s,
-                  mode="bulk")
+    return runner(
+        ctx.testbed,
+        url=url,
+        protocol=flow.protocol,
+        run_id=f"{ctx.run_id}-{flow.name}",
+        cert_dir=servers.cert_dir,
+        out=out_dir / "fetch.json",
+        timeout_s=ctx.scenario.timeout_s,
+        mode="bulk",
+    )
 
 
 def _take_logs(ctx: RunContext, flow: Flow, since_ms: float) -> None:
@@ -141,8 +185,7 @@ def _take_logs(ctx: RunContext, flow: Flow, since_ms: float) -> None:
 def _sent_by(log, port: int, proto: str):
     """The flow-log lines of what the server on `port` sent (one connection per flow and
     port in a run; should a client have made more, their lines are all here)."""
-    return log[(log["direction"] == "down") & (log["proto"] == proto)
-               & log["src"].astype(str).str.endswith(f":{port}")]
+    return log[(log["direction"] == "down") & (log["proto"] == proto) & log["src"].astype(str).str.endswith(f":{port}")]
 
 
 def _queue(log, port: int, proto: str) -> RouterQueue:
@@ -155,11 +198,19 @@ def _counters(log, port: int, proto: str) -> FlowCounters:
     rows = _sent_by(log, port, proto)
     if rows.empty:
         return FlowCounters.empty()
-    wide = rows.pivot_table(index="t", columns="dst", values=["bytes", "packets", "dropped_buffer"],
-                            aggfunc="max").sort_index().ffill().fillna(0)
+    wide = (
+        rows.pivot_table(index="t", columns="dst", values=["bytes", "packets", "dropped_buffer"], aggfunc="max")
+        .sort_index()
+        .ffill()
+        .fillna(0)
+    )
     total = {c: wide[c].sum(axis=1).to_numpy(np.int64) for c in ("bytes", "packets", "dropped_buffer")}
-    return FlowCounters(t=wide.index.to_numpy(float), bytes=total["bytes"], packets=total["packets"],
-                        dropped_buffer=total["dropped_buffer"])
+    return FlowCounters(
+        t=wide.index.to_numpy(float),
+        bytes=total["bytes"],
+        packets=total["packets"],
+        dropped_buffer=total["dropped_buffer"],
+    )
 
 
 def wait_for_first_packet(flow_log: Path, port: int, proto: str, timeout_s: float) -> bool:
@@ -192,10 +243,10 @@ def _trace_t0(path: Path | None) -> float | None:
 
 
 def measure(ctx: RunContext) -> Measurement:
-    cell: ConformanceCell = ctx.cell
     arm = ctx.arm.label
-    flows = ([_stack_flow(ctx)] if arm in ("alone", "shared") else []) + \
-            ([_kernel_flow(ctx)] if arm in ("kernel", "shared") else [])
+    flows = ([_stack_flow(ctx)] if arm in ("alone", "shared") else []) + (
+        [_kernel_flow(ctx)] if arm in ("kernel", "shared") else []
+    )
     linkem = ctx.testbed.linkem
     launch_unix = time.time()
     with ThreadPoolExecutor(max_workers=len(flows)) as pool:
@@ -234,9 +285,17 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
             except (OSError, ValueError):
                 trace = None
         t0 = _trace_t0(f.log)
-        env = Envelope(envelope_points(c, router_queue, trace, offset_s=offset,
-                                       trace_t0_s=(t0 - launch_unix) if t0 else 0.0,
-                                       bin_s=ctx.scenario.bin_s, end_s=end_s))
+        env = Envelope(
+            envelope_points(
+                c,
+                router_queue,
+                trace,
+                offset_s=offset,
+                trace_t0_s=(t0 - launch_unix) if t0 else 0.0,
+                bin_s=ctx.scenario.bin_s,
+                end_s=end_s,
+            )
+        )
         for p in env.points.itertuples():
             series.append({"name": "mbit", "key": f.name, "t_s": float(p.t_s), "value": float(p.mbit)})
             for name in ("queue_ms", "queue_max_ms", "sender_queue_ms"):
@@ -260,10 +319,15 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
         details[f"{f.name}_status"] = f.result.status if f.result else "not run"
         details[f"{f.name}_log"] = str(f.log.relative_to(ctx.run_dir)) if f.log else None
     under_test = STACK_FLOW if arm in ("alone", "shared") else KERNEL_FLOW
-    metrics = {"mbit": _finite(mbit.get(under_test)), "queue_ms": _finite(queue.get(under_test)),
-               "sender_queue_ms": _finite(sender_queue.get(under_test)),
-               "share": None, "ref_mbit": None, "transfer_s": _finite(details.get(f"{under_test}_transfer_s")),
-               **{k: _finite(v) for k, v in (details.get(f"{under_test}_sender") or {}).items()}}
+    metrics = {
+        "mbit": _finite(mbit.get(under_test)),
+        "queue_ms": _finite(queue.get(under_test)),
+        "sender_queue_ms": _finite(sender_queue.get(under_test)),
+        "share": None,
+        "ref_mbit": None,
+        "transfer_s": _finite(details.get(f"{under_test}_transfer_s")),
+        **{k: _finite(v) for k, v in (details.get(f"{under_test}_sender") or {}).items()},
+    }
     if arm == "shared":
         share, ref, window = shared_window_share(counters[STACK_FLOW], counters[KERNEL_FLOW])
         metrics["share"], metrics["ref_mbit"] = _finite(share), _finite(ref)
@@ -274,18 +338,30 @@ def summarise(ctx: RunContext, flows: list[Flow], *, launch_unix: float, linkem_
     if failed:
         seen = {f.result.status for f in failed if f.result}
         status = next((s for s in ("protocol_mismatch", "timeout") if s in seen), "failed")
-        error = "; ".join(f"{f.name}: {f.result.status if f.result else 'not run'}: "
-                          f"{f.result.error if f.result else ''}" for f in failed)
+        error = "; ".join(
+            f"{f.name}: {f.result.status if f.result else 'not run'}: {f.result.error if f.result else ''}"
+            for f in failed
+        )
     elif arm == "shared" and metrics["share"] is None:
-        status, error = "failed", ("the stack and the kernel flow never ran at the same time "
-                                   "(or one was not in linkem's flow log)")
+        status, error = (
+            "failed",
+            ("the stack and the kernel flow never ran at the same time (or one was not in linkem's flow log)"),
+        )
     elif metrics["mbit"] is None:
         status, error = "failed", "the flow under test was not found in linkem's flow log"
     stack_doc = next((f.result.document for f in flows if f.name == under_test and f.result), {}) or {}
-    return Measurement(status=status, error=error, protocol_requested=None,
-                       protocol_negotiated=stack_doc.get("protocol"), started_unix_ms=launch_unix * 1000,
-                       metrics=metrics, details=details, series=series, rows={"conformance": rows, "fingerprint": prints},
-                       artifacts=artifacts)
+    return Measurement(
+        status=status,
+        error=error,
+        protocol_requested=None,
+        protocol_negotiated=stack_doc.get("protocol"),
+        started_unix_ms=launch_unix * 1000,
+        metrics=metrics,
+        details=details,
+        series=series,
+        rows={"conformance": rows, "fingerprint": prints},
+        artifacts=artifacts,
+    )
 
 
 def _client_trace(path: Path) -> ConnTrace | None:
@@ -309,10 +385,14 @@ def sender_figures(tr: ConnTrace) -> dict[str, float]:
     if t.size > 10 and rtt == rtt:
         gaps = np.diff(t)
         idle = float(gaps[gaps > max(2 * rtt, 20.0)].sum() / max(t[-1] - t[0], 1e-9))
-    return {"cwnd_bytes": float(m["cwnd"].median()) if len(m) else math.nan,
-            "inflight_share": float(fill.median()) if len(fill) else math.nan,
-            "loss_episodes": float(len(loss_events(tr))), "min_rtt_ms": rtt, "idle_share": idle,
-            **send_clock(tr)}
+    return {
+        "cwnd_bytes": float(m["cwnd"].median()) if len(m) else math.nan,
+        "inflight_share": float(fill.median()) if len(fill) else math.nan,
+        "loss_episodes": float(len(loss_events(tr))),
+        "min_rtt_ms": rtt,
+        "idle_share": idle,
+        **send_clock(tr),
+    }
 
 
 def shared_window_share(stack: FlowCounters, kernel: FlowCounters) -> tuple[float, float, tuple[float, float] | None]:

@@ -29,8 +29,12 @@ from ...units import parse_size
 
 # a stack's congestion control -> (the algorithm it implements, the kernel's module for it)
 ALGORITHMS: dict[str, tuple[str, str]] = {
-    "cubic": ("cubic", "cubic"), "reno": ("reno", "reno"), "newreno": ("reno", "reno"),
-    "bbr": ("bbr", "bbr"), "bbr2": ("bbr", "bbr"), "bbr3": ("bbr", "bbr"),
+    "cubic": ("cubic", "cubic"),
+    "reno": ("reno", "reno"),
+    "newreno": ("reno", "reno"),
+    "bbr": ("bbr", "bbr"),
+    "bbr2": ("bbr", "bbr"),
+    "bbr3": ("bbr", "bbr"),
 }
 ARMS = (ArmBase(label="alone"), ArmBase(label="kernel"), ArmBase(label="shared"), ArmBase(label="fingerprint"))
 KERNEL = "kernel"  # the reference's name in the tables
@@ -60,14 +64,17 @@ class StackEntry(BaseModel):
             if cc not in offered:
                 raise ValueError(f"ccs: {self.stack} offers no {cc!r} (it offers: {', '.join(offered)})")
             if cc not in ALGORITHMS:
-                raise ValueError(f"ccs: {cc!r} has no Linux reference to conform to "
-                                 f"(with a reference: {', '.join(ALGORITHMS)})")
+                raise ValueError(
+                    f"ccs: {cc!r} has no Linux reference to conform to (with a reference: {', '.join(ALGORITHMS)})"
+                )
         if self.ccs == []:
             raise ValueError("ccs: name at least one congestion control, or leave it out for all")
         knobs = self.initial_window_packets or self.max_cwnd_packets or not self.pacing
         if knobs and split(self.stack)[0] != OURS:
-            raise ValueError("initial_window_packets, max_cwnd_packets, pacing: only our endpoint "
-                             f"(stack = \"{OURS}\") has these knobs, not {self.stack}")
+            raise ValueError(
+                "initial_window_packets, max_cwnd_packets, pacing: only our endpoint "
+                f'(stack = "{OURS}") has these knobs, not {self.stack}'
+            )
         return self
 
     def congestion_controls(self) -> list[str]:
@@ -107,15 +114,26 @@ class ConformanceCell(CellBase):
 
     def make_id(self) -> str:
         down = self.link.resolved("down")
-        buf = (f"buf{down.buffer_bytes}" if down.buffer_bytes
-               else f"buf{down.buffer_packets}p" if down.buffer_packets else "bufinf")
+        buf = (
+            f"buf{down.buffer_bytes}"
+            if down.buffer_bytes
+            else f"buf{down.buffer_packets}p"
+            if down.buffer_packets
+            else "bufinf"
+        )
         where = _slug(self.link_label) if self.many_links else buf  # the label names the buffer too
         return "-".join([_slug(self.entry.label), self.cc, where])
 
     def dims(self) -> dict[str, Any]:
-        return {**self.link_dims(), "stack": self.entry.label, "cc": self.cc, "algorithm": self.algorithm,
-                "kernel_cc": self.kernel_cc, "buffer_bytes": self.link.resolved("down").buffer_bytes,
-                "object_size": self.object_size}
+        return {
+            **self.link_dims(),
+            "stack": self.entry.label,
+            "cc": self.cc,
+            "algorithm": self.algorithm,
+            "kernel_cc": self.kernel_cc,
+            "buffer_bytes": self.link.resolved("down").buffer_bytes,
+            "object_size": self.object_size,
+        }
 
     def settings(self) -> dict[str, Any]:
         return {"entry": self.entry.model_dump()}
@@ -135,7 +153,8 @@ class ConformanceScenario(ScenarioBase):
     # (named `include`, not `arms`: other kinds' arms are tables, and report sections read them)
     # "fingerprint": the stack's multiplexed page and resumed connection (fingerprint_run.py)
     include: list[Literal["alone", "kernel", "shared", "fingerprint"]] = Field(
-        default=["alone", "kernel", "shared", "fingerprint"], min_length=1)
+        default=["alone", "kernel", "shared", "fingerprint"], min_length=1
+    )
 
     @field_validator("include")
     @classmethod
@@ -167,8 +186,16 @@ class ConformanceScenario(ScenarioBase):
         out: dict[str, ConformanceCell] = {}
         for (link, label), entry in itertools.product(zip(self.links, self.link_labels()), self.stacks):
             for cc in entry.congestion_controls():
-                c = ConformanceCell(id="", index=0, link=link, link_label=label, entry=entry, cc=cc,
-                                    object_size=self.object_size, many_links=many)
+                c = ConformanceCell(
+                    id="",
+                    index=0,
+                    link=link,
+                    link_label=label,
+                    entry=entry,
+                    cc=cc,
+                    object_size=self.object_size,
+                    many_links=many,
+                )
                 cid = c.make_id()
                 if cid in out:
                     raise ValueError(f"stacks: {entry.label} with {cc} appears twice on link {label}")

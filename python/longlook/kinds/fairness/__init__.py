@@ -31,23 +31,32 @@ def server_options(cell: FairnessCell) -> ServerOptions:
     return ServerOptions(quic_cc=cell.quic_cc or "cubic", n_conn=cell.n_conn, tcp_cc=cell.tcp_cc or "cubic")
 
 
-def measurement(m: RunMeasurement, launch_unix: float, artifacts: dict[str, str] | None = None,
-                options: dict[str, str] | None = None) -> Measurement:
+def measurement(
+    m: RunMeasurement,
+    launch_unix: float,
+    artifacts: dict[str, str] | None = None,
+    options: dict[str, str] | None = None,
+) -> Measurement:
     """One run's fairness figures as the core stores them: per-run metrics, a `flows` row per
     flow, and the throughput timeline and cwnd as series keyed by flow."""
     flows = [{**asdict(f), "position": i} for i, f in enumerate(m.flows)]
     for f in flows:
         f["flow"] = f.pop("label")
-    series = ([{"name": "mbit", "key": r.flow, "t_s": r.t_s, "value": r.mbit} for r in m.timeline.itertuples()]
-              + [{"name": "cwnd_bytes", "key": r.flow, "t_s": r.t_s, "value": r.cwnd_bytes}
-                 for r in m.cwnd.itertuples()])
+    series = [{"name": "mbit", "key": r.flow, "t_s": r.t_s, "value": r.mbit} for r in m.timeline.itertuples()] + [
+        {"name": "cwnd_bytes", "key": r.flow, "t_s": r.t_s, "value": r.cwnd_bytes} for r in m.cwnd.itertuples()
+    ]
     rates = [f.router_mbit for f in m.flows]
     return Measurement(
-        status=m.status, error=m.error, started_unix_ms=launch_unix * 1000,
-        metrics={"jain": _finite(m.jain), "jain_weighted": _finite(m.jain_weighted),
-                 "total_mbit": _finite(sum(rates))},
+        status=m.status,
+        error=m.error,
+        started_unix_ms=launch_unix * 1000,
+        metrics={"jain": _finite(m.jain), "jain_weighted": _finite(m.jain_weighted), "total_mbit": _finite(sum(rates))},
         details={"window_start_s": m.window[0], "window_end_s": m.window[1]},
-        series=series, rows={"flows": flows}, artifacts=artifacts or {}, options=options or {})
+        series=series,
+        rows={"flows": flows},
+        artifacts=artifacts or {},
+        options=options or {},
+    )
 
 
 def _finite(x: float) -> float | None:
@@ -84,20 +93,36 @@ class Fairness(Kind):
         port, server = servers.get(server_spec, options=server_options(cell))
         linkem = ctx.testbed.linkem
         launch_unix, outcomes = run_concurrent_flows(
-            ctx.testbed, port=port, cert_dir=servers.cert_dir, flows=cell.flows(), run_id=ctx.run_id,
-            run_dir=ctx.run_dir, duration_s=cell.duration_s, keylog=ctx.keylog,
-            binary=resolve(client_spec).binary if is_stack(client_spec) else None)
+            ctx.testbed,
+            port=port,
+            cert_dir=servers.cert_dir,
+            flows=cell.flows(),
+            run_id=ctx.run_id,
+            run_dir=ctx.run_dir,
+            duration_s=cell.duration_s,
+            keylog=ctx.keylog,
+            binary=resolve(client_spec).binary if is_stack(client_spec) else None,
+        )
         time.sleep(SETTLE_S)
         flow_log = ctx.run_dir / FLOW_LOG
         shutil.copyfile(linkem.flow_log_path, flow_log)
-        logs = {o.spec.label: [ctx.run_dir / "logs" / name
-                               for name in server.take_logs(o.run_id, ctx.run_dir / "logs")]
-                for o in outcomes}
-        m = measure_run(outcomes, flow_log=flow_log, launch_unix=launch_unix,
-                        linkem_t0_unix=linkem.started_unix, window=cell.shared_window(),
-                        end_s=cell.duration_s, bin_s=ctx.scenario.bin_s, logs=logs)
-        return measurement(m, launch_unix, {"flow_log": FLOW_LOG},
-                           options={"server": server_spec, "client": client_spec})
+        logs = {
+            o.spec.label: [ctx.run_dir / "logs" / name for name in server.take_logs(o.run_id, ctx.run_dir / "logs")]
+            for o in outcomes
+        }
+        m = measure_run(
+            outcomes,
+            flow_log=flow_log,
+            launch_unix=launch_unix,
+            linkem_t0_unix=linkem.started_unix,
+            window=cell.shared_window(),
+            end_s=cell.duration_s,
+            bin_s=ctx.scenario.bin_s,
+            logs=logs,
+        )
+        return measurement(
+            m, launch_unix, {"flow_log": FLOW_LOG}, options={"server": server_spec, "client": client_spec}
+        )
 
     def progress_text(self, m) -> str:
         jain = m.metrics.get("jain")
@@ -107,8 +132,27 @@ class Fairness(Kind):
 KIND = Fairness()
 
 __all__ = [
-    "KIND", "FairnessCell", "FairnessScenario", "FlowCounters", "FlowsArm", "FlowMeasurement", "FlowOutcome",
-    "FlowSpec", "Matchup", "RunMeasurement", "Sweep", "cell_summary", "example_run",
-    "expected_shares", "flow_counters", "jain_index", "measure_run", "measurement",
-    "read_flow_log", "run_concurrent_flows", "shares", "table4", "weighted_jain_index",
+    "KIND",
+    "FairnessCell",
+    "FairnessScenario",
+    "FlowCounters",
+    "FlowsArm",
+    "FlowMeasurement",
+    "FlowOutcome",
+    "FlowSpec",
+    "Matchup",
+    "RunMeasurement",
+    "Sweep",
+    "cell_summary",
+    "example_run",
+    "expected_shares",
+    "flow_counters",
+    "jain_index",
+    "measure_run",
+    "measurement",
+    "read_flow_log",
+    "run_concurrent_flows",
+    "shares",
+    "table4",
+    "weighted_jain_index",
 ]

@@ -7,8 +7,19 @@ import pandas as pd
 
 from ...core.status import counted_mask
 
-CELL_COLUMNS = ["cell_id", "position", "matchup", "start", "quic_cc", "n_conn", "tcp_cc",
-                "buffer_bytes", "rate_mbit", "rtt_ms", "duration_s"]
+CELL_COLUMNS = [
+    "cell_id",
+    "position",
+    "matchup",
+    "start",
+    "quic_cc",
+    "n_conn",
+    "tcp_cc",
+    "buffer_bytes",
+    "rate_mbit",
+    "rtt_ms",
+    "duration_s",
+]
 
 
 def table4(cells: pd.DataFrame, runs: pd.DataFrame, flows: pd.DataFrame) -> pd.DataFrame:
@@ -17,13 +28,20 @@ def table4(cells: pd.DataFrame, runs: pd.DataFrame, flows: pd.DataFrame) -> pd.D
     ok = runs.loc[counted_mask(runs), "run_id"]
     f = flows[flows["run_id"].isin(ok)]
     if f.empty:
-        return pd.DataFrame(columns=CELL_COLUMNS + ["flow", "n", "mbit_mean", "mbit_sd", "share_mean",
-                                                    "share_sd", "expected_share", "share_ratio"])
+        return pd.DataFrame(
+            columns=CELL_COLUMNS
+            + ["flow", "n", "mbit_mean", "mbit_sd", "share_mean", "share_sd", "expected_share", "share_ratio"]
+        )
     g = f.groupby(["cell_id", "flow"], sort=False)
-    t = g.agg(n=("run_id", "nunique"), flow_position=("position", "first"),
-              mbit_mean=("router_mbit", "mean"), mbit_sd=("router_mbit", "std"),
-              share_mean=("share", "mean"), share_sd=("share", "std"),
-              expected_share=("expected_share", "first")).reset_index()
+    t = g.agg(
+        n=("run_id", "nunique"),
+        flow_position=("position", "first"),
+        mbit_mean=("router_mbit", "mean"),
+        mbit_sd=("router_mbit", "std"),
+        share_mean=("share", "mean"),
+        share_sd=("share", "std"),
+        expected_share=("expected_share", "first"),
+    ).reset_index()
     t["share_ratio"] = t["share_mean"] / t["expected_share"]
     t = t.merge(cells[CELL_COLUMNS], on="cell_id")
     return t.sort_values(["position", "flow_position"]).reset_index(drop=True)
@@ -36,9 +54,14 @@ def cell_summary(cells: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
     g = runs.assign(ok=counted).groupby("cell_id")
     ok_runs = runs[counted].groupby("cell_id")
     s = pd.DataFrame({"runs": g.size(), "ok": g["ok"].sum()})
-    s = s.join(ok_runs.agg(jain_mean=("jain", "mean"), jain_sd=("jain", "std"),
-                           jain_weighted_mean=("jain_weighted", "mean"),
-                           total_mbit_mean=("total_mbit", "mean")))
+    s = s.join(
+        ok_runs.agg(
+            jain_mean=("jain", "mean"),
+            jain_sd=("jain", "std"),
+            jain_weighted_mean=("jain_weighted", "mean"),
+            total_mbit_mean=("total_mbit", "mean"),
+        )
+    )
     s = cells[CELL_COLUMNS].merge(s.reset_index(), on="cell_id", how="left")
     s[["runs", "ok"]] = s[["runs", "ok"]].fillna(0).astype(int)
     return s.sort_values("position").reset_index(drop=True)

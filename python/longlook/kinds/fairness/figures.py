@@ -24,8 +24,9 @@ def _axes(title: str, ylabel: str):
     return fig, ax
 
 
-def timeline_svg(timeline: pd.DataFrame, flows: list[str], title: str, element_id: str,
-                 capacity_mbit: float | None = None) -> str:
+def timeline_svg(
+    timeline: pd.DataFrame, flows: list[str], title: str, element_id: str, capacity_mbit: float | None = None
+) -> str:
     fig, ax = _axes(title, "throughput (Mbit/s)")
     colors = flow_colors(flows)
     for f in flows:
@@ -35,8 +36,7 @@ def timeline_svg(timeline: pd.DataFrame, flows: list[str], title: str, element_i
         # repeat the last value at the end of its bin, so the last bin is drawn too
         width = float(d["t_s"].diff().min()) if len(d) > 1 else 1.0
         t = list(d["t_s"]) + [float(d["t_s"].iloc[-1]) + width]
-        ax.step(t, list(d["mbit"]) + [d["mbit"].iloc[-1]], where="post", label=f,
-                color=colors[f], linewidth=1.1)
+        ax.step(t, list(d["mbit"]) + [d["mbit"].iloc[-1]], where="post", label=f, color=colors[f], linewidth=1.1)
     if capacity_mbit:
         ax.axhline(capacity_mbit, color=MUTED, linewidth=0.8, linestyle=":", label="link rate")
     ax.set_ylim(bottom=0)
@@ -44,8 +44,9 @@ def timeline_svg(timeline: pd.DataFrame, flows: list[str], title: str, element_i
     return to_svg(fig, element_id)
 
 
-def cwnd_svg(cwnd: pd.DataFrame, flows: list[str], title: str, element_id: str,
-             zoom: tuple[float, float] | None = None) -> str:
+def cwnd_svg(
+    cwnd: pd.DataFrame, flows: list[str], title: str, element_id: str, zoom: tuple[float, float] | None = None
+) -> str:
     """`zoom` = (t0, t1): only that span (Fig. 5b, how fast each window grows)."""
     fig, ax = _axes(title, "cong. window (KB)")
     colors = flow_colors(flows)
@@ -55,8 +56,7 @@ def cwnd_svg(cwnd: pd.DataFrame, flows: list[str], title: str, element_id: str,
     for f in flows:
         d = cwnd[cwnd["flow"] == f]
         if len(d):
-            ax.step(d["t_s"], d["cwnd_bytes"] / 1000, where="post", label=f, color=colors[f],
-                    linewidth=0.9)
+            ax.step(d["t_s"], d["cwnd_bytes"] / 1000, where="post", label=f, color=colors[f], linewidth=0.9)
     ax.set_ylim(bottom=0)
     ax.legend(fontsize=7, frameon=False, ncol=len(flows), loc="upper right")
     return to_svg(fig, element_id)

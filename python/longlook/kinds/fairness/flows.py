@@ -37,9 +37,19 @@ def flow_slug(label: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", label.lower()).strip("-")
 
 
-def run_concurrent_flows(tb, *, port: int, cert_dir: Path, flows: list[FlowSpec], run_id: str,
-                         run_dir: Path, duration_s: float | None, object_size: str = ENDLESS_OBJECT,
-                         keylog: Path | None = None, binary: Path | None = None) -> tuple[float, list[FlowOutcome]]:
+def run_concurrent_flows(
+    tb,
+    *,
+    port: int,
+    cert_dir: Path,
+    flows: list[FlowSpec],
+    run_id: str,
+    run_dir: Path,
+    duration_s: float | None,
+    object_size: str = ENDLESS_OBJECT,
+    keylog: Path | None = None,
+    binary: Path | None = None,
+) -> tuple[float, list[FlowOutcome]]:
     """Start every flow at its `start_s` after launch, wait for all, return the launch time
     (Unix seconds, the run's t = 0) and each flow's outcome.
 
@@ -63,10 +73,26 @@ def run_concurrent_flows(tb, *, port: int, cert_dir: Path, flows: list[FlowSpec]
         out = run_dir / f"{slug}.json"
         budget = (duration_s - spec.start_s) if duration_s is not None else None
         timeout_s = (budget or 120.0) + GRACE_S
-        argv = [endpoint, "fetch", "--url", f"https://{SERVER_ADDR}:{port}/bulk/{object_size}",
-                "--proto", spec.protocol, "--mode", "bulk", "--ca", str(cert_dir / "cert.pem"),
-                "--run-id", flow_run_id, "--out", str(out), "--timeout-s", f"{timeout_s:g}",
-                "--goodput-interval-ms", "100"]
+        argv = [
+            endpoint,
+            "fetch",
+            "--url",
+            f"https://{SERVER_ADDR}:{port}/bulk/{object_size}",
+            "--proto",
+            spec.protocol,
+            "--mode",
+            "bulk",
+            "--ca",
+            str(cert_dir / "cert.pem"),
+            "--run-id",
+            flow_run_id,
+            "--out",
+            str(out),
+            "--timeout-s",
+            f"{timeout_s:g}",
+            "--goodput-interval-ms",
+            "100",
+        ]
         if budget is not None:
             argv += ["--duration-s", f"{budget:.3f}"]
         if keylog is not None:
@@ -95,8 +121,10 @@ def _outcome(spec: FlowSpec, flow_run_id: str, out: Path, code: int) -> FlowOutc
         doc = json.loads(out.read_text())
     except (FileNotFoundError, json.JSONDecodeError):
         return FlowOutcome(spec, flow_run_id, "failed", f"no JSON result (exit {code})", {})
-    status = classify(ok=code == EXIT_OK and bool(doc.get("ok")), requested=spec.protocol,
-                      negotiated=doc.get("protocol"))
-    error = {"ok": None, "protocol_mismatch": f"requested {spec.protocol}, negotiated {doc.get('protocol')}"
-             }.get(status, doc.get("error") or f"exit {code}")
+    status = classify(
+        ok=code == EXIT_OK and bool(doc.get("ok")), requested=spec.protocol, negotiated=doc.get("protocol")
+    )
+    error = {"ok": None, "protocol_mismatch": f"requested {spec.protocol}, negotiated {doc.get('protocol')}"}.get(
+        status, doc.get("error") or f"exit {code}"
+    )
     return FlowOutcome(spec, flow_run_id, status, error, doc)

@@ -58,9 +58,17 @@ class RunMeasurement:
     error: str | None = None
 
 
-def measure_run(outcomes: list[FlowOutcome], *, flow_log: Path, launch_unix: float,
-                linkem_t0_unix: float, window: tuple[float, float], end_s: float,
-                bin_s: float, logs: dict[str, list[Path]] | None = None) -> RunMeasurement:
+def measure_run(
+    outcomes: list[FlowOutcome],
+    *,
+    flow_log: Path,
+    launch_unix: float,
+    linkem_t0_unix: float,
+    window: tuple[float, float],
+    end_s: float,
+    bin_s: float,
+    logs: dict[str, list[Path]] | None = None,
+) -> RunMeasurement:
     """`logs` maps a flow label to its server log files (for cwnd)."""
     log = read_flow_log(flow_log)
     offset = launch_unix - linkem_t0_unix  # run time -> linkem time
@@ -70,36 +78,56 @@ def measure_run(outcomes: list[FlowOutcome], *, flow_log: Path, launch_unix: flo
         edges = np.append(edges, end_s)
     flows, timeline, cwnd = [], [], []
     for o in outcomes:
-        counters = (flow_counters(log, client_addr=o.local_addr, proto=PROTO_ON_WIRE[o.spec.protocol])
-                    if o.local_addr else FlowCounters.empty())
+        counters = (
+            flow_counters(log, client_addr=o.local_addr, proto=PROTO_ON_WIRE[o.spec.protocol])
+            if o.local_addr
+            else FlowCounters.empty()
+        )
         doc = o.document
-        flows.append(FlowMeasurement(
-            label=o.spec.label, protocol=o.spec.protocol, weight=o.spec.weight,
-            start_s=o.spec.start_s, status=o.status, error=o.error, local_addr=o.local_addr,
-            router_mbit=counters.mean_mbit(w0 + offset, w1 + offset),
-            lifetime_mbit=counters.mean_mbit(o.spec.start_s + offset, end_s + offset),
-            router_bytes=counters.total_bytes, router_packets=counters.total_packets,
-            router_dropped_buffer=int(counters.dropped_buffer[-1]) if counters.dropped_buffer.size else 0,
-            endpoint_bytes=doc.get("bytes"),
-            endpoint_mbit=_endpoint_mbit(doc, launch_unix, w0, w1),
-            stopped_early=bool(doc.get("stopped_early", False))))
+        flows.append(
+            FlowMeasurement(
+                label=o.spec.label,
+                protocol=o.spec.protocol,
+                weight=o.spec.weight,
+                start_s=o.spec.start_s,
+                status=o.status,
+                error=o.error,
+                local_addr=o.local_addr,
+                router_mbit=counters.mean_mbit(w0 + offset, w1 + offset),
+                lifetime_mbit=counters.mean_mbit(o.spec.start_s + offset, end_s + offset),
+                router_bytes=counters.total_bytes,
+                router_packets=counters.total_packets,
+                router_dropped_buffer=int(counters.dropped_buffer[-1]) if counters.dropped_buffer.size else 0,
+                endpoint_bytes=doc.get("bytes"),
+                endpoint_mbit=_endpoint_mbit(doc, launch_unix, w0, w1),
+                stopped_early=bool(doc.get("stopped_early", False)),
+            )
+        )
         if counters.t.size:
-            timeline.append(pd.DataFrame({"flow": o.spec.label, "t_s": edges[:-1],
-                                          "mbit": counters.timeline_mbit(edges + offset)}))
+            timeline.append(
+                pd.DataFrame({"flow": o.spec.label, "t_s": edges[:-1], "mbit": counters.timeline_mbit(edges + offset)})
+            )
         for path in (logs or {}).get(o.spec.label, []):
             c = downsample(read_cwnd(path), CWND_STEP_S)
             if not c.empty:
-                cwnd.append(pd.DataFrame({"flow": o.spec.label, "t_s": c["unix_s"] - launch_unix,
-                                          "cwnd_bytes": c["cwnd_bytes"]}))
+                cwnd.append(
+                    pd.DataFrame(
+                        {"flow": o.spec.label, "t_s": c["unix_s"] - launch_unix, "cwnd_bytes": c["cwnd_bytes"]}
+                    )
+                )
 
     failed = [f for f in flows if f.status != "ok"]
     rates = [f.router_mbit for f in flows]
     for f, expected, got in zip(flows, expected_shares([f.weight for f in flows]), shares(rates)):
         f.expected_share, f.share = expected, got
-    m = RunMeasurement(window=window, flows=flows, jain=jain_index(rates),
-                       jain_weighted=weighted_jain_index(rates, [f.weight for f in flows]),
-                       timeline=_concat(timeline, ["flow", "t_s", "mbit"]),
-                       cwnd=_concat(cwnd, ["flow", "t_s", "cwnd_bytes"]))
+    m = RunMeasurement(
+        window=window,
+        flows=flows,
+        jain=jain_index(rates),
+        jain_weighted=weighted_jain_index(rates, [f.weight for f in flows]),
+        timeline=_concat(timeline, ["flow", "t_s", "mbit"]),
+        cwnd=_concat(cwnd, ["flow", "t_s", "cwnd_bytes"]),
+    )
     if failed:
         m.status = "failed"
         m.error = "; ".join(f"{f.label}: {f.status}: {f.error}" for f in failed)

@@ -9,9 +9,11 @@ import numpy as np
 from ...core.kind import Metric
 
 # what a run yields for the statistics
-FAIRNESS_METRICS = (Metric("jain", "", "higher", "Jain's index"),
-                    Metric("jain_weighted", "", "higher", "Jain's index of throughput / weight"),
-                    Metric("total_mbit", "Mbit/s", "higher", "total throughput at the router"))
+FAIRNESS_METRICS = (
+    Metric("jain", "", "higher", "Jain's index"),
+    Metric("jain_weighted", "", "higher", "Jain's index of throughput / weight"),
+    Metric("total_mbit", "Mbit/s", "higher", "total throughput at the router"),
+)
 
 
 def jain_index(throughputs: Sequence[float]) -> float:

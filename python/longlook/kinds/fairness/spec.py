@@ -37,13 +37,19 @@ NATIVE = "native"  # the flows' default client: the workspace's `endpoint fetch`
 
 
 def _check_server(spec: str) -> str:
-    return our_build(spec, "server", (OURS,), "fairness flows run against our endpoint, whose bulk object is "
-                     "endless and generated (a flow cuts it by time) and whose logs are told apart per flow")
+    return our_build(
+        spec,
+        "server",
+        (OURS,),
+        "fairness flows run against our endpoint, whose bulk object is "
+        "endless and generated (a flow cuts it by time) and whose logs are told apart per flow",
+    )
 
 
 def _check_client(spec: str) -> str:
-    return our_build(spec, "client", (NATIVE, OURS), "fairness flows are `endpoint fetch` bulk downloads "
-                     "bounded by time")
+    return our_build(
+        spec, "client", (NATIVE, OURS), "fairness flows are `endpoint fetch` bulk downloads bounded by time"
+    )
 
 
 ServerSpec = Annotated[str, AfterValidator(_check_server)]
@@ -117,7 +123,7 @@ class Sweep(BaseModel):
         out = [base]
         for i, values in enumerate(dims):
             for v in values[1:]:
-                out.append(base[:i] + (v,) + base[i + 1:])
+                out.append(base[:i] + (v,) + base[i + 1 :])
         return out
 
     @field_validator("n_conn")
@@ -165,8 +171,13 @@ class FairnessCell(CellBase):
         if self.tcp_cc:
             parts.append(f"t{self.tcp_cc}")
         down = self.link.resolved("down")  # the data direction holds the bottleneck queue
-        parts.append(f"buf{down.buffer_bytes}" if down.buffer_bytes
-                     else f"buf{down.buffer_packets}p" if down.buffer_packets else "bufinf")
+        parts.append(
+            f"buf{down.buffer_bytes}"
+            if down.buffer_bytes
+            else f"buf{down.buffer_packets}p"
+            if down.buffer_packets
+            else "bufinf"
+        )
         if self.many_links:
             parts.insert(0, _slug(self.link_label))
         return "-".join(parts)
@@ -180,8 +191,7 @@ class FairnessCell(CellBase):
         order = list(range(len(specs)))
         if self.start == "staggered-tcp-first":
             order = list(range(m.quic, len(specs))) + list(range(m.quic))
-        starts = {i: (rank * self.stagger_s if self.start != "simultaneous" else 0.0)
-                  for rank, i in enumerate(order)}
+        starts = {i: (rank * self.stagger_s if self.start != "simultaneous" else 0.0) for rank, i in enumerate(order)}
         return [FlowSpec(label, proto, weight, starts[i]) for i, (label, proto, weight) in enumerate(specs)]
 
     def shared_window(self) -> tuple[float, float]:
@@ -189,10 +199,17 @@ class FairnessCell(CellBase):
         return max(f.start_s for f in self.flows()), self.duration_s
 
     def dims(self) -> dict[str, Any]:
-        return {**self.link_dims(), "matchup": self.matchup.name(), "start": self.start,
-                "quic_cc": self.quic_cc, "n_conn": self.n_conn, "tcp_cc": self.tcp_cc,
-                "buffer_bytes": self.link.resolved("down").buffer_bytes,
-                "duration_s": self.duration_s, "stagger_s": self.stagger_s}
+        return {
+            **self.link_dims(),
+            "matchup": self.matchup.name(),
+            "start": self.start,
+            "quic_cc": self.quic_cc,
+            "n_conn": self.n_conn,
+            "tcp_cc": self.tcp_cc,
+            "buffer_bytes": self.link.resolved("down").buffer_bytes,
+            "duration_s": self.duration_s,
+            "stagger_s": self.stagger_s,
+        }
 
 
 class FairnessScenario(ScenarioBase):
@@ -259,8 +276,10 @@ class FairnessScenario(ScenarioBase):
         staggered = [s for s in self.starts if s != "simultaneous"]
         most = max(m.quic + m.tcp for m in self.matchups)
         if staggered and (most - 1) * self.stagger_s >= self.duration_s:
-            raise ValueError(f"stagger_s: {most} flows started {self.stagger_s:g} s apart do not all "
-                             f"start within duration_s = {self.duration_s:g}")
+            raise ValueError(
+                f"stagger_s: {most} flows started {self.stagger_s:g} s apart do not all "
+                f"start within duration_s = {self.duration_s:g}"
+            )
         self._check_unique_cells()
         return self
 
@@ -277,25 +296,34 @@ class FairnessScenario(ScenarioBase):
         sw = self.sweep
         dims = [len(sw.quic_cc), len(sw.n_conn), len(sw.tcp_cc), len(sw.buffer_bytes)]
         combos = math.prod(dims) if sw.mode == "grid" else (0 if 0 in dims else 1 + sum(n - 1 for n in dims))
-        return {**super().grid_axes(), "matchups": len(self.matchups), "starts": len(self.starts),
-                "sweep": combos}
+        return {**super().grid_axes(), "matchups": len(self.matchups), "starts": len(self.starts), "sweep": combos}
 
     def cells(self) -> list[FairnessCell]:
         cells: dict[str, FairnessCell] = {}
         sw = self.sweep
         many = len(self.links) > 1
         for (link, label), m, start, (qcc, n, tcc, buf) in itertools.product(
-                zip(self.links, self.link_labels()), self.matchups, self.starts, sw.combinations()):
+            zip(self.links, self.link_labels()), self.matchups, self.starts, sw.combinations()
+        ):
             if m.quic and qcc != "cubic" and n > 1:
                 continue  # N-connection emulation is a Cubic knob
             cell_link = link if buf is None else _with_buffer(link, buf)
-            cell = FairnessCell(id="", index=0, link=cell_link, link_label=label, matchup=m,
-                                start=start, quic_cc=qcc if m.quic else None,
-                                n_conn=n if m.quic else None, tcp_cc=tcc if m.tcp else None,
-                                duration_s=self.duration_s, stagger_s=self.stagger_s, many_links=many)
+            cell = FairnessCell(
+                id="",
+                index=0,
+                link=cell_link,
+                link_label=label,
+                matchup=m,
+                start=start,
+                quic_cc=qcc if m.quic else None,
+                n_conn=n if m.quic else None,
+                tcp_cc=tcc if m.tcp else None,
+                duration_s=self.duration_s,
+                stagger_s=self.stagger_s,
+                many_links=many,
+            )
             cells.setdefault(cell.make_id(), cell)
-        return [FairnessCell(**{**c.__dict__, "id": cid, "index": i})
-                for i, (cid, c) in enumerate(cells.items())]
+        return [FairnessCell(**{**c.__dict__, "id": cid, "index": i}) for i, (cid, c) in enumerate(cells.items())]
 
     def arm_list(self) -> list[ArmBase]:
         return list(self.arms)
@@ -308,9 +336,14 @@ class FairnessScenario(ScenarioBase):
 def _with_buffer(link: LinkProfile, buffer_bytes: int) -> LinkProfile:
     """The link with `buffer_bytes` in both directions, replacing any per-direction buffer."""
     no_buffer = {"buffer_bytes": None, "buffer_packets": None}
-    return link.model_copy(update={"buffer_bytes": buffer_bytes, "buffer_packets": None,
-                                   "up": link.up.model_copy(update=no_buffer),
-                                   "down": link.down.model_copy(update=no_buffer)})
+    return link.model_copy(
+        update={
+            "buffer_bytes": buffer_bytes,
+            "buffer_packets": None,
+            "up": link.up.model_copy(update=no_buffer),
+            "down": link.down.model_copy(update=no_buffer),
+        }
+    )
 
 
 def _slug(text: str) -> str:

@@ -13,8 +13,7 @@ from ...stacks.registry import client_fetcher, require_servers
 from ...stacks.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .proxied import proxies
-from .measure import (OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure,
-                      record_from_fetch)
+from .measure import OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure, record_from_fetch
 from .proxy_section import proxy_section
 from .sections import clients_section
 from .spec import Arm, Cell, CellOptions, OptionGrid, RunOptions, Scenario, Workload
@@ -48,8 +47,9 @@ class PageLoad(Kind):
 
     def versions(self, scenario: Scenario) -> dict[str, Any]:
         """The exact version of every QUIC stack the arms run (server or client)."""
-        return recorded_versions(n for a in scenario.arms for n in (a.server or scenario.server,
-                                                                      a.client or scenario.client))
+        return recorded_versions(
+            n for a in scenario.arms for n in (a.server or scenario.server, a.client or scenario.client)
+        )
 
     def measure(self, ctx: RunContext) -> Measurement:
         return measure(ctx)
@@ -57,5 +57,17 @@ class PageLoad(Kind):
 
 KIND = PageLoad()
 
-__all__ = ["KIND", "Arm", "Cell", "CellOptions", "OptionGrid", "PageLoad", "RunOptions",
-           "Scenario", "Workload", "fetch_status", "from_fetch", "record_from_fetch"]
+__all__ = [
+    "KIND",
+    "Arm",
+    "Cell",
+    "CellOptions",
+    "OptionGrid",
+    "PageLoad",
+    "RunOptions",
+    "Scenario",
+    "Workload",
+    "fetch_status",
+    "from_fetch",
+    "record_from_fetch",
+]

@@ -19,12 +19,20 @@ from ...stacks.registry import sends_run_header
 from .proxied import route_for
 from .spec import RunOptions
 
-PAGE_LOAD_METRICS = (Metric("plt_ms", "ms", "lower", "page load time", on_failure="timeout"),
-                     Metric("handshake_ms", "ms", "lower", "handshake"),
-                     Metric("ttfb_ms", "ms", "lower", "time to first byte"))
+PAGE_LOAD_METRICS = (
+    Metric("plt_ms", "ms", "lower", "page load time", on_failure="timeout"),
+    Metric("handshake_ms", "ms", "lower", "handshake"),
+    Metric("ttfb_ms", "ms", "lower", "time to first byte"),
+)
 # the objects of a page load, as the fetch JSON times them (ms from the first packet sent)
-OBJECTS_TABLE = {"path": "VARCHAR", "status": "INTEGER", "bytes": "BIGINT", "start_ms": "DOUBLE",
-                 "first_byte_ms": "DOUBLE", "end_ms": "DOUBLE"}
+OBJECTS_TABLE = {
+    "path": "VARCHAR",
+    "status": "INTEGER",
+    "bytes": "BIGINT",
+    "start_ms": "DOUBLE",
+    "first_byte_ms": "DOUBLE",
+    "end_ms": "DOUBLE",
+}
 OBJECT_COLUMNS = tuple(OBJECTS_TABLE)
 
 
@@ -32,29 +40,52 @@ def server_options(opts: RunOptions, keylog: bool = False, logs: bool = True) ->
     """Our endpoint's server configuration for a run (other stacks use `server_cc` only);
     `keylog`: it logs its TLS secrets ([capture] keylog); `logs`: its qlog and TCP logs
     (the scenario's `server_logs`)."""
-    return ServerOptions(quic_cc=opts.quic_cc, max_cwnd_packets=opts.max_cwnd_packets,
-                         initial_window_packets=opts.initial_window_packets, n_conn=opts.n_conn,
-                         tcp_cc=opts.tcp_cc, keylog=keylog, qlog=logs)
+    return ServerOptions(
+        quic_cc=opts.quic_cc,
+        max_cwnd_packets=opts.max_cwnd_packets,
+        initial_window_packets=opts.initial_window_packets,
+        n_conn=opts.n_conn,
+        tcp_cc=opts.tcp_cc,
+        keylog=keylog,
+        qlog=logs,
+    )
 
 
 def measure(ctx: RunContext) -> Measurement:
     opts = ctx.cell.run_options(ctx.arm)
-    port, server = ctx.session["servers"].get(opts.server, server_options(opts, ctx.scenario.capture.keylog,
-                                                                          ctx.scenario.server_logs),
-                                              opts.server_cc,
-                                              workload=ctx.cell.workload)
+    port, server = ctx.session["servers"].get(
+        opts.server,
+        server_options(opts, ctx.scenario.capture.keylog, ctx.scenario.server_logs),
+        opts.server_cc,
+        workload=ctx.cell.workload,
+    )
     route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
     fetch = ctx.state["fetchers"][opts.client]
     racing = opts.protocol == "race"  # the racing client makes full handshakes (no 0-RTT)
-    race = ({"race_argv": ctx.scenario.race.argv(ctx.scenario.race.state_file(
-        ctx.experiment_dir, ctx.cell.index, ctx.arm.label))} if racing else {})
+    race = (
+        {
+            "race_argv": ctx.scenario.race.argv(
+                ctx.scenario.race.state_file(ctx.experiment_dir, ctx.cell.index, ctx.arm.label)
+            )
+        }
+        if racing
+        else {}
+    )
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active():
-        result: FetchResult = fetch(ctx.testbed, url=route.url(ctx.cell.workload.url_path()),
-                                    protocol=opts.protocol, run_id=ctx.run_id,
-                                    cert_dir=route.cert_dir, out=ctx.run_dir / "fetch.json",
-                                    timeout_s=ctx.scenario.timeout_s, mode=ctx.cell.workload.mode,
-                                    zero_rtt=opts.zero_rtt and not racing, keylog=ctx.keylog, **race)
+        result: FetchResult = fetch(
+            ctx.testbed,
+            url=route.url(ctx.cell.workload.url_path()),
+            protocol=opts.protocol,
+            run_id=ctx.run_id,
+            cert_dir=route.cert_dir,
+            out=ctx.run_dir / "fetch.json",
+            timeout_s=ctx.scenario.timeout_s,
+            mode=ctx.cell.workload.mode,
+            zero_rtt=opts.zero_rtt and not racing,
+            keylog=ctx.keylog,
+            **race,
+        )
     fetch_end = time.monotonic()
     artifacts = _artifacts(ctx.run_dir, result.document)
     proxy_artifacts, proxy_details = route.record(result.document, ctx.run_dir)
@@ -63,14 +94,27 @@ def measure(ctx: RunContext) -> Measurement:
     since = None if sends_run_header(opts.client) else (result.document.get("started_unix_ms") or 0)
     artifacts.update(server.take_artifacts(ctx.run_id, ctx.run_dir, unlabelled_since_ms=since))
     if not server.alive():
-        result = FetchResult("failed", result.document,
-                             f"the {opts.server} server died during the run (see {server.log_dir}/server.stderr)",
-                             result.wall_s)
+        result = FetchResult(
+            "failed",
+            result.document,
+            f"the {opts.server} server died during the run (see {server.log_dir}/server.stderr)",
+            result.wall_s,
+        )
     if route.proxied and not route.pool.alive():
-        result = FetchResult("failed", result.document, "the proxy died during the run "
-                             f"(see {route.pool.root}/*/proxy.stderr)", result.wall_s)
-    m = from_fetch(result.document, protocol_requested=None if racing else opts.protocol, status=result.status,
-                   error=result.error, options=asdict(opts), artifacts=artifacts)
+        result = FetchResult(
+            "failed",
+            result.document,
+            f"the proxy died during the run (see {route.pool.root}/*/proxy.stderr)",
+            result.wall_s,
+        )
+    m = from_fetch(
+        result.document,
+        protocol_requested=None if racing else opts.protocol,
+        status=result.status,
+        error=result.error,
+        options=asdict(opts),
+        artifacts=artifacts,
+    )
     if "tcp_log" in artifacts:
         m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"])
     if ctx.cell.proxy_dim:
@@ -78,9 +122,12 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    m.details.update(fetch_start_mono_s=fetch_start, fetch_end_mono_s=fetch_end,
-                     fetch_start_unix_s=fetch_start_unix,
-                     server_pid=getattr(getattr(server, "process", None), "pid", None))
+    m.details.update(
+        fetch_start_mono_s=fetch_start,
+        fetch_end_mono_s=fetch_end,
+        fetch_start_unix_s=fetch_start_unix,
+        server_pid=getattr(getattr(server, "process", None), "pid", None),
+    )
     return m
 
 
@@ -95,25 +142,52 @@ def _artifacts(run_dir: Path, document: dict) -> dict[str, str]:
 
 def fetch_status(fetch: dict, requested: str, timed_out: bool = False) -> str:
     """What a fetch JSON says of its run's status (core.status.classify)."""
-    return classify(ok=bool(fetch.get("ok")), requested=requested, negotiated=fetch.get("protocol"),
-                    timed_out=timed_out)
+    return classify(
+        ok=bool(fetch.get("ok")), requested=requested, negotiated=fetch.get("protocol"), timed_out=timed_out
+    )
 
 
-def record_from_fetch(fetch: dict, *, run_id: str, cell_id: str, round: int, position: int, arm: str,
-                      attempt: int = 1, protocol_requested: str | None = None,
-                      duration_s: float | None = None, **kw: Any) -> RunRecord:
+def record_from_fetch(
+    fetch: dict,
+    *,
+    run_id: str,
+    cell_id: str,
+    round: int,
+    position: int,
+    arm: str,
+    attempt: int = 1,
+    protocol_requested: str | None = None,
+    duration_s: float | None = None,
+    **kw: Any,
+) -> RunRecord:
     """A stored run straight from a fetch JSON (notebooks, tests, importing results);
     the protocol asked for defaults to the document's, the options', else the arm label."""
-    requested = (protocol_requested or fetch.get("protocol_requested")
-                 or (kw.get("options") or {}).get("protocol") or arm)
+    requested = (
+        protocol_requested or fetch.get("protocol_requested") or (kw.get("options") or {}).get("protocol") or arm
+    )
     m = from_fetch(fetch, protocol_requested=None if requested == "race" else requested, **kw)
-    return RunRecord.of(m, run_id=run_id, cell_id=cell_id, round=round, position=position, arm=arm,
-                        attempt=attempt, duration_s=duration_s)
+    return RunRecord.of(
+        m,
+        run_id=run_id,
+        cell_id=cell_id,
+        round=round,
+        position=position,
+        arm=arm,
+        attempt=attempt,
+        duration_s=duration_s,
+    )
 
 
-def from_fetch(fetch: dict, *, protocol_requested: str | None, status: str | None = None,
-               error: str | None = None, timed_out: bool = False, options: dict | None = None,
-               artifacts: dict[str, str] | None = None) -> Measurement:
+def from_fetch(
+    fetch: dict,
+    *,
+    protocol_requested: str | None,
+    status: str | None = None,
+    error: str | None = None,
+    timed_out: bool = False,
+    options: dict | None = None,
+    artifacts: dict[str, str] | None = None,
+) -> Measurement:
     """The fetch JSON of docs/interfaces.md as a Measurement. `fetch` may be {} when the
     client produced nothing (crash, timeout). The status is derived from the document unless
     given; a run over another protocol than requested is never "ok"."""
@@ -126,18 +200,31 @@ def from_fetch(fetch: dict, *, protocol_requested: str | None, status: str | Non
         "zero_rtt_accepted": bool(zr.get("accepted", False)),
         # an address-validation token lifts the 3x anti-amplification cap on 0-RTT replies
         "zero_rtt_token_presented": zr.get("token_presented"),
-        "bytes": fetch.get("bytes"), "url": fetch.get("url"), "mode": fetch.get("mode"), "local_addr": fetch.get("local_addr"),
+        "bytes": fetch.get("bytes"),
+        "url": fetch.get("url"),
+        "mode": fetch.get("mode"),
+        "local_addr": fetch.get("local_addr"),
         "goodput": fetch.get("goodput") or [],
         # where a failed fetch stopped: setup, connect, handshake, request or transfer
-        "failure_phase": fetch.get("failure_phase")}
+        "failure_phase": fetch.get("failure_phase"),
+    }
     objects = [{c: o.get(c) for c in OBJECT_COLUMNS} for o in fetch.get("objects") or []]
     race_metrics, race_details = race_measures(fetch)  # racing client: fallback, shares
     details.update(race_details)
     return Measurement(
         status=status,
         error=error or fetch.get("error") or ("timed out" if status == "timeout" else None),
-        protocol_requested=protocol_requested, protocol_negotiated=fetch.get("protocol"),
+        protocol_requested=protocol_requested,
+        protocol_negotiated=fetch.get("protocol"),
         started_unix_ms=fetch.get("started_unix_ms"),
-        metrics={"plt_ms": fetch.get("plt_ms"), "handshake_ms": fetch.get("handshake_ms"),
-                 "ttfb_ms": fetch.get("ttfb_ms"), **race_metrics},
-        details=details, rows={"objects": objects}, artifacts=artifacts or {}, options=options or {})
+        metrics={
+            "plt_ms": fetch.get("plt_ms"),
+            "handshake_ms": fetch.get("handshake_ms"),
+            "ttfb_ms": fetch.get("ttfb_ms"),
+            **race_metrics,
+        },
+        details=details,
+        rows={"objects": objects},
+        artifacts=artifacts or {},
+        options=options or {},
+    )

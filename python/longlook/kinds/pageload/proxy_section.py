@@ -83,9 +83,17 @@ def _arm_of(scenario, protocol: str) -> str | None:
 
 
 @verdict_producer("pageload.proxy_effects", "proxy faster / proxy slower per proxied cell and its direct twin")
-def proxy_effects(runs: pd.DataFrame, cells: pd.DataFrame, scenario, *, alpha: float = 0.01,
-                  test: str = "welch", exclude_flagged: bool = True, holm: bool = False,
-                  survivorship_alpha: float = SURVIVORSHIP_ALPHA) -> list[ProxyEffect]:
+def proxy_effects(
+    runs: pd.DataFrame,
+    cells: pd.DataFrame,
+    scenario,
+    *,
+    alpha: float = 0.01,
+    test: str = "welch",
+    exclude_flagged: bool = True,
+    holm: bool = False,
+    survivorship_alpha: float = SURVIVORSHIP_ALPHA,
+) -> list[ProxyEffect]:
     """Each proxied cell against its direct twin for the arm the proxy carries (the scenario's
     test at alpha, the arms' completions checked; Holm over the pairs with `holm`)."""
     good = counted_runs(runs, "plt_ms", exclude_flagged=exclude_flagged)
@@ -111,19 +119,47 @@ def proxy_effects(runs: pd.DataFrame, cells: pd.DataFrame, scenario, *, alpha: f
         if mode in (None, "none") or twin is None or arm is None:
             continue
         pairs.append((cid, twin, mode, arm, d))
-        comparisons.append(compare_samples(plt(cid, arm), plt(twin, arm), a_label="proxied", b_label="direct",
-                                           cell_id=cid, alpha=alpha, test=test,
-                                           completion_a=done.get((cid, arm)), completion_b=done.get((twin, arm)),
-                                           survivorship_alpha=survivorship_alpha))
+        comparisons.append(
+            compare_samples(
+                plt(cid, arm),
+                plt(twin, arm),
+                a_label="proxied",
+                b_label="direct",
+                cell_id=cid,
+                alpha=alpha,
+                test=test,
+                completion_a=done.get((cid, arm)),
+                completion_b=done.get((twin, arm)),
+                survivorship_alpha=survivorship_alpha,
+            )
+        )
     if holm:
         comparisons = holm_adjust(comparisons)
     out = []
     for (cid, twin, mode, arm, d), c in zip(pairs, comparisons):
         verdict = {Verdict.A_FASTER: "proxy faster", Verdict.B_FASTER: "proxy slower"}.get(c.verdict, c.verdict_text)
-        out.append(ProxyEffect(cid, twin, mode, arm, d, c.a.n, c.b.n, c.a.median, c.b.median,
-                               c.percent_difference, c.p_value, verdict, gap(twin), gap(cid),
-                               p_adjusted=c.p_adjusted, completion_proxied=str(c.completion_a or ""),
-                               completion_direct=str(c.completion_b or ""), reason=c.reason))
+        out.append(
+            ProxyEffect(
+                cid,
+                twin,
+                mode,
+                arm,
+                d,
+                c.a.n,
+                c.b.n,
+                c.a.median,
+                c.b.median,
+                c.percent_difference,
+                c.p_value,
+                verdict,
+                gap(twin),
+                gap(cid),
+                p_adjusted=c.p_adjusted,
+                completion_proxied=str(c.completion_a or ""),
+                completion_direct=str(c.completion_b or ""),
+                reason=c.reason,
+            )
+        )
     return out
 
 
@@ -159,12 +195,17 @@ def proxy_claims(effects: list[ProxyEffect]) -> list[Claim]:
     low_rtt = min(e.dims.get("rtt_ms", 0) for e in effects)
     sizes = [e.dims.get("object_size") for e in effects if e.mode == "quic"]
     tcp = [e for e in effects if e.mode == "tcp" and (e.dims.get("rtt_ms") == low_rtt or (e.dims.get("loss") or 0) > 0)]
-    large = [e for e in effects if e.mode == "quic" and (e.dims.get("loss") or 0) > 0
-             and sizes and e.dims.get("object_size") == max(sizes)]
+    large = [
+        e
+        for e in effects
+        if e.mode == "quic" and (e.dims.get("loss") or 0) > 0 and sizes and e.dims.get("object_size") == max(sizes)
+    ]
     small = [e for e in effects if e.mode == "quic" and sizes and e.dims.get("object_size") == min(sizes)]
-    return [_claim("tcp_proxy", tcp, "proxy faster"),
-            _claim("quic_proxy_large_loss", large, "proxy faster"),
-            _claim("quic_proxy_small", small, "proxy slower")]
+    return [
+        _claim("tcp_proxy", tcp, "proxy faster"),
+        _claim("quic_proxy_large_loss", large, "proxy faster"),
+        _claim("quic_proxy_small", small, "proxy slower"),
+    ]
 
 
 def proxy_section(store, analysis) -> Section | None:
@@ -172,25 +213,38 @@ def proxy_section(store, analysis) -> Section | None:
     if sc is None or analysis.runs.empty or not any(m != "none" for m in getattr(sc, "proxy", ["none"])):
         return None
     st = analysis.statistics
-    effects = proxy_effects(analysis.runs, analysis.cells, sc, alpha=st.alpha, test=st.test,
-                            exclude_flagged=analysis.exclude_flagged, holm=st.holm,
-                            survivorship_alpha=st.survivorship_alpha)
+    effects = proxy_effects(
+        analysis.runs,
+        analysis.cells,
+        sc,
+        alpha=st.alpha,
+        test=st.test,
+        exclude_flagged=analysis.exclude_flagged,
+        holm=st.holm,
+        survivorship_alpha=st.survivorship_alpha,
+    )
     claims = proxy_claims(effects)
-    parts = [f"<p>Each proxied cell against its direct twin (same link and workload; the direct "
-             f"runs cross the proxy namespace unproxied). Change = (direct − proxied) / direct of "
-             f"the mean PLT, {escape(st.test)} test, α = {st.alpha:g}"
-             f"{', Holm over the ' + str(len(effects)) + ' pairs (p column: adjusted)' if st.holm else ''}; "
-             f"n = rounds with a counted load (of those tried); a difference that does not survive the "
-             f"failed loads is inconclusive (survivorship). QUIC's gap = (TCP − QUIC) / TCP "
-             f"of the mean PLT in the direct and the proxied cell.</p>",
-             "<table><tr><th>finding (Kakhki §5)</th><th>pairs</th><th>supporting</th>"
-             "<th>contradicting</th><th>verdict</th></tr>"]
+    parts = [
+        f"<p>Each proxied cell against its direct twin (same link and workload; the direct "
+        f"runs cross the proxy namespace unproxied). Change = (direct − proxied) / direct of "
+        f"the mean PLT, {escape(st.test)} test, α = {st.alpha:g}"
+        f"{', Holm over the ' + str(len(effects)) + ' pairs (p column: adjusted)' if st.holm else ''}; "
+        f"n = rounds with a counted load (of those tried); a difference that does not survive the "
+        f"failed loads is inconclusive (survivorship). QUIC's gap = (TCP − QUIC) / TCP "
+        f"of the mean PLT in the direct and the proxied cell.</p>",
+        "<table><tr><th>finding (Kakhki §5)</th><th>pairs</th><th>supporting</th>"
+        "<th>contradicting</th><th>verdict</th></tr>",
+    ]
     for c in claims:
-        parts.append(f"<tr><td>{escape(c.paper)}</td><td>{c.pairs}</td><td>{c.supporting}</td>"
-                     f"<td>{c.contradicting}</td><td><b>{escape(c.verdict)}</b></td></tr>")
-    parts.append("</table><table><tr><th>link</th><th>workload</th><th>proxy</th><th>arm</th>"
-                 "<th>median direct</th><th>median proxied</th><th>change</th><th>p</th><th>verdict</th>"
-                 "<th>QUIC gap direct</th><th>QUIC gap proxied</th></tr>")
+        parts.append(
+            f"<tr><td>{escape(c.paper)}</td><td>{c.pairs}</td><td>{c.supporting}</td>"
+            f"<td>{c.contradicting}</td><td><b>{escape(c.verdict)}</b></td></tr>"
+        )
+    parts.append(
+        "</table><table><tr><th>link</th><th>workload</th><th>proxy</th><th>arm</th>"
+        "<th>median direct</th><th>median proxied</th><th>change</th><th>p</th><th>verdict</th>"
+        "<th>QUIC gap direct</th><th>QUIC gap proxied</th></tr>"
+    )
     for e in effects:
         p = e.p_adjusted if st.holm else e.p_value
         parts.append(
@@ -201,7 +255,8 @@ def proxy_section(store, analysis) -> Section | None:
             f"<td>{_pct(e.change_pct)}</td>"
             f"<td>{'n/a' if math.isnan(p) else f'{p:.2g}'}</td>"
             f"<td>{escape(e.verdict)}{'<br><small>' + escape(e.reason) + '</small>' if e.reason else ''}</td>"
-            f"<td>{_pct(e.gap_direct_pct)}</td><td>{_pct(e.gap_proxied_pct)}</td></tr>")
+            f"<td>{_pct(e.gap_direct_pct)}</td><td>{_pct(e.gap_proxied_pct)}</td></tr>"
+        )
     parts.append("</table>")
     return Section(id="proxies", title="Proxies (Kakhki §5)", html="\n".join(parts))
 

@@ -49,8 +49,16 @@ def plt_ratios(runs: pd.DataFrame, cell_ids: list[str], arm: str, reference_arm:
         med_a = float(a.median()) if len(a) else math.nan
         med_b = float(b.median()) if len(b) else math.nan
         ratio = med_a / med_b if len(a) and len(b) and med_b > 0 else math.nan
-        rows.append({"cell_id": cid, "median_ms": med_a, "n": len(a), "reference_median_ms": med_b,
-                     "reference_n": len(b), "ratio": ratio})
+        rows.append(
+            {
+                "cell_id": cid,
+                "median_ms": med_a,
+                "n": len(a),
+                "reference_median_ms": med_b,
+                "reference_n": len(b),
+                "ratio": ratio,
+            }
+        )
     return rows
 
 
@@ -66,17 +74,24 @@ def clients_section(store, analysis) -> Section | None:
     cell_ids = list(cells["cell_id"])
     dims = {cid: d for cid, d in zip(cells["cell_id"], cells["dims"])}
     st = analysis.statistics
-    parts = ["<p>The same cells loaded by each client. Heatmaps: QUIC (h3) vs TCP (h2) "
-             "within one client, % difference = (TCP − QUIC) / TCP of the mean PLT, coloured "
-             "only where significant. Ratios: median PLT of a client over the native "
-             f"client's, same protocol and cell (n = usable runs; α = {st.alpha:g}).</p>"]
+    parts = [
+        "<p>The same cells loaded by each client. Heatmaps: QUIC (h3) vs TCP (h2) "
+        "within one client, % difference = (TCP − QUIC) / TCP of the mean PLT, coloured "
+        "only where significant. Ratios: median PLT of a client over the native "
+        f"client's, same protocol and cell (n = usable runs; α = {st.alpha:g}).</p>"
+    ]
     for client in clients:
         h3, h2 = arm_for(arms, client, "h3"), arm_for(arms, client, "h2")
         if not (h3 and h2):
             continue
-        comps = compare_cells(analysis.runs, [(h3, h2)], cell_ids=cell_ids,
-                              **options(st, metric=analysis.metric, timeout_s=scenario.timeout_s,
-                                        exclude_flagged=analysis.exclude_flagged))
+        comps = compare_cells(
+            analysis.runs,
+            [(h3, h2)],
+            cell_ids=cell_ids,
+            **options(
+                st, metric=analysis.metric, timeout_s=scenario.timeout_s, exclude_flagged=analysis.exclude_flagged
+            ),
+        )
         parts.append(f"<h3>{escape(client)}: QUIC vs TCP ({escape(h3)} vs {escape(h2)})</h3>")
         parts.append(_heatmap_table(comps, dims))
     reference = REFERENCE_CLIENT if REFERENCE_CLIENT in clients else clients[0]
@@ -115,17 +130,21 @@ def _heatmap_table(comps: list[CellComparison], dims: dict) -> str:
             bg, fg = cell_colors(c.verdict, c.percent_difference)
             diff = "n/a" if math.isnan(c.percent_difference) else f"{c.percent_difference:+.1f}%"
             p = "p n/a" if math.isnan(c.p_adjusted) else f"p={c.p_adjusted:.2g}"
-            tds.append(f'<td style="background:{bg};color:{fg}" title="{escape(c.cell_id)}">'
-                       f"{diff}<br><small>{escape(c.verdict_text)}, {p}, n={c.a.n}/{c.b.n}</small></td>")
+            tds.append(
+                f'<td style="background:{bg};color:{fg}" title="{escape(c.cell_id)}">'
+                f"{diff}<br><small>{escape(c.verdict_text)}, {p}, n={c.a.n}/{c.b.n}</small></td>"
+            )
         rows.append(f"<tr><th>{escape(str(link))}</th>{''.join(tds)}</tr>")
     return f'<table class="heatmap"><tr><th></th>{head}</tr>{"".join(rows)}</table>'
 
 
-def _ratio_table(runs, cell_ids, dims, reference: str, ref_arm: str,
-                 others: list[tuple[str, str]]) -> str:
+def _ratio_table(runs, cell_ids, dims, reference: str, ref_arm: str, others: list[tuple[str, str]]) -> str:
     ref = escape(reference)
-    head = f"<tr><th>cell</th><th>{ref} median PLT</th>" + "".join(
-        f"<th>{escape(c)} median PLT</th><th>{escape(c)} / {ref}</th>" for c, _ in others) + "</tr>"
+    head = (
+        f"<tr><th>cell</th><th>{ref} median PLT</th>"
+        + "".join(f"<th>{escape(c)} median PLT</th><th>{escape(c)} / {ref}</th>" for c, _ in others)
+        + "</tr>"
+    )
     ratios = {c: {r["cell_id"]: r for r in plt_ratios(runs, cell_ids, a, ref_arm)} for c, a in others}
     rows = []
     for cid in cell_ids:

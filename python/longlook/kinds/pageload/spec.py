@@ -83,7 +83,7 @@ def _workload_entry(entry: Any) -> Any:
     s = entry.strip()
     for prefix in ("bulk:", "bulk-", "bulk "):
         if s.lower().startswith(prefix):
-            return {"mode": "bulk", "object_size": s[len(prefix):]}
+            return {"mode": "bulk", "object_size": s[len(prefix) :]}
     m = _WORKLOAD_STR_RE.match(s)
     if not m:
         raise ValueError(f'must be like "10x100k" (count x size) or "bulk:10m", got "{s}"')
@@ -138,10 +138,10 @@ class OptionGrid(BaseModel):
         iw: list[int | None] = list(self.initial_window_packets) or [None]
         nconn: list[int | None] = list(self.n_conn) or [None]
         # same nesting as the cell id (cc, tcpcc, macw, iw, nconn, 0rtt): the last varies fastest
-        return [CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t, initial_window_packets=i,
-                            n_conn=n)
-                for q, t, m, i, n, z in itertools.product(self.quic_cc, self.tcp_cc, macw, iw, nconn,
-                                                          self.zero_rtt)]
+        return [
+            CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t, initial_window_packets=i, n_conn=n)
+            for q, t, m, i, n, z in itertools.product(self.quic_cc, self.tcp_cc, macw, iw, nconn, self.zero_rtt)
+        ]
 
 
 def _check_protocol(p: str) -> str:
@@ -154,8 +154,10 @@ def _check_client(c: str) -> str:
     if is_stack(c):  # another QUIC stack's client (stacks/registry.py), "NAME" or "NAME@VERSION"
         return check_spec(c)
     if c not in KNOWN_CLIENTS:
-        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)} or a stack '
-                         f'(python -m longlook.stacks.install --list)')
+        raise ValueError(
+            f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)} or a stack '
+            f"(python -m longlook.stacks.install --list)"
+        )
     return c
 
 
@@ -206,8 +208,11 @@ class Arm(ArmBase):
 
     def overrides(self) -> dict[str, Any]:
         """The cell options this arm overrides (client and server are not cell options)."""
-        return {k: v for k, v in self.model_dump(exclude={"label", "protocol", "client", "server", "server_cc"}).items()
-                if v is not None}
+        return {
+            k: v
+            for k, v in self.model_dump(exclude={"label", "protocol", "client", "server", "server_cc"}).items()
+            if v is not None
+        }
 
 
 @dataclass(frozen=True)
@@ -229,12 +234,20 @@ class RunOptions:
 
 # who reads each option (Scenario._check_options_used)
 _QUIC_SERVER_OPTIONS = ("quic_cc", "max_cwnd_packets", "initial_window_packets", "n_conn")
-_READ_BY = {**{k: "our endpoint's QUIC server (h3 and race arms it serves)" for k in _QUIC_SERVER_OPTIONS},
-            "tcp_cc": "our endpoint's TCP server (h2 and race arms)",
-            "zero_rtt": "the native client's h3 and h2 arms"}
+_READ_BY = {
+    **{k: "our endpoint's QUIC server (h3 and race arms it serves)" for k in _QUIC_SERVER_OPTIONS},
+    "tcp_cc": "our endpoint's TCP server (h2 and race arms)",
+    "zero_rtt": "the native client's h3 and h2 arms",
+}
 
-_OPTION_ID = (("quic_cc", "cc"), ("tcp_cc", "tcpcc"), ("max_cwnd_packets", "macw"),
-              ("initial_window_packets", "iw"), ("n_conn", "nconn"), ("zero_rtt", "0rtt"))
+_OPTION_ID = (
+    ("quic_cc", "cc"),
+    ("tcp_cc", "tcpcc"),
+    ("max_cwnd_packets", "macw"),
+    ("initial_window_packets", "iw"),
+    ("n_conn", "nconn"),
+    ("zero_rtt", "0rtt"),
+)
 # options that are in cell ids and dims only when a scenario sets them (added later: the ids
 # of scenarios that do not use them stay as they were)
 _ID_WHEN_SET = ("initial_window_packets", "n_conn")
@@ -265,14 +278,25 @@ class Cell(CellBase):
 
     def run_options(self, arm: Arm) -> RunOptions:
         merged = {**self.options.model_dump(), **arm.overrides()}
-        return RunOptions(protocol=arm.protocol, client=arm.client or self.client,
-                          server=arm.server or self.server, server_cc=arm.server_cc,
-                          proxy=self.proxy, **merged)
+        return RunOptions(
+            protocol=arm.protocol,
+            client=arm.client or self.client,
+            server=arm.server or self.server,
+            server_cc=arm.server_cc,
+            proxy=self.proxy,
+            **merged,
+        )
 
     def dims(self) -> dict[str, Any]:
         d = self.link_dims()
-        d.update({"workload": self.workload.label, "object_count": self.workload.object_count,
-                  "object_size": self.workload.object_size, "mode": self.workload.mode})
+        d.update(
+            {
+                "workload": self.workload.label,
+                "object_count": self.workload.object_count,
+                "object_size": self.workload.object_size,
+                "mode": self.workload.mode,
+            }
+        )
         d.update({k: getattr(self.options, k) for k in self.option_keys})
         if self.proxy_dim:
             d["proxy"] = self.proxy
@@ -330,11 +354,15 @@ class Scenario(ScenarioBase):
     @model_validator(mode="before")
     @classmethod
     def _expand_workloads(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "workloads" in data and not (
-                isinstance(data["workloads"], list) and all(isinstance(w, Workload) for w in data["workloads"])):
+        if (
+            isinstance(data, dict)
+            and "workloads" in data
+            and not (isinstance(data["workloads"], list) and all(isinstance(w, Workload) for w in data["workloads"]))
+        ):
             data = dict(data)
-            data["workloads"] = expand_sweep(data["workloads"], "workloads", Workload,
-                                             top_fields=cls.model_fields, prepare=_workload_entry)
+            data["workloads"] = expand_sweep(
+                data["workloads"], "workloads", Workload, top_fields=cls.model_fields, prepare=_workload_entry
+            )
         return data
 
     @field_validator("protocols")
@@ -364,13 +392,17 @@ class Scenario(ScenarioBase):
             if stack and a.protocol != "h3":
                 raise ValueError(f'arm "{a.label}": another QUIC stack\'s server or client runs h3 only')
             if a.protocol == "race" and (a.client or self.client) != "native":
-                raise ValueError(f'arm "{a.label}": protocol "race" is the native racing client; '
-                                 f'for Chromium\'s racing use client = "chromium-discovery"')
+                raise ValueError(
+                    f'arm "{a.label}": protocol "race" is the native racing client; '
+                    f'for Chromium\'s racing use client = "chromium-discovery"'
+                )
             if a.protocol == "race" and a.zero_rtt:  # the racing client always races a fresh connection
-                raise ValueError(f'arm "{a.label}": zero_rtt = true is ignored by the racing client; '
-                                 f'remove it, or use an h3 arm for 0-RTT')
+                raise ValueError(
+                    f'arm "{a.label}": zero_rtt = true is ignored by the racing client; '
+                    f"remove it, or use an h3 arm for 0-RTT"
+                )
         if len(self.arms) < 2:
-            raise ValueError("a comparison needs at least two arms (e.g. protocols = [\"h3\", \"h2\"])")
+            raise ValueError('a comparison needs at least two arms (e.g. protocols = ["h3", "h2"])')
         if self.baseline is None:
             self.baseline = labels[-1]
         elif self.baseline not in labels:
@@ -391,9 +423,11 @@ class Scenario(ScenarioBase):
             for a in self.arms:
                 merged = {**opts.model_dump(), **a.overrides()}
                 if merged["n_conn"] is not None and merged["quic_cc"] != "cubic":
-                    raise ValueError(f'arm "{a.label}": n_conn = {merged["n_conn"]} emulates N Cubic '
-                                     f'connections, but quic_cc = "{merged["quic_cc"]}"; set quic_cc = '
-                                     f'"cubic" or drop n_conn')
+                    raise ValueError(
+                        f'arm "{a.label}": n_conn = {merged["n_conn"]} emulates N Cubic '
+                        f'connections, but quic_cc = "{merged["quic_cc"]}"; set quic_cc = '
+                        f'"cubic" or drop n_conn'
+                    )
 
     def _reads(self, a: Arm) -> set[str]:
         """The options this arm's processes read (endpoint serve, endpoint fetch)."""
@@ -412,22 +446,28 @@ class Scenario(ScenarioBase):
         only in it would be reported as a comparison of a knob that did nothing, and a sweep
         of it multiplies the grid's hours for nothing. zero_rtt = false is what an arm that
         cannot make 0-RTT does anyway, so it is no knob there."""
+
         def knob(key: str, values: list) -> bool:
             return key != "zero_rtt" or any(values)
 
         for a in self.arms:
             ignored = [k for k, v in a.overrides().items() if k not in self._reads(a) and knob(k, [v])]
             if ignored:
-                raise ValueError(f'arm "{a.label}": {ignored[0]} does nothing for this arm; it is read by '
-                                 f'{_READ_BY[ignored[0]]}; remove it from the arm')
+                raise ValueError(
+                    f'arm "{a.label}": {ignored[0]} does nothing for this arm; it is read by '
+                    f"{_READ_BY[ignored[0]]}; remove it from the arm"
+                )
         for key in sorted(self.options.model_fields_set):
             if not knob(key, getattr(self.options, key)):
                 continue
             if any(key in self._reads(a) and key not in a.overrides() for a in self.arms):
                 continue
             own = [a.label for a in self.arms if key in self._reads(a)]
-            why = (f"every arm that reads it sets its own ({', '.join(own)})" if own else
-                   f"it is read by {_READ_BY[key]}, and the arms are {', '.join(a.label for a in self.arms)}")
+            why = (
+                f"every arm that reads it sets its own ({', '.join(own)})"
+                if own
+                else f"it is read by {_READ_BY[key]}, and the arms are {', '.join(a.label for a in self.arms)}"
+            )
             raise ValueError(f"options.{key}: no arm uses it: {why}; remove it from [options]")
 
     def _check_proxy(self) -> None:
@@ -436,38 +476,61 @@ class Scenario(ScenarioBase):
             return
         plain = next((i for i, link in enumerate(self.links) if not link.segments), None)
         if plain is not None:
-            raise ValueError(f'proxy = "{modes[0]}": links[{plain}] has no segments; a proxy sits between '
-                             f"two: give each link link_a (client-proxy) and link_b (proxy-server) tables")
+            raise ValueError(
+                f'proxy = "{modes[0]}": links[{plain}] has no segments; a proxy sits between '
+                f"two: give each link link_a (client-proxy) and link_b (proxy-server) tables"
+            )
         for a in self.arms:
             if (a.client or self.client) != "native" or (a.server or self.server) != OURS:
-                raise ValueError(f'arm "{a.label}": proxied runs use the native client and our endpoint '
-                                 f"(the proxies are in the endpoint binary)")
+                raise ValueError(
+                    f'arm "{a.label}": proxied runs use the native client and our endpoint '
+                    f"(the proxies are in the endpoint binary)"
+                )
 
     def _arm_option_keys(self) -> set[str]:
         return {k for a in self.arms for k in a.overrides()}
 
     def grid_axes(self) -> dict[str, int]:
         o = self.options
-        options = (len(o.quic_cc) * len(o.tcp_cc) * max(1, len(o.max_cwnd_packets))
-                   * max(1, len(o.initial_window_packets)) * max(1, len(o.n_conn)) * len(o.zero_rtt))
-        return {**super().grid_axes(), "workloads": len(self.workloads), "options": options,
-                "proxy": len(self.proxy)}
+        options = (
+            len(o.quic_cc)
+            * len(o.tcp_cc)
+            * max(1, len(o.max_cwnd_packets))
+            * max(1, len(o.initial_window_packets))
+            * max(1, len(o.n_conn))
+            * len(o.zero_rtt)
+        )
+        return {**super().grid_axes(), "workloads": len(self.workloads), "options": options, "proxy": len(self.proxy)}
 
     def cells(self) -> list[Cell]:
         """links x workloads x options, in file order; deterministic."""
         overridden = self._arm_option_keys()
-        keys = tuple(k for k, _ in _OPTION_ID if k not in overridden
-                     and (k not in _ID_WHEN_SET or getattr(self.options, k)))
+        keys = tuple(
+            k for k, _ in _OPTION_ID if k not in overridden and (k not in _ID_WHEN_SET or getattr(self.options, k))
+        )
         cells = []
         proxy_dim = "proxy" in self.model_fields_set or any(link.segments for link in self.links)
-        for (link, label), wl, opts, proxy in itertools.product(zip(self.links, self.link_labels()),
-                                                                self.workloads, self.options.combinations(),
-                                                                self.proxy):
-            cid = "|".join([f"link={label}", f"wl={wl.label}", *_option_id(opts, keys),
-                            *([f"proxy={proxy}"] if proxy_dim else [])])
-            cells.append(Cell(id=cid, index=len(cells), link=link, link_label=label, workload=wl,
-                              options=opts, option_keys=keys, client=self.client, server=self.server,
-                              proxy=proxy, proxy_dim=proxy_dim))
+        for (link, label), wl, opts, proxy in itertools.product(
+            zip(self.links, self.link_labels()), self.workloads, self.options.combinations(), self.proxy
+        ):
+            cid = "|".join(
+                [f"link={label}", f"wl={wl.label}", *_option_id(opts, keys), *([f"proxy={proxy}"] if proxy_dim else [])]
+            )
+            cells.append(
+                Cell(
+                    id=cid,
+                    index=len(cells),
+                    link=link,
+                    link_label=label,
+                    workload=wl,
+                    options=opts,
+                    option_keys=keys,
+                    client=self.client,
+                    server=self.server,
+                    proxy=proxy,
+                    proxy_dim=proxy_dim,
+                )
+            )
         return cells
 
     def arm_list(self) -> list[Arm]:

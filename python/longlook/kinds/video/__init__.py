@@ -20,9 +20,17 @@ from .router_bytes import with_router_bytes
 from .sections import video_sections
 from .spec import VideoCell, VideoScenario
 
-REQUESTS_TABLE = {"path": "VARCHAR", "kind": "VARCHAR", "level": "INTEGER", "segment": "INTEGER",
-                  "status": "INTEGER", "bytes": "BIGINT", "start_s": "DOUBLE", "end_s": "DOUBLE",
-                  "protocol": "VARCHAR"}
+REQUESTS_TABLE = {
+    "path": "VARCHAR",
+    "kind": "VARCHAR",
+    "level": "INTEGER",
+    "segment": "INTEGER",
+    "status": "INTEGER",
+    "bytes": "BIGINT",
+    "start_s": "DOUBLE",
+    "end_s": "DOUBLE",
+    "protocol": "VARCHAR",
+}
 
 
 class Video(Kind):
@@ -54,6 +62,7 @@ class Video(Kind):
         state: dict[str, Any] = {"content": content, "manifest": manifest}
         if "dashjs" in scenario.players:
             from .dashjs import prepare_dashjs
+
             state.update(prepare_dashjs(content))
         return state
 
@@ -63,6 +72,7 @@ class Video(Kind):
     def measure(self, ctx: RunContext) -> Measurement:
         if ctx.cell.player == "dashjs":
             from .dashjs import measure_dashjs
+
             m = with_router_bytes(ctx, measure_dashjs(ctx))
         else:
             m = with_router_bytes(ctx, measure_native(ctx))
@@ -77,13 +87,17 @@ class Video(Kind):
     def _stacks(scenario: VideoScenario) -> list[str]:
         """The builds the arms run: servers, and the native player's clients."""
         native = "native" in scenario.players
-        return [s for a in scenario.arm_list() for s in scenario.stacks_of(a)[:2 if native else 1]]
+        return [s for a in scenario.arm_list() for s in scenario.stacks_of(a)[: 2 if native else 1]]
 
     def versions(self, scenario: VideoScenario) -> dict[str, Any]:
-        out: dict[str, Any] = {"ffmpeg": ffmpeg_version(), "video_key": scenario.video.spec().key(),
-                               **recorded_versions(self._stacks(scenario))}
+        out: dict[str, Any] = {
+            "ffmpeg": ffmpeg_version(),
+            "video_key": scenario.video.spec().key(),
+            **recorded_versions(self._stacks(scenario)),
+        }
         if "dashjs" in scenario.players:
             from .dashjs import dashjs_versions
+
             out.update(dashjs_versions())
         return out
 
@@ -94,5 +108,17 @@ class Video(Kind):
 
 KIND = Video()
 
-__all__ = ["KIND", "Manifest", "Playback", "Sample", "Stall", "VideoCell", "VideoScenario",
-           "VideoSpec", "ensure_content", "parse_manifest", "qoe_metrics", "series_rows"]
+__all__ = [
+    "KIND",
+    "Manifest",
+    "Playback",
+    "Sample",
+    "Stall",
+    "VideoCell",
+    "VideoScenario",
+    "VideoSpec",
+    "ensure_content",
+    "parse_manifest",
+    "qoe_metrics",
+    "series_rows",
+]

@@ -36,15 +36,23 @@ class Rung:
 
 
 # Chaudhary et al. Table 4 (approximate YouTube bitrates); 1080p only when asked for
-LADDER = (Rung("144p", 256, 144, 100), Rung("240p", 426, 240, 250), Rung("360p", 640, 360, 500),
-          Rung("480p", 854, 480, 900), Rung("720p", 1280, 720, 2000), Rung("1080p", 1920, 1080, 4000))
+LADDER = (
+    Rung("144p", 256, 144, 100),
+    Rung("240p", 426, 240, 250),
+    Rung("360p", 640, 360, 500),
+    Rung("480p", 854, 480, 900),
+    Rung("720p", 1280, 720, 2000),
+    Rung("1080p", 1920, 1080, 4000),
+)
 
 
 def ladder(max_height: int = 720) -> tuple[Rung, ...]:
     rungs = tuple(r for r in LADDER if r.height <= max_height)
     if not rungs:
-        raise LonglookError(f"video max_height = {max_height}: no rung of the ladder is that small",
-                            hint="use 144 or more (144, 240, 360, 480, 720, 1080)")
+        raise LonglookError(
+            f"video max_height = {max_height}: no rung of the ladder is that small",
+            hint="use 144 or more (144, 240, 360, 480, 720, 1080)",
+        )
     return rungs
 
 
@@ -57,8 +65,16 @@ class VideoSpec:
     max_height: int = 720
 
     def key(self) -> str:
-        blob = json.dumps({**asdict(self), "fps": FPS, "audio_kbit": AUDIO_KBIT,
-                           "ladder": [asdict(r) for r in ladder(self.max_height)], "v": 1}, sort_keys=True)
+        blob = json.dumps(
+            {
+                **asdict(self),
+                "fps": FPS,
+                "audio_kbit": AUDIO_KBIT,
+                "ladder": [asdict(r) for r in ladder(self.max_height)],
+                "v": 1,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -74,8 +90,10 @@ def cache_root() -> Path:
 def ffmpeg_path() -> str:
     path = shutil.which("ffmpeg")
     if not path:
-        raise LonglookError("ffmpeg is not installed (the video kind encodes its clip with it)",
-                            hint=f"{FFMPEG_INSTALL} (or scripts/setup.sh)")
+        raise LonglookError(
+            "ffmpeg is not installed (the video kind encodes its clip with it)",
+            hint=f"{FFMPEG_INSTALL} (or scripts/setup.sh)",
+        )
     return path
 
 
@@ -98,10 +116,13 @@ def ensure_content(spec: VideoSpec, root: Path | None = None) -> Path:
         proc = subprocess.run(argv, cwd=work, capture_output=True, text=True)
         if proc.returncode != 0:
             tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
-            raise LonglookError(f"ffmpeg failed to encode the video (exit {proc.returncode}):\n{tail}",
-                                hint="check `ffmpeg -encoders | grep -e libx264 -e aac` (Debian's ffmpeg has both)")
-        (work / DONE).write_text(json.dumps({"spec": asdict(spec), "ffmpeg": ffmpeg_version(),
-                                             "argv": argv[1:]}, indent=1) + "\n")
+            raise LonglookError(
+                f"ffmpeg failed to encode the video (exit {proc.returncode}):\n{tail}",
+                hint="check `ffmpeg -encoders | grep -e libx264 -e aac` (Debian's ffmpeg has both)",
+            )
+        (work / DONE).write_text(
+            json.dumps({"spec": asdict(spec), "ffmpeg": ffmpeg_version(), "argv": argv[1:]}, indent=1) + "\n"
+        )
         try:
             work.rename(target)
         except OSError:  # another process finished the same clip first
@@ -121,23 +142,79 @@ def ffmpeg_argv(ffmpeg: str, spec: VideoSpec, manifest: Path) -> list[str]:
     top = rungs[-1]
     d = spec.duration_s
     gop = FPS * spec.segment_s
-    argv = [ffmpeg, "-hide_banner", "-nostdin", "-loglevel", "error", "-y",
-            "-f", "lavfi", "-i", f"testsrc2=size={top.width}x{top.height}:rate={FPS}:duration={d}",
-            "-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=48000:duration={d}"]
+    argv = [
+        ffmpeg,
+        "-hide_banner",
+        "-nostdin",
+        "-loglevel",
+        "error",
+        "-y",
+        "-f",
+        "lavfi",
+        "-i",
+        f"testsrc2=size={top.width}x{top.height}:rate={FPS}:duration={d}",
+        "-f",
+        "lavfi",
+        "-i",
+        f"sine=frequency=440:sample_rate=48000:duration={d}",
+    ]
     for _ in rungs:
         argv += ["-map", "0:v"]
-    argv += ["-map", "1:a",
-             "-c:v", "libx264", "-preset", "veryfast", "-profile:v", "main", "-pix_fmt", "yuv420p",
-             "-g", str(gop), "-keyint_min", str(gop), "-sc_threshold", "0",
-             "-x264-params", "nal-hrd=cbr:force-cfr=1"]
+    argv += [
+        "-map",
+        "1:a",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-profile:v",
+        "main",
+        "-pix_fmt",
+        "yuv420p",
+        "-g",
+        str(gop),
+        "-keyint_min",
+        str(gop),
+        "-sc_threshold",
+        "0",
+        "-x264-params",
+        "nal-hrd=cbr:force-cfr=1",
+    ]
     for i, r in enumerate(rungs):
         k = f"{r.kbit}k"
-        argv += [f"-s:v:{i}", f"{r.width}x{r.height}", f"-b:v:{i}", k, f"-minrate:v:{i}", k,
-                 f"-maxrate:v:{i}", k, f"-bufsize:v:{i}", f"{r.kbit * spec.segment_s // 2}k"]
-    argv += ["-c:a", "aac", "-b:a", f"{AUDIO_KBIT}k", "-ac", "1",
-             "-f", "dash", "-seg_duration", str(spec.segment_s), "-use_template", "1",
-             "-use_timeline", "0", "-adaptation_sets", "id=0,streams=v id=1,streams=a",
-             "-init_seg_name", "init-$RepresentationID$.m4s",
-             "-media_seg_name", "chunk-$RepresentationID$-$Number%05d$.m4s",
-             str(manifest)]
+        argv += [
+            f"-s:v:{i}",
+            f"{r.width}x{r.height}",
+            f"-b:v:{i}",
+            k,
+            f"-minrate:v:{i}",
+            k,
+            f"-maxrate:v:{i}",
+            k,
+            f"-bufsize:v:{i}",
+            f"{r.kbit * spec.segment_s // 2}k",
+        ]
+    argv += [
+        "-c:a",
+        "aac",
+        "-b:a",
+        f"{AUDIO_KBIT}k",
+        "-ac",
+        "1",
+        "-f",
+        "dash",
+        "-seg_duration",
+        str(spec.segment_s),
+        "-use_template",
+        "1",
+        "-use_timeline",
+        "0",
+        "-adaptation_sets",
+        "id=0,streams=v id=1,streams=a",
+        "-init_seg_name",
+        "init-$RepresentationID$.m4s",
+        "-media_seg_name",
+        "chunk-$RepresentationID$-$Number%05d$.m4s",
+        str(manifest),
+    ]
     return argv

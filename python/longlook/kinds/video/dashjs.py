@@ -49,12 +49,27 @@ def install_dashjs() -> None:
     ensure_packages(["npm"], "dash.js")
     print(f"video: installing dash.js {DASHJS_PIN} (npm) into {DASHJS.parent}", file=sys.stderr, flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run(["npm", "install", "--prefix", tmp, "--no-audit", "--no-fund", "--ignore-scripts",
-                            "--silent", f"dashjs@{DASHJS_PIN}"], capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                tmp,
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--silent",
+                f"dashjs@{DASHJS_PIN}",
+            ],
+            capture_output=True,
+            text=True,
+        )
         dist = Path(tmp) / "node_modules" / "dashjs"
         if p.returncode != 0 or not (dist / "dist" / "dash.all.min.js").is_file():
-            raise LonglookError(f"installing dash.js {DASHJS_PIN} from npm failed: {p.stderr.strip()[-500:]}",
-                                hint="retry, or run `bash scripts/setup.sh --all`")
+            raise LonglookError(
+                f"installing dash.js {DASHJS_PIN} from npm failed: {p.stderr.strip()[-500:]}",
+                hint="retry, or run `bash scripts/setup.sh --all`",
+            )
         DASHJS.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(dist / "dist" / "dash.all.min.js", DASHJS)
         if (dist / "LICENSE.md").is_file():
@@ -91,17 +106,37 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
     port, server = server_for(ctx, ctx.state["content"])
     protocol = ctx.arm.protocol
     timeout = ctx.scenario.run_timeout_s()
-    url = (f"https://{SERVER_ADDR}:{port}/{PLAYER_DIR}/player.html?mpd=/manifest.mpd&abr={ctx.cell.abr}")
+    url = f"https://{SERVER_ADDR}:{port}/{PLAYER_DIR}/player.html?mpd=/manifest.mpd&abr={ctx.cell.abr}"
     out = ctx.run_dir / "dashjs.json"
-    argv = [sys.executable, "-m", "longlook.kinds.video.dashjs_driver", "--url", url,
-            # the cell's quic_mode is how its QUIC arms get QUIC; the TCP-only arm never does
-            "--quic", quic_mode(protocol, ctx.cell.quic_mode if protocol != "h2" else "forced"),
-            "--spki", server_spki(ctx.session["servers"].cert_dir / "cert.pem"), "--run-id", ctx.run_id,
-            "--out", str(out), "--timeout-s", str(timeout), "--chromium", chromium_path()]
+    argv = [
+        sys.executable,
+        "-m",
+        "longlook.kinds.video.dashjs_driver",
+        "--url",
+        url,
+        # the cell's quic_mode is how its QUIC arms get QUIC; the TCP-only arm never does
+        "--quic",
+        quic_mode(protocol, ctx.cell.quic_mode if protocol != "h2" else "forced"),
+        "--spki",
+        server_spki(ctx.session["servers"].cert_dir / "cert.pem"),
+        "--run-id",
+        ctx.run_id,
+        "--out",
+        str(out),
+        "--timeout-s",
+        str(timeout),
+        "--chromium",
+        chromium_path(),
+    ]
     if ctx.keylog is not None:  # [capture] keylog: the browser's secrets
         argv += ["--keylog", str(ctx.keylog)]
-    proc = subprocess.Popen(ctx.testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=driver_env())
+    proc = subprocess.Popen(
+        ctx.testbed.exec_argv("client", argv),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=driver_env(),
+    )
     try:
         _, stderr = proc.communicate(timeout=timeout + DRIVER_GRACE_S)
     except subprocess.TimeoutExpired:
@@ -114,14 +149,18 @@ def measure_dashjs(ctx: RunContext) -> Measurement:
         doc = json.loads(out.read_text())
     except (OSError, json.JSONDecodeError):
         tail = (stderr or "").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
-        return Measurement(status="failed", error=f"the dash.js driver left no result: {tail[0]}",
-                           protocol_requested=protocol, artifacts=artifacts)
-    return measurement_from_driver(doc, manifest, protocol=protocol, scenario=ctx.scenario,
-                                   artifacts=artifacts)
+        return Measurement(
+            status="failed",
+            error=f"the dash.js driver left no result: {tail[0]}",
+            protocol_requested=protocol,
+            artifacts=artifacts,
+        )
+    return measurement_from_driver(doc, manifest, protocol=protocol, scenario=ctx.scenario, artifacts=artifacts)
 
 
-def measurement_from_driver(doc: dict, manifest: Manifest, *, protocol: str, scenario,
-                            artifacts: dict[str, str]) -> Measurement:
+def measurement_from_driver(
+    doc: dict, manifest: Manifest, *, protocol: str, scenario, artifacts: dict[str, str]
+) -> Measurement:
     p = playback_from_driver(doc, manifest)
     media = [r for r in doc["requests"] if r["path"].endswith(".m4s")]
     negotiated = _protocol_of(media)
@@ -137,21 +176,45 @@ def measurement_from_driver(doc: dict, manifest: Manifest, *, protocol: str, sce
     # path (kept, shown with its reason, measured again within `retries`)
     starved = starved_reason(cpu, scenario.max_player_cpu, scenario.max_dropped_frames)
     audit_reasons = [f"client CPU-starved: {starved}"] if starved else []
-    rows = [{"path": r["path"], "kind": _kind(r["path"], manifest), "level": _level(r["path"], manifest),
-             "segment": _segment(r["path"], manifest), "status": r.get("status") or 0,
-             "bytes": r.get("bytes") or 0, "start_s": r.get("start_s"), "end_s": r.get("end_s"),
-             "protocol": r.get("protocol")} for r in doc["requests"]]
+    rows = [
+        {
+            "path": r["path"],
+            "kind": _kind(r["path"], manifest),
+            "level": _level(r["path"], manifest),
+            "segment": _segment(r["path"], manifest),
+            "status": r.get("status") or 0,
+            "bytes": r.get("bytes") or 0,
+            "start_s": r.get("start_s"),
+            "end_s": r.get("end_s"),
+            "protocol": r.get("protocol"),
+        }
+        for r in doc["requests"]
+    ]
     tcp_share = _tcp_share_series(rows)
     t0 = doc.get("t0_monotonic")  # CLOCK_MONOTONIC, one clock for every namespace
     started = (t0 + time.time() - time.monotonic()) * 1000 if t0 is not None else None
     return Measurement(
-        status=status, error=error, protocol_requested=protocol, protocol_negotiated=negotiated,
-        started_unix_ms=started, metrics=qoe_metrics(p),
-        details={"player": "dashjs", "browser_version": doc.get("browser_version"), "quic": doc.get("quic"),
-                 "warmup": doc.get("warmup"), "ended": p.ended, "stalls": [asdict(s) for s in p.stalls],
-                 **cpu, "dash_events": [e for e in doc.get("events", []) if e["type"].startswith("dash:")]},
-        series=series_rows(p) + tcp_share, rows={"requests": rows}, artifacts=artifacts,
-        audit_reasons=audit_reasons)
+        status=status,
+        error=error,
+        protocol_requested=protocol,
+        protocol_negotiated=negotiated,
+        started_unix_ms=started,
+        metrics=qoe_metrics(p),
+        details={
+            "player": "dashjs",
+            "browser_version": doc.get("browser_version"),
+            "quic": doc.get("quic"),
+            "warmup": doc.get("warmup"),
+            "ended": p.ended,
+            "stalls": [asdict(s) for s in p.stalls],
+            **cpu,
+            "dash_events": [e for e in doc.get("events", []) if e["type"].startswith("dash:")],
+        },
+        series=series_rows(p) + tcp_share,
+        rows={"requests": rows},
+        artifacts=artifacts,
+        audit_reasons=audit_reasons,
+    )
 
 
 # Dropped frames say CPU starvation only when the CPU was busy and there were enough of them:
@@ -168,12 +231,16 @@ def cpu_figures(doc: dict, stalls: list[Stall] | None = None) -> dict[str, Any]:
     last = doc["samples"][-1] if doc.get("samples") else {}
     frames, dropped = last.get("frames"), last.get("dropped")
     unexplained = unexplained_drops(doc.get("samples") or [], stalls or [])
-    return {"player_cpu_s": cpu, "player_wall_s": wall,
-            "player_cpu_cores": (cpu / wall) if cpu is not None and wall > 0 else None,
-            "frames": frames, "dropped_frames": dropped,
-            "dropped_share": (dropped / frames) if frames else None,
-            "unexplained_dropped_frames": unexplained,
-            "unexplained_dropped_share": (unexplained / frames) if frames and unexplained is not None else None}
+    return {
+        "player_cpu_s": cpu,
+        "player_wall_s": wall,
+        "player_cpu_cores": (cpu / wall) if cpu is not None and wall > 0 else None,
+        "frames": frames,
+        "dropped_frames": dropped,
+        "dropped_share": (dropped / frames) if frames else None,
+        "unexplained_dropped_frames": unexplained,
+        "unexplained_dropped_share": (unexplained / frames) if frames and unexplained is not None else None,
+    }
 
 
 def unexplained_drops(samples: list[dict], stalls: list[Stall]) -> int | None:
@@ -181,16 +248,20 @@ def unexplained_drops(samples: list[dict], stalls: list[Stall]) -> int | None:
     stalls and rendered-quality switches, which drop frames whatever the CPU."""
     if not samples or samples[-1].get("dropped") is None:
         return None
-    switches = [b["t_s"] for a, b in zip(samples, samples[1:])
-                if a.get("quality") is not None and b.get("quality") != a.get("quality")]
+    switches = [
+        b["t_s"]
+        for a, b in zip(samples, samples[1:])
+        if a.get("quality") is not None and b.get("quality") != a.get("quality")
+    ]
     total, before = 0, 0
     for smp in samples:
         now = smp.get("dropped")
         if now is None:
             continue
         t = smp.get("t_s", 0.0)
-        near = any(st.start_s - NEAR_EVENT_S <= t <= st.end_s + NEAR_EVENT_S for st in stalls) or \
-            any(abs(t - w) <= NEAR_EVENT_S for w in switches)
+        near = any(st.start_s - NEAR_EVENT_S <= t <= st.end_s + NEAR_EVENT_S for st in stalls) or any(
+            abs(t - w) <= NEAR_EVENT_S for w in switches
+        )
         if not near:
             total += max(0, now - before)
         before = now
@@ -205,10 +276,17 @@ def starved_reason(cpu: dict, max_cores: float, max_dropped: float) -> str | Non
         return f"the browser used {cores:.2f} cores on average (limit {max_cores:g})"
     share = cpu.get("unexplained_dropped_share", cpu.get("dropped_share"))
     dropped = cpu.get("unexplained_dropped_frames", cpu.get("dropped_frames"))
-    if (share is not None and share > max_dropped and (dropped or 0) >= MIN_DROPPED_FRAMES
-            and cores is not None and cores >= BUSY_CORES):
-        return (f"{share:.1%} of the frames were dropped away from stalls and switches while the "
-                f"browser kept {cores:.2f} cores busy (limit {max_dropped:.0%})")
+    if (
+        share is not None
+        and share > max_dropped
+        and (dropped or 0) >= MIN_DROPPED_FRAMES
+        and cores is not None
+        and cores >= BUSY_CORES
+    ):
+        return (
+            f"{share:.1%} of the frames were dropped away from stalls and switches while the "
+            f"browser kept {cores:.2f} cores busy (limit {max_dropped:.0%})"
+        )
     return None
 
 
@@ -248,11 +326,24 @@ def playback_from_driver(doc: dict, manifest: Manifest) -> Playback:
     for s in samples_in:
         t = s["t_s"]
         level = s.get("rendered") if s.get("rendered") is not None else s.get("quality")
-        samples.append(Sample(t_s=t, position_s=s.get("position") or 0.0, buffer_s=s.get("buffer") or 0.0,
-                              level=level if startup is not None and t >= startup else None,
-                              stalled=any(x.start_s <= t < x.end_s for x in stalls)))
-    return Playback(levels_kbit=levels, segment_levels=segment_levels, stalls=stalls, startup_s=startup,
-                    ended=ended, end_s=end_s, samples=samples)
+        samples.append(
+            Sample(
+                t_s=t,
+                position_s=s.get("position") or 0.0,
+                buffer_s=s.get("buffer") or 0.0,
+                level=level if startup is not None and t >= startup else None,
+                stalled=any(x.start_s <= t < x.end_s for x in stalls),
+            )
+        )
+    return Playback(
+        levels_kbit=levels,
+        segment_levels=segment_levels,
+        stalls=stalls,
+        startup_s=startup,
+        ended=ended,
+        end_s=end_s,
+        samples=samples,
+    )
 
 
 def _protocol_of(media: list[dict]) -> str | None:
@@ -295,8 +386,9 @@ def _tcp_share_series(rows: list[dict]) -> list[dict]:
     out, cum_tcp, cum_all = [], 0.0, 0.0
     for k in range(n):
         cum_tcp, cum_all = cum_tcp + tcp[k], cum_all + tcp[k] + udp[k]
-        out += [{"name": "F", "key": "", "t_s": float(k), "value": tcp[k]},
-                {"name": "F_udp", "key": "", "t_s": float(k), "value": udp[k]},
-                {"name": "tcp_share", "key": "", "t_s": float(k),
-                 "value": cum_tcp / cum_all if cum_all else 0.0}]
+        out += [
+            {"name": "F", "key": "", "t_s": float(k), "value": tcp[k]},
+            {"name": "F_udp", "key": "", "t_s": float(k), "value": udp[k]},
+            {"name": "tcp_share", "key": "", "t_s": float(k), "value": cum_tcp / cum_all if cum_all else 0.0},
+        ]
     return out

@@ -35,8 +35,7 @@ PLAYER_FLAGS = ("--autoplay-policy=no-user-gesture-required",)
 SAMPLE_JS = "JSON.stringify(window.llSample ? window.llSample() : null)"
 
 
-def player_argv(chromium: str, *, url: str, quic: str, spki: str, profile: str,
-                keylog: str | None = None) -> list[str]:
+def player_argv(chromium: str, *, url: str, quic: str, spki: str, profile: str, keylog: str | None = None) -> list[str]:
     argv = browser_argv(chromium, url=url, quic=quic, spki=spki, user_data_dir=profile, keylog=keylog)
     return [*argv[:-1], *PLAYER_FLAGS, argv[-1]]  # about:blank stays last
 
@@ -65,8 +64,7 @@ INJECTED = (HERE / "static" / "dash.all.min.js", HERE / "page" / "player.js")
 def _once_dom_is_there(script: Path) -> str:
     """The script run when the DOM is ready (dash.js throws if evaluated before the document
     exists); listeners run in the order added, so dash.js is defined before player.js runs."""
-    return ("document.addEventListener('DOMContentLoaded', function () {\n" + script.read_text()
-            + "\n}, {once: true});")
+    return "document.addEventListener('DOMContentLoaded', function () {\n" + script.read_text() + "\n}, {once: true});"
 
 
 def _setup(browser: DevToolsBrowser, run_id: str) -> str:
@@ -76,8 +74,7 @@ def _setup(browser: DevToolsBrowser, run_id: str) -> str:
     browser.send("Network.setExtraHTTPHeaders", {"headers": {"x-longlook-run": run_id}}, session=session)
     browser.send("Page.enable", session=session)
     for script in INJECTED:  # into every document, not over the link
-        browser.send("Page.addScriptToEvaluateOnNewDocument", {"source": _once_dom_is_there(script)},
-                     session=session)
+        browser.send("Page.addScriptToEvaluateOnNewDocument", {"source": _once_dom_is_there(script)}, session=session)
     return session
 
 
@@ -97,13 +94,24 @@ def warm_up(argv: list[str], url: str, run_id: str, deadline: float, stderr) -> 
                     break
     except (DevToolsError, OSError) as e:
         return {"ok": False, "error": f"chromium: {e}"}
-    return {"ok": log.load_event_s is not None, "error": None,
-            "protocols": sorted({r.protocol for r in log.requests.values() if r.protocol})}
+    return {
+        "ok": log.load_event_s is not None,
+        "error": None,
+        "protocols": sorted({r.protocol for r in log.requests.values() if r.protocol}),
+    }
 
 
 def play(argv: list[str], *, url: str, run_id: str, timeout_s: float, stderr) -> dict:
-    doc: dict = {"samples": [], "events": [], "requests": [], "error": None, "timed_out": False,
-                 "ended": False, "browser_version": "", "cpu_s": None}
+    doc: dict = {
+        "samples": [],
+        "events": [],
+        "requests": [],
+        "error": None,
+        "timed_out": False,
+        "ended": False,
+        "browser_version": "",
+        "cpu_s": None,
+    }
     log = NetworkLog()
     try:
         with DevToolsBrowser.launch(argv, stderr=stderr) as browser:
@@ -117,8 +125,9 @@ def play(argv: list[str], *, url: str, run_id: str, timeout_s: float, stderr) ->
                 for event in browser.events(next_sample):
                     if event.get("sessionId") == session:
                         log.on_event(event["method"], event.get("params", {}))
-                reply = browser.send("Runtime.evaluate", {"expression": SAMPLE_JS, "returnByValue": True},
-                                     session=session)
+                reply = browser.send(
+                    "Runtime.evaluate", {"expression": SAMPLE_JS, "returnByValue": True}, session=session
+                )
                 t = time.monotonic() - t0
                 sample = json.loads(reply.get("result", {}).get("value") or "null")
                 if sample:
@@ -145,9 +154,18 @@ def play(argv: list[str], *, url: str, run_id: str, timeout_s: float, stderr) ->
     for r in log.page_requests():
         start = r.issued_s - doc.get("t0_monotonic", r.issued_s)  # CDP timestamps: CLOCK_MONOTONIC
         end = (r.finished_s - doc.get("t0_monotonic", r.finished_s)) if r.finished_s else None
-        doc["requests"].append({"path": urlsplit(r.url).path, "protocol": r.protocol, "status": r.status,
-                                "bytes": r.body_bytes, "encoded_bytes": r.encoded_bytes,
-                                "start_s": start, "end_s": end, "failed": r.failed})
+        doc["requests"].append(
+            {
+                "path": urlsplit(r.url).path,
+                "protocol": r.protocol,
+                "status": r.status,
+                "bytes": r.body_bytes,
+                "encoded_bytes": r.encoded_bytes,
+                "start_s": start,
+                "end_s": end,
+                "failed": r.failed,
+            }
+        )
     return doc
 
 
@@ -158,8 +176,14 @@ def run(args: argparse.Namespace) -> int:
     stderr = open(out.with_name(out.stem + ".chromium.stderr"), "wb")
     warmup = None
     try:
-        argv = player_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki, profile=profile,
-                           keylog=str(Path(args.keylog).resolve()) if args.keylog else None)
+        argv = player_argv(
+            args.chromium,
+            url=args.url,
+            quic=args.quic,
+            spki=args.spki,
+            profile=profile,
+            keylog=str(Path(args.keylog).resolve()) if args.keylog else None,
+        )
         if args.quic == "discovery":
             warmup = warm_up(argv, args.url, args.run_id, deadline, stderr)
         doc = play(argv, url=args.url, run_id=args.run_id, timeout_s=args.timeout_s, stderr=stderr)

@@ -17,8 +17,7 @@ PROTOCOL_COLORS = {"h3": "#1f77b4", "h2": "#d62728"}
 
 def timeline_svg(series: pd.DataFrame, requests: pd.DataFrame, title: str, element_id: str) -> str:
     """`series`: the run's rows (name, t_s, value); `requests`: its rows of the requests table."""
-    fig, (ax1, ax3) = plt.subplots(2, 1, figsize=(7.2, 3.8), sharex=True,
-                                   gridspec_kw={"height_ratios": [2, 1]})
+    fig, (ax1, ax3) = plt.subplots(2, 1, figsize=(7.2, 3.8), sharex=True, gridspec_kw={"height_ratios": [2, 1]})
     get = lambda name: series[series["name"] == name].sort_values("t_s")  # noqa: E731
     buf, rate, stalled = get("buffer_s"), get("bitrate_mbit"), get("stalled")
     ax1.plot(buf["t_s"], buf["value"], color="#555555", linewidth=1.0, label="buffer (s)")
@@ -34,8 +33,14 @@ def timeline_svg(series: pd.DataFrame, requests: pd.DataFrame, title: str, eleme
     bottom = None
     for proto, values in sorted(per.items()):
         kb = [v / 1000 for v in values]
-        ax3.bar([k + 0.5 for k in range(len(kb))], kb, width=1.0, bottom=bottom, label=proto,
-                color=PROTOCOL_COLORS.get(proto, "#999999"))
+        ax3.bar(
+            [k + 0.5 for k in range(len(kb))],
+            kb,
+            width=1.0,
+            bottom=bottom,
+            label=proto,
+            color=PROTOCOL_COLORS.get(proto, "#999999"),
+        )
         bottom = kb if bottom is None else [a + b for a, b in zip(bottom, kb)]
     if per:
         ax3.legend(fontsize=7, frameon=False, loc="upper right")

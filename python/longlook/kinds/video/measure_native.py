@@ -23,11 +23,19 @@ def measure_native(ctx: RunContext) -> Measurement:
     racing = protocol == "race"  # the racing client: each segment's protocol is its own
     timeout = ctx.scenario.run_timeout_s()
     client_spec = ctx.scenario.stacks_of(ctx.arm)[1]
-    session = EndpointSession(ctx.testbed, url=f"https://{SERVER_ADDR}:{port}/", protocol=protocol,
-                              run_id=ctx.run_id, cert_dir=ctx.session["servers"].cert_dir, out=ctx.run_dir / "session.json",
-                              timeout_s=timeout + 30, stderr_path=ctx.run_dir / "client.stderr",
-                              race_argv=ctx.scenario.race.argv() if racing else None, keylog=ctx.keylog,
-                              binary=resolve(client_spec).binary if is_stack(client_spec) else None)
+    session = EndpointSession(
+        ctx.testbed,
+        url=f"https://{SERVER_ADDR}:{port}/",
+        protocol=protocol,
+        run_id=ctx.run_id,
+        cert_dir=ctx.session["servers"].cert_dir,
+        out=ctx.run_dir / "session.json",
+        timeout_s=timeout + 30,
+        stderr_path=ctx.run_dir / "client.stderr",
+        race_argv=ctx.scenario.race.argv() if racing else None,
+        keylog=ctx.keylog,
+        binary=resolve(client_spec).binary if is_stack(client_spec) else None,
+    )
     try:
         run = play(session, manifest, "/", rule=ctx.cell.abr, timeout_s=timeout)
     finally:
@@ -48,11 +56,21 @@ def measure_native(ctx: RunContext) -> Measurement:
         status, error = "failed", f"the endpoint server died during the run (see {server.log_dir}/server.stderr)"
     p = run.playback
     return Measurement(
-        status=status, error=error, protocol_requested=None if racing else protocol, protocol_negotiated=negotiated,
+        status=status,
+        error=error,
+        protocol_requested=None if racing else protocol,
+        protocol_negotiated=negotiated,
         started_unix_ms=result.document.get("started_unix_ms"),
         metrics={**(qoe_metrics(p) if p else {}), **race_metrics},
-        details={**run.as_details(), "player": "native", "abr": ctx.cell.abr, "ended": p.ended if p else False,
-                 "stalls": [asdict(s) for s in p.stalls] if p else [], **race_details},
+        details={
+            **run.as_details(),
+            "player": "native",
+            "abr": ctx.cell.abr,
+            "ended": p.ended if p else False,
+            "stalls": [asdict(s) for s in p.stalls] if p else [],
+            **race_details,
+        },
         series=(series_rows(p) if p else []) + (_tcp_share_series([asdict(r) for r in run.requests]) if racing else []),
         rows={"requests": [asdict(r) for r in run.requests]},
-        artifacts=artifacts)
+        artifacts=artifacts,
+    )

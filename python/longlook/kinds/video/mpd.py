@@ -64,22 +64,28 @@ def parse_manifest(text: str, source: str = "manifest") -> Manifest:
             tpl = rep.find("d:SegmentTemplate", NS)
             tpl = tpl if tpl is not None else set_template
             if tpl is None or tpl.get("duration") is None:
-                raise LonglookError(f"{source}: representation {rep.get('id')} has no number-based "
-                                    "SegmentTemplate (duration attribute)")
+                raise LonglookError(
+                    f"{source}: representation {rep.get('id')} has no number-based SegmentTemplate (duration attribute)"
+                )
             mime = rep.get("mimeType") or aset.get("mimeType") or aset.get("contentType") or ""
             kind = "video" if "video" in mime else "audio" if "audio" in mime else mime
             seg_s = int(tpl.get("duration")) / int(tpl.get("timescale", "1"))
             r = Representation(
-                id=rep.get("id"), kind=kind, bandwidth=int(rep.get("bandwidth", "0")),
-                width=_int(rep.get("width")), height=_int(rep.get("height")),
-                init=_fill(tpl.get("initialization"), rep.get("id"), 0), media=tpl.get("media"),
-                start_number=int(tpl.get("startNumber", "1")), segment_s=seg_s,
-                segments=math.ceil(duration / seg_s - 1e-6))
+                id=rep.get("id"),
+                kind=kind,
+                bandwidth=int(rep.get("bandwidth", "0")),
+                width=_int(rep.get("width")),
+                height=_int(rep.get("height")),
+                init=_fill(tpl.get("initialization"), rep.get("id"), 0),
+                media=tpl.get("media"),
+                start_number=int(tpl.get("startNumber", "1")),
+                segment_s=seg_s,
+                segments=math.ceil(duration / seg_s - 1e-6),
+            )
             (video if kind == "video" else audio).append(r)
     if not video:
         raise LonglookError(f"{source}: no video representation")
-    return Manifest(duration_s=duration, video=tuple(sorted(video, key=lambda r: r.bandwidth)),
-                    audio=tuple(audio))
+    return Manifest(duration_s=duration, video=tuple(sorted(video, key=lambda r: r.bandwidth)), audio=tuple(audio))
 
 
 def _int(v: str | None) -> int | None:

@@ -76,14 +76,20 @@ def qoe_metrics(p: Playback) -> dict[str, float | None]:
     stall_s = sum(s.duration_s for s in p.stalls)
     switches = sum(1 for a, b in zip(p.segment_levels, p.segment_levels[1:]) if a != b)
     out: dict[str, float | None] = {
-        "stall_s": stall_s, "stall_count": float(len(p.stalls)), "startup_s": p.startup_s,
-        "switches": float(switches), "avg_bitrate_mbit": None, "bitrate_variation_mbit": None,
-        "qoe": None}
+        "stall_s": stall_s,
+        "stall_count": float(len(p.stalls)),
+        "startup_s": p.startup_s,
+        "switches": float(switches),
+        "avg_bitrate_mbit": None,
+        "bitrate_variation_mbit": None,
+        "qoe": None,
+    }
     if n:
         avg = sum(rates) / n
         variation = sum(abs(b - a) for a, b in zip(rates, rates[1:])) / n
-        out.update(avg_bitrate_mbit=avg, bitrate_variation_mbit=variation,
-                   qoe=avg - variation - STALL_PENALTY * stall_s / n)
+        out.update(
+            avg_bitrate_mbit=avg, bitrate_variation_mbit=variation, qoe=avg - variation - STALL_PENALTY * stall_s / n
+        )
     return out
 
 
@@ -106,8 +112,7 @@ def stall_series(samples: list[Sample], startup_s: float | None) -> list[tuple[f
     """S(t): real time since playback started minus the playback position (>= 0)."""
     if startup_s is None:
         return [(s.t_s, 0.0) for s in samples]
-    return [(s.t_s, max(0.0, s.t_s - startup_s - s.position_s) if s.t_s >= startup_s else 0.0)
-            for s in samples]
+    return [(s.t_s, max(0.0, s.t_s - startup_s - s.position_s) if s.t_s >= startup_s else 0.0) for s in samples]
 
 
 def temporal_qoe(p: Playback) -> list[tuple[float, float]]:
@@ -136,8 +141,7 @@ def series_rows(p: Playback) -> list[dict[str, Any]]:
         rows.append({"name": "stalled", "key": "", "t_s": s.t_s, "value": float(s.stalled)})
         if s.level is not None:
             rows.append({"name": "level", "key": "", "t_s": s.t_s, "value": float(s.level)})
-            rows.append({"name": "bitrate_mbit", "key": "", "t_s": s.t_s,
-                         "value": p.levels_kbit[s.level] / 1000})
+            rows.append({"name": "bitrate_mbit", "key": "", "t_s": s.t_s, "value": p.levels_kbit[s.level] / 1000})
     rows += [{"name": "B", "key": "", "t_s": t, "value": v} for t, v in quality_drop_series(p.samples)]
     rows += [{"name": "S", "key": "", "t_s": t, "value": v} for t, v in stall_series(p.samples, p.startup_s)]
     rows += [{"name": "qoe_t", "key": "", "t_s": t, "value": v} for t, v in temporal_qoe(p)]

@@ -48,6 +48,10 @@ def with_router_bytes(ctx: RunContext, m: Measurement) -> Measurement:
     tcp, udp = float(per["tcp"].sum()), float(per["udp"].sum())
     series = [{**r, "name": CLIENT_NAMES.get(r["name"], r["name"])} for r in m.series]
     series += series_rows(per)
-    metrics = {**m.metrics, "router_bytes_tcp": tcp, "router_bytes_udp": udp,
-               "router_tcp_share": tcp / (tcp + udp) if tcp + udp > 0 else None}
+    metrics = {
+        **m.metrics,
+        "router_bytes_tcp": tcp,
+        "router_bytes_udp": udp,
+        "router_tcp_share": tcp / (tcp + udp) if tcp + udp > 0 else None,
+    }
     return replace(m, series=series, metrics=metrics, artifacts={**m.artifacts, "flow_log": FLOW_LOG})

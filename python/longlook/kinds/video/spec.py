@@ -32,8 +32,12 @@ NATIVE = "native"  # the native player's default client: the workspace's `endpoi
 
 
 def _check_server(spec: str) -> str:
-    return our_build(spec, "server", (OURS,), "the video kind serves its clip's folder and dash.js's page "
-                     "with our endpoint (`endpoint serve --root`)")
+    return our_build(
+        spec,
+        "server",
+        (OURS,),
+        "the video kind serves its clip's folder and dash.js's page with our endpoint (`endpoint serve --root`)",
+    )
 
 
 def _check_client(spec: str) -> str:
@@ -64,8 +68,7 @@ class Video(BaseModel):
     @model_validator(mode="after")
     def _whole_segments(self) -> "Video":
         if self.duration_s % self.segment_s:
-            raise ValueError(f"duration_s = {self.duration_s} is not a whole number of "
-                             f"{self.segment_s} s segments")
+            raise ValueError(f"duration_s = {self.duration_s} is not a whole number of {self.segment_s} s segments")
         return self
 
     def spec(self) -> VideoSpec:
@@ -80,17 +83,23 @@ class VideoCell(CellBase):
     quic_mode: str = "forced"  # dash.js in Chromium: how its h3 arm gets QUIC
 
     def dims(self) -> dict[str, Any]:
-        return {**self.link_dims(), "player": self.player, "abr": self.abr,
-                "video_s": self.video.duration_s, "segment_s": self.video.segment_s}
+        return {
+            **self.link_dims(),
+            "player": self.player,
+            "abr": self.abr,
+            "video_s": self.video.duration_s,
+            "segment_s": self.video.segment_s,
+        }
 
     def settings(self) -> dict[str, Any]:
-        return {"video": vars(self.video).copy(), "player": self.player, "abr": self.abr,
-                "quic_mode": self.quic_mode}
+        return {"video": vars(self.video).copy(), "player": self.player, "abr": self.abr, "quic_mode": self.quic_mode}
 
     def shown(self) -> dict[str, Any]:
-        return {"player": self.player, "abr": self.abr,
-                "video": f"{self.video.duration_s} s in {self.video.segment_s} s segments, "
-                         f"up to {self.video.max_height}p"}
+        return {
+            "player": self.player,
+            "abr": self.abr,
+            "video": f"{self.video.duration_s} s in {self.video.segment_s} s segments, up to {self.video.max_height}p",
+        }
 
 
 class VideoScenario(ScenarioBase):
@@ -145,8 +154,10 @@ class VideoScenario(ScenarioBase):
         if len(self.protocols) < 2 or "h2" not in self.protocols:
             raise ValueError('protocols: a comparison needs h2 and h3 or race, e.g. ["h3", "h2"]')
         if "race" in self.protocols and set(self.players) != {"native"}:
-            raise ValueError('protocols: "race" is the native player\'s racing client; dash.js in '
-                             'Chromium races with quic_mode = "discovery"')
+            raise ValueError(
+                'protocols: "race" is the native player\'s racing client; dash.js in '
+                'Chromium races with quic_mode = "discovery"'
+            )
         if self.intervention is not None:
             if "race" not in self.protocols:
                 raise ValueError('[intervention] breaks QUIC under a QUIC-enabled client: add "race" to protocols')
@@ -155,12 +166,15 @@ class VideoScenario(ScenarioBase):
             if self.rounds < 2:
                 raise ValueError("[intervention] needs rounds >= 2 (a treated and a control session per cell)")
             if self.intervention.onset_s[1] >= self.video.duration_s:
-                raise ValueError(f"[intervention] onset_s = {list(self.intervention.onset_s)}: the onset must fall "
-                                 f"inside the {self.video.duration_s} s clip (a later one never breaks a session)")
+                raise ValueError(
+                    f"[intervention] onset_s = {list(self.intervention.onset_s)}: the onset must fall "
+                    f"inside the {self.video.duration_s} s clip (a later one never breaks a session)"
+                )
         arms = [VideoArm(label=RACE_ARM if p == "race" else p, protocol=p) for p in self.protocols]
         if self.versions:
-            arms = release_arms(arms, self.versions, server=self.server, client=self.client,
-                                sweeps=lambda a: a.protocol != "h2")
+            arms = release_arms(
+                arms, self.versions, server=self.server, client=self.client, sweeps=lambda a: a.protocol != "h2"
+            )
         self._arms = arms
         self._check_unique_cells()
         return self
@@ -191,12 +205,22 @@ class VideoScenario(ScenarioBase):
     def cells(self) -> list[VideoCell]:
         many = len(self.links) > 1
         cells = []
-        for (link, label), player, abr in itertools.product(zip(self.links, self.link_labels()),
-                                                            self.players, self.abr):
+        for (link, label), player, abr in itertools.product(
+            zip(self.links, self.link_labels()), self.players, self.abr
+        ):
             parts = ([f"link={label}"] if many else []) + [f"player={player}", f"abr={abr}"]
-            cells.append(VideoCell(id="|".join(parts), index=len(cells), link=link, link_label=label,
-                                   player=player, abr=abr, video=self.video.spec(),
-                                   quic_mode=self.quic_mode))
+            cells.append(
+                VideoCell(
+                    id="|".join(parts),
+                    index=len(cells),
+                    link=link,
+                    link_label=label,
+                    player=player,
+                    abr=abr,
+                    video=self.video.spec(),
+                    quic_mode=self.quic_mode,
+                )
+            )
         return cells
 
     def arm_list(self) -> list[ArmBase]:

@@ -8,8 +8,7 @@ from __future__ import annotations
 def bytes_per_second(requests: list[dict]) -> dict[str, list[float]]:
     """protocol -> bytes in each second [k, k+1) of the run (requests with start_s, end_s,
     bytes, protocol; those lacking any are left out)."""
-    done = [r for r in requests if r.get("end_s") is not None and r.get("start_s") is not None
-            and r.get("protocol")]
+    done = [r for r in requests if r.get("end_s") is not None and r.get("start_s") is not None and r.get("protocol")]
     if not done:
         return {}
     n = int(max(r["end_s"] for r in done)) + 1

@@ -41,20 +41,45 @@ def section(store, analysis) -> Section | None:
         twin = good[(good["base"] == g["base"].iloc[0]) & (good["arm"] == arm) & (good["client_cpu"] == "unlimited")]
         m, ref = g[metric.name].median(), twin[metric.name].median() if len(twin) else math.nan
         ratio = m / ref if ref and not math.isnan(ref) and g["client_cpu"].iloc[0] != "unlimited" else math.nan
-        rows.append([escape(g["base"].iloc[0]), escape(str(g["client_cpu"].iloc[0])), escape(arm), str(len(g)),
-                     _num(m, "{:.0f}"), _num(ratio, "{:.2f}x"), _num(g["client_cpu_s"].median(), "{:.3f}"),
-                     _num(g["client_cpu_share"].median(), "{:.2f}"),
-                     _num(g["client_throttled_s"].median() if "client_throttled_s" in g else math.nan, "{:.2f}")])
-    head = ["cell", "client CPU", "arm", "n", f"median {escape(metric.name)} ({escape(metric.unit)})",
-            "vs unlimited", "client CPU (s)", "cores busy", "throttled (s)"]
-    table = ("<table class='numbers'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</tbody></table>")
-    note = ("<p class='note'>Per cell and arm, over the runs that count: the median of the kind's "
-            "metric, its ratio to the same cell and arm with no budget, and the client's CPU time "
-            "(user + system of every client process, from its cgroup), the cores it kept busy on "
-            "average (CPU time / the time its processes ran, not the run's window, which also "
-            "holds a server's start and the translation of a stack's logs) and how long its "
-            "budget throttled it. A budget is a CFS quota (a share of one core) on a cpuset of its cores "
-            "(testbed/cpu.py). TCP's receive path runs in the kernel's softirq, mostly not "
-            "charged to the client, so a budget slows QUIC's user-space stack more.</p>")
+        rows.append(
+            [
+                escape(g["base"].iloc[0]),
+                escape(str(g["client_cpu"].iloc[0])),
+                escape(arm),
+                str(len(g)),
+                _num(m, "{:.0f}"),
+                _num(ratio, "{:.2f}x"),
+                _num(g["client_cpu_s"].median(), "{:.3f}"),
+                _num(g["client_cpu_share"].median(), "{:.2f}"),
+                _num(g["client_throttled_s"].median() if "client_throttled_s" in g else math.nan, "{:.2f}"),
+            ]
+        )
+    head = [
+        "cell",
+        "client CPU",
+        "arm",
+        "n",
+        f"median {escape(metric.name)} ({escape(metric.unit)})",
+        "vs unlimited",
+        "client CPU (s)",
+        "cores busy",
+        "throttled (s)",
+    ]
+    table = (
+        "<table class='numbers'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        + "</tbody></table>"
+    )
+    note = (
+        "<p class='note'>Per cell and arm, over the runs that count: the median of the kind's "
+        "metric, its ratio to the same cell and arm with no budget, and the client's CPU time "
+        "(user + system of every client process, from its cgroup), the cores it kept busy on "
+        "average (CPU time / the time its processes ran, not the run's window, which also "
+        "holds a server's start and the translation of a stack's logs) and how long its "
+        "budget throttled it. A budget is a CFS quota (a share of one core) on a cpuset of its cores "
+        "(testbed/cpu.py). TCP's receive path runs in the kernel's softirq, mostly not "
+        "charged to the client, so a budget slows QUIC's user-space stack more.</p>"
+    )
     return Section(id="client-cpu", title="Client CPU", html=note + table)

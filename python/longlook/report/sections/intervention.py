@@ -30,22 +30,28 @@ def section(store, analysis) -> Section | None:
     try:
         result = analyze_intervention(store.directory, include_flagged=not analysis.exclude_flagged)
     except LonglookError as e:
-        return Section(id="intervention", title="Fallback by experiment (ATE)",
-                       html=f"<p>Not computed: {escape(e.message)}</p>")
+        return Section(
+            id="intervention", title="Fallback by experiment (ATE)", html=f"<p>Not computed: {escape(e.message)}</p>"
+        )
     s = result.summary
-    head = ("<tr><th>scope</th><th>outcome</th><th>n treated / control</th><th>mean treated</th>"
-            "<th>mean control</th><th>ATE</th><th>interval</th><th>p</th><th>verdict</th></tr>")
+    head = (
+        "<tr><th>scope</th><th>outcome</th><th>n treated / control</th><th>mean treated</th>"
+        "<th>mean control</th><th>ATE</th><th>interval</th><th>p</th><th>verdict</th></tr>"
+    )
     body = "".join(
         f"<tr><td>{escape(str(r.scope))}</td><td>{escape(r.metric)}</td><td>{r.n_treated} / {r.n_control}</td>"
         f"<td>{_f(r.mean_treated)}</td><td>{_f(r.mean_control)}</td><td>{_f(r.ate)}</td>"
         f"<td>[{_f(r.ci_low)}, {_f(r.ci_high)}]</td><td>{_f(r.p, 2)}</td><td>{escape(r.verdict)}</td></tr>"
-        for r in result.effects.itertuples())
+        for r in result.effects.itertuples()
+    )
     g = s["granger"]["treated"]
-    html = (f"<p>In each cell a seeded random half of the QUIC-enabled sessions had QUIC broken from a "
-            f"random onset (treated), the others not (control); {escape(s['estimator'])}. Treated "
-            f"{s['treated']} ({s['compliance']['treated_fell_back']} fell back), control {s['control']} "
-            f"({s['compliance']['control_fell_back']} fell back).</p><table>{head}{body}</table>"
-            f"<p>Granger on the treated sessions (α = {s['alpha']:g}): F → B or S in "
-            f"{_pct(g['granger_either_share'])} of {g['tested_either']} tested ({g['suitable']} suitable). "
-            f"<b>Observational vs interventional:</b> {escape(s['agreement'])}.</p>")
+    html = (
+        f"<p>In each cell a seeded random half of the QUIC-enabled sessions had QUIC broken from a "
+        f"random onset (treated), the others not (control); {escape(s['estimator'])}. Treated "
+        f"{s['treated']} ({s['compliance']['treated_fell_back']} fell back), control {s['control']} "
+        f"({s['compliance']['control_fell_back']} fell back).</p><table>{head}{body}</table>"
+        f"<p>Granger on the treated sessions (α = {s['alpha']:g}): F → B or S in "
+        f"{_pct(g['granger_either_share'])} of {g['tested_either']} tested ({g['suitable']} suitable). "
+        f"<b>Observational vs interventional:</b> {escape(s['agreement'])}.</p>"
+    )
     return Section(id="intervention", title="Fallback by experiment (ATE)", html=html)

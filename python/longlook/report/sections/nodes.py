@@ -26,8 +26,9 @@ def _e(x: Any) -> str:
     return html.escape(str(x))
 
 
-def node_table(runs: pd.DataFrame, metric: str | None, *, alpha: float = 0.01,
-               exclude_flagged: bool = True) -> pd.DataFrame:
+def node_table(
+    runs: pd.DataFrame, metric: str | None, *, alpha: float = 0.01, exclude_flagged: bool = True
+) -> pd.DataFrame:
     """One row per node (see the module's docstring); empty when runs carry no node."""
     from scipy import stats
 
@@ -35,17 +36,21 @@ def node_table(runs: pd.DataFrame, metric: str | None, *, alpha: float = 0.01,
 
     if runs.empty or "node" not in runs:
         return pd.DataFrame()
-    runs = runs.assign(node=runs["node"].fillna("(unrecorded)"),
-                       _flagged=runs["audit_flagged"].fillna(False).astype(bool),
-                       _counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged))
+    runs = runs.assign(
+        node=runs["node"].fillna("(unrecorded)"),
+        _flagged=runs["audit_flagged"].fillna(False).astype(bool),
+        _counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged),
+    )
     good = runs[runs["_counted"]]
     good = good[good[metric] > 0] if metric and metric in good else good.iloc[0:0]
     logs = good.assign(_log=np.log(good[metric].astype(float))) if metric and len(good) else good
     rows = []
     for node, mine in runs.groupby("node"):
         others = runs[runs["node"] != node]
-        table = [[int(mine["_flagged"].sum()), int((~mine["_flagged"]).sum())],
-                 [int(others["_flagged"].sum()), int((~others["_flagged"]).sum())]]
+        table = [
+            [int(mine["_flagged"].sum()), int((~mine["_flagged"]).sum())],
+            [int(others["_flagged"].sum()), int((~others["_flagged"]).sum())],
+        ]
         p_flag = float(stats.fisher_exact(table)[1]) if len(others) else math.nan
         diff, p_diff, n_shared = math.nan, math.nan, 0
         if metric and len(logs):
@@ -58,11 +63,20 @@ def node_table(runs: pd.DataFrame, metric: str | None, *, alpha: float = 0.01,
             if n_shared >= 2:
                 diff = 100 * (math.exp(float(np.mean(residuals))) - 1)
                 p_diff = float(stats.ttest_1samp(residuals, 0.0).pvalue) if np.std(residuals) > 0 else math.nan
-        rows.append({"node": node, "runs": len(mine), "cells": mine["cell_id"].nunique(),
-                     "counted_share": float(mine["_counted"].mean()),
-                     "flagged_share": float(mine["_flagged"].mean()), "p_flagged": p_flag,
-                     "shared_runs": n_shared, "metric_diff_pct": diff, "p_metric": p_diff,
-                     "differs": bool((p_flag < alpha) or (p_diff < alpha))})
+        rows.append(
+            {
+                "node": node,
+                "runs": len(mine),
+                "cells": mine["cell_id"].nunique(),
+                "counted_share": float(mine["_counted"].mean()),
+                "flagged_share": float(mine["_flagged"].mean()),
+                "p_flagged": p_flag,
+                "shared_runs": n_shared,
+                "metric_diff_pct": diff,
+                "p_metric": p_diff,
+                "differs": bool((p_flag < alpha) or (p_diff < alpha)),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -74,8 +88,7 @@ def section(store, analysis):
     from ...render.html import Section
 
     metric = analysis.metric.name if analysis.metric else None
-    table = node_table(analysis.runs, metric, alpha=analysis.statistics.alpha,
-                       exclude_flagged=analysis.exclude_flagged)
+    table = node_table(analysis.runs, metric, alpha=analysis.statistics.alpha, exclude_flagged=analysis.exclude_flagged)
     if len(table) < 2:
         return None
     flag = ' class="verdict-inconclusive"'
@@ -85,15 +98,22 @@ def section(store, analysis):
         f"<td>{r.flagged_share:.0%} (p {_num(r.p_flagged, '.3g')})</td>"
         f"<td>{_num(r.metric_diff_pct, '+.1f')}% over {r.shared_runs} runs (p {_num(r.p_metric, '.3g')})</td>"
         f"<td>{'<strong>differs</strong>' if r.differs else 'consistent'}</td></tr>"
-        for r in table.itertuples())
+        for r in table.itertuples()
+    )
     shared = int(table["shared_runs"].sum())
-    note = ("" if shared else "<p>No cell ran on more than one node, so differences in "
-            f"{_e(metric)} cannot be told apart from differences between cells; only the path "
-            "audit is compared.</p>")
+    note = (
+        ""
+        if shared
+        else "<p>No cell ran on more than one node, so differences in "
+        f"{_e(metric)} cannot be told apart from differences between cells; only the path "
+        "audit is compared.</p>"
+    )
     html_text = (
         f"<p>Each node's runs against the other nodes' (alpha {analysis.statistics.alpha:g}). "
         f"The {_e(metric)} column is the node's mean difference from the other nodes on the same "
-        "(cell, arm), as a ratio of geometric means.</p>" + note +
-        "<table><tr><th>node</th><th>runs</th><th>cells</th><th>counted</th><th>flagged by audit</th>"
-        f"<th>{_e(metric)} vs other nodes</th><th></th></tr>{rows}</table>")
+        "(cell, arm), as a ratio of geometric means.</p>"
+        + note
+        + "<table><tr><th>node</th><th>runs</th><th>cells</th><th>counted</th><th>flagged by audit</th>"
+        f"<th>{_e(metric)} vs other nodes</th><th></th></tr>{rows}</table>"
+    )
     return Section("nodes", "Results by node", html_text)

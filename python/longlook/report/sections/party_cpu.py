@@ -48,29 +48,58 @@ def section(store, analysis) -> Section | None:
     per_mb: dict[tuple[str, str], float] = {}
     for (cid, arm), g in sorted(good.groupby(["cell_id", "arm"]), key=lambda t: (order.get(t[0][0], 0), t[0][1])):
         per_mb[(cid, arm)] = _median(g, "server_cpu_s_per_mb")
-        rows.append([escape(cid), escape(arm), str(len(g)),
-                     *(_num(_median(g, f"{p}_cpu_s"), "{:.3f}") for p in PARTIES),
-                     *(_num(_median(g, f"{p}_cpu_s_per_mb") * 1000, "{:.1f}") for p in PARTIES),
-                     *(_num(_median(g, f"{p}_cpu_share"), "{:.2f}") for p in PARTIES),
-                     escape(_saturated(g))])
-    head = ["cell", "arm", "n", "client CPU (s)", "server CPU (s)", "linkem CPU (s)",
-            "client ms/MB", "server ms/MB", "linkem ms/MB", "client cores", "server cores", "linkem cores",
-            "saturated (runs)"]
-    table = ("<table class='numbers'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows) + "</tbody></table>")
+        rows.append(
+            [
+                escape(cid),
+                escape(arm),
+                str(len(g)),
+                *(_num(_median(g, f"{p}_cpu_s"), "{:.3f}") for p in PARTIES),
+                *(_num(_median(g, f"{p}_cpu_s_per_mb") * 1000, "{:.1f}") for p in PARTIES),
+                *(_num(_median(g, f"{p}_cpu_share"), "{:.2f}") for p in PARTIES),
+                escape(_saturated(g)),
+            ]
+        )
+    head = [
+        "cell",
+        "arm",
+        "n",
+        "client CPU (s)",
+        "server CPU (s)",
+        "linkem CPU (s)",
+        "client ms/MB",
+        "server ms/MB",
+        "linkem ms/MB",
+        "client cores",
+        "server cores",
+        "linkem cores",
+        "saturated (runs)",
+    ]
+    table = (
+        "<table class='numbers'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        + "</tbody></table>"
+    )
     pinned = good["cpus"].dropna().iloc[0] if "cpus" in good and good["cpus"].notna().any() else None
     shared = good["cpus_shared"].dropna().iloc[0] if "cpus_shared" in good and good["cpus_shared"].notna().any() else []
-    pins = "; ".join(f"{'linkem' if p == 'router' else p} on CPU {', '.join(map(str, c))}"
-                     for p, c in (pinned or {}).items())
-    where = (f"Pinned: {escape(pins)}" + (f"; shared: {escape(', '.join(shared))}" if shared else "") + "."
-             if pinned else "Not pinned: every party ran on any of the machine's CPUs, so they shared cores.")
-    note = ("<p class='note'>Per cell and arm, medians over the runs that count: each party's CPU "
-            "time (user + system, from its cgroup; the server's and linkem's while the client's "
-            "processes ran, so a server's start on first use is not a run's), per MB the router "
-            "forwarded in both directions (ms of CPU per MB), and the cores it kept busy on "
-            "average (CPU time / the time the client's processes ran). A party is saturated in a "
-            "run when it kept a core busy (linkem: its busiest thread ran ≥ 95% of the run, which "
-            f"flags the run). {where}</p>")
+    pins = "; ".join(
+        f"{'linkem' if p == 'router' else p} on CPU {', '.join(map(str, c))}" for p, c in (pinned or {}).items()
+    )
+    where = (
+        f"Pinned: {escape(pins)}" + (f"; shared: {escape(', '.join(shared))}" if shared else "") + "."
+        if pinned
+        else "Not pinned: every party ran on any of the machine's CPUs, so they shared cores."
+    )
+    note = (
+        "<p class='note'>Per cell and arm, medians over the runs that count: each party's CPU "
+        "time (user + system, from its cgroup; the server's and linkem's while the client's "
+        "processes ran, so a server's start on first use is not a run's), per MB the router "
+        "forwarded in both directions (ms of CPU per MB), and the cores it kept busy on "
+        "average (CPU time / the time the client's processes ran). A party is saturated in a "
+        "run when it kept a core busy (linkem: its busiest thread ran ≥ 95% of the run, which "
+        f"flags the run). {where}</p>"
+    )
     return Section(id="party-cpu", title="CPU per party", html=note + table + _server_ratio(per_mb))
 
 

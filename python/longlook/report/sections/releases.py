@@ -31,8 +31,15 @@ def _figure(h: ReleaseHistory, s: ReleaseSeries, i: int) -> str:
     ax.errorbar(x, means, yerr=err, marker="o", ms=3.5, lw=1.2, capsize=2, color=SERIES[0])
     for cp in s.change_points:
         ax.axvline(cp.index - 0.5, color=SERIES[1], ls="--", lw=1.0)
-        ax.annotate(f"{cp.change_pct:+.0f}%", (cp.index - 0.5, 1.0), xycoords=("data", "axes fraction"),
-                    fontsize=7, color=SERIES[1], ha="left", va="top")
+        ax.annotate(
+            f"{cp.change_pct:+.0f}%",
+            (cp.index - 0.5, 1.0),
+            xycoords=("data", "axes fraction"),
+            fontsize=7,
+            color=SERIES[1],
+            ha="left",
+            va="top",
+        )
     ax.set_xticks(x)
     ax.set_xticklabels([p.version for p in s.points], fontsize=6, rotation=45, ha="right")
     ax.set_ylabel(f"{h.metric} ({h.unit})", fontsize=7)
@@ -58,9 +65,15 @@ def change_item(before: str, after: str, size: str, diffs: list) -> str:
 
 
 def _diffs(s: ReleaseSeries) -> str:
-    items = [change_item(s.points[cp.index - 1].version, s.points[cp.index].version,
-                         f"{cp.change_pct:+.1f}% (p {cp.p:.3g})", s.diffs.get(cp.index, []))
-             for cp in s.change_points]
+    items = [
+        change_item(
+            s.points[cp.index - 1].version,
+            s.points[cp.index].version,
+            f"{cp.change_pct:+.1f}% (p {cp.p:.3g})",
+            s.diffs.get(cp.index, []),
+        )
+        for cp in s.change_points
+    ]
     return f"<ul>{''.join(items)}</ul>" if items else "<p>No change point.</p>"
 
 
@@ -68,10 +81,12 @@ def section(store, analysis) -> Section | None:
     h = release_history(store.directory)
     if h is None or not h.series:
         return None
-    parts = [f"<p class='note'>{escape(h.limit())}. Each point is a release's mean over its counted "
-             f"runs with a 95% t-interval; a dashed line marks where E-Divisive starts a new segment; "
-             f"below each figure, the state-machine diff (<code>states diff</code>) between the releases on "
-             f"either side of each change point.</p>"]
+    parts = [
+        f"<p class='note'>{escape(h.limit())}. Each point is a release's mean over its counted "
+        f"runs with a 95% t-interval; a dashed line marks where E-Divisive starts a new segment; "
+        f"below each figure, the state-machine diff (<code>states diff</code>) between the releases on "
+        f"either side of each change point.</p>"
+    ]
     for i, s in enumerate(h.series):
         parts.append(f"<h3>{escape(s.family)}: {escape(s.cell_id)}</h3>{_figure(h, s, i)}{_diffs(s)}")
     return Section(id="releases", title="Releases", html="".join(parts))

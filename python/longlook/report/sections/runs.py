@@ -19,10 +19,20 @@ ORDER = 200  # last: the drill-down below the summaries
 
 # artifact key -> link text, in the order shown; any other artifact follows by its own name
 LABELS = {
-    "qlog": "qlog", "client_qlog": "client qlog", "pcap": "pcap", "pcap_b": "pcap (segment B)",
-    "keylog": "key log", "har": "HAR", "tcp_log": "server TCP log", "qlog_raw": "server qlog (raw)",
-    "client_qlog_raw": "client qlog (raw)", "netlog": "net-log", "proxy_log": "proxy log",
-    "flow_log": "flow log", "fetch": "fetch JSON", "linkem": "linkem",
+    "qlog": "qlog",
+    "client_qlog": "client qlog",
+    "pcap": "pcap",
+    "pcap_b": "pcap (segment B)",
+    "keylog": "key log",
+    "har": "HAR",
+    "tcp_log": "server TCP log",
+    "qlog_raw": "server qlog (raw)",
+    "client_qlog_raw": "client qlog (raw)",
+    "netlog": "net-log",
+    "proxy_log": "proxy log",
+    "flow_log": "flow log",
+    "fetch": "fetch JSON",
+    "linkem": "linkem",
 }
 
 
@@ -49,8 +59,11 @@ def capture_text(capture: Any) -> str:
     """A run's capture sizes (details["capture"]) in words: "pcap 104.7 kB, key log 938 B"."""
     if not isinstance(capture, dict):
         return ""
-    parts = [f"{name} {format_bytes(capture[key])}" for key, name in
-             (("pcap_bytes", "pcap"), ("pcap_b_bytes", "pcap B"), ("keylog_bytes", "key log")) if key in capture]
+    parts = [
+        f"{name} {format_bytes(capture[key])}"
+        for key, name in (("pcap_bytes", "pcap"), ("pcap_b_bytes", "pcap B"), ("keylog_bytes", "key log"))
+        if key in capture
+    ]
     if capture.get("pcap_capped"):
         parts.append("pcap cut at its max_mb")
     return ", ".join(parts)
@@ -72,8 +85,13 @@ def section(store, analysis) -> Section | None:
     head = [h for h in head if h] + (["capture"] if has_capture else [])
     rows = []
     for r in runs.sort_values(["cell_id", "round", "position", "attempt"]).itertuples():
-        cells = [f'<td class="mono">{_e(r.run_id)}</td>', f'<td class="mono">{_e(r.cell_id)}</td>',
-                 f'<td class="num">{r.round}</td>', f"<td>{_e(r.arm)}</td>", f"<td>{_e(r.status)}</td>"]
+        cells = [
+            f'<td class="mono">{_e(r.run_id)}</td>',
+            f'<td class="mono">{_e(r.cell_id)}</td>',
+            f'<td class="num">{r.round}</td>',
+            f"<td>{_e(r.arm)}</td>",
+            f"<td>{_e(r.status)}</td>",
+        ]
         if metric:
             cells.append(f'<td class="num">{_value(getattr(r, metric.name, None))}</td>')
         cells.append(f"<td>{artifact_links(r.artifacts, store.directory)}</td>")
@@ -81,11 +99,16 @@ def section(store, analysis) -> Section | None:
             cells.append(f"<td>{_e(capture_text(getattr(r, 'capture', None)))}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
     total = _capture_total(runs) if has_capture else ""
-    body = (f"<p class='note'>Each run's files, relative to the experiment directory.{total}</p>"
-            + _server_logs(Path(store.directory)) +
-            f"<details><summary>{len(rows)} run{'s' if len(rows) != 1 else ''}</summary>"
-            "<table class='data'><thead><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"
-            + "".join(rows) + "</tbody></table></details>")
+    body = (
+        f"<p class='note'>Each run's files, relative to the experiment directory.{total}</p>"
+        + _server_logs(Path(store.directory))
+        + f"<details><summary>{len(rows)} run{'s' if len(rows) != 1 else ''}</summary>"
+        "<table class='data'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></details>"
+    )
     return Section(id="runs", title="Runs and their files", html=body)
 
 
@@ -97,8 +120,11 @@ def _server_logs(directory: Path) -> str:
     shared by the runs each served: what they printed, their key logs, their connections."""
     items = []
     for folder in sorted(p for p in (directory / "server-logs").glob("*") if p.is_dir()):
-        links = [f'<a href="{_e(f"server-logs/{folder.name}/{name}")}">{label}</a>'
-                 for name, label in SERVER_LOG_FILES.items() if (folder / name).is_file()]
+        links = [
+            f'<a href="{_e(f"server-logs/{folder.name}/{name}")}">{label}</a>'
+            for name, label in SERVER_LOG_FILES.items()
+            if (folder / name).is_file()
+        ]
         if links:
             items.append(f"{_e(folder.name)}: {' '.join(links)}")
     return f"<p class='note'>Server logs: {'; '.join(items)}.</p>" if items else ""

@@ -33,22 +33,61 @@ class Aioquic(Stack):
             return
         self.build_dir.mkdir(parents=True, exist_ok=True)
         subprocess.run([sys.executable, "-m", "venv", str(self.build_dir / "venv")], check=True)
-        p = subprocess.run([str(self.python), "-m", "pip", "install", "-q", f"aioquic=={self.version}"],
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [str(self.python), "-m", "pip", "install", "-q", f"aioquic=={self.version}"], capture_output=True, text=True
+        )
         if p.returncode != 0:
-            raise LonglookError(f"installing {self.spec} failed: {p.stderr.strip()[-500:]}",
-                                hint=f"retry `{self.install_command}`")
+            raise LonglookError(
+                f"installing {self.spec} failed: {p.stderr.strip()[-500:]}", hint=f"retry `{self.install_command}`"
+            )
         (self.build_dir / "installed").write_text(self.version + "\n")
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([str(self.python), str(self.folder / "h3server.py"), "--listen", f"0.0.0.0:{port}",
-                           "--cert", str(cert), "--key", str(key), "--root", str(root),
-                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={}, prints_ready=True)
+        return ServerCall(
+            [
+                str(self.python),
+                str(self.folder / "h3server.py"),
+                "--listen",
+                f"0.0.0.0:{port}",
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--root",
+                str(root),
+                "--qlog-dir",
+                str(qlog_dir),
+                "--cc",
+                cc,
+            ],
+            env={},
+            prints_ready=True,
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
-        return ClientCall([str(self.python), str(self.folder / "h3client.py"), "--url", url, "--ca", str(ca),
-                           "--mode", mode, "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s),
-                           "--qlog-dir", str(qlog_dir), "--cc", cc], env={})
+        return ClientCall(
+            [
+                str(self.python),
+                str(self.folder / "h3client.py"),
+                "--url",
+                url,
+                "--ca",
+                str(ca),
+                "--mode",
+                mode,
+                "--run-id",
+                run_id,
+                "--out",
+                str(out),
+                "--timeout-s",
+                str(timeout_s),
+                "--qlog-dir",
+                str(qlog_dir),
+                "--cc",
+                cc,
+            ],
+            env={},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # secrets_log_file

@@ -34,8 +34,14 @@ class Transfer:
         return (time.monotonic() - self.t0) * 1000
 
     def row(self) -> dict:
-        return {"path": self.path, "status": self.status, "bytes": self.bytes, "start_ms": self.start_ms,
-                "first_byte_ms": self.first_byte_ms, "end_ms": self.end_ms}
+        return {
+            "path": self.path,
+            "status": self.status,
+            "bytes": self.bytes,
+            "start_ms": self.start_ms,
+            "first_byte_ms": self.first_byte_ms,
+            "end_ms": self.end_ms,
+        }
 
 
 class Client(QuicConnectionProtocol):
@@ -67,8 +73,17 @@ class Client(QuicConnectionProtocol):
     async def get(self, authority: str, path: str, run_id: str, t0: float, keep=False, sample=None) -> Transfer:
         sid = self._quic.get_next_available_stream_id()
         t = self.transfers[sid] = Transfer(path, t0, keep, sample)
-        self.http.send_headers(sid, [(b":method", b"GET"), (b":scheme", b"https"), (b":authority", authority.encode()),
-                                     (b":path", path.encode()), (b"x-longlook-run", run_id.encode())], end_stream=True)
+        self.http.send_headers(
+            sid,
+            [
+                (b":method", b"GET"),
+                (b":scheme", b"https"),
+                (b":authority", authority.encode()),
+                (b":path", path.encode()),
+                (b"x-longlook-run", run_id.encode()),
+            ],
+            end_stream=True,
+        )
         self.transmit()
         await t.done
         return t
@@ -77,16 +92,21 @@ class Client(QuicConnectionProtocol):
 async def load(a, doc: dict) -> int:
     url = urlsplit(a.url)
     path = url.path + (f"?{url.query}" if url.query else "")
-    config = QuicConfiguration(is_client=True, alpn_protocols=H3_ALPN, congestion_control_algorithm=a.cc,
-                               server_name=url.hostname,
-                               quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None,
-                               # NSS key log lines, flushed as written (the process may be killed)
-                               secrets_log_file=open(a.keylog, "a", buffering=1) if a.keylog else None)
+    config = QuicConfiguration(
+        is_client=True,
+        alpn_protocols=H3_ALPN,
+        congestion_control_algorithm=a.cc,
+        server_name=url.hostname,
+        quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None,
+        # NSS key log lines, flushed as written (the process may be killed)
+        secrets_log_file=open(a.keylog, "a", buffering=1) if a.keylog else None,
+    )
     config.load_verify_locations(a.ca)
     t0 = time.monotonic()
     doc["started_unix_ms"] = int(time.time() * 1000)
-    async with connect(url.hostname, url.port or 443, configuration=config, create_protocol=Client,
-                       wait_connected=True) as c:
+    async with connect(
+        url.hostname, url.port or 443, configuration=config, create_protocol=Client, wait_connected=True
+    ) as c:
         doc["handshake_ms"] = (time.monotonic() - t0) * 1000
         doc["protocol"] = c._quic.tls.alpn_negotiated
         host, port = c._transport.get_extra_info("sockname")[:2]
@@ -94,8 +114,9 @@ async def load(a, doc: dict) -> int:
         if doc["protocol"] != "h3":
             doc["error"] = f"negotiated {doc['protocol']}, not h3"
             return 3
-        first = await c.get(url.netloc, path, a.run_id, t0, keep=a.mode == "page",
-                            sample=doc["goodput"] if a.mode == "bulk" else None)
+        first = await c.get(
+            url.netloc, path, a.run_id, t0, keep=a.mode == "page", sample=doc["goodput"] if a.mode == "bulk" else None
+        )
         transfers = [first]
         doc["ttfb_ms"] = first.first_byte_ms
         if a.mode == "page" and first.status == 200:
@@ -125,10 +146,26 @@ def main() -> int:
     ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
     ap.add_argument("--keylog", help="append the TLS secrets here (NSS key log format)")
     a = ap.parse_args()
-    doc = {"run_id": a.run_id, "url": a.url, "mode": a.mode, "protocol_requested": "h3", "protocol": None,
-           "ok": False, "error": None, "started_unix_ms": None, "plt_ms": None, "handshake_ms": None,
-           "ttfb_ms": None, "bytes": 0, "objects": [], "zero_rtt": {"attempted": False, "accepted": False},
-           "local_addr": None, "goodput": [], "goodput_mbit": None, "stopped_early": False}
+    doc = {
+        "run_id": a.run_id,
+        "url": a.url,
+        "mode": a.mode,
+        "protocol_requested": "h3",
+        "protocol": None,
+        "ok": False,
+        "error": None,
+        "started_unix_ms": None,
+        "plt_ms": None,
+        "handshake_ms": None,
+        "ttfb_ms": None,
+        "bytes": 0,
+        "objects": [],
+        "zero_rtt": {"attempted": False, "accepted": False},
+        "local_addr": None,
+        "goodput": [],
+        "goodput_mbit": None,
+        "stopped_early": False,
+    }
     try:
         code = asyncio.run(asyncio.wait_for(load(a, doc), a.timeout_s))
     except (asyncio.TimeoutError, TimeoutError):

@@ -57,8 +57,11 @@ class FileServer(QuicConnectionProtocol):
         file = (self.root / rel).resolve()
         ok = file.is_file() and self.root in file.parents
         body = file.read_bytes() if ok else b"not found\n"
-        headers = [(b":status", b"200" if ok else b"404"), (b"content-length", str(len(body)).encode()),
-                   (b"content-type", TYPES.get(file.suffix, b"application/octet-stream") if ok else b"text/plain")]
+        headers = [
+            (b":status", b"200" if ok else b"404"),
+            (b"content-length", str(len(body)).encode()),
+            (b"content-type", TYPES.get(file.suffix, b"application/octet-stream") if ok else b"text/plain"),
+        ]
         self.http.send_headers(stream_id, headers)
         self.http.send_data(stream_id, body, end_stream=True)
         self.transmit()
@@ -73,14 +76,24 @@ async def main() -> None:
     ap.add_argument("--qlog-dir")
     ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
     a = ap.parse_args()
-    config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, congestion_control_algorithm=a.cc,
-                               quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None)
+    config = QuicConfiguration(
+        is_client=False,
+        alpn_protocols=H3_ALPN,
+        congestion_control_algorithm=a.cc,
+        quic_logger=QuicFileLogger(a.qlog_dir) if a.qlog_dir else None,
+    )
     config.load_cert_chain(a.cert, a.key)
     FileServer.root = Path(a.root).resolve()
     host, _, port = a.listen.rpartition(":")
     tickets = TicketStore()
-    await serve(host, int(port), configuration=config, create_protocol=FileServer,
-                session_ticket_fetcher=tickets.pop, session_ticket_handler=tickets.add)
+    await serve(
+        host,
+        int(port),
+        configuration=config,
+        create_protocol=FileServer,
+        session_ticket_fetcher=tickets.pop,
+        session_ticket_handler=tickets.add,
+    )
     print("ready", flush=True)
     await asyncio.Future()
 

@@ -23,9 +23,10 @@ def fetcher(name: str, *, chromium_netlog: bool = False) -> Callable:
     each run (ignored by the native client, whose server writes qlogs anyway)."""
     if name == "native":
         from ..endpoint import fetch
+
         return fetch
     if name in ("chromium", "chromium-discovery"):
         from .chromium import chromium_fetcher
-        return chromium_fetcher(quic="discovery" if name == "chromium-discovery" else "pinned",
-                                netlog=chromium_netlog)
+
+        return chromium_fetcher(quic="discovery" if name == "chromium-discovery" else "pinned", netlog=chromium_netlog)
     raise LonglookError(f"unknown client '{name}'", hint=f"use one of: {', '.join(KNOWN_CLIENTS)}")

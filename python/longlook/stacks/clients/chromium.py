@@ -56,35 +56,73 @@ def quic_mode(protocol: str, quic: str) -> str:
     return "forced" if protocol == "h3" else "off"
 
 
-def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-          timeout_s: float, mode: str = "page", zero_rtt: bool = False, keylog: Path | None = None,
-          quic: str = "pinned", netlog: bool = False) -> FetchResult:
+def fetch(
+    testbed,
+    *,
+    url: str,
+    protocol: str,
+    run_id: str,
+    cert_dir: Path,
+    out: Path,
+    timeout_s: float,
+    mode: str = "page",
+    zero_rtt: bool = False,
+    keylog: Path | None = None,
+    quic: str = "pinned",
+    netlog: bool = False,
+) -> FetchResult:
     """One page load in a fresh Chromium in the client namespace. `zero_rtt` is not
     supported: a fresh profile per run holds no session ticket (reported as not attempted).
     With `netlog`, Chromium's net-log (its QUIC congestion events) is kept beside `out`;
     with `keylog`, its TLS secrets are written there (`--ssl-key-log-file`)."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "longlook.stacks.clients.chromium_driver", "--url", url,
-            "--quic", quic_mode(protocol, quic), "--spki", server_spki(Path(cert_dir) / "cert.pem"),
-            "--run-id", run_id, "--out", str(out), "--har", str(out.with_name(HAR_NAME)),
-            "--timeout-s", str(timeout_s), "--protocol-requested", protocol, "--mode", mode,
-            "--chromium", chromium_path()]
+    argv = [
+        sys.executable,
+        "-m",
+        "longlook.stacks.clients.chromium_driver",
+        "--url",
+        url,
+        "--quic",
+        quic_mode(protocol, quic),
+        "--spki",
+        server_spki(Path(cert_dir) / "cert.pem"),
+        "--run-id",
+        run_id,
+        "--out",
+        str(out),
+        "--har",
+        str(out.with_name(HAR_NAME)),
+        "--timeout-s",
+        str(timeout_s),
+        "--protocol-requested",
+        protocol,
+        "--mode",
+        mode,
+        "--chromium",
+        chromium_path(),
+    ]
     if netlog:
         argv += ["--netlog", str(out.with_name(NETLOG_NAME))]
     if keylog is not None:
         argv += ["--keylog", str(keylog)]
     started = time.monotonic()
     # Not testbed.run: a timeout or a non-zero exit is this run's outcome, not a testbed fault.
-    proc = subprocess.Popen(testbed.exec_argv("client", argv), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, env=driver_env())
+    proc = subprocess.Popen(
+        testbed.exec_argv("client", argv),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=driver_env(),
+    )
     try:
         _, stderr = proc.communicate(timeout=timeout_s + DRIVER_GRACE_S)
     except subprocess.TimeoutExpired:
         stop_child(proc)  # SIGTERM first: the driver closes its browser on the way out
         testbed.check()
-        return FetchResult("timeout", {}, f"no result within {timeout_s + DRIVER_GRACE_S:.0f} s",
-                           time.monotonic() - started)
+        return FetchResult(
+            "timeout", {}, f"no result within {timeout_s + DRIVER_GRACE_S:.0f} s", time.monotonic() - started
+        )
     wall = time.monotonic() - started
     testbed.check()  # a result obtained over a dead link is not a result
     return classify(proc.returncode, out, stderr, protocol, wall)
@@ -93,8 +131,17 @@ def fetch(testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out:
 # Chromium's net errors by the phase they name, as `endpoint fetch` reports failure_phase
 _NET_ERROR_PHASES = (
     ("handshake", ("SSL", "CERT", "QUIC_HANDSHAKE", "QUIC_PROTOCOL", "HTTP2_PROTOCOL")),
-    ("connect", ("CONNECTION_REFUSED", "CONNECTION_TIMED_OUT", "ADDRESS_UNREACHABLE",
-                 "CONNECTION_FAILED", "NAME_NOT_RESOLVED", "NETWORK_CHANGED")),
+    (
+        "connect",
+        (
+            "CONNECTION_REFUSED",
+            "CONNECTION_TIMED_OUT",
+            "ADDRESS_UNREACHABLE",
+            "CONNECTION_FAILED",
+            "NAME_NOT_RESOLVED",
+            "NETWORK_CHANGED",
+        ),
+    ),
     ("transfer", ("CONNECTION_RESET", "CONNECTION_CLOSED", "EMPTY_RESPONSE", "INCOMPLETE_CHUNKED")),
 )
 
@@ -113,8 +160,15 @@ def failure_phase(error: str | None) -> str | None:
 def classify(returncode: int, out: Path, stderr: str, protocol: str, wall: float) -> FetchResult:
     """The driver's exit and document -> ok / failed / timeout / protocol_mismatch, with the
     same meaning as for the native client."""
-    result = fetch_result(out, returncode, stderr, protocol, wall, timed_out=returncode == EXIT_TIMEOUT,
-                          protocol_unavailable=returncode == EXIT_PROTOCOL_MISMATCH)
+    result = fetch_result(
+        out,
+        returncode,
+        stderr,
+        protocol,
+        wall,
+        timed_out=returncode == EXIT_TIMEOUT,
+        protocol_unavailable=returncode == EXIT_PROTOCOL_MISMATCH,
+    )
     if result.status != "ok" and result.document and "failure_phase" not in result.document:
         result.document["failure_phase"] = failure_phase(result.error)
     return result
@@ -133,5 +187,3 @@ def driver_env() -> dict[str, str]:
     package_root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH")) if p)
     return env
-
-

@@ -39,15 +39,35 @@ UNUSED_PORT = 9  # discard: discovery mode names the host with it (see browser_a
 
 # Quiet, reproducible browser: no first-run UI, and no background traffic (which this closed
 # network refuses anyway) competing with the measured page.
-BASE_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-              "--no-default-browser-check", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--disable-extensions",
-              "--disable-default-apps", "--metrics-recording-only", "--mute-audio",
-              "--disable-breakpad", "--disable-domain-reliability", "--password-store=basic")
+BASE_FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--metrics-recording-only",
+    "--mute-audio",
+    "--disable-breakpad",
+    "--disable-domain-reliability",
+    "--password-store=basic",
+)
 
 
-def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir: str,
-                 netlog: str | None = None, keylog: str | None = None) -> list[str]:
+def browser_argv(
+    chromium: str,
+    *,
+    url: str,
+    quic: str,
+    spki: str,
+    user_data_dir: str,
+    netlog: str | None = None,
+    keylog: str | None = None,
+) -> list[str]:
     """Chromium's command line for one run (exact flags: shared/notes/quic-stacks.md).
 
     forced: QUIC to the page's origin from the first request (`--origin-to-force-quic-on`).
@@ -63,8 +83,7 @@ def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir
     if quic not in QUIC_MODES:
         raise ValueError(f"quic mode {quic!r}: use one of {', '.join(QUIC_MODES)}")
     parts = urlsplit(url)
-    argv = [chromium, *BASE_FLAGS, f"--user-data-dir={user_data_dir}",
-            f"--ignore-certificate-errors-spki-list={spki}"]
+    argv = [chromium, *BASE_FLAGS, f"--user-data-dir={user_data_dir}", f"--ignore-certificate-errors-spki-list={spki}"]
     port = parts.port or 443
     if quic == "forced":
         argv.append(f"--origin-to-force-quic-on={parts.hostname}:{port}")
@@ -80,8 +99,9 @@ def browser_argv(chromium: str, *, url: str, quic: str, spki: str, user_data_dir
     return [*argv, "about:blank"]
 
 
-NAVIGATION_TIMING_JS = "JSON.stringify({origin: performance.timeOrigin, " \
-                       "nav: performance.getEntriesByType('navigation')[0]})"
+NAVIGATION_TIMING_JS = (
+    "JSON.stringify({origin: performance.timeOrigin, nav: performance.getEntriesByType('navigation')[0]})"
+)
 
 
 @dataclass
@@ -115,8 +135,9 @@ def load_page(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: floa
 
     # Page.navigate answers once the document's response arrives (or the navigation fails)
     try:
-        nav = browser.send("Page.navigate", {"url": url}, session=session,
-                           timeout_s=max(1.0, deadline - time.monotonic()))
+        nav = browser.send(
+            "Page.navigate", {"url": url}, session=session, timeout_s=max(1.0, deadline - time.monotonic())
+        )
     except DevToolsError:
         take(browser.events(time.monotonic()))  # what did arrive, for the HAR
         load.error, load.timed_out = "no response to the page request within the timeout", True
@@ -131,9 +152,11 @@ def load_page(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: floa
     elif not load.log.complete():
         load.error, load.timed_out = "the page did not load within the timeout", True
     else:
-        timing = json.loads(browser.send("Runtime.evaluate", {"expression": NAVIGATION_TIMING_JS,
-                                                              "returnByValue": True},
-                                         session=session)["result"]["value"])
+        timing = json.loads(
+            browser.send(
+                "Runtime.evaluate", {"expression": NAVIGATION_TIMING_JS, "returnByValue": True}, session=session
+            )["result"]["value"]
+        )
         load.navigation, load.time_origin_unix_ms = timing.get("nav"), timing.get("origin")
     return load
 
@@ -156,8 +179,9 @@ def run(args: argparse.Namespace) -> int:
     profile = tempfile.mkdtemp(prefix="longlook-chromium-")
     netlog = str(Path(args.netlog).resolve()) if args.netlog else None
     keylog = str(Path(args.keylog).resolve()) if args.keylog else None
-    argv = browser_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki,
-                        user_data_dir=profile, netlog=netlog, keylog=keylog)
+    argv = browser_argv(
+        args.chromium, url=args.url, quic=args.quic, spki=args.spki, user_data_dir=profile, netlog=netlog, keylog=keylog
+    )
     deadline = time.monotonic() + args.timeout_s
     stderr = open(out.with_name(out.stem + ".chromium.stderr"), "wb")
     warmup = None
@@ -167,28 +191,51 @@ def run(args: argparse.Namespace) -> int:
             # Alt-Svc (saved in the profile when it closes), so the measured visit, by a new
             # browser with no open connections, races QUIC against TCP as a returning
             # visitor's would. Without it a fresh profile always loads over TCP.
-            first = browse(browser_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki,
-                                        user_data_dir=profile),
-                           url=args.url, run_id=f"{args.run_id}-warmup", deadline=deadline,
-                           stderr=stderr)
-            warmup = {"ok": first.error is None, "error": first.error,
-                      "protocol": protocol_label(first.log.page_requests())}
+            first = browse(
+                browser_argv(args.chromium, url=args.url, quic=args.quic, spki=args.spki, user_data_dir=profile),
+                url=args.url,
+                run_id=f"{args.run_id}-warmup",
+                deadline=deadline,
+                stderr=stderr,
+            )
+            warmup = {
+                "ok": first.error is None,
+                "error": first.error,
+                "protocol": protocol_label(first.log.page_requests()),
+            }
         load = browse(argv, url=args.url, run_id=args.run_id, deadline=deadline, stderr=stderr)
     finally:
         stderr.close()
         shutil.rmtree(profile, ignore_errors=True)
 
-    doc = fetch_document(load.log, run_id=args.run_id, url=args.url, mode=args.mode,
-                         protocol_requested=args.protocol_requested, navigation=load.navigation,
-                         time_origin_unix_ms=load.time_origin_unix_ms, error=load.error)
-    har = build_har(load.log, browser_version=load.version.partition("/")[2] or load.version,
-                    creator_version=__version__, title=args.url, navigation=load.navigation)
+    doc = fetch_document(
+        load.log,
+        run_id=args.run_id,
+        url=args.url,
+        mode=args.mode,
+        protocol_requested=args.protocol_requested,
+        navigation=load.navigation,
+        time_origin_unix_ms=load.time_origin_unix_ms,
+        error=load.error,
+    )
+    har = build_har(
+        load.log,
+        browser_version=load.version.partition("/")[2] or load.version,
+        creator_version=__version__,
+        title=args.url,
+        navigation=load.navigation,
+    )
     har_path.write_text(json.dumps(har, indent=1))
     artifacts = {"har": har_path.name}
     if netlog and Path(netlog).exists():
         artifacts["netlog"] = Path(netlog).name
-    doc.update(client="chromium", browser_version=load.version, quic=args.quic,
-               artifacts=artifacts, **({"warmup": warmup} if warmup else {}))
+    doc.update(
+        client="chromium",
+        browser_version=load.version,
+        quic=args.quic,
+        artifacts=artifacts,
+        **({"warmup": warmup} if warmup else {}),
+    )
     out.write_text(json.dumps(doc, indent=1))
     if load.timed_out:
         return EXIT_TIMEOUT

@@ -67,22 +67,27 @@ class DevToolsBrowser:
             os.set_inheritable(4, True)
 
         # Both pipe ends must be above 4, or dup2 could clobber one with the other.
-        cmd_read, cmd_write, ev_read, ev_write = (
-            _above_4(fd) for fd in (cmd_read, cmd_write, ev_read, ev_write))
-        proc = subprocess.Popen([*argv, "--remote-debugging-pipe"], preexec_fn=wire_fds,
-                                # dup2 leaves 3 and 4 inheritable; every other fd of ours is
-                                # close-on-exec (PEP 446), so nothing else leaks into Chromium
-                                close_fds=False,
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=stderr, start_new_session=True)
+        cmd_read, cmd_write, ev_read, ev_write = (_above_4(fd) for fd in (cmd_read, cmd_write, ev_read, ev_write))
+        proc = subprocess.Popen(
+            [*argv, "--remote-debugging-pipe"],
+            preexec_fn=wire_fds,
+            # dup2 leaves 3 and 4 inheritable; every other fd of ours is
+            # close-on-exec (PEP 446), so nothing else leaks into Chromium
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+        )
         os.close(cmd_read)
         os.close(ev_write)
         return cls(proc, cmd_write, ev_read)
 
     # ---- protocol -------------------------------------------------------------------
 
-    def send(self, method: str, params: dict | None = None, *, session: str | None = None,
-             timeout_s: float = 10.0) -> dict:
+    def send(
+        self, method: str, params: dict | None = None, *, session: str | None = None, timeout_s: float = 10.0
+    ) -> dict:
         """Send a command and wait for its reply; events arriving meanwhile are kept for
         `events()`."""
         self._next_id += 1

@@ -34,8 +34,15 @@ def entry_timings(r: Request) -> dict[str, float]:
     total = max(0.0, ((r.finished_s or r.issued_s) - r.issued_s) * 1000)
     t = r.timing
     if not t:  # no response (failed before headers): all of it was waiting
-        return {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0.0,
-                "wait": round(total, 3), "receive": 0.0}
+        return {
+            "blocked": -1,
+            "dns": -1,
+            "connect": -1,
+            "ssl": -1,
+            "send": 0.0,
+            "wait": round(total, 3),
+            "receive": 0.0,
+        }
     dns = _span(t, "dnsStart", "dnsEnd")
     connect = _span(t, "connectStart", "connectEnd")
     ssl = _span(t, "sslStart", "sslEnd")
@@ -68,15 +75,21 @@ def _entry(r: Request, wall_offset_s: float) -> dict:
         "startedDateTime": _iso(r.issued_s + wall_offset_s),
         "time": entry_time(timings),
         "request": {
-            "method": r.method, "url": r.url, "httpVersion": version, "cookies": [],
+            "method": r.method,
+            "url": r.url,
+            "httpVersion": version,
+            "cookies": [],
             "headers": _headers(r.request_headers),
-            "queryString": [{"name": k, "value": v} for k, _, v in
-                            (p.partition("=") for p in query.split("&") if p)],
-            "headersSize": -1, "bodySize": 0,
+            "queryString": [{"name": k, "value": v} for k, _, v in (p.partition("=") for p in query.split("&") if p)],
+            "headersSize": -1,
+            "bodySize": 0,
         },
         "response": {
-            "status": r.status or 0, "statusText": r.status_text, "httpVersion": version,
-            "cookies": [], "headers": _headers(r.response_headers),
+            "status": r.status or 0,
+            "statusText": r.status_text,
+            "httpVersion": version,
+            "cookies": [],
+            "headers": _headers(r.response_headers),
             "content": {"size": r.body_bytes, "mimeType": r.mime_type or "x-unknown"},
             "redirectURL": r.response_headers.get("location", ""),
             "headersSize": -1,
@@ -93,8 +106,9 @@ def _entry(r: Request, wall_offset_s: float) -> dict:
     }
 
 
-def build_har(log: NetworkLog, *, browser_version: str, creator_version: str, title: str,
-              navigation: dict | None) -> dict:
+def build_har(
+    log: NetworkLog, *, browser_version: str, creator_version: str, title: str, navigation: dict | None
+) -> dict:
     """The HAR 1.2 document of one page load (every request the page made, including ones
     the browser adds such as /favicon.ico)."""
     doc = log.document
@@ -108,18 +122,25 @@ def build_har(log: NetworkLog, *, browser_version: str, creator_version: str, ti
         "startedDateTime": _iso(t0 + wall_offset_s),
         "id": PAGE_ID,
         "title": title,
-        "pageTimings": {"onContentLoad": round(on_content, 3) if on_content else rel(log.dom_content_s),
-                        "onLoad": round(on_load, 3) if on_load else rel(log.load_event_s)},
+        "pageTimings": {
+            "onContentLoad": round(on_content, 3) if on_content else rel(log.dom_content_s),
+            "onLoad": round(on_load, 3) if on_load else rel(log.load_event_s),
+        },
     }
-    entries = [_entry(log.requests[i], wall_offset_s) for i in log.order
-               if not log.requests[i].url.startswith(("data:", "about:"))]
-    return {"log": {
-        "version": "1.2",
-        "creator": {"name": "longlook", "version": creator_version},
-        "browser": {"name": "Chromium", "version": browser_version},
-        "pages": [page],
-        "entries": entries,
-    }}
+    entries = [
+        _entry(log.requests[i], wall_offset_s)
+        for i in log.order
+        if not log.requests[i].url.startswith(("data:", "about:"))
+    ]
+    return {
+        "log": {
+            "version": "1.2",
+            "creator": {"name": "longlook", "version": creator_version},
+            "browser": {"name": "Chromium", "version": browser_version},
+            "pages": [page],
+            "entries": entries,
+        }
+    }
 
 
 # ---- validation ------------------------------------------------------------------------
@@ -129,10 +150,18 @@ _REQUIRED = {
     "creator": ("name", "version"),
     "page": ("startedDateTime", "id", "title", "pageTimings"),
     "entry": ("startedDateTime", "time", "request", "response", "cache", "timings"),
-    "request": ("method", "url", "httpVersion", "cookies", "headers", "queryString",
-                "headersSize", "bodySize"),
-    "response": ("status", "statusText", "httpVersion", "cookies", "headers", "content",
-                 "redirectURL", "headersSize", "bodySize"),
+    "request": ("method", "url", "httpVersion", "cookies", "headers", "queryString", "headersSize", "bodySize"),
+    "response": (
+        "status",
+        "statusText",
+        "httpVersion",
+        "cookies",
+        "headers",
+        "content",
+        "redirectURL",
+        "headersSize",
+        "bodySize",
+    ),
     "content": ("size", "mimeType"),
     "timings": ("send", "wait", "receive"),
 }
@@ -197,14 +226,21 @@ def _check_timings(t: dict, time: object, where: str, problems: list[str]) -> No
         v = t.get(key, -1)
         if not isinstance(v, (int, float)) or (v < 0 and v != -1):
             problems.append(f"{where}.timings.{key}: must be >= 0 or -1, got {v!r}")
-    if isinstance(t.get("ssl"), (int, float)) and t["ssl"] >= 0 and t.get("connect", -1) >= 0 \
-            and t["ssl"] > t["connect"] + TOLERANCE_MS:
+    if (
+        isinstance(t.get("ssl"), (int, float))
+        and t["ssl"] >= 0
+        and t.get("connect", -1) >= 0
+        and t["ssl"] > t["connect"] + TOLERANCE_MS
+    ):
         problems.append(f"{where}.timings: ssl ({t['ssl']}) exceeds connect ({t['connect']}), which includes it")
     if not isinstance(time, (int, float)):
         problems.append(f"{where}.time: must be a number")
         return
-    total = sum(v for k, v in t.items() if k in ("blocked", "dns", "connect", "send", "wait", "receive")
-                and isinstance(v, (int, float)) and v >= 0)
+    total = sum(
+        v
+        for k, v in t.items()
+        if k in ("blocked", "dns", "connect", "send", "wait", "receive") and isinstance(v, (int, float)) and v >= 0
+    )
     if abs(total - time) > TOLERANCE_MS * 6:
         problems.append(f"{where}.time: {time} but the timings sum to {total:.3f}")
 

@@ -82,10 +82,15 @@ class NetworkLog:
         if rid in self.requests:  # a redirect reuses the id; keep the last hop
             self.order.remove(rid)
         req = p["request"]
-        self.requests[rid] = Request(id=rid, url=req["url"], method=req.get("method", "GET"),
-                                     resource_type=p.get("type", ""), issued_s=p["timestamp"],
-                                     wall_s=p.get("wallTime", 0.0),
-                                     request_headers=dict(req.get("headers") or {}))
+        self.requests[rid] = Request(
+            id=rid,
+            url=req["url"],
+            method=req.get("method", "GET"),
+            resource_type=p.get("type", ""),
+            issued_s=p["timestamp"],
+            wall_s=p.get("wallTime", 0.0),
+            request_headers=dict(req.get("headers") or {}),
+        )
         self.order.append(rid)
         if p.get("type") == "Document" and self.document_id is None:
             self.document_id = rid
@@ -139,9 +144,12 @@ class NetworkLog:
 
     def page_requests(self) -> list[Request]:
         """The page's own requests in the order they were issued, the document first."""
-        return [self.requests[i] for i in self.order
-                if urlsplit(self.requests[i].url).path not in BROWSER_CHROME_PATHS
-                and not self.requests[i].url.startswith(("data:", "about:"))]
+        return [
+            self.requests[i]
+            for i in self.order
+            if urlsplit(self.requests[i].url).path not in BROWSER_CHROME_PATHS
+            and not self.requests[i].url.startswith(("data:", "about:"))
+        ]
 
     def complete(self) -> bool:
         """The load event has fired and every request issued so far has ended."""
@@ -170,18 +178,36 @@ def origin_s(log: NetworkLog, navigation: dict | None) -> float:
     return doc.issued_s
 
 
-def fetch_document(log: NetworkLog, *, run_id: str, url: str, mode: str, protocol_requested: str,
-                   navigation: dict | None, time_origin_unix_ms: float | None,
-                   error: str | None) -> dict:
+def fetch_document(
+    log: NetworkLog,
+    *,
+    run_id: str,
+    url: str,
+    mode: str,
+    protocol_requested: str,
+    navigation: dict | None,
+    time_origin_unix_ms: float | None,
+    error: str | None,
+) -> dict:
     """The fetch JSON of docs/interfaces.md, with times in ms from navigation start, plus
     `last_object_ms` and each object's `protocol` with Chromium's reason for it."""
     t0 = origin_s(log, navigation)
     ms = lambda s: None if s is None else round((s - t0) * 1000, 3)  # noqa: E731
     requests = log.page_requests()
-    objects = [{"path": r.path, "status": r.status, "bytes": r.body_bytes, "protocol": r.protocol,
-                "protocol_reason": r.protocol_reason, "start_ms": ms(r.issued_s), "first_byte_ms": ms(r.first_byte_s),
-                "end_ms": ms(r.finished_s), **({"error": r.failed} if r.failed else {})}
-               for r in requests]
+    objects = [
+        {
+            "path": r.path,
+            "status": r.status,
+            "bytes": r.body_bytes,
+            "protocol": r.protocol,
+            "protocol_reason": r.protocol_reason,
+            "start_ms": ms(r.issued_s),
+            "first_byte_ms": ms(r.first_byte_s),
+            "end_ms": ms(r.finished_s),
+            **({"error": r.failed} if r.failed else {}),
+        }
+        for r in requests
+    ]
     protocol = protocol_label(requests)
     if error is None:
         error = _page_error(log, requests)
@@ -192,8 +218,13 @@ def fetch_document(log: NetworkLog, *, run_id: str, url: str, mode: str, protoco
     doc = log.document
     total = sum(o["bytes"] for o in objects)
     return {
-        "run_id": run_id, "url": url, "mode": mode, "protocol_requested": protocol_requested,
-        "protocol": protocol, "ok": error is None, "error": error,
+        "run_id": run_id,
+        "url": url,
+        "mode": mode,
+        "protocol_requested": protocol_requested,
+        "protocol": protocol,
+        "ok": error is None,
+        "error": error,
         "started_unix_ms": time_origin_unix_ms,
         "plt_ms": round(plt, 3) if plt else None,
         "last_object_ms": max(ends) if ends else None,

@@ -50,44 +50,104 @@ class Kwik(Stack):
     def installed(self) -> bool:
         """Built from this checkout's sources (a changed source means a rebuild)."""
         built = self.build_dir / "src"
-        return (self.jar.is_file() and (self.build_dir / "lib").is_dir() and built.is_dir()
-                and self._sources(self.folder) == self._sources(built))
+        return (
+            self.jar.is_file()
+            and (self.build_dir / "lib").is_dir()
+            and built.is_dir()
+            and self._sources(self.folder) == self._sources(built)
+        )
 
     def install(self) -> None:
         if self.installed():
             return
         for tool in ("mvn", "java"):
             if not shutil.which(tool):
-                raise LonglookError(f"{self.spec} needs {tool} to build",
-                                    hint=f"apt-get install maven openjdk-17-jdk-headless, then `{self.install_command}`")
+                raise LonglookError(
+                    f"{self.spec} needs {tool} to build",
+                    hint=f"apt-get install maven openjdk-17-jdk-headless, then `{self.install_command}`",
+                )
         src = self.build_dir / "src"
         shutil.rmtree(src, ignore_errors=True)
         shutil.rmtree(self.build_dir / "lib", ignore_errors=True)
         src.mkdir(parents=True)
         shutil.copy(self.folder / "pom.xml", src / "pom.xml")
         shutil.copytree(self.folder / "src", src / "src")
-        p = subprocess.run(["mvn", "-B", "-q", "package", "dependency:copy-dependencies", "-DincludeScope=runtime",
-                            f"-DoutputDirectory={self.build_dir / 'lib'}", f"-Dkwik.version={self.version}"],
-                           cwd=src, capture_output=True, text=True, env={**os.environ})
+        p = subprocess.run(
+            [
+                "mvn",
+                "-B",
+                "-q",
+                "package",
+                "dependency:copy-dependencies",
+                "-DincludeScope=runtime",
+                f"-DoutputDirectory={self.build_dir / 'lib'}",
+                f"-Dkwik.version={self.version}",
+            ],
+            cwd=src,
+            capture_output=True,
+            text=True,
+            env={**os.environ},
+        )
         if p.returncode != 0:
-            raise LonglookError(f"building {self.spec} failed: {(p.stdout + p.stderr).strip()[-800:]}",
-                                hint=f"needs Maven Central (mvn) and Java 17; retry `{self.install_command}`")
+            raise LonglookError(
+                f"building {self.spec} failed: {(p.stdout + p.stderr).strip()[-800:]}",
+                hint=f"needs Maven Central (mvn) and Java 17; retry `{self.install_command}`",
+            )
         shutil.copy(src / "target" / "longlook-kwik-0.1.0.jar", self.jar)
         shutil.rmtree(src / "target", ignore_errors=True)
 
     def _java(self, *args: str) -> list[str]:
         # a small heap and one GC thread: client and server share the testbed's two cores
-        return ["java", "-Xss512k", "-XX:+UseSerialGC", "-cp", f"{self.jar}:{self.build_dir / 'lib'}/*",
-                "longlook.kwik.Main", *args]
+        return [
+            "java",
+            "-Xss512k",
+            "-XX:+UseSerialGC",
+            "-cp",
+            f"{self.jar}:{self.build_dir / 'lib'}/*",
+            "longlook.kwik.Main",
+            *args,
+        ]
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall(self._java("serve", "--listen-port", str(port), "--cert", str(cert), "--key", str(key),
-                                     "--root", str(root), "--qlog-dir", str(qlog_dir)), env={}, prints_ready=True)
+        return ServerCall(
+            self._java(
+                "serve",
+                "--listen-port",
+                str(port),
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--root",
+                str(root),
+                "--qlog-dir",
+                str(qlog_dir),
+            ),
+            env={},
+            prints_ready=True,
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
-        return ClientCall(self._java("fetch", "--url", url, "--ca", str(ca), "--mode", mode, "--run-id", run_id,
-                                     "--out", str(out), "--timeout-s", str(timeout_s), "--qlog-dir", str(qlog_dir)),
-                          env={})
+        return ClientCall(
+            self._java(
+                "fetch",
+                "--url",
+                url,
+                "--ca",
+                str(ca),
+                "--mode",
+                mode,
+                "--run-id",
+                run_id,
+                "--out",
+                str(out),
+                "--timeout-s",
+                str(timeout_s),
+                "--qlog-dir",
+                str(qlog_dir),
+            ),
+            env={},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # kwik's `secrets` (NSS key log)

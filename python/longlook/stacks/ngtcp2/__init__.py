@@ -21,8 +21,12 @@ from ..qlog_fetch import fetch_document
 
 SERVER, CLIENT = "gtlsserver", "gtlsclient"
 # the windows our endpoint and Chromium use (docs/interfaces.md: 6 MiB stream, 15 MiB connection)
-WINDOWS = ["--max-data=15728640", "--max-stream-data-bidi-local=6291456", "--max-window=15728640",
-           "--max-stream-window=6291456"]
+WINDOWS = [
+    "--max-data=15728640",
+    "--max-stream-data-bidi-local=6291456",
+    "--max-window=15728640",
+    "--max-stream-window=6291456",
+]
 PAGE = re.compile(r"^/page/(\d+)x([0-9]+[km]?)\.html$")
 
 
@@ -47,29 +51,60 @@ class Ngtcp2(Stack):
 
     def install(self) -> None:
         if not self.installed():
-            p = subprocess.run(["apt-get", "install", "-y", "-qq", "ngtcp2-server", "ngtcp2-client"],
-                               capture_output=True, text=True)
+            p = subprocess.run(
+                ["apt-get", "install", "-y", "-qq", "ngtcp2-server", "ngtcp2-client"], capture_output=True, text=True
+            )
             if p.returncode != 0:
-                raise LonglookError(f"installing {self.spec} failed: {p.stderr.strip()[-500:]}",
-                                    hint=self.install_command)
+                raise LonglookError(
+                    f"installing {self.spec} failed: {p.stderr.strip()[-500:]}", hint=self.install_command
+                )
 
     def version_info(self) -> str:
         p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "ngtcp2-client"], capture_output=True, text=True)
         return f"{self.name}@{p.stdout.strip() or 'not installed'}"
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([shutil.which(SERVER) or SERVER, "-q", "--qlog-dir", str(qlog_dir), f"--cc={cc}",
-                           "-d", str(root), *WINDOWS, SERVER_ADDR, str(port), str(key), str(cert)], env={})
+        return ServerCall(
+            [
+                shutil.which(SERVER) or SERVER,
+                "-q",
+                "--qlog-dir",
+                str(qlog_dir),
+                f"--cc={cc}",
+                "-d",
+                str(root),
+                *WINDOWS,
+                SERVER_ADDR,
+                str(port),
+                str(key),
+                str(cert),
+            ],
+            env={},
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
         u = urlsplit(url)
         urls = [url] + [f"https://{u.netloc}{p}" for p in (object_paths(u.path) if mode == "page" else [])]
         download = out.parent / "client-download"
         download.mkdir(exist_ok=True)
-        return ClientCall([shutil.which(CLIENT) or CLIENT, "-q", "--exit-on-all-streams-close",
-                           "--qlog-file", str(qlog_dir / "client.sqlog"), "--download", str(download),
-                           f"--cc={cc}", f"--timeout={int(timeout_s)}s", *WINDOWS, u.hostname, str(u.port or 443),
-                           *urls], env={})
+        return ClientCall(
+            [
+                shutil.which(CLIENT) or CLIENT,
+                "-q",
+                "--exit-on-all-streams-close",
+                "--qlog-file",
+                str(qlog_dir / "client.sqlog"),
+                "--download",
+                str(download),
+                f"--cc={cc}",
+                f"--timeout={int(timeout_s)}s",
+                *WINDOWS,
+                u.hostname,
+                str(u.port or 443),
+                *urls,
+            ],
+            env={},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         # gtlsclient has no flag; GnuTLS itself appends to $SSLKEYLOGFILE
@@ -79,9 +114,17 @@ class Ngtcp2(Stack):
         u = urlsplit(url)
         paths = [u.path] + (object_paths(u.path) if mode == "page" else [])
         download = out.parent / "client-download"
-        doc = fetch_document(qlog_dir / "client.sqlog", url=url, mode=mode, run_id=run_id, paths=paths,
-                             download=download, returncode=returncode, stderr=stderr,
-                             started_unix_ms=started_unix_ms)
+        doc = fetch_document(
+            qlog_dir / "client.sqlog",
+            url=url,
+            mode=mode,
+            run_id=run_id,
+            paths=paths,
+            download=download,
+            returncode=returncode,
+            stderr=stderr,
+            started_unix_ms=started_unix_ms,
+        )
         shutil.rmtree(download, ignore_errors=True)
         import json
 

@@ -40,8 +40,10 @@ class QuicGo(Stack):
         except InvalidVersion:
             old = False  # not a release number: the module proxy answers for it at build time
         if old:
-            raise LonglookError(f"{self.spec}: longlook's quic-go adapter supports {OLDEST} and newer",
-                                hint=f"main.go uses the qlogwriter package, added in quic-go {OLDEST}")
+            raise LonglookError(
+                f"{self.spec}: longlook's quic-go adapter supports {OLDEST} and newer",
+                hint=f"main.go uses the qlogwriter package, added in quic-go {OLDEST}",
+            )
 
     @property
     def binary(self):
@@ -52,52 +54,94 @@ class QuicGo(Stack):
         the release asked for (go.mod says so)."""
         built_from = self.build_dir / "src" / "main.go"
         go_mod = self.build_dir / "src" / "go.mod"
-        return (self.binary.is_file() and built_from.is_file() and go_mod.is_file()
-                and built_from.read_bytes() == (self.folder / "main.go").read_bytes()
-                and f"{MODULE} {self.version}" in go_mod.read_text())
+        return (
+            self.binary.is_file()
+            and built_from.is_file()
+            and go_mod.is_file()
+            and built_from.read_bytes() == (self.folder / "main.go").read_bytes()
+            and f"{MODULE} {self.version}" in go_mod.read_text()
+        )
 
     def install(self) -> None:
         if self.installed():
             return
         if not shutil.which("go"):
-            raise LonglookError(f"{self.spec} needs Go (1.26 or newer) to build", hint="install Go, then "
-                                f"`{self.install_command}`")
+            raise LonglookError(
+                f"{self.spec} needs Go (1.26 or newer) to build", hint=f"install Go, then `{self.install_command}`"
+            )
         src = self.build_dir / "src"
         src.mkdir(parents=True, exist_ok=True)
         for f in ("main.go", "go.mod", "go.sum"):
             shutil.copy(self.folder / f, src / f)
         env = {**os.environ, "GOFLAGS": "-mod=mod"}
-        steps = [["go", "mod", "edit", f"-require={MODULE}@{self.version}"], ["go", "mod", "tidy"],
-                 ["go", "build", "-trimpath", "-o", str(self.binary), "."]]
+        steps = [
+            ["go", "mod", "edit", f"-require={MODULE}@{self.version}"],
+            ["go", "mod", "tidy"],
+            ["go", "build", "-trimpath", "-o", str(self.binary), "."],
+        ]
         for argv in steps:
             p = subprocess.run(argv, cwd=src, env=env, capture_output=True, text=True)
             if p.returncode != 0:
-                raise LonglookError(f"building {self.spec} failed at `{' '.join(argv)}`: {p.stderr.strip()[-800:]}",
-                                    hint=f"retry `{self.install_command}`")
+                raise LonglookError(
+                    f"building {self.spec} failed at `{' '.join(argv)}`: {p.stderr.strip()[-800:]}",
+                    hint=f"retry `{self.install_command}`",
+                )
             if argv[1:3] == ["mod", "tidy"]:
                 self._check_resolved(src, env)
 
     def _check_resolved(self, src: Path, env: dict) -> None:
         """The module resolved to the release asked for (tidy may upgrade it to supply a
         package the release lacks)."""
-        p = subprocess.run(["go", "list", "-m", "-f", "{{.Version}}", MODULE], cwd=src, env=env,
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            ["go", "list", "-m", "-f", "{{.Version}}", MODULE], cwd=src, env=env, capture_output=True, text=True
+        )
         got = p.stdout.strip()
         if got != self.version:
             shutil.rmtree(src, ignore_errors=True)
-            raise LonglookError(f"{self.spec} does not build with longlook's main.go: Go resolved {MODULE} to "
-                                f"{got or 'nothing'} ({p.stderr.strip()[-300:] or 'a package main.go uses is missing'})",
-                                hint=f"the adapter supports {OLDEST} and newer")
+            raise LonglookError(
+                f"{self.spec} does not build with longlook's main.go: Go resolved {MODULE} to "
+                f"{got or 'nothing'} ({p.stderr.strip()[-300:] or 'a package main.go uses is missing'})",
+                hint=f"the adapter supports {OLDEST} and newer",
+            )
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
-                           "--key", str(key), "--root", str(root)], env={"QLOGDIR": str(qlog_dir)},
-                          prints_ready=True)
+        return ServerCall(
+            [
+                str(self.binary),
+                "serve",
+                "--listen",
+                f"0.0.0.0:{port}",
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--root",
+                str(root),
+            ],
+            env={"QLOGDIR": str(qlog_dir)},
+            prints_ready=True,
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
-        return ClientCall([str(self.binary), "fetch", "--url", url, "--ca", str(ca), "--mode", mode,
-                           "--run-id", run_id, "--out", str(out), "--timeout-s", str(timeout_s)],
-                          env={"QLOGDIR": str(qlog_dir)})
+        return ClientCall(
+            [
+                str(self.binary),
+                "fetch",
+                "--url",
+                url,
+                "--ca",
+                str(ca),
+                "--mode",
+                mode,
+                "--run-id",
+                run_id,
+                "--out",
+                str(out),
+                "--timeout-s",
+                str(timeout_s),
+            ],
+            env={"QLOGDIR": str(qlog_dir)},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # tls.Config.KeyLogWriter

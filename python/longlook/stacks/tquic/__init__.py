@@ -37,19 +37,53 @@ class Tquic(Stack):
         if self.installed():
             return
         if not shutil.which("cargo"):
-            raise LonglookError(f"{self.spec} needs cargo to build", hint=f"install Rust, then `{self.install_command}`")
+            raise LonglookError(
+                f"{self.spec} needs cargo to build", hint=f"install Rust, then `{self.install_command}`"
+            )
         env = {**os.environ, "CARGO_TARGET_DIR": str(self.build_dir / "target")}
-        p = subprocess.run(["cargo", "install", "tquic_tools", "--version", f"={self.version}", "--locked",
-                            "--root", str(self.build_dir)], env=env, capture_output=True, text=True)
+        p = subprocess.run(
+            [
+                "cargo",
+                "install",
+                "tquic_tools",
+                "--version",
+                f"={self.version}",
+                "--locked",
+                "--root",
+                str(self.build_dir),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+        )
         shutil.rmtree(self.build_dir / "target", ignore_errors=True)
         if p.returncode != 0:
-            raise LonglookError(f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
-                                hint=f"needs cmake (scripts/setup.sh); retry `{self.install_command}`")
+            raise LonglookError(
+                f"building {self.spec} failed: {p.stderr.strip()[-800:]}",
+                hint=f"needs cmake (scripts/setup.sh); retry `{self.install_command}`",
+            )
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
-        return ServerCall([str(self._bin("tquic_server")), "--listen", f"0.0.0.0:{port}", "--cert", str(cert),
-                           "--key", str(key), "--root", str(root), "--qlog-dir", str(qlog_dir),
-                           "--congestion-control-algor", cc, "--log-level", "OFF"], env={})
+        return ServerCall(
+            [
+                str(self._bin("tquic_server")),
+                "--listen",
+                f"0.0.0.0:{port}",
+                "--cert",
+                str(cert),
+                "--key",
+                str(key),
+                "--root",
+                str(root),
+                "--qlog-dir",
+                str(qlog_dir),
+                "--congestion-control-algor",
+                cc,
+                "--log-level",
+                "OFF",
+            ],
+            env={},
+        )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
         u = urlsplit(url)
@@ -57,11 +91,33 @@ class Tquic(Stack):
         n = str(len(urls))
         download = out.parent / "client-download"
         download.mkdir(exist_ok=True)
-        return ClientCall([str(self._bin("tquic_client")), "--alpn", "h3", "--threads", "1",
-                           "--max-concurrent-conns", "1", "--max-concurrent-requests", n,
-                           "--max-requests-per-conn", n, "--total-requests-per-thread", n,
-                           "--congestion-control-algor", cc, "--qlog-dir", str(qlog_dir),
-                           "--dump-dir", str(download), "--log-level", "OFF", *urls], env={})
+        return ClientCall(
+            [
+                str(self._bin("tquic_client")),
+                "--alpn",
+                "h3",
+                "--threads",
+                "1",
+                "--max-concurrent-conns",
+                "1",
+                "--max-concurrent-requests",
+                n,
+                "--max-requests-per-conn",
+                n,
+                "--total-requests-per-thread",
+                n,
+                "--congestion-control-algor",
+                cc,
+                "--qlog-dir",
+                str(qlog_dir),
+                "--dump-dir",
+                str(download),
+                "--log-level",
+                "OFF",
+                *urls,
+            ],
+            env={},
+        )
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([call.argv[0], "--keylog-file", str(keylog), *call.argv[1:]], call.env)
@@ -73,8 +129,16 @@ class Tquic(Stack):
         paths = [u.path] + (object_paths(u.path) if mode == "page" else [])
         download = out.parent / "client-download"
         logs = sorted(qlog_dir.glob("*.qlog")) + sorted(qlog_dir.glob("*.sqlog"))
-        doc = fetch_document(logs[-1] if logs else qlog_dir / "missing.qlog", url=url, mode=mode, run_id=run_id,
-                             paths=paths, download=download, returncode=returncode, stderr=stderr,
-                             started_unix_ms=started_unix_ms)
+        doc = fetch_document(
+            logs[-1] if logs else qlog_dir / "missing.qlog",
+            url=url,
+            mode=mode,
+            run_id=run_id,
+            paths=paths,
+            download=download,
+            returncode=returncode,
+            stderr=stderr,
+            started_unix_ms=started_unix_ms,
+        )
         shutil.rmtree(download, ignore_errors=True)
         out.write_text(json.dumps(doc))

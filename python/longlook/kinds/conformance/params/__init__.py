@@ -23,13 +23,26 @@ from .result import CONFORMS, DEVIATES, NOT_MEASURABLE, VERDICTS, ParamResult, w
 from .slow_start import slow_start_exit
 from .trace import ConnTrace, from_qlog, read_trace
 
-PARAMETERS = ("initial_window", "multiplicative_decrease", "cubic_c", "slow_start_exit_rtt_rise",
-              "pacing_burst_p95", "packets_per_ack", "max_datagram")
+PARAMETERS = (
+    "initial_window",
+    "multiplicative_decrease",
+    "cubic_c",
+    "slow_start_exit_rtt_rise",
+    "pacing_burst_p95",
+    "packets_per_ack",
+    "max_datagram",
+)
 # each parameter's conforming region from its reference: the one definition the per-run
 # verdicts and the verdict across runs (kinds/conformance/judge.py) share
-BOUNDS = {initial_window_module.PARAMETER: initial_window_module.bound, decrease.PARAMETER: decrease.bound,
-          growth.PARAMETER: growth.bound, slow_start.PARAMETER: slow_start.bound,
-          pacing_module.PARAMETER: pacing_module.bound, acks.PARAMETER: acks.bound, datagram.PARAMETER: datagram.bound}
+BOUNDS = {
+    initial_window_module.PARAMETER: initial_window_module.bound,
+    decrease.PARAMETER: decrease.bound,
+    growth.PARAMETER: growth.bound,
+    slow_start.PARAMETER: slow_start.bound,
+    pacing_module.PARAMETER: pacing_module.bound,
+    acks.PARAMETER: acks.bound,
+    datagram.PARAMETER: datagram.bound,
+}
 
 
 def bound_of(parameter: str, reference: float | None, tcp: bool = False) -> tuple[float, float]:
@@ -44,15 +57,41 @@ def bound_of(parameter: str, reference: float | None, tcp: bool = False) -> tupl
 def all_parameters(tr: ConnTrace, cc: str) -> list[ParamResult]:
     """Every parameter of one connection whose congestion control is `cc` (our names:
     cubic, reno/newreno, bbr...)."""
-    return [initial_window(tr), multiplicative_decrease(tr, cc), cubic_growth(tr, cc), slow_start_exit(tr, cc),
-            pacing(tr), ack_frequency(tr), datagram_size(tr)]
+    return [
+        initial_window(tr),
+        multiplicative_decrease(tr, cc),
+        cubic_growth(tr, cc),
+        slow_start_exit(tr, cc),
+        pacing(tr),
+        ack_frequency(tr),
+        datagram_size(tr),
+    ]
 
 
 def parameters_of(path: str | Path, cc: str) -> list[ParamResult]:
     return all_parameters(read_trace(path), cc)
 
 
-__all__ = ["BOUNDS", "CONFORMS", "DEVIATES", "NOT_MEASURABLE", "PARAMETERS", "VERDICTS", "ConnTrace",
-           "ParamResult", "ack_frequency", "all_parameters", "bound_of", "cubic_growth", "datagram_size", "from_qlog",
-           "initial_window", "multiplicative_decrease", "pacing", "parameters_of", "read_trace",
-           "slow_start_exit", "within"]
+__all__ = [
+    "BOUNDS",
+    "CONFORMS",
+    "DEVIATES",
+    "NOT_MEASURABLE",
+    "PARAMETERS",
+    "VERDICTS",
+    "ConnTrace",
+    "ParamResult",
+    "ack_frequency",
+    "all_parameters",
+    "bound_of",
+    "cubic_growth",
+    "datagram_size",
+    "from_qlog",
+    "initial_window",
+    "multiplicative_decrease",
+    "pacing",
+    "parameters_of",
+    "read_trace",
+    "slow_start_exit",
+    "within",
+]

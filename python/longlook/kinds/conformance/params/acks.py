@@ -39,5 +39,6 @@ def ack_frequency(tr: ConnTrace) -> ParamResult:
         return not_measurable(PARAMETER, UNIT, "no acknowledging packet received", REFERENCE, TOLERANCE)
     ratio = len(data) / acks
     how = "packets with an ACK frame" if known else "all 1-RTT packets received (the log lists no frames)"
-    return judged(PARAMETER, ratio, REFERENCE, UNIT, within(ratio, bound()), TOLERANCE,
-                  f"{len(data)} data packets, {acks} {how}")
+    return judged(
+        PARAMETER, ratio, REFERENCE, UNIT, within(ratio, bound()), TOLERANCE, f"{len(data)} data packets, {acks} {how}"
+    )

@@ -29,8 +29,15 @@ def datagram_size(tr: ConnTrace, mtu: int = PATH_MTU) -> ParamResult:
         mss = tr.mss
         if not mss:
             return not_measurable(PARAMETER, UNIT, "the TCP log has no MSS", ref)
-        return judged(PARAMETER, mss, ref, UNIT, within(mss, bound(ref, tcp=True)), f"at most {ref:.0f} (MTU {mtu})",
-                      "the sender's MSS (TCP_INFO)")
+        return judged(
+            PARAMETER,
+            mss,
+            ref,
+            UNIT,
+            within(mss, bound(ref, tcp=True)),
+            f"at most {ref:.0f} (MTU {mtu})",
+            "the sender's MSS (TCP_INFO)",
+        )
     sizes = tr.sent["size"].dropna()
     if sizes.empty:
         return not_measurable(PARAMETER, UNIT, "the log has no packet sizes", ref)
@@ -38,5 +45,12 @@ def datagram_size(tr: ConnTrace, mtu: int = PATH_MTU) -> ParamResult:
     tol = f"{QUIC_MIN_DATAGRAM}-{ref:.0f} (MTU {mtu})"
     full = sizes[sizes >= QUIC_MIN_DATAGRAM]
     share = len(full) / len(sizes)
-    return judged(PARAMETER, biggest, ref, UNIT, within(biggest, bound(ref)), tol,
-                  f"{len(sizes)} packets, {share:.0%} of them ≥ {QUIC_MIN_DATAGRAM} B")
+    return judged(
+        PARAMETER,
+        biggest,
+        ref,
+        UNIT,
+        within(biggest, bound(ref)),
+        tol,
+        f"{len(sizes)} packets, {share:.0%} of them ≥ {QUIC_MIN_DATAGRAM} B",
+    )

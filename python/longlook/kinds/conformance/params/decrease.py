@@ -32,5 +32,12 @@ def multiplicative_decrease(tr: ConnTrace, cc: str) -> ParamResult:
     if ratios.size == 0:
         return not_measurable(PARAMETER, UNIT, "no loss episode in the log", beta, TOLERANCE)
     med = float(np.median(ratios))
-    return judged(PARAMETER, med, beta, UNIT, within(med, bound(beta)), TOLERANCE,
-                  f"{ratios.size} episodes, ratios {ratios.min():.2f}-{ratios.max():.2f}")
+    return judged(
+        PARAMETER,
+        med,
+        beta,
+        UNIT,
+        within(med, bound(beta)),
+        TOLERANCE,
+        f"{ratios.size} episodes, ratios {ratios.min():.2f}-{ratios.max():.2f}",
+    )

@@ -15,9 +15,15 @@ import numpy as np
 from .trace import ConnTrace
 
 # transport parameters (RFC 9000 §18.2) in the fingerprint: name -> unit
-PARAMETERS = {"initial_max_data": "bytes", "initial_max_stream_data_bidi_local": "bytes",
-              "initial_max_stream_data_bidi_remote": "bytes", "initial_max_streams_bidi": "streams",
-              "max_udp_payload_size": "bytes", "max_ack_delay": "ms", "ack_delay_exponent": ""}
+PARAMETERS = {
+    "initial_max_data": "bytes",
+    "initial_max_stream_data_bidi_local": "bytes",
+    "initial_max_stream_data_bidi_remote": "bytes",
+    "initial_max_streams_bidi": "streams",
+    "max_udp_payload_size": "bytes",
+    "max_ack_delay": "ms",
+    "ack_delay_exponent": "",
+}
 
 
 def _parameter_rows(params: dict, side: str) -> list[dict]:
@@ -36,13 +42,16 @@ def _growth_rows(raises: list[tuple[float, float]], initial: float | None, name:
         return []
     t = np.array([r[0] for r in raises])
     values = [r[1] for r in raises]
-    rows = [{"side": "client", "field": f"{name}_updates", "value": float(len(values)), "unit": "frames"},
-            {"side": "client", "field": f"{name}_final", "value": max(values), "unit": "bytes"}]
+    rows = [
+        {"side": "client", "field": f"{name}_updates", "value": float(len(values)), "unit": "frames"},
+        {"side": "client", "field": f"{name}_final", "value": max(values), "unit": "bytes"},
+    ]
     if initial:
         rows.append({"side": "client", "field": f"{name}_growth", "value": max(values) / initial, "unit": "x initial"})
     if len(t) > 1:
-        rows.append({"side": "client", "field": f"{name}_interval_median", "value": float(np.median(np.diff(t))),
-                     "unit": "ms"})
+        rows.append(
+            {"side": "client", "field": f"{name}_interval_median", "value": float(np.median(np.diff(t))), "unit": "ms"}
+        )
     return rows
 
 
@@ -63,15 +72,25 @@ def fingerprint(tr: ConnTrace, client: ConnTrace | None = None) -> list[dict]:
     # our endpoint logs no MAX_DATA / MAX_STREAM_DATA frames; quinn counts them (at close)
     stats = tr.info.get("connection_stats") or {}
     have = {r["field"] for r in rows}
-    for field, key in (("max_data_updates", "max_data_frames_received"),
-                       ("max_stream_data_updates", "max_stream_data_frames_received"),
-                       ("ack_frames", "ack_frames_received")):
+    for field, key in (
+        ("max_data_updates", "max_data_frames_received"),
+        ("max_stream_data_updates", "max_stream_data_frames_received"),
+        ("ack_frames", "ack_frames_received"),
+    ):
         if field not in have and isinstance(stats.get(key), (int, float)):
-            rows.append({"side": "client", "field": field, "value": float(stats[key]), "unit": "frames",
-                         "note": "quinn's count at the connection's close (values not logged)"})
+            rows.append(
+                {
+                    "side": "client",
+                    "field": field,
+                    "value": float(stats[key]),
+                    "unit": "frames",
+                    "note": "quinn's count at the connection's close (values not logged)",
+                }
+            )
     if tr.ack_delays:
-        rows.append({"side": "client", "field": "ack_delay_median", "value": float(np.median(tr.ack_delays)),
-                     "unit": "ms"})
+        rows.append(
+            {"side": "client", "field": "ack_delay_median", "value": float(np.median(tr.ack_delays)), "unit": "ms"}
+        )
     sizes = tr.sent["size"].dropna()
     if len(sizes):
         rows.append({"side": "server", "field": "max_datagram_sent", "value": float(sizes.max()), "unit": "bytes"})

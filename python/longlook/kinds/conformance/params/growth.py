@@ -65,7 +65,7 @@ def fit_epoch(t_s: np.ndarray, w: np.ndarray, w_max: float, w_cut: float) -> tup
     (c,), _ = curve_fit(model, t_s, w, p0=[C_REFERENCE], bounds=(1e-3, 100.0), maxfev=20000)
     resid = w - model(t_s, c)
     ss_tot = float(((w - w.mean()) ** 2).sum())
-    r2 = 1.0 - float((resid ** 2).sum()) / ss_tot if ss_tot > 0 else 0.0
+    r2 = 1.0 - float((resid**2).sum()) / ss_tot if ss_tot > 0 else 0.0
     return float(c), float(np.cbrt(drop / c)), r2
 
 
@@ -87,7 +87,7 @@ def cubic_growth(tr: ConnTrace, cc: str) -> ParamResult:
         e = m[(m["t_ms"] > a) & (m["t_ms"] < b)]
         if len(e) < MIN_SAMPLES:
             continue
-        e = e.loc[e["cwnd"].idxmin():]
+        e = e.loc[e["cwnd"].idxmin() :]
         e = e.groupby("t_ms", as_index=False)["cwnd"].last()
         srtt_ms = float(m[(m["t_ms"] > a) & (m["t_ms"] < b)]["srtt_ms"].dropna().mean() or 0)
         if len(e) < MIN_SAMPLES or e["cwnd"].nunique() < 4 or (b - a) < max(MIN_EPOCH_MS, MIN_EPOCH_RTTS * srtt_ms):
@@ -106,11 +106,22 @@ def cubic_growth(tr: ConnTrace, cc: str) -> ParamResult:
         if best is None or len(e) > best[0]:
             best = (len(e), fit, b - a, before / seg)
     if best is None:
-        return not_measurable(PARAMETER, UNIT, f"no congestion-avoidance epoch of {MIN_EPOCH_MS:.0f}+ ms and "
-                              f"{MIN_EPOCH_RTTS}+ RTTs with a growing window outside the Reno-friendly region", C_REFERENCE, TOLERANCE)
+        return not_measurable(
+            PARAMETER,
+            UNIT,
+            f"no congestion-avoidance epoch of {MIN_EPOCH_MS:.0f}+ ms and "
+            f"{MIN_EPOCH_RTTS}+ RTTs with a growing window outside the Reno-friendly region",
+            C_REFERENCE,
+            TOLERANCE,
+        )
     n, (c, k, r2), dur, w_max = best
     note = f"epoch of {dur:.0f} ms, {n} samples: K {k:.2f} s, W_max {w_max:.1f} segments, R² {r2:.2f}"
     if r2 < R2_MIN:
-        return not_measurable(PARAMETER, UNIT, f"the cubic does not fit the growth ({note}): Reno-friendly "
-                              "region or too short an epoch", C_REFERENCE, TOLERANCE)
+        return not_measurable(
+            PARAMETER,
+            UNIT,
+            f"the cubic does not fit the growth ({note}): Reno-friendly region or too short an epoch",
+            C_REFERENCE,
+            TOLERANCE,
+        )
     return judged(PARAMETER, c, C_REFERENCE, UNIT, within(c, bound(C_REFERENCE)), TOLERANCE, note)

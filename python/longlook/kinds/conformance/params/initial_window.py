@@ -35,8 +35,9 @@ def initial_window(tr: ConnTrace) -> ParamResult:
     cwnd = tr.metrics["cwnd"].dropna()
     if cwnd.empty:
         mdg = tr.max_datagram()
-        return not_measurable(PARAMETER, UNIT, "the log has no congestion window",
-                              reference_bytes(mdg, tr.is_tcp), TOLERANCE)
+        return not_measurable(
+            PARAMETER, UNIT, "the log has no congestion window", reference_bytes(mdg, tr.is_tcp), TOLERANCE
+        )
     first = float(cwnd.iloc[0])
     logged = tr.info.get("initial_window_bytes")
     measured = float(logged) if logged else first
@@ -44,8 +45,15 @@ def initial_window(tr: ConnTrace) -> ParamResult:
     mdg = min(sizes, key=lambda size: abs(measured - reference_bytes(size, tr.is_tcp)))
     ref = reference_bytes(mdg, tr.is_tcp)
     alternatives = f" (of {', '.join(f'{x:.0f}' for x in sizes)} B sent first)" if len(sizes) > 1 else ""
-    return judged(PARAMETER, measured, ref, UNIT, within(measured, bound(ref, tr.is_tcp, mdg)), TOLERANCE,
-                  f"max datagram {mdg:.0f} B{alternatives}; first logged window {first:.0f} B")
+    return judged(
+        PARAMETER,
+        measured,
+        ref,
+        UNIT,
+        within(measured, bound(ref, tr.is_tcp, mdg)),
+        TOLERANCE,
+        f"max datagram {mdg:.0f} B{alternatives}; first logged window {first:.0f} B",
+    )
 
 
 def _start_sizes(tr: ConnTrace) -> list[float]:

@@ -51,21 +51,32 @@ def pacing(tr: ConnTrace) -> ParamResult:
     s = s[(s["packet_type"].isin(["1rtt", "onertt"])) & s["ack_eliciting"] & (s["size"] >= 1000)]
     m = tr.metrics.dropna(subset=["cwnd", "srtt_ms"])
     if len(s) < MIN_PACKETS or m.empty:
-        return not_measurable(PARAMETER, UNIT, f"fewer than {MIN_PACKETS} full-size data packets or no "
-                              "window and RTT in the log", REFERENCE, TOLERANCE)
+        return not_measurable(
+            PARAMETER,
+            UNIT,
+            f"fewer than {MIN_PACKETS} full-size data packets or no window and RTT in the log",
+            REFERENCE,
+            TOLERANCE,
+        )
     t = s["t_ms"].to_numpy()
     start = t[0] + tr.first_rtt_ms()  # the first flight is the initial window, sent at once
     keep = t[1:] > start
     gaps, t1, size = np.diff(t)[keep], t[1:][keep], s["size"].to_numpy()[1:][keep]
     if gaps.size < MIN_PACKETS:
-        return not_measurable(PARAMETER, UNIT, "too few data packets after the first round trip",
-                              REFERENCE, TOLERANCE)
+        return not_measurable(PARAMETER, UNIT, "too few data packets after the first round trip", REFERENCE, TOLERANCE)
     idx = np.searchsorted(m["t_ms"].to_numpy(), t1, side="right") - 1
     idx = np.clip(idx, 0, len(m) - 1)
     paced_gap = size * m["srtt_ms"].to_numpy()[idx] / (N * m["cwnd"].to_numpy()[idx])
     bursts = burst_lengths(gaps < BURST_GAP * paced_gap)
     p95 = float(np.percentile(bursts, 95))
     ratio = gaps / paced_gap
-    return judged(PARAMETER, p95, REFERENCE, UNIT, within(p95, bound(REFERENCE)), TOLERANCE,
-                  f"{gaps.size} gaps, {bursts.size} bursts, largest {bursts.max()}; "
-                  f"median gap / paced gap {np.median(ratio[ratio < 10]) if (ratio < 10).any() else float('nan'):.2f}")
+    return judged(
+        PARAMETER,
+        p95,
+        REFERENCE,
+        UNIT,
+        within(p95, bound(REFERENCE)),
+        TOLERANCE,
+        f"{gaps.size} gaps, {bursts.size} bursts, largest {bursts.max()}; "
+        f"median gap / paced gap {np.median(ratio[ratio < 10]) if (ratio < 10).any() else float('nan'):.2f}",
+    )

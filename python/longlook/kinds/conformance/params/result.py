@@ -39,12 +39,15 @@ def within(x: float, bound: tuple[float, float]) -> bool:
     return bool(low <= x <= high)
 
 
-def not_measurable(parameter: str, unit: str, why: str, reference: float | None = None,
-                   tolerance: str = "") -> ParamResult:
+def not_measurable(
+    parameter: str, unit: str, why: str, reference: float | None = None, tolerance: str = ""
+) -> ParamResult:
     return ParamResult(parameter, None, reference, unit, NOT_MEASURABLE, tolerance, why)
 
 
-def judged(parameter: str, measured: float, reference: float, unit: str, ok: bool, tolerance: str,
-           note: str = "") -> ParamResult:
-    return ParamResult(parameter, float(measured), float(reference), unit, CONFORMS if ok else DEVIATES,
-                       tolerance, note)
+def judged(
+    parameter: str, measured: float, reference: float, unit: str, ok: bool, tolerance: str, note: str = ""
+) -> ParamResult:
+    return ParamResult(
+        parameter, float(measured), float(reference), unit, CONFORMS if ok else DEVIATES, tolerance, note
+    )

@@ -61,8 +61,9 @@ WINDOW_ROOM = 1.0  # the window allows at least the link's rate
 FILL_FULL = 0.9  # in flight below this share of cwnd: the window is not what holds the next packet
 
 
-def pacing_limited(send_mbit: float, gap_regularity: float, window_mbit: float, inflight_share: float,
-                   rate_mbit: float, slow: float) -> bool:
+def pacing_limited(
+    send_mbit: float, gap_regularity: float, window_mbit: float, inflight_share: float, rate_mbit: float, slow: float
+) -> bool:
     """The sender sends steadily (releases evenly spaced) at a rate below `slow` x the link's,
     while its window would allow the link's rate and is not full: its send clock, not the
     window, holds it back. A send loop that slow for another reason (a process short of CPU
@@ -70,5 +71,9 @@ def pacing_limited(send_mbit: float, gap_regularity: float, window_mbit: float, 
     figures = (send_mbit, gap_regularity, window_mbit, inflight_share)
     if not all(x == x for x in figures) or not rate_mbit:
         return False
-    return (send_mbit < slow * rate_mbit and gap_regularity >= REGULAR
-            and window_mbit >= WINDOW_ROOM * rate_mbit and inflight_share < FILL_FULL)
+    return (
+        send_mbit < slow * rate_mbit
+        and gap_regularity >= REGULAR
+        and window_mbit >= WINDOW_ROOM * rate_mbit
+        and inflight_share < FILL_FULL
+    )

@@ -65,6 +65,13 @@ def slow_start_exit(tr: ConnTrace, cc: str = "cubic") -> ParamResult:
     last_round = m[(m["t_ms"] <= t) & (m["t_ms"] >= t - min_rtt)]["latest_rtt_ms"].dropna()
     rise = float((last_round.max() if len(last_round) else rtt.iloc[-1]) - min_rtt)
     loss_before = bool((tr.losses <= t).any() and (tr.losses >= t - 2 * min_rtt).any())
-    return judged(PARAMETER, max(rise, 0.0), eta, UNIT, within(max(rise, 0.0), bound(eta)), TOLERANCE,
-                  f"left slow start at {t:.0f} ms ({how}{', a loss just before' if loss_before else ''}); "
-                  f"min RTT {min_rtt:.1f} ms")
+    return judged(
+        PARAMETER,
+        max(rise, 0.0),
+        eta,
+        UNIT,
+        within(max(rise, 0.0), bound(eta)),
+        TOLERANCE,
+        f"left slow start at {t:.0f} ms ({how}{', a loss just before' if loss_before else ''}); "
+        f"min RTT {min_rtt:.1f} ms",
+    )

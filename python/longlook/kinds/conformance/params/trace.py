@@ -130,10 +130,17 @@ def from_qlog(q: QlogFile) -> ConnTrace:
         if name == "recovery:metrics_updated":
             last.update({k: v for k, v in data.items() if v is not None})
             ss = data.get("ssthresh", last.get("ssthresh"))
-            metrics.append([t, _num(last.get("congestion_window", last.get("cwnd"))),
-                            _num(ss) if ss is not None else np.nan, _num(last.get("smoothed_rtt")),
-                            _num(data.get("latest_rtt")), _num(last.get("min_rtt")),
-                            _num(last.get("bytes_in_flight"))])
+            metrics.append(
+                [
+                    t,
+                    _num(last.get("congestion_window", last.get("cwnd"))),
+                    _num(ss) if ss is not None else np.nan,
+                    _num(last.get("smoothed_rtt")),
+                    _num(data.get("latest_rtt")),
+                    _num(last.get("min_rtt")),
+                    _num(last.get("bytes_in_flight")),
+                ]
+            )
         elif name == "recovery:congestion_state_updated":
             states.append([t, data.get("old"), data.get("new"), data.get("trigger")])
         elif name == "recovery:packet_lost":
@@ -141,8 +148,9 @@ def from_qlog(q: QlogFile) -> ConnTrace:
         elif name == "transport:packet_sent":
             frame_list = [f for f in data.get("frames") or [] if isinstance(f, dict)]
             frames = {f.get("frame_type") for f in frame_list}
-            stream_sent += [(t, f.get("stream_id"), _num(f.get("length"))) for f in frame_list
-                            if f.get("frame_type") == "stream"]
+            stream_sent += [
+                (t, f.get("stream_id"), _num(f.get("length"))) for f in frame_list if f.get("frame_type") == "stream"
+            ]
             ptype = (data.get("header") or {}).get("packet_type") or data.get("packet_type")
             sent.append([t, _size(data), str(ptype).lower(), bool(frames - ACK_ONLY) if frames else True])
         elif name == "transport:packet_received":
@@ -176,8 +184,12 @@ def from_qlog(q: QlogFile) -> ConnTrace:
         losses=np.array(sorted(losses), dtype=float),
         sent=pd.DataFrame(sent, columns=["t_ms", "size", "packet_type", "ack_eliciting"]),
         received=pd.DataFrame(received, columns=["t_ms", "size", "packet_type", "has_ack"]),
-        info=info, max_data=max_data, ack_delays=ack_delays, max_stream_data=max_stream_data,
-        stream_sent=stream_sent)
+        info=info,
+        max_data=max_data,
+        ack_delays=ack_delays,
+        max_stream_data=max_stream_data,
+        stream_sent=stream_sent,
+    )
 
 
 def read_trace(path: str | Path) -> ConnTrace:

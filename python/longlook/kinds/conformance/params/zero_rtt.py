@@ -57,13 +57,19 @@ def server_zero_rtt(document: dict | None) -> dict | None:
     if not isinstance(z, dict):
         return {"value": NAN, "label": NOT_REPORTED, "note": ""}
     tickets, early = z.get("tickets"), z.get("early_data_tickets")
-    note = (f"warm-up: {tickets} session ticket(s), {early} allowing early data"
-            if isinstance(tickets, int) and isinstance(early, int) else "")
+    note = (
+        f"warm-up: {tickets} session ticket(s), {early} allowing early data"
+        if isinstance(tickets, int) and isinstance(early, int)
+        else ""
+    )
     if document.get("ok") is False:
         if not (z.get("attempted") and closed_by_peer(document.get("error"))):
             return None
-        return {"value": 0.0, "label": CLOSES if z.get("accepted") else CLOSES_REJECTED,
-                "note": "; ".join(filter(None, [note, f"our client: {document.get('error')}"]))}
+        return {
+            "value": 0.0,
+            "label": CLOSES if z.get("accepted") else CLOSES_REJECTED,
+            "note": "; ".join(filter(None, [note, f"our client: {document.get('error')}"])),
+        }
     if not z.get("attempted"):
         if not note:
             return {"value": 0.0, "label": NO_COUNTS, "note": note}

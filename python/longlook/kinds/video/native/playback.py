@@ -91,13 +91,25 @@ class PlaybackModel:
             t = k * step_s
             st = self.state_at(t)
             index = min(int(st.position // self.segment_s), len(levels) - 1) if levels else None
-            samples.append(Sample(t_s=t, position_s=st.position, buffer_s=st.buffer,
-                                  level=levels[index] if st.started is not None and index is not None else None,
-                                  stalled=st.started is not None and not st.playing and st.ended is None))
+            samples.append(
+                Sample(
+                    t_s=t,
+                    position_s=st.position,
+                    buffer_s=st.buffer,
+                    level=levels[index] if st.started is not None and index is not None else None,
+                    stalled=st.started is not None and not st.playing and st.ended is None,
+                )
+            )
             k += 1
         # segments whose playback began (all of them once the clip ended)
         begun = math.ceil(final.position / self.segment_s - 1e-9)
         played = len(levels) if final.ended is not None else min(len(levels), begun)
-        return Playback(levels_kbit=self.levels_kbit, segment_levels=levels[:played],
-                        stalls=stalls, startup_s=final.started, ended=final.ended is not None,
-                        end_s=end_s, samples=samples)
+        return Playback(
+            levels_kbit=self.levels_kbit,
+            segment_levels=levels[:played],
+            stalls=stalls,
+            startup_s=final.started,
+            ended=final.ended is not None,
+            end_s=end_s,
+            samples=samples,
+        )

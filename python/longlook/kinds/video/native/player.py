@@ -50,12 +50,15 @@ class PlayerRun:
     decisions: list[dict] = field(default_factory=list)
 
     def as_details(self) -> dict:
-        return {"handshake_ms": self.handshake_ms, "player_cpu_s": self.cpu_s,
-                "player_wall_s": self.wall_s, "decisions": self.decisions}
+        return {
+            "handshake_ms": self.handshake_ms,
+            "player_cpu_s": self.cpu_s,
+            "player_wall_s": self.wall_s,
+            "decisions": self.decisions,
+        }
 
 
-def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str,
-         timeout_s: float) -> PlayerRun:
+def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str, timeout_s: float) -> PlayerRun:
     """Stream the clip over `session` (its connection already up or coming up); `base` is
     the manifest's directory as a URL path ("/")."""
     t0 = time.monotonic()
@@ -73,9 +76,19 @@ def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str,
             raise TimeoutError
         started = now()
         f = session.get(base + path, timeout_s=left)
-        run.requests.append(Request(path=base + path, kind=kind, level=level, segment=segment,
-                                    status=f.status, bytes=f.bytes, start_s=started, end_s=now(),
-                                    protocol=f.protocol))
+        run.requests.append(
+            Request(
+                path=base + path,
+                kind=kind,
+                level=level,
+                segment=segment,
+                status=f.status,
+                bytes=f.bytes,
+                start_s=started,
+                end_s=now(),
+                protocol=f.protocol,
+            )
+        )
         if f.status != 200:
             raise SessionError(f"GET {base + path}: status {f.status}")
         return f
@@ -110,8 +123,14 @@ def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str,
                 get(audio.segment_path(i), "audio", None, i)
             model.add(now(), level)
             state.last_level = level
-            run.decisions.append({"segment": i, "level": level, "buffer_s": round(state.buffer_s, 3),
-                                  "throughput_kbit": round(state.throughput_kbit[-1], 1)})
+            run.decisions.append(
+                {
+                    "segment": i,
+                    "level": level,
+                    "buffer_s": round(state.buffer_s, 3),
+                    "throughput_kbit": round(state.throughput_kbit[-1], 1),
+                }
+            )
         end = model.end_time() or now()
     except TimeoutError:
         run.timed_out, run.error, end = True, f"the clip did not finish within {timeout_s:.0f} s", now()

@@ -33,21 +33,50 @@ class ObjectFetch:
 
 
 class EndpointSession:
-    def __init__(self, testbed, *, url: str, protocol: str, run_id: str, cert_dir: Path, out: Path,
-                 timeout_s: float, stderr_path: Path, race_argv: list[str] | None = None,
-                 keylog: Path | None = None, binary: Path | None = None):
+    def __init__(
+        self,
+        testbed,
+        *,
+        url: str,
+        protocol: str,
+        run_id: str,
+        cert_dir: Path,
+        out: Path,
+        timeout_s: float,
+        stderr_path: Path,
+        race_argv: list[str] | None = None,
+        keylog: Path | None = None,
+        binary: Path | None = None,
+    ):
         # `binary`: another build of the endpoint (ours@VERSION); default the workspace's
-        argv = [str(binary or find_binary("endpoint")), "fetch", "--url", url, "--proto", protocol,
-                "--mode", "session", "--ca", str(cert_dir / "cert.pem"), "--run-id", run_id,
-                "--out", str(out), "--timeout-s", str(timeout_s), *(race_argv or [])]
+        argv = [
+            str(binary or find_binary("endpoint")),
+            "fetch",
+            "--url",
+            url,
+            "--proto",
+            protocol,
+            "--mode",
+            "session",
+            "--ca",
+            str(cert_dir / "cert.pem"),
+            "--run-id",
+            run_id,
+            "--out",
+            str(out),
+            "--timeout-s",
+            str(timeout_s),
+            *(race_argv or []),
+        ]
         if keylog is not None:  # [capture] keylog
             argv += ["--keylog", str(keylog)]
         self.protocol = protocol
         self.out = out
         self.started = time.monotonic()
         self._stderr = open(stderr_path, "w")
-        self.proc = testbed.popen("client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=self._stderr, text=True, bufsize=1)
+        self.proc = testbed.popen(
+            "client", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, text=True, bufsize=1
+        )
         self.handshake_ms: float | None = None
         self.ready_s: float | None = None  # monotonic, when the connection was up
 
@@ -88,9 +117,14 @@ class EndpointSession:
         self._stderr.close()
         stderr = Path(self._stderr.name).read_text(errors="replace")
         # the racing client asks for no protocol: what served it is recorded, not a mismatch
-        return fetch_result(self.out, self.proc.returncode, stderr, None if self.protocol == "race" else self.protocol,
-                            time.monotonic() - self.started,
-                            protocol_unavailable=self.proc.returncode == 3)
+        return fetch_result(
+            self.out,
+            self.proc.returncode,
+            stderr,
+            None if self.protocol == "race" else self.protocol,
+            time.monotonic() - self.started,
+            protocol_unavailable=self.proc.returncode == 3,
+        )
 
     def kill(self) -> None:
         if self.proc.poll() is None:
