@@ -2,7 +2,7 @@
 with each scenario's reduced (`--budget short`) form. Adding a claim = one `Claim(...)` entry
 here (and a `ShippedScenario` if it reads a new scenario file).
 
-Papers (../shared/papers/): Kakhki et al., "Taking a Long Look at QUIC", IMC'17; Chaudhary
+Papers: Kakhki et al., "Taking a Long Look at QUIC", IMC'17; Chaudhary
 et al., "YouTube over Google's QUIC vs Internet Middleboxes"; the Mininet reproduction of
 Kakhki et al. (its verdicts beside each claim, and its own findings as rows).
 """
