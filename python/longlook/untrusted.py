@@ -14,6 +14,8 @@ becomes a path component, an SQL identifier or a command-line word.
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from pathlib import Path
 
@@ -59,9 +61,6 @@ def sql_identifier(name: str) -> str:
 def env_number(name: str, default: float, *, low: float, high: float) -> float:
     """The environment variable `name` as a finite number in [low, high] (`default` when it
     is unset or empty), or one error naming it."""
-    import math
-    import os
-
     raw = os.environ.get(name, "").strip()
     if not raw:
         return default
@@ -80,8 +79,6 @@ def env_number(name: str, default: float, *, low: float, high: float) -> float:
 def env_dir(name: str, default: Path) -> Path:
     """The environment variable `name` as a folder (`default` when unset): it must be a
     folder or not exist yet (it is then made when needed), never a file."""
-    import os
-
     raw = os.environ.get(name, "")
     path = Path(raw) if raw else default
     if path.exists() and not path.is_dir():
