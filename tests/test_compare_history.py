@@ -154,6 +154,7 @@ def _flat_history(monkeypatch, rng, *, experiments: int, cells: int, pvalue: flo
     for s in sides:
         s.mean = {(c, a): 1000 * rng.normal(1, 0.10) for c in s.cells["cell_id"] for a in s.arms}
     monkeypatch.setattr(history_module, "load_side", lambda d: d)
+    monkeypatch.setattr(history_module, "check_distinct", lambda sides, what: None)
     monkeypatch.setattr(history_module, "pick_metrics", lambda ref, names: [SimpleNamespace(name="plt_ms")])
     monkeypatch.setattr(
         history_module,

@@ -316,3 +316,22 @@ def test_machines_and_cwnd_timelines_per_server_stack():
     groups = cwnd_groups(a)
     assert [s for s, _ in groups] == ["ours", "ngtcp2@0.12.1"]
     assert all([log.protocol for _, log in logs] == ["QUIC", "TCP"] for _, logs in groups)
+
+
+def test_logs_without_states_are_not_measured_never_vanished():
+    """A release whose logs recorded no state (a stack that stopped writing them) is missing
+    data: the diff says "not measured" and the release history's change item says so, instead
+    of every transition "vanishing" or "no item changed"."""
+    from longlook.report.sections.releases import change_item
+
+    with_states = _runs("A", [["SlowStart", "CongestionAvoidance", "Recovery", "CongestionAvoidance"]] * 8)
+    without = _runs("B", [[]] * 8)  # logs with events, but no congestion_state_updated
+    assert not without[0].trace().recorded() and with_states[0].trace().recorded()
+    d = compare(with_states, without, "QUIC", label_a="v1", label_b="v2")
+    assert not d.measured and d.n_a == 8 and d.n_b == 0 and d.unrecorded_b == 8
+    assert d.rows.empty and "v2 has no QUIC run with states (8 logs without any)" in d.not_measured_text()
+    item = change_item("v1", "v2", "+20%", [d])
+    assert "not measured" in item and "vanish" not in item and "no state-machine item changed" not in item
+    assert "no run on either side has a state log" in change_item("v1", "v2", "+20%", [])
+    partial = compare(with_states, without + _runs("C", [["SlowStart", "CongestionAvoidance"]] * 8), "QUIC")
+    assert partial.measured and partial.n_b == 8 and partial.unrecorded_b == 8

@@ -133,12 +133,17 @@ def _print_comparison(result) -> None:
     )
     for v in result.varied:
         console.print(f"changed: {v['parameter']} {', '.join(v['base'])} -> {', '.join(v['cand'])}")
-    if result.path_differs:
-        from ..analyses.compare.path_setup import differences_text
+    from ..analyses.compare.path_setup import differences_text
 
+    if result.path_differs:
         console.print(
             f"[yellow]the path was made differently: {differences_text(result.path_differs)}; "
             f"a change may be the testbed's, not CAND's[/yellow]"
+        )
+    if result.scenario_differs:
+        console.print(
+            f"[yellow]the scenarios differ outside their cells: {differences_text(result.scenario_differs)}; "
+            f"a change may be the setting's, not CAND's[/yellow]"
         )
     table = Table()
     for col in (
@@ -204,7 +209,7 @@ def _print_history(h) -> None:
         f"[bold]{h.sides[0].experiment['scenario_name']}[/bold]: {len(h.sides)} experiments, "
         f"{h.metric.name}; {h.method()}"
     )
-    for warning in (h.warning(), h.path_warning()):
+    for warning in (h.warning(), h.path_warning(), h.scenario_warning()):
         if warning:
             console.print(f"[yellow]{warning}[/yellow]")
     table = Table()

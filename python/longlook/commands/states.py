@@ -156,6 +156,9 @@ def run_diff(
     console = make_console()
     for d in diffs:
         console.rule(f"[bold]{d.protocol}[/bold]: A = {d.label_a} ({d.n_a} runs), B = {d.label_b} ({d.n_b} runs)")
+        if not d.measured:
+            console.print(f"[yellow]{d.not_measured_text()}[/yellow]")
+            continue
         t = Table(
             caption="status: the decisive test, significant "
             f"{'after Holm over the items' if holm else 'without correction'} at alpha {d.alpha} "

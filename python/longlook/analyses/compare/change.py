@@ -48,7 +48,8 @@ from ...core.stats import Verdict as CellVerdict
 from ...core.status import completion, counted_runs
 from ...core.verdicts import verdict_producer
 from ...errors import LonglookError
-from .experiments import Side
+from .common_fields import common_field_differences
+from .experiments import Side, check_distinct
 from .matching import CellPair, match_cells, varied
 from .path_setup import path_setup_differences
 
@@ -120,6 +121,7 @@ class Comparison:
     changes: list[Change]
     varied: list[dict[str, Any]]
     path_differs: list[dict[str, Any]] = field(default_factory=list)  # path_setup.py
+    scenario_differs: list[dict[str, Any]] = field(default_factory=list)  # common_fields.py
 
     def count(self, verdict: Verdict) -> int:
         return sum(c.verdict is verdict for c in self.changes)
@@ -138,6 +140,7 @@ class Comparison:
             "cand": self.cand.summary(),
             "varied": self.varied,
             "path_differs": self.path_differs,
+            "scenario_differs": self.scenario_differs,
             "settings": asdict(self.settings),
             "summary": {v.value: self.count(v) for v in Verdict},
             "regressed": self.regressed,
@@ -382,6 +385,8 @@ def compare_experiments(
         for arm in base.arms
         for m in chosen
     ]
+    changed = varied(base, cand, vary)
+    check_distinct([base, cand], "compare")  # after the options: each bad input names itself
     completions = []
     for p in pairs:
         for arm in base.arms:
@@ -393,6 +398,7 @@ def compare_experiments(
         cand,
         s,
         judge_changes(inputs, completions, s),
-        varied(base, cand, vary),
+        changed,
         path_setup_differences(base.experiment.get("versions"), cand.experiment.get("versions")),
+        common_field_differences(base.scenario, cand.scenario),
     )

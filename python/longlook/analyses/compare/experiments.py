@@ -67,3 +67,19 @@ def load_side(directory: str | Path, role: str = "") -> Side:
         if kind is None:
             raise LonglookError(f"{label}: kind {exp['kind']!r} is not known to this longlook")
         return Side(directory, exp, scenario, kind, store.cells_frame(), store.runs_frame())
+
+
+def check_distinct(sides: list[Side], what: str) -> None:
+    """Each experiment once: a directory given twice, or two copies of one experiment (the
+    same id), would compare an experiment with itself and make a series look steadier than it
+    is."""
+    seen: dict[Any, Side] = {}
+    for side in sides:
+        for key in (("directory", side.directory.resolve()), ("experiment", side.experiment["id"])):
+            first = seen.setdefault(key, side)
+            if first is not side:
+                same = "the same directory" if key[0] == "directory" else f"the same experiment ({key[1]})"
+                raise LonglookError(
+                    f"{what}: {first.directory} and {side.directory} are {same}",
+                    hint="give each experiment once",
+                )

@@ -38,7 +38,8 @@ import numpy as np
 from ...core.kind import Metric
 from ...errors import LonglookError, check_range
 from .change import counted_values, pick_metrics
-from .experiments import Side, load_side
+from .common_fields import common_field_differences
+from .experiments import Side, check_distinct, load_side
 from .matching import match_cells
 from .path_setup import differences_text, path_setup_differences
 
@@ -50,6 +51,11 @@ PERMUTATIONS = 199  # at least; raised to MIN_EXCEEDANCES / threshold - 1 when t
 # permutations as extreme as the data that a p at the threshold allows: with 399 at 0.05 a
 # step whose exact p is 2/C(8,4) = 0.029 passes 96% of the time (199: 93%, 999: 98%)
 MIN_EXCEEDANCES = 20
+# permutations per series past which a search runs too long to wait for: a permutation takes
+# 0.05-0.14 ms here (8-40 experiments), so 100,000 are 5-14 s per series and per change
+# point, and --pvalue 1e-6 over 8 series (1.6e8) would be hours each. A per-series threshold
+# below 20/MAX_PERMUTATIONS = 2e-4 is refused, naming the --pvalue that fits
+MAX_PERMUTATIONS = 100_000
 CORRECTION = "bonferroni"
 _TIE = 1e-9  # relative: statistics this close to the observed one are ties (count as >=)
 
@@ -157,6 +163,26 @@ class History:
                 out.append({"index": i, "experiment": self.sides[i].directory.name, "differs": differs})
         return out
 
+    def scenario_changes(self) -> list[dict[str, Any]]:
+        """Where consecutive experiments' scenarios differ outside their cells
+        (common_fields.py): a change point there may be the setting's."""
+        out = []
+        for i in range(1, len(self.sides)):
+            before, after = self.sides[i - 1].scenario, self.sides[i].scenario
+            if differs := common_field_differences(before, after):
+                out.append({"index": i, "experiment": self.sides[i].directory.name, "differs": differs})
+        return out
+
+    def scenario_warning(self) -> str | None:
+        changes = self.scenario_changes()
+        if not changes:
+            return None
+        return (
+            "the scenario changed outside its cells from "
+            + "; from ".join(f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
+            + ": a change point there may be the setting's"
+        )
+
     def path_warning(self) -> str | None:
         changes = self.path_changes()
         if not changes:
@@ -189,6 +215,7 @@ class History:
             "smallest_p": self.smallest_p(),
             "experiments_needed": self.experiments_needed(),
             "path_changes": self.path_changes(),
+            "scenario_changes": self.scenario_changes(),
             "series": [s.as_dict() for s in self.series],
         }
 
@@ -294,6 +321,7 @@ def history(
     if not 0 < pvalue < 1:
         raise LonglookError(f"--pvalue: must be between 0 and 1, got {pvalue:g}")
     sides = sorted((load_side(d) for d in directories), key=lambda s: s.started_at)
+    check_distinct(sides, "--history")
     ref = sides[0]
     chosen = pick_metrics(ref, [metric] if metric else [])[0]
     # each experiment's cells paired with the first experiment's (same parameters)
@@ -307,6 +335,16 @@ def history(
     tests = max(1, sum(s.tested() for s in series))
     threshold = pvalue / tests
     used = permutations_for(threshold, permutations)
+    h = History(sides, chosen, series, pvalue, CORRECTION, tests, threshold, used, permutations)
+    if not h.detectable():  # no series can show a change: h.warning() says so and why
+        return h
+    if used > MAX_PERMUTATIONS:
+        fits = MIN_EXCEEDANCES / MAX_PERMUTATIONS * tests
+        raise LonglookError(
+            f"--pvalue {pvalue:g}: over {tests} series each would be tested at {threshold:.3g}, which needs "
+            f"{used:,} permutations per series (at most {MAX_PERMUTATIONS:,} run in reasonable time)",
+            hint=f"use --pvalue {fits:.2g} or larger, or compare fewer cells",
+        )
     for cs in series:
         cs.change_points = _describe(cs.means, e_divisive(cs.means, threshold, used))
-    return History(sides, chosen, series, pvalue, CORRECTION, tests, threshold, used, permutations)
+    return h

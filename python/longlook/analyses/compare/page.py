@@ -103,6 +103,16 @@ def comparison_page(comparison: Comparison) -> str:
             if comparison.path_differs
             else ()
         ),
+        *(
+            (
+                (
+                    "the scenarios differ outside their cells",
+                    f"{differences_text(comparison.scenario_differs)}: a change may be the setting's, not CAND's",
+                ),
+            )
+            if comparison.scenario_differs
+            else ()
+        ),
         ("verdicts", counts or "nothing compared"),
         ("gate", "FAILED: a regression" if comparison.regressed else "passed"),
     ]
@@ -144,7 +154,9 @@ def history_page(h) -> str:
         f'<p class="note">Mean {escape(h.metric.title or h.metric.name)} ({escape(h.metric.unit)}) of the '
         f"counted runs per experiment, in start-time order; dashed lines: change points found by "
         f"{escape(h.method())}, labelled with the change of the segment means.</p>"
-        + "".join(f'<p class="warning">{escape(w)}</p>' for w in (h.warning(), h.path_warning()) if w)
+        + "".join(
+            f'<p class="warning">{escape(w)}</p>' for w in (h.warning(), h.path_warning(), h.scenario_warning()) if w
+        )
     )
     sections = [
         Section("history", "Over the experiments", note + history_svg(h)),

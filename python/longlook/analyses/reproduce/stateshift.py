@@ -73,6 +73,8 @@ class StateShift:
 
     def judge(self, d) -> Outcome:
         """The claim from a states diff (analyses.states.diff.StateDiff), fast side = A."""
+        if not d.measured:
+            return not_run(d.not_measured_text())
         row = d.row(self.item)
         if not row:
             return Outcome(

@@ -94,6 +94,29 @@ class StateDiff:
     alpha: float
     rows: pd.DataFrame  # COLUMNS: one row per item, the verdict in `status`
     holm: bool = True  # p_adjusted is Holm's over the items (False: the raw p)
+    # runs of the protocol whose log recorded no state at all (left out of n_a / n_b)
+    unrecorded_a: int = 0
+    unrecorded_b: int = 0
+
+    @property
+    def measured(self) -> bool:
+        """Both sides have runs with states: without, there is nothing to diff, and an
+        empty side would read as every item vanishing (or appearing)."""
+        return self.n_a > 0 and self.n_b > 0
+
+    def not_measured_text(self) -> str:
+        """Why there is no diff, in words; "" when there is one."""
+        missing = [
+            f"{label} has no {self.protocol} run with states ({gone} logs without any)"
+            if gone
+            else f"{label} has no {self.protocol} run with a log"
+            for label, n, gone in (
+                (self.label_a, self.n_a, self.unrecorded_a),
+                (self.label_b, self.n_b, self.unrecorded_b),
+            )
+            if n == 0
+        ]
+        return f"not measured: {'; '.join(missing)}" if missing else ""
 
     def significant(self) -> pd.DataFrame:
         return self.rows[self.rows.status != "same"]
@@ -120,8 +143,11 @@ def compare(
     alpha: float = 0.01,
     holm: bool = True,
 ) -> StateDiff:
-    a = per_run_counts([r for r in runs_a if r.protocol == protocol])
-    b = per_run_counts([r for r in runs_b if r.protocol == protocol])
+    side_a = [r for r in runs_a if r.protocol == protocol]
+    side_b = [r for r in runs_b if r.protocol == protocol]
+    # a log without states is missing data, never a run in which every transition vanished
+    rec_a, rec_b = ([r for r in side if r.trace().recorded()] for side in (side_a, side_b))
+    a, b = per_run_counts(rec_a), per_run_counts(rec_b)
     return StateDiff(
         protocol=protocol,
         label_a=label_a,
@@ -129,8 +155,10 @@ def compare(
         n_a=len(a),
         n_b=len(b),
         alpha=alpha,
-        rows=diff_counts(a, b, alpha=alpha, holm=holm),
+        rows=diff_counts(a, b, alpha=alpha, holm=holm) if len(a) and len(b) else pd.DataFrame(columns=COLUMNS),
         holm=holm,
+        unrecorded_a=len(side_a) - len(rec_a),
+        unrecorded_b=len(side_b) - len(rec_b),
     )
 
 

@@ -63,6 +63,13 @@ class StateTrace:
             group=group,
         )
 
+    def recorded(self) -> bool:
+        """Whether the log recorded the state machine at all: every writer here (our
+        controller, the TCP tracer, the dialects that derive states) enters a first state when
+        the connection starts, so a trace of Init alone is a log without states, not a run
+        that never changed state."""
+        return len(self.states) > 1
+
     def transitions(self) -> list[tuple[str, str]]:
         return list(zip(self.states, self.states[1:]))
 

@@ -56,11 +56,20 @@ def _figure(h: ReleaseHistory, s: ReleaseSeries, i: int) -> str:
 def change_item(before: str, after: str, size: str, diffs: list) -> str:
     """One change between two releases as a list item: its size (plain text) and what the
     state machine did differently (`states diff`, analyses.states.diff.StateDiff per protocol)."""
-    moved = []
+    moved, unmeasured = [], []
     for d in diffs:
+        if not d.measured:
+            unmeasured.append(f"{d.protocol} {d.not_measured_text()}")
+            continue
         rows = d.rows[d.rows["status"] != "same"]
         moved += [f"{escape(r.item)} {escape(r.status)} ({d.protocol})" for r in rows.itertuples()]
-    what = "; ".join(moved[:8]) if moved else "no state-machine item changed significantly"
+    if not diffs:
+        what = "states not measured: no run on either side has a state log"
+    elif moved or len(unmeasured) < len(diffs):
+        what = "; ".join(moved[:8]) if moved else "no state-machine item changed significantly"
+    else:
+        what = ""
+    what = "; ".join(x for x in (what, *(escape(u) for u in unmeasured)) if x)
     return f"<li>{escape(before)} → {escape(after)}: {escape(size)}; {what}</li>"
 
 
