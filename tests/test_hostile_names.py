@@ -86,15 +86,42 @@ CASES = [
         ["not a release name"],
     ),
     ("a release that is an option", {}, None, ["stacks", "install", "quic-go@--help"], ["not a release name"]),
+    (
+        "a release the registry does not list",
+        {},
+        ARM.format(server="quic-go@v0.99.0", cc="newreno"),
+        ["scenario", "validate"],
+        ["quic-go@v0.99.0", "has no such release", "nearest releases: v0.64.1, v0.65.0"],
+    ),
+    (
+        "a release that is no version",
+        {},
+        ARM.format(server="quic-go@banana", cc="newreno"),
+        ["scenario", "validate"],
+        ["quic-go@banana", "has no such release"],
+    ),
+    (
+        "install a release the registry does not list",
+        {},
+        None,
+        ["stacks", "install", "quic-go@v0.99.0"],
+        ["has no such release", "v0.65.0"],
+    ),
 ]
+
+# the registry's listing, fresh in the cache: the cases never reach the network
+GO_LISTING = "v0.63.0\nv0.64.0\nv0.64.1\nv0.65.0\n"
 
 
 @pytest.mark.parametrize("case,env,extra,argv,words", CASES, ids=[c[0] for c in CASES])
 def test_one_clear_error(tmp_path, case, env, extra, argv, words):
     a_file = tmp_path / "a-file"
     a_file.write_text("x")
+    (tmp_path / "cache" / "releases").mkdir(parents=True)
+    (tmp_path / "cache" / "releases" / "quic-go.json").write_text(GO_LISTING)
     environ = {
         **os.environ,
+        "LONGLOOK_CACHE": str(tmp_path / "cache"),
         "LONGLOOK_STACKS_DIR": str(tmp_path / "stacks"),
         **{k: v.format(file=a_file) for k, v in env.items()},
     }

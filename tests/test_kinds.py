@@ -54,9 +54,16 @@ def _run(
     return out
 
 
+# This VM's hypervisor stalls it for 5-16 ms now and then: at the default 5 ms limits a
+# 1 s echo run is flagged often enough that all 3 rounds of an arm can be (seen in a full
+# test run), which leaves nothing to compare. A 20 ms stall moves a 100-probe mean RTT by
+# about 0.2 ms; a starved machine (over 20 ms) is still flagged.
+VM_STALLS = "[fidelity]\nmax_stall_ms = 20.0\nmax_release_late_ms = 20.0\nmax_late_release_share = 0.2"
+
+
 @needs_testbed("linkem", "linkem-probe")
 def test_a_kind_from_tests_runs_through_longlook_run(tmp_path: Path):
-    out = _run(tmp_path)
+    out = _run(tmp_path, fidelity=VM_STALLS)
     with Store.open(out, read_only=True) as store:
         assert store.kind_name() == "udp-echo"
         runs = store.runs_frame()

@@ -123,7 +123,7 @@ def test_a_quinn_proto_range_becomes_one_arm_per_release_with_server_and_client_
     (tmp_path / "releases" / "ours.json").write_text(
         "\n".join(  # quinn-proto's index: a fresh listing
             json.dumps({"name": "quinn-proto", "vers": v, "yanked": False})
-            for v in ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16")
+            for v in ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16", "0.11.19")
         )
     )
     sc = Scenario.from_toml(SWEEP, source="test")

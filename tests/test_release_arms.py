@@ -17,7 +17,7 @@ from longlook.kinds.video import VideoScenario
 from longlook.stacks.release_arms import chosen_releases, recorded_versions
 from test_quinn_releases import SWEEP
 
-QUINN_PROTO = ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16")
+QUINN_PROTO = ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16", "0.11.19")
 
 
 @pytest.fixture(autouse=True)
@@ -154,8 +154,8 @@ def test_what_a_fairness_flow_cannot_run_is_one_error_at_load(change, message):
 def test_a_release_the_registry_does_not_list_is_one_error_at_load_naming_the_nearest():
     with pytest.raises(
         LonglookError,
-        match=r"versions: ours@0.11.17: crates.io has no such release "
-        r"\(nearest releases: 0.11.15, 0.11.16",
+        match=r"versions: ours@0.11.17: crates.io has no such release; "
+        r"nearest releases: 0.11.15, 0.11.16",
     ):
         fairness(FAIRNESS.replace('"ours@0.11.13..0.11.15"', '["ours@0.11.14", "ours@0.11.17"]'))
     with pytest.raises(LonglookError, match="no release in this range"):

@@ -29,10 +29,9 @@ def install(
     Set-up (scripts/setup.sh) installs none of them unless given --all-stacks: a scenario
     that names a stack has it installed before its first run."""
     from ..errors import LonglookError
-    from ..stacks.install import all_specs, install_all
+    from ..stacks.install import all_specs, check_installable, install_all
     from ..stacks.base import stacks_dir
     from ..stacks.cache import limit_bytes
-    from ..stacks.registry import resolve
 
     if not specs and not (all_ or all_versions):
         raise LonglookError(
@@ -41,7 +40,7 @@ def install(
         )
     chosen = list(specs or []) + (all_specs(all_versions) if (all_ or all_versions) else [])
     for s in chosen:
-        resolve(s)  # an unknown name or version: one error before anything is built
+        check_installable(s)  # an unknown name or release: one error before anything is built
     stacks_dir(), limit_bytes()  # and the environment that says where, and how much
     if install_all(list(dict.fromkeys(chosen)), typer.echo):
         raise typer.Exit(1)

@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 from ..errors import LonglookError
 from .cache import evict, limit_bytes, touch
-from .registry import STACKS, is_stack, resolve, stack_class
+from .registry import STACKS, is_stack, resolve, stack_class, unlisted_release
 
 # Debian packages a stack's build needs beyond Rust and Go (quiche: BoringSSL through cmake,
 # bindgen through libclang; ngtcp2 is Debian's own build)
@@ -93,6 +93,14 @@ def _with_heartbeat(what: str, work: Callable[[], None], say: Callable[[str], No
         done.set()
         t.join()
     return time.monotonic() - started
+
+
+def check_installable(spec: str) -> None:
+    """Before anything is built: the name and version exist, and a named release is one its
+    registry lists (one error naming the nearest, instead of the registry's 403 mid-build)."""
+    resolve(spec)
+    if (unlisted := unlisted_release(spec)) is not None:
+        raise unlisted
 
 
 def install_stack(spec: str, say: Callable[[str], None] = _say) -> tuple[bool, float]:
@@ -166,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         specs = a.stacks or all_specs(a.all_versions)
         for s in specs:
-            resolve(s)  # an unknown name or version: one error before anything is built
+            check_installable(s)  # an unknown name or release: one error before anything is built
     except LonglookError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

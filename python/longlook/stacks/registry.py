@@ -10,6 +10,7 @@ from pathlib import Path
 from ..errors import LonglookError
 from ..versions import file_digest
 from .base import OURS, Stack
+from .releases import REGISTRIES, check_release, releases
 
 # name -> "module:class" (imported when used, so one stack's missing pieces never stop another).
 # Our endpoint is a stack too, built by scripts/setup.sh with the workspace, not by stacks.install;
@@ -56,14 +57,41 @@ def resolve(spec: str) -> Stack:
 
 
 def check_spec(spec: str) -> str:
-    """For scenario validation: the name and version exist (ValueError otherwise); the spec
-    in its one spelling (`quic-go@0.65.0` -> `quic-go@v0.65.0`: one arm, one build)."""
+    """For scenario validation: the name and version exist (ValueError otherwise), a named
+    release where its registry lists it (unlisted_release); the spec in its one spelling
+    (`quic-go@0.65.0` -> `quic-go@v0.65.0`: one arm, one build)."""
     try:
         stack = resolve(spec)
+        name, version = split(spec)
+        canonical = spec if version is None else f"{name}@{stack.version}"
+        if (unlisted := unlisted_release(canonical)) is not None:
+            raise unlisted
     except LonglookError as e:
         raise ValueError(f"{e.message}; {e.hint}" if e.hint else e.message) from None
+    return canonical
+
+
+# stacks whose registry could not be reached by this process: asked once, not per field
+_UNREACHABLE: set[str] = set()
+
+
+def unlisted_release(spec: str) -> LonglookError | None:
+    """The error for `NAME@VERSION` whose registry does not list the release (naming the
+    nearest ones), else None. Unchecked (None) when the stack has no registry, or no listing
+    can be had (offline with none cached: the build then fails on the release itself)."""
     name, version = split(spec)
-    return spec if version is None else f"{name}@{stack.version}"
+    if not version or name not in REGISTRIES or name in _UNREACHABLE:
+        return None
+    try:
+        known = releases(name, pre=True)
+    except LonglookError:
+        _UNREACHABLE.add(name)
+        return None
+    try:
+        check_release(name, version, known=known)
+    except LonglookError as e:
+        return e
+    return None
 
 
 def client_fetcher(name: str, **kwargs):

@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..errors import LonglookError
-from .registry import binary_digests, check_spec, split, versions_of
-from .releases import REGISTRIES, check_release, expand, releases
+from .registry import binary_digests, check_spec, split, unlisted_release, versions_of
+from .releases import expand
 
 
 class StackArm(Protocol):
@@ -45,30 +45,21 @@ def chosen_releases(versions: Iterable[str]) -> dict[str, list[str]]:
             raise ValueError(f"versions: {e.message}" + (f" ({e.hint})" if e.hint else "")) from None
         for spec in specs:
             name, version = split(spec)
-            check_spec(spec)
             if not version:
                 raise ValueError(f'versions: "{entry}" names no release (write NAME@VERSION or NAME@A..B)')
-            if len(specs) == 1:  # a release named alone: the registry must list it (a range's do)
-                check_listed(spec, what="versions: ")
+            try:
+                check_spec(spec)  # a release named alone: the registry must list it (a range's do)
+            except ValueError as e:
+                raise ValueError(f"versions: {e}") from None
             chosen.setdefault(name, []).append(version)
     return {name: list(dict.fromkeys(vs)) for name, vs in chosen.items()}
 
 
 def check_listed(spec: str, what: str = "") -> str:
     """`NAME@VERSION` whose registry does not list the release: one ValueError (prefixed
-    `what`) naming the nearest ones. Unchecked when no listing can be had (offline with none
-    cached; the install checks it before a build) or the stack has no registry."""
-    name, version = split(spec)
-    if not version or name not in REGISTRIES:
-        return spec
-    try:
-        known = releases(name, pre=True)
-    except LonglookError:
-        return spec
-    try:
-        check_release(name, version, known=known)
-    except LonglookError as e:
-        raise ValueError(f"{what}{e.message}" + (f" ({e.hint})" if e.hint else "")) from None
+    `what`) naming the nearest ones (registry.unlisted_release)."""
+    if (e := unlisted_release(spec)) is not None:
+        raise ValueError(f"{what}{e.message}" + (f" ({e.hint})" if e.hint else ""))
     return spec
 
 

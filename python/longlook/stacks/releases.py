@@ -77,6 +77,7 @@ REGISTRIES = {
     "quic-go": Registry("go", "github.com/quic-go/quic-go"),
     "aioquic": Registry("pypi", "aioquic"),
     "quiche": Registry("crates", "quiche"),
+    "s2n-quic": Registry("crates", "s2n-quic"),
     "tquic": Registry("crates", "tquic_tools"),
     "ours": Registry("crates", "quinn-proto"),
     "quinn": Registry("crates", "quinn"),
