@@ -100,6 +100,8 @@ CASES = [
         ["scenario", "validate"],
         ["quic-go@banana", "has no such release"],
     ),
+    ("a pcap limit without a pcap", {}, "[capture]\nmax_mb = 5", ["scenario", "validate"], ["max_mb", "pcap"]),
+    ("a pcap limit of nothing", {}, '[capture]\npcap = "headers"\nmax_mb = 1e-9', ["scenario", "validate"], ["max_mb"]),
     (
         "install a release the registry does not list",
         {},
@@ -111,6 +113,33 @@ CASES = [
 
 # the registry's listing, fresh in the cache: the cases never reach the network
 GO_LISTING = "v0.63.0\nv0.64.0\nv0.64.1\nv0.65.0\n"
+
+
+CONFORMANCE = """kind = "conformance"
+name = "hostile-conformance"
+rounds = 2
+{extra}
+[[links]]
+rate_mbit = 10
+rtt_ms = 20
+"""
+
+CASES += [
+    (
+        "conformance: pacing off for quinn",
+        {},
+        'stacks = [{ stack = "ours", ccs = ["cubic"], pacing = false }]',
+        ["scenario", "validate"],
+        ["pacing = false", "quinn", "pacing_effective"],
+    ),
+    (
+        "conformance: an envelope bin of a nanosecond",
+        {},
+        'stacks = ["ours"]\nbin_s = 1e-9',
+        ["scenario", "validate"],
+        ["bin_s", "0.01"],
+    ),
+]
 
 
 @pytest.mark.parametrize("case,env,extra,argv,words", CASES, ids=[c[0] for c in CASES])
@@ -128,7 +157,7 @@ def test_one_clear_error(tmp_path, case, env, extra, argv, words):
     args = list(argv)
     if extra is not None:
         path = tmp_path / "s.toml"
-        path.write_text(SCENARIO.format(extra=extra))
+        path.write_text((CONFORMANCE if case.startswith("conformance:") else SCENARIO).format(extra=extra))
         args.append(str(path))
     r = subprocess.run([*LONGLOOK, *args], env=environ, capture_output=True, text=True, timeout=60)
     out = r.stdout + r.stderr

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PCAP_FILE = "capture.pcap"
 PCAP_FILE_B = "capture-b.pcap"  # segment B's router (proxy topology)
@@ -32,9 +32,16 @@ class Capture(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     pcap: Literal["off", "headers", "full"] = "off"
-    # a run's pcap stops growing here (linkem --pcap-max-bytes); the run says so
-    max_mb: float = Field(default=50.0, gt=0, le=100_000)
+    # a run's pcap stops growing here (linkem --pcap-max-bytes); the run says so. Below
+    # 0.1 MB a pcap holds a handshake at most.
+    max_mb: float = Field(default=50.0, ge=0.1, le=100_000)
     keylog: bool = False
+
+    @model_validator(mode="after")
+    def _max_mb_needs_a_pcap(self) -> "Capture":
+        if "max_mb" in self.model_fields_set and self.pcap == "off":
+            raise ValueError('max_mb: a limit of the pcap, and pcap is "off"; set pcap = "headers" or "full"')
+        return self
 
     @property
     def on(self) -> bool:
