@@ -205,7 +205,9 @@ def test_search_loop_with_a_simulated_testbed_converges_past_the_bdp(monkeypatch
     monkeypatch.setattr(search_mod, "run_experiment", fake_run)
     monkeypatch.setattr(search_mod, "counted", fake_counted)
     result = search_mod.search(ref, tmp_path / "s", trials=8, rounds=3, start=107, seed=2)
-    assert len({t["value"] for t in result.trials}) == 8 and len(ran) == 4  # two values per experiment
+    # two values per experiment, then the closest measured again for the verdict
+    assert len({t["value"] for t in result.trials}) == 8 and len(ran) == 5
+    assert result.confirmed_in in ran and "calibrated: every cell within +-5%" in result.verdict_text()
     assert result.trials[0]["value"] == 107 and result.best >= 300
     assert result.calibrated and "max_cwnd_packets" in result.fragment
     with pytest.raises(LonglookError, match="must hold the start"):

@@ -1,7 +1,8 @@
 """The grey-box search on the real testbed, on a short grid: the reference is our endpoint
 with the tuned MACW (430) fetching 2 MB at 100 Mbit/s, 36 ms (BDP about 310 packets); the
-search starts from the untuned 107 and must find a window whose PLT is indistinguishable
-from the reference's (Welch p >= alpha in every cell). About a minute of traffic."""
+search starts from the untuned 107 and must find a window whose PLT, measured again in fresh
+rounds, is within 5% of the reference's (the interval of the difference inside +-5%). About
+a minute of traffic."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from longlook.kinds.pageload import Scenario
 
 REFERENCE = """
 name = "calibrate-reference"
-rounds = 3
+rounds = 5
 workloads = ["bulk:2m"]
 [[links]]
 rate_mbit = 100
@@ -31,11 +32,13 @@ max_cwnd_packets = 430
 def test_search_from_macw_107_reaches_the_reference(tmp_path: Path):
     # the path self-check is its own test; here it would only add time on a busy machine
     summary = Runner(Scenario.from_toml(REFERENCE), tmp_path / "reference", link_check=False).run()
-    assert summary.ok >= 6 and not summary.interrupted
+    assert summary.ok >= 10 and not summary.interrupted
     ref = load_reference(tmp_path / "reference")
     assert ref.arm == "h3"
 
-    result = search(ref, tmp_path / "search", trials=4, rounds=3, start=107, seed=1, link_check=False)
+    # 8 fresh rounds against the reference's 5: at this path's 1-3% spread the interval of
+    # the difference is about +-3%, inside the 5% tolerance when the window matches
+    result = search(ref, tmp_path / "search", trials=4, rounds=3, start=107, seed=1, link_check=False, confirm_rounds=8)
     write(result, tmp_path / "search")
     print(result.table())
 
@@ -45,5 +48,6 @@ def test_search_from_macw_107_reaches_the_reference(tmp_path: Path):
     assert by_value[107] > result.best_objective
     assert result.best > 250  # near or past the BDP, as the reference's 430
     assert result.residuals and all(r.p_value >= result.alpha for r in result.residuals), result.table()
-    assert result.calibrated
+    assert result.calibrated, result.table()
+    assert result.confirmed_in and (tmp_path / "search" / "confirm" / result.confirmed_in).is_dir()
     assert f"max_cwnd_packets = {result.best}" in (tmp_path / "search" / "calibrated.toml").read_text()

@@ -47,6 +47,12 @@ def fig2(
     rtt_ms: float = typer.Option(36.0, "--rtt-ms", help="base RTT"),
     buffer_bytes: int = typer.Option(30000, "--buffer-bytes", help="drop-tail buffer (the paper's 30 KB)"),
     seed: int = typer.Option(1, "--seed"),
+    tolerance: float = typer.Option(
+        5.0, "--tolerance", help="calibrated: every cell's interval of the % difference within +- this"
+    ),
+    confirm_rounds: Optional[int] = typer.Option(
+        None, "--confirm-rounds", help="rounds of the closest point measured again for the verdict [default: --rounds]"
+    ),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the path first"),
     as_json: bool = typer.Option(False, "--json", help="print the figures as JSON (what fig2.json holds)"),
 ) -> None:
@@ -108,6 +114,12 @@ def search(
     low: Optional[int] = typer.Option(None, "--low", min=1, help="smallest MACW [default: start / 4]"),
     high: Optional[int] = typer.Option(None, "--high", min=1, help="largest MACW [default: start x 8]"),
     seed: int = typer.Option(1, "--seed"),
+    tolerance: float = typer.Option(
+        5.0, "--tolerance", help="calibrated: every cell's interval of the % difference within +- this"
+    ),
+    confirm_rounds: Optional[int] = typer.Option(
+        None, "--confirm-rounds", help="rounds of the closest point measured again for the verdict [default: --rounds]"
+    ),
     link_check: bool = typer.Option(
         True, "--link-check/--no-link-check", help="self-check the path before the first trial"
     ),
@@ -120,8 +132,10 @@ def search(
     reference's own grid (optuna; every evaluation a testbed measurement). Pacing is not a
     knob: quinn always paces, so it is the same in every trial. The reference is an
     experiment directory (its first h3 arm, or --reference-arm), or a QUIC stack whose
-    server is measured first on --grid. Prints the calibrated knobs, the residual difference
-    per cell with Welch's p, and a scenario fragment to paste."""
+    server is measured first on --grid. The closest point is measured again in fresh
+    rounds; it is calibrated when every cell's interval of the difference lies within
+    +- --tolerance %. Prints the knobs, the verdict, the residual difference per cell with
+    its interval and Welch's p, and a scenario fragment to paste."""
     from ..analyses.calibrate.knobs import knob_set, parse_range, start_point
     from ..analyses.calibrate.reference import REFERENCE_DIR, reference_from
     from ..analyses.calibrate.search import search as run_search, write
@@ -156,6 +170,8 @@ def search(
         progress=_progress,
         measured_start=first,
         knobs=knobs,
+        tolerance_pct=tolerance,
+        confirm_rounds=confirm_rounds,
     )
     write(result, out)
     if as_json:

@@ -6,7 +6,16 @@ testbed measurement of the reference's grid. Proposals are measured two at a tim
 two arms of one experiment, so they run back to back on the same testbed set-up.
 
 The objective is the mean over cells of |ln(mean ours / mean reference)|: symmetric in
-faster and slower, and each cell weighs the same whatever its PLT."""
+faster and slower, and each cell weighs the same whatever its PLT.
+
+The verdict is drawn on fresh rounds, never on the trials': the chosen point is the one whose
+samples happened to land closest to the reference, so its own samples understate the
+distance (a winner's curse). One more experiment measures it again (`confirm_rounds`), and
+"calibrated" means every cell's interval of the % difference (ours vs the reference, Welch,
+at the reference's confidence) lies within +-`tolerance_pct`: an equivalence shown, where
+"no cell differs significantly" would only be an absence of evidence (few rounds make every
+point look calibrated). Calibrated (tests/calibration/test_calibrate_verdict.py): with every
+cell exactly `tolerance_pct` off, "calibrated" in at most (1 - confidence) / 2 of searches."""
 
 from __future__ import annotations
 
@@ -19,7 +28,8 @@ from typing import Any, Callable
 import numpy as np
 import optuna
 
-from ...core.stats import compare_samples
+from ...core.stats import compare_samples, equivalent
+from ...core.verdicts import verdict_producer
 from ...errors import LonglookError
 from .knobs import Knob, initial_points, knob_set, label, ordered, start_point
 from .measure import counted, ensure_dir, run_experiment
@@ -47,6 +57,35 @@ def initial_design(start: int, low: int, high: int, points: int) -> list[int]:
     return [p["max_cwnd_packets"] for p in initial_points([knob], points)]
 
 
+CALIBRATED, NOT_SHOWN, NOT_CALIBRATED = "calibrated", "not shown calibrated", "not calibrated"
+
+
+@verdict_producer("calibrate.search", "our endpoint's knobs match a reference: every cell within +-tolerance")
+def calibration_verdict(residuals: list["Residual"], tolerance_pct: float) -> str:
+    """CALIBRATED when every cell's interval lies within +-tolerance; NOT_CALIBRATED when
+    some cell's lies wholly beyond it; else NOT_SHOWN (an interval straddles a bound, or a
+    cell could not be compared)."""
+    if not residuals:
+        return NOT_SHOWN
+    if any(r.within is False for r in residuals):
+        return NOT_CALIBRATED
+    return CALIBRATED if all(r.within is True for r in residuals) else NOT_SHOWN
+
+
+def calibration_text(residuals: list["Residual"], tolerance_pct: float) -> str:
+    v = calibration_verdict(residuals, tolerance_pct)
+    if v == CALIBRATED:
+        return f"calibrated: every cell within +-{tolerance_pct:g}% of the reference"
+    if v == NOT_CALIBRATED:
+        off = ", ".join(r.cell for r in residuals if r.within is False)
+        return f"not calibrated: {off} differ from the reference by more than {tolerance_pct:g}%"
+    open_ = ", ".join(r.cell for r in residuals if r.within is None) or "no cell"
+    return (
+        f"not shown calibrated: the interval of {open_} reaches past +-{tolerance_pct:g}% "
+        "(more --confirm-rounds narrow it)"
+    )
+
+
 def _key(point: dict[str, int]) -> Key:
     return tuple(sorted(point.items()))
 
@@ -62,7 +101,9 @@ class Residual:
     ci_low: float
     ci_high: float
     p_value: float
-    verdict: str  # "inconclusive" (calibrated within the noise) or which side is faster
+    verdict: str  # the two-sample test's: "inconclusive" or which side is faster
+    # the interval within +-tolerance (True), wholly beyond it (False), or straddling (None)
+    within: bool | None = None
 
 
 @dataclass
@@ -76,6 +117,8 @@ class SearchResult:
     residuals: list[Residual]
     fragment: str
     files: list[Path] = field(default_factory=list)
+    tolerance_pct: float = 5.0
+    confirmed_in: str = ""  # the experiment whose fresh rounds the residuals come from
 
     @property
     def best(self) -> int | dict[str, int]:
@@ -84,7 +127,10 @@ class SearchResult:
 
     @property
     def calibrated(self) -> bool:
-        return all(r.verdict == "inconclusive" for r in self.residuals)
+        return calibration_verdict(self.residuals, self.tolerance_pct) == CALIBRATED
+
+    def verdict_text(self) -> str:
+        return calibration_text(self.residuals, self.tolerance_pct)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -94,6 +140,9 @@ class SearchResult:
             "objective": self.best_objective,
             "alpha": self.alpha,
             "calibrated": self.calibrated,
+            "verdict": self.verdict_text(),
+            "tolerance_pct": self.tolerance_pct,
+            "confirmed_in": self.confirmed_in,
             "trials": self.trials,
             "residuals": [r.__dict__ for r in self.residuals],
             "fragment": self.fragment,
@@ -107,12 +156,16 @@ class SearchResult:
             for t in self.trials
         ]
         knobs = ", ".join(f"{n} = {v}" for n, v in self.knobs.items())
-        lines.append(f"calibrated: {knobs} (mean |ln PLT ratio| {self.best_objective:.4f})")
+        lines.append(f"closest: {knobs} (mean |ln PLT ratio| {self.best_objective:.4f})")
+        lines.append(f"{self.verdict_text()} (fresh rounds: {self.confirmed_in or 'the trials'})")
         w = max([4, *(len(r.cell) for r in self.residuals)])
-        lines.append(f"{'cell':<{w}} {'ours ms':>9} {'ref ms':>9} {'diff %':>8} {'Welch p':>8}  verdict")
+        lines.append(
+            f"{'cell':<{w}} {'ours ms':>9} {'ref ms':>9} {'diff %':>8} {'interval %':>16} {'Welch p':>8}  verdict"
+        )
         for r in self.residuals:
+            ci = f"[{r.ci_low:+.1f}, {r.ci_high:+.1f}]"
             lines.append(
-                f"{r.cell:<{w}} {r.mean_ours:>9.1f} {r.mean_ref:>9.1f} {r.diff_pct:>+8.1f} "
+                f"{r.cell:<{w}} {r.mean_ours:>9.1f} {r.mean_ref:>9.1f} {r.diff_pct:>+8.1f} {ci:>16} "
                 f"{r.p_value:>8.3g}  {r.verdict}"
             )
         lines.append("scenario fragment:\n" + self.fragment)
@@ -191,13 +244,21 @@ def search(
     progress: Callable[..., None] | None = None,
     measured_start: Path | None = None,
     knobs: list[Knob] | None = None,
+    tolerance_pct: float = 5.0,
+    confirm_rounds: int | None = None,
 ) -> SearchResult:
-    """Up to `trials` measured points (two per experiment, in OUT/trials/NN-...). `knobs`:
-    what to search (knobs.knob_set); default MACW alone over start, low..high.
-    `measured_start`: an experiment that measured the start point already (its label's arm)."""
+    """Up to `trials` measured points (two per experiment, in OUT/trials/NN-...), then the
+    closest measured again in OUT/confirm/ (`confirm_rounds`, default `rounds`) for the
+    verdict. `knobs`: what to search (knobs.knob_set); default MACW alone over start,
+    low..high. `measured_start`: an experiment that measured the start point already."""
     knobs = knobs or knob_set(["macw"], start=start, low=low, high=high)
     if trials < 2:
         raise LonglookError("--trials: at least 2 (two points per measured experiment)")
+    if not (isinstance(tolerance_pct, (int, float)) and 0 < tolerance_pct <= 100):
+        raise LonglookError(f"--tolerance: a % between 0 and 100, got {tolerance_pct!r}")
+    confirm_rounds = rounds if confirm_rounds is None else confirm_rounds
+    if confirm_rounds < 2:
+        raise LonglookError("--confirm-rounds: at least 2 (an interval needs two runs a side)")
     # the trial arms must make a valid scenario (e.g. n_conn needs the reference arm's Cubic):
     # one clear error now rather than after the first measurement
     trial_scenario(
@@ -240,7 +301,31 @@ def search(
             log.append(_entry(t.number, p, measured.objective(p), name))
         if progress:
             progress("trial", values=[label(p) for p in points], objectives=[measured.objective(p) for p in points])
-    return _result(reference, measured.best(), measured, log)
+    best = measured.best()
+    confirmed = _confirm(reference, out, best, measured, knobs, confirm_rounds, seed + batch + 1, progress)
+    return _result(reference, best, measured, log, confirmed, tolerance_pct)
+
+
+def _confirm(
+    ref: Reference,
+    out: Path,
+    best: dict[str, int],
+    measured: _Measured,
+    knobs: list[Knob],
+    rounds: int,
+    seed: int,
+    progress: Callable[..., None] | None,
+) -> tuple[str, dict[str, np.ndarray]]:
+    """The closest point measured again (beside the runner-up, so the experiment has its two
+    arms): (the experiment's name, the best point's fresh samples per cell)."""
+    others = sorted((dict(k) for k in measured.samples if k != _key(best)), key=measured.objective)
+    runner_up = others[0] if others else _corner(knobs, best)
+    name = f"confirm-{label(best)}"
+    scenario = trial_scenario(ref.scenario, ref.arm, [best, runner_up], rounds=rounds, name=name, seed=seed)
+    run_experiment(scenario, out / "confirm" / name, link_check=False, progress=progress)
+    fresh = _Measured(ref)
+    fresh.add(out / "confirm" / name, [best])
+    return name, fresh.arrays(best)
 
 
 def _corner(knobs: list[Knob], other: dict[str, int]) -> dict[str, int]:
@@ -249,9 +334,16 @@ def _corner(knobs: list[Knob], other: dict[str, int]) -> dict[str, int]:
     return high if high != other else {k.option: k.low for k in knobs}
 
 
-def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list[dict]) -> SearchResult:
+def _result(
+    ref: Reference,
+    best: dict[str, int],
+    measured: _Measured,
+    log: list[dict],
+    confirmed: tuple[str, dict[str, np.ndarray]],
+    tolerance_pct: float,
+) -> SearchResult:
     st = ref.scenario.statistics
-    ours = measured.arrays(best)
+    name, ours = confirmed
     residuals = []
     for key, r in ref.samples.items():
         o = ours.get(key, np.array([]))
@@ -261,6 +353,7 @@ def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list
             a_label=label(best),
             b_label="reference",
             cell_id=key,
+            metric="plt_ms",
             alpha=st.alpha,
             test="welch",
             confidence=st.confidence,
@@ -278,12 +371,25 @@ def _result(ref: Reference, best: dict[str, int], measured: _Measured, log: list
                 -c.ci_low,
                 c.p_value,
                 c.verdict_text.replace(label(best), "ours"),
+                equivalent(c, tolerance_pct),
             )
         )
-    fragment = f"[options]   # calibrated against {ref.directory} ({ref.arm})\n" + "".join(
-        f"{option} = {value}\n" for option, value in best.items()
+    fragment = (
+        f"[options]   # {calibration_verdict(residuals, tolerance_pct)} against {ref.directory} ({ref.arm})\n"
+        + "".join(f"{option} = {value}\n" for option, value in best.items())
     )
-    return SearchResult(str(ref.directory), ref.arm, best, measured.objective(best), st.alpha, log, residuals, fragment)
+    return SearchResult(
+        str(ref.directory),
+        ref.arm,
+        best,
+        measured.objective(best),
+        st.alpha,
+        log,
+        residuals,
+        fragment,
+        tolerance_pct=tolerance_pct,
+        confirmed_in=name,
+    )
 
 
 def write(result: SearchResult, out: Path) -> list[Path]:

@@ -36,6 +36,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ...core.kind import Metric
+from ...core.verdicts import verdict_producer
 from ...errors import LonglookError, check_range
 from .change import counted_values, pick_metrics
 from .common_fields import common_field_differences
@@ -332,9 +333,7 @@ def history(
             values = [counted_values(s, pairs[cell_id], arm, chosen.name) for s, pairs in zip(sides, pairing)]
             means = [float(np.mean(v)) if len(v) >= 2 else math.nan for v in values]
             series.append(CellSeries(cell_id, arm, chosen.name, means, [len(v) for v in values]))
-    tests = max(1, sum(s.tested() for s in series))
-    threshold = pvalue / tests
-    used = permutations_for(threshold, permutations)
+    tests, threshold, used = series_threshold(series, pvalue, permutations)
     h = History(sides, chosen, series, pvalue, CORRECTION, tests, threshold, used, permutations)
     if not h.detectable():  # no series can show a change: h.warning() says so and why
         return h
@@ -345,6 +344,20 @@ def history(
             f"{used:,} permutations per series (at most {MAX_PERMUTATIONS:,} run in reasonable time)",
             hint=f"use --pvalue {fits:.2g} or larger, or compare fewer cells",
         )
-    for cs in series:
-        cs.change_points = _describe(cs.means, e_divisive(cs.means, threshold, used))
+    mark_change_points(series, threshold, used)
     return h
+
+
+def series_threshold(series: Sequence[CellSeries], pvalue: float, permutations: int = PERMUTATIONS):
+    """(series tested, each one's threshold pvalue / tested (Bonferroni), permutations that
+    let p reach it)."""
+    tests = max(1, sum(s.tested() for s in series))
+    threshold = pvalue / tests
+    return tests, threshold, permutations_for(threshold, permutations)
+
+
+@verdict_producer("compare.history", "a change point in a cell x arm's series of means over experiments")
+def mark_change_points(series: Sequence[CellSeries], threshold: float, permutations: int) -> None:
+    """Each series' change points at `threshold` (series_threshold's), set in place."""
+    for cs in series:
+        cs.change_points = _describe(cs.means, e_divisive(cs.means, threshold, permutations))
