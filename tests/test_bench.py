@@ -126,7 +126,7 @@ def test_ceiling_tolerance_judges_a_trace_like_a_rate():
     # a sender that reached only 471 Mbit/s: judged on what it sent
     assert within_tolerance(rows, Tolerances(), udp_sent_mbit=471.0)[0]
     # a trace's RTT, unjudged by the self-check, is judged here (opportunity waits allowed)
-    rtt = Row("both", "RTT mean", "ms", 41.6, 40.0)
+    rtt = Row("both", "RTT median", "ms", 41.6, 40.0)
     assert within_tolerance([rtt], Tolerances())[0]
     rtt.measured = 75.1
     assert not within_tolerance([rtt], Tolerances())[0]

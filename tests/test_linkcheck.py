@@ -68,7 +68,7 @@ def test_10mbit_20ms_within_tolerance():
     assert r.ok, r.summary()
     rates = {(x.direction, x.quantity): x for x in r.rows}
     assert rates[("up", "UDP delivered (IP)")].ok
-    assert rates[("both", "RTT mean")].measured == pytest.approx(20.15, abs=0.5)
+    assert rates[("both", "RTT median")].measured == pytest.approx(20.15, abs=0.5)
 
 
 @needs_testbed("linkem", "linkem-probe")
@@ -164,7 +164,7 @@ def test_check_fails_when_the_link_is_not_the_profile():
         )
     assert not r.ok
     failed = {x.quantity for x in r.failures()}
-    assert {"RTT mean", "UDP delivered (IP)", "TCP goodput, probe"} <= failed
+    assert {"RTT median", "UDP delivered (IP)", "TCP goodput, probe"} <= failed
 
 
 def test_a_slow_reverse_direction_caps_tcp_by_its_acks():

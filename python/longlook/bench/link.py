@@ -416,7 +416,7 @@ def _ceiling_profile(model: str, rate: float, trace_dir: Path) -> LinkProfile:
 def within_tolerance(rows, tol: Tolerances, udp_sent_mbit: float | None = None) -> tuple[bool, str]:
     """The self-check's bands, applied to a trace too (the self-check leaves a trace's rate and
     RTT unjudged; a constant trace has one rate to meet): TCP goodput within [tcp_min,
-    tcp_max] of the most possible, UDP delivered within udp_rate_rel of the rate, RTT mean
+    tcp_max] of the most possible, UDP delivered within udp_rate_rel of the rate, RTT median
     inside its band (a trace's widened by its opportunity waits). A UDP sender that could not
     reach the rate (`udp_sent_mbit` below it: the host's CPU, not the link) is judged on what
     it sent: all of it delivered."""
@@ -427,7 +427,7 @@ def within_tolerance(rows, tol: Tolerances, udp_sent_mbit: float | None = None) 
         elif r.quantity == "UDP delivered (IP)":
             target = min(r.expected, udp_sent_mbit) if udp_sent_mbit else r.expected
             ok = (1 - tol.udp_rate_rel) * target <= r.measured <= (1 + tol.udp_rate_rel) * r.expected
-        elif r.quantity == "RTT mean" and r.low is None and r.high is None and r.expected:
+        elif r.quantity == "RTT median" and r.low is None and r.high is None and r.expected:
             # a trace's RTT (unjudged by the self-check): a probe may wait for the next
             # opportunity, at most 1 ms each way on a trace of >= 12 Mbit/s
             ok = abs(r.measured - r.expected) <= max(tol.rtt_abs_ms, tol.rtt_rel * r.expected) + 2 * TRACE_WAIT_MS
@@ -480,7 +480,7 @@ def bench_ceiling(
                         "tcp_mbit": by.get("TCP goodput, probe"),
                         "udp_mbit": by.get("UDP delivered (IP)"),
                         "udp_sent_mbit": sent,
-                        "rtt_mean_ms": by.get("RTT mean"),
+                        "rtt_median_ms": by.get("RTT median"),
                         "load_1min": os.getloadavg()[0],
                     }
                 )
@@ -720,7 +720,7 @@ def print_bench(result: dict) -> None:
                 "TCP Mbit/s",
                 "UDP Mbit/s",
                 "UDP sent",
-                "RTT mean ms",
+                "RTT median ms",
                 "linkem CPU %",
                 "load",
                 "miss",
@@ -732,7 +732,7 @@ def print_bench(result: dict) -> None:
                     s["tcp_mbit"],
                     s["udp_mbit"],
                     s["udp_sent_mbit"],
-                    s["rtt_mean_ms"],
+                    s["rtt_median_ms"],
                     s["linkem_cpu_pct"],
                     s["load_1min"],
                     s["why"],

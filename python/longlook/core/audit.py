@@ -9,6 +9,9 @@ Measured over the run's window on CLOCK_MONOTONIC (Python's time.monotonic()):
   meant to (stopped, its vCPU descheduled), even if no packet came due meanwhile;
 - machine stalls: a pinned SCHED_FIFO thread per CPU that could not run for a while (this
   VM's hypervisor stalls for 5-16 ms now and then); everything on the machine waited;
+- the receivers' own drops: UDP datagrams the client's and the server's namespaces dropped
+  (InErrors: a full socket receive buffer or a bad checksum), a loss the link did not make
+  and a QUIC sender cannot tell from the path's;
 - each party's CPU time (its cgroup, testbed/cpu.py) and its share of the time the client's
   processes ran (testbed/cpu_span.py: not the window, which also holds a server's start and
   the translation of a stack's logs after its client left): a client with no budget that
@@ -39,6 +42,8 @@ from ..qlog import read_qlog
 from ..testbed.cpu import UNLIMITED, CpuBudget
 from ..testbed.cpu_span import Span, SpanWatch
 from ..testbed.linkem_window import LATE_MS, LinkemWindow, counter_delta, direction_stats, linkem_window
+from ..testbed.netns_files import read_in_namespace
+from ..testbed.probe import receiver_drops, udp_snmp
 from .spec import Fidelity
 
 FRESH_WAIT_S = 0.3  # how long to wait for linkem's stats to cover the run's end
@@ -77,6 +82,8 @@ class Audit(LinkemWindow):
     router_throttled_s: float | None = None  # a quota on linkem's group held it back this long
     linkem_busiest_thread_share: float | None = None  # its busiest thread's on-CPU time / span
     delivered_mb: float | None = None  # IP bytes linkem forwarded in both directions, MB
+    # UDP datagrams the client's and server's namespaces dropped (None: not readable)
+    receiver_drops: int | None = None
     saturated: list[str] = field(default_factory=list)  # parties that kept a core busy
     flagged: bool = False
     reasons: list[str] = field(default_factory=list)
@@ -109,6 +116,11 @@ class Audit(LinkemWindow):
             )
         if self.max_stall_ms > limits.max_stall_ms:
             reasons.append(f"machine stalled {self.max_stall_ms:.1f} ms (limit {limits.max_stall_ms:g} ms)")
+        if self.receiver_drops is not None and self.receiver_drops > limits.max_receiver_drops:
+            reasons.append(
+                f"{self.receiver_drops} UDP datagrams dropped by the receiving hosts' sockets, not the link "
+                f"(limit {limits.max_receiver_drops})"
+            )
         if (
             self.client_cpu in (None, UNLIMITED)
             and self.client_cpu_share is not None
@@ -225,8 +237,10 @@ class RunAudit:
         self._cpu0: dict = {}
         self._threads0: dict[int, int] = {}
         self._span: SpanWatch | None = None
+        self._udp0: dict[str, dict[str, int]] = {}
 
     def begin(self) -> None:
+        self._udp0 = _receiver_udp(self.testbed)
         self.before = _stats(self.testbed)
         self._cpu0 = _party_usage(self.testbed)
         self._threads0 = _linkem_threads(self.testbed)
@@ -261,6 +275,7 @@ class RunAudit:
             a.linkem_busiest_thread_share = round(busiest_ns / 1e9 / span_s, 4)
             if a.linkem_busiest_thread_share >= SATURATED_SHARE:
                 a.saturated.append("router")
+        a.receiver_drops = _udp_drops(self._udp0, _receiver_udp(self.testbed))
         forwarded = counter_delta(self.before, self.after, lambda d: d.get("bytes"))
         a.delivered_mb = round(forwarded / 1e6, 6) if self.after else None
         if self.stalls is not None:
@@ -304,6 +319,27 @@ def host_buffer_reasons(tcp_log: Path | None) -> list[str]:
         if share > HOST_BUFFER_LIMITED_SHARE:
             out.append(f"window-limited by a host buffer: {whose} held TCP back {share:.0%} of its sending time")
     return out
+
+
+RECEIVERS = ("client", "server")  # the namespaces whose sockets receive a run's packets
+
+
+def _receiver_udp(testbed) -> dict[str, dict[str, int]]:
+    """Each receiving namespace's UDP counters (testbed/netns_files.py: no process per read)."""
+    names = getattr(testbed, "ns", None) or {}
+    out = {}
+    for role in RECEIVERS:
+        if role in names and (text := read_in_namespace(names[role], "snmp")) is not None:
+            out[role] = udp_snmp(text)
+    return out
+
+
+def _udp_drops(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> int | None:
+    """Datagrams the receivers dropped between two readings; None when any was unreadable."""
+    drops = [receiver_drops(before.get(role, {}), after.get(role, {})) for role in RECEIVERS if role in before]
+    if not drops or any(d is None for d in drops):
+        return None
+    return sum(drops)
 
 
 def _party_usage(testbed) -> dict:

@@ -199,6 +199,7 @@ def measure_run(
         cpu_metrics, cpu_details = cpu_figures(a)
         m.metrics = {**m.metrics, **cpu_metrics}
         m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
+        m.details["receiver_drops"] = a.receiver_drops  # UDP datagrams the endpoints' sockets dropped
         if tb.cpus.as_dict():
             m.details["cpus"] = tb.cpus.as_dict()
             m.details["cpus_shared"] = tb.cpus.shared()

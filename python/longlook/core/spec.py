@@ -82,6 +82,9 @@ class Fidelity(BaseModel):
     max_kernel_queue_drops: int = Field(default=0, ge=0)
     # the machine could not run anything this long (hypervisor stall) while the run went on
     max_stall_ms: float = Field(default=5.0, gt=0)
+    # UDP datagrams the client's and server's sockets dropped (a full receive buffer): a
+    # loss the link did not make, which a QUIC sender takes for the path's
+    max_receiver_drops: int = Field(default=0, ge=0)
     # a client with no CPU budget that kept this many cores busy on average over its run (its
     # cgroup's CPU time / the run's wall time) left the server and linkem too little of this
     # 2-vCPU machine: flagged. Chromium's start-up alone keeps about one core busy.

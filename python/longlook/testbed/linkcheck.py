@@ -39,7 +39,7 @@ class Tolerances:
     tcp_min: float = 0.90  # TCP goodput, fraction of the most possible
     tcp_max: float = 1.02
     udp_rate_rel: float = 0.03  # delivered UDP rate vs configured
-    rtt_abs_ms: float = 0.5  # RTT mean within max(abs, rel * expected)
+    rtt_abs_ms: float = 0.5  # RTT median within max(abs, rel * expected)
     rtt_rel: float = 0.02
     loss_confidence: float = 0.99
 
@@ -273,7 +273,7 @@ def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
         return [
             Row(
                 "both",
-                "RTT mean",
+                "RTT median",
                 "ms",
                 float("nan"),
                 expected_rtt_ms(profile, 0),
@@ -286,13 +286,17 @@ def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
     expected = expected_rtt_ms(profile, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
     margin = max(tol.rtt_abs_ms, tol.rtt_rel * expected)
     judged = not _has_trace(profile)  # a trace adds waits for delivery opportunities
-    note = f"{r['received']}/{r['sent']} probes" + ("" if judged else "; trace: not judged")
+    # the median, not the mean: this VM's 5-16 ms hypervisor stalls delay the few probes in
+    # flight at the time by milliseconds, which moves a mean of 1,000 probes by tenths of a ms
+    # (20.66 against 20.15 on a fresh CI machine) while the path's delay is unchanged; the
+    # mean stays in the note, and a run's own audit counts the stalls
+    note = f"{r['received']}/{r['sent']} probes, mean {rtt['mean']:.2f} ms" + ("" if judged else "; trace: not judged")
     return [
         Row(
             "both",
-            "RTT mean",
+            "RTT median",
             "ms",
-            rtt["mean"],
+            rtt["p50"],
             expected,
             expected - margin if judged else None,
             expected + margin if judged else None,
