@@ -19,7 +19,7 @@ from longlook.stacks.clients.chromium_driver import browser_argv
 from longlook.stacks.clients.har import build_har, validate_har
 from longlook.stacks.clients.page_load import NetworkLog, fetch_document, protocol_label
 from longlook.errors import LonglookError
-from longlook.core.analysis import analyse
+from longlook.core.experiment_stats import analyse
 from longlook.report import build_report
 from longlook.kinds.pageload.sections import clients_section as section
 from longlook.core.spec import load_scenario

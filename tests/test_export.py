@@ -164,7 +164,7 @@ def test_export_rejects_an_unknown_format(experiment, tmp_path):
 
 
 def test_open_gives_frames_and_the_reports_comparisons(experiment):
-    from longlook.core.analysis import analyse
+    from longlook.core.experiment_stats import analyse
 
     r = longlook.open(experiment)
     assert len(r.runs) == 12 and {"rate_mbit", "workload", "arm", "status", "audit_flagged"} <= set(r.runs.columns)

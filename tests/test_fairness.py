@@ -33,7 +33,7 @@ from longlook.kinds.fairness import (
 )
 from longlook.kinds.fairness.cwnd import downsample, read_cwnd
 from longlook.kinds.fairness.sections import FairnessData
-from longlook.core.analysis import analyse
+from longlook.core.experiment_stats import analyse
 from longlook.report import build_report
 
 CLIENT, SERVER = "198.18.1.2", "198.18.2.2:4433"

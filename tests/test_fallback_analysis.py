@@ -338,7 +338,7 @@ def test_store_analysis_and_cli(tmp_path: Path):
     """Any kind's store with series F, B, S and a QoE metric: sessions, patterns, outputs."""
     from typer.testing import CliRunner
 
-    from longlook.analyses.fallback.store import analyze_store
+    from longlook.analyses.fallback.from_store import analyze_store
     from longlook.cli import app
     from longlook.core.record import RunRecord
 
@@ -394,7 +394,7 @@ def test_store_analysis_and_cli(tmp_path: Path):
 def test_flagged_retries_are_one_session_per_round(tmp_path: Path):
     """With flagged runs kept, a round's retried arm has two attempts: the last one counts,
     so sessions and pairs are not doubled."""
-    from longlook.analyses.fallback.store import analyze_store
+    from longlook.analyses.fallback.from_store import analyze_store
     from longlook.core.record import RunRecord
 
     # the first attempt of each arm was flagged and retried

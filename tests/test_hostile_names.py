@@ -169,7 +169,8 @@ def test_one_clear_error(tmp_path, case, env, extra, argv, words):
 
 
 def test_one_release_has_one_identity():
-    from longlook.stacks.registry import check_spec, resolve
+    from longlook.stacks.registry import resolve
+    from longlook.stacks.specs import check_spec
 
     assert resolve("quic-go@0.65.0").spec == resolve("quic-go@v0.65.0").spec == "quic-go@v0.65.0"
     assert resolve("quic-go@0.65.0").build_dir == resolve("quic-go@v0.65.0").build_dir

@@ -14,7 +14,7 @@ from testbed_helpers import needs_testbed
 from longlook.cli import app
 from longlook.core.status import counted_runs
 from longlook.core.store import Store
-from longlook.core.analysis import analyse
+from longlook.core.experiment_stats import analyse
 from longlook.report import build_report
 
 SCENARIO = """
@@ -70,6 +70,8 @@ def test_a_kind_from_tests_runs_through_longlook_run(tmp_path: Path):
         samples = store.table("echo_samples")
         an = analyse(store)
     assert len(runs) == 6 and (runs.status == "ok").all(), runs[["status", "error"]]
+    # the receivers' sockets were read before and after each run (0 drops at 2 Mbit/s)
+    assert all(d.get("receiver_drops") == 0 for d in runs["details"]), list(runs["details"])
     assert len(samples) >= 6 * 95
     # 2 Mbit/s: a 1228-byte IP packet takes 4.9 ms per direction to serialise, a 92-byte one
     # 0.4 ms, so large probes come back about 9 ms later on top of the 20 ms RTT
@@ -149,3 +151,18 @@ def test_an_arm_that_measures_something_else_is_not_short_of_its_rounds():
     assert shortfalls(
         completion(failed, "mbit", metric_free_arms=KIND.metric_free_arms), {"c": ["alone", "fingerprint"]}, need=2
     ) == ["c: fingerprint has 0 of 3 rounds counted"]
+
+
+def test_receiver_drops_flag_a_run_and_count_only_readable_namespaces():
+    from longlook.core.audit import Audit, _udp_drops
+    from longlook.core.spec import Fidelity
+
+    before = {"client": {"InErrors": 3, "RcvbufErrors": 3}, "server": {"InErrors": 0}}
+    after = {"client": {"InErrors": 10, "RcvbufErrors": 10}, "server": {"InErrors": 1}}
+    assert _udp_drops(before, after) == 8
+    assert _udp_drops({}, {}) is None  # nothing readable: not measured, never 0
+    assert _udp_drops(before, {"client": after["client"]}) is None
+    a = Audit(receiver_drops=8).judge(Fidelity())
+    assert a.flagged and "8 UDP datagrams dropped by the receiving hosts' sockets" in a.reasons[0]
+    assert not Audit(receiver_drops=8).judge(Fidelity(max_receiver_drops=10)).flagged
+    assert not Audit(receiver_drops=None).judge(Fidelity()).flagged

@@ -11,7 +11,7 @@ from longlook.core.execute import Runner
 from longlook.core.store import Store
 from longlook.kinds.pageload import Scenario
 from longlook.kinds.pageload.proxy_section import proxy_effects
-from longlook.core.analysis import analyse
+from longlook.core.experiment_stats import analyse
 
 from testbed_helpers import needs_testbed
 

@@ -127,7 +127,7 @@ def _run(path: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
 
 def _store_summary(out: Path):
     from longlook.core.store import Store
-    from longlook.core.analysis import analyse
+    from longlook.core.experiment_stats import analyse
 
     with Store.open(out, read_only=True) as store:
         runs = store.runs_frame()

@@ -140,7 +140,7 @@ def test_a_sweep_s_history_finds_the_release_where_the_metric_stepped(tmp_path, 
     from longlook.report.sections.releases import section
 
     with Store.open(out, read_only=True) as store:
-        from longlook.core.analysis import analyse
+        from longlook.core.experiment_stats import analyse
 
         sec = section(store, analyse(store))
     assert sec is not None and "v0.64.0 → v0.65.0" in sec.html

@@ -254,7 +254,7 @@ def test_zero_rtt_arms(tmp_path):
 
 
 def test_analysis_frame_for_notebooks(experiment):
-    from longlook.core.analysis import analyse
+    from longlook.core.experiment_stats import analyse
 
     d, sc, _ = experiment
     with Store.open(d, read_only=True) as st:

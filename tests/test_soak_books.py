@@ -151,7 +151,7 @@ def test_each_run_records_its_fetch_window_and_a_server_killed_mid_fetch_fails_i
 
 
 def test_a_killed_client_is_reported_as_killed_not_by_its_last_note(tmp_path: Path):
-    from longlook.stacks.endpoint import fetch_result
+    from longlook.stacks.fetch_result import fetch_result
 
     r = fetch_result(
         tmp_path / "fetch.json", -9, "udp buffers: asked 4194304, granted recv 425984 send 425984\n", "h3", 0.2

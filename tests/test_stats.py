@@ -1,5 +1,6 @@
 """Statistics against hand computation and scipy."""
 
+import functools
 import math
 
 import numpy as np
@@ -8,7 +9,11 @@ import pytest
 from scipy import stats as sps
 from statsmodels.stats.multitest import multipletests
 
-from longlook.core.stats import Verdict, compare_cells, compare_samples, holm_adjust, percent_difference
+from longlook.core.stats import Verdict, compare_cells, holm_adjust, percent_difference
+from longlook.core.stats import compare_samples as core_compare_samples
+
+# the page-load arms these tests compare (core itself names no kind's arms)
+compare_samples = functools.partial(core_compare_samples, a_label="h3", b_label="h2")
 
 QUIC = [1.0, 2.0, 3.0, 4.0, 5.0]
 TCP = [2.0, 4.0, 6.0, 8.0, 10.0]
@@ -34,7 +39,7 @@ def test_welch_matches_a_hand_computation():
 def test_clear_differences_in_both_directions():
     rng = np.random.default_rng(7)
     fast, slow = rng.normal(100, 3, 10), rng.normal(130, 3, 10)
-    c = compare_samples(fast, slow)
+    c = compare_samples(fast, slow, a_label="h3", b_label="h2")
     assert c.verdict is Verdict.A_FASTER and c.verdict_text == "QUIC faster"
     assert c.p_value < 1e-6
     assert c.ci_low < percent_difference(fast, slow) < c.ci_high
@@ -112,7 +117,7 @@ def test_compare_cells_counts_only_ok_runs_over_the_requested_protocol():
     rows.append(("c1", "h3", "h3", "h2", "protocol_mismatch", 5000.0))
     rows.append(("c1", "h2", "h2", None, "failed", None))
     rows.append(("c1", "h2", "h2", "h2", "timeout", 9000.0))
-    [c] = compare_cells(_runs(rows), [("h3", "h2")])
+    [c] = compare_cells(_runs(rows), [("h3", "h2")], metric="plt_ms")
     assert (c.a.n, c.b.n) == (5, 5)
     assert c.a.mean == 100 and c.b.mean == 130
     assert c.verdict is Verdict.A_FASTER
@@ -127,8 +132,8 @@ def test_compare_cells_with_holm_uses_statsmodels_across_cells():
         for v in rng.normal(100 + shift, 5, 8):
             rows.append((cell, "h2", "h2", "h2", "ok", v))
     runs = _runs(rows)
-    plain = compare_cells(runs, [("h3", "h2")])
-    holm = compare_cells(runs, [("h3", "h2")], holm=True)
+    plain = compare_cells(runs, [("h3", "h2")], metric="plt_ms")
+    holm = compare_cells(runs, [("h3", "h2")], metric="plt_ms", holm=True)
     expected = multipletests([c.p_value for c in plain], method="holm")[1]
     assert [c.p_adjusted for c in holm] == pytest.approx(list(expected))
     assert holm[2].verdict is Verdict.A_FASTER  # a 40% effect survives correction
@@ -160,7 +165,14 @@ def test_a_difference_that_needs_the_missing_runs_to_be_fast_is_survivorship():
 
     plain = compare_samples(SURVIVORS_H3, ALL_H2)
     assert plain.verdict is Verdict.A_FASTER and plain.p_value < 0.01
-    c = compare_samples(SURVIVORS_H3, ALL_H2, completion_a=Completion(7, 10), completion_b=Completion(10, 10))
+    c = compare_samples(
+        SURVIVORS_H3,
+        ALL_H2,
+        a_label="h3",
+        b_label="h2",
+        completion_a=Completion(7, 10),
+        completion_b=Completion(10, 10),
+    )
     assert c.completion_p > 0.05 and c.p_value == plain.p_value  # the test and Fisher as before
     assert c.verdict is Verdict.SURVIVORSHIP and c.verdict_text == "inconclusive: survivorship"
     assert c.reason.startswith(
@@ -194,7 +206,7 @@ def test_the_worst_case_of_a_paired_design_is_a_lost_pair_against_the_claim():
     )
     # 12 pairs, one lost: at most 1 + 12 of the 91 rank points against A can never reach 0.01
     twelve = compare_samples(
-        a[:12], b[:12], paired=True, completion_a=Completion(12, 13), completion_b=Completion(13, 13)
+        a[:12], b[:12], a_label="h3", paired=True, completion_a=Completion(12, 13), completion_b=Completion(13, 13)
     )
     assert twelve.verdict is Verdict.SURVIVORSHIP and "the 1 missing h3 run was the slowest" in twelve.reason
     assert survivorship_p(a[:7], b[:7], Verdict.A_FASTER, lower_is_better=True, paired=True, lost_a=5) > 0.01

@@ -139,7 +139,7 @@ def test_item03_a_nan_qoe_pair_is_not_testable_never_quic_better(tmp_path):
     # in the store analysis, a session without the metric is counted apart
     from test_fallback_analysis import fallback_store, fbs_series
 
-    from longlook.analyses.fallback.store import analyze_store
+    from longlook.analyses.fallback.from_store import analyze_store
 
     fallback_store(
         tmp_path,
@@ -355,14 +355,16 @@ def _pageload_runs(ok_h3: int, rounds: int = 12) -> pd.DataFrame:
 
 
 def test_item13_arms_that_completed_at_different_rates_are_survivorship():
-    [c] = compare_cells(_pageload_runs(ok_h3=4), [("h3", "h2")])
+    [c] = compare_cells(_pageload_runs(ok_h3=4), [("h3", "h2")], metric="plt_ms")
     assert c.verdict is Verdict.SURVIVORSHIP and c.verdict_text == "inconclusive: survivorship"
     assert (str(c.completion_a), str(c.completion_b)) == ("4/12", "12/12") and c.completion_p < 0.05
     # equal completion: the comparison stands
-    [ok] = compare_cells(_pageload_runs(ok_h3=12), [("h3", "h2")])
+    [ok] = compare_cells(_pageload_runs(ok_h3=12), [("h3", "h2")], metric="plt_ms")
     assert ok.verdict is Verdict.A_FASTER
     # failures as outcomes (the timeout, censored): h3 is now the slower arm
-    [cens] = compare_cells(_pageload_runs(ok_h3=2), [("h3", "h2")], failure_value=60_000.0, test="mannwhitney")
+    [cens] = compare_cells(
+        _pageload_runs(ok_h3=2), [("h3", "h2")], metric="plt_ms", failure_value=60_000.0, test="mannwhitney"
+    )
     assert cens.verdict is Verdict.B_FASTER and cens.a.n == 12
 
 

@@ -59,7 +59,7 @@ def fallback(
         if not _files_or_json([path], as_json, cells=_records(df)):
             typer.echo(df.drop(columns=["cell_id"]).to_string(index=False))
         return
-    from ..analyses.fallback.store import analyze_store
+    from ..analyses.fallback.from_store import analyze_store
 
     alpha = 0.05 if alpha is None else alpha
     result = analyze_store(

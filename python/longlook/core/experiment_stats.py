@@ -29,12 +29,27 @@ def _statistics(scenario: ScenarioBase | None, test: Test | None, alpha: float |
 
 
 def _pairs(scenario: ScenarioBase | None, runs: pd.DataFrame) -> list[tuple[str, str]]:
+    """The scenario's comparisons; a store whose scenario no longer parses: each arm against
+    the last one recorded (the kind's own order, which core does not know)."""
     if scenario:
         return scenario.comparisons()
     arms = list(dict.fromkeys(runs["arm"])) if not runs.empty else []
-    if "h3" in arms and "h2" in arms:
-        return [("h3", "h2")]
     return [(a, arms[-1]) for a in arms[:-1]]
+
+
+def _metric(kind: Any, store: Store) -> Metric:
+    """The kind's primary metric; for a kind this longlook does not know, the first metric
+    its runs recorded (a kind writes its primary metric first), lower taken as better."""
+    if kind is not None and kind.primary_metric:
+        return kind.primary_metric
+    names = store.table("metrics")["name"]
+    first = next(iter(dict.fromkeys(names)), None)
+    if first is None:
+        raise LonglookError(
+            f"{store.directory}: its kind is not known to this longlook and its runs recorded no metric",
+            hint="open it with the longlook (and kind plug-in) that made it",
+        )
+    return Metric(first, "", "lower", first)
 
 
 @dataclass
@@ -48,7 +63,7 @@ class Analysis:
     runs: pd.DataFrame
     cells: pd.DataFrame
     comparisons: list[CellComparison]
-    metric: Metric = Metric("plt_ms", "ms", "lower", "page load time")
+    metric: Metric
     fidelity: Fidelity = field(default_factory=Fidelity)
     kind: Any = None  # core.kind.Kind of the experiment (None if not registered here)
 
@@ -82,7 +97,7 @@ def analyse(
     except LonglookError:
         scenario = None  # stored by another longlook version; report what the tables say
     kind = store.kind_or_none()
-    metric = kind.primary_metric if kind and kind.primary_metric else Metric("plt_ms", "ms", "lower", "page load time")
+    metric = _metric(kind, store)
     fidelity = scenario.fidelity if scenario else Fidelity()
     st = _statistics(scenario, test, alpha, holm)
     runs, cells = store.runs_frame(), store.cells_frame()

@@ -3,35 +3,23 @@
 
 from __future__ import annotations
 
-import importlib
-
 from ..errors import LonglookError
+from ..lookup import Registry
 from .kind import Kind
 
-_REGISTERED: dict[str, Kind | str] = {}
+KINDS: Registry[Kind] = Registry("kind", shipped="longlook.kinds")
 
 
 def register(name: str, kind: Kind | str) -> None:
     """`kind` is a Kind object or "module:attribute" to import on first use."""
-    _REGISTERED[name] = kind
+    KINDS.register(name, kind)
 
 
 def known_kinds() -> list[str]:
-    _load_shipped()
-    return sorted(_REGISTERED)
+    return sorted(KINDS.names())
 
 
 def get_kind(name: str) -> Kind:
-    _load_shipped()
-    entry = _REGISTERED.get(name)
-    if entry is None:
+    if name not in KINDS:
         raise LonglookError(f'unknown kind "{name}"', hint=f"known kinds: {', '.join(known_kinds())}")
-    if isinstance(entry, str):
-        module, _, attr = entry.partition(":")
-        entry = getattr(importlib.import_module(module), attr)
-        _REGISTERED[name] = entry
-    return entry
-
-
-def _load_shipped() -> None:
-    importlib.import_module("longlook.kinds")
+    return KINDS.get(name)

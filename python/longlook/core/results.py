@@ -11,7 +11,7 @@
     r.cells          # the grid: one row per cell, its dimensions as columns
     r.comparisons()  # the report's heatmap numbers: one row per (cell, compared pair), with
                      # n, means, % difference, test, p, interval, verdict (core.stats)
-    r.analysis()     # core.analysis.Analysis: the same comparisons with the runs behind them
+    r.analysis()     # core.experiment_stats.Analysis: the same comparisons with the runs behind them
 
 The store is opened read-only for each frame and closed again, so a notebook never holds
 the experiment's lock. JSON-valued columns (options, artifacts, details) are dicts here; the
@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import LonglookError
-from .analysis import Analysis, analyse
+from .experiment_stats import Analysis, analyse
 from .stats import Test
 from .store import DB_FILE, Store
 
@@ -157,7 +157,7 @@ class Results:
         return self.runs.merge(self.metrics, on="run_id", how="left")
 
     def analysis(self, *, test: Test | None = None, alpha: float | None = None, holm: bool | None = None) -> Analysis:
-        """The report's statistics model (core.analysis), with the scenario's [statistics]
+        """The report's statistics model (core.experiment_stats), with the scenario's [statistics]
         unless overridden."""
         return self._read(lambda store: analyse(store, test=test, alpha=alpha, holm=holm))
 

@@ -137,7 +137,7 @@ class CellComparison:
     alpha: float
     holm: bool
     verdict: Verdict
-    metric: str = "plt_ms"
+    metric: str = "value"
     lower_is_better: bool = True
     better_word: str = "faster"  # "better" for metrics that are not times
     interval: str = ""
@@ -420,13 +420,13 @@ def compare_samples(
     a: Iterable[float],
     b: Iterable[float],
     *,
-    a_label: str = "h3",
-    b_label: str = "h2",
+    a_label: str = "A",
+    b_label: str = "B",
     cell_id: str = "",
     alpha: float = 0.01,
     test: Test = "welch",
     confidence: float = 0.95,
-    metric: str = "plt_ms",
+    metric: str = "value",
     lower_is_better: bool = True,
     better_word: str = "faster",
     paired: bool = False,
@@ -613,7 +613,7 @@ def compare_cells(
     test: Test = "welch",
     holm: bool = False,
     confidence: float = 0.95,
-    metric: str = "plt_ms",
+    metric: str,
     lower_is_better: bool = True,
     better_word: str = "faster",
     exclude_flagged: bool = True,

@@ -1,8 +1,8 @@
 """The shipped kinds of experiment, one folder each; one line here registers a kind."""
 
-from ..core.registry import register
+from ..core.registry import KINDS
 
-register("pageload", "longlook.kinds.pageload:KIND")
-register("fairness", "longlook.kinds.fairness:KIND")
-register("video", "longlook.kinds.video:KIND")
-register("conformance", "longlook.kinds.conformance:KIND")
+KINDS.register("pageload", "longlook.kinds.pageload:KIND")
+KINDS.register("fairness", "longlook.kinds.fairness:KIND")
+KINDS.register("video", "longlook.kinds.video:KIND")
+KINDS.register("conformance", "longlook.kinds.conformance:KIND")

@@ -1,10 +1,5 @@
-"""The HTML report of an experiment directory: one self-contained file (inline CSS and SVG,
-no scripts, nothing fetched), built from the store alone: the shell (header, heatmaps,
-distributions, link checks, exclusions, versions) around the sections (report.sections).
-
-    build_report(DIR) -> DIR/report.html
-    core.analysis.analyse(store) -> Analysis   (the numbers without the HTML, for notebooks)
-"""
+"""The report's page: the shell (header, heatmaps, distributions, link checks, exclusions,
+versions) around the sections (report.sections), rendered from the store alone."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ from typing import Any, Sequence
 import pandas as pd
 from markupsafe import Markup
 
-from ..core.analysis import Analysis, analyse, better_word
+from ..core.experiment_stats import Analysis, analyse, better_word
 from ..core.stats import CellComparison, Test
 from ..core.status import completion, counted_mask, exclusion_reason
 from ..core.store import Store

@@ -17,14 +17,11 @@ from pathlib import Path
 from ..binaries import find_binary
 from ..errors import LonglookError
 from ..testbed.processes import stop_child
+from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
 SERVER_ADDR = "198.18.2.2"
 CLIENT_QLOG = "client.sqlog"  # beside fetch.json: the native client's trace of its QUIC connection
 SERVER_KEYLOG = "keys.log"  # in a server's log directory: the secrets of all its connections
-
-# fetch's exit codes (docs/interfaces.md)
-EXIT_OK = 0
-EXIT_PROTOCOL_UNAVAILABLE = 3
 
 
 @dataclass(frozen=True)
@@ -219,16 +216,6 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
     raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s", hint=f"see {stderr_path}")
 
 
-@dataclass
-class FetchResult:
-    """What one `endpoint fetch` produced, with how it ended."""
-
-    status: str  # ok | failed | timeout | protocol_mismatch
-    document: dict
-    error: str | None
-    wall_s: float
-
-
 def fetch(
     testbed,
     *,
@@ -295,43 +282,3 @@ def fetch(
         wall,
         protocol_unavailable=proc.returncode == EXIT_PROTOCOL_UNAVAILABLE,
     )
-
-
-def fetch_result(
-    out: Path,
-    returncode: int,
-    stderr: str | None,
-    protocol: str | None,
-    wall: float,
-    *,
-    timed_out: bool = False,
-    protocol_unavailable: bool = False,
-) -> FetchResult:
-    """A client's exit and JSON document -> FetchResult, with the one status rule of
-    core.status (shared by every client)."""
-    from ..core.status import classify
-
-    try:
-        doc = json.loads(Path(out).read_text())
-    except (FileNotFoundError, json.JSONDecodeError):
-        # a killed client's last stderr line is whatever it last noted, not why it stopped
-        err = (
-            [f"killed by signal {-returncode}"]
-            if returncode < 0
-            else (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"]
-        )
-        return FetchResult("failed", {}, f"no JSON result: {err[0]}", wall)
-    status = classify(
-        ok=returncode == EXIT_OK and bool(doc.get("ok")),
-        requested=protocol,
-        negotiated=doc.get("protocol"),
-        timed_out=timed_out,
-        protocol_unavailable=protocol_unavailable,
-    )
-    errors = {
-        "ok": None,
-        "timeout": doc.get("error") or "timed out",
-        "protocol_mismatch": doc.get("error") or f"requested {protocol}, negotiated {doc.get('protocol')}",
-        "failed": doc.get("error") or f"exit code {returncode}",
-    }
-    return FetchResult(status, doc, errors[status], wall)

@@ -24,7 +24,8 @@ from typing import Callable, Iterable
 
 from ..errors import LonglookError
 from .cache import evict, limit_bytes, touch
-from .registry import STACKS, is_stack, resolve, stack_class, unlisted_release
+from .registry import STACKS, is_stack, resolve, stack_class
+from .specs import unlisted_release
 
 # Debian packages a stack's build needs beyond Rust and Go (quiche: BoringSSL through cmake,
 # bindgen through libclang; ngtcp2 is Debian's own build)

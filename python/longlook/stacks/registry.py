@@ -8,23 +8,22 @@ import importlib
 from pathlib import Path
 
 from ..errors import LonglookError
+from ..lookup import Registry
 from ..versions import file_digest
 from .base import OURS, Stack
-from .releases import REGISTRIES, check_release, releases
 
-# name -> "module:class" (imported when used, so one stack's missing pieces never stop another).
-# Our endpoint is a stack too, built by scripts/setup.sh with the workspace, not by stacks.install;
-# STACKS are the others (`is_stack`: a stack other than ours).
-OWN = {OURS: "longlook.stacks.ours:Ours"}
-STACKS: dict[str, str] = {
-    "aioquic": "longlook.stacks.aioquic:Aioquic",
-    "quic-go": "longlook.stacks.quicgo:QuicGo",
-    "ngtcp2": "longlook.stacks.ngtcp2:Ngtcp2",
-    "quiche": "longlook.stacks.quiche:Quiche",
-    "tquic": "longlook.stacks.tquic:Tquic",
-    "s2n-quic": "longlook.stacks.s2nquic:S2nQuic",
-    "kwik": "longlook.stacks.kwik:Kwik",
-}
+# One registration line per stack ("module:class", imported when used, so one stack's missing
+# pieces never stop another). Our endpoint is a stack too, built by scripts/setup.sh with the
+# workspace, not by stacks.install; STACKS are the others (`is_stack`: a stack other than ours).
+STACKS: Registry[type[Stack]] = Registry("stack", hint="install one with `longlook stacks install NAME`")
+STACKS.register("aioquic", "longlook.stacks.aioquic:Aioquic")
+STACKS.register("quic-go", "longlook.stacks.quicgo:QuicGo")
+STACKS.register("ngtcp2", "longlook.stacks.ngtcp2:Ngtcp2")
+STACKS.register("quiche", "longlook.stacks.quiche:Quiche")
+STACKS.register("tquic", "longlook.stacks.tquic:Tquic")
+STACKS.register("s2n-quic", "longlook.stacks.s2nquic:S2nQuic")
+STACKS.register("kwik", "longlook.stacks.kwik:Kwik")
+OWN = "longlook.stacks.ours:Ours"
 
 
 def split(spec: str) -> tuple[str, str | None]:
@@ -40,58 +39,21 @@ def is_stack(spec: str) -> bool:
 
 
 def stack_class(name: str) -> type[Stack]:
-    known = {**OWN, **STACKS}
-    if name not in known:
+    if name == OURS:
+        module, _, cls = OWN.partition(":")
+        return getattr(importlib.import_module(module), cls)
+    if name not in STACKS:
         raise LonglookError(
             f"unknown stack {name!r}",
-            hint=f"known stacks: {', '.join(known)}; install one with `python -m longlook.stacks.install NAME`",
+            hint=f"known stacks: {', '.join([OURS, *STACKS])}; install one with `longlook stacks install NAME`",
         )
-    module, _, cls = known[name].partition(":")
-    return getattr(importlib.import_module(module), cls)
+    return STACKS.get(name)
 
 
 def resolve(spec: str) -> Stack:
     """`NAME` or `NAME@VERSION` -> the stack's adapter (not checked for installation)."""
     name, version = split(spec)
     return stack_class(name)(version)
-
-
-def check_spec(spec: str) -> str:
-    """For scenario validation: the name and version exist (ValueError otherwise), a named
-    release where its registry lists it (unlisted_release); the spec in its one spelling
-    (`quic-go@0.65.0` -> `quic-go@v0.65.0`: one arm, one build)."""
-    try:
-        stack = resolve(spec)
-        name, version = split(spec)
-        canonical = spec if version is None else f"{name}@{stack.version}"
-        if (unlisted := unlisted_release(canonical)) is not None:
-            raise unlisted
-    except LonglookError as e:
-        raise ValueError(f"{e.message}; {e.hint}" if e.hint else e.message) from None
-    return canonical
-
-
-# stacks whose registry could not be reached by this process: asked once, not per field
-_UNREACHABLE: set[str] = set()
-
-
-def unlisted_release(spec: str) -> LonglookError | None:
-    """The error for `NAME@VERSION` whose registry does not list the release (naming the
-    nearest ones), else None. Unchecked (None) when the stack has no registry, or no listing
-    can be had (offline with none cached: the build then fails on the release itself)."""
-    name, version = split(spec)
-    if not version or name not in REGISTRIES or name in _UNREACHABLE:
-        return None
-    try:
-        known = releases(name, pre=True)
-    except LonglookError:
-        _UNREACHABLE.add(name)
-        return None
-    try:
-        check_release(name, version, known=known)
-    except LonglookError as e:
-        return e
-    return None
 
 
 def client_fetcher(name: str, **kwargs):

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ..errors import LonglookError
-from .registry import binary_digests, check_spec, split, unlisted_release, versions_of
+from .registry import binary_digests, split, versions_of
+from .specs import check_spec, unlisted_release
 from .releases import expand
 
 

@@ -1,7 +1,7 @@
 """Running any stack in the testbed: its server in the server namespace (started by the pool
 of stacks/servers.py, one per stack, version and congestion control), its client in the
 client namespace for one fetch. The result follows `endpoint fetch` (status through core.status, via
-endpoint.fetch_result); the stack's qlogs are moved into the run directory, raw and
+fetch_result.fetch_result); the stack's qlogs are moved into the run directory, raw and
 translated into our vocabulary (qlog/dialects.py)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import LonglookError
 from ..testbed.processes import stop_child
-from .endpoint import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result, server_spki
+from .endpoint import server_spki
+from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
 if TYPE_CHECKING:  # the contract (stacks/base.py) starts its servers through this module
     from .base import Stack

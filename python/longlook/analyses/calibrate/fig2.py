@@ -78,7 +78,7 @@ def analyse(experiment: Path, macws: Sequence[int], *, confidence: float = 0.95)
     small, large = macw_label(min(macws)), macw_label(max(macws))
     plt_of = {lab: runs.loc[runs["arm"] == lab, "plt_ms"].to_numpy(float) for lab in labels}
     ratio = ratio_of_means(plt_of[small], plt_of[large], confidence=confidence)
-    p = compare_samples(plt_of[small], plt_of[large], a_label=small, b_label=large).p_value
+    p = compare_samples(plt_of[small], plt_of[large], a_label=small, b_label=large, metric="plt_ms").p_value
     return Fig2(list(macws), rows, ratio, p)
 
 

@@ -39,7 +39,7 @@ from ...core.store import Store
 from ...core.verdicts import verdict_producer
 from ...errors import LonglookError
 from .session import TCP_SERVED, summarize
-from .store import SETTLED, analyze_store
+from .from_store import SETTLED, analyze_store
 
 # (metric, lower is better): the outcomes Chaudhary et al. judge a session by
 OUTCOMES = (("qoe", False), ("avg_bitrate_mbit", False), ("stall_s", True))

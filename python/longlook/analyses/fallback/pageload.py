@@ -81,6 +81,7 @@ def compare_pageloads(
             t["plt_ms"].to_numpy(float),
             a_label="QUIC-enabled",
             b_label="TCP-only",
+            metric="plt_ms",
             cell_id=cid,
             alpha=alpha,
             test=test,  # type: ignore[arg-type]

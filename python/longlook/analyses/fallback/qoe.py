@@ -100,6 +100,7 @@ def pair_verdict(
         sign * block_means(q),
         a_label="tcp",
         b_label="quic",
+        metric="qoe",
         alpha=alpha,
         test="welch",
         confidence=1 - 2 * alpha,

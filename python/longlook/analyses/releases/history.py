@@ -32,7 +32,7 @@ import numpy as np
 from packaging.version import InvalidVersion, Version
 from scipy import stats as sps
 
-from ...core.analysis import analyse
+from ...core.experiment_stats import analyse
 from ...core.store import Store
 from ...core.verdicts import verdict_producer
 from ..compare.history import ChangePoint, _describe, e_divisive, min_experiments, permutations_for, smallest_p

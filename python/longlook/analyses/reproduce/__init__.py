@@ -2,8 +2,8 @@
 
 registry (one entry per claim, the scenarios with their short budget) -> scenarios (run or
 read each into DIR/<scenario>/ with the core Runner) -> measured (what a claim reads of a
-store) -> rules (our number, n, the claim's own p and the verdict, with core.stats: rules.py
-on arms and cells, sessions.py on video sessions, stateshift.py on state machines; bounds.py
+store) -> rules (our number, n, the claim's own p and the verdict, with core.stats: rules/, one
+module per rule: on arms and cells, on video sessions, on state machines; bounds.py
 the one-sided tests against a claim's bound, needed.py what more data would decide) ->
 explain (links for a "does not hold") -> output (HTML, Markdown, JSON).
 

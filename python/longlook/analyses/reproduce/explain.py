@@ -47,7 +47,7 @@ def _twin(directory: Path, cell_id: str) -> str | None:
 
 def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]:
     """`longlook analyze fallback`: per session correlation, lag and Granger tests, Fig. 12."""
-    from ..fallback.store import analyze_store
+    from ..fallback.from_store import analyze_store
 
     try:
         paths = analyze_store(directory).write(target)

@@ -202,7 +202,7 @@ def _item_row(item: str, xa: np.ndarray, xb: np.ndarray, alpha: float) -> dict:
         towards = 1 if ra == 0 else -1
     elif len(xa) and len(xb):
         if np.ptp(np.concatenate([xa, xb])) > 0:
-            c = compare_samples(xa, xb, test="mannwhitney", alpha=alpha)
+            c = compare_samples(xa, xb, a_label="A", b_label="B", metric="count", test="mannwhitney", alpha=alpha)
             p_cnt, towards = c.p_value, -c.direction  # +1: B above A
         else:
             p_cnt = 1.0  # every run of both sides has the same count: nothing moved

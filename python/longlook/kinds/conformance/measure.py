@@ -25,7 +25,8 @@ import numpy as np
 from ...core.kind import Measurement, Metric, RunContext
 from ...flowlog import FlowCounters, RouterQueue, read_flow_log
 from ...stacks.base import OURS
-from ...stacks.endpoint import CLIENT_QLOG, SERVER_ADDR, FetchResult, ServerOptions, fetch
+from ...stacks.endpoint import CLIENT_QLOG, SERVER_ADDR, ServerOptions, fetch
+from ...stacks.fetch_result import FetchResult
 from ...stacks.registry import resolve, split
 from ...units import format_size
 from .envelope import Envelope, envelope_points

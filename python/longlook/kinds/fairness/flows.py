@@ -12,7 +12,8 @@ from pathlib import Path
 
 from ...binaries import find_binary
 from ...core.status import classify
-from ...stacks.endpoint import EXIT_OK, SERVER_ADDR
+from ...stacks.endpoint import SERVER_ADDR
+from ...stacks.fetch_result import EXIT_OK
 from .spec import FlowSpec
 
 # The endpoint's largest object (10 GB) outlasts any duration-bounded flow we run.

@@ -13,7 +13,8 @@ from ...core.audit import host_buffer_reasons
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
-from ...stacks.endpoint import FetchResult, ServerOptions
+from ...stacks.endpoint import ServerOptions
+from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
 from ...stacks.registry import sends_run_header
 from .proxied import route_for

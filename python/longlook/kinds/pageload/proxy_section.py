@@ -125,6 +125,7 @@ def proxy_effects(
                 plt(twin, arm),
                 a_label="proxied",
                 b_label="direct",
+                metric="plt_ms",
                 cell_id=cid,
                 alpha=alpha,
                 test=test,

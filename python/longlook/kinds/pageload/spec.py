@@ -23,7 +23,8 @@ from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.race import RaceSettings
 from ...stacks.release_arms import release_arms
-from ...stacks.registry import check_spec, is_stack, resolve
+from ...stacks.registry import is_stack, resolve
+from ...stacks.specs import check_spec
 from ...stacks.congestion import QuicCC, TcpCC
 
 # "race": the QUIC-enabled racing client (stacks/race.py); counted as itself, never as h3

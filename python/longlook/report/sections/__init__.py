@@ -1,29 +1,29 @@
 """The report's sections beyond the shell: first the experiment's kind's own (its
-`Kind.sections`, in the kind's folder), then every other section, one module each here,
-found automatically.
+`Kind.sections`, in the kind's folder), then every other section, one module each here and
+one registration line below, in the order they appear on the page.
 
 A section is a function `(store, analysis) -> Section | None` (render.html.Section; None =
-nothing to show for this experiment). A module here defines `section` and its ORDER
-(default 100; ties by module name).
+nothing to show for this experiment), registered as "module:section".
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-
+from ...lookup import Registry
 from ...render.html import Section
+
+SECTIONS: Registry = Registry("report section")
+SECTIONS.register("racing", "longlook.report.sections.racing:section")  # right after the kind's own
+SECTIONS.register("intervention", "longlook.report.sections.intervention:section")  # beside racing
+SECTIONS.register("releases", "longlook.report.sections.releases:section")  # a sweep's main result
+SECTIONS.register("adaptive_rounds", "longlook.report.sections.adaptive_rounds:section")
+SECTIONS.register("client_cpu", "longlook.report.sections.client_cpu:section")
+SECTIONS.register("party_cpu", "longlook.report.sections.party_cpu:section")  # after the client's CPU
+SECTIONS.register("stacks", "longlook.report.sections.stacks:section")
+SECTIONS.register("states", "longlook.report.sections.states:section")
+SECTIONS.register("nodes", "longlook.report.sections.nodes:section")
+SECTIONS.register("runs", "longlook.report.sections.runs:section")  # last: the drill-down
 
 
 def extra_sections(store, analysis) -> list[Section]:
     own = [s for make in getattr(analysis.kind, "sections", ()) if (s := make(store, analysis)) is not None]
-    found = []
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        make = getattr(module, "section", None)
-        if make is None:
-            continue
-        s = make(store, analysis)
-        if s is not None:
-            found.append((getattr(module, "ORDER", 100), info.name, s))
-    return own + [s for _, _, s in sorted(found, key=lambda t: (t[0], t[1]))]
+    return own + [s for name in SECTIONS.names() if (s := SECTIONS.get(name)(store, analysis)) is not None]

@@ -10,8 +10,6 @@ from html import escape
 from ...core.adaptive import describe, rule_metric, stopping_decision
 from ...render.html import Section
 
-ORDER = 20
-
 
 def section(store, analysis) -> Section | None:
     sc = analysis.scenario

@@ -12,8 +12,6 @@ import pandas as pd
 
 from ...render.html import Section
 
-ORDER = 30
-
 
 def _num(v: float, fmt: str) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else fmt.format(v)

@@ -11,8 +11,6 @@ from html import escape
 from ...errors import LonglookError
 from ...render.html import Section
 
-ORDER = 11  # beside the racing section
-
 
 def _f(v, digits: int = 3) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}g}"

@@ -19,8 +19,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-ORDER = 90
-
 
 def _e(x: Any) -> str:
     return html.escape(str(x))

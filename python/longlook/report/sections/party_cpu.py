@@ -13,7 +13,6 @@ import pandas as pd
 
 from ...render.html import Section
 
-ORDER = 32  # after the client's own CPU table
 PARTIES = ("client", "server", "router")
 
 

@@ -10,8 +10,6 @@ from html import escape
 
 from ...render.html import Section
 
-ORDER = 10  # right after the kind's own sections
-
 
 def _fmt(v, digits: int = 0) -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"

@@ -18,8 +18,6 @@ from ...render.figures import to_svg  # noqa: E402
 from ...render.html import Section  # noqa: E402
 from ...render.palette import MUTED, SERIES  # noqa: E402
 
-ORDER = 15  # right after the racing table: a sweep's main result
-
 
 def _figure(h: ReleaseHistory, s: ReleaseSeries, i: int) -> str:
     fig, ax = plt.subplots(figsize=(1.5 + 0.45 * len(s.points), 2.8))

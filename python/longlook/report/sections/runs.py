@@ -15,7 +15,6 @@ import pandas as pd
 
 from ...render.html import Section
 
-ORDER = 200  # last: the drill-down below the summaries
 
 # artifact key -> link text, in the order shown; any other artifact follows by its own name
 LABELS = {

@@ -16,7 +16,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-ORDER = 55
 STATE_SAMPLE_RUNS = 3  # qlogs read per arm for the states column
 
 

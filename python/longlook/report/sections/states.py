@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-ORDER = 60
 
 # Entries into these states are what §5 reads as "the protocol thought it lost packets".
 LOSS_STATES = {

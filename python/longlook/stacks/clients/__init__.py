@@ -1,7 +1,7 @@
 """Page-load clients the runner can drive, all with the signature of `endpoint.fetch`:
 
     fetch(testbed, *, url, protocol, run_id, cert_dir, out, timeout_s, mode, zero_rtt, keylog)
-        -> endpoint.FetchResult   (its `document` follows the fetch JSON of docs/interfaces.md)
+        -> fetch_result.FetchResult   (its `document` follows the fetch JSON of docs/interfaces.md)
 
 "native" is the project's own `endpoint fetch`. "chromium" is headless Chromium over the
 DevTools protocol, QUIC forced for h3 runs and disabled for h2 runs; "chromium-discovery"

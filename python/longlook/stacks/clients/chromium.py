@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..endpoint import FetchResult, fetch_result, server_spki
+from ..endpoint import server_spki
+from ..fetch_result import FetchResult, fetch_result
 from ...errors import LonglookError
 from ...testbed.processes import stop_child
 from .chromium_driver import DEFAULT_CHROMIUM, EXIT_PROTOCOL_MISMATCH, EXIT_TIMEOUT

@@ -17,10 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.verdicts import verdict_producer
-from ...errors import LonglookError
-from .measured import Measured
-from .outcome import FAILS, HOLDS, UNCLEAR, Outcome, name, not_run, p_text
+from ....core.verdicts import verdict_producer
+from ....errors import LonglookError
+from ..measured import Measured
+from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, name, not_run, p_text
 
 UP, DOWN = ("appears", "more"), ("vanishes", "fewer")
 
@@ -49,8 +49,8 @@ class StateShift:
         )
 
     def evaluate(self, m: Measured) -> Outcome:
-        from ..states.diff import compare
-        from ..states.runs import load_runs
+        from ...states.diff import compare
+        from ...states.runs import load_runs
 
         if m.directory is None:
             return not_run("needs an experiment directory")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....binaries import find_binary
-from ....stacks.endpoint import fetch_result
+from ....stacks.fetch_result import fetch_result
 
 
 class SessionError(Exception):

@@ -1,0 +1,173 @@
+"""`Shrinks`: the interaction of log means across twin cells, Holm over the pairs (see the
+package's docstring)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as sps
+
+from ....core.multiple import holm
+from ....core.stats import (
+    completion_test,
+    completions,
+)
+from ....core.status import counted_runs
+from ....core.verdicts import verdict_producer
+from ..measured import Measured
+from ..outcome import (
+    FAILS,
+    HOLDS,
+    UNCLEAR,
+    Outcome,
+    kth_smallest,
+    name,
+    not_run,
+    ordinal,
+    p_text,
+)
+
+
+def interaction(a_fast, b_fast, a_slow, b_slow, confidence: float = 0.95) -> tuple[float, float, float, float]:
+    """(log(a/b) in the slow cell) - (log(a/b) in the fast cell), on the runs' logs: the
+    change of a's relative cost from one condition to the other (> 0: a lost ground). A
+    difference of four independent means with Welch-Satterthwaite df; returns (effect,
+    low, high, two-sided p). tests/test_reproduce_rules.py simulates its coverage."""
+    xs = [np.log(np.asarray(v, dtype=float)) for v in (a_slow, b_slow, a_fast, b_fast)]
+    if any(len(x) < 2 for x in xs):
+        return math.nan, math.nan, math.nan, math.nan
+    signs = (1, -1, -1, 1)
+    d = float(sum(s * x.mean() for s, x in zip(signs, xs)))
+    v = [x.var(ddof=1) / len(x) for x in xs]
+    se2 = sum(v)
+    if se2 == 0:
+        return d, math.nan, math.nan, math.nan
+    df = se2**2 / sum(vi**2 / (len(x) - 1) for vi, x in zip(v, xs))
+    h = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(se2)
+    p = float(2 * sps.t.sf(abs(d) / math.sqrt(se2), df))
+    return d, d - h, d + h, p
+
+
+@verdict_producer(
+    "reproduce.shrinks",
+    "an advantage shrinks holds / does not hold: the interaction of log means across twin cells, Holm over the pairs",
+)
+@dataclass(frozen=True)
+class Shrinks:
+    """Kakhki §5 (mobile): arm a's advantage over b shrinks from the `fast` cells to their
+    `slow` twins (same other dimensions; `dim` the one that differs). Per twin pair the
+    interaction of log means (`interaction`), Holm over the pairs (core.multiple); a pair
+    agrees when a's relative cost rose significantly, is against when it fell; holds when at
+    least `at_least` of the pairs agree, does not hold when so many are against that it
+    could not. A pair whose arms completed at different rates in either cell (core.stats'
+    completion test) is not tested: its survivors are not a fair sample."""
+
+    a: str
+    b: str
+    dim: str
+    fast: Any
+    slow: Any
+    metric: str = "plt_ms"
+    at_least: float = 0.5
+
+    def reads(self) -> str:
+        return (
+            f"{self.metric}: log({name(self.a)}/{name(self.b)}) at {self.dim} = {self.slow} minus at "
+            f"{self.fast}, per twin cell pair; holds if {name(self.a)}'s advantage shrinks "
+            f"(interaction > 0, Holm) in >= {self.at_least:.0%} of pairs"
+        )
+
+    def evaluate(self, m: Measured) -> Outcome:
+        fast, slow = m.select({self.dim: self.fast}), m.select({self.dim: self.slow})
+        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
+        twins = {key(c): c for c in fast}
+        pairs = [(twins[key(c)], c) for c in slow if key(c) in twins]
+        if not pairs:
+            return not_run(f"no cell pair differing only in {self.dim} ({self.fast} vs {self.slow})")
+        good = (
+            counted_runs(m.runs, self.metric, exclude_flagged=m.exclude_flagged)
+            if self.metric in m.runs
+            else m.runs.iloc[0:0]
+        )
+        done = completions(m.runs, good) if self.metric in m.runs else {}
+        groups = {k: g[self.metric].to_numpy(float) for k, g in good.groupby(["cell_id", "arm"])} if len(good) else {}
+        xs = lambda c, arm: groups.get((c, arm), np.array([]))  # noqa: E731
+        survivors = [
+            min(
+                (completion_test(done.get((c, self.a)), done.get((c, self.b))) for c in (f, s)),
+                key=lambda p: 1.0 if math.isnan(p) else p,
+            )
+            for f, s in pairs
+        ]
+        res = [
+            (f, s, *interaction(xs(f, self.a), xs(f, self.b), xs(s, self.a), xs(s, self.b), m.statistics.confidence))
+            for f, s in pairs
+        ]
+        unfair = [not math.isnan(q) and q < m.statistics.survivorship_alpha for q in survivors]
+        ps = np.array([math.nan if u else r[5] for r, u in zip(res, unfair)])
+        adj = holm(ps)
+        alpha = m.statistics.alpha
+        judged = [
+            "inconclusive: survivorship"
+            if u
+            else "no data"
+            if math.isnan(a)
+            else "agree"
+            if a < alpha and r[2] > 0
+            else "against"
+            if a < alpha
+            else "unclear"
+            for r, u, a in zip(res, unfair, adj)
+        ]
+        tested = [i for i, p in enumerate(ps) if not math.isnan(p)]
+        if not tested:
+            why = "the arms completed at different rates" if any(unfair) else "insufficient data"
+            return Outcome(
+                UNCLEAR, number="no twin pair with 2 counted runs per arm and fair completions", n="-", detail=why
+            )
+        total, agree = len(res), judged.count("agree")
+        against = [res[i][1] for i, j in enumerate(judged) if j == "against"]
+        need = math.ceil(self.at_least * total - 1e-9)
+        verdict = HOLDS if agree >= need else FAILS if len(against) > total - need else UNCLEAR
+        effects = [math.exp(res[i][2]) for i in tested]
+        number = (
+            f"{name(self.a)}'s relative cost rose in {agree}/{total} pairs, fell in {len(against)}; "
+            f"median x{np.median(effects):.2f} of {name(self.a)}/{name(self.b)}"
+        )
+        cells = [
+            {
+                "cell_id": s,
+                "fast_cell": f,
+                "interaction": d,
+                "ci": [lo, hi],
+                "p": p,
+                "p_adjusted": None if math.isnan(adj[i]) else float(adj[i]),
+                "judged": judged[i],
+            }
+            for i, (f, s, d, lo, hi, p) in enumerate(res)
+        ]
+        q = [
+            float(adj[i])
+            if judged[i] == "agree"
+            else max(float(adj[i]), alpha)
+            if judged[i] == "unclear" and res[i][2] > 0
+            else 1.0
+            for i in range(total)
+        ]
+        p = kth_smallest(q, need)
+        ns = [min(len(xs(c, a)) for c in (f, s) for a in (self.a, self.b)) for f, s in pairs]
+        return Outcome(
+            verdict,
+            number=number,
+            n=f"{min(ns)}-{max(ns)} per arm and cell",
+            p=p,
+            p_text=p_text(p) + " Holm",
+            detail=f"Welch-Satterthwaite t on the difference of log-ratio means, Holm over {len(tested)} "
+            f"pairs, alpha {alpha:g}; needs {need} of {total}; p: the {ordinal(need)} smallest "
+            "Holm-adjusted p among pairs whose interaction points the claim's way",
+            cells=cells,
+            against=against,
+        )
