@@ -103,7 +103,7 @@ if [ "$rust_ok" -ne 0 ]; then echo "setup: the Rust build failed (cargo build --
 if [ "$python_ok" -ne 0 ]; then echo "setup: the Python package did not install (see above)" >&2; exit "$python_ok"; fi
 
 # ---- QUIC stacks, only with --all-stacks -------------------------------------------------
-# Other QUIC stacks as adapters (python/longlook/stacks/<name>/): ngtcp2 from Debian, the
+# Other QUIC stacks as adapters (python/longlook/stacks/adapters/<name>/): ngtcp2 from Debian, the
 # others built once per version under ~/.cache/longlook/stacks/<name>-<version>/ (aioquic from
 # PyPI, quic-go from the Go module proxy, quiche/tquic from crates.io). Cached: a no-op when
 # built. The main job uses none of them; a scenario that names one installs it on first use.
@@ -114,8 +114,8 @@ if [ "$all_stacks" -eq 1 ]; then
   if [ ${#stack_missing[@]} -gt 0 ]; then
     apt_install "${stack_missing[@]}"
   fi
-  echo "setup: QUIC stacks (python -m longlook.stacks.install --all-versions)"
-  .venv/bin/python -m longlook.stacks.install --all-versions
+  echo "setup: QUIC stacks (python -m longlook.stacks.builds.install --all-versions)"
+  .venv/bin/python -m longlook.stacks.builds.install --all-versions
 fi
 # ---- end of QUIC stacks -----------------------------------------------------------------
 # ---- video, only with --all -----------------------------------------------------------

@@ -40,7 +40,7 @@ def _children_cpu_s() -> float:
 def _needs_stack():
     if resolve(STACK).installed() or os.environ.get("CI"):
         return lambda f: f
-    return pytest.mark.skip(reason=f"{STACK} is not installed (python -m longlook.stacks.install {STACK})")
+    return pytest.mark.skip(reason=f"{STACK} is not installed (longlook stacks install {STACK})")
 
 
 @_needs_stack()

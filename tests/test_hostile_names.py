@@ -170,7 +170,7 @@ def test_one_clear_error(tmp_path, case, env, extra, argv, words):
 
 def test_one_release_has_one_identity():
     from longlook.stacks.registry import resolve
-    from longlook.stacks.specs import check_spec
+    from longlook.stacks.builds.specs import check_spec
 
     assert resolve("quic-go@0.65.0").spec == resolve("quic-go@v0.65.0").spec == "quic-go@v0.65.0"
     assert resolve("quic-go@0.65.0").build_dir == resolve("quic-go@v0.65.0").build_dir
@@ -180,7 +180,7 @@ def test_one_release_has_one_identity():
 
 def test_a_damaged_release_listing_is_fetched_again_and_a_garbage_one_is_the_registry_s(tmp_path, monkeypatch):
     from longlook.errors import LonglookError
-    from longlook.stacks import releases as rel
+    from longlook.stacks.builds import releases as rel
 
     monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path))
     cache = rel._cache_file("quic-go")
@@ -200,7 +200,7 @@ def test_a_damaged_release_listing_is_fetched_again_and_a_garbage_one_is_the_reg
 
 
 def test_a_listing_entry_that_is_no_release_name_is_never_offered(tmp_path, monkeypatch):
-    from longlook.stacks import releases as rel
+    from longlook.stacks.builds import releases as rel
 
     monkeypatch.setenv("LONGLOOK_CACHE", str(tmp_path))
     monkeypatch.setattr(rel, "_get", lambda url: "v0.64.0\n../../v0.65.0\nv0.65.0\n")

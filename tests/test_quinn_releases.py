@@ -1,4 +1,4 @@
-"""Our endpoint against quinn-proto releases (`ours@V`, stacks/ours.py, stacks/quinn_build.py):
+"""Our endpoint against quinn-proto releases (`ours@V`, stacks/adapters/ours/, stacks/adapters/ours/quinn_build.py):
 the supported range, the quinn paired with each quinn-proto, the spec as server, client and
 sweep, and the errors. The registry is replaced by recorded index lines (no network); the
 build itself is exercised by `longlook stacks install ours@V` (docs/releases.md)."""
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from longlook.errors import LonglookError
-from longlook.stacks import quinn_build
+from longlook.stacks.adapters.ours import quinn_build
 from longlook.stacks.registry import binary_digests, is_stack, resolve, versions_of
 
 

@@ -1,4 +1,4 @@
-"""Releases as arms in every kind (stacks/release_arms.py): the fairness and video
+"""Releases as arms in every kind (stacks/builds/release_arms.py): the fairness and video
 kinds' `server` / `client` / `versions`, their labels, their alternation within a round, the
 errors a scenario gets at load, what each run and experiment records, and the release
 history on them. The registry is a recorded listing (no network)."""
@@ -14,7 +14,7 @@ from longlook.errors import LonglookError
 from longlook.kinds.fairness import FairnessScenario
 from longlook.kinds.pageload import Scenario as PageLoadScenario
 from longlook.kinds.video import VideoScenario
-from longlook.stacks.release_arms import chosen_releases, recorded_versions
+from longlook.stacks.builds.release_arms import chosen_releases, recorded_versions
 from test_quinn_releases import SWEEP
 
 QUINN_PROTO = ("0.11.12", "0.11.13", "0.11.14", "0.11.15", "0.11.16", "0.11.19")
@@ -163,7 +163,7 @@ def test_a_release_the_registry_does_not_list_is_one_error_at_load_naming_the_ne
 
 
 def test_a_congestion_control_the_arm_s_server_lacks_is_one_error(monkeypatch):
-    from longlook.stacks.ours import Ours
+    from longlook.stacks.adapters.ours import Ours
 
     monkeypatch.setattr(Ours, "ccs", ("cubic", "newreno"))  # a build without BBR
     with pytest.raises(LonglookError, match='arm "flows-0.11.13": stack ours@0.11.13 has no congestion control'):
@@ -246,11 +246,11 @@ def test_page_loads_fairness_and_video_expand_releases_the_same_way():
 
 
 def test_what_an_experiment_records_of_its_builds(monkeypatch):
-    from longlook.stacks.ours import Ours
+    from longlook.stacks.adapters.ours import Ours
 
     monkeypatch.setattr(Ours, "version_info", lambda self: f"endpoint with quinn-proto {self.version}")
     monkeypatch.setattr(
-        "longlook.stacks.release_arms.binary_digests",
+        "longlook.stacks.builds.release_arms.binary_digests",
         lambda specs: {s: f"digest-{s}" for s in dict.fromkeys(specs) if "@" in s},
     )
     from longlook.kinds.fairness import KIND

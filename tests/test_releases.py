@@ -1,4 +1,4 @@
-"""Releases from the registries (stacks/releases.py): listing, ranges, nearest releases in
+"""Releases from the registries (stacks/builds/releases.py): listing, ranges, nearest releases in
 errors. The registries are replaced by recorded answers (no network in unit tests)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import json
 import pytest
 
 from longlook.errors import LonglookError
-from longlook.stacks.releases import REGISTRIES, check_release, expand, nearest, releases
+from longlook.stacks.builds.releases import REGISTRIES, check_release, expand, nearest, releases
 
 GO = "v0.48.2\nv0.52.0\nv0.54.0\nv0.55.0-beta.1\nv0.55.0\nv0.57.1\nv0.65.0\n"
 CRATES = "\n".join(
@@ -324,7 +324,7 @@ def test_the_build_cache_drops_the_least_recently_used_release_first_and_never_a
     import os
     import time
 
-    from longlook.stacks.cache import STAMP, evict, touch
+    from longlook.stacks.builds.cache import STAMP, evict, touch
 
     for i, name in enumerate(["quic-go-v0.52.0", "quic-go-v0.54.0", "quic-go-v0.65.0", "quiche-0.30.0"]):
         d = tmp_path / name
@@ -398,7 +398,7 @@ def test_a_release_that_does_not_build_is_one_error_naming_it_and_the_failed_ste
     the release and the step, and nothing half-built counts as installed."""
     import shutil
 
-    from longlook.stacks.quicgo import QuicGo
+    from longlook.stacks.adapters.quicgo import QuicGo
 
     folder = tmp_path / "adapter"
     folder.mkdir()

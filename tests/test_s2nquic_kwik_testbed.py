@@ -35,7 +35,7 @@ LATE_PACKETS = {"s2n-quic": {"received": 2, "sent": 2}, "kwik": {"received": 5, 
 def _needs(spec: str):
     if resolve(spec).installed() or os.environ.get("CI"):
         return []
-    return [pytest.mark.skip(reason=f"{spec} is not installed (python -m longlook.stacks.install {spec})")]
+    return [pytest.mark.skip(reason=f"{spec} is not installed (longlook stacks install {spec})")]
 
 
 # a comparison needs two arms: our HTTP/2 beside the stack's, not looked at here

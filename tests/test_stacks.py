@@ -14,7 +14,7 @@ from longlook.analyses.states.trace import StateTrace
 from longlook.errors import LonglookError
 from longlook.kinds.pageload import Scenario
 from longlook.stacks.content import ensure_content, jpeg_bytes, page_html
-from longlook.stacks.ngtcp2 import object_paths
+from longlook.stacks.adapters.ngtcp2 import object_paths
 from longlook.stacks.qlog_fetch import fetch_document
 from longlook.stacks.registry import STACKS, require_servers, resolve
 
@@ -44,14 +44,14 @@ def test_a_congestion_control_the_stack_lacks_is_one_clear_error():
     with pytest.raises(LonglookError) as e:
         resolve("quic-go").cc("cubic")
     text = str(e.value)
-    assert "quic-go" in text and "newreno" in text and "longlook.stacks.install quic-go" in text
+    assert "quic-go" in text and "newreno" in text and "longlook stacks install quic-go" in text
 
 
 def test_a_missing_build_names_the_stack_and_its_install_command(tmp_path, monkeypatch):
     monkeypatch.setenv("LONGLOOK_STACKS_DIR", str(tmp_path))
     with pytest.raises(LonglookError) as e:
         require_servers([("aioquic", None)])
-    assert "aioquic@" in str(e.value) and "python -m longlook.stacks.install aioquic@" in str(e.value)
+    assert "aioquic@" in str(e.value) and "longlook stacks install aioquic@" in str(e.value)
 
 
 # ---- scenario arms ---------------------------------------------------------------------------

@@ -1,12 +1,12 @@
 """Set-up installs no other QUIC stack; a scenario that names one has it installed before its
-grid starts, once, with progress (stacks/install.py)."""
+grid starts, once, with progress (stacks/builds/install.py)."""
 
 from pathlib import Path
 
 import pytest
 
 import longlook.kinds.pageload as pageload
-import longlook.stacks.install as install
+import longlook.stacks.builds.install as install
 from longlook.kinds.pageload import Scenario
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -44,7 +44,7 @@ def _needs_stack(spec: str):
     """Skip where a stack is not installed, except in CI (scripts/setup.sh installs all)."""
     if resolve(spec).installed():
         return []
-    reason = f"{spec} is not installed (python -m longlook.stacks.install {spec})"
+    reason = f"{spec} is not installed (longlook stacks install {spec})"
     return [pytest.mark.skip(reason=reason)] if not os.environ.get("CI") else []
 
 

@@ -36,7 +36,7 @@ rtt_ms = 30
 def _stacks_installed():
     missing = [s for s in STACKS if not resolve(s).installed()]
     if missing and not os.environ.get("CI"):
-        return pytest.mark.skip(reason=f"not installed: {', '.join(missing)} (python -m longlook.stacks.install NAME)")
+        return pytest.mark.skip(reason=f"not installed: {', '.join(missing)} (longlook stacks install NAME)")
     return lambda f: f
 
 

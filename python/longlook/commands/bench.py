@@ -132,7 +132,7 @@ def bench_stacks_command(
     """Each QUIC stack's download, its own server and client, against the physical limit of the path."""
     from ..bench.row import print_rows, title
     from ..bench.stacks import bench_stacks, default_specs, stacks_document
-    from ..stacks.install import ensure_stacks
+    from ..stacks.builds.install import ensure_stacks
 
     if specs:  # a stack named here is installed the first time (scripts/setup.sh builds none)
         ensure_stacks([s.partition(":")[0] for s in specs])

@@ -64,7 +64,7 @@ def bisect_command(
     something stayed inconclusive."""
     from ..analyses.releases.bisect import INCONCLUSIVE, bisect, max_steps
     from ..errors import LonglookError, check_output
-    from ..stacks.releases import check_release, expand
+    from ..stacks.builds.releases import check_release, expand
 
     for option, path in (("--json", json_out), ("--junit", junit_out)):
         if path is not None:

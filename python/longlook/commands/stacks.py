@@ -1,5 +1,5 @@
 """`longlook stacks install|list`: other QUIC stacks, built once per version and cached
-(longlook.stacks.install). A scenario that names a stack installs it before its grid starts;
+(longlook.stacks.builds.install). A scenario that names a stack installs it before its grid starts;
 this installs ahead of time, e.g. all of them for the tests."""
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ def install(
     Set-up (scripts/setup.sh) installs none of them unless given --all-stacks: a scenario
     that names a stack has it installed before its first run."""
     from ..errors import LonglookError
-    from ..stacks.install import all_specs, check_installable, install_all
+    from ..stacks.builds.install import all_specs, check_installable, install_all
     from ..stacks.base import stacks_dir
-    from ..stacks.cache import limit_bytes
+    from ..stacks.builds.cache import limit_bytes
 
     if not specs and not (all_ or all_versions):
         raise LonglookError(
@@ -51,7 +51,7 @@ def list_stacks(
     all_versions: bool = typer.Option(False, "--all-versions", help="Every version each adapter lists."),
 ) -> None:
     """Each stack, its congestion controls, and whether it is installed."""
-    from ..stacks.install import all_specs, list_lines
+    from ..stacks.builds.install import all_specs, list_lines
 
     for line in list_lines(all_specs(all_versions)):
         typer.echo(line)

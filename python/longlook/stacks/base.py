@@ -1,6 +1,6 @@
 """The contract every QUIC stack adapter fulfils (docs/interfaces.md, "Stacks").
 
-A stack is a folder `stacks/<name>/` whose `__init__.py` defines a `Stack` subclass, plus one
+A stack is a folder `stacks/adapters/<name>/` whose `__init__.py` defines a `Stack` subclass, plus one
 line in `stacks/registry.py`. The adapter says:
 
 - its `name`, the `versions` it knows how to install (the first is the default) and the
@@ -16,7 +16,7 @@ line in `stacks/registry.py`. The adapter says:
 
 The machinery that runs them (namespaces, readiness, logs, statuses) is shared:
 `stacks/runner.py`; the pool of an experiment's servers is `stacks/servers.py`. Our own
-endpoint is a stack too (`stacks/ours.py`): it keeps this contract and overrides how its
+endpoint is a stack too (`stacks/adapters/ours/`): it keeps this contract and overrides how its
 server starts (`start_server`, `server_key`), since it has knobs the others lack.
 """
 
@@ -116,7 +116,7 @@ class Stack:
 
     @property
     def install_command(self) -> str:
-        return f"python -m longlook.stacks.install {self.spec}"
+        return f"longlook stacks install {self.spec}"
 
     def version_info(self) -> str:
         """The exact version recorded with every run."""

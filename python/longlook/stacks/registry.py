@@ -16,14 +16,14 @@ from .base import OURS, Stack
 # pieces never stop another). Our endpoint is a stack too, built by scripts/setup.sh with the
 # workspace, not by stacks.install; STACKS are the others (`is_stack`: a stack other than ours).
 STACKS: Registry[type[Stack]] = Registry("stack", hint="install one with `longlook stacks install NAME`")
-STACKS.register("aioquic", "longlook.stacks.aioquic:Aioquic")
-STACKS.register("quic-go", "longlook.stacks.quicgo:QuicGo")
-STACKS.register("ngtcp2", "longlook.stacks.ngtcp2:Ngtcp2")
-STACKS.register("quiche", "longlook.stacks.quiche:Quiche")
-STACKS.register("tquic", "longlook.stacks.tquic:Tquic")
-STACKS.register("s2n-quic", "longlook.stacks.s2nquic:S2nQuic")
-STACKS.register("kwik", "longlook.stacks.kwik:Kwik")
-OWN = "longlook.stacks.ours:Ours"
+STACKS.register("aioquic", "longlook.stacks.adapters.aioquic:Aioquic")
+STACKS.register("quic-go", "longlook.stacks.adapters.quicgo:QuicGo")
+STACKS.register("ngtcp2", "longlook.stacks.adapters.ngtcp2:Ngtcp2")
+STACKS.register("quiche", "longlook.stacks.adapters.quiche:Quiche")
+STACKS.register("tquic", "longlook.stacks.adapters.tquic:Tquic")
+STACKS.register("s2n-quic", "longlook.stacks.adapters.s2nquic:S2nQuic")
+STACKS.register("kwik", "longlook.stacks.adapters.kwik:Kwik")
+OWN = "longlook.stacks.adapters.ours:Ours"
 
 
 def split(spec: str) -> tuple[str, str | None]:

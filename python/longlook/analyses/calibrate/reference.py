@@ -106,7 +106,7 @@ def reference_from(
             raise LonglookError(
                 f"reference {value}: no such directory, and not a QUIC stack",
                 hint="give an experiment directory, or a stack: quiche, tquic, "
-                "quic-go, ngtcp2, aioquic (python -m longlook.stacks.install --list)",
+                "quic-go, ngtcp2, aioquic (longlook stacks list)",
             )
         return load_reference(value, arm)
     if grid is None:

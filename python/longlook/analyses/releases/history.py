@@ -3,7 +3,7 @@ releases (oldest first) with each release's interval, change points, and at each
 what the state machine did differently on either side.
 
 An experiment with `versions = "quic-go@A..B"` runs one arm per release (`<label>-<version>`,
-stacks/release_arms.py), whatever its kind: page loads (the metric: page load time), fairness
+stacks/builds/release_arms.py), whatever its kind: page loads (the metric: page load time), fairness
 (Jain's index; the arm runs every flow of the matchup on that release) or video (QoE; the h3
 arm per release, h2 unchanged); here they are put back in release order. Change points come from
 E-Divisive on the per-release means (analyses/compare/history.py: the same permutation test,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ...core.kind import Kind, Measurement, RunContext
 from ...stacks.base import OURS
-from ...stacks.install import ensure_stacks
+from ...stacks.builds.install import ensure_stacks
 from ...stacks.registry import require_servers, split, versions_of
 from ...stacks.servers import open_servers
 from .fingerprint_run import FINGERPRINT_ARM, measure_fingerprint

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...stacks.base import OURS
 from ...stacks.registry import resolve, split
-from ...stacks.specs import check_spec
+from ...stacks.builds.specs import check_spec
 from ...units import parse_size
 
 # a stack's congestion control -> (the algorithm it implements, the kernel's module for it)

@@ -11,9 +11,9 @@ from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext, table_columns
 from ...stacks.endpoint import ServerOptions
-from ...stacks.install import ensure_stacks
+from ...stacks.builds.install import ensure_stacks
 from ...stacks.registry import is_stack, require_servers, resolve
-from ...stacks.release_arms import recorded_versions
+from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .aggregate import cell_summary, example_run, table4
 from ...flowlog import FlowCounters, flow_counters, read_flow_log

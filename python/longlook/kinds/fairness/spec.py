@@ -6,7 +6,7 @@ and what is swept.
 
 An arm is which build of our endpoint the flows run: its server (serving every flow of the
 run) and its client (`endpoint fetch` of every flow). One arm by default ("flows", the
-workspace's build); `[[arms]]` or a `versions` sweep (stacks/release_arms.py) make several,
+workspace's build); `[[arms]]` or a `versions` sweep (stacks/builds/release_arms.py) make several,
 which the core alternates within each round.
 
 A knob that does not apply to a matchup (QUIC congestion control in TCP vs TCP) is dropped
@@ -30,7 +30,7 @@ from ...linkprofile import LinkProfile
 from ...stacks.base import OURS
 from ...stacks.congestion import QuicCC, TcpCC
 from ...stacks.registry import resolve
-from ...stacks.release_arms import our_build, release_arms
+from ...stacks.builds.release_arms import our_build, release_arms
 
 Start = Literal["simultaneous", "staggered-quic-first", "staggered-tcp-first"]
 NATIVE = "native"  # the flows' default client: the workspace's `endpoint fetch`
@@ -234,7 +234,7 @@ class FairnessScenario(ScenarioBase):
     server: ServerSpec = OURS  # every arm's server unless it names one: ours or ours@VERSION
     client: ClientSpec = NATIVE  # every arm's flows' client: native (workspace), ours or ours@VERSION
     arms: list[FlowsArm] = []  # default: one arm, "flows"
-    # releases as arms (stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # releases as arms (stacks/builds/release_arms.py): "ours@0.11.13..0.11.19" or a list;
     # each arm whose server or client is that stack becomes one arm per release
     versions: list[str] = []
 

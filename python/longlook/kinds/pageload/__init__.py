@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ...core.kind import Kind, Measurement, RunContext
-from ...stacks.install import ensure_chromium, ensure_stacks
+from ...stacks.builds.install import ensure_chromium, ensure_stacks
 from ...stacks.registry import client_fetcher, require_servers
-from ...stacks.release_arms import recorded_versions
+from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .proxied import proxies
 from .measure import OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure, record_from_fetch

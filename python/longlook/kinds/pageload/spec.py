@@ -22,9 +22,9 @@ from ...core.validation import expand_sweep
 from ...stacks.base import OURS
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.race import RaceSettings
-from ...stacks.release_arms import release_arms
+from ...stacks.builds.release_arms import release_arms
 from ...stacks.registry import is_stack, resolve
-from ...stacks.specs import check_spec
+from ...stacks.builds.specs import check_spec
 from ...stacks.congestion import QuicCC, TcpCC
 
 # "race": the QUIC-enabled racing client (stacks/race.py); counted as itself, never as h3
@@ -155,10 +155,7 @@ def _check_client(c: str) -> str:
     if is_stack(c):  # another QUIC stack's client (stacks/registry.py), "NAME" or "NAME@VERSION"
         return check_spec(c)
     if c not in KNOWN_CLIENTS:
-        raise ValueError(
-            f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)} or a stack '
-            f"(python -m longlook.stacks.install --list)"
-        )
+        raise ValueError(f'unknown client "{c}"; known: {", ".join(KNOWN_CLIENTS)} or a stack (longlook stacks list)')
     return c
 
 
@@ -334,7 +331,7 @@ class Scenario(ScenarioBase):
     proxy: list[ProxyMode] = ["none"]
     race: RaceSettings = Field(default_factory=RaceSettings)  # constants of "race" arms
     # releases as arms: `versions = "quic-go@v0.52.0..v0.65.0"` (every release of
-    # the range on its registry, stacks/releases.py) or a list of them; each arm that runs
+    # the range on its registry, stacks/builds/releases.py) or a list of them; each arm that runs
     # that stack (its server or client) becomes one arm per release, labelled
     # `<label>-<version>`, so the releases of a cell alternate within each round like arms
     versions: list[str] = []
@@ -383,7 +380,7 @@ class Scenario(ScenarioBase):
             raise ValueError("set either protocols or [[arms]], not both")
         if not self.arms:
             self.arms = [Arm(label=p, protocol=p) for p in self.protocols]
-        if self.versions:  # each arm running a swept stack, once per release (stacks/release_arms.py)
+        if self.versions:  # each arm running a swept stack, once per release (stacks/builds/release_arms.py)
             self.arms = release_arms(self.arms, self.versions, server=self.server, client=self.client)
         labels = [a.label for a in self.arms]
         if len(set(labels)) != len(labels):

@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext
-from ...stacks.install import ensure_stacks
+from ...stacks.builds.install import ensure_stacks
 from ...stacks.registry import require_servers
-from ...stacks.release_arms import recorded_versions
+from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
@@ -47,7 +47,7 @@ class Video(Kind):
     def prepare(self, scenario: VideoScenario) -> dict[str, Any]:
         from pathlib import Path
 
-        from ...stacks.install import ensure_packages
+        from ...stacks.builds.install import ensure_packages
 
         # set-up installs the video tools only when asked (scripts/setup.sh --all): the first
         # video scenario does

@@ -44,7 +44,7 @@ def install_dashjs() -> None:
         return
     import tempfile
 
-    from ...stacks.install import ensure_packages
+    from ...stacks.builds.install import ensure_packages
 
     ensure_packages(["npm"], "dash.js")
     print(f"video: installing dash.js {DASHJS_PIN} (npm) into {DASHJS.parent}", file=sys.stderr, flush=True)
@@ -80,7 +80,7 @@ def install_dashjs() -> None:
 def prepare_dashjs(content: Path) -> dict[str, Any]:
     """Check Chromium and dash.js (installed on first use); put the player page and dash.js
     under <clip>/player/."""
-    from ...stacks.install import ensure_chromium
+    from ...stacks.builds.install import ensure_chromium
 
     ensure_chromium()
     chromium_path()

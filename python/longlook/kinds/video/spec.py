@@ -5,7 +5,7 @@ arms are the protocols (h3 = QUIC, h2 = TCP), compared back to back within each 
 
 The server is our endpoint, the workspace's build or one built against a quinn-proto release
 (`server = "ours@0.11.14"`); the native player's client likewise (`client`). `versions`
-(stacks/release_arms.py) turns the QUIC arms (h3, race) into one arm per release, labelled
+(stacks/builds/release_arms.py) turns the QUIC arms (h3, race) into one arm per release, labelled
 `h3-<version>`, which alternate within each round; the TCP arm (h2) stays the baseline.
 """
 
@@ -20,7 +20,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, 
 from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...stacks.base import OURS
 from ...stacks.race import RaceSettings
-from ...stacks.release_arms import our_build, release_arms
+from ...stacks.builds.release_arms import our_build, release_arms
 from .content import VideoSpec
 from .intervention import Intervention, assign, treated_link
 
@@ -130,7 +130,7 @@ class VideoScenario(ScenarioBase):
     intervention: Intervention | None = None
     server: ServerSpec = OURS  # every arm's server: ours or ours@VERSION
     client: ClientSpec = NATIVE  # the native player's client (dash.js runs Chromium's)
-    # releases as arms (stacks/release_arms.py): "ours@0.11.13..0.11.19" or a list;
+    # releases as arms (stacks/builds/release_arms.py): "ours@0.11.13..0.11.19" or a list;
     # the QUIC arms (h3, race) become one arm per release, h2 stays as it is
     versions: list[str] = []
     _arms: list[VideoArm] = PrivateAttr(default_factory=list)

@@ -4,8 +4,8 @@ registry (which names stacks and builds their adapters), since it asks the relea
 
 from __future__ import annotations
 
-from ..errors import LonglookError
-from .registry import resolve, split
+from ...errors import LonglookError
+from ..registry import resolve, split
 from .releases import REGISTRIES, check_release, releases
 
 

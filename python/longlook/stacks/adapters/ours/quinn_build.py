@@ -1,5 +1,5 @@
 """Our endpoint (crates/endpoint, this checkout's code) built against one quinn-proto release:
-what `ours@0.11.15` names (stacks/ours.py).
+what `ours@0.11.15` names (stacks/adapters/ours/).
 
 The version is quinn-proto's, the crate where quinn's transport lives (congestion control,
 pacing, loss recovery, ACKs, MTU discovery). It is paired with the quinn release that was
@@ -36,9 +36,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from ..binaries import REPO_ROOT
-from ..errors import LonglookError
-from .cache import touch
+from ....binaries import REPO_ROOT
+from ....errors import LonglookError
+from ...builds.cache import touch
 
 ENDPOINT = REPO_ROOT / "crates" / "endpoint"
 OLDEST = Version("0.11.13")  # quinn-proto's first release with the `qlog` feature
@@ -171,7 +171,7 @@ def _write_workspace(src: Path) -> None:
     if n != 1:
         raise LonglookError(
             "the workspace Cargo.toml has no one `members = [...]` line to rewrite",
-            hint="stacks/quinn_build.py reads it to build ours@VERSION",
+            hint="stacks/adapters/ours/quinn_build.py reads it to build ours@VERSION",
         )
     (src / "Cargo.toml").write_text(new)
 
@@ -184,6 +184,6 @@ def _relax_quinn(manifest: Path, proto: str) -> None:
     if n != 1:
         raise LonglookError(
             f"ours@{proto}: crates/endpoint/Cargo.toml has no `quinn = {{ version = ... }}` line",
-            hint="stacks/quinn_build.py relaxes it to build other quinn releases",
+            hint="stacks/adapters/ours/quinn_build.py relaxes it to build other quinn releases",
         )
     manifest.write_text(new)

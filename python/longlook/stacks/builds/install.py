@@ -1,9 +1,9 @@
 """Install or build QUIC stacks, each once per version (cached under the build directory).
 
-    python -m longlook.stacks.install                   # every stack at its default version
-    python -m longlook.stacks.install quic-go@v0.64.1   # named stacks (NAME or NAME@VERSION)
-    python -m longlook.stacks.install --all-versions    # every version the adapters list
-    python -m longlook.stacks.install --list            # what is installed, with versions
+    python -m longlook.stacks.builds.install                   # every stack at its default version
+    python -m longlook.stacks.builds.install quic-go@v0.64.1   # named stacks (NAME or NAME@VERSION)
+    python -m longlook.stacks.builds.install --all-versions    # every version the adapters list
+    python -m longlook.stacks.builds.install --list            # what is installed, with versions
 
 Prints one line per stack with the seconds it took (0 when cached); exit 1 if any failed.
 `longlook stacks install` is the same. scripts/setup.sh installs none of them unless asked
@@ -22,9 +22,9 @@ import threading
 import time
 from typing import Callable, Iterable
 
-from ..errors import LonglookError
+from ...errors import LonglookError
 from .cache import evict, limit_bytes, touch
-from .registry import STACKS, is_stack, resolve, stack_class
+from ..registry import STACKS, is_stack, resolve, stack_class
 from .specs import unlisted_release
 
 # Debian packages a stack's build needs beyond Rust and Go (quiche: BoringSSL through cmake,
@@ -166,7 +166,7 @@ def list_lines(specs: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m longlook.stacks.install", description=__doc__.split("\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m longlook.stacks.builds.install", description=__doc__.split("\n")[0])
     ap.add_argument("stacks", nargs="*", help="NAME or NAME@VERSION (default: every stack)")
     ap.add_argument("--all", action="store_true", help="every stack at its default version (the default)")
     ap.add_argument("--all-versions", action="store_true", help="every version each adapter lists")

@@ -1,4 +1,4 @@
-"""A stack whose server and client are one small Rust binary of ours in `stacks-rs/<crate>/`
+"""A stack whose server and client are one small Rust binary of ours in `stacks/adapters/<name>/crate/`
 (its own crate and Cargo.lock, outside the main workspace), built alone once per version of
 the library it wraps, in its own CARGO_TARGET_DIR under the build directory (so it never
 waits on, or invalidates, another build). The version is the library's crates.io release:
@@ -12,23 +12,23 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import ClassVar
 
-from ..binaries import REPO_ROOT
-from ..errors import LonglookError
-from .base import ClientCall, ServerCall, Stack
+from ...errors import LonglookError
+from ..base import ClientCall, ServerCall, Stack
 
 
 class RustCrateStack(Stack):
-    crate: ClassVar[str]  # folder under stacks-rs/
+    crate: ClassVar[str]  # the crate's name (its folder is the adapter's `crate/`)
     binary_name: ClassVar[str]  # the [package] name, the binary cargo builds
     library: ClassVar[str]  # the crates.io dependency whose version is the stack's
     build_hint: ClassVar[str] = "scripts/setup.sh installs Rust"
 
     @property
     def source(self) -> Path:
-        return REPO_ROOT / "stacks-rs" / self.crate
+        return Path(sys.modules[type(self).__module__].__file__).parent / "crate"
 
     @property
     def binary(self) -> Path:

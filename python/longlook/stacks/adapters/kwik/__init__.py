@@ -20,8 +20,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
+from ....errors import LonglookError
+from ...base import ClientCall, ServerCall, Stack
 
 FLUPKE = "0.9.4"
 

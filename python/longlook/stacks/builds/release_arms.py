@@ -1,5 +1,5 @@
 """Releases as arms, for every kind: `versions = "NAME@A..B"` (every release of
-the range on its registry, stacks/releases.py) or a list of `NAME@VERSION`s turns each arm
+the range on its registry, stacks/builds/releases.py) or a list of `NAME@VERSION`s turns each arm
 that runs stack NAME (its server or its client) into one arm per release, labelled
 `<label>-<version>`, with that release as its server and/or client.
 
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 
-from ..errors import LonglookError
-from .registry import binary_digests, split, versions_of
+from ...errors import LonglookError
+from ..registry import binary_digests, split, versions_of
 from .specs import check_spec, unlisted_release
 from .releases import expand
 

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
+from ....errors import LonglookError
+from ...base import ClientCall, ServerCall, Stack
 
 MODULE = "github.com/quic-go/quic-go"
 OLDEST = "v0.56.0"  # the first release with the qlogwriter package main.go uses

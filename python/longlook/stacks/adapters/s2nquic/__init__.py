@@ -1,4 +1,4 @@
-"""s2n-quic (AWS; crates.io): stacks-rs/s2n-quic/ is a small Rust binary (its own crate and
+"""s2n-quic (AWS; crates.io): stacks/adapters/s2nquic/crate/ is a small Rust binary (its own crate and
 Cargo.lock) with a file server and a page-load client, built once per s2n-quic version.
 
 HTTP/3 is hyperium's `h3` bound to s2n-quic by `h3-util` (crates.io), which carries a copy of
@@ -11,7 +11,7 @@ derived from the metrics). The client writes a key log through rustls ($SSLKEYLO
 
 from __future__ import annotations
 
-from ..rust_crate import RustCrateStack
+from ...builds.rust_crate import RustCrateStack
 
 
 class S2nQuic(RustCrateStack):

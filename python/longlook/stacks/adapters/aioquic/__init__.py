@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
+from ....errors import LonglookError
+from ...base import ClientCall, ServerCall, Stack
 
 
 class Aioquic(Stack):

@@ -1,5 +1,5 @@
 """quiche (crates.io, BoringSSL vendored in boring-sys; bindgen needs Debian's libclang-dev):
-stacks-rs/quiche-h3/ is a small Rust binary (its own crate and Cargo.lock, outside the main
+stacks/adapters/quiche/crate/ is a small Rust binary (its own crate and Cargo.lock, outside the main
 workspace) with a file server and a page-load client on quiche's HTTP/3, built once per
 quiche version under the build directory. Congestion control: cubic (default), reno, bbr2
 (quiche's gcongestion BBRv2). qlog: JSON-SEQ per connection, with `congestion_state_updated`
@@ -7,7 +7,7 @@ quiche version under the build directory. Congestion control: cubic (default), r
 
 from __future__ import annotations
 
-from ..rust_crate import RustCrateStack
+from ...builds.rust_crate import RustCrateStack
 
 
 class Quiche(RustCrateStack):

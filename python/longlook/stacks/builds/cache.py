@@ -15,7 +15,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ..untrusted import env_number
+from ...untrusted import env_number
 
 STAMP = ".last-used"
 DEFAULT_LIMIT_GB = 8.0

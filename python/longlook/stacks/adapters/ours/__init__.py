@@ -7,7 +7,7 @@ and it generates its content, so no files are written for it. Its client is the 
 client (stacks/clients). The processes are driven by stacks/endpoint.py.
 
 `ours` is the workspace's build (scripts/setup.sh). `ours@V` is the same code built against
-quinn-proto release V (supported: 0.11.13 and newer in 0.11; stacks/quinn_build.py), cached
+quinn-proto release V (supported: 0.11.13 and newer in 0.11; stacks/adapters/ours/quinn_build.py), cached
 by version in the stacks cache like any stack's release; as `server` and `client` it runs
 `endpoint serve` and `endpoint fetch` of that build. Each records its quinn, quinn-proto and
 quinn-udp versions and its binary's SHA-256 (version_info, registry.binary_digests)."""
@@ -18,13 +18,13 @@ import functools
 from pathlib import Path
 from typing import Hashable
 
-from ..binaries import find_binary
-from ..errors import LonglookError
-from ..versions import binary_version, file_digest
+from ....binaries import find_binary
+from ....errors import LonglookError
+from ....versions import binary_version, file_digest
 from . import quinn_build
-from .base import OURS, Stack
-from .congestion import QUIC_CC
-from .endpoint import EndpointServer, ServerOptions, fetch
+from ...base import OURS, Stack
+from ...congestion import QUIC_CC
+from ...endpoint import EndpointServer, ServerOptions, fetch
 
 
 WORKSPACE = "workspace"
@@ -70,7 +70,7 @@ class Ours(Stack):
             return
         if not self.is_release:
             raise LonglookError("our endpoint is not built", hint="run scripts/setup.sh (cargo build --release)")
-        from .releases import check_release, index_entries
+        from ...builds.releases import check_release, index_entries
 
         proto = check_release(OURS, self.version)  # an unknown release: the registry's nearest named
         quinn_build.build(proto, quinn_build.quinn_for(proto, index_entries("quinn")), self.build_dir)

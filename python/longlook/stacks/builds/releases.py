@@ -24,8 +24,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from ..errors import LonglookError
-from ..untrusted import release_token
+from ...errors import LonglookError
+from ...untrusted import release_token
 
 CACHE_TTL_S = 24 * 3600
 TIMEOUT_S = 20
@@ -71,7 +71,7 @@ class Registry:
 
 
 # The stacks whose releases a registry lists (ngtcp2 comes from Debian: one version). Ours is
-# this checkout; `ours@V` is it built against quinn-proto release V (stacks/quinn_build.py),
+# this checkout; `ours@V` is it built against quinn-proto release V (stacks/adapters/ours/quinn_build.py),
 # the crate where quinn's transport behaviour lives.
 REGISTRIES = {
     "quic-go": Registry("go", "github.com/quic-go/quic-go"),

@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
-from ..endpoint import SERVER_ADDR
-from ..qlog_fetch import fetch_document
+from ....errors import LonglookError
+from ...base import ClientCall, ServerCall, Stack
+from ...endpoint import SERVER_ADDR
+from ...qlog_fetch import fetch_document
 
 SERVER, CLIENT = "gtlsserver", "gtlsclient"
 # the windows our endpoint and Chromium use (docs/interfaces.md: 6 MiB stream, 15 MiB connection)

@@ -14,9 +14,9 @@ import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
-from ..qlog_fetch import fetch_document
+from ....errors import LonglookError
+from ...base import ClientCall, ServerCall, Stack
+from ...qlog_fetch import fetch_document
 from ..ngtcp2 import object_paths
 
 
