@@ -34,6 +34,9 @@ LOSS_PROBE_MAX_PPS = 10_000  # keep the loss probe's packet rate cheap for two v
 FELL_BEHIND_MS = 5.0
 
 
+RTT_REMEASURE_PAUSE_S = 1.0  # before an out-of-band RTT is measured once more
+
+
 @dataclass
 class Tolerances:
     tcp_min: float = 0.90  # TCP goodput, fraction of the most possible
@@ -280,17 +283,29 @@ def _check_rtt(probe, profile, tol, count, interval_ms, raw) -> list[Row]:
                 note="not measured: a middlebox rule drops or shapes the UDP probes",
             )
         ]
-    r = probe.rtt(count=count, interval_ms=interval_ms, size=RTT_PROBE_SIZE)
-    raw["rtt"] = r
-    rtt = r["rtt_ms"]
     expected = expected_rtt_ms(profile, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
     margin = max(tol.rtt_abs_ms, tol.rtt_rel * expected)
     judged = not _has_trace(profile)  # a trace adds waits for delivery opportunities
+    r = probe.rtt(count=count, interval_ms=interval_ms, size=RTT_PROBE_SIZE)
+    first = None
+    if judged and abs(r["rtt_ms"]["p50"] - expected) > margin:
+        # a busy host adds forwarding latency for a while (+0.5 ms on this VM late in a long
+        # test run, with the path unchanged): measured once more, both figures shown; a
+        # misconfigured path is off both times
+        first = r["rtt_ms"]["p50"]
+        time.sleep(RTT_REMEASURE_PAUSE_S)
+        r = probe.rtt(count=count, interval_ms=interval_ms, size=RTT_PROBE_SIZE)
+    raw["rtt"] = r
+    rtt = r["rtt_ms"]
     # the median, not the mean: this VM's 5-16 ms hypervisor stalls delay the few probes in
     # flight at the time by milliseconds, which moves a mean of 1,000 probes by tenths of a ms
     # (20.66 against 20.15 on a fresh CI machine) while the path's delay is unchanged; the
     # mean stays in the note, and a run's own audit counts the stalls
-    note = f"{r['received']}/{r['sent']} probes, mean {rtt['mean']:.2f} ms" + ("" if judged else "; trace: not judged")
+    note = (
+        f"{r['received']}/{r['sent']} probes, mean {rtt['mean']:.2f} ms"
+        + (f"; measured again: the first median was {first:.2f} ms" if first is not None else "")
+        + ("" if judged else "; trace: not judged")
+    )
     return [
         Row(
             "both",
