@@ -8,11 +8,11 @@ that spans one says so beside its verdicts, as it does for the path's making
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ...core.spec import ScenarioBase
 from .matching import flatten
+from .path_setup import differences
 
 # the cells carry these (matching.py), and a description is prose
 NOT_COMMON = frozenset({"kind", "description", "links", "client_cpu"})
@@ -28,10 +28,4 @@ def common_fields(scenario: ScenarioBase) -> dict[str, Any]:
 
 def common_field_differences(base: ScenarioBase, cand: ScenarioBase) -> list[dict[str, Any]]:
     """[{"part", "base", "cand"}] for every common field whose values differ."""
-    b, c = common_fields(base), common_fields(cand)
-    out = []
-    for part in dict.fromkeys([*b, *c]):
-        bv, cv = b.get(part), c.get(part)
-        if json.dumps(bv, sort_keys=True) != json.dumps(cv, sort_keys=True):
-            out.append({"part": part, "base": bv, "cand": cv})
-    return out
+    return differences(common_fields(base), common_fields(cand), unrecorded_differs=True)

@@ -157,42 +157,25 @@ class History:
     def path_changes(self) -> list[dict[str, Any]]:
         """Where consecutive experiments' paths were made differently (path_setup.py): a
         change point there may be the testbed's."""
-        out = []
-        for i in range(1, len(self.sides)):
-            before, after = (self.sides[j].experiment.get("versions") for j in (i - 1, i))
-            if differs := path_setup_differences(before, after):
-                out.append({"index": i, "experiment": self.sides[i].directory.name, "differs": differs})
-        return out
+        return self._changes(lambda side: side.experiment.get("versions"), path_setup_differences)
 
     def scenario_changes(self) -> list[dict[str, Any]]:
         """Where consecutive experiments' scenarios differ outside their cells
         (common_fields.py): a change point there may be the setting's."""
+        return self._changes(lambda side: side.scenario, common_field_differences)
+
+    def _changes(self, part, differ) -> list[dict[str, Any]]:
         out = []
         for i in range(1, len(self.sides)):
-            before, after = self.sides[i - 1].scenario, self.sides[i].scenario
-            if differs := common_field_differences(before, after):
+            if differs := differ(part(self.sides[i - 1]), part(self.sides[i])):
                 out.append({"index": i, "experiment": self.sides[i].directory.name, "differs": differs})
         return out
 
-    def scenario_warning(self) -> str | None:
-        changes = self.scenario_changes()
-        if not changes:
-            return None
-        return (
-            "the scenario changed outside its cells from "
-            + "; from ".join(f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
-            + ": a change point there may be the setting's"
-        )
-
     def path_warning(self) -> str | None:
-        changes = self.path_changes()
-        if not changes:
-            return None
-        return (
-            "the path was made differently from "
-            + "; from ".join(f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
-            + ": a change point there may be the testbed's"
-        )
+        return _changes_text(self.path_changes(), "the path was made differently", "the testbed's")
+
+    def scenario_warning(self) -> str | None:
+        return _changes_text(self.scenario_changes(), "the scenario changed outside its cells", "the setting's")
 
     def warning(self) -> str | None:
         if self.detectable():
@@ -219,6 +202,14 @@ class History:
             "scenario_changes": self.scenario_changes(),
             "series": [s.as_dict() for s in self.series],
         }
+
+
+def _changes_text(changes: list[dict[str, Any]], what: str, whose: str) -> str | None:
+    """One line for a console or a page: what changed from which experiment on."""
+    if not changes:
+        return None
+    where = "; from ".join(f"{c['index']} ({c['experiment']}) on: {differences_text(c['differs'])}" for c in changes)
+    return f"{what} from {where}: a change point there may be {whose}"
 
 
 def _next_candidate(

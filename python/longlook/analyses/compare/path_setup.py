@@ -25,11 +25,18 @@ def path_setup(versions: dict[str, Any] | None) -> dict[str, Any]:
 def path_setup_differences(base_versions: dict | None, cand_versions: dict | None) -> list[dict[str, Any]]:
     """[{"part", "base", "cand"}] for every part of the path's making that differs; a part
     one side did not record (None) is not a difference."""
-    b, c = path_setup(base_versions), path_setup(cand_versions)
+    return differences(path_setup(base_versions), path_setup(cand_versions), unrecorded_differs=False)
+
+
+def differences(base: dict[str, Any], cand: dict[str, Any], *, unrecorded_differs: bool) -> list[dict[str, Any]]:
+    """[{"part", "base", "cand"}] for every name whose values differ (compared as JSON); a
+    name one side lacks (None) differs only with `unrecorded_differs`."""
     out = []
-    for part in dict.fromkeys([*b, *c]):
-        bv, cv = b.get(part), c.get(part)
-        if bv is not None and cv is not None and json.dumps(bv, sort_keys=True) != json.dumps(cv, sort_keys=True):
+    for part in dict.fromkeys([*base, *cand]):
+        bv, cv = base.get(part), cand.get(part)
+        if not unrecorded_differs and (bv is None or cv is None):
+            continue
+        if json.dumps(bv, sort_keys=True) != json.dumps(cv, sort_keys=True):
             out.append({"part": part, "base": bv, "cand": cv})
     return out
 
