@@ -73,7 +73,7 @@ def test_a_point_exactly_at_the_tolerance_is_called_calibrated_at_most_half_of_o
         res, said = _residuals(
             rng, cells, int(rng.integers(3, 11)), int(rng.integers(3, 11)), float(rng.uniform(0.02, 0.10)), ratio
         )
-        false += calibration_verdict(res, TOLERANCE) == CALIBRATED
+        false += calibration_verdict(res) == CALIBRATED
         old += said
     print(f"old rule (no cell significant) said calibrated in {old / trials:.1%}")
     side = "slower" if slower else "faster"
@@ -91,7 +91,5 @@ def test_a_point_at_the_reference_is_called_calibrated_with_enough_rounds():
     rounds a side, 2 cells: calibrated in at least 90% of searches at CV 2% (measured 99%);
     at CV 3% about 80% (each cell's interval about +-2.8% must fit inside +-5%)."""
     rng = np.random.default_rng(9)
-    hits = sum(
-        calibration_verdict(_residuals(rng, 2, 10, 10, 0.02, 1.0)[0], TOLERANCE) == CALIBRATED for _ in range(300)
-    )
+    hits = sum(calibration_verdict(_residuals(rng, 2, 10, 10, 0.02, 1.0)[0]) == CALIBRATED for _ in range(300))
     assert hits / 300 >= 0.9, hits / 300

@@ -4,7 +4,6 @@ default version) or `NAME@VERSION` (e.g. `quic-go@v0.64.1`, built beside the def
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 
 from ..errors import LonglookError
@@ -23,7 +22,8 @@ STACKS.register("quiche", "longlook.stacks.adapters.quiche:Quiche")
 STACKS.register("tquic", "longlook.stacks.adapters.tquic:Tquic")
 STACKS.register("s2n-quic", "longlook.stacks.adapters.s2nquic:S2nQuic")
 STACKS.register("kwik", "longlook.stacks.adapters.kwik:Kwik")
-OWN = "longlook.stacks.adapters.ours:Ours"
+OWN: Registry[type[Stack]] = Registry("stack")  # ours: built with the workspace, never installed
+OWN.register(OURS, "longlook.stacks.adapters.ours:Ours")
 
 
 def split(spec: str) -> tuple[str, str | None]:
@@ -39,9 +39,8 @@ def is_stack(spec: str) -> bool:
 
 
 def stack_class(name: str) -> type[Stack]:
-    if name == OURS:
-        module, _, cls = OWN.partition(":")
-        return getattr(importlib.import_module(module), cls)
+    if name in OWN:
+        return OWN.get(name)
     if name not in STACKS:
         raise LonglookError(
             f"unknown stack {name!r}",

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..binaries import find_binary
 from .host import TestbedError
+from .netns_files import read_in_namespace
 from .testbed import Testbed
 
 Direction = Literal["up", "down"]
@@ -82,8 +83,7 @@ class PathProbe:
     def udp_counters(self, role: str) -> dict[str, int]:
         """The UDP counters of `role`'s namespace (/proc/net/snmp is per namespace): what its
         sockets received and what they dropped (RcvbufErrors: a full receive buffer)."""
-        p = self.tb.run(role, ["cat", "/proc/net/snmp"], timeout=10, check=False, as_party=False)
-        return udp_snmp(p.stdout)
+        return udp_snmp(read_in_namespace(self.tb.ns[role], "snmp") or "")
 
     def _probe(self, role: str, args: list[str], timeout: float) -> dict:
         p = self.tb.run(role, [self.binary, *args], timeout=timeout, check=False, as_party=False)

@@ -61,8 +61,9 @@ CALIBRATED, NOT_SHOWN, NOT_CALIBRATED = "calibrated", "not shown calibrated", "n
 
 
 @verdict_producer("calibrate.search", "our endpoint's knobs match a reference: every cell within +-tolerance")
-def calibration_verdict(residuals: list["Residual"], tolerance_pct: float) -> str:
-    """CALIBRATED when every cell's interval lies within +-tolerance; NOT_CALIBRATED when
+def calibration_verdict(residuals: list["Residual"]) -> str:
+    """From each cell's `within` (its interval against +-tolerance, core.stats.equivalent):
+    CALIBRATED when every cell's interval lies within the tolerance; NOT_CALIBRATED when
     some cell's lies wholly beyond it; else NOT_SHOWN (an interval straddles a bound, or a
     cell could not be compared)."""
     if not residuals:
@@ -73,7 +74,7 @@ def calibration_verdict(residuals: list["Residual"], tolerance_pct: float) -> st
 
 
 def calibration_text(residuals: list["Residual"], tolerance_pct: float) -> str:
-    v = calibration_verdict(residuals, tolerance_pct)
+    v = calibration_verdict(residuals)
     if v == CALIBRATED:
         return f"calibrated: every cell within +-{tolerance_pct:g}% of the reference"
     if v == NOT_CALIBRATED:
@@ -127,7 +128,7 @@ class SearchResult:
 
     @property
     def calibrated(self) -> bool:
-        return calibration_verdict(self.residuals, self.tolerance_pct) == CALIBRATED
+        return calibration_verdict(self.residuals) == CALIBRATED
 
     def verdict_text(self) -> str:
         return calibration_text(self.residuals, self.tolerance_pct)
@@ -374,9 +375,8 @@ def _result(
                 equivalent(c, tolerance_pct),
             )
         )
-    fragment = (
-        f"[options]   # {calibration_verdict(residuals, tolerance_pct)} against {ref.directory} ({ref.arm})\n"
-        + "".join(f"{option} = {value}\n" for option, value in best.items())
+    fragment = f"[options]   # {calibration_verdict(residuals)} against {ref.directory} ({ref.arm})\n" + "".join(
+        f"{option} = {value}\n" for option, value in best.items()
     )
     return SearchResult(
         str(ref.directory),

@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Protocol, Sequence, TypeVar
 
 from ...errors import LonglookError
 from ..registry import binary_digests, split, versions_of
-from .specs import check_spec, unlisted_release
+from .specs import check_spec
 from .releases import expand
 
 
@@ -56,14 +56,6 @@ def chosen_releases(versions: Iterable[str]) -> dict[str, list[str]]:
     return {name: list(dict.fromkeys(vs)) for name, vs in chosen.items()}
 
 
-def check_listed(spec: str, what: str = "") -> str:
-    """`NAME@VERSION` whose registry does not list the release: one ValueError (prefixed
-    `what`) naming the nearest ones (registry.unlisted_release)."""
-    if (e := unlisted_release(spec)) is not None:
-        raise ValueError(f"{what}{e.message}" + (f" ({e.hint})" if e.hint else ""))
-    return spec
-
-
 def our_build(spec: str, role: str, accepted: tuple[str, ...], why: str) -> str:
     """A kind's `server` or `client` field that only a build of our endpoint can fill
     (`accepted` names, e.g. "ours" or "native", with or without @VERSION): another stack's
@@ -74,7 +66,7 @@ def our_build(spec: str, role: str, accepted: tuple[str, ...], why: str) -> str:
         raise ValueError(
             f'{role} "{spec}": {why}; write {said}, or "{accepted[-1]}@VERSION" (a quinn-proto release); {name} cannot'
         )
-    return spec if "@" not in spec else check_listed(check_spec(spec))
+    return spec if "@" not in spec else check_spec(spec)  # a release its registry must list
 
 
 def release_arms(
