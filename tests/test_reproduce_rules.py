@@ -194,6 +194,22 @@ def test_a_same_claims_p_is_the_holm_adjusted_tost_and_its_intervals_are_at_the_
     assert one.p == pytest.approx(one.cells[0]["p_equivalence"]) and one.cells[0]["confidence"] == 0.95
 
 
+def test_a_same_claim_on_adaptive_rounds_shows_no_cell_the_same_but_can_fail():
+    """Rounds planned from a cell's own pilot favour 'the same' (core/adaptive.py): the data
+    that holds above holds nowhere on an adaptive experiment; a difference still fails it."""
+    rng = np.random.default_rng(11)
+    dims = {f"c{i}": {"rate_mbit": 10 * (i + 1)} for i in range(4)}
+    m = _runs({(c, arm): 1000 * rng.normal(1, 0.01, 10) for c in dims for arm in ("h3", "h2")}, dims)
+    m.adaptive = True
+    out = Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=0.75).evaluate(m)
+    assert out.verdict == UNCLEAR and out.p >= 0.025 and "adaptive" in out.detail, (out.verdict, out.detail)
+    apart = _runs(
+        {(c, arm): 1000 * rng.normal(1 + 0.3 * (arm == "h2"), 0.01, 10) for c in dims for arm in ("h3", "h2")}, dims
+    )
+    apart.adaptive = True
+    assert Cells("h3", "h2", "same", tolerance_pct=5.0, at_least=0.75).evaluate(apart).verdict == FAILS
+
+
 def test_a_direction_claims_p_is_the_holm_p_of_the_cell_it_needs():
     """'QUIC better in 3 of 4 cells', QUIC clearly faster in 3, not in the fourth: p is the
     3rd smallest Holm-adjusted p among cells pointing QUIC's way, below alpha as it holds."""

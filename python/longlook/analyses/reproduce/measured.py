@@ -37,6 +37,9 @@ class Measured:
     series: pd.DataFrame | None = None
     # metric -> what a failed run is worth where [statistics] failures = "outcome"
     failure_values: dict[str, float] = field(default_factory=dict)
+    # rounds planned per cell from its own first rounds (core.adaptive): a plan made for
+    # difference tests, which favours "the same" (see core/adaptive.py)
+    adaptive: bool = False
 
     @classmethod
     def from_store(cls, directory: str | Path) -> "Measured":
@@ -59,6 +62,7 @@ class Measured:
                 flows=flows,
                 series=series,
                 failure_values=failures,
+                adaptive=scenario.adaptive_rounds is not None,
             )
 
     def select(self, where: dict[str, Any]) -> list[str]:

@@ -211,6 +211,10 @@ class Cells:
                 judged.append("agree" if inside else "against" if inside is False else "unclear")
             else:
                 judged.append("agree" if a_in < level else "against" if a_out < level else "unclear")
+        if m.adaptive:
+            # a cell whose pilot looked equal planned few rounds: its interval is too narrow
+            # for a claim of equivalence (core/adaptive.py), so it shows "the same" nowhere
+            judged = ["unclear" if j == "agree" else j for j in judged]
         total, agree, against, no_data, need = self._tally(cs, judged)
         rows = [
             _cell_row(c, j, p_equivalence=pi, p_equivalence_holm=ai, p_beyond=po, p_beyond_holm=ao)
@@ -260,6 +264,11 @@ class Cells:
         )
         if any(c.small_n for c in cs if c.verdict is not Verdict.INSUFFICIENT):
             detail += "; n < 10 in a cell: its interval rests on its method's simulated coverage"
+        if m.adaptive:
+            detail += (
+                "; rounds planned from each cell's own first rounds (adaptive) favour the same, "
+                "so no cell counts as shown the same: run fixed rounds"
+            )
         return Outcome(
             verdict,
             number=number,
