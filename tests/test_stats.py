@@ -284,3 +284,20 @@ def test_the_t_tests_by_hand_agree_with_scipy():
         assert compare_samples(x, y, paired=True).p_value == pytest.approx(
             sps.ttest_rel(np.log(x), np.log(y)).pvalue, rel=1e-12
         )
+
+
+def test_a_cell_with_missing_runs_shows_no_equivalence():
+    """h2's 3 slowest of 10 loads failed and its survivors sit within 1% of h3's: Fisher's test
+    on 7/10 against 10/10 (p = 0.21) lets the cell through, but the missing runs could lie
+    anywhere, so 'the same within 5%' is not shown (it was, before)."""
+    from longlook.core.stats import Completion, equivalence_blocked, equivalent
+
+    rng = np.random.default_rng(3)
+    h3 = 1000 * rng.normal(1, 0.005, 10)
+    h2 = 1000 * rng.normal(1.005, 0.005, 7)
+    full = compare_samples(h3, h2, completion_a=Completion(10, 10), completion_b=Completion(10, 10))
+    assert equivalent(full, 5.0) is True  # the same values with no run missing: shown
+    lost = compare_samples(h3, h2, completion_a=Completion(10, 10), completion_b=Completion(7, 10))
+    assert lost.completion_p > 0.05 and lost.verdict is not Verdict.SURVIVORSHIP
+    assert equivalent(lost, 5.0) is None
+    assert "h2 completed 7/10" in equivalence_blocked(lost)

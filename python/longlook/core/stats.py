@@ -245,8 +245,9 @@ def equivalent(c: CellComparison, tolerance_pct: float) -> bool | None:
     """Equivalence from the interval (two one-sided tests at (1 - confidence)/2 each), never
     from non-significance: True when the whole interval of the % difference lies within
     +-tolerance, False when it lies wholly beyond it, None when it straddles a bound or
-    there is no bounded interval (too few runs, untestable, survivorship)."""
-    if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+    there is no bounded interval (too few runs, untestable, survivorship) or a run is missing
+    (equivalence_blocked)."""
+    if equivalence_blocked(c):
         return None
     lo, hi = c.ci_low, c.ci_high
     if math.isnan(lo) or math.isnan(hi):
@@ -256,6 +257,22 @@ def equivalent(c: CellComparison, tolerance_pct: float) -> bool | None:
     if lo > tolerance_pct or hi < -tolerance_pct:
         return False
     return None
+
+
+def equivalence_blocked(c: CellComparison) -> str:
+    """Why this cell can show no equivalence, in words ("" when it can). Beside the verdicts
+    that test nothing, a round that ended without a counted run on either side: a missing
+    value could lie anywhere (Manski's bounds, as for a difference, but an equivalence has
+    no worst case that is still bounded), and arms whose slow runs fail look alike in their
+    survivors. Fisher's test on the completions cannot guard this: at 10 rounds it misses
+    7/10 against 10/10."""
+    if c.verdict in (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE, Verdict.SURVIVORSHIP):
+        return c.verdict_text
+    lost = [(label, d) for label, d in ((c.a.label, c.completion_a), (c.b.label, c.completion_b)) if _lost_rounds(d)]
+    if lost:
+        done = ", ".join(f"{label} completed {d}" for label, d in lost)
+        return f"{done}: the missing runs could lie anywhere, so no equivalence is shown"
+    return ""
 
 
 def _not_testable_reason(xa: np.ndarray, xb: np.ndarray, test: str) -> str:

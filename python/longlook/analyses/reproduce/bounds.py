@@ -27,7 +27,7 @@ import math
 
 from scipy import stats as sps
 
-from ...core.stats import CellComparison, Verdict
+from ...core.stats import CellComparison, Verdict, equivalence_blocked
 
 UNTESTED = (Verdict.INSUFFICIENT, Verdict.NOT_TESTABLE)
 
@@ -95,6 +95,8 @@ def ratio_p(c: CellComparison, bound: float, above: bool) -> float:
 def equivalence_p(c: CellComparison, tolerance_pct: float) -> float:
     """TOST p of "the % difference lies within +-tolerance": the larger of the two one-sided
     p-values against the ratio bounds 1 -+ tolerance/100."""
+    if equivalence_blocked(c):
+        return math.nan
     tau = tolerance_pct / 100
     ps = (ratio_p(c, 1 + tau, above=False), ratio_p(c, 1 - tau, above=True))
     return math.nan if any(math.isnan(p) for p in ps) else max(ps)

@@ -11,6 +11,7 @@ from ....core.multiple import holm
 from ....core.stats import (
     CellComparison,
     Verdict,
+    equivalence_blocked,
     equivalent,
 )
 from ....core.verdicts import verdict_producer
@@ -185,7 +186,8 @@ class Cells:
         conf = m.statistics.confidence
         level = (1 - conf) / 2
         cs = _compare(m, self.a, self.b, cells, self.metric, self.lower_is_better, self.flows, holm=False)
-        gates = [self._gate(c) for c in cs]
+        # a cell with missing runs shows no equivalence; its row says why
+        gates = [self._gate(c) or equivalence_blocked(c) for c in cs]
         p_in = np.array([math.nan if g else equivalence_p(c, self.tolerance_pct) for c, g in zip(cs, gates)])
         p_out = np.array([math.nan if g else beyond_p(c, self.tolerance_pct) for c, g in zip(cs, gates)])
         family = max(1, sum(not g for g in gates))
