@@ -18,6 +18,9 @@ from longlook.kinds.pageload import Scenario
 REFERENCE = """
 name = "calibrate-reference"
 rounds = 5
+# a round left without a counted run (every attempt flagged by the path audit) blocks the
+# confirmation's equivalence: at 100 Mbit/s this VM flags some runs for late releases
+retries = 4
 workloads = ["bulk:2m"]
 [[links]]
 rate_mbit = 100
