@@ -10,7 +10,6 @@ import pytest
 from testbed_helpers import needs_testbed
 
 from longlook.errors import LonglookError
-from longlook.core.audit import linkem_delta
 from longlook.core.execute import Runner
 from longlook.kinds.pageload import Scenario
 from longlook.core.status import counted_runs
@@ -42,18 +41,6 @@ def scenario_text(extra_link: str = "", rounds: int = 2, protocols: str = '["h3"
         [fidelity]
         exclude_flagged = false
     """)
-
-
-def test_linkem_delta_subtracts_direction_counters():
-    before = {"elapsed_s": 1.0, "directions": {"up": {"packets": 10, "bytes": 1000}}}
-    after = {
-        "elapsed_s": 3.5,
-        "directions": {"up": {"packets": 25, "bytes": 4000}, "down": {"packets": 5, "bytes": 700}},
-    }
-    delta = linkem_delta(before, after)
-    assert delta["elapsed_s"] == 2.5
-    assert delta["directions"]["up"] == {"packets": 15, "bytes": 3000}
-    assert delta["directions"]["down"] == {"packets": 5, "bytes": 700}
 
 
 @needs_testbed("linkem", "endpoint")
@@ -211,28 +198,3 @@ def test_server_logs_off_leaves_no_server_log_and_costs_no_wait(tmp_path: Path):
     for r in runs.itertuples():
         assert "qlog" not in r.artifacts and "tcp_log" not in r.artifacts, r.artifacts
     assert (tmp_path / "server-logs").is_dir() and not any((tmp_path / "server-logs").rglob("*.sqlog"))
-
-
-def test_the_harness_cost_is_the_loop_outside_runs_per_run():
-    from longlook.core.execute import RunSummary
-
-    s = RunSummary(out_dir=Path("."), runs=10, wall_s=20.0, setup_s=5.0, in_runs_s=14.5)
-    assert s.harness_s_per_run == pytest.approx(0.05) and s.harness_overhead == pytest.approx(0.5 / 15)
-    assert RunSummary(out_dir=Path(".")).harness_s_per_run == 0.0
-
-
-def test_the_harness_time_is_told_by_phase_biggest_first():
-    import time
-    from longlook.core.execute import RunSummary
-
-    s = RunSummary(out_dir=Path("."), runs=2)
-    with s.phases("store"):
-        time.sleep(0.02)
-    with s.phases("audit end"):
-        time.sleep(0.06)
-    with pytest.raises(ValueError), s.phases("store"):  # a failing step still counts
-        time.sleep(0.02)
-        raise ValueError
-    (first, a), (second, b) = s.phases_per_run_ms()
-    assert (first, second) == ("audit end", "store")
-    assert a == pytest.approx(30, abs=8) and b == pytest.approx(20, abs=8)  # ms per run

@@ -104,6 +104,17 @@ def test_the_client_cgroup_lives_as_long_as_its_testbed():
     assert tb.id not in {i for i, _ in cpu.testbed_groups()}
 
 
+@needs_testbed()
+def test_clean_removes_a_client_group_whose_testbed_is_gone():
+    from longlook.testbed import clean
+
+    left = cpu.PartyCgroup("zzleft1", "client")
+    left.create()  # as a testbed killed with -9 leaves it: no record, no namespaces
+    assert "zzleft1" in {i for i, _ in cpu.testbed_groups()}
+    cleaned = clean(ids={"zzleft1"})
+    assert "zzleft1" not in {i for i, _ in cpu.testbed_groups()} and cleaned.cgroups
+
+
 @needs_testbed("linkem", "endpoint")
 def test_every_party_s_cpu_is_recorded_per_run_with_the_pinning_and_the_host_buffers(tmp_path: Path):
     """Server and linkem CPU per run (Langley §6.7 needs the server's), per MB forwarded; the

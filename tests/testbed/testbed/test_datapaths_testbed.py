@@ -14,7 +14,6 @@ import pytest
 
 from longlook.core.store import Store
 from longlook.linkprofile import LinkProfile
-from longlook.testbed.host import TestbedError, linkem_datapath
 from longlook.testbed.linkcheck import check_link
 
 from testbed.testbed import test_middlebox_testbed as middlebox
@@ -25,17 +24,6 @@ from testbed_helpers import needs_testbed
 @pytest.fixture
 def nfqueue(monkeypatch):
     monkeypatch.setenv("LONGLOOK_DATAPATH", "nfqueue")
-
-
-def test_the_datapath_is_named_or_refused(monkeypatch):
-    monkeypatch.delenv("LONGLOOK_DATAPATH", raising=False)
-    assert linkem_datapath() == "afpacket"
-    monkeypatch.setenv("LONGLOOK_DATAPATH", "nfqueue")
-    assert linkem_datapath() == "nfqueue"
-    assert linkem_datapath("afpacket") == "afpacket"  # the caller's choice over the environment
-    monkeypatch.setenv("LONGLOOK_DATAPATH", "xdp")
-    with pytest.raises(TestbedError, match="not a datapath linkem has"):
-        linkem_datapath()
 
 
 def _forwarded_by_kernel(tb) -> int:

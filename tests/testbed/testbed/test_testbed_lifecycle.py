@@ -1,4 +1,5 @@
-"""Testbed lifecycle with real namespaces: built, torn down on every exit path, cleaned."""
+"""Testbed lifecycle with real namespaces: built, torn down on every exit path, cleaned; and
+linkem's own validation of link profiles. Without namespaces: tests/unit/testbed/test_testbed.py."""
 
 import os
 import signal
@@ -10,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from longlook.errors import LonglookError
 from longlook.linkprofile import LinkProfile, load_link_profile
 from testbed_helpers import LONGLOOK, REPO, namespaces, needs_testbed
 
@@ -49,28 +49,6 @@ def _ours(tb_id: str) -> list[str]:
 
 
 # ---- profiles ------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "text,field",
-    [
-        ("rate_mbit = 10\ndelay_ms = -1\n", "delay_ms"),
-        ("rate_mbps = 10\n", "rate_mbps: unknown field"),
-        ("delay_ms = 10\n", "exactly one of rate_mbit or trace"),
-        ("rate_mbit = 10\n[up]\nloss = 1.5\n", "up.loss"),
-        ("rate_mbit = 10\nbuffer_bytes = 3000\nbuffer_packets = 2\n", "buffer_bytes or buffer_packets"),
-    ],
-)
-def test_malformed_profile_names_its_field(tmp_path: Path, text: str, field: str):
-    f = tmp_path / "bad.toml"
-    f.write_text(text)
-    with pytest.raises(LonglookError, match=field):
-        load_link_profile(f)
-
-
-def test_shipped_profiles_load():
-    for f in (REPO / "link-profiles").glob("*.toml"):
-        load_link_profile(f)
 
 
 @needs_testbed("linkem")
@@ -184,14 +162,6 @@ def test_cpu_wakeup_latency_is_held_while_a_testbed_or_linkem_lives(monkeypatch)
         assert _cpu_latency_target_us() == before > 1
 
 
-def test_a_bad_cpu_latency_setting_is_one_error(monkeypatch):
-    from longlook.testbed.host import TestbedError, cpu_wakeup_latency_us
-
-    monkeypatch.setenv("LONGLOOK_CPU_LATENCY_US", "-3")
-    with pytest.raises(TestbedError, match="LONGLOOK_CPU_LATENCY_US='-3' is not a whole number"):
-        cpu_wakeup_latency_us()
-
-
 @needs_testbed("linkem")
 def test_sigterm_tears_down():
     p, linkem_pid = _start_runner("sigterm", "linkem")
@@ -258,26 +228,6 @@ def test_next_testbed_cleans_recorded_leftovers():
 
     with Testbed(PROFILE, id="fresh"):
         assert _ours("stale") == []  # removed when the next testbed opened
-
-
-def test_not_root_is_a_clear_error(monkeypatch):
-    from longlook.testbed import Testbed, TestbedError
-
-    monkeypatch.setattr(os, "geteuid", lambda: 1000)
-    with pytest.raises(TestbedError, match="needs root .* run it with sudo"):
-        Testbed(PROFILE).open()
-
-
-def test_missing_tool_is_a_clear_error(monkeypatch):
-    from longlook.testbed import host
-
-    host.tool.cache_clear()
-    monkeypatch.setattr(host.shutil, "which", lambda *a, **k: None)
-    try:
-        with pytest.raises(host.TestbedError, match="'ethtool' is not installed"):
-            host.tool("ethtool")
-    finally:
-        host.tool.cache_clear()
 
 
 @needs_testbed()

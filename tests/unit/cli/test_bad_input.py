@@ -1,5 +1,6 @@
 """Bad input gets one clear error naming what is wrong and how to fix it, never a
-traceback: scenarios, link profiles, output directories, the endpoint's URL."""
+traceback: scenarios, link profiles, output directories. The endpoint's URL:
+tests/testbed/stacks/test_bad_input_testbed.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from typer.testing import CliRunner
 
 from longlook.cli import app
 from longlook.errors import LonglookError
-from testbed_helpers import needs_testbed
 
 GOOD = textwrap.dedent("""
     name = "bad-input"
@@ -110,16 +110,3 @@ def test_the_cli_prints_one_error_and_a_hint_never_a_traceback(tmp_path: Path):
     lines = p.stderr.strip().splitlines()
     assert lines[0].startswith("longlook: error: ") and "rate_mbit" in lines[0], p.stderr
     assert len(lines) <= 2 and "Traceback" not in p.stderr
-
-
-@needs_testbed("endpoint")
-def test_endpoint_refuses_a_port_out_of_range():
-    from longlook.binaries import find_binary
-
-    p = subprocess.run(
-        [str(find_binary("endpoint")), "fetch", "--url", "https://127.0.0.1:99999/", "--proto", "h2", "--insecure"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert p.returncode == 1 and "port '99999' is not 1-65535" in p.stderr

@@ -1,16 +1,15 @@
 """dash.js in Chromium: what the driver recorded becomes a Playback (a real recording of a
-20 s clip over h2 at 20 Mbit/s, tests/data/video-dashjs-run.json), the CPU-starvation rule,
-and (on a testbed) a short clip played by dash.js over h3 and h2."""
+20 s clip over h2 at 20 Mbit/s, tests/data/video-dashjs-run.json) and the CPU-starvation
+rule. A short clip played by dash.js over h3 and h2 on a testbed:
+tests/testbed/kinds/test_video_dashjs_testbed.py."""
 
 from __future__ import annotations
 
 import copy
 import json
 import shutil
-from pathlib import Path
 
 import pytest
-from testbed_helpers import needs_testbed
 
 from longlook.kinds.video.content import VideoSpec, ensure_content
 from longlook.kinds.video.dashjs import cpu_figures, measurement_from_driver, playback_from_driver, starved_reason
@@ -20,7 +19,6 @@ from longlook.kinds.video.qoe import qoe_metrics
 from repo_paths import DATA
 
 RUN = DATA / "video-dashjs-run.json"
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 
 @pytest.fixture(scope="module")
@@ -104,41 +102,3 @@ def test_frames_dropped_at_stalls_and_switches_or_at_a_third_of_a_core_are_not_c
     few = [{"t_s": float(t), "frames": 30 * t, "quality": 1, "dropped": 1 if t >= 1 else 0} for t in range(2)]
     few[-1]["dropped"] = 2
     assert starved_reason(cpu_figures({"samples": few, "cpu_s": 2.0, "wall_s": 2.0}, []), 1.6, 0.05) is None
-
-
-SHORT = """
-kind = "video"
-name = "video-dashjs"
-runs = 1
-players = ["dashjs"]
-[fidelity]
-retry_flagged = false
-[video]
-duration_s = 8
-cache_dir = "{cache}"
-[link]
-rate_mbit = 20
-rtt_ms = 20
-"""
-
-
-@needs_ffmpeg
-@needs_testbed("linkem", "endpoint")
-def test_dashjs_plays_a_short_clip_over_h3_and_h2(tmp_path: Path):
-    if not shutil.which("chromium"):
-        pytest.skip("needs chromium (apt-get install -y chromium)")
-    from longlook.core.execute import Runner
-    from longlook.core.store import Store
-
-    out = tmp_path / "exp"
-    Runner(VideoScenario.from_toml(SHORT.format(cache=tmp_path / "cache")), out, link_check=False).run()
-    with Store.open(out, read_only=True) as store:
-        runs = store.runs_frame().sort_values("attempt").groupby("arm").tail(1)
-        requests = store.table("requests")
-    assert sorted(runs["arm"]) == ["h2", "h3"]
-    for r in runs.itertuples():
-        assert r.status == "ok", r.error
-        assert r.stall_count == 0 and r.startup_s > 0
-        seg = requests[(requests["run_id"] == r.run_id) & (requests["kind"] == "video")]
-        assert sorted(set(seg["segment"])) == [0, 1, 2, 3]
-        assert (requests[requests["run_id"] == r.run_id]["protocol"] == r.arm).all()

@@ -1,5 +1,6 @@
 """Client CPU budgets without a testbed: profiles, custom budgets, the grid dimension every
-kind gets, and one clear error for each kind of bad budget (testbed/cpu.py, core/spec.py)."""
+kind gets, and one clear error for each kind of bad budget (testbed/cpu.py, core/spec.py).
+The budgets on a real testbed: tests/testbed/testbed/test_cpu_testbed.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ import pytest
 from longlook.core.spec import parse_scenario
 from longlook.testbed.cpu import PROFILES, CpuBudget, CpuUsage, PartyCgroup
 from unit.cli.test_bad_input import GOOD, _invoke, _one_clear_error
-from testbed_helpers import needs_testbed
 
 
 def _with(line: str) -> str:
@@ -109,18 +109,6 @@ def test_states_select_the_cells_of_one_budget_by_dimension():
         select_cells(dims, "client_cpu=phone-2013")
     with pytest.raises(LonglookError, match="nor a DIM=VALUE selector"):
         select_cells(dims, "budget=phone-2014")
-
-
-@needs_testbed()
-def test_clean_removes_a_client_group_whose_testbed_is_gone():
-    from longlook.testbed import clean
-    from longlook.testbed.cpu import testbed_groups as groups
-
-    left = PartyCgroup("zzleft1", "client")
-    left.create()  # as a testbed killed with -9 leaves it: no record, no namespaces
-    assert "zzleft1" in {i for i, _ in groups()}
-    cleaned = clean(ids={"zzleft1"})
-    assert "zzleft1" not in {i for i, _ in groups()} and cleaned.cgroups
 
 
 def test_an_unbudgeted_client_that_kept_the_machine_busy_is_flagged_a_budgeted_one_is_not():
