@@ -8,7 +8,7 @@ a load fails when it is slower than the population's 80% or 90% quantile (each s
 completes 80% or 90% of its rounds on average, its slowest loads missing). BASE and CAND
 are drawn from the same process. Each trial runs `judge_changes`, the judging that
 `compare_experiments` runs once it has read each side's counted values and completions
-(reading two stores per trial would make this a matter of hours); tests/test_compare.py
+(reading two stores per trial would make this a matter of hours); tests/unit/analyses/test_compare.py
 runs the command itself on stores with failed rounds.
 
 Checked against alpha = 0.01 (BASE's default, with Holm as the command runs it): the gate

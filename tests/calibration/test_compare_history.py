@@ -6,7 +6,7 @@ The data: per experiment and cell x arm, the mean of a page-load metric with 10%
 experiments (what one cell's mean does from day to day here), 8-12 experiments, 1-4 cells x
 2 arms; the family is the whole history (the command's Bonferroni over the tested series).
 Checked: a change point anywhere at most `pvalue` (0.05, 0.10). Printed beside it: the old
-code's rate before the correction and the tie-counting p (tests/test_compare_history.py's
+code's rate before the correction and the tie-counting p (tests/unit/analyses/test_compare_history.py's
 table: 0.10-0.43).
 """
 

@@ -8,7 +8,7 @@ counts (rounded lognormal), constant ones (Init->SlowStart, once a run), and los
 (declared losses in the hundreds, skewed; spurious losses rare and sometimes unknown);
 3-30 counted runs a side, the sides' sizes drawn apart. Each trial runs `diff_counts`, the
 part of `compare` after the logs are counted (compare itself infers a transition graph from
-qlog files per run, too slow for thousands of diffs; tests/test_states.py checks that
+qlog files per run, too slow for thousands of diffs; tests/unit/analyses/test_states.py checks that
 compare is per_run_counts + diff_counts).
 
 Checked, each against alpha = 0.01 (the command's default):

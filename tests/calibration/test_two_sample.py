@@ -11,7 +11,7 @@ paired by round (the paired t on the log ratio), each with two nulls:
   (Completion(counted, 10)). The full samples are identical: any verdict is false.
 Each side ("A faster", "B faster") is checked against alpha/2 = 0.005 (alpha = 0.01, the
 default, two-sided). Before the worst-case check, the survivorship null said "A faster" in
-1.4-4.5% of cells (Fisher's completion test alone); see tests/test_stats.py for the power
+1.4-4.5% of cells (Fisher's completion test alone); see tests/unit/core/test_stats.py for the power
 that check costs.
 """
 

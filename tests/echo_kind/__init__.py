@@ -33,7 +33,7 @@ class EchoCell(CellBase):
 
 
 class EchoScenario(ScenarioBase):
-    example: ClassVar[str] = "tests/test_kinds.py"
+    example: ClassVar[str] = "tests/testbed/core/test_kinds_testbed.py"
     kind: Literal["udp-echo"] = "udp-echo"
     count: int = Field(default=100, ge=10)
     pause_linkem_ms: float = Field(default=0, ge=0)  # SIGSTOP linkem this long mid-run

@@ -299,7 +299,7 @@ fn second_connection_sends_0rtt_and_it_is_accepted() {
     );
     // Not asserted: the HTML request going out before the handshake completed. On loopback
     // the handshake (~0.8 ms) can beat setting up HTTP/3; over a 36 ms path it cannot, and
-    // tests/test_conformance_testbed.py asserts the order there.
+    // tests/testbed/kinds/test_conformance_testbed.py asserts the order there.
     let conns = wait_for_log(&s.logs(), "connections.jsonl", "\"z\"");
     assert!(conns.contains("z-warmup"));
 }

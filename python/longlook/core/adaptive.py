@@ -37,7 +37,7 @@ looking again after every round. It kept alpha when both arms had the same distr
 not when they differed in spread or shape: the pooled sum of squares is dominated by the
 noisier arm, so stopping when it is low selects an underestimate of that arm's variance,
 which the final Welch test then uses; repeated looks make it worse. Simulated
-(tests/test_compare_adaptive.py; 200,000 null cells each, equal means, min 6, max 40;
+(tests/unit/core/test_compare_adaptive.py; 200,000 null cells each, equal means, min 6, max 40;
 "fixed": a design whose n has the same distribution but is drawn independently of the
 data), false-positive rate at alpha 0.05 / 0.01:
 
@@ -88,7 +88,7 @@ between-arm term makes a cell whose pilot looks equal stop early, which favours 
 and so does any plan from the cell's own pilot, through its variance: a pilot whose spread
 came out small plans few rounds, and the final interval, made mostly of those rounds, is
 then too narrow as well (Wittes & Brittain's bias, which a difference test barely feels
-and an equivalence test at its margin does). Simulated (tests/test_compare_adaptive.py;
+and an equivalence test at its margin does). Simulated (tests/unit/core/test_compare_adaptive.py;
 normal arms, sd 6%, true difference = the margin, 10%; the 95% interval within +-10% is
 "the same", so 2.5% is its nominal rate; min 6, max 30; 40,000 cells each; "fixed": the
 same distribution of n drawn independently of the data):

@@ -4,9 +4,10 @@ Each estimates what its test looks at, so the interval and the verdict never dis
 what "better" means:
 
 - Welch's t-test: the ratio of means A/B, with Fieller's interval (the t-based interval of a
-  ratio, Welch-Satterthwaite degrees of freedom). Simulated coverage of a nominal 95% (tests/
-  test_verdicts.py, item 9): 0.95-0.98 from n = 2 per side on normal and lognormal (sigma
-  0.45) samples, where the BCa bootstrap used before gave 0.80 at n = 3 and 0.90 at n = 10.
+  ratio, Welch-Satterthwaite degrees of freedom). Simulated coverage of a nominal 95%
+  (tests/unit/analyses/test_verdicts.py, item 9): 0.95-0.98 from n = 2 per side on normal
+  and lognormal (sigma 0.45) samples, where the BCa bootstrap used before gave 0.80 at n = 3
+  and 0.90 at n = 10.
   When B's mean cannot be told from 0 the interval is unbounded (nan): it says "no
   information", never a short interval. Heavy skew in one arm only still undercovers
   (0.90 at n = 5, 0.93 at n = 20 for normal vs lognormal sigma 0.6): that is Welch's own limit.

@@ -28,7 +28,7 @@ Every input has one explicit outcome, never a silent default:
   on the full data would: Fisher's test at a small n has no power (identical load times,
   h3's slowest 20-30% timing out, 10 rounds: "h3 faster" in 1.4-4.5% of cells at alpha
   0.01 before; at most alpha/2 per side now, tests/calibration/test_two_sample.py).
-  The price, simulated in tests/test_stats.py (20 rounds, lognormal, alpha 0.01): nothing
+  The price, simulated in tests/unit/core/test_stats.py (20 rounds, lognormal, alpha 0.01): nothing
   when no run is missing (the same verdicts, the check does not run); with one random run
   of 20 missing, the power of "h3 faster" falls from 0.77 to 0.63 (Welch), 0.81 to 0.69
   (Mann-Whitney) and 0.81 to 0.42 (paired: the lost pair takes the largest signed rank)

@@ -19,7 +19,7 @@ the library's.
 Short series: a permutation p is at least 2/C(n, n//2) (the step's own arrangements,
 either side first), 0.057 at n = 7 > 0.05, so E-Divisive cannot find even a doubling in
 fewer than 8 experiments (MIN_EXPERIMENTS; the simulation behind it is
-tests/test_compare_history.py::test_item11_e_divisive_minimum_length_detects_a_doubling).
+tests/unit/analyses/test_compare_history.py::test_item11_e_divisive_minimum_length_detects_a_doubling).
 
 Many series: every cell x arm is tested, so the family-wise chance that a flat series
 shows a change point anywhere is kept at `pvalue` by Bonferroni: each of the m series is

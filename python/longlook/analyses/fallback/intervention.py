@@ -8,7 +8,7 @@ QUIC-enabled sessions, with Welch's interval and p from core.stats.compare_sampl
 one two-sample comparison). Under complete randomisation that difference is unbiased for
 the sample's ATE, and Welch's variance is Neyman's conservative one, so the interval covers
 the ATE at least at its level even when effects differ between sessions
-(tests/test_intervention.py simulates it). Pooling cells is valid because every cell treats
+(tests/unit/analyses/test_intervention.py simulates it). Pooling cells is valid because every cell treats
 the same share of its rounds. What is randomised is the break; with every treated session
 falling back (compliance, shown) it is the effect of the fallback together with the silence
 that forces it.

@@ -18,7 +18,7 @@ compute from a core.stats CellComparison, on the test the comparison ran:
 
 The ratio is mean_a / mean_b whatever the metric's direction; "within +-x%" is the ratio in
 [1 - x/100, 1 + x/100] (also when mean_b < 0: the % difference is (A - B)/|B|).
-tests/test_reproduce_rules.py checks the agreement with the intervals.
+tests/unit/analyses/test_reproduce_rules.py checks the agreement with the intervals.
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ def interaction(a_fast, b_fast, a_slow, b_slow, confidence: float = 0.95) -> tup
     """(log(a/b) in the slow cell) - (log(a/b) in the fast cell), on the runs' logs: the
     change of a's relative cost from one condition to the other (> 0: a lost ground). A
     difference of four independent means with Welch-Satterthwaite df; returns (effect,
-    low, high, two-sided p). tests/test_reproduce_rules.py simulates its coverage."""
+    low, high, two-sided p). tests/unit/analyses/test_reproduce_rules.py simulates its coverage."""
     xs = [np.log(np.asarray(v, dtype=float)) for v in (a_slow, b_slow, a_fast, b_fast)]
     if any(len(x) < 2 for x in xs):
         return math.nan, math.nan, math.nan, math.nan

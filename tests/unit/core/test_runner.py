@@ -1,0 +1,48 @@
+"""The runner's own arithmetic, without a testbed: linkem's counters over a run, and the
+harness's cost per run and by phase. The runner through the real testbed:
+tests/testbed/core/test_runner_testbed.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from longlook.core.audit import linkem_delta
+
+
+def test_linkem_delta_subtracts_direction_counters():
+    before = {"elapsed_s": 1.0, "directions": {"up": {"packets": 10, "bytes": 1000}}}
+    after = {
+        "elapsed_s": 3.5,
+        "directions": {"up": {"packets": 25, "bytes": 4000}, "down": {"packets": 5, "bytes": 700}},
+    }
+    delta = linkem_delta(before, after)
+    assert delta["elapsed_s"] == 2.5
+    assert delta["directions"]["up"] == {"packets": 15, "bytes": 3000}
+    assert delta["directions"]["down"] == {"packets": 5, "bytes": 700}
+
+
+def test_the_harness_cost_is_the_loop_outside_runs_per_run():
+    from longlook.core.execute import RunSummary
+
+    s = RunSummary(out_dir=Path("."), runs=10, wall_s=20.0, setup_s=5.0, in_runs_s=14.5)
+    assert s.harness_s_per_run == pytest.approx(0.05) and s.harness_overhead == pytest.approx(0.5 / 15)
+    assert RunSummary(out_dir=Path(".")).harness_s_per_run == 0.0
+
+
+def test_the_harness_time_is_told_by_phase_biggest_first():
+    import time
+    from longlook.core.execute import RunSummary
+
+    s = RunSummary(out_dir=Path("."), runs=2)
+    with s.phases("store"):
+        time.sleep(0.02)
+    with s.phases("audit end"):
+        time.sleep(0.06)
+    with pytest.raises(ValueError), s.phases("store"):  # a failing step still counts
+        time.sleep(0.02)
+        raise ValueError
+    (first, a), (second, b) = s.phases_per_run_ms()
+    assert (first, second) == ("audit end", "store")
+    assert a == pytest.approx(30, abs=8) and b == pytest.approx(20, abs=8)  # ms per run

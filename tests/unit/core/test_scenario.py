@@ -1,0 +1,343 @@
+"""Scenario files: validation messages, grid expansion, shipped scenarios."""
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from longlook.commands import scenario as scenario_cmds
+from longlook.errors import LonglookError
+from longlook.core.spec import load_scenario
+from longlook.units import format_size, parse_size
+from longlook.kinds.pageload import Scenario
+from repo_paths import ROOT
+
+SCENARIOS = ROOT / "scenarios"
+
+MINIMAL = """
+name = "t"
+workloads = ["1x1m"]
+[[links]]
+rate_mbit = 10
+rtt_ms = 36
+"""
+
+
+def scenario(text: str) -> Scenario:
+    return Scenario.from_toml(text, source="scenarios/x.toml")
+
+
+def error_of(text: str) -> str:
+    with pytest.raises(LonglookError) as e:
+        scenario(text)
+    return e.value.message
+
+
+# ---------------------------------------------------------------- sizes
+
+
+@pytest.mark.parametrize(
+    "text,n", [("5k", 5000), ("10K", 10000), ("1m", 1_000_000), ("10MB", 10_000_000), ("1.5m", 1_500_000), (1234, 1234)]
+)
+def test_parse_size(text, n):
+    assert parse_size(text) == n
+
+
+@pytest.mark.parametrize(
+    "n,text", [(5000, "5k"), (1_000_000, "1m"), (210_000_000, "210m"), (2_000_000_000, "2000m"), (1234, "1234")]
+)
+def test_format_size(n, text):
+    assert format_size(n) == text
+
+
+# ---------------------------------------------------------------- grid
+
+
+def test_quick_scenario_expands_to_its_four_cells_in_file_order():
+    s = load_scenario(SCENARIOS / "quick.toml")
+    ids = [c.id for c in s.cells()]
+    assert ids == [
+        "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|0rtt=on",
+        "link=10mbit-36ms,loss=0|wl=10x100k|cc=cubic|tcpcc=cubic|macw=default|0rtt=on",
+        "link=50mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|0rtt=on",
+        "link=50mbit-36ms,loss=0|wl=10x100k|cc=cubic|tcpcc=cubic|macw=default|0rtt=on",
+    ]
+    c = s.cells()[1]
+    assert c.link.rtt_ms() == 36 and c.link.resolved("down").delay_ms == 18
+    assert c.link.resolved("up").buffer_bytes == 30000
+    assert c.workload.url_path() == "/page/10x100k.html"
+    assert s.rounds == 5 and [a.label for a in s.arms] == ["h3", "h2"]
+    assert s.total_runs() == 40
+    # deterministic: a second load gives the same grid
+    assert [c.id for c in load_scenario(SCENARIOS / "quick.toml").cells()] == ids
+
+
+def test_options_and_links_sweep_as_a_product():
+    s = scenario(
+        MINIMAL.replace("rate_mbit = 10", "rate_mbit = [5, 10, 50]")
+        + '[options]\nquic_cc = ["cubic", "bbr"]\nzero_rtt = ["on", "off"]\n'
+    )
+    cells = s.cells()
+    assert len(cells) == 3 * 2 * 2
+    assert len({c.id for c in cells}) == len(cells)
+    assert cells[0].id == "link=5mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|0rtt=on"
+    assert cells[1].id.endswith("cc=cubic|tcpcc=cubic|macw=default|0rtt=off")
+    assert cells[2].options.quic_cc == "bbr"
+
+
+def test_links_differing_only_in_buffer_get_distinct_labels():
+    s = scenario(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 36\nbuffer_bytes = [30000, 300000]"))
+    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0,buf=30000", "10mbit-36ms,loss=0,buf=300000"]
+    assert [l.name for l in s.links] == ["10mbit-36ms,loss=0,buf=30000", "10mbit-36ms,loss=0,buf=300000"]
+
+
+def test_a_middlebox_is_labelled_by_what_it_sets_not_by_its_defaults():
+    s = scenario(MINIMAL + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\nmiddlebox = { udp_rate_mbit = 0.3 }\n")
+    assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0", "10mbit-36ms,loss=0,middlebox-udp_rate_mbit=0.3"]
+
+
+def test_links_with_the_same_rtt_split_differently_are_told_apart():
+    s = scenario(
+        MINIMAL.replace(
+            "rtt_ms = 36\n",
+            "delay_ms = 18\n[[links]]\nrate_mbit = 10\nup = { delay_ms = 6 }\ndown = { delay_ms = 30 }\n",
+        )
+    )
+    labels = [c.link_label for c in s.cells()]
+    assert len(set(labels)) == 2 and all(l.startswith("10mbit-36ms,loss=0,") for l in labels)
+
+
+def test_trace_paths_are_relative_to_the_scenario_file(tmp_path):
+    (tmp_path / "traces").mkdir()
+    (tmp_path / "traces" / "lte.mahi").write_text("1\n2\n")
+    text = MINIMAL.replace("rate_mbit = 10", 'trace = "traces/lte.mahi"')
+    (tmp_path / "s.toml").write_text(text)
+    s = load_scenario(tmp_path / "s.toml")
+    assert s.base_dir == tmp_path
+    assert s.cells()[0].link_label == "trace:lte-36ms,loss=0"
+    assert str(tmp_path / "traces" / "lte.mahi") in s.links[0].to_linkem_toml(s.base_dir)
+    (tmp_path / "t.toml").write_text(text.replace("lte.mahi", "missing.mahi"))
+    with pytest.raises(LonglookError, match="up trace: no such file .*missing.mahi"):
+        load_scenario(tmp_path / "t.toml")
+
+
+def test_cell_lookup():
+    s = load_scenario(SCENARIOS / "quick.toml")
+    c = s.cells()[3]
+    assert s.cell(c.id) == c
+    with pytest.raises(KeyError):
+        s.cell("nope")
+
+
+def test_workload_forms():
+    s = scenario(
+        MINIMAL.replace(
+            'workloads = ["1x1m"]', 'workloads = ["200x5k", "bulk:10m", {object_count = [1, 2], object_size = "100k"}]'
+        )
+    )
+    assert [w.label for w in s.workloads] == ["200x5k", "bulk-10m", "1x100k", "2x100k"]
+    assert s.workloads[1].url_path() == "/bulk/10m"
+
+
+def test_round_order_is_reproducible_and_shuffled():
+    s = load_scenario(SCENARIOS / "quick.toml")
+    cell = s.cells()[0]
+    orders = [tuple(a.label for a in s.round_order(cell, r)) for r in range(20)]
+    assert orders == [tuple(a.label for a in s.round_order(cell, r)) for r in range(20)]
+    assert set(orders) == {("h3", "h2"), ("h2", "h3")}
+
+
+# ---------------------------------------------------------------- shipped scenarios
+
+
+def _page_load_scenarios() -> list:
+    """Fairness experiments (`kind = "fairness"`) have their own model and tests."""
+    return [p for p in sorted(SCENARIOS.glob("*.toml")) if 'kind = "fairness"' not in p.read_text()]
+
+
+@pytest.mark.parametrize("path", _page_load_scenarios(), ids=lambda p: p.name)
+def test_shipped_scenarios_validate(path):
+    s = load_scenario(path)
+    assert s.cells()
+    assert s.toml_text == path.read_text()
+
+
+def test_kakhki_fig6a_grid_matches_the_paper():
+    s = load_scenario(SCENARIOS / "kakhki-fig6a-object-size.toml")
+    assert sorted({c.link.rate_mbit for c in s.cells()}) == [5, 10, 50, 100]
+    assert [w.object_size for w in s.workloads] == [5000, 10000, 100000, 200000, 500000, 1_000_000, 10_000_000]
+    assert all(
+        c.link.rtt_ms() == 36 and c.link.resolved("down").buffer_bytes == round(c.link.rate_mbit * 4500)
+        for c in s.cells()
+    )  # one BDP
+    assert all(c.options.max_cwnd_packets == 430 and c.options.zero_rtt for c in s.cells())
+    assert s.rounds == 10 and s.statistics.alpha == 0.01 and s.statistics.test == "welch"
+    assert s.comparisons() == [("h3", "h2")]
+
+
+def test_kakhki_fig6b_pages_are_one_megabyte():
+    s = load_scenario(SCENARIOS / "kakhki-fig6b-object-count.toml")
+    assert [w.object_count for w in s.workloads] == [1, 2, 5, 10, 100, 200]
+    assert {w.total_bytes for w in s.workloads} == {1_000_000}
+
+
+def test_kakhki_fig7_compares_zero_rtt_arms_of_quic():
+    s = load_scenario(SCENARIOS / "kakhki-fig7-zero-rtt.toml")
+    assert s.comparisons() == [("h3-0rtt", "h3-1rtt")]
+    cell = s.cells()[0]
+    assert "0rtt" not in cell.id  # set per arm, so not a cell dimension
+    assert cell.run_options(s.arm("h3-0rtt")).zero_rtt is True
+    assert cell.run_options(s.arm("h3-1rtt")).zero_rtt is False
+    assert cell.run_options(s.arm("h3-1rtt")).protocol == "h3"
+
+
+def test_kakhki_fig8_loss_and_delay():
+    loss = load_scenario(SCENARIOS / "kakhki-fig8a-loss.toml")
+    assert all(c.link.expected_loss("up") == c.link.expected_loss("down") == 0.01 for c in loss.cells())
+    assert "loss=0.01" in loss.cells()[0].id
+    rtt = load_scenario(SCENARIOS / "kakhki-fig8b-rtt112.toml")
+    assert all(c.link.rtt_ms() == 112 for c in rtt.cells())
+
+
+# ---------------------------------------------------------------- errors
+
+
+def test_bad_size_names_the_field_and_the_form():
+    msg = error_of(
+        MINIMAL.replace('workloads = ["1x1m"]', 'workloads = ["1x1m", {object_count = 2, object_size = "big"}]')
+    )
+    assert msg.startswith("scenarios/x.toml: workloads[1].object_size: must be a size like 10k, 1m")
+    assert msg.endswith('got "big"')
+
+
+def test_bad_value_in_a_sweep_names_its_position():
+    msg = error_of(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [10, -1]"))
+    assert "links[0].rate_mbit[1]: Input should be greater than or equal to 0.01, got -1" in msg
+
+
+def test_unknown_protocol_lists_the_known_ones():
+    msg = error_of('protocols = ["h3", "quic"]\n' + MINIMAL)
+    assert 'protocols: unknown protocol "quic"; known: h3, h2' in msg
+
+
+def test_bad_option_lists_allowed_values():
+    msg = error_of(MINIMAL + '[options]\nquic_cc = "vegas"\n')
+    assert "options.quic_cc[0]: Input should be 'cubic', 'newreno' or 'bbr', got 'vegas'" in msg
+
+
+def test_unknown_link_field_and_toml_trap():
+    assert "links[0].buffer: unknown field" in error_of(MINIMAL + "buffer = 3\n")
+    # a top-level key written after [[links]] lands inside the link: say so
+    msg = error_of(MINIMAL + "rounds = 3\n")
+    assert "links[0].rounds: not a field here" in msg and "above the first [table]" in msg
+    msg = error_of(MINIMAL + '[options]\nquic_cc = "bbr"\nseed = 3\n')
+    assert "options.seed: not a field here" in msg
+    # a link may have a name (also a top-level key): not mistaken for the trap
+    assert scenario(MINIMAL + 'name = "lan"\n').links[0].name == "lan"
+
+
+def test_other_errors():
+    assert "rtt_ms or delay_ms, not both" in error_of(MINIMAL + "delay_ms = 5\n")
+    assert 'unknown client "safari"' in error_of('client = "safari"\n' + MINIMAL)
+    assert "statistics.test: Input should be 'welch' or 'mannwhitney'" in error_of(
+        MINIMAL + '[statistics]\ntest = "ttest"\n'
+    )
+    assert "duplicate cells" in error_of(MINIMAL.replace('["1x1m"]', '["1x1m", "1x1m"]'))
+    assert 'baseline: "h1" is not an arm' in error_of('baseline = "h1"\n' + MINIMAL)
+    assert "not valid TOML" in error_of("name = ")
+    with pytest.raises(LonglookError, match="no such scenario file"):
+        load_scenario("/nonexistent.toml")
+
+
+# ---------------------------------------------------------------- commands
+
+
+def _app() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        pass
+
+    scenario_cmds.register(app)
+    return app
+
+
+def test_scenario_show_prints_every_cell():
+    result = CliRunner().invoke(_app(), ["scenario", "show", str(SCENARIOS / "quick.toml")])
+    assert result.exit_code == 0, result.output
+    assert "4 cells x 5 rounds x 2 arms = 40 runs" in result.output
+    assert result.output.count("/page/") == 4
+    assert "link=50mbit-36ms,loss=0|wl=10x100k" in result.output
+
+
+def test_scenario_validate(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(MINIMAL.replace("rate_mbit = 10", "rate_mbit = 0"))
+    result = CliRunner().invoke(_app(), ["scenario", "validate", str(bad)])
+    assert isinstance(result.exception, LonglookError)  # cli.main turns it into exit 2
+    assert "links[0].rate_mbit: Input should be greater than or equal to 0.01" in str(result.exception)
+    ok = CliRunner().invoke(_app(), ["scenario", "validate", str(SCENARIOS / "quick.toml")])
+    assert ok.exit_code == 0 and ": ok: 4 cells" in ok.output
+
+
+# ---------------------------------------------------------------- server knobs
+def test_initial_window_and_n_conn_are_options_like_macw():
+    s = scenario(MINIMAL + "[options]\ninitial_window_packets = [10, 40]\nn_conn = 2\n")
+    ids = [c.id for c in s.cells()]
+    assert ids == [
+        "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=10|nconn=2|0rtt=on",
+        "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|iw=40|nconn=2|0rtt=on",
+    ]
+    c = s.cells()[1]
+    assert c.dims()["initial_window_packets"] == 40 and c.dims()["n_conn"] == 2
+    from longlook.kinds.pageload.measure import server_options
+
+    so = server_options(c.run_options(s.arms[0]))
+    assert (so.initial_window_packets, so.n_conn) == (40, 2)
+    argv = " ".join(so.argv())
+    assert "--initial-window-packets 40" in argv and "--n-conn 2" in argv
+
+
+def test_unused_new_options_leave_cell_ids_and_dims_as_they_were():
+    (c,) = scenario(MINIMAL).cells()
+    assert c.id == "link=10mbit-36ms,loss=0|wl=1x1m|cc=cubic|tcpcc=cubic|macw=default|0rtt=on"
+    assert "initial_window_packets" not in c.dims() and "n_conn" not in c.dims()
+    assert c.run_options(scenario(MINIMAL).arms[0]).n_conn is None
+
+
+def test_arms_override_initial_window_and_n_conn():
+    s = scenario(
+        MINIMAL + '[[arms]]\nlabel = "iw4"\nprotocol = "h3"\ninitial_window_packets = 4\n'
+        '[[arms]]\nlabel = "n2"\nprotocol = "h3"\nn_conn = 2\n'
+    )
+    (c,) = s.cells()
+    assert "iw=" not in c.id and "nconn=" not in c.id
+    a, b = (c.run_options(arm) for arm in s.arms)
+    assert (a.initial_window_packets, a.n_conn) == (4, None) and (b.initial_window_packets, b.n_conn) == (None, 2)
+
+
+def test_bad_initial_window_or_n_conn_is_one_clear_error():
+    assert "positive" in error_of(MINIMAL + "[options]\ninitial_window_packets = 0\n")
+    assert "positive" in error_of(MINIMAL + "[options]\nn_conn = [2, -1]\n")
+    assert "greater than 0" in error_of(
+        MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nn_conn = 0\n[[arms]]\nlabel = "b"\nprotocol = "h2"\n'
+    )
+    msg = error_of(MINIMAL + '[options]\nquic_cc = "bbr"\nn_conn = 2\n')
+    assert 'n_conn = 2 emulates N Cubic connections, but quic_cc = "bbr"' in msg
+    msg = error_of(
+        MINIMAL + '[[arms]]\nlabel = "a"\nprotocol = "h3"\nquic_cc = "newreno"\nn_conn = 3\n'
+        '[[arms]]\nlabel = "b"\nprotocol = "h2"\n'
+    )
+    assert 'arm "a"' in msg and "quic_cc" in msg
+
+
+def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():
+    sc = scenario(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [10, 50]") + "buffer_bdp = 1\n")
+    bufs = [c.link.resolved("down").buffer_bytes for c in sc.cells()]
+    assert bufs == [45_000, 225_000]  # rate x 36 ms
+    assert "buffer_bdp" not in sc.cells()[0].link.to_linkem_toml()  # linkem gets bytes
+    assert [c.link.name for c in sc.cells()] == ["10mbit-36ms,loss=0", "50mbit-36ms,loss=0"]
+    half_down = scenario(MINIMAL + "buffer_bytes = 30000\ndown = { buffer_bdp = 0.5 }\n").cells()[0].link
+    assert (half_down.resolved("down").buffer_bytes, half_down.resolved("up").buffer_bytes) == (22_500, 30_000)
+    assert "buffer_bytes or buffer_bdp, not several" in error_of(MINIMAL + "buffer_bytes = 30000\nbuffer_bdp = 1\n")
+    assert "less than one packet" in error_of(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 1") + "buffer_bdp = 1\n")
