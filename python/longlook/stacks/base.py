@@ -25,12 +25,15 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, ClassVar, Hashable
+from typing import TYPE_CHECKING, Callable, ClassVar, Hashable
 
 from ..errors import LonglookError
 from ..untrusted import env_dir, path_inside, release_token
 from ..qlog.dialects import normalise
 from .runner import StackServer, stack_fetcher
+
+if TYPE_CHECKING:  # the adapters give the value; builds/ reads it
+    from .builds.releases import Registry as ReleaseRegistry
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
 
@@ -81,6 +84,11 @@ class Stack:
     tag_prefix: ClassVar[str] = ""
     # its server serves files from a content root (stacks/content.py writes the workload's)
     serves_files: ClassVar[bool] = True
+    # the registry that lists its releases (what `NAME@A..B` sweeps and bisect searches);
+    # None: the adapter's files pin its one version
+    release_registry: ClassVar[ReleaseRegistry | None] = None
+    # Debian packages its build needs beyond Rust and Go, installed before it builds
+    apt_needs: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands

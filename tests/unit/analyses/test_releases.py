@@ -8,7 +8,7 @@ import json
 import pytest
 
 from longlook.errors import LonglookError
-from longlook.stacks.builds.releases import REGISTRIES, check_release, expand, nearest, releases
+from longlook.stacks.builds.releases import check_release, expand, nearest, registry_of, releases
 
 GO = "v0.48.2\nv0.52.0\nv0.54.0\nv0.55.0-beta.1\nv0.55.0\nv0.57.1\nv0.65.0\n"
 CRATES = "\n".join(
@@ -27,8 +27,8 @@ def test_each_registry_s_listing_is_read_oldest_first_without_pre_releases_yanke
     assert "v0.55.0-beta.1" in releases("quic-go", pre=True, fetch=fake(GO))
     assert releases("quinn", fetch=fake(CRATES)) == ["0.11.5", "0.11.6", "0.11.8"]  # 0.11.7 yanked
     assert releases("aioquic", fetch=fake(PYPI)) == ["1.7.0", "1.7.2"]  # 1.7.1 has no files
-    assert REGISTRIES["quinn"].url() == "https://index.crates.io/qu/in/quinn"
-    assert REGISTRIES["quic-go"].url() == "https://proxy.golang.org/github.com/quic-go/quic-go/@v/list"
+    assert registry_of("quinn").url() == "https://index.crates.io/qu/in/quinn"
+    assert registry_of("quic-go").url() == "https://proxy.golang.org/github.com/quic-go/quic-go/@v/list"
 
 
 def test_a_range_expands_to_the_releases_inside_it_and_an_empty_or_reversed_one_is_an_error():

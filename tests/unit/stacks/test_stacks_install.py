@@ -15,6 +15,7 @@ class FakeStack:
     name = "fake"
     spec = "fake@1.0"
     build_dir = Path("/nonexistent/fake-1.0")
+    apt_needs = ()
 
     def __init__(self):
         self.built = 0

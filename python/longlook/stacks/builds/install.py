@@ -27,14 +27,6 @@ from .cache import evict, limit_bytes, touch
 from ..registry import STACKS, is_stack, resolve, stack_class
 from .specs import unlisted_release
 
-# Debian packages a stack's build needs beyond Rust and Go (quiche: BoringSSL through cmake,
-# bindgen through libclang; ngtcp2 is Debian's own build)
-APT_NEEDS: dict[str, tuple[str, ...]] = {
-    "quiche": ("cmake", "libclang-dev"),
-    "tquic": ("cmake",),
-    "ngtcp2": ("ngtcp2-server", "ngtcp2-client"),
-    "kwik": ("maven", "openjdk-17-jdk-headless"),
-}
 HEARTBEAT_S = 30.0
 
 
@@ -110,7 +102,7 @@ def install_stack(spec: str, say: Callable[[str], None] = _say) -> tuple[bool, f
     if s.installed():
         touch(s.build_dir)
         return True, 0.0
-    ensure_packages(APT_NEEDS.get(s.name, ()), s.spec, say)
+    ensure_packages(s.apt_needs, s.spec, say)
     say(
         f"{s.spec}: not installed yet: installing into {s.build_dir} (once per version, then cached; "
         f"a build can take minutes)"

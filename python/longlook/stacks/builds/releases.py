@@ -70,18 +70,29 @@ class Registry:
         return out
 
 
-# The stacks whose releases a registry lists (ngtcp2 comes from Debian: one version). Ours is
-# this checkout; `ours@V` is it built against quinn-proto release V (stacks/adapters/ours/quinn_build.py),
-# the crate where quinn's transport behaviour lives.
-REGISTRIES = {
-    "quic-go": Registry("go", "github.com/quic-go/quic-go"),
-    "aioquic": Registry("pypi", "aioquic"),
-    "quiche": Registry("crates", "quiche"),
-    "s2n-quic": Registry("crates", "s2n-quic"),
-    "tquic": Registry("crates", "tquic_tools"),
-    "ours": Registry("crates", "quinn-proto"),
-    "quinn": Registry("crates", "quinn"),
-}
+# Which registry lists a stack's releases is the stack's own (its adapter's
+# `release_registry`); libraries a stack is built from are listed here. Ours is this
+# checkout; `ours@V` is it built against quinn-proto release V
+# (stacks/adapters/ours/quinn_build.py), the crate where quinn's transport behaviour lives.
+LIBRARIES = {"quinn": Registry("crates", "quinn")}
+
+
+def registry_of(stack: str) -> Registry | None:
+    """The registry that lists `stack`'s releases (a library's), None when none does."""
+    if stack in LIBRARIES:
+        return LIBRARIES[stack]
+    from ..registry import STACKS, stack_class  # the adapters import this module
+
+    if stack not in STACKS and stack != "ours":
+        return None
+    return stack_class(stack).release_registry
+
+
+def swept_stacks() -> list[str]:
+    """The stacks whose releases can be listed (and so swept and bisected)."""
+    from ..registry import STACKS
+
+    return [name for name in ["ours", *STACKS] if registry_of(name) is not None]
 
 
 def _key(v: str) -> Version:
@@ -101,11 +112,12 @@ def _cache_file(stack: str) -> Path:
 
 
 def registry(stack: str) -> Registry:
-    if stack not in REGISTRIES:
+    found = registry_of(stack)
+    if found is None:
         raise LonglookError(
-            f"{stack}: no registry lists its releases", hint=f"releases can be swept for {', '.join(REGISTRIES)}"
+            f"{stack}: no registry lists its releases", hint=f"releases can be swept for {', '.join(swept_stacks())}"
         )
-    return REGISTRIES[stack]
+    return found
 
 
 def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ...errors import LonglookError
 from ..registry import resolve, split
-from .releases import REGISTRIES, check_release, releases
+from .releases import check_release, registry_of, releases
 
 
 def check_spec(spec: str) -> str:
@@ -33,7 +33,7 @@ def unlisted_release(spec: str) -> LonglookError | None:
     nearest ones), else None. Unchecked (None) when the stack has no registry, or no listing
     can be had (offline with none cached: the build then fails on the release itself)."""
     name, version = split(spec)
-    if not version or name not in REGISTRIES or name in _UNREACHABLE:
+    if not version or name in _UNREACHABLE or registry_of(name) is None:
         return None
     try:
         known = releases(name, pre=True)

@@ -12,10 +12,12 @@ from pathlib import Path
 
 from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
+from ...builds.releases import Registry
 
 
 class Aioquic(Stack):
     name = "aioquic"
+    release_registry = Registry("pypi", "aioquic")
     versions = ("1.7.2",)
     any_version = True  # any release on PyPI with the same API
     ccs = ("reno", "cubic")

@@ -28,6 +28,8 @@ FLUPKE = "0.9.4"
 
 class Kwik(Stack):
     name = "kwik"
+    # built with Maven on a JDK
+    apt_needs = ("maven", "openjdk-17-jdk-headless")
     versions = ("0.10.8",)
     ccs = ("newreno",)
 

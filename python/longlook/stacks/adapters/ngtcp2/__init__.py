@@ -38,6 +38,8 @@ def object_paths(path: str) -> list[str]:
 
 class Ngtcp2(Stack):
     name = "ngtcp2"
+    # Debian's own build: its one version is the distribution's
+    apt_needs = ("ngtcp2-server", "ngtcp2-client")
     versions = ("0.12.1",)  # what Debian bookworm ships; apt decides, `version_info` records it
     ccs = ("cubic", "reno", "bbr", "bbr2")
     sends_run_header = False  # Debian's example client has no option for request headers

@@ -25,6 +25,7 @@ from . import quinn_build
 from ...base import OURS, Stack
 from ...congestion import QUIC_CC
 from ...endpoint import EndpointServer, ServerOptions, fetch
+from ...builds.releases import Registry
 
 
 WORKSPACE = "workspace"
@@ -32,6 +33,8 @@ WORKSPACE = "workspace"
 
 class Ours(Stack):
     name = OURS
+    # `ours@V`: this checkout built against quinn-proto release V (quinn_build.py)
+    release_registry = Registry("crates", "quinn-proto")
     versions = (WORKSPACE,)  # built from this checkout by scripts/setup.sh
     any_version = True  # or a quinn-proto release in quinn_build.SUPPORTED
     ccs = QUIC_CC

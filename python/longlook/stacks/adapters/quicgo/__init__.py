@@ -21,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
+from ...builds.releases import Registry
 
 MODULE = "github.com/quic-go/quic-go"
 OLDEST = "v0.56.0"  # the first release with the qlogwriter package main.go uses
@@ -28,6 +29,7 @@ OLDEST = "v0.56.0"  # the first release with the qlogwriter package main.go uses
 
 class QuicGo(Stack):
     name = "quic-go"
+    release_registry = Registry("go", "github.com/quic-go/quic-go")
     versions = ("v0.65.0", "v0.64.1")
     any_version = True  # any tag on the module proxy whose API main.go compiles against
     tag_prefix = "v"

@@ -8,10 +8,14 @@ quiche version under the build directory. Congestion control: cubic (default), r
 from __future__ import annotations
 
 from ...builds.rust_crate import RustCrateStack
+from ...builds.releases import Registry
 
 
 class Quiche(RustCrateStack):
     name = "quiche"
+    release_registry = Registry("crates", "quiche")
+    # BoringSSL builds through cmake, its bindings through bindgen (libclang)
+    apt_needs = ("cmake", "libclang-dev")
     versions = ("0.30.0",)
     any_version = True  # another crates.io release with the same API: Cargo.toml's pin is rewritten
     ccs = ("cubic", "reno", "bbr2")

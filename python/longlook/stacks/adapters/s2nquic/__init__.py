@@ -12,10 +12,12 @@ derived from the metrics). The client writes a key log through rustls ($SSLKEYLO
 from __future__ import annotations
 
 from ...builds.rust_crate import RustCrateStack
+from ...builds.releases import Registry
 
 
 class S2nQuic(RustCrateStack):
     name = "s2n-quic"
+    release_registry = Registry("crates", "s2n-quic")
     versions = ("1.91.0",)
     any_version = True  # another crates.io release with the same API: Cargo.toml's pin is rewritten
     ccs = ("cubic", "bbr")

@@ -18,10 +18,14 @@ from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
 from ...qlog_fetch import fetch_document
 from ..ngtcp2 import object_paths
+from ...builds.releases import Registry
 
 
 class Tquic(Stack):
     name = "tquic"
+    release_registry = Registry("crates", "tquic_tools")
+    # BoringSSL builds through cmake
+    apt_needs = ("cmake",)
     versions = ("1.6.0",)
     any_version = True  # any tquic_tools release on crates.io
     ccs = ("bbr", "cubic", "bbr3", "copa")
