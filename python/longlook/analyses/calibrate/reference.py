@@ -95,7 +95,7 @@ def reference_from(
     server is measured here on `grid`'s cells into OUT/reference, beside our endpoint at
     the start value."""
     from ...core.spec import load_scenario
-    from ...stacks.registry import is_stack
+    from ...stacks.registry import STACKS, is_stack
     from .measure import ensure_dir, run_experiment
     from .scenarios import stack_reference_scenario
 
@@ -105,8 +105,7 @@ def reference_from(
         if not Path(value).exists() and "/" not in value:
             raise LonglookError(
                 f"reference {value}: no such directory, and not a QUIC stack",
-                hint="give an experiment directory, or a stack: quiche, tquic, "
-                "quic-go, ngtcp2, aioquic (longlook stacks list)",
+                hint=f"give an experiment directory, or a stack: {', '.join(STACKS)} (longlook stacks list)",
             )
         return load_reference(value, arm)
     if grid is None:
