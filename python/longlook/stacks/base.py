@@ -25,15 +25,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, ClassVar, Hashable
+from typing import Callable, ClassVar, Hashable
 
 from ..errors import LonglookError
 from ..untrusted import env_dir, path_inside, release_token
 from ..qlog.dialects import normalise
+from .release_registry import Registry as ReleaseRegistry
 from .runner import StackServer, stack_fetcher
-
-if TYPE_CHECKING:  # the adapters give the value; builds/ reads it
-    from .builds.releases import Registry as ReleaseRegistry
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
 

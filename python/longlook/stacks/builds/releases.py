@@ -19,55 +19,16 @@ import re
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
 from ...errors import LonglookError
 from ...untrusted import release_token
+from ..release_registry import Registry
 
 CACHE_TTL_S = 24 * 3600
 TIMEOUT_S = 20
-
-
-@dataclass(frozen=True)
-class Registry:
-    kind: str  # "go" | "pypi" | "crates"
-    package: str  # module path, PyPI project or crate
-
-    @property
-    def where(self) -> str:
-        return {"go": "the Go module proxy", "pypi": "PyPI", "crates": "crates.io"}[self.kind]
-
-    def url(self) -> str:
-        if self.kind == "go":
-            return f"https://proxy.golang.org/{self.package.lower()}/@v/list"
-        if self.kind == "pypi":
-            return f"https://pypi.org/pypi/{self.package}/json"
-        name = self.package.lower()
-        prefix = {1: "1", 2: "2", 3: f"3/{name[0]}"}.get(len(name), f"{name[:2]}/{name[2:4]}")
-        return f"https://index.crates.io/{prefix}/{name}"
-
-    def parse(self, text: str) -> list[str]:
-        """Every version the registry lists and has not withdrawn (yanked crates, PyPI
-        releases with no files or only yanked ones)."""
-        if self.kind == "go":
-            return [v.strip() for v in text.splitlines() if v.strip()]
-        if self.kind == "pypi":
-            doc = json.loads(text)
-            return [
-                v
-                for v, files in (doc.get("releases") or {}).items()
-                if files and not all(f.get("yanked") for f in files)
-            ]
-        out = []
-        for line in text.splitlines():
-            if line.strip():
-                entry = json.loads(line)
-                if not entry.get("yanked"):
-                    out.append(entry["vers"])
-        return out
 
 
 # Which registry lists a stack's releases is the stack's own (its adapter's

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 
 class Aioquic(Stack):

@@ -25,7 +25,7 @@ from . import quinn_build
 from ...base import OURS, Stack
 from ...congestion import QUIC_CC
 from ...endpoint import EndpointServer, ServerOptions, fetch
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 
 WORKSPACE = "workspace"

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 MODULE = "github.com/quic-go/quic-go"
 OLDEST = "v0.56.0"  # the first release with the qlogwriter package main.go uses

@@ -8,7 +8,7 @@ quiche version under the build directory. Congestion control: cubic (default), r
 from __future__ import annotations
 
 from ...builds.rust_crate import RustCrateStack
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 
 class Quiche(RustCrateStack):

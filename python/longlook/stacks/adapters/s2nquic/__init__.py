@@ -12,7 +12,7 @@ derived from the metrics). The client writes a key log through rustls ($SSLKEYLO
 from __future__ import annotations
 
 from ...builds.rust_crate import RustCrateStack
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 
 class S2nQuic(RustCrateStack):

@@ -18,7 +18,7 @@ from ....errors import LonglookError
 from ...base import ClientCall, ServerCall, Stack
 from ...qlog_fetch import fetch_document
 from ..ngtcp2 import object_paths
-from ...builds.releases import Registry
+from ...release_registry import Registry
 
 
 class Tquic(Stack):
