@@ -22,11 +22,12 @@ from pathlib import Path
 from typing import Callable
 
 from ...errors import LonglookError
-from .claims import BUDGETS, Claim, Explain, ShippedScenario
+from .claims import BUDGETS, OURS, PAPER, Also, Claim, Explain, FieldFinding, ShippedScenario
+from .coverage import coverage
 from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
-from .registry import CLAIMS, SCENARIOS, claims
+from .registry import CLAIMS, FIELD_ONLY, MERGED, SCENARIOS, claims
 from .rules import (
     FAILS,
     HOLDS,
@@ -102,6 +103,9 @@ def reproduce(
             else "interrupted before its scenario"
         )
         outcome = evaluate(claim, data[claim.scenario], reason)
+        outcome.left_out, outcome.coverage = coverage(claim, SCENARIOS[claim.scenario], budget)
+        if outcome.verdict == NOT_RUN and claim.missing and data[claim.scenario] is not None:
+            outcome.detail = f"its scenario has no cell the claim needs: {claim.missing}"
         links: list[tuple[str, str]] = []
         if outcome.verdict == FAILS and run is not None:
             links = explain(
@@ -114,6 +118,7 @@ def reproduce(
 
 
 __all__ = [
+    "Also",
     "Ate",
     "BUDGETS",
     "CLAIMS",
@@ -121,6 +126,11 @@ __all__ = [
     "Claim",
     "Explain",
     "FAILS",
+    "FIELD_ONLY",
+    "FieldFinding",
+    "MERGED",
+    "OURS",
+    "PAPER",
     "GrangerShare",
     "HOLDS",
     "Measured",

@@ -55,18 +55,62 @@ class Explain:
     fallback: bool = False  # Chaudhary: the fallback analysis (Fig. 12, per-session Granger tests)
 
 
+# what a row is: a finding of a paper (counted in the share of claims conclusive), or one
+# of ours (a hypothesis, an intervention, a check of our own client against a paper's
+# design): tested the same way, shown in a table of its own, never counted
+PAPER, OURS = "paper", "ours"
+
+
+@dataclass(frozen=True)
+class Also:
+    """The same finding in another paper: one row, both papers named (the row's test is the
+    first paper's; this one's number and words are shown beside it)."""
+
+    paper: str
+    where: str
+    quote: str  # its sentence, verbatim from our copy
+    number: str
+    note: str = ""  # how its setting differs from the row's test
+
+
 @dataclass(frozen=True)
 class Claim:
     id: str
     paper: str  # "Kakhki IMC'17", "Chaudhary et al.", "Mininet reproduction"
-    where: str  # figure / table / section
-    statement: str  # the paper's words (or a close summary)
-    paper_number: str  # the number it gave
+    where: str  # section, figure, table (of our copy)
+    statement: str  # the finding in our words: workload, path, direction, magnitude
+    paper_number: str  # the number it gave, or "no number in our copy"
     scenario: str  # a key of registry.SCENARIOS
     rule: Rule
     mininet: str = ""  # the Mininet reproduction's verdict on the same claim
     explain: Explain = field(default_factory=Explain)
     note: str = ""  # how our test differs from the paper's
+    # the paper's sentence, verbatim from our copy (tests/unit/analyses/test_reproduce_registry.py
+    # finds it there); `quote_in`: the paper whose text it is in, when not the claim's own (a
+    # finding our copy of Kakhki lacks, quoted by the Mininet reproduction)
+    quote: str = ""
+    quote_in: str = ""
+    kind: str = PAPER
+    also: tuple[Also, ...] = ()
+    # cells the claim needs that its scenario's grid does not have at any budget, in words:
+    # such a claim says "not run" until the scenario has them
+    missing: str = ""
+    # its cells break QUIC by design (a middlebox): the claim is about what that does. Any
+    # other claim comparing QUIC with TCP must not read such cells, where QUIC cannot win
+    breaks_quic: bool = False
 
     def reads(self) -> str:
         return self.rule.reads()
+
+
+@dataclass(frozen=True)
+class FieldFinding:
+    """A finding a paper reports only from the field (a production fleet's rates, the share
+    of users behind a firewall): listed beside the claims, not tested, never counted."""
+
+    id: str
+    paper: str
+    where: str
+    quote: str
+    paper_number: str
+    why: str  # why a testbed cannot measure it

@@ -6,18 +6,25 @@ into the same shape as page-load runs (one row per flow, `arm` = the flow's labe
 `TCP (mean)` row per run averaging its TCP flows, so every rule reads arms the same way. The
 flows of one run share a bottleneck (one's gain is the other's loss): rules compare them
 paired by run, never as independent samples.
+
+Each cell's dimensions carry `middlebox` (what its link's middlebox sets, "none" without
+one): a link's label names only the settings that differ between a scenario's links, so a
+budget whose links all block UDP labels them as if nothing did, and a claim must not read
+such cells for a comparison the middlebox decides (registry: `Claim.breaks_quic`).
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from ...core.spec import Statistics
+from ...core.spec import ScenarioBase, Statistics
 from ...core.store import Store
+from ...linkprofile import LinkProfile
 
 TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
 TEMPORAL_QOE_SERIES = ("qoe_t",)  # the temporal QoE session pairs are compared on
@@ -51,8 +58,16 @@ class Measured:
             series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
             metrics = kind.metrics if kind and scenario.statistics.failures == "outcome" else ()
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
+            cells = store.cells_frame()
+            try:
+                boxes = {c.id: middlebox_text(c.link) for c in scenario.cells()}
+            except (AttributeError, ValueError):
+                boxes = {}
+            cells = cells.assign(
+                dims=[{**(d or {}), "middlebox": boxes.get(c, "none")} for c, d in zip(cells["cell_id"], cells["dims"])]
+            )
             return cls(
-                cells=store.cells_frame(),
+                cells=cells,
                 runs=store.runs_frame(),
                 statistics=scenario.statistics,
                 seed=scenario.seed,
@@ -113,3 +128,27 @@ class Measured:
             .assign(arm=TCP_MEAN, protocol_requested=None, protocol_negotiated=None)
         )
         return pd.concat([f, mean], ignore_index=True)
+
+
+def middlebox_text(link: LinkProfile) -> str:
+    """What a link's middlebox sets, both directions ("none": no middlebox)."""
+    parts: dict[str, Any] = {}
+    for which in ("up", "down"):
+        box = link.resolved(which).middlebox
+        if box is not None:
+            parts.update(box.model_dump(exclude_defaults=True))
+    return ",".join(f"{k}={v}" for k, v in sorted(parts.items())) or "none"
+
+
+def grid(scenario: ScenarioBase) -> pd.DataFrame:
+    """A scenario's cells as a Measured's `cells` (their dimensions with `middlebox`), and
+    `key`: what the cell is whatever its id (dimensions and the whole link): a link's label, so
+    a cell's id, depends on the other links of the grid."""
+    cells = scenario.cells()
+    rows = []
+    for c in cells:
+        dims = {**c.dims(), "middlebox": middlebox_text(c.link)}
+        link = c.link.model_dump(mode="json", exclude={"name"})
+        key = json.dumps({**{k: v for k, v in dims.items() if k != "link"}, "link": link}, sort_keys=True, default=str)
+        rows.append({"cell_id": c.id, "dims": dims, "key": key})
+    return pd.DataFrame(rows, columns=["cell_id", "dims", "key"])

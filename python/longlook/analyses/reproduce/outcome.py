@@ -34,6 +34,10 @@ class Outcome:
     # inconclusive: the rounds (sessions for a share) at which the claim's test would decide
     # it with 80% power at the claim's resolution (needed.py), or why no number would
     needs: str = ""
+    # the cells of the claim's figure (its scenario at the paper budget) this budget did not
+    # measure, and the coverage in words ("4 of the figure's 28 cells; ...")
+    left_out: list[str] = field(default_factory=list)
+    coverage: str = ""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -46,6 +50,8 @@ class Outcome:
             "cells": self.cells,
             "against": self.against,
             "needs": self.needs,
+            "left_out": self.left_out,
+            "coverage": self.coverage,
         }
 
 

@@ -1,6 +1,9 @@
-"""The reproduction report: one row per claim (paper, where, statement, the paper's number,
-ours with n and p, verdict, the Mininet reproduction's verdict, links that explain a "does
-not hold"), as HTML (render's templates and stylesheet), Markdown and JSON."""
+"""The reproduction report: one row per claim (paper, where, the paper's sentence and number,
+how it is tested, ours with its interval, n and p, verdict, the cells of its figure the budget
+left out, the Mininet reproduction's verdict, links that explain a "does not hold"), as HTML
+(render's templates and stylesheet), Markdown and JSON. The papers' findings are counted; our
+own rows (kind OURS) are shown in a table of their own and not counted; findings only the
+field can measure are listed."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ...render.html import environment
-from .claims import Claim
+from .claims import OURS, PAPER, Claim
+from .registry import FIELD_ONLY, MERGED
 from .outcome import Outcome
 from .scenarios import ScenarioRun
 
@@ -31,6 +35,11 @@ class Row:
             "paper": c.paper,
             "where": c.where,
             "statement": c.statement,
+            "quote": c.quote,
+            "quote_in": c.quote_in,
+            "kind": c.kind,
+            "also": [{"paper": a.paper, "where": a.where, "quote": a.quote, "number": a.number} for a in c.also],
+            "missing": c.missing,
             "paper_number": c.paper_number,
             "scenario": c.scenario,
             "reads": c.reads(),
@@ -52,10 +61,12 @@ class Reproduction:
     started: str
     include_flagged: bool = False  # runs the path audit flagged were counted
 
-    def counts(self) -> dict[str, int]:
+    def counts(self, kind: str = PAPER) -> dict[str, int]:
+        """Verdicts of the papers' findings (`kind` OURS: of our own rows, never counted with them)."""
         out: dict[str, int] = {}
         for r in self.rows:
-            out[r.outcome.verdict] = out.get(r.outcome.verdict, 0) + 1
+            if r.claim.kind == kind:
+                out[r.outcome.verdict] = out.get(r.outcome.verdict, 0) + 1
         return out
 
     def as_dict(self) -> dict:
@@ -65,6 +76,19 @@ class Reproduction:
             "started": self.started,
             "wall_s": round(self.wall_s, 1),
             "counts": self.counts(),
+            "counts_ours": self.counts(OURS),
+            "field_only": [
+                {
+                    "id": f.id,
+                    "paper": f.paper,
+                    "where": f.where,
+                    "quote": f.quote,
+                    "number": f.paper_number,
+                    "why": f.why,
+                }
+                for f in FIELD_ONLY
+            ],
+            "merged": MERGED,
             "include_flagged": self.include_flagged,
             "scenarios": [s.as_dict() for s in self.scenarios],
             "claims": [r.as_dict() for r in self.rows],
@@ -74,21 +98,28 @@ class Reproduction:
         def cell(s: str) -> str:
             return s.replace("|", "\\|").replace("\n", " ")
 
+        papers = sum(r.claim.kind == PAPER for r in self.rows)
         lines = [
             f"# longlook reproduce --budget {self.budget}",
             "",
-            f"{len(self.rows)} claims: "
+            f"{papers} findings of the papers: "
             + ", ".join(f"{k} {v}" for k, v in self.counts().items())
+            + (
+                f"; {len(self.rows) - papers} of ours (not counted): "
+                + ", ".join(f"{k} {v}" for k, v in self.counts(OURS).items())
+                if len(self.rows) > papers
+                else ""
+            )
             + f"; wall {self.wall_s / 60:.1f} min"
             + (
                 "; **runs flagged by their path audit are counted** (--include-flagged)" if self.include_flagged else ""
             ),
             "",
-            "| claim | paper | where | statement | paper's number | ours | n | p | verdict "
-            "| would need | Mininet | explained by |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+            "| claim | paper | where | statement | the paper says | paper's number | tested as | ours | cells "
+            "| n | p | verdict | would need | Mininet | explained by |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
         ]
-        for r in self.rows:
+        for r in sorted(self.rows, key=lambda r: r.claim.kind != PAPER):
             o, c = r.outcome, r.claim
             ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
             links = ", ".join(f"[{t}]({p})" if p else t for t, p in r.links)
@@ -97,12 +128,15 @@ class Reproduction:
                 + " | ".join(
                     cell(x)
                     for x in (
-                        c.id,
-                        c.paper,
+                        c.id + (" (ours, not counted)" if c.kind == OURS else ""),
+                        c.paper + "".join(f"; also {a.paper}" for a in c.also),
                         c.where,
                         c.statement,
+                        quoted(c),
                         c.paper_number,
+                        c.reads(),
                         ours,
+                        o.coverage or "-",
                         o.n,
                         o.p_text,
                         o.verdict,
@@ -113,6 +147,8 @@ class Reproduction:
                 )
                 + " |"
             )
+        lines += ["", "Field-only findings (not tested, not counted):", ""]
+        lines += [f"- {f.id} ({f.paper}, {f.where}): {f.paper_number}; {f.why}" for f in FIELD_ONLY]
         lines += ["", "| scenario | status | wall | detail |", "|---|---|---|---|"]
         lines += [f"| {s.name} | {s.status} | {s.wall_s:.0f} s | {cell(s.detail)} |" for s in self.scenarios]
         return "\n".join(lines) + "\n"
@@ -141,3 +177,9 @@ class Reproduction:
             tmp.write_text(text)
             tmp.replace(path)
         return [p for p, _ in files]
+
+
+def quoted(c: Claim) -> str:
+    """The paper's sentence as the row shows it, with the other papers making the same finding."""
+    own = f"\u201c{c.quote}\u201d" + (f" (quoted in {c.quote_in})" if c.quote_in else "") if c.quote else "-"
+    return own + "".join(f"; {a.paper}, {a.where}: \u201c{a.quote}\u201d ({a.number})" for a in c.also)

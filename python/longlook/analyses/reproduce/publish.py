@@ -4,7 +4,13 @@ was measured (dates, machine, kernel, the code's commit per session, the binarie
 time the measuring really took (summed over sessions, from the stores: a run resumed the next
 day does not count the night), the share of claims that ended conclusive, each "does not
 hold" explained in words from the state machines its explain step wrote, and the commands that
-regenerate it. Links into the results folder are left out: the folder is not published."""
+regenerate it. Links into the results folder are left out: the folder is not published.
+
+The claims table has one row per finding of a paper (its sentence, the paper's number, how it
+is tested, ours with its interval and n, the claim's own p, the verdict, and the cells of its
+figure the budget left out); only these rows are counted. Our own hypotheses, interventions and
+checks of our client follow in a table of their own, then the findings only the field can
+measure, and the rows of the previous registry merged into one."""
 
 from __future__ import annotations
 
@@ -17,7 +23,9 @@ from pathlib import Path
 
 from ...core.store import Store
 from .activity import SESSION_GAP_S, active_seconds, sessions, stamps as _stamps
-from .output import Reproduction, Row
+from .claims import OURS, PAPER
+from .output import Reproduction, Row, quoted
+from .registry import FIELD_ONLY, MERGED
 
 CONCLUSIVE_GOAL = 0.8
 
@@ -140,9 +148,12 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     scen = prov["scenarios"]
     active = sum(s["active_s"] for s in scen)
     counts = result.counts()
-    judged = len(result.rows)
+    judged = sum(counts.values())
     conclusive = counts.get("holds", 0) + counts.get("does not hold", 0)
-    with_needs = sum(1 for r in result.rows if r.outcome.verdict == "inconclusive" and r.outcome.needs)
+    with_needs = sum(
+        1 for r in result.rows if r.claim.kind == PAPER and r.outcome.verdict == "inconclusive" and r.outcome.needs
+    )
+    ours = result.counts(OURS)
     first = min((s["first"] for s in scen if s["first"]), default=None)
     last = max((s["last"] for s in scen if s["last"]), default=None)
     v, h = prov["versions"], prov["host"]
@@ -167,10 +178,17 @@ def publish_markdown(result: Reproduction, command: str) -> str:
         f"# Reproduction of the papers' claims: `--budget {result.budget}`",
         "",
         f"Generated {datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')} by `{command}` from the results of a "
-        f"real run. **{conclusive} of {judged} claims conclusive ({conclusive / judged:.0%}; goal "
-        f">= {CONCLUSIVE_GOAL:.0%})**: "
+        f"real run. **{conclusive} of {judged} findings of the papers conclusive "
+        f"({conclusive / max(judged, 1):.0%}; goal >= {CONCLUSIVE_GOAL:.0%})**: "
         + ", ".join(f"{k} {n}" for k, n in counts.items())
-        + (f"; {with_needs} inconclusive claim(s) say the rounds they would need." if with_needs else "."),
+        + (f"; {with_needs} inconclusive claim(s) say the rounds they would need" if with_needs else "")
+        + (
+            f". Not counted: {sum(ours.values())} rows of ours ("
+            + ", ".join(f"{k} {n}" for k, n in ours.items())
+            + f"), {len(FIELD_ONLY)} findings only the field can measure."
+            if ours
+            else f". Not counted: {len(FIELD_ONLY)} findings only the field can measure."
+        ),
         "",
         "## Provenance",
         "",
@@ -194,13 +212,40 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     lines += [
         f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min |" for s in scen
     ]
-    lines += ["", "## Claims", "", _table(result), "", "## Why the claims that do not hold do not", ""]
+    lines += [
+        "",
+        "## Claims of the papers",
+        "",
+        "One row per finding, as the paper states it; p is the claim's own test (the one whose smallness "
+        "makes it hold), and a claim tested on fewer cells than its figure has names the cells its budget "
+        "left out.",
+        "",
+        _table(result, PAPER),
+        "",
+    ]
+    if any(r.claim.kind == OURS for r in result.rows):
+        lines += [
+            "## Our own hypotheses, interventions and checks (not counted)",
+            "",
+            _table(result, OURS),
+            "",
+        ]
+    lines += ["## Findings only the field can measure (not tested)", ""]
+    lines += [
+        f"- **{f.id}** ({f.paper}, {f.where}): \u201c{f.quote}\u201d ({f.paper_number}). Not tested: {f.why}."
+        for f in FIELD_ONLY
+    ]
+    lines += ["", "## One finding, one row", ""]
+    lines += [f"- {old} is in {new} (the same finding, both papers named)." for old, new in MERGED.items()]
+    lines += ["", "## Why the claims that do not hold do not", ""]
     failing = [r for r in result.rows if r.outcome.verdict == "does not hold"]
     for r in failing:
         lines += [
             f"### {r.claim.id} ({r.claim.paper}, {r.claim.where})",
             "",
-            f"> {r.claim.statement} (paper: {r.claim.paper_number})",
+            f"> {quoted(r.claim) if r.claim.quote else r.claim.statement} (paper: {r.claim.paper_number})",
+            "",
+            f"Tested as: {r.claim.statement} ({r.claim.reads()})",
             "",
         ]
         lines += [f"- {t}" for t in explanation(r, result.out)] + [""]
@@ -220,15 +265,18 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     return "\n".join(lines)
 
 
-def _table(result: Reproduction) -> str:
+def _table(result: Reproduction, kind: str = PAPER) -> str:
     def cell(s: object) -> str:
         return str(s).replace("|", "\\|").replace("\n", " ")
 
     lines = [
-        "| claim | paper | where | paper's number | ours | n | p | verdict | would need |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| claim | paper | where | the paper says | paper's number | tested as | ours | cells | n | p | verdict "
+        "| would need |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result.rows:
+        if r.claim.kind != kind:
+            continue
         o, c = r.outcome, r.claim
         ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
         lines.append(
@@ -237,10 +285,13 @@ def _table(result: Reproduction) -> str:
                 cell(x)
                 for x in (
                     c.id,
-                    c.paper,
+                    c.paper + "".join(f"; also {a.paper}" for a in c.also),
                     c.where,
+                    quoted(c) if c.quote or c.also else c.statement,
                     c.paper_number,
+                    c.reads(),
                     ours,
+                    o.coverage or "-",
                     o.n,
                     o.p_text,
                     f"**{o.verdict}**",

@@ -37,6 +37,9 @@ class Ate:
             f"holds if wholly {'below' if self.expect == 'lower' else 'above'} 0"
         )
 
+    def claim_cells(self, m: Measured) -> list[str]:
+        return list(m.cells["cell_id"])
+
     def evaluate(self, m: Measured) -> Outcome:
         from ...fallback.intervention import analyze_intervention
 

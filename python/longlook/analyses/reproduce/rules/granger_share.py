@@ -51,13 +51,25 @@ class GrangerShare:
     per-session verdict of analyses.fallback; see the module's docstring)."""
 
     at_least: float = 0.5
+    # a band around the paper's share: the claim also fails when the rejecting share is
+    # shown above at_most + (1 - at_most) alpha (more than a true share of at_most can give)
+    at_most: float | None = None
+    # the pair verdicts whose QUIC-enabled sessions are tested (Chaudhary §6: those where TCP
+    # did better; the default also takes "the same")
+    among: tuple[str, ...] = tuple(TCP_AS_GOOD)
+
+    def _among_text(self) -> str:
+        return " or ".join(v.replace("_", " ") for v in self.among)
 
     def reads(self) -> str:
+        share = f"> {self.at_least:.0%}" if self.at_most is None else f"in {self.at_least:.0%}..{self.at_most:.0%}"
         return (
-            "series F, B, S of the QUIC-enabled sessions shown TCP better or the same; "
-            f"Granger F -> B or S per session (shift null, Holm over B and S); holds if the share > "
-            f"{self.at_least:.0%}"
+            f"series F, B, S of the QUIC-enabled sessions whose pair was shown {self._among_text()}; "
+            f"Granger F -> B or S per session (shift null, Holm over B and S); holds if the share is {share}"
         )
+
+    def claim_cells(self, m: Measured) -> list[str]:
+        return list(m.cells["cell_id"])
 
     def evaluate(self, m: Measured) -> Outcome:
         from ...fallback.from_store import analyze_store
@@ -76,9 +88,7 @@ class GrangerShare:
         """The claim from analyze_store's sessions (pair_verdict, suitable, p_B, p_S and, when
         the analysis gives it, p_either)."""
         level = (1 - confidence) / 2
-        good = (
-            sessions[sessions["pair_verdict"].isin(TCP_AS_GOOD)] if "pair_verdict" in sessions else sessions.iloc[0:0]
-        )
+        good = sessions[sessions["pair_verdict"].isin(self.among)] if "pair_verdict" in sessions else sessions.iloc[0:0]
         ok = good[good["error"].isna()] if "error" in good else good
         suitable = ok[ok["suitable"].fillna(False).astype(bool)] if "suitable" in ok else ok.iloc[0:0]
         p = _either_p(suitable) if len(suitable) else np.array([])
@@ -87,13 +97,23 @@ class GrangerShare:
         hold_at = self.at_least + (1 - self.at_least) * alpha
         fell = int(good["served"].isin(TCP_SERVED).sum()) if "served" in good else 0
         counts = (
-            f"{len(sessions)} sessions, {len(good)} shown TCP better or the same, {fell} of them fell back, "
+            f"{len(sessions)} sessions, {len(good)} shown {self._among_text()}, {fell} of them fell back, "
             f"{len(suitable)} suitable for Granger, {n} testable (F and B or S not constant)"
         )
         if n == 0:
-            return Outcome(UNCLEAR, number="no tested session shown TCP better or the same", n="0", detail=counts)
+            return Outcome(UNCLEAR, number=f"no tested session shown {self._among_text()}", n="0", detail=counts)
         p_hold, p_fail = _binomial_p(k, n, hold_at, True), _binomial_p(k, n, self.at_least, False)
-        verdict = HOLDS if p_hold < level else FAILS if p_fail < level else UNCLEAR
+        # the band's top: a true share of at_most shows at most at_most + (1 - at_most) alpha
+        over_at = None if self.at_most is None else self.at_most + (1 - self.at_most) * alpha
+        p_over = 1.0 if over_at is None else _binomial_p(k, n, over_at, True)
+        p_under = 0.0 if self.at_most is None else _binomial_p(k, n, self.at_most, False)
+        if p_fail < level or p_over < level:
+            verdict = FAILS
+        elif p_hold < level and p_under < level:
+            verdict = HOLDS
+        else:
+            verdict = UNCLEAR
+        p_hold = max(p_hold, p_under)
         ci = sps.binomtest(k, n).proportion_ci(confidence_level=1 - 2 * level, method="exact")
         needs = ""
         if verdict == UNCLEAR:
@@ -119,7 +139,10 @@ class GrangerShare:
             needs=needs,
             detail=f"per session: shift-null Granger F -> B, F -> S, Holm over the two, alpha {alpha:g}; "
             f"holds when the share is above {hold_at:.1%} (the claim's {self.at_least:.0%} plus "
-            f"the sessions a test at {alpha:g} calls in error), fails when the rejecting share is "
-            f"below {self.at_least:.0%} (exact one-sided binomial tests at {level:g}; a test that "
-            f"missed an effect counts as not rejecting); {counts}",
+            f"the sessions a test at {alpha:g} calls in error)"
+            + ("" if over_at is None else f" and below {self.at_most:.0%}")
+            + f", fails when the rejecting share is below {self.at_least:.0%}"
+            + ("" if over_at is None else f" or above {over_at:.1%}")
+            + f" (exact one-sided binomial tests at {level:g}; a test that missed an effect counts as not "
+            f"rejecting); p: the larger of the tests that make it hold; {counts}",
         )

@@ -13,7 +13,7 @@ inconclusive instead of making it hold.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats as sps
@@ -22,7 +22,7 @@ from ....core.verdicts import verdict_producer
 from ...fallback.qoe import BLOCKS, MARGIN, NOT_TESTABLE, QUIC_BETTER, TCP_AS_GOOD, UNDECIDED
 from .. import needed
 from ..measured import Measured
-from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, needs_text, not_run, p_text
+from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, Where, needs_text, not_run, p_text, where_text
 from .session_share import LOST, _binomial_p
 
 
@@ -44,13 +44,18 @@ class PairShare:
     tcp_arm: str = "h2"
     at_least: float = 0.5
     margin: float = MARGIN  # QoE units within which TCP counts as "the same"
+    where: Where = field(default_factory=dict)  # the cells whose pairs count (default: all)
 
     def reads(self) -> str:
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
         return (
             f"temporal QoE per session pair ({self.quic_arm} QUIC-enabled vs {self.tcp_arm} TCP-only, "
-            f"same cell and round), block means per session; holds if TCP is shown better or within "
+            f"same cell and round), block means per session; {cells}; holds if TCP is shown better or within "
             f"{self.margin:g} of QUIC in > {self.at_least:.0%}"
         )
+
+    def claim_cells(self, m: Measured) -> list[str]:
+        return m.select(self.where)
 
     def evaluate(self, m: Measured) -> Outcome:
         from ...fallback.qoe import pair_verdict, session_pairs, temporal_samples
@@ -59,7 +64,10 @@ class PairShare:
         r = m.runs
         if r.empty or m.series is None or m.series.empty:
             return not_run("no session recorded its temporal QoE (series qoe_t)")
-        r = r[r["arm"].isin([self.quic_arm, self.tcp_arm])]
+        cells = self.claim_cells(m)
+        if not cells:
+            return not_run("none of the claim's cells is in this experiment (reduced budget?)")
+        r = r[r["arm"].isin([self.quic_arm, self.tcp_arm]) & r["cell_id"].isin(cells)]
         if "attempt" in r:  # a round's last attempt of an arm is what it gave
             r = r.sort_values("attempt").drop_duplicates(["cell_id", "round", "arm"], keep="last")
         # a pair with a session that failed is in the denominator on neither side: it can help

@@ -66,6 +66,9 @@ class Ratio:
         want = f">= {self.at_least:g}x" if self.at_most is None else f"within {self.at_least:g}x..{self.at_most:g}x"
         return f"{self.metric}, mean {name(self.a)} / mean {name(self.b)}; {cells}; holds if significant and {want}"
 
+    def claim_cells(self, m: Measured) -> list[str]:
+        return m.select(self.where)[:1]
+
     def evaluate(self, m: Measured) -> Outcome:
         cells = m.select(self.where)
         if not cells:

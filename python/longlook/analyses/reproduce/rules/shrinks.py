@@ -80,11 +80,18 @@ class Shrinks:
             f"(interaction > 0, Holm) in >= {self.at_least:.0%} of pairs"
         )
 
-    def evaluate(self, m: Measured) -> Outcome:
+    def _pairs(self, m: Measured) -> list[tuple[str, str]]:
         fast, slow = m.select({self.dim: self.fast}), m.select({self.dim: self.slow})
         key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
         twins = {key(c): c for c in fast}
-        pairs = [(twins[key(c)], c) for c in slow if key(c) in twins]
+        return [(twins[key(c)], c) for c in slow if key(c) in twins]
+
+    def claim_cells(self, m: Measured) -> list[str]:
+        """The twin pairs' cells, fast and slow."""
+        return [c for pair in self._pairs(m) for c in pair]
+
+    def evaluate(self, m: Measured) -> Outcome:
+        pairs = self._pairs(m)
         if not pairs:
             return not_run(f"no cell pair differing only in {self.dim} ({self.fast} vs {self.slow})")
         good = (
@@ -136,6 +143,15 @@ class Shrinks:
         number = (
             f"{name(self.a)}'s relative cost rose in {agree}/{total} pairs, fell in {len(against)}; "
             f"median x{np.median(effects):.2f} of {name(self.a)}/{name(self.b)}"
+        )
+        # the pair the verdict turns on: the need-th by the low end of its interval
+        ranked = sorted((res[i] for i in tested), key=lambda r: -math.inf if math.isnan(r[3]) else r[3], reverse=True)
+        f, s, d, lo, hi, _ = ranked[min(need, len(ranked)) - 1]
+        ci = "" if math.isnan(lo) else f" [{math.exp(lo):.2f}, {math.exp(hi):.2f}]"
+        number += (
+            f"; x{math.exp(d):.2f}{ci} ({m.statistics.confidence:.0%})"
+            if total == 1
+            else f"; the {ordinal(need)} most favourable of {total} pairs, {s}: x{math.exp(d):.2f}{ci}"
         )
         cells = [
             {

@@ -48,6 +48,9 @@ class StateShift:
             f"{self.fast} vs {self.slow}; holds if it appears or is more frequent at {self.slow}"
         )
 
+    def claim_cells(self, m: Measured) -> list[str]:
+        return m.select({self.dim: [self.fast, self.slow]})
+
     def evaluate(self, m: Measured) -> Outcome:
         from ...states.diff import compare
         from ...states.runs import load_runs

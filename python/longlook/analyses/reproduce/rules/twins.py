@@ -48,10 +48,17 @@ class Twins:
             f"holds if {want} in >= {self.at_least:.0%} of the pairs"
         )
 
-    def evaluate(self, m: Measured) -> Outcome:
+    def _pairs(self, m: Measured) -> list[tuple[str, str]]:
         key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
         twins = {key(c): c for c in m.select({self.dim: self.b})}
-        pairs = [(c, twins[key(c)]) for c in m.select({**self.where, self.dim: self.a}) if key(c) in twins]
+        return [(c, twins[key(c)]) for c in m.select({**self.where, self.dim: self.a}) if key(c) in twins]
+
+    def claim_cells(self, m: Measured) -> list[str]:
+        """The claim's cells and their twins."""
+        return [c for pair in self._pairs(m) for c in pair]
+
+    def evaluate(self, m: Measured) -> Outcome:
+        pairs = self._pairs(m)
         if not pairs:
             return not_run(f"no cell pair differing only in {self.dim} ({self.a} vs {self.b})")
         la, lb = f"{self.dim}={self.a}", f"{self.dim}={self.b}"

@@ -59,6 +59,9 @@ class Value:
             f"{self.at_least:g}..{self.at_most:g} {self.unit}"
         )
 
+    def claim_cells(self, m: Measured) -> list[str]:
+        return m.select(self.where)
+
     def evaluate(self, m: Measured) -> Outcome:
         cells = m.select(self.where)
         if not cells:
