@@ -28,6 +28,19 @@ def _grid(shipped: ShippedScenario, budget: str | None) -> Measured:
     return _GRIDS[key]
 
 
+def _coordinates(m: Measured, like: Measured | None = None) -> dict[str, str]:
+    """Each cell's place on the axes of `like` (default: its own grid): the dimensions but the
+    link's label, and the link settings, that take more than one value there."""
+    ref = m if like is None else like
+    dims, links = list(ref.cells["dims"]), list(ref.cells["link_settings"])
+    axes = sorted(k for k in {k for d in dims for k in d} if k != "link" and len({repr(d.get(k)) for d in dims}) > 1)
+    link_axes = sorted(k for k in {k for s in links for k in s} if len({repr(s.get(k)) for s in links}) > 1)
+    return {
+        c: json.dumps([[d.get(k) for k in axes], [s.get(k) for k in link_axes]], default=str)
+        for c, d, s in zip(m.cells["cell_id"], m.cells["dims"], m.cells["link_settings"])
+    }
+
+
 def _values(v: object) -> str:
     return f"{v:g}" if isinstance(v, float) else str(v)
 
@@ -45,6 +58,8 @@ AXES = (
     "n_conn",
     "client_cpu",
     "proxy",
+    "trace",
+    "middlebox",
 )
 
 
@@ -57,9 +72,10 @@ def left_out_text(figure: Measured, cells: list[str], kept: set[str]) -> str:
         return "all of them"
     names = sorted({k for d in dims.values() for k in d})
     varies = [k for k in names if len({_values(d.get(k)) for d in dims.values()}) > 1]
-    axes = [k for k in AXES if k in varies]
+    # the figure's axes first, then what else varies but the labels that repeat them
+    shown = [k for k in AXES if k in varies] + [k for k in varies if k not in AXES and k not in ("link", "workload")]
     parts = []
-    for k in axes or varies:
+    for k in shown or varies:
         values = list(dict.fromkeys(_values(d.get(k)) for d in dims.values()))
         if len(values) < 2:
             continue
@@ -79,13 +95,13 @@ def coverage(claim: Claim, shipped: ShippedScenario, budget: str) -> tuple[list[
         ran = _grid(shipped, budget) if budget != "paper" else figure
     except LonglookError as e:
         return [], f"its scenario's grid could not be read ({e.message})"
-    # a cell is the same cell in both grids by what it is, not by its id (a link's label
-    # names only what differs between the grid's links)
-    key = lambda m: dict(zip(m.cells["cell_id"], m.cells["key"]))  # noqa: E731
-    fig_key, ran_key = key(figure), key(ran)
+    # a cell of the figure is where it lies on the figure's axes (the dimensions and link
+    # settings that vary over the paper's grid), not its id (a link's label depends on the
+    # grid's other links) nor what a budget shortens (a clip, a download, the flows)
+    at = _coordinates(figure)
     cells = claim.rule.claim_cells(figure)
-    ran_keys = {ran_key[c] for c in claim.rule.claim_cells(ran)}
-    kept = {c for c in cells if fig_key[c] in ran_keys}
+    ran_at = {k for c, k in _coordinates(ran, like=figure).items() if c in set(claim.rule.claim_cells(ran))}
+    kept = {c for c in cells if at[c] in ran_at}
     out = [c for c in cells if c not in kept]
     if not cells:
         return [], ""

@@ -8,9 +8,10 @@ flows of one run share a bottleneck (one's gain is the other's loss): rules comp
 paired by run, never as independent samples.
 
 Each cell's dimensions carry `middlebox` (what its link's middlebox sets, "none" without
-one): a link's label names only the settings that differ between a scenario's links, so a
-budget whose links all block UDP labels them as if nothing did, and a claim must not read
-such cells for a comparison the middlebox decides (registry: `Claim.breaks_quic`).
+one, "unknown" when the stored scenario cannot be gridded today): a link's label names only
+the settings that differ between a scenario's links, so a budget whose links all block UDP
+labels them as if nothing did, and a claim must not read such cells for a comparison the
+middlebox decides (registry: `Claim.breaks_quic`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import pandas as pd
 
 from ...core.spec import ScenarioBase, Statistics
 from ...core.store import Store
+from ...errors import LonglookError
 from ...linkprofile import LinkProfile
 
 TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
@@ -61,10 +63,12 @@ class Measured:
             cells = store.cells_frame()
             try:
                 boxes = {c.id: middlebox_text(c.link) for c in scenario.cells()}
-            except (AttributeError, ValueError):
+            except (AttributeError, ValueError, LonglookError):  # a stored scenario today's code cannot grid
                 boxes = {}
             cells = cells.assign(
-                dims=[{**(d or {}), "middlebox": boxes.get(c, "none")} for c, d in zip(cells["cell_id"], cells["dims"])]
+                dims=[
+                    {**(d or {}), "middlebox": boxes.get(c, "unknown")} for c, d in zip(cells["cell_id"], cells["dims"])
+                ]
             )
             return cls(
                 cells=cells,
@@ -142,13 +146,25 @@ def middlebox_text(link: LinkProfile) -> str:
 
 def grid(scenario: ScenarioBase) -> pd.DataFrame:
     """A scenario's cells as a Measured's `cells` (their dimensions with `middlebox`), and
-    `key`: what the cell is whatever its id (dimensions and the whole link): a link's label, so
-    a cell's id, depends on the other links of the grid."""
-    cells = scenario.cells()
+    `link_settings`: every setting of the cell's link, flattened (a link's label names only
+    what differs between the grid's links, so it does not tell a cell across grids)."""
     rows = []
-    for c in cells:
-        dims = {**c.dims(), "middlebox": middlebox_text(c.link)}
-        link = c.link.model_dump(mode="json", exclude={"name"})
-        key = json.dumps({**{k: v for k, v in dims.items() if k != "link"}, "link": link}, sort_keys=True, default=str)
-        rows.append({"cell_id": c.id, "dims": dims, "key": key})
-    return pd.DataFrame(rows, columns=["cell_id", "dims", "key"])
+    for c in scenario.cells():
+        rows.append(
+            {
+                "cell_id": c.id,
+                "dims": {**c.dims(), "middlebox": middlebox_text(c.link)},
+                "link_settings": _flat(c.link.model_dump(mode="json", exclude={"name"})),
+            }
+        )
+    return pd.DataFrame(rows, columns=["cell_id", "dims", "link_settings"])
+
+
+def _flat(d: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            out.update(_flat(v, f"{prefix}{k}."))
+        else:
+            out[f"{prefix}{k}"] = json.dumps(v, sort_keys=True, default=str) if isinstance(v, list) else v
+    return out
