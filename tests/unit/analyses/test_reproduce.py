@@ -255,6 +255,18 @@ def test_no_run_reads_the_directory_and_writes_the_report(tmp_path):
     assert 'data-verdict="holds"' in html and 'data-verdict="not run"' in html
     md = (tmp_path / "reproduction.md").read_text()
     assert "not run: not measured yet" in md and "not run: not run" not in md  # said once
+    # the papers' findings in one table, our own rows (never counted) in another
+    papers_table = html[html.index('id="claims-table"') : html.index("</table>", html.index('id="claims-table"'))]
+    assert 'id="kakhki-fig2"' in papers_table and "Field-only findings" in html
+
+
+def test_our_own_rows_are_a_table_of_their_own_in_the_html(tmp_path):
+    result = reproduce(tmp_path, budget="short", only=["kakhki-fig2", "chaudhary-causal"], execute=False)
+    html = (tmp_path / "reproduction.html").read_text()
+    papers = html[html.index('id="claims-table"') : html.index("</table>", html.index('id="claims-table"'))]
+    ours = html[html.index('id="ours-table"') : html.index("</table>", html.index('id="ours-table"'))]
+    assert 'id="kakhki-fig2"' in papers and 'id="chaudhary-causal"' not in papers
+    assert 'id="chaudhary-causal"' in ours and {r.claim.id for r in result.rows} == {"kakhki-fig2", "chaudhary-causal"}
 
 
 def test_a_claim_that_does_not_hold_links_to_its_explanation(tmp_path):

@@ -159,7 +159,12 @@ class Reproduction:
             .get_template("reproduce.html.j2")
             .render(
                 r=self,
-                rows=self.rows,
+                paper_rows=[row for row in self.rows if row.claim.kind == PAPER],
+                our_rows=[row for row in self.rows if row.claim.kind == OURS],
+                ours_kind=OURS,
+                field_only=FIELD_ONLY,
+                merged=MERGED,
+                quoted=quoted,
                 classes=VERDICT_CLASS,
                 generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
             )
