@@ -24,6 +24,10 @@
 //! Counters reach the stats writer once per interval, or at once when it wakes the thread
 //! through its eventfd (SIGUSR1: a run's audit wants them up to now).
 //!
+//! Re-phasing (SIGUSR2, `crate::phase`): each arrival first asks the shared request count
+//! whether a new trace phase was asked for (one relaxed load); the first packet of the
+//! direction that arrived after the request re-anchors its link before it is timed.
+//!
 //! Lazy reading: with stamps, when a read is late changes nothing. A packet can be due no
 //! earlier than its arrival + the direction's *lead* (delay, less the jitter's lower bound
 //! and the reorder advance), so with a lead of 0.45 ms or more the thread does not
@@ -39,6 +43,7 @@ use crate::flows::FlowTable;
 use crate::model::{DropReason, Link, Outcome};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
+use crate::phase::{PhaseFollower, TracePhase};
 use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
 use crate::sys::{realtime_ns, wait_any, Clock, Waker};
 use std::collections::VecDeque;
@@ -48,7 +53,8 @@ use std::sync::{Arc, Mutex};
 
 /// What ties a direction to the rest of linkem: the clock and timing both directions share,
 /// where it publishes its counters for the writer, how the writer wakes it to publish now
-/// or tells it to stop, and the packet log both directions append to.
+/// or tells it to stop, the packet log both directions append to, and the trace re-phase
+/// requests both directions follow.
 pub struct Wiring {
     pub clock: Clock,
     pub timing: Timing,
@@ -56,6 +62,7 @@ pub struct Wiring {
     pub publish_waker: Arc<Waker>,
     pub stop: Arc<AtomicBool>,
     pub pcap: Option<Arc<PcapLog>>,
+    pub trace_phase: Arc<TracePhase>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -140,6 +147,8 @@ pub struct Direction<D: Datapath> {
     publish_waker: Arc<Waker>,
     stop: Arc<AtomicBool>,
     pcap: Option<Arc<PcapLog>>,
+    /// Which re-phase request the link runs on (`crate::phase`).
+    phase: PhaseFollower,
 }
 
 fn unparsed_key() -> FlowKey {
@@ -149,7 +158,7 @@ fn unparsed_key() -> FlowKey {
 
 impl<D: Datapath> Direction<D> {
     pub fn new(name: &'static str, queue: D, profile: &DirectionProfile, seed: u64, wiring: Wiring) -> Direction<D> {
-        let Wiring { clock, timing, shared, publish_waker, stop, pcap } = wiring;
+        let Wiring { clock, timing, shared, publish_waker, stop, pcap, trace_phase } = wiring;
         Direction {
             name,
             queue,
@@ -171,6 +180,7 @@ impl<D: Datapath> Direction<D> {
             publish_waker,
             stop,
             pcap,
+            phase: PhaseFollower::new(trace_phase),
         }
     }
 
@@ -278,6 +288,7 @@ impl<D: Datapath> Direction<D> {
                 last_arrival,
                 pcap,
                 read_lag_ns,
+                phase,
                 ..
             } = self;
             let allowed_wait = *read_lag_ns;
@@ -299,6 +310,9 @@ impl<D: Datapath> Direction<D> {
                     }
                 };
                 *last_arrival = arrival;
+                if let Some((origin_ns, phase_ns)) = phase.follow(arrival) {
+                    link.rephase(origin_ns, phase_ns);
+                }
                 if let Some(log) = pcap {
                     log.record((arrival as i128 + realtime_offset) as u64, p.bytes, p.orig_len);
                 }

@@ -25,6 +25,7 @@ pub mod model;
 pub mod nfqueue;
 pub mod packet;
 pub mod pcap;
+pub mod phase;
 pub mod rng;
 pub mod sojourn;
 pub mod stats;

@@ -8,6 +8,7 @@ use linkem::datapath::{enable_rx_timestamps, Datapath};
 use linkem::engine::{Direction, Timing, Wiring};
 use linkem::nfqueue::{kernel_queue_stats, KernelQueueStats, NfQueue, MAX_COPY_BYTES};
 use linkem::pcap::PcapLog;
+use linkem::phase::{read_phase_file, TracePhase};
 use linkem::rng::Rng;
 use linkem::stats::{stats_json, write_atomic, DirectionSnapshot, FlowLog};
 use linkem::sys;
@@ -99,6 +100,10 @@ struct RunArgs {
     /// The down direction's `IN,OUT,MAC`. Needs --afpacket-up.
     #[arg(long, value_parser = parse_ports, requires = "afpacket_up")]
     afpacket_down: Option<Ports>,
+    /// On SIGUSR2, read the trace phase (ms, one number >= 0) from this file and restart both
+    /// directions' traces there at the next packet; read at each signal, not at start.
+    #[arg(long)]
+    phase_file: Option<PathBuf>,
 }
 
 fn parse_ports(s: &str) -> Result<Ports, String> {
@@ -146,20 +151,29 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let cpu_latency_hold = hold_cpu_wakeup_latency(&args);
     let clock = sys::Clock::start();
     let stop = Arc::new(AtomicBool::new(false));
+    let trace_phase = Arc::new(TracePhase::default());
     let mut cadence = cadence_of(&args, clock);
-    let start =
-        Start { args: &args, seed, clock, timing: timing_of(&args, &cadence), stop: stop.clone(), pcap: pcap.clone() };
+    let start = Start {
+        args: &args,
+        seed,
+        clock,
+        timing: timing_of(&args, &cadence),
+        stop: stop.clone(),
+        pcap: pcap.clone(),
+        trace_phase: trace_phase.clone(),
+    };
     let Ok(Started { directions, threads }) = start_directions(&start, &config) else {
         stop.store(true, Ordering::Relaxed);
         return ExitCode::from(1);
     };
     let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
-    let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us);
+    let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us, trace_phase);
     // A stats file exists from the moment we say `ready`, so a reader never races the first
     // interval.
     outputs.write(true, true);
     say_ready();
-    let mut failed = write_until_stopped(clock, &mut cadence, &threads, &mut outputs);
+    let phase_file = args.phase_file.as_deref();
+    let mut failed = write_until_stopped(clock, phase_file, &mut cadence, &threads, &mut outputs);
     stop.store(true, Ordering::Relaxed);
     failed |= join_directions(threads);
     outputs.write(true, true);
@@ -257,6 +271,7 @@ struct Start<'a> {
     timing: Timing,
     stop: Arc<AtomicBool>,
     pcap: Option<Arc<PcapLog>>,
+    trace_phase: Arc<TracePhase>,
 }
 
 /// A running direction as the writer sees it: where it publishes its counters, and how to
@@ -322,6 +337,7 @@ impl Start<'_> {
             publish_waker: waker.clone(),
             stop: self.stop.clone(),
             pcap: self.pcap.clone(),
+            trace_phase: self.trace_phase.clone(),
         }
     }
 
@@ -364,10 +380,12 @@ fn say_ready() {
     let _ = out.flush();
 }
 
-/// Write the outputs on their cadence, and the stats at once on SIGUSR1, until a termination
-/// signal (false) or a direction thread's end (true: a failure).
+/// Write the outputs on their cadence, and the stats at once on SIGUSR1 and SIGUSR2 (after
+/// taking the re-phase request), until a termination signal (false) or a direction thread's
+/// end (true: a failure).
 fn write_until_stopped(
     clock: sys::Clock,
+    phase_file: Option<&Path>,
     cadence: &mut Cadence,
     threads: &[DirectionThread],
     outputs: &mut Outputs,
@@ -378,6 +396,13 @@ fn write_until_stopped(
             // keeps its regular interval
             Some(libc::SIGUSR1) => {
                 publish_now(clock, outputs.directions);
+                outputs.write(true, false);
+                continue;
+            }
+            // SIGUSR2: the next run wants the trace from a given phase; the stats say at once
+            // whether the request was taken (`trace_phase`)
+            Some(libc::SIGUSR2) => {
+                take_phase_request(phase_file, &outputs.trace_phase, clock.now_ns());
                 outputs.write(true, false);
                 continue;
             }
@@ -393,6 +418,24 @@ fn write_until_stopped(
         let due = cadence.due(clock.now_ns());
         if due.stats || (due.flow_log && outputs.flow_log.is_some()) {
             outputs.write(due.stats, due.flow_log);
+        }
+    }
+}
+
+/// SIGUSR2: read the phase from `--phase-file` and hand it to the directions as a request
+/// taken at `now_ns`. One that cannot be taken is said on stderr, counted as rejected, and
+/// changes nothing (the link keeps its phase).
+fn take_phase_request(phase_file: Option<&Path>, trace_phase: &TracePhase, now_ns: u64) {
+    let Some(file) = phase_file else {
+        linkem::say!("linkem: SIGUSR2 without --phase-file: no phase to move to; ignored");
+        trace_phase.reject();
+        return;
+    };
+    match read_phase_file(file) {
+        Ok(phase_ms) => trace_phase.request(phase_ms, now_ns),
+        Err(e) => {
+            linkem::say!("linkem: SIGUSR2: {e}; ignored");
+            trace_phase.reject();
         }
     }
 }
@@ -427,6 +470,8 @@ struct Outputs<'a> {
     kernel_queues: Option<Vec<Option<KernelQueueStats>>>,
     seed: u64,
     cpu_latency_us: Option<u32>,
+    /// Re-phase requests, reported as `trace_phase`.
+    trace_phase: Arc<TracePhase>,
 }
 
 impl<'a> Outputs<'a> {
@@ -436,6 +481,7 @@ impl<'a> Outputs<'a> {
         directions: &'a [Published],
         seed: u64,
         cpu_latency_us: Option<u32>,
+        trace_phase: Arc<TracePhase>,
     ) -> Self {
         let flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
             Ok(f) => f,
@@ -446,7 +492,8 @@ impl<'a> Outputs<'a> {
         };
         let nfqueue = args.afpacket_up.is_none();
         let kernel_queues = nfqueue.then(|| vec![None; directions.len()]);
-        Outputs { clock, directions, stats: args.stats.as_deref(), flow_log, kernel_queues, seed, cpu_latency_us }
+        let stats = args.stats.as_deref();
+        Outputs { clock, directions, stats, flow_log, kernel_queues, seed, cpu_latency_us, trace_phase }
     }
 
     /// The stats document if `stats`, a flow-log line if `flow_log` (and there is a flow log).
@@ -500,6 +547,7 @@ impl<'a> Outputs<'a> {
         doc["covers_mono_ms"] = ((self.clock.to_monotonic_ns(covers) as f64 / 1e3).round() / 1e3).into();
         doc["seed"] = self.seed.into();
         doc["cpu_latency_hold_us"] = self.cpu_latency_us.into();
+        doc["trace_phase"] = self.trace_phase.json();
         if let Err(e) = write_atomic(path, &doc) {
             linkem::say!("linkem: --stats {}: {e}", path.display());
         }

@@ -142,19 +142,22 @@ fn termination_set() -> libc::sigset_t {
         libc::sigaddset(&mut set, libc::SIGTERM);
         libc::sigaddset(&mut set, libc::SIGINT);
         libc::sigaddset(&mut set, libc::SIGUSR1);
+        libc::sigaddset(&mut set, libc::SIGUSR2);
         set
     }
 }
 
-/// Block SIGTERM/SIGINT (stop) and SIGUSR1 (write the stats now) in this thread and the
-/// threads it spawns later; the main thread then takes them synchronously with
-/// `wait_termination`.
+/// Block SIGTERM/SIGINT (stop), SIGUSR1 (write the stats now) and SIGUSR2 (re-phase the
+/// trace) in this thread and the threads it spawns later; the main thread then takes them
+/// synchronously with `wait_termination`. Blocked, SIGUSR2 never takes its default action
+/// (ending the process), whether or not there is a phase file.
 pub fn block_termination_signals() {
     let set = termination_set();
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
 }
 
-/// Wait up to `timeout_ns` for SIGTERM/SIGINT/SIGUSR1. Returns the signal number if one came.
+/// Wait up to `timeout_ns` for SIGTERM/SIGINT/SIGUSR1/SIGUSR2. Returns the signal number if
+/// one came.
 pub fn wait_termination(timeout_ns: u64) -> Option<i32> {
     let set = termination_set();
     let ts = libc::timespec {

@@ -89,6 +89,12 @@ impl Link {
         self.delay.delay_ns()
     }
 
+    /// Re-anchor a trace serializer: clock time `origin_ns` becomes trace time `phase_ns`
+    /// (`rate::TraceRate::rephase`; `crate::phase`). A fixed rate is unaffected.
+    pub fn rephase(&mut self, origin_ns: u64, phase_ns: u64) {
+        self.serializer.rephase(origin_ns, phase_ns);
+    }
+
     /// Decide a packet's fate. Calls must come in arrival order (`now_ns` non-decreasing).
     /// `bytes` is the copied prefix of the packet (the middlebox reads headers in it), `mb`
     /// the flow's middlebox state.

@@ -10,6 +10,10 @@
 //! link does not bank capacity). A packet larger than what is left continues in the next
 //! opportunities. The packet departs at the opportunity that carries its last byte.
 //!
+//! Trace time: the trace starts at linkem's start, unless re-phased (`TraceRate::rephase`,
+//! `crate::phase`): then a packet arriving at clock time a meets the trace at trace time
+//! (a − origin) + phase, so that runs started at different times meet the same stretch.
+//!
 //! Each packet's transmission also has a *start*: when its first bit goes onto the link (the
 //! fixed rate's start, the opportunity that carries a trace packet's first byte). start −
 //! arrival is the time it waited in the buffer, its sojourn (`crate::sojourn`).
@@ -46,6 +50,13 @@ impl Serializer {
             Serializer::Trace(t) => t.transmit(arrival_ns, len),
         }
     }
+
+    /// Re-anchor a trace (see `TraceRate::rephase`); a fixed rate has no phase to change.
+    pub fn rephase(&mut self, origin_ns: u64, phase_ns: u64) {
+        if let Serializer::Trace(t) = self {
+            t.rephase(origin_ns, phase_ns);
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -77,8 +88,19 @@ impl FixedRate {
 #[derive(Debug, Clone)]
 pub struct TraceRate {
     trace: Trace,
-    /// Absolute index of the opportunity being consumed.
+    /// Clock time (ns) at which trace time is `phase_ns`: clock time t is trace time
+    /// (t − origin) + phase. 0 and 0 until re-phased: trace time is linkem's clock.
+    origin_ns: u64,
+    /// Within one period.
+    phase_ns: u64,
+    /// No opportunity of the current phase before this clock time is used: the packets
+    /// timed on the previous phase leave first (the link stays FIFO across a re-phase, as
+    /// the release queues and the buffer expect), and the instant of the last of them is
+    /// not served twice.
+    not_before_ns: u64,
+    /// Absolute index (on the trace's own time line) of the opportunity being consumed.
     k: u64,
+    /// Its clock time.
     time_ns: u64,
     left: u32,
     started: bool,
@@ -86,7 +108,7 @@ pub struct TraceRate {
 
 impl TraceRate {
     pub fn new(trace: Trace) -> Self {
-        TraceRate { trace, k: 0, time_ns: 0, left: 0, started: false }
+        TraceRate { trace, origin_ns: 0, phase_ns: 0, not_before_ns: 0, k: 0, time_ns: 0, left: 0, started: false }
     }
 
     pub fn departure(&mut self, arrival_ns: u64, len: u32) -> u64 {
@@ -96,7 +118,7 @@ impl TraceRate {
     pub fn transmit(&mut self, arrival_ns: u64, len: u32) -> Transmission {
         let usable = self.started && self.left > 0 && self.time_ns >= arrival_ns;
         if !usable {
-            let mut k = self.trace.first_at_or_after(arrival_ns);
+            let mut k = self.trace.first_at_or_after(self.trace_time(arrival_ns.max(self.not_before_ns)));
             if self.started && k <= self.k {
                 k = self.k + 1; // an opportunity is used at most once
             }
@@ -118,9 +140,40 @@ impl TraceRate {
         Transmission { start_ns, departure_ns: self.time_ns }
     }
 
+    /// From now on, clock time `origin_ns` is trace time `phase_ns` (taken within the
+    /// period). The opportunity being consumed is dropped with its bytes left: a run on the
+    /// new phase inherits no capacity from the old one. Packets already timed keep their
+    /// times, and later ones are served only after the last of them has left.
+    pub fn rephase(&mut self, origin_ns: u64, phase_ns: u64) {
+        if self.started {
+            self.not_before_ns = self.not_before_ns.max(self.time_ns + 1);
+        }
+        self.origin_ns = origin_ns;
+        // a loaded trace's period is > 0; checked all the same, this runs in a direction thread
+        self.phase_ns = phase_ns.checked_rem(self.trace.period_ms() * 1_000_000).unwrap_or(0);
+        self.k = 0;
+        self.time_ns = 0;
+        self.left = 0;
+        self.started = false;
+    }
+
+    /// Trace time of clock time `t_ns`; a time before the origin (an arrival stamped before
+    /// the other direction's anchoring packet) counts as the origin.
+    #[inline]
+    fn trace_time(&self, t_ns: u64) -> u64 {
+        t_ns.saturating_sub(self.origin_ns) + self.phase_ns
+    }
+
+    /// Clock time of trace time `t_ns`, which is never before the phase (opportunities are
+    /// looked up from trace times at or after it).
+    #[inline]
+    fn clock_time(&self, t_ns: u64) -> u64 {
+        t_ns - self.phase_ns + self.origin_ns
+    }
+
     fn open(&mut self, k: u64) {
         self.k = k;
-        self.time_ns = self.trace.opportunity_ns(k);
+        self.time_ns = self.clock_time(self.trace.opportunity_ns(k));
         self.left = OPPORTUNITY_BYTES;
     }
 }
@@ -197,5 +250,94 @@ mod tests {
             last = t.departure(0, 1500);
         }
         assert_eq!(last, 10_000 * 1_000_000);
+    }
+
+    /// Departures of `packets` (arrival, bytes), each minus `origin_ns`.
+    fn departures_from(t: &mut TraceRate, origin_ns: u64, packets: &[(u64, u32)]) -> Vec<u64> {
+        packets.iter().map(|&(a, len)| t.departure(origin_ns + a, len) - origin_ns).collect()
+    }
+
+    #[test]
+    fn a_rephased_trace_restarts_at_its_origin() {
+        let ms = 1_000_000;
+        let trace = Trace::from_times(vec![1, 1, 3, 4, 7, 10]);
+        // several periods: shared opportunities, spills, idle gaps, a wrap
+        let packets = [(0, 500), (0, 1500), (ms, 3000), (5 * ms, 100), (9 * ms, 1500), (23 * ms, 40), (23 * ms, 1500)];
+        let mut fresh = TraceRate::new(trace.clone());
+        let mut rephased = TraceRate::new(trace);
+        // an earlier run, over by 37 ms, leaving 1000 bytes of an opportunity
+        assert_eq!(rephased.departure(30 * ms, 500), 31 * ms);
+        rephased.rephase(37 * ms, 0);
+        let want = departures_from(&mut fresh, 0, &packets);
+        assert_eq!(departures_from(&mut rephased, 37 * ms, &packets), want);
+        // without the re-phase, 37 ms meets the trace at 7 ms of its period
+        let mut unphased = TraceRate::new(Trace::from_times(vec![1, 1, 3, 4, 7, 10]));
+        assert_ne!(departures_from(&mut unphased, 37 * ms, &packets), want);
+    }
+
+    #[test]
+    fn a_phase_starts_at_the_first_opportunity_at_or_after_it() {
+        let ms = 1_000_000;
+        let origin = 100 * ms;
+        let first_departure = |phase_ms: u64, arrival_ms: u64| {
+            let mut t = TraceRate::new(Trace::from_times(vec![2, 4, 10]));
+            t.rephase(origin, phase_ms * ms);
+            t.departure(origin + arrival_ms * ms, 100)
+        };
+        // trace time 5 ms: the 10 ms opportunity, 5 ms after the origin
+        assert_eq!(first_departure(5, 0), origin + 5 * ms);
+        assert_eq!(first_departure(4, 0), origin); // an opportunity at the phase itself
+        assert_eq!(first_departure(25, 0), origin + 5 * ms); // phases wrap over the period
+        assert_eq!(first_departure(5, 3), origin + 5 * ms); // trace time 8 ms: still the 10
+        assert_eq!(first_departure(5, 6), origin + 7 * ms); // 11 ms: 12 ms, the next period's 2
+
+        // fractional phases: trace time 1.5 ms, the 2 ms opportunity
+        let mut t = TraceRate::new(Trace::from_times(vec![2, 4, 10]));
+        t.rephase(origin, 1_500_000);
+        assert_eq!(t.departure(origin, 100), origin + ms / 2);
+    }
+
+    #[test]
+    fn a_rephase_drops_the_bytes_left_of_an_opportunity() {
+        let ms = 1_000_000;
+        let run = |rephase: bool| {
+            let mut t = TraceRate::new(Trace::from_times((1..=10).collect()));
+            assert_eq!(t.departure(0, 500), ms); // 1000 bytes left of the 1 ms opportunity
+            if rephase {
+                t.rephase(0, 0); // the same time line, the opportunity state reset
+            }
+            (t.departure(ms / 2, 1000), t.departure(ms / 2, 1000))
+        };
+        // without: the next packet shares the leftover; with: the 1 ms opportunity is gone
+        // and the 2 ms one is whole
+        assert_eq!(run(false), (ms, 2 * ms));
+        assert_eq!(run(true), (2 * ms, 3 * ms));
+    }
+
+    #[test]
+    fn packets_after_a_rephase_leave_after_those_before_it() {
+        let ms = 1_000_000;
+        let mut t = TraceRate::new(Trace::from_times((1..=10).collect()));
+        for _ in 0..5 {
+            t.departure(0, 1500); // 1 .. 5 ms
+        }
+        // the new phase's opportunities are at 0.4 ms, 1.4 ms ...: the first after 5 ms
+        t.rephase(ms, 600_000);
+        assert_eq!(t.transmit(ms, 1500), Transmission { start_ns: 5_400_000, departure_ns: 5_400_000 });
+        // an idle link: the new phase from the arrival on
+        assert_eq!(t.departure(20 * ms, 100), 20_400_000);
+    }
+
+    #[test]
+    fn a_fixed_rate_ignores_rephasing() {
+        let mut plain = Serializer::Fixed(FixedRate::new(12.0));
+        let mut asked = Serializer::Fixed(FixedRate::new(12.0));
+        let packets = [(0, 1500), (300_000, 1500), (5_000_000, 750)];
+        for (i, &(a, len)) in packets.iter().enumerate() {
+            if i == 1 {
+                asked.rephase(200_000, 7_000_000);
+            }
+            assert_eq!(asked.transmit(a, len), plain.transmit(a, len));
+        }
     }
 }
