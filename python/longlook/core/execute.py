@@ -40,6 +40,8 @@ from .spec import ArmBase, CellBase, ScenarioBase
 from .stats import MIN_N
 from .status import completion, settles, shortfalls
 from .store import DB_FILE, RUNS_DIR, Store, environment_versions
+from .trace_phase import DETAIL as TRACE_PHASE_DETAIL
+from .trace_phase import run_phase_ms
 
 
 class LinkCheckFailed(LonglookError):
@@ -159,6 +161,10 @@ def measure_run(
         if bench.kind.fresh_link_per_run and not capture.restarts_link:
             relink()
         capture.begin()  # a pcap: linkem restarted writing the run's file
+    with phase("trace phase"):
+        trace_phase = run_phase_ms(sc.trace_phase, link, sc.base_dir, sc.seed, round_index)
+        if trace_phase is not None:
+            tb.rephase_trace(trace_phase)
     with phase("client CPU group"):
         tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
     audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
@@ -200,6 +206,8 @@ def measure_run(
         m.metrics = {**m.metrics, **cpu_metrics}
         m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
         m.details["receiver_drops"] = a.receiver_drops  # UDP datagrams the endpoints' sockets dropped
+        if trace_phase is not None:
+            m.details[TRACE_PHASE_DETAIL] = trace_phase
         if tb.cpus.as_dict():
             m.details["cpus"] = tb.cpus.as_dict()
             m.details["cpus_shared"] = tb.cpus.shared()

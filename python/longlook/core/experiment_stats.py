@@ -15,6 +15,7 @@ import pandas as pd
 from ..errors import LonglookError, check_range
 from .kind import Metric
 from .spec import Fidelity, ScenarioBase, Statistics
+from .trace_phase import paired_cells
 from .stats import CellComparison, Test, compare_cells, comparisons_frame, options
 from .status import counted_runs
 from .store import Store
@@ -115,6 +116,7 @@ def analyse(
                 timeout_s=scenario.timeout_s if scenario else None,
                 exclude_flagged=fidelity.exclude_flagged,
             ),
+            paired_cells=paired_cells(runs),
         )
     return Analysis(exp, scenario, st, pairs, runs, cells, comparisons, metric, fidelity, kind)
 

@@ -197,6 +197,9 @@ class ScenarioBase(BaseModel):
     testbed: TestbedOptions = Field(default_factory=TestbedOptions)
     capture: Capture = Field(default_factory=Capture)  # pcap and key log per run (core.capture)
     links: list[LinkProfile]
+    # where a run over a trace meets it: every run at its start, or a phase per round shared
+    # by the round's arms (core.trace_phase)
+    trace_phase: Literal["start", "random"] = "start"
     # the client's CPU budgets (testbed/cpu.py); each kind cell runs once per budget
     client_cpu: list[CpuBudget] = []
 

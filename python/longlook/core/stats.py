@@ -48,7 +48,7 @@ import warnings
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
-from typing import Iterable, Literal, Sequence
+from typing import Collection, Iterable, Literal, Sequence
 
 import numpy as np
 import pandas as pd
@@ -637,14 +637,16 @@ def compare_cells(
     pair_on: str | None = None,
     survivorship_alpha: float = SURVIVORSHIP_ALPHA,
     failure_value: float | None = None,
+    paired_cells: Collection[str] = (),
 ) -> list[CellComparison]:
     """One CellComparison per (cell, pair) over the runs that count (core.status). `runs`
     needs columns cell_id, arm, round, status, protocol_requested, protocol_negotiated and
     `metric` (Store.runs_frame() has them). `pair_on` (e.g. "run_id" for the flows of one
     run, "round" for the arms of one round): a paired design. Each arm's completion is
     checked for survivorship; `failure_value` (core.failures) makes a failed or timed-out
-    round an outcome with that value instead. Holm correction, when asked for, is applied
-    across the cells of each pair."""
+    round an outcome with that value instead. `paired_cells`: cells paired by round whatever
+    `pair_on` says (their arms met the same network in each round: core.trace_phase). Holm
+    correction, when asked for, is applied across the cells of each pair."""
     good = counted_runs(runs, metric, exclude_flagged=exclude_flagged)
     if failure_value is not None and not runs.empty:
         good = with_failures_as_outcomes(runs, good, metric, failure_value)
@@ -657,8 +659,9 @@ def compare_cells(
     for a_label, b_label in pairs:
         batch = []
         for cid in cell_ids:
-            if pair_on:
-                xa, xb = _pairs_of(good, cid, a_label, b_label, metric, pair_on)
+            on = pair_on or ("round" if cid in paired_cells else None)
+            if on:
+                xa, xb = _pairs_of(good, cid, a_label, b_label, metric, on)
             else:
                 xa, xb = groups.get((cid, a_label), empty), groups.get((cid, b_label), empty)
             batch.append(
@@ -674,7 +677,7 @@ def compare_cells(
                     metric=metric,
                     lower_is_better=lower_is_better,
                     better_word=better_word,
-                    paired=pair_on is not None,
+                    paired=on is not None,
                     completion_a=done.get((cid, a_label)),
                     completion_b=done.get((cid, b_label)),
                     survivorship_alpha=survivorship_alpha,

@@ -65,6 +65,9 @@ class Linkem:
         self.stdout_path = workdir / "linkem.stdout"
         self.stderr_path = workdir / "linkem.stderr"
         self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
+        self.phase_path = workdir / "linkem-phase"  # a trace's phase, read on SIGUSR2
+        self.phase_requests = 0  # requests linkem took (its stats' `trace_phase`), and refused
+        self.phase_rejections = 0
         argv = [
             str(find_binary("linkem")),
             "run",
@@ -80,6 +83,8 @@ class Linkem:
             str(stats_interval_ms),
             "--cpu-latency-us",
             str(cpu_wakeup_latency_us()),
+            "--phase-file",
+            str(self.phase_path),
         ]  # the testbed's own request
         if afpacket is not None:  # linkem forwards itself: (up, down) as IN,OUT,NEXT_HOP_MAC
             argv += ["--afpacket-up", afpacket[0], "--afpacket-down", afpacket[1]]
@@ -186,6 +191,31 @@ class Linkem:
             time.sleep(0.001)
             doc = self._read_stats()
         return doc
+
+    def rephase(self, phase_ms: float, timeout_s: float = 1.0) -> None:
+        """Re-anchor the link's traces: the next packet, in either direction, meets each trace
+        at `phase_ms` (a fixed-rate link ignores it). Returns once linkem's stats say it took
+        the request."""
+        if self.proc is None or self.proc.poll() is not None:
+            raise TestbedError("linkem is not running: no trace to re-phase")
+        self.phase_path.write_text(f"{phase_ms:.3f}\n")
+        self.proc.send_signal(signal.SIGUSR2)
+        self.phase_requests += 1
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                state = self._read_stats().get("trace_phase") or {}
+            except TestbedError:
+                state = {}  # the file between its rewrite and rename, or not written yet
+            if int(state.get("requests", 0)) >= self.phase_requests:
+                return
+            if int(state.get("rejected", 0)) > self.phase_rejections:
+                raise TestbedError(f"linkem refused the trace phase {phase_ms:g} ms: {self._stderr_tail()}")
+            time.sleep(0.002)
+        self.check()
+        raise TestbedError(
+            f"linkem did not take the trace phase {phase_ms:g} ms within {timeout_s:g} s: {self._stderr_tail()}"
+        )
 
     def _read_stats(self) -> dict:
         try:

@@ -303,6 +303,13 @@ class Testbed:
         self.profile = profile
         self._start_linkem(profile)
 
+    def rephase_trace(self, phase_ms: float) -> None:
+        """Every linkem of the path meets its traces at `phase_ms` from its next packet on
+        (core.trace_phase)."""
+        self._require_open()
+        for linkem in self._linkems():
+            linkem.rephase(phase_ms)
+
     def check(self) -> None:
         """Raise if the testbed is not usable (closed, or linkem died)."""
         self._require_open()

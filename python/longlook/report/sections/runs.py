@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from ...core.trace_phase import DETAIL as TRACE_PHASE
 from ...render.html import Section
 
 
@@ -80,7 +81,10 @@ def section(store, analysis) -> Section | None:
         return None
     metric = analysis.metric
     has_capture = "capture" in runs and runs["capture"].map(lambda c: isinstance(c, dict)).any()
-    head = ["run", "cell", "round", "arm", "status", _e(metric.label) if metric else "", "files"]
+    # where each run met its trace (core.trace_phase): the arms of a round share it
+    has_phase = TRACE_PHASE in runs and runs[TRACE_PHASE].notna().any()
+    head = ["run", "cell", "round", "arm", "status", "trace phase (ms)" if has_phase else ""]
+    head += [_e(metric.label) if metric else "", "files"]
     head = [h for h in head if h] + (["capture"] if has_capture else [])
     rows = []
     for r in runs.sort_values(["cell_id", "round", "position", "attempt"]).itertuples():
@@ -91,6 +95,8 @@ def section(store, analysis) -> Section | None:
             f"<td>{_e(r.arm)}</td>",
             f"<td>{_e(r.status)}</td>",
         ]
+        if has_phase:
+            cells.append(f'<td class="num">{_value(getattr(r, TRACE_PHASE, None))}</td>')
         if metric:
             cells.append(f'<td class="num">{_value(getattr(r, metric.name, None))}</td>')
         cells.append(f"<td>{artifact_links(r.artifacts, store.directory)}</td>")
