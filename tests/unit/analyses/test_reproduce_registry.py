@@ -392,12 +392,12 @@ def test_field_only_findings_are_quoted_too(finding):
 
 
 def test_a_store_s_cells_say_what_their_middlebox_sets_whatever_their_label(tmp_path):
-    """The standard budget's chaudhary-fallback links all block UDP, so their labels say
+    """The short budget's chaudhary-fallback links all block UDP, so their labels say
     nothing of it; the cells read from the store do."""
     from longlook.core.store import Store
 
     shipped = SCENARIOS["chaudhary-fallback"]
-    sc = load_scenario(shipped.path, shipped.overrides("standard"))
+    sc = load_scenario(shipped.path, shipped.overrides("short"))
     with Store.open(tmp_path / "x") as st:
         st.start_experiment(sc, {})
     m = Measured.from_store(tmp_path / "x")
@@ -408,9 +408,10 @@ def test_a_store_s_cells_say_what_their_middlebox_sets_whatever_their_label(tmp_
 
 def test_a_budget_names_the_cells_of_the_figure_it_leaves_out():
     """Fig. 6a is 4 rates x 7 sizes; the standard budget keeps 2 x 2 and says which it left
-    out. A cell is matched by where it lies on the figure's axes: the standard budget's
+    out. A cell is matched by where it lies on the figure's axes: the short budget's
     chaudhary-fallback cells carry the ids of the paper grid's cells without a middlebox
-    (their labels drop what all its links share), yet none of them is one."""
+    (their labels drop what all its links share), yet none of them is one; the standard
+    budget adds two of them."""
     from longlook.analyses.reproduce.coverage import coverage
 
     fig6a = next(c for c in CLAIMS if c.id == "kakhki-fig6a")
@@ -418,8 +419,10 @@ def test_a_budget_names_the_cells_of_the_figure_it_leaves_out():
     assert len(out) == 24 and text.startswith("4 of the 28 cells of its figure") and "rate_mbit 5, 100" in text
     assert coverage(fig6a, SCENARIOS[fig6a.scenario], "paper") == ([], "all 28 cells of its figure")
     tcp_as_good = next(c for c in CLAIMS if c.id == "chaudhary-tcp-as-good")
-    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "standard")
+    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "short")
     assert len(out) == 5 and text.startswith("0 of the 5 cells"), text
+    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "standard")
+    assert len(out) == 3 and text.startswith("2 of the 5 cells"), text
     # the budget shortens a download, not the figure: Zhang's 1 Gbit/s cell is kept
     zhang = next(c for c in CLAIMS if c.id == "zhang-slower-at-1g")
     assert coverage(zhang, SCENARIOS[zhang.scenario], "short") == ([], "its one cell")
