@@ -22,6 +22,7 @@ pub mod datapath;
 pub mod engine;
 pub mod flows;
 pub mod model;
+pub mod nat;
 pub mod nfqueue;
 pub mod packet;
 pub mod pcap;
