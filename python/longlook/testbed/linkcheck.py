@@ -458,6 +458,11 @@ def _check_loss(probe, which, d, profile, tol, duration_s, base_dir, raw) -> lis
     if _udp_blocked(d):
         return []
     _, low_rate = direction_rates(d, base_dir)
+    if not low_rate > 0:
+        # a trace with seconds of no capacity (a cellular outage): no paced stream goes
+        # through one without a queue, so a loss measured there is not the loss model's
+        note = "not measured: the trace has seconds with no delivery opportunity (an outage)"
+        return [Row(which, "loss", "fraction", float("nan"), profile.expected_loss(which), note=note)]
     rate = low_rate / 2
     size = max(100, int(rate * 1e6 / 8 / LOSS_PROBE_MAX_PPS) - UDP_IP_OVERHEAD)
     u = probe.udp(which, rate, duration_s, size=size, drain_ms=int((d.delay_ms or 0) + (d.jitter_ms or 0) * 3 + 500))

@@ -147,3 +147,27 @@ def test_an_up_link_whose_acks_ride_a_collapsing_down_trace_passes_and_a_broken_
             base_dir=tmp_path,
         )
     assert not broken.ok and "UDP delivered (IP)" in {x.quantity for x in broken.failures()}
+
+
+@needs_testbed("linkem", "linkem-probe")
+def test_the_check_runs_on_a_real_lte_trace_with_outages():
+    """mahimahi's Verizon LTE trace (shipped data) has a second of no capacity up: the check
+    once divided by it (the RTT probes), then asked the probe for a 0 Mbit/s loss stream. It
+    now completes, says why that loss is not measured, and judges the down direction's."""
+    from repo_paths import ROOT
+    from longlook.testbed import Testbed
+
+    cellular = ROOT / "scenarios" / "traces" / "cellular"
+    p = LinkProfile(
+        name="verizon-lte",
+        delay_ms=30,
+        buffer_bytes=150_000,
+        up={"trace": "Verizon-LTE-short.up"},
+        down={"trace": "Verizon-LTE-short.down"},
+    )
+    with Testbed(p, base_dir=cellular) as tb:
+        r = check_link(tb, p, duration_s=2.0, iperf=False, base_dir=cellular)
+    loss = {row.direction: row for row in r.rows if row.quantity == "loss"}
+    assert loss["up"].ok is None and "outage" in loss["up"].note, loss["up"]
+    assert loss["down"].ok is not None, loss["down"]  # the down trace has no empty second
+    assert r.ok, r.summary()

@@ -79,7 +79,19 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
     use Failure::{Run, Usage};
     let a = Args::parse(rest, &["samples", "stream"]).map_err(Usage)?;
     let ms = |k: &str, d: u64| a.get::<u64>(k, Some(d)).map(Duration::from_millis).map_err(Usage);
-    let secs = |k: &str| a.get::<f64>(k, None).map(Duration::from_secs_f64).map_err(Usage);
+    let secs = |k: &str| {
+        a.get::<f64>(k, None)
+            .and_then(|v| {
+                Duration::try_from_secs_f64(v).map_err(|_| format!("--{k}: {v} is not a duration in seconds"))
+            })
+            .map_err(Usage)
+    };
+    // a paced stream needs a rate above 0: a pacer at 0 Mbit/s would wait forever between packets
+    let rate = |k: &str| {
+        a.get::<f64>(k, None)
+            .and_then(|v| if v.is_finite() && v > 0.0 { Ok(v) } else { Err(format!("--{k} must be above 0, got {v}")) })
+            .map_err(Usage)
+    };
     let target = || a.get::<SocketAddr>("target", None).map_err(Usage);
     match cmd {
         "serve" => {
@@ -108,7 +120,7 @@ fn run(cmd: &str, rest: &[String]) -> Result<Option<String>, Failure> {
             a.only(&["target", "rate-mbit", "duration-s", "size", "interval-ms", "drain-ms"]).map_err(Usage)?;
             client::udp(client::UdpOptions {
                 target: target()?,
-                rate_mbit: a.get("rate-mbit", None).map_err(Usage)?,
+                rate_mbit: rate("rate-mbit")?,
                 duration: secs("duration-s")?,
                 size: a.get("size", Some(1200)).map_err(Usage)?,
                 interval_ms: a.get("interval-ms", Some(100)).map_err(Usage)?,
