@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ....core.trace_phase import paired_cells
 from ....core.stats import (
     CellComparison,
     compare_cells,
@@ -48,6 +49,8 @@ def _compare(
         lower_is_better=lower_is_better,
         pair_on="run_id" if flows else None,
         failure_value=m.failure_values.get(metric),
+        # cells whose rounds met one stretch of a trace each: paired, as the report's
+        paired_cells=set() if flows else paired_cells(runs),
         **opts,
     )
 
