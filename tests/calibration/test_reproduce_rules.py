@@ -149,6 +149,30 @@ def test_cells_direction_claim_each_side():
 
 
 @calibrates("reproduce.cells")
+def test_cells_band_claim_each_side():
+    """A band of shares ("about half": a better in 40-60% of 5 cells, at most 3). False just
+    above its top (4 cells 5% better, the resolution; 1 without a difference): holds only if
+    one of the 4 is shown against (the other way, or its gain below 5%). True at its bottom
+    (2 cells 5% better, 3 without a difference): does not hold only if one of the 2 is shown
+    against as well."""
+    rule = Cells("h3", "h2", "a", at_least=0.4, at_most=0.6)
+    check_rate(
+        "reproduce.cells",
+        "a better in 40-60% of 5 cells holds, 4 cells 5% better",
+        _cells_rate(418, [0.95, 0.95, 0.95, 0.95, 1.0], rule, HOLDS, precise=True),
+        250,
+        ALPHA,
+    )
+    check_rate(
+        "reproduce.cells",
+        "a better in 40-60% of 5 cells does not hold, 2 cells 5% better",
+        _cells_rate(419, [0.95, 0.95, 1.0, 1.0, 1.0], rule, FAILS, precise=True),
+        250,
+        ALPHA,
+    )
+
+
+@calibrates("reproduce.cells")
 def test_cells_white_claim_each_side():
     """The paper's white cell (no difference significant at alpha, and shown within +-5%).
     Every cell 5% apart: 'white in >= 1 of 4' holds only by a TOST shown within the tolerance
