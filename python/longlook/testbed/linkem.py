@@ -66,8 +66,6 @@ class Linkem:
         self.stderr_path = workdir / "linkem.stderr"
         self.flow_log_path = workdir / "linkem-flows.jsonl" if flow_log else None
         self.phase_path = workdir / "linkem-phase"  # a trace's phase, read on SIGUSR2
-        self.phase_requests = 0  # requests linkem took (its stats' `trace_phase`), and refused
-        self.phase_rejections = 0
         argv = [
             str(find_binary("linkem")),
             "run",
@@ -198,24 +196,30 @@ class Linkem:
         the request."""
         if self.proc is None or self.proc.poll() is not None:
             raise TestbedError("linkem is not running: no trace to re-phase")
+        # only SIGUSR2 moves these counts, and linkem rewrites its stats as it takes one
+        before = self._phase_counts()
         self.phase_path.write_text(f"{phase_ms:.3f}\n")
         self.proc.send_signal(signal.SIGUSR2)
-        self.phase_requests += 1
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline and self.proc.poll() is None:
-            try:
-                state = self._read_stats().get("trace_phase") or {}
-            except TestbedError:
-                state = {}  # the file between its rewrite and rename, or not written yet
-            if int(state.get("requests", 0)) >= self.phase_requests:
+            requests, rejected = self._phase_counts()
+            if requests > before[0]:
                 return
-            if int(state.get("rejected", 0)) > self.phase_rejections:
+            if rejected > before[1]:
                 raise TestbedError(f"linkem refused the trace phase {phase_ms:g} ms: {self._stderr_tail()}")
             time.sleep(0.002)
         self.check()
         raise TestbedError(
             f"linkem did not take the trace phase {phase_ms:g} ms within {timeout_s:g} s: {self._stderr_tail()}"
         )
+
+    def _phase_counts(self) -> tuple[int, int]:
+        """Re-phase requests linkem took and refused, from its stats' `trace_phase`."""
+        try:
+            state = self._read_stats().get("trace_phase") or {}
+        except TestbedError:
+            state = {}  # the file between its rewrite and rename, or not written yet
+        return int(state.get("requests", 0)), int(state.get("rejected", 0))
 
     def _read_stats(self) -> dict:
         try:
