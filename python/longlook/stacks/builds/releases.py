@@ -25,6 +25,7 @@ from packaging.version import InvalidVersion, Version
 
 from ...errors import LonglookError
 from ...untrusted import release_token
+from ..registry import OWN, STACKS, stack_class
 from ..release_registry import Registry
 
 CACHE_TTL_S = 24 * 3600
@@ -42,18 +43,14 @@ def registry_of(stack: str) -> Registry | None:
     """The registry that lists `stack`'s releases (a library's), None when none does."""
     if stack in LIBRARIES:
         return LIBRARIES[stack]
-    from ..registry import STACKS, stack_class  # the adapters import this module
-
-    if stack not in STACKS and stack != "ours":
+    if stack not in STACKS and stack not in OWN:
         return None
     return stack_class(stack).release_registry
 
 
 def swept_stacks() -> list[str]:
     """The stacks whose releases can be listed (and so swept and bisected)."""
-    from ..registry import STACKS
-
-    return [name for name in ["ours", *STACKS] if registry_of(name) is not None]
+    return [name for name in [*OWN, *STACKS] if registry_of(name) is not None]
 
 
 def _key(v: str) -> Version:
