@@ -65,6 +65,52 @@ class Middlebox(BaseModel):
         return self
 
 
+class Nat(BaseModel):
+    """A NAT in front of the bottleneck (linkem's `[nat]`, crates/linkem/src/config_nat.rs):
+    the client's address and port become a public one; bindings expire when idle; a
+    scheduled rebinding moves each binding `rebind_at_s` after it was made (its flow's first
+    packet), then every `rebind_every_s`, to a new port (`rebind_to = "port"`) or to the
+    other public address as well ("address"). Defaults are RFC 4787's and RFC 5382's
+    minimum idle times; home routers often keep UDP 30-60 s."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    public: str | None = Field(default=None, min_length=7, max_length=15)
+    ports: list[int] | None = Field(default=None, min_length=2, max_length=2)
+    udp_timeout_s: float = Field(default=120.0, gt=0, le=86_400)
+    tcp_established_timeout_s: float = Field(default=7440.0, gt=0, le=86_400)
+    tcp_transitory_timeout_s: float = Field(default=240.0, gt=0, le=86_400)
+    rebind_at_s: list[float] = Field(default_factory=list, max_length=1000)
+    rebind_every_s: float = Field(default=0.0, ge=0, le=86_400)
+    rebind_to: Literal["port", "address"] = "port"
+    rebind_public: str | None = Field(default=None, min_length=7, max_length=15)
+    # when a due rebinding happens: at the client's next packet (the old mapping reached the
+    # client until then) or at its time (the old one dies then; the server's packets to it
+    # are dropped until the client speaks)
+    rebind_when: Literal["next_packet", "at_time"] = "next_packet"
+
+    @model_validator(mode="after")
+    def _check_schedule(self) -> "Nat":
+        if any(t <= 0 for t in self.rebind_at_s):
+            raise ValueError("rebind_at_s: each time is seconds > 0 after a binding was made")
+        if any(a >= b for a, b in zip(self.rebind_at_s, self.rebind_at_s[1:])):
+            raise ValueError("rebind_at_s: expected increasing times")
+        if 0 < self.rebind_every_s < 0.1:
+            raise ValueError("rebind_every_s: 0 (none) or at least 0.1 s")
+        rebinds = bool(self.rebind_at_s) or self.rebind_every_s > 0
+        scheduled_only = self.rebind_to == "address" or self.rebind_public is not None or self.rebind_when == "at_time"
+        if not rebinds and scheduled_only:
+            raise ValueError(
+                "rebind_to/rebind_public/rebind_when need rebind_at_s or rebind_every_s: no scheduled rebinding"
+            )
+        return self
+
+    def first_rebinding_s(self) -> float | None:
+        """When a binding first moves, after it was made (None: never scheduled)."""
+        if self.rebind_at_s:
+            return self.rebind_at_s[0]
+        return self.rebind_every_s or None
+
+
 class Direction(BaseModel):
     """One direction of a link. None means "not set here" (inherit from the link level)."""
 
@@ -106,9 +152,14 @@ class LinkProfile(Direction):
     # linkem; this profile's own fields are then their series (testbed/segments.py), what the
     # path measures end to end.
     segments: tuple["LinkProfile", "LinkProfile"] | None = None
+    # A NAT between the client and the link (the client's home router); needs linkem's
+    # AF_PACKET datapath, the default.
+    nat: Nat | None = None
 
     @model_validator(mode="after")
     def _check_each_direction(self) -> "LinkProfile":
+        if self.nat is not None and self.segments is not None:
+            raise ValueError("nat: not on a proxied path (segments): put the NAT on a direct link")
         for which in ("up", "down"):
             d = self._merged(which)
             if (d["rate_mbit"] is None) == (d["trace"] is None):
@@ -178,6 +229,13 @@ class LinkProfile(Direction):
                 lines.append(f"{field} = {_toml_value(value)}")
             lines.extend(tables)
             lines.append("")
+        if self.nat is not None:
+            lines.append("[nat]")
+            for k, v in self.nat.model_dump(exclude_none=True).items():
+                if k == "rebind_at_s" and not v:
+                    continue
+                lines.append(f"{k} = {_toml_value(v)}")
+            lines.append("")
         return "\n".join(lines)
 
 
@@ -187,6 +245,8 @@ LinkProfile.model_rebuild()
 def _toml_value(v: object) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if isinstance(v, (tuple, list)):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
     if isinstance(v, (int, float)):
         return repr(v)
     return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'

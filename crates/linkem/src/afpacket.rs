@@ -46,6 +46,8 @@ const ETH_HLEN: usize = 14;
 /// csum_start, csum_offset.
 const VNET_HDR_LEN: usize = 10;
 const VIRTIO_NET_HDR_GSO_NONE: u8 = 0;
+/// virtio_net_hdr.flags: the L4 checksum is partial, for the device to finish.
+const VIRTIO_NET_HDR_F_NEEDS_CSUM: u8 = 1;
 
 /// One ring frame and one hold slot: room for the ring's header and a 1514-byte frame.
 const FRAME_SIZE: usize = 2048;
@@ -410,7 +412,7 @@ impl Datapath for PacketPath {
         self.rx_fd
     }
 
-    fn recv_batch<F: FnMut(&RxPacket)>(&mut self, mut f: F) -> io::Result<usize> {
+    fn recv_batch<F: FnMut(&mut RxPacket)>(&mut self, mut f: F) -> io::Result<usize> {
         let mut n = 0;
         while n < RECV_BATCH {
             let frame = self.frame(self.head);
@@ -448,11 +450,13 @@ impl Datapath for PacketPath {
                 self.slab[start..start + VNET_HDR_LEN + snap].copy_from_slice(data);
                 self.ids[(id & self.mask) as usize] = Some(Held { slot, len: snap as u16 });
                 let stamp = hdr.tp_sec as u64 * 1_000_000_000 + hdr.tp_nsec as u64;
-                let ip = &self.slab[start + VNET_HDR_LEN + ETH_HLEN..start + VNET_HDR_LEN + snap];
-                f(&RxPacket {
+                let partial_csum = data[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+                let ip = &mut self.slab[start + VNET_HDR_LEN + ETH_HLEN..start + VNET_HDR_LEN + snap];
+                f(&mut RxPacket {
                     id,
                     bytes: ip,
                     orig_len: (snap - ETH_HLEN) as u32,
+                    partial_csum,
                     kernel_rx_realtime_ns: (stamp > 0).then_some(stamp),
                     gso: false,
                 });
@@ -468,6 +472,17 @@ impl Datapath for PacketPath {
             self.head = (self.head + 1) % RING_FRAMES;
         }
         Ok(n)
+    }
+
+    fn rewrites_in_place(&self) -> bool {
+        true
+    }
+
+    fn held_ip(&mut self, id: u32) -> Option<(&mut [u8], bool)> {
+        let h = self.ids[(id & self.mask) as usize]?;
+        let b = self.slot_bytes(h.slot);
+        let partial = b[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0;
+        Some((&mut b[VNET_HDR_LEN + ETH_HLEN..VNET_HDR_LEN + h.len as usize], partial))
     }
 
     fn verdict(&mut self, id: u32, verdict: Verdict) {

@@ -147,6 +147,7 @@ struct RawConfig {
     middlebox: Option<MiddleboxSpec>,
     up: Option<RawDirection>,
     down: Option<RawDirection>,
+    nat: Option<crate::config_nat::RawNat>,
 }
 
 impl RawConfig {
@@ -218,6 +219,8 @@ pub struct DirectionProfile {
 pub struct LinkConfig {
     pub up: DirectionProfile,
     pub down: DirectionProfile,
+    /// A NAT in front of the bottleneck (`[nat]`): up is outbound, down inbound.
+    pub nat: Option<crate::nat::NatConfig>,
 }
 
 impl LinkConfig {
@@ -250,7 +253,8 @@ impl LinkConfig {
         }
         let down = dirs.pop().unwrap();
         let up = dirs.pop().unwrap();
-        Ok(LinkConfig { up, down })
+        let nat = raw.nat.as_ref().map(|n| crate::config_nat::resolve(n, file)).transpose()?;
+        Ok(LinkConfig { up, down, nat })
     }
 }
 

@@ -32,10 +32,12 @@ pub enum Verdict {
 pub struct RxPacket<'a> {
     pub id: u32,
     /// The packet's bytes from its IP header on (NFQUEUE: up to the copy range; AF_PACKET: the
-    /// whole packet).
-    pub bytes: &'a [u8],
+    /// whole packet). Changed in place, they leave changed where `rewrites_in_place`.
+    pub bytes: &'a mut [u8],
     /// The packet's full length.
     pub orig_len: u32,
+    /// Its L4 checksum is partial (the pseudo-header's sum, left for the device to finish).
+    pub partial_csum: bool,
     /// When the kernel received it (CLOCK_REALTIME ns, µs resolution), if it was stamped.
     pub kernel_rx_realtime_ns: Option<u64>,
     /// A GSO super-packet handed over whole (NFQUEUE: NFQA_SKB_INFO, not segmented because
@@ -68,7 +70,13 @@ pub trait Datapath: Send {
     fn fd(&self) -> RawFd;
     /// Take up to `RECV_BATCH` waiting packets without blocking, `f(packet)` for each; returns
     /// how many were taken (fewer than `RECV_BATCH`: nothing more is waiting).
-    fn recv_batch<F: FnMut(&RxPacket)>(&mut self, f: F) -> io::Result<usize>;
+    fn recv_batch<F: FnMut(&mut RxPacket)>(&mut self, f: F) -> io::Result<usize>;
+    /// Whether a packet's bytes changed in the receive callback, or through `held_ip`, leave
+    /// as changed (a NAT needs it).
+    fn rewrites_in_place(&self) -> bool;
+    /// A held packet's IP bytes, to change before it leaves, and whether its L4 checksum is
+    /// partial; None if it is not held or this datapath cannot change it in place.
+    fn held_ip(&mut self, id: u32) -> Option<(&mut [u8], bool)>;
     /// Verdict one packet (takes effect at `flush`).
     fn verdict(&mut self, id: u32, verdict: Verdict);
     /// Accept one packet with its IP bytes replaced (a middlebox's rewrite).

@@ -41,6 +41,7 @@ use crate::config::DirectionProfile;
 use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::flows::FlowTable;
 use crate::model::{DropReason, Link, Outcome};
+use crate::nat::{Inbound, Nat};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::phase::{PhaseFollower, TracePhase};
@@ -63,6 +64,18 @@ pub struct Wiring {
     pub stop: Arc<AtomicBool>,
     pub pcap: Option<Arc<PcapLog>>,
     pub trace_phase: Arc<TracePhase>,
+    pub nat: Option<NatRole>,
+}
+
+/// A direction's part in the NAT, which stands in front of the bottleneck (client - NAT -
+/// link - server): up translates the client's packets as they arrive, before the link;
+/// down translates the server's as they leave the link, so a packet queued for a binding
+/// that moved meanwhile is dropped, as at a real NAT. The datapath must change packets in
+/// place (`Datapath::rewrites_in_place`).
+#[derive(Clone)]
+pub enum NatRole {
+    Outbound(Arc<Mutex<Nat>>),
+    Inbound(Arc<Mutex<Nat>>),
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -149,6 +162,7 @@ pub struct Direction<D: Datapath> {
     pcap: Option<Arc<PcapLog>>,
     /// Which re-phase request the link runs on (`crate::phase`).
     phase: PhaseFollower,
+    nat: Option<NatRole>,
 }
 
 fn unparsed_key() -> FlowKey {
@@ -158,7 +172,7 @@ fn unparsed_key() -> FlowKey {
 
 impl<D: Datapath> Direction<D> {
     pub fn new(name: &'static str, queue: D, profile: &DirectionProfile, seed: u64, wiring: Wiring) -> Direction<D> {
-        let Wiring { clock, timing, shared, publish_waker, stop, pcap, trace_phase } = wiring;
+        let Wiring { clock, timing, shared, publish_waker, stop, pcap, trace_phase, nat } = wiring;
         Direction {
             name,
             queue,
@@ -181,6 +195,7 @@ impl<D: Datapath> Direction<D> {
             stop,
             pcap,
             phase: PhaseFollower::new(trace_phase),
+            nat,
         }
     }
 
@@ -289,6 +304,7 @@ impl<D: Datapath> Direction<D> {
                 pcap,
                 read_lag_ns,
                 phase,
+                nat,
                 ..
             } = self;
             let allowed_wait = *read_lag_ns;
@@ -313,10 +329,14 @@ impl<D: Datapath> Direction<D> {
                 if let Some((origin_ns, phase_ns)) = phase.follow(arrival) {
                     link.rephase(origin_ns, phase_ns);
                 }
+                if let Some(NatRole::Outbound(n)) = nat {
+                    // before the link: the link, its flow log and its pcap see the public end
+                    n.lock().unwrap_or_else(|e| e.into_inner()).outbound(p.bytes, p.partial_csum, arrival);
+                }
                 if let Some(log) = pcap {
                     log.record((arrival as i128 + realtime_offset) as u64, p.bytes, p.orig_len);
                 }
-                let (info, flow, decision) = Self::decide(link, flows, totals, arrival, p.bytes, p.orig_len);
+                let (info, flow, decision) = Self::decide(link, flows, totals, arrival, &*p.bytes, p.orig_len);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
                     Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst } => {
@@ -417,6 +437,9 @@ impl<D: Datapath> Direction<D> {
                 break;
             }
             self.early.pop_front();
+            if !self.through_nat(&h, now) {
+                continue;
+            }
             if h.rst {
                 self.accept_rewritten(h.id);
             } else {
@@ -430,11 +453,16 @@ impl<D: Datapath> Direction<D> {
                 break;
             }
             self.fifo.pop_front();
-            if h.rst {
+            let forward = self.through_nat(&h, now);
+            if h.rst || !forward {
                 // A batch verdict covering its id would accept it unchanged: close the run
-                // before it, then send it with its rewritten bytes.
+                // before it, then send it with its rewritten bytes (or drop it).
                 if let Some(id) = last_id.take() {
                     self.queue.verdict_upto(id, Verdict::Accept);
+                }
+                if !forward {
+                    self.queue.verdict(h.id, Verdict::Drop);
+                    continue;
                 }
                 self.accept_rewritten(h.id);
             } else {
@@ -445,6 +473,29 @@ impl<D: Datapath> Direction<D> {
         if let Some(id) = last_id {
             self.queue.verdict_upto(id, Verdict::Accept);
         }
+    }
+
+    /// The inbound NAT on a packet leaving the link: translated in place, or false (dropped,
+    /// and counted) when its external end has no live binding.
+    fn through_nat(&mut self, h: &Held, now: u64) -> bool {
+        let Some(NatRole::Inbound(nat)) = &self.nat else { return true };
+        let mut nat = nat.lock().unwrap_or_else(|e| e.into_inner());
+        let outcome = match self.rewrites.get_mut(&h.id) {
+            // a RST the middlebox made carries full checksums
+            Some(b) => nat.inbound(b, false, now),
+            None => match self.queue.held_ip(h.id) {
+                Some((ip, partial)) => nat.inbound(ip, partial, now),
+                None => return true,
+            },
+        };
+        if let Inbound::NoBinding { .. } = outcome {
+            drop(nat);
+            self.rewrites.remove(&h.id);
+            self.totals.dropped_nat += 1;
+            self.flows.get_mut(h.flow).dropped_nat += 1;
+            return false;
+        }
+        true
     }
 
     fn accept_rewritten(&mut self, id: u32) {

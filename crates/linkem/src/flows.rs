@@ -16,6 +16,8 @@ pub struct FlowCounters {
     pub dropped_loss: u64,
     pub dropped_buffer: u64,
     pub dropped_middlebox: u64,
+    /// Dropped at the NAT: for an external end with no live binding.
+    pub dropped_nat: u64,
     /// UDP packets seen (any fate), for `block_udp_after_packets`.
     pub udp_seen: u64,
     /// Time in the bottleneck (waiting + own serialization), over scheduled packets.

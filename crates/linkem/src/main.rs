@@ -5,12 +5,13 @@ use linkem::afpacket::{PacketPath, Ports};
 use linkem::cadence::Cadence;
 use linkem::config::{ConfigError, DirectionProfile, LinkConfig};
 use linkem::datapath::{enable_rx_timestamps, Datapath};
-use linkem::engine::{Direction, Timing, Wiring};
+use linkem::engine::{Direction, NatRole, Timing, Wiring};
+use linkem::nat::Nat;
 use linkem::nfqueue::{kernel_queue_stats, KernelQueueStats, NfQueue, MAX_COPY_BYTES};
 use linkem::pcap::PcapLog;
 use linkem::phase::{read_phase_file, TracePhase};
 use linkem::rng::Rng;
-use linkem::stats::{stats_json, write_atomic, DirectionSnapshot, FlowLog};
+use linkem::stats::{nat_json, stats_json, write_atomic, DirectionSnapshot, FlowLog};
 use linkem::sys;
 use std::io::Write;
 use std::os::fd::OwnedFd;
@@ -139,9 +140,19 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     if !copy_bytes_fit(args.copy_bytes) {
         return ExitCode::from(2);
     }
+    if config.nat.is_some() && args.afpacket_up.is_none() {
+        linkem::say!(
+            "linkem: {}: [nat] needs the AF_PACKET datapath (--afpacket-up and --afpacket-down): \
+             on NFQUEUE the kernel forwards its own copy of each packet, which linkem cannot \
+             rewrite in place",
+            args.config.display()
+        );
+        return ExitCode::from(2);
+    }
     let Ok(pcap) = open_pcap(&args) else {
         return ExitCode::from(1);
     };
+    let nat = config.nat.clone().map(|c| Arc::new(Mutex::new(Nat::new(c))));
     let seed = seed_of(&args);
     // Before any thread starts, so that the direction threads inherit the mask and the signals
     // are taken here, by the writer (`sys::wait_termination`).
@@ -161,13 +172,14 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         stop: stop.clone(),
         pcap: pcap.clone(),
         trace_phase: trace_phase.clone(),
+        nat: nat.clone(),
     };
     let Ok(Started { directions, threads }) = start_directions(&start, &config) else {
         stop.store(true, Ordering::Relaxed);
         return ExitCode::from(1);
     };
     let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
-    let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us, trace_phase);
+    let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us, trace_phase, nat);
     // A stats file exists from the moment we say `ready`, so a reader never races the first
     // interval.
     outputs.write(true, true);
@@ -272,6 +284,7 @@ struct Start<'a> {
     stop: Arc<AtomicBool>,
     pcap: Option<Arc<PcapLog>>,
     trace_phase: Arc<TracePhase>,
+    nat: Option<Arc<Mutex<Nat>>>,
 }
 
 /// A running direction as the writer sees it: where it publishes its counters, and how to
@@ -310,7 +323,7 @@ fn start_directions(start: &Start, config: &LinkConfig) -> Result<Started, ()> {
             }
         };
         let model = (profile, Rng::derive(start.seed, stream).next_u64());
-        let wiring = start.wiring(&snapshot, &waker);
+        let wiring = start.wiring(name, &snapshot, &waker);
         let opened = match ports {
             Some(p) => PacketPath::open(p, args.queue_maxlen).map(|path| start.spawn(name, path, model, wiring)),
             None => NfQueue::open(queue_num, args.copy_bytes, args.queue_maxlen)
@@ -329,7 +342,9 @@ fn start_directions(start: &Start, config: &LinkConfig) -> Result<Started, ()> {
 }
 
 impl Start<'_> {
-    fn wiring(&self, snapshot: &Arc<Mutex<DirectionSnapshot>>, waker: &Arc<sys::Waker>) -> Wiring {
+    fn wiring(&self, name: &str, snapshot: &Arc<Mutex<DirectionSnapshot>>, waker: &Arc<sys::Waker>) -> Wiring {
+        // the NAT stands between the client (up's sender) and the link
+        let nat = self.nat.clone().map(|n| if name == "up" { NatRole::Outbound(n) } else { NatRole::Inbound(n) });
         Wiring {
             clock: self.clock,
             timing: self.timing,
@@ -338,6 +353,7 @@ impl Start<'_> {
             stop: self.stop.clone(),
             pcap: self.pcap.clone(),
             trace_phase: self.trace_phase.clone(),
+            nat,
         }
     }
 
@@ -472,6 +488,8 @@ struct Outputs<'a> {
     cpu_latency_us: Option<u32>,
     /// Re-phase requests, reported as `trace_phase`.
     trace_phase: Arc<TracePhase>,
+    /// The NAT's bindings and rebindings, reported as `nat`.
+    nat: Option<Arc<Mutex<Nat>>>,
 }
 
 impl<'a> Outputs<'a> {
@@ -482,6 +500,7 @@ impl<'a> Outputs<'a> {
         seed: u64,
         cpu_latency_us: Option<u32>,
         trace_phase: Arc<TracePhase>,
+        nat: Option<Arc<Mutex<Nat>>>,
     ) -> Self {
         let flow_log = match args.flow_log.as_deref().map(|p| FlowLog::create(p, 2)).transpose() {
             Ok(f) => f,
@@ -493,7 +512,7 @@ impl<'a> Outputs<'a> {
         let nfqueue = args.afpacket_up.is_none();
         let kernel_queues = nfqueue.then(|| vec![None; directions.len()]);
         let stats = args.stats.as_deref();
-        Outputs { clock, directions, stats, flow_log, kernel_queues, seed, cpu_latency_us, trace_phase }
+        Outputs { clock, directions, stats, flow_log, kernel_queues, seed, cpu_latency_us, trace_phase, nat }
     }
 
     /// The stats document if `stats`, a flow-log line if `flow_log` (and there is a flow log).
@@ -548,6 +567,10 @@ impl<'a> Outputs<'a> {
         doc["seed"] = self.seed.into();
         doc["cpu_latency_hold_us"] = self.cpu_latency_us.into();
         doc["trace_phase"] = self.trace_phase.json();
+        if let Some(nat) = &self.nat {
+            let clock = self.clock;
+            doc["nat"] = nat_json(&nat.lock().unwrap_or_else(|e| e.into_inner()), |t| clock.to_monotonic_ns(t));
+        }
         if let Err(e) = write_atomic(path, &doc) {
             linkem::say!("linkem: --stats {}: {e}", path.display());
         }

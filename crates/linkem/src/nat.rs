@@ -22,7 +22,7 @@
 //! (none) stays 0. Why by hand: the rewrite is a few words in place, on the packet path.
 
 use crate::packet::{PROTO_TCP, PROTO_UDP};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 const NS: u64 = 1_000_000_000;
@@ -35,7 +35,7 @@ const ACK: u8 = 0x10;
 /// The NAT's settings. Defaults: RFC 4787 REQ-5 asks UDP bindings to last at least 2 min
 /// (many home routers keep 30-60 s; scenarios set their own), RFC 5382 REQ-5 at least 2 h
 /// 4 min for an established TCP connection and 4 min for a transitory one.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct NatConfig {
     pub public: Ipv4Addr,
     /// External ports handed out, in turn, wrapping.
@@ -43,24 +43,56 @@ pub struct NatConfig {
     pub udp_timeout_ns: u64,
     pub tcp_established_timeout_ns: u64,
     pub tcp_transitory_timeout_ns: u64,
-    /// Scheduled rebindings: at these times (ns since start) every live binding moves.
+    /// Scheduled rebindings, each binding's own: this long after the binding was made (its
+    /// flow's first packet), it moves. A binding's clock, not linkem's, so every run of an
+    /// experiment on one linkem meets its rebinding at the same point of its transfer.
     pub rebind_at_ns: Vec<u64>,
-    /// A scheduled rebinding moves bindings to this public address (a new address, not only
-    /// a new port); None: the port only.
+    /// Then again every this long after the last of `rebind_at_ns` (0: no more).
+    pub rebind_every_ns: u64,
+    /// A scheduled rebinding moves a binding between `public` and this address (a new
+    /// address, not only a new port); None: the port only.
     pub rebind_public: Option<Ipv4Addr>,
+    /// When a due rebinding happens: at the client's next packet (true: the NAT gives that
+    /// packet a new mapping, and the old one reached the client until then, as the interop
+    /// runner's rebinding scenarios let every server packet through), or at its time (false:
+    /// the old mapping dies then, and the server's packets to it are dropped until the
+    /// client speaks; a client that only receives may never learn of it).
+    pub rebind_on_outbound: bool,
 }
 
 impl Default for NatConfig {
     fn default() -> Self {
         NatConfig {
-            public: Ipv4Addr::new(198, 18, 3, 1),
+            public: DEFAULT_PUBLIC,
             ports: (20000, 59999),
             udp_timeout_ns: 120 * NS,
             tcp_established_timeout_ns: 7440 * NS,
             tcp_transitory_timeout_ns: 240 * NS,
             rebind_at_ns: Vec::new(),
+            rebind_every_ns: 0,
             rebind_public: None,
+            rebind_on_outbound: true,
         }
+    }
+}
+
+/// The public address by default, and the second one an address rebinding moves to: in the
+/// benchmarking range (RFC 2544) beside the testbed's own subnets, and on none of them.
+pub const DEFAULT_PUBLIC: Ipv4Addr = Ipv4Addr::new(198, 18, 5, 1);
+pub const DEFAULT_REBIND_PUBLIC: Ipv4Addr = Ipv4Addr::new(198, 18, 6, 1);
+
+impl NatConfig {
+    /// When a binding made at 0 moves for the `n`th time (from 0), if it ever does.
+    fn move_at(&self, n: usize) -> Option<u64> {
+        if let Some(&t) = self.rebind_at_ns.get(n) {
+            return Some(t);
+        }
+        if self.rebind_every_ns == 0 {
+            return None;
+        }
+        let base = self.rebind_at_ns.last().copied().unwrap_or(0);
+        let k = (n - self.rebind_at_ns.len()) as u64 + 1;
+        Some(base.saturating_add(k.saturating_mul(self.rebind_every_ns)))
     }
 }
 
@@ -90,7 +122,37 @@ struct Binding {
     external: External,
     last_ns: u64,
     tcp: TcpPhase,
+    created_ns: u64,
+    /// Scheduled rebindings done.
+    moves: usize,
+    /// When it moves next (u64::MAX: never).
+    next_move_ns: u64,
 }
+
+/// Why a binding changed its external end.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Cause {
+    /// Its idle time passed; the internal end's next packet made a new one.
+    Expired,
+    /// A scheduled rebinding.
+    Scheduled,
+}
+
+/// One rebinding, for the stats: which flow's end moved, from where to where, when.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NatEvent {
+    /// linkem's clock (ns since start).
+    pub t_ns: u64,
+    pub proto: u8,
+    pub internal: (Ipv4Addr, u16),
+    pub from: (Ipv4Addr, u16),
+    pub to: (Ipv4Addr, u16),
+    pub cause: Cause,
+}
+
+/// Events kept (the counters go on past it).
+pub const MAX_EVENTS: usize = 10_000;
 
 /// What the NAT did to an outbound packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,6 +186,8 @@ pub struct NatCounters {
     pub expired: u64,
     pub scheduled_rebindings: u64,
     pub inbound_without_binding: u64,
+    /// Rebindings beyond `MAX_EVENTS`, not in `events`.
+    pub events_not_kept: u64,
 }
 
 #[derive(Debug)]
@@ -131,13 +195,21 @@ pub struct Nat {
     cfg: NatConfig,
     by_internal: HashMap<Internal, Binding>,
     by_external: HashMap<External, Internal>,
-    /// Internal ends that had a binding once: a new one for them is a rebinding.
-    seen: HashSet<Internal>,
+    /// Internal ends that had a binding once, and its last external end: a new one for
+    /// them is a rebinding.
+    seen: HashMap<Internal, External>,
     next_port: u16,
-    public: Ipv4Addr,
-    next_rebind: usize,
+    /// The earliest `next_move_ns` of any binding (u64::MAX: none due).
+    next_move_ns: u64,
+    /// Sweep for idle bindings no more often than this (ns); a binding looked up is
+    /// checked for idleness at once, so this only frees the table.
+    last_sweep_ns: u64,
     pub counters: NatCounters,
+    pub events: Vec<NatEvent>,
 }
+
+/// Idle bindings no packet asks for are swept this often.
+const SWEEP_NS: u64 = 100_000_000;
 
 impl Nat {
     pub fn new(cfg: NatConfig) -> Nat {
@@ -145,14 +217,19 @@ impl Nat {
         cfg.rebind_at_ns.sort_unstable();
         Nat {
             next_port: cfg.ports.0,
-            public: cfg.public,
             cfg,
             by_internal: HashMap::new(),
             by_external: HashMap::new(),
-            seen: HashSet::new(),
-            next_rebind: 0,
+            seen: HashMap::new(),
+            next_move_ns: u64::MAX,
+            last_sweep_ns: 0,
             counters: NatCounters::default(),
+            events: Vec::new(),
         }
+    }
+
+    pub fn config(&self) -> &NatConfig {
+        &self.cfg
     }
 
     /// Live bindings.
@@ -169,14 +246,21 @@ impl Nat {
         let Some(h) = Header::read(ip) else { return Outbound::Passed };
         self.advance(now_ns);
         let internal = Internal { proto: h.proto, addr: h.src, port: h.sport };
+        self.expire_if_idle(internal, now_ns);
+        if self.by_internal.get(&internal).is_some_and(|b| b.next_move_ns <= now_ns) {
+            self.move_binding(internal, now_ns);
+        }
         let mut outcome = Outbound::Translated;
         if !self.by_internal.contains_key(&internal) {
-            let rebound = self.seen.contains(&internal);
-            let external = self.allocate(h.proto);
+            let before = self.seen.get(&internal).copied();
+            let external = self.allocate(h.proto, self.cfg.public);
             self.bind(internal, external, now_ns);
             self.counters.bindings_created += 1;
-            self.counters.rebindings += rebound as u64;
-            outcome = Outbound::NewBinding { rebound };
+            if let Some(from) = before {
+                self.counters.rebindings += 1;
+                self.record(now_ns, internal, from, external, Cause::Expired);
+            }
+            outcome = Outbound::NewBinding { rebound: before.is_some() };
         }
         let binding = self.by_internal.get_mut(&internal).expect("bound above");
         binding.last_ns = now_ns;
@@ -191,6 +275,9 @@ impl Nat {
         let Some(h) = Header::read(ip) else { return Inbound::Passed };
         self.advance(now_ns);
         let external = External { proto: h.proto, addr: h.dst, port: h.dport };
+        if let Some(&internal) = self.by_external.get(&external) {
+            self.expire_if_idle(internal, now_ns);
+        }
         let Some(&internal) = self.by_external.get(&external) else {
             self.counters.inbound_without_binding += 1;
             return Inbound::NoBinding { tcp: h.proto == PROTO_TCP };
@@ -202,51 +289,103 @@ impl Nat {
         Inbound::Translated
     }
 
-    /// Expire idle bindings and carry out the rebindings due by `now_ns`.
-    fn advance(&mut self, now_ns: u64) {
-        let cfg = &self.cfg;
-        let idle = |b: &Binding, proto: u8| match (proto, b.tcp) {
-            (PROTO_UDP, _) => cfg.udp_timeout_ns,
-            (_, TcpPhase::Established) => cfg.tcp_established_timeout_ns,
-            _ => cfg.tcp_transitory_timeout_ns,
-        };
-        let gone: Vec<Internal> = self
-            .by_internal
-            .iter()
-            .filter(|(k, b)| now_ns.saturating_sub(b.last_ns) >= idle(b, k.proto))
-            .map(|(k, _)| *k)
-            .collect();
-        for k in gone {
-            self.unbind(k);
-            self.counters.expired += 1;
-        }
-        while self.cfg.rebind_at_ns.get(self.next_rebind).is_some_and(|&t| t <= now_ns) {
-            self.next_rebind += 1;
-            self.rebind_all();
+    fn idle_limit(&self, proto: u8, b: &Binding) -> u64 {
+        match (proto, b.tcp) {
+            (PROTO_UDP, _) => self.cfg.udp_timeout_ns,
+            (_, TcpPhase::Established) => self.cfg.tcp_established_timeout_ns,
+            _ => self.cfg.tcp_transitory_timeout_ns,
         }
     }
 
-    /// Every live binding to a new external port (and address, when configured): the remote
-    /// end sees each connection arrive from elsewhere.
-    fn rebind_all(&mut self) {
-        if let Some(addr) = self.cfg.rebind_public {
-            self.public = if self.public == addr { self.cfg.public } else { addr };
+    /// The binding of `internal`, gone if it was idle too long by `now_ns`.
+    fn expire_if_idle(&mut self, internal: Internal, now_ns: u64) {
+        let Some(b) = self.by_internal.get(&internal) else { return };
+        if now_ns.saturating_sub(b.last_ns) >= self.idle_limit(internal.proto, b) {
+            self.unbind(internal);
+            self.counters.expired += 1;
         }
-        let live: Vec<(Internal, Binding)> = self.by_internal.iter().map(|(k, b)| (*k, *b)).collect();
-        for (internal, old) in live {
-            self.by_external.remove(&old.external);
-            let external = self.allocate(internal.proto);
-            self.by_external.insert(external, internal);
-            self.by_internal.insert(internal, Binding { external, ..old });
+    }
+
+    /// Sweep idle bindings now and then, and carry out the scheduled rebindings due by
+    /// `now_ns`.
+    fn advance(&mut self, now_ns: u64) {
+        if now_ns.saturating_sub(self.last_sweep_ns) >= SWEEP_NS {
+            self.last_sweep_ns = now_ns;
+            let gone: Vec<Internal> = self
+                .by_internal
+                .iter()
+                .filter(|(k, b)| now_ns.saturating_sub(b.last_ns) >= self.idle_limit(k.proto, b))
+                .map(|(k, _)| *k)
+                .collect();
+            for k in gone {
+                self.unbind(k);
+                self.counters.expired += 1;
+            }
         }
+        if self.cfg.rebind_on_outbound || now_ns < self.next_move_ns {
+            return; // on the client's next packet: `outbound` moves its own binding
+        }
+        let due: Vec<Internal> =
+            self.by_internal.iter().filter(|(_, b)| b.next_move_ns <= now_ns).map(|(k, _)| *k).collect();
+        for internal in due {
+            self.move_binding(internal, now_ns);
+        }
+        self.next_move_ns = self.by_internal.values().map(|b| b.next_move_ns).min().unwrap_or(u64::MAX);
+    }
+
+    /// A scheduled rebinding: the binding to a new external port (and to the other public
+    /// address, when configured), so the remote end sees the flow arrive from elsewhere.
+    /// Moves missed while no packet passed are one move, at the last of them.
+    fn move_binding(&mut self, internal: Internal, now_ns: u64) {
+        let Some(old) = self.by_internal.get(&internal).copied() else { return };
+        let mut moves = old.moves + 1;
+        // at its time, or at the packet that found it due
+        let mut at_ns = if self.cfg.rebind_on_outbound { now_ns } else { old.next_move_ns };
+        let mut next_move_ns = self.cfg.move_at(moves).map_or(u64::MAX, |t| old.created_ns.saturating_add(t));
+        while next_move_ns <= now_ns {
+            if !self.cfg.rebind_on_outbound {
+                at_ns = next_move_ns;
+            }
+            moves += 1;
+            next_move_ns = self.cfg.move_at(moves).map_or(u64::MAX, |t| old.created_ns.saturating_add(t));
+        }
+        let addr = match self.cfg.rebind_public {
+            Some(other) if old.external.addr == other => self.cfg.public,
+            Some(other) => other,
+            None => old.external.addr,
+        };
+        self.by_external.remove(&old.external);
+        let external = self.allocate(internal.proto, addr);
+        self.by_external.insert(external, internal);
+        self.by_internal.insert(internal, Binding { external, moves, next_move_ns, ..old });
+        self.seen.insert(internal, external);
         self.counters.scheduled_rebindings += 1;
+        self.record(at_ns, internal, old.external, external, Cause::Scheduled);
+    }
+
+    fn record(&mut self, t_ns: u64, internal: Internal, from: External, to: External, cause: Cause) {
+        if self.events.len() >= MAX_EVENTS {
+            self.counters.events_not_kept += 1;
+            return;
+        }
+        self.events.push(NatEvent {
+            t_ns,
+            proto: internal.proto,
+            internal: (internal.addr, internal.port),
+            from: (from.addr, from.port),
+            to: (to.addr, to.port),
+            cause,
+        });
     }
 
     fn bind(&mut self, internal: Internal, external: External, now_ns: u64) {
         let tcp = TcpPhase::Transitory;
-        self.by_internal.insert(internal, Binding { external, last_ns: now_ns, tcp });
+        let next_move_ns = self.cfg.move_at(0).map_or(u64::MAX, |t| now_ns.saturating_add(t));
+        self.next_move_ns = self.next_move_ns.min(next_move_ns);
+        let b = Binding { external, last_ns: now_ns, tcp, created_ns: now_ns, moves: 0, next_move_ns };
+        self.by_internal.insert(internal, b);
         self.by_external.insert(external, internal);
-        self.seen.insert(internal);
+        self.seen.insert(internal, external);
     }
 
     fn unbind(&mut self, internal: Internal) {
@@ -255,21 +394,21 @@ impl Nat {
         }
     }
 
-    /// The next free external port of the range, in turn (a port is not reused while bound).
-    fn allocate(&mut self, proto: u8) -> External {
+    /// The next free external port of the range on `public`, in turn (a port is not reused
+    /// while bound).
+    fn allocate(&mut self, proto: u8, public: Ipv4Addr) -> External {
         let (lo, hi) = self.cfg.ports;
         let span = u32::from(hi - lo) + 1;
         for _ in 0..span {
             let port = self.next_port;
             self.next_port = if port >= hi { lo } else { port + 1 };
-            let candidate = External { proto, addr: self.public, port };
+            let candidate = External { proto, addr: public, port };
             if !self.by_external.contains_key(&candidate) {
                 return candidate;
             }
         }
         // every port of this address bound: its oldest binding gives way, as a full NAT
         // table does
-        let public = self.public;
         let oldest = self
             .by_internal
             .iter()
@@ -545,7 +684,7 @@ mod tests {
 
     #[test]
     fn a_scheduled_rebinding_moves_live_bindings_to_new_ports_or_a_new_address() {
-        let new_public = Ipv4Addr::new(198, 18, 3, 2);
+        let new_public = Ipv4Addr::new(198, 18, 6, 1);
         for rebind_public in [None, Some(new_public)] {
             let cfg = NatConfig { rebind_at_ns: vec![1000 * MS], rebind_public, ..NatConfig::default() };
             let mut n = Nat::new(cfg);
@@ -564,7 +703,82 @@ mod tests {
             let mut new = packet(PROTO_UDP, SERVER, 443, after.0, after.1, 0);
             assert_eq!(n.inbound(&mut new, false, 1002 * MS), Inbound::Translated);
             assert_eq!(n.counters.scheduled_rebindings, 1);
+            let e = n.events[0];
+            assert_eq!(
+                (e.t_ns, e.cause, e.internal, e.from, e.to),
+                (1000 * MS, Cause::Scheduled, (CLIENT, 51000), before, after)
+            );
         }
+    }
+
+    #[test]
+    fn each_binding_moves_on_its_own_clock_then_periodically_between_two_addresses() {
+        let other = Ipv4Addr::new(198, 18, 6, 1);
+        let cfg = NatConfig {
+            rebind_at_ns: vec![500 * MS],
+            rebind_every_ns: 1000 * MS,
+            rebind_public: Some(other),
+            rebind_on_outbound: false,
+            ..NatConfig::default()
+        };
+        let mut n = Nat::new(cfg);
+        // two flows made 300 ms apart: each moves 500 ms after its own start, then every 1 s
+        let addr_at = |n: &mut Nat, sport: u16, t: u64| {
+            let mut p = packet(PROTO_UDP, CLIENT, sport, SERVER, 443, 0);
+            n.outbound(&mut p, false, t * MS);
+            src(&p).0
+        };
+        let public = NatConfig::default().public;
+        assert_eq!(addr_at(&mut n, 1, 0), public);
+        assert_eq!(addr_at(&mut n, 2, 300), public);
+        assert_eq!(addr_at(&mut n, 1, 499), public);
+        assert_eq!(addr_at(&mut n, 1, 500), other);
+        assert_eq!(addr_at(&mut n, 2, 799), public);
+        assert_eq!(addr_at(&mut n, 2, 800), other);
+        assert_eq!(addr_at(&mut n, 1, 1500), public, "back, 1 s later");
+        assert_eq!(addr_at(&mut n, 2, 1800), public);
+        // no packet at flow 1's move at 2500: it moved then all the same
+        assert_eq!(addr_at(&mut n, 1, 2600), other);
+        let moves: Vec<(u16, u64)> = n.events.iter().map(|e| (e.internal.1, e.t_ns / MS)).collect();
+        assert_eq!(moves, vec![(1, 500), (2, 800), (1, 1500), (2, 1800), (1, 2500)]);
+        assert!(n.events.iter().all(|e| e.cause == Cause::Scheduled));
+    }
+
+    #[test]
+    fn a_due_rebinding_waits_for_the_clients_next_packet_or_kills_the_old_end_at_its_time() {
+        for on_outbound in [true, false] {
+            let cfg =
+                NatConfig { rebind_at_ns: vec![1000 * MS], rebind_on_outbound: on_outbound, ..NatConfig::default() };
+            let mut n = Nat::new(cfg);
+            let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
+            n.outbound(&mut p, false, 0);
+            let old = src(&p);
+            // past its time, the server's packet to the old end: through only while the NAT
+            // waits for the client
+            let mut down = packet(PROTO_UDP, SERVER, 443, old.0, old.1, 0);
+            let expect = if on_outbound { Inbound::Translated } else { Inbound::NoBinding { tcp: false } };
+            assert_eq!(n.inbound(&mut down, false, 1200 * MS), expect, "on_outbound {on_outbound}");
+            let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
+            n.outbound(&mut p, false, 1300 * MS);
+            assert_ne!(src(&p), old);
+            let mut down = packet(PROTO_UDP, SERVER, 443, old.0, old.1, 0);
+            assert_eq!(n.inbound(&mut down, false, 1301 * MS), Inbound::NoBinding { tcp: false });
+            let at = if on_outbound { 1300 } else { 1000 };
+            assert_eq!(n.events[0].t_ns, at * MS);
+        }
+    }
+
+    #[test]
+    fn a_rebinding_after_expiry_is_an_event_with_the_old_and_new_ends() {
+        let mut n = nat(30_000);
+        let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
+        n.outbound(&mut p, false, 0);
+        let first = src(&p);
+        let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
+        // looked up at once, not at the next sweep
+        assert_eq!(n.outbound(&mut p, false, 30_000 * MS), Outbound::NewBinding { rebound: true });
+        let e = n.events[0];
+        assert_eq!((e.cause, e.from, e.to, e.t_ns), (Cause::Expired, first, src(&p), 30_000 * MS));
     }
 
     #[test]

@@ -233,7 +233,7 @@ impl NfQueue {
                     return if errno == 0 { Ok(()) } else { Err(io::Error::from_raw_os_error(-errno)) };
                 }
                 if typ == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
-                    if let Some(p) = parse_packet(&buf[off..off + len]) {
+                    if let Some(p) = parse_packet(&mut buf[off..off + len]) {
                         self.verdict(p.id, Verdict::Drop);
                     }
                 }
@@ -245,7 +245,7 @@ impl NfQueue {
 
     /// Receive up to RECV_BATCH packets without blocking; calls `f(packet)` for each.
     /// Returns how many datagrams were read (0 = nothing waiting).
-    pub fn recv_batch(&mut self, mut f: impl FnMut(&RxPacket)) -> io::Result<usize> {
+    pub fn recv_batch(&mut self, mut f: impl FnMut(&mut RxPacket)) -> io::Result<usize> {
         let n = unsafe {
             libc::recvmmsg(
                 self.fd,
@@ -268,6 +268,8 @@ impl NfQueue {
         }
         let n = n as usize;
         for (i, hdr) in self.rx_hdrs.iter().enumerate().take(n) {
+            // The packet's bytes are this buffer's: a rewrite in place changes a copy only
+            // (so this datapath hosts no NAT: `Datapath::rewrites_in_place`).
             let len = hdr.msg_len as usize;
             if hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > RECV_SLOT {
                 self.errors.malformed += 1;
@@ -275,19 +277,19 @@ impl NfQueue {
             }
             let mut off = 0;
             while off + NLMSG_HDRLEN <= len {
-                let buf = &self.rx[i][..len];
+                let buf = &mut self.rx[i][..len];
                 let mlen = u32::from_ne_bytes(buf[off..off + 4].try_into().unwrap()) as usize;
                 let typ = u16::from_ne_bytes(buf[off + 4..off + 6].try_into().unwrap());
                 if mlen < NLMSG_HDRLEN || off + mlen > len {
                     self.errors.malformed += 1;
                     break;
                 }
-                let msg = &buf[off..off + mlen];
+                let msg = &mut buf[off..off + mlen];
                 if typ == (NFNL_SUBSYS_QUEUE << 8) | NFQNL_MSG_PACKET {
                     match parse_packet(msg) {
-                        Some(p) => {
+                        Some(mut p) => {
                             self.errors.gso_unsegmented += p.gso as u64;
-                            f(&p)
+                            f(&mut p)
                         }
                         None => self.errors.malformed += 1,
                     }
@@ -378,10 +380,10 @@ impl Drop for NfQueue {
     }
 }
 
-fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
+fn parse_packet(msg: &mut [u8]) -> Option<RxPacket<'_>> {
     let mut off = NLMSG_HDRLEN + NFGENMSG_LEN;
     let mut id = None;
-    let mut payload: &[u8] = &[];
+    let mut payload = 0..0;
     let mut cap_len = None;
     let mut stamp = None;
     let mut gso = false;
@@ -396,7 +398,7 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
         let be64 = |d: &[u8]| u64::from_be_bytes(d[..8].try_into().unwrap());
         match atype {
             NFQA_PACKET_HDR if data.len() >= 4 => id = Some(be32(data)),
-            NFQA_PAYLOAD => payload = data,
+            NFQA_PAYLOAD => payload = off + 4..off + alen,
             NFQA_CAP_LEN if data.len() >= 4 => cap_len = Some(be32(data)),
             NFQA_SKB_INFO if data.len() >= 4 => gso = be32(data) & NFQA_SKB_GSO != 0,
             NFQA_TIMESTAMP if data.len() >= 16 => {
@@ -406,10 +408,12 @@ fn parse_packet(msg: &[u8]) -> Option<RxPacket<'_>> {
         }
         off += (alen + 3) & !3;
     }
+    let payload_len = payload.len() as u32;
     Some(RxPacket {
         id: id?,
-        bytes: payload,
-        orig_len: cap_len.unwrap_or(payload.len() as u32),
+        bytes: &mut msg[payload],
+        orig_len: cap_len.unwrap_or(payload_len),
+        partial_csum: false,
         kernel_rx_realtime_ns: stamp.filter(|&t| t > 0),
         gso,
     })
@@ -441,8 +445,14 @@ impl Datapath for NfQueue {
     fn fd(&self) -> RawFd {
         NfQueue::fd(self)
     }
-    fn recv_batch<F: FnMut(&RxPacket)>(&mut self, f: F) -> io::Result<usize> {
+    fn recv_batch<F: FnMut(&mut RxPacket)>(&mut self, f: F) -> io::Result<usize> {
         NfQueue::recv_batch(self, f)
+    }
+    fn rewrites_in_place(&self) -> bool {
+        false
+    }
+    fn held_ip(&mut self, _id: u32) -> Option<(&mut [u8], bool)> {
+        None
     }
     fn verdict(&mut self, id: u32, verdict: Verdict) {
         NfQueue::verdict(self, id, verdict)
@@ -485,7 +495,7 @@ mod tests {
         put_attr(&mut b, NFQA_CAP_LEN, &1500u32.to_be_bytes());
         put_attr(&mut b, NFQA_PAYLOAD, &[0x45, 0, 5, 0xdc, 1]);
         end_msg(&mut b, s);
-        let p = parse_packet(&b).unwrap();
+        let p = parse_packet(&mut b).unwrap();
         assert_eq!(p.id, 0x0102);
         assert_eq!(p.bytes, &[0x45, 0, 5, 0xdc, 1]);
         assert_eq!(p.orig_len, 1500);

@@ -172,6 +172,8 @@ pub struct DirectionTotals {
     pub dropped_loss: u64,
     pub dropped_buffer: u64,
     pub dropped_middlebox: u64,
+    /// Dropped at the NAT (inbound, for no live binding).
+    pub dropped_nat: u64,
     /// Packets the middlebox rewrote into TCP RSTs (forwarded, so also in `packets`).
     pub rst_rewritten: u64,
     pub reordered: u64,
@@ -237,6 +239,38 @@ fn events_json(e: &LateEvents) -> Vec<Value> {
     e.iter().map(|(t, v)| json!([round3(t as f64 / 1e6), round3(v as f64 / 1e6)])).collect()
 }
 
+/// The NAT's counters, live bindings and rebindings (each: when on CLOCK_MONOTONIC, ms; the
+/// internal end; the external end before and after; why).
+pub fn nat_json(nat: &crate::nat::Nat, to_monotonic_ns: impl Fn(u64) -> u64) -> Value {
+    let c = &nat.counters;
+    let end = |(a, p): (std::net::Ipv4Addr, u16)| format!("{a}:{p}");
+    let events: Vec<Value> = nat
+        .events
+        .iter()
+        .map(|e| {
+            json!({
+                "mono_ms": round3(to_monotonic_ns(e.t_ns) as f64 / 1e6),
+                "proto": proto_name(e.proto),
+                "internal": end(e.internal),
+                "from": end(e.from),
+                "to": end(e.to),
+                "cause": e.cause,
+            })
+        })
+        .collect();
+    json!({
+        "config": nat.config(),
+        "bindings_live": nat.len(),
+        "bindings_created": c.bindings_created,
+        "rebindings_after_expiry": c.rebindings,
+        "expired": c.expired,
+        "scheduled_rebindings": c.scheduled_rebindings,
+        "inbound_without_binding": c.inbound_without_binding,
+        "rebindings": events,
+        "rebindings_not_kept": c.events_not_kept,
+    })
+}
+
 fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Value {
     let l = &d.lateness;
     let mut hist = Map::new();
@@ -249,6 +283,7 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_loss": d.dropped_loss,
         "dropped_buffer": d.dropped_buffer,
         "dropped_middlebox": d.dropped_middlebox,
+        "dropped_nat": d.dropped_nat,
         "rst_rewritten": d.rst_rewritten,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
@@ -301,6 +336,7 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "dropped_loss": c.dropped_loss,
         "dropped_buffer": c.dropped_buffer,
         "dropped_middlebox": c.dropped_middlebox,
+        "dropped_nat": c.dropped_nat,
         "rst_rewritten": c.mb.rst_rewritten,
         "middlebox_chosen": c.mb.chosen,
         "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
@@ -372,7 +408,8 @@ impl FlowLog {
                     || c.sojourn.packets != last[i].sojourn.packets
                     || c.dropped_loss != last[i].dropped_loss
                     || c.dropped_buffer != last[i].dropped_buffer
-                    || c.dropped_middlebox != last[i].dropped_middlebox;
+                    || c.dropped_middlebox != last[i].dropped_middlebox
+                    || c.dropped_nat != last[i].dropped_nat;
                 if !changed {
                     continue;
                 }
@@ -391,6 +428,7 @@ impl FlowLog {
                     "dropped_loss": c.dropped_loss,
                     "dropped_buffer": c.dropped_buffer,
                     "dropped_middlebox": c.dropped_middlebox,
+                    "dropped_nat": c.dropped_nat,
                     "sojourn_packets": sojourn_packets,
                     "sojourn_ms_mean": sojourn_mean.map(round3),
                     "sojourn_ms_max": sojourn_max,

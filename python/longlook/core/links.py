@@ -103,6 +103,10 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
                     flat[f"{which}.{k}.{kk}"] = vv
             else:
                 flat[f"{which}.{k}"] = v
+    if p.nat is not None:  # the NAT by what it sets beyond its defaults
+        flat["nat.on"] = "on"
+        for k, v in p.nat.model_dump(exclude_defaults=True).items():
+            flat[f"nat.{k}"] = "+".join(short_number(x) for x in v) if isinstance(v, (tuple, list)) else v
     return flat
 
 
@@ -140,6 +144,9 @@ def _labels_with(profiles: list[LinkProfile], covered: tuple[str, ...]) -> list[
             if val is None:  # not set on this link: its absence already tells it apart
                 continue
             text = short_number(val) if isinstance(val, (int, float)) and not isinstance(val, bool) else str(val)
+            if which == "nat":  # one NAT per link, not per direction
+                extras["nat" if field == "on" else f"nat-{name}"] = text
+                continue
             # one entry per field when both directions agree, else per direction
             other = s.get(("down" if which == "up" else "up") + "." + field)
             key = name if other == val else f"{which}-{name}"

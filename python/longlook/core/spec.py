@@ -315,6 +315,19 @@ class ScenarioBase(BaseModel):
                 self.links[i] = link.model_copy(update={"name": name})
         return self
 
+    @model_validator(mode="after")
+    def _nat_rebinding_within_a_run(self) -> "ScenarioBase":
+        # a binding moves on its own clock, from its flow's first packet: a move later than
+        # a run may last is one no run meets
+        for i, link in enumerate(self.links):
+            first = link.nat.first_rebinding_s() if link.nat is not None else None
+            if first is not None and first >= self.timeout_s:
+                raise ValueError(
+                    f"links[{i}].nat: the first rebinding, {first:g} s after a flow starts, is past the "
+                    f"run's timeout_s = {self.timeout_s:g}: no run would meet it; move it earlier"
+                )
+        return self
+
     def _check_unique_cells(self) -> None:
         counts = collections.Counter(c.id for c in self.cells())
         dup = {i for i, n in counts.items() if n > 1}

@@ -258,6 +258,12 @@ class Testbed:
                 topology.set_sysctls(self.ns[role], self.host_buffers.sysctls())
 
     def _linkem(self, router: str, profile: LinkProfile, workdir: Path) -> Linkem:
+        if profile.nat is not None and self.datapath != "afpacket":
+            raise TestbedError(
+                f"link {profile.name}: a NAT needs linkem's AF_PACKET datapath (this testbed uses "
+                f"{self.datapath}): on NFQUEUE the kernel forwards its own copy of each packet, "
+                f"which linkem cannot rewrite; drop LONGLOOK_DATAPATH or the scenario's datapath setting"
+            )
         workdir.mkdir(parents=True, exist_ok=True)
         config = workdir / "link.toml"
         config.write_text(profile.to_linkem_toml(self.base_dir))
