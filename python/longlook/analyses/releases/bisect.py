@@ -29,9 +29,9 @@ stored rounds of earlier steps).
 Simulated (tests/calibration/test_bisect.py; 8-16 releases, lognormal runs with CV 5-15%,
 0-10% of runs failing at random, alpha 0.05): no change, a release named in 0 of 150
 searches; one change of 10% to 6x, a wrong release in 0 of 100 (bound 0.043), every change
-found in 83 (all of 1.5x or more when at most 5% of runs fail; 62% at 10%, where the
+found in 84 (all of 1.5x or more when at most 5% of runs fail; 65% at 10%, where the
 survivorship check's worst case at a step's small alpha leaves steps unclear), 4.2 steps of
-15 rounds on average (median 7); two changes of 1.5x to 6x in all, each 30-70% of it, a
+13.6 rounds on average (median 8); two changes of 1.5x to 6x in all, each 30-70% of it, a
 wrong release in 0 of 60, both found in 43, 5.5 steps.
 """
 

@@ -33,8 +33,9 @@ rounds n are planned before it runs, from the previous step's rounds (core.adapt
 `margin_rounds`): the margin the ends imply (half their difference, or T) and the ends'
 within-arm spreads (M taken as the noisier end), for `power` to decide when M is like an
 end. Nothing in the step's own rounds plans it, so its tests keep their level as in a fixed
-design (a plan from the step's own pilot would favour a side; core.adaptive). It looks at n
-and, when n < max, again at max: two looks, the alpha split between them.
+design (a plan from the step's own pilot would favour a side; core.adaptive). It looks at n,
+2n, 4n ... and max, the alpha split between its looks and n planned for the first look's
+share: a spread measured on few rounds that was too small costs a look, not the budget.
 
 Error rates. Each claim of a step is wrong with probability at most the step's alpha (the
 sum over its looks); a step's verdict is wrong (a side, a second change) at most twice that.
@@ -44,10 +45,11 @@ one change names a wrong release with probability at most alpha.
 Simulated (tests/calibration/test_bisect.py; lognormal runs, CV 5-15%, 0-10% of runs
 failing at random, the plan from a previous step of 6-30 rounds; alpha 0.05 per claim):
 a release exactly like GOOD placed "like BAD" in 0 of 400 steps and called a second change
-in 5; a release exactly at the ends' midpoint "like GOOD" in 10 of 400 and "like BAD" in 10
+in 3; a release exactly at the ends' midpoint "like GOOD" in 11 of 400 and "like BAD" in 9
 (ends 3% to 2x apart); equal ends "different" in 2 of 300, ends exactly 5% apart "the same"
 in 0 of 300; with an absolute margin of 10%, a release exactly 10% from GOOD "like GOOD" in
-10 of 400.
+4 of 400. A release like GOOD is placed in 12.9 rounds on average (median 10; 16.7 and 9
+with looks at n and max only).
 """
 
 from __future__ import annotations
@@ -125,20 +127,19 @@ class StepPlan:
 
     def looks(self, ends_only: bool) -> list[int]:
         """The rounds at which the step decides (its alpha split over them)."""
-        if ends_only:
-            out, n = [], self.min_rounds
-            while n < self.max_rounds:
-                out.append(n)
-                n *= 2
-            return out + [self.max_rounds]
-        n = self.planned()
-        return [n, self.max_rounds] if n < self.max_rounds else [self.max_rounds]
+        return doubling(self.min_rounds if ends_only else self.planned(), self.max_rounds)
 
     def planned(self) -> int:
-        """A later step's rounds, from the previous step alone (see the module's docstring)."""
+        """A later step's first look, from the previous step alone (see the module's
+        docstring), for the alpha each of its looks gets."""
+        n = self.min_rounds
+        for _ in range(3):  # the looks depend on n, and n on the looks' alpha: settles at once
+            n = self._rounds_for(self.alpha / len(doubling(n, self.max_rounds)))
+        return n
+
+    def _rounds_for(self, alpha: float) -> int:
         v_low, v_high = self.spreads
         v_mid = max(v_low, v_high) if not (math.isnan(v_low) or math.isnan(v_high)) else math.nan
-        alpha = self.alpha / 2  # the plan is for the first of two looks
         if self.threshold_pct is None:
             return margin_rounds(
                 [v_mid, v_low, v_high],
@@ -163,6 +164,16 @@ class StepPlan:
             )
             for v, m in zip(self.spreads, self.means)
         )
+
+
+def doubling(first: int, last: int) -> list[int]:
+    """Looks at first, 2 first, 4 first ... and last: a plan that was short (a spread
+    measured on few rounds) costs one more look, not the whole budget."""
+    out, n = [], first
+    while n < last:
+        out.append(n)
+        n *= 2
+    return out + [last]
 
 
 @dataclass
