@@ -207,6 +207,13 @@ class LinkProfile(Direction):
             return d.gilbert_elliott.mean_loss()
         return d.loss or 0.0
 
+    def without_nat(self) -> "LinkProfile":
+        """The same link without its NAT: what the link self-check measures. The check's probes
+        open connections from both ends, and a NAT admits only the client's; its rebindings
+        are events a run is about, not properties of the path, and would reset the probes.
+        The NAT's translation changes no rate, delay or loss."""
+        return self if self.nat is None else self.model_copy(update={"nat": None})
+
     def rtt_ms(self) -> float:
         """Base round-trip time: the two one-way delays (no queueing, no serialisation)."""
         return self._base_rtt_ms()

@@ -592,3 +592,32 @@ def test_would_need_n_rounds_decides_at_the_claims_resolution():
         trials,
         0.2,
     )
+
+
+# ---- completions across a path change ----------------------------------------------------
+
+
+@calibrates("reproduce.survives")
+def test_survives_with_the_same_completion_on_both_sides_and_at_its_edge():
+    """Both arms complete each round with the same chance q (0.3-1, 3-30 rounds a side):
+    "holds" at most alpha. Arm a completing at exactly `at_least` (0.9) and b never:
+    "does not hold" at most (1 - confidence) / 2."""
+    from longlook.analyses.reproduce.rules import Survives
+
+    rng = np.random.default_rng(431)
+    rule = Survives("h3", "h2")
+    same, edge = [], []
+    for _ in range(600):
+        q = float(rng.choice([1.0, rng.uniform(0.3, 1.0)]))
+        n_a, n_b = map(int, rng.integers(3, 31, size=2))
+        run = lambda p, n: np.where(rng.random(n) < p, 1000.0, np.nan)  # noqa: E731
+        same.append(rule.evaluate(measured({("nat", "h3"): run(q, n_a), ("nat", "h2"): run(q, n_b)})).verdict)
+        edge.append(rule.evaluate(measured({("nat", "h3"): run(0.9, n_a), ("nat", "h2"): run(0.0, n_b)})).verdict)
+    check_rate("reproduce.survives", "the same completion both sides: holds", sum(v == HOLDS for v in same), 600, ALPHA)
+    check_rate(
+        "reproduce.survives", "a completes 90%, b never: does not hold", sum(v == FAILS for v in edge), 600, LEVEL
+    )
+    # and it can say both: 5/5 against 0/5 holds, 1/5 against 5/5 does not
+    holds = measured({("nat", "h3"): np.full(5, 1000.0), ("nat", "h2"): np.full(5, np.nan)})
+    fails = measured({("nat", "h3"): np.r_[1000.0, np.full(4, np.nan)], ("nat", "h2"): np.full(5, 1000.0)})
+    assert rule.evaluate(holds).verdict == HOLDS and rule.evaluate(fails).verdict == FAILS

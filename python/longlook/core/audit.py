@@ -294,7 +294,16 @@ def linkem_delta(before: dict, after: dict) -> dict:
     for which, counters in direction_stats(after).items():
         prev = direction_stats(before).get(which, {})
         out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items() if isinstance(v, (int, float))}
+    if "nat" in after:
+        out["nat_rebindings"] = nat_rebindings(before, after)
     return out
+
+
+def nat_rebindings(before: dict, after: dict) -> list[dict]:
+    """The NAT's rebindings between two stats documents (linkem appends them in order and
+    keeps the first 10 000; `mono_ms` is CLOCK_MONOTONIC, as time.monotonic())."""
+    seen = len((before.get("nat") or {}).get("rebindings", []))
+    return list((after.get("nat") or {}).get("rebindings", [])[seen:])
 
 
 HOST_BUFFER_LIMITED_SHARE = 0.10  # of a TCP sender's busy time, limited by a host buffer

@@ -38,7 +38,7 @@ from .record import RunRecord, new_run_id
 from .registry import get_kind
 from .spec import ArmBase, CellBase, ScenarioBase
 from .stats import MIN_N
-from .status import completion, settles, shortfalls
+from .status import completion, settles, shortfalls, with_outcome_rounds
 from .store import DB_FILE, RUNS_DIR, Store, environment_versions
 from .trace_phase import DETAIL as TRACE_PHASE_DETAIL
 from .trace_phase import run_phase_ms
@@ -198,7 +198,8 @@ def measure_run(
         capture.end()  # after the audit read linkem's stats: linkem restarted, the run's pcap whole
         capture_files, capture_details = capture.record()
     with phase("record"):
-        (run_dir / "linkem.json").write_text(json.dumps(linkem_delta(audit.before, audit.after), indent=1))
+        delta = linkem_delta(audit.before, audit.after)
+        (run_dir / "linkem.json").write_text(json.dumps(delta, indent=1))
         rel = lambda name: str((run_dir / name).relative_to(bench.out_dir))  # noqa: E731
         artifacts = {k: rel(v) for k, v in {**m.artifacts, **capture_files}.items() if (run_dir / v).exists()}
         artifacts["linkem"] = rel("linkem.json")
@@ -208,6 +209,10 @@ def measure_run(
         m.details["receiver_drops"] = a.receiver_drops  # UDP datagrams the endpoints' sockets dropped
         if trace_phase is not None:
             m.details[TRACE_PHASE_DETAIL] = trace_phase
+        if "nat_rebindings" in delta:  # when each of the run's flows was rebound, from its start
+            m.details["nat_rebindings"] = [
+                {**e, "t_ms": round(e["mono_ms"] - audit.t0_ms, 3)} for e in delta["nat_rebindings"]
+            ]
         if tb.cpus.as_dict():
             m.details["cpus"] = tb.cpus.as_dict()
             m.details["cpus_shared"] = tb.cpus.shared()
@@ -325,12 +330,15 @@ class Runner:
         rounds asked for when fewer), on the kind's primary metric."""
         sc = self.scenario
         metric = self.kind.primary_metric
+        runs = store.runs_frame()
         done = completion(
-            store.runs_frame(),
+            runs,
             metric.name if metric else None,
             exclude_flagged=sc.fidelity.exclude_flagged,
             metric_free_arms=self.kind.metric_free_arms,
         )
+        if sc.statistics.failures == "outcome" and metric is not None and not runs.empty:
+            done = with_outcome_rounds(done, runs)
         arms = [a.label for a in sc.arm_list()]
         return shortfalls(done, {c.id: arms for c in sc.cells()}, need=min(MIN_N, sc.rounds))
 
@@ -402,7 +410,12 @@ class Runner:
             tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
         if self.link_check:
             self.progress("link_check", link=cell.link_label)
-            result = check_link(tb, cell.link, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
+            checked = cell.link.without_nat()
+            if checked is not cell.link:  # the check on the link without its NAT, then the runs with it
+                tb.reconfigure(checked, base_dir=self.scenario.base_dir)
+            result = check_link(tb, checked, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
+            if checked is not cell.link:
+                tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
             store.record_link_check(
                 cell.link.name, cell.link.model_dump(exclude_none=True), result.to_dict(), result.ok, result.summary()
             )

@@ -103,6 +103,20 @@ def completion(
     return out[cols]
 
 
+def with_outcome_rounds(done: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """`completion`'s table where a failure is an outcome (`[statistics] failures =
+    "outcome"`): a round without a counted run whose last attempt failed or timed out counts
+    too, with its metric's failure value (core.stats.with_failures_as_outcomes)."""
+    keys = ["cell_id", "arm", "round"]
+    last = (runs.sort_values("attempt") if "attempt" in runs else runs).drop_duplicates(keys, keep="last")
+    lost = last[last["status"].isin(["failed", "timeout"])].groupby(["cell_id", "arm"]).size()
+    out = done.copy()
+    extra = [int(lost.get((c, a), 0)) for c, a in zip(out["cell_id"], out["arm"])]
+    out["counted"] = (out["counted"] + extra).clip(upper=out["rounds"])
+    out["share"] = out["counted"] / out["rounds"]
+    return out
+
+
 def shortfalls(done: pd.DataFrame, cell_arms: dict[str, list[str]], need: int) -> list[str]:
     """Cells where an arm ended with fewer counted runs than `need`, in words ("cell: h2 has
     1 of 5 rounds counted"); an arm never tried counts as 0."""

@@ -80,3 +80,23 @@ def test_a_quic_download_survives_a_port_rebinding_and_a_tcp_one_does_not(tmp_pa
     assert client_resets >= 1
     tcp_moves = [e for e in after_h2["nat"]["rebindings"] if e["proto"] == "tcp"]
     assert tcp_moves and all(e["cause"] == "scheduled" for e in tcp_moves), after_h2["nat"]
+
+
+@needs_testbed("linkem", "endpoint")
+def test_a_quic_download_survives_an_address_rebinding(tmp_path: Path):
+    """The binding moves to the NAT's second public address 1 s in: the server sees the
+    connection arrive from a new address (RFC 9000 §9: it validates the path and resets its
+    congestion controller) and the transfer goes on there."""
+    certs = tmp_path / "cert"
+    nat = {"rebind_at_s": [1.0], "rebind_to": "address"}
+    link = LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000, nat=nat)
+    with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
+        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "4m")
+        stats = _stats(tb)
+        server.stop()
+    assert h3.status == "ok", json.dumps([h3.error, stats.get("nat")])
+    (move,) = [e for e in stats["nat"]["rebindings"] if e["proto"] == "udp"]
+    assert move["from"].startswith(PUBLIC + ":") and move["to"].startswith("198.18.6.1:"), move
+    down = {f["dst"]: f for f in stats["flows"] if f["direction"] == "down" and f["proto"] == "udp"}
+    assert down[move["to"]]["bytes"] > 500_000, "the transfer went on to the new address"

@@ -52,6 +52,7 @@ from longlook.analyses.reproduce import (
     Ratio,
     Shrinks,
     StateShift,
+    Survives,
     Twins,
     Value,
 )
@@ -245,6 +246,15 @@ def _outcomes(claim: Claim) -> Iterator[tuple[str, object]]:
             }
             diff = StateDiff(rule.protocol, str(rule.fast), str(rule.slow), 10, 10, stats.alpha, pd.DataFrame([row]))
             yield status, rule.judge(diff)
+    elif isinstance(rule, Survives):
+        cells = rule.claim_cells(grid)
+        for done_a, done_b in ((ROUNDS, 0), (ROUNDS, ROUNDS), (0, ROUNDS), (ROUNDS - 1, 0)):
+            m = _page_runs(grid, {(c, arm): 1000.0 for c in cells for arm in (rule.a, rule.b)}, "plt_ms")
+            arm_round = zip(m.runs["arm"], m.runs["round"])
+            failed = [(a == rule.a and r >= done_a) or (a == rule.b and r >= done_b) for a, r in arm_round]
+            m.runs.loc[failed, "status"] = "failed"
+            m.runs.loc[failed, "plt_ms"] = None
+            yield f"{rule.a} {done_a}/{ROUNDS}, {rule.b} {done_b}/{ROUNDS}", rule.evaluate(m)
     else:  # a new rule: this test must learn its outcomes
         raise AssertionError(f"{claim.id}: no outcomes for {type(rule).__name__}")
 

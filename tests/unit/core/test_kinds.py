@@ -40,6 +40,36 @@ def test_an_arm_that_measures_something_else_is_not_short_of_its_rounds():
     ) == ["c: fingerprint has 0 of 3 rounds counted"]
 
 
+def test_a_failed_round_is_no_shortfall_where_failures_are_outcomes():
+    """A download the NAT's rebinding resets: with failures = "outcome" its rounds are
+    outcomes (the timeout), so the run summary does not call the cell short of runs."""
+    import pandas as pd
+
+    from longlook.core.status import completion, shortfalls, with_outcome_rounds
+
+    runs = pd.DataFrame(
+        [
+            {
+                "run_id": f"{a}{r}",
+                "cell_id": "c",
+                "arm": a,
+                "round": r,
+                "attempt": 0,
+                "status": "ok" if a == "h3" else "failed",
+                "protocol_requested": a,
+                "protocol_negotiated": a if a == "h3" else None,
+                "audit_flagged": False,
+                "plt_ms": 1750.0 if a == "h3" else None,
+            }
+            for a in ("h3", "h2")
+            for r in range(5)
+        ]
+    )
+    done = completion(runs, "plt_ms")
+    assert shortfalls(done, {"c": ["h3", "h2"]}, need=2) == ["c: h2 has 0 of 5 rounds counted"]
+    assert shortfalls(with_outcome_rounds(done, runs), {"c": ["h3", "h2"]}, need=2) == []
+
+
 def test_receiver_drops_flag_a_run_and_count_only_readable_namespaces():
     from longlook.core.audit import Audit, _udp_drops
     from longlook.core.spec import Fidelity

@@ -23,6 +23,14 @@ def test_linkem_delta_subtracts_direction_counters():
     assert delta["directions"]["down"] == {"packets": 5, "bytes": 700}
 
 
+def test_linkem_delta_keeps_the_nat_rebindings_of_the_run_only():
+    event = lambda port: {"mono_ms": 1.0, "proto": "udp", "from": f"p:{port}", "to": f"p:{port + 1}"}  # noqa: E731
+    before = {"directions": {}, "nat": {"rebindings": [event(1)]}}
+    after = {"directions": {}, "nat": {"rebindings": [event(1), event(5), event(7)]}}
+    assert [e["from"] for e in linkem_delta(before, after)["nat_rebindings"]] == ["p:5", "p:7"]
+    assert "nat_rebindings" not in linkem_delta({"directions": {}}, {"directions": {}})
+
+
 def test_the_harness_cost_is_the_loop_outside_runs_per_run():
     from longlook.core.execute import RunSummary
 

@@ -62,12 +62,13 @@ class Measured:
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
             cells = store.cells_frame()
             try:
-                boxes = {c.id: middlebox_text(c.link) for c in scenario.cells()}
+                boxes = {c.id: (middlebox_text(c.link), nat_text(c.link)) for c in scenario.cells()}
             except (AttributeError, ValueError, LonglookError):  # a stored scenario today's code cannot grid
                 boxes = {}
             cells = cells.assign(
                 dims=[
-                    {**(d or {}), "middlebox": boxes.get(c, "unknown")} for c, d in zip(cells["cell_id"], cells["dims"])
+                    {**(d or {}), **dict(zip(("middlebox", "nat"), boxes.get(c, ("unknown", "unknown"))))}
+                    for c, d in zip(cells["cell_id"], cells["dims"])
                 ]
             )
             return cls(
@@ -144,6 +145,14 @@ def middlebox_text(link: LinkProfile) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(parts.items())) or "none"
 
 
+def nat_text(link: LinkProfile) -> str:
+    """Whether a link has a NAT and what it does: "none", "nat" (no scheduled rebinding), or
+    "rebinding" (its bindings move while their flows live)."""
+    if link.nat is None:
+        return "none"
+    return "rebinding" if link.nat.first_rebinding_s() is not None else "nat"
+
+
 def grid(scenario: ScenarioBase) -> pd.DataFrame:
     """A scenario's cells as a Measured's `cells` (their dimensions with `middlebox`), and
     `link_settings`: every setting of the cell's link, flattened (a link's label names only
@@ -153,7 +162,7 @@ def grid(scenario: ScenarioBase) -> pd.DataFrame:
         rows.append(
             {
                 "cell_id": c.id,
-                "dims": {**c.dims(), "middlebox": middlebox_text(c.link)},
+                "dims": {**c.dims(), "middlebox": middlebox_text(c.link), "nat": nat_text(c.link)},
                 "link_settings": _flat(c.link.model_dump(mode="json", exclude={"name"})),
             }
         )

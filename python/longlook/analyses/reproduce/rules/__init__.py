@@ -35,6 +35,8 @@ ratio), never as independent samples. Each rule's p is the claim's own test (out
 - `Value`: one arm's mean against a stated range, on its t-interval; p: the larger of the
   two one-sided t tests against the range's ends. Rounds whose run failed are missing
   values: with one, the mean of the survivors decides nothing.
+- `Survives`: the rounds of arm a that completed against arm b's (Fisher's exact test,
+  one-sided), every round of a complete for "holds" (`survives.py`).
 - `Twins`: one arm across twin cells, judged as `Cells`. `Shrinks`: the interaction of log
   means across twin cells, Holm over the pairs.
 
@@ -58,6 +60,7 @@ from .stateshift import StateShift
 from .cells import Cells
 from .ratio import Ratio
 from .shrinks import Shrinks, interaction
+from .survives import Survives
 from .twins import Twins
 from .value import Value
 
@@ -74,6 +77,7 @@ __all__ = [
     "Rule",
     "Shrinks",
     "StateShift",
+    "Survives",
     "Twins",
     "UNCLEAR",
     "Value",
@@ -83,4 +87,4 @@ __all__ = [
     "not_run",
 ]
 
-Rule = Cells | Ratio | PairShare | GrangerShare | Value | Shrinks | Twins | StateShift | Ate
+Rule = Cells | Ratio | PairShare | GrangerShare | Value | Shrinks | Twins | StateShift | Ate | Survives
