@@ -22,6 +22,7 @@ resolution, a cell re-run at the stated N decides in at least 80% of re-runs.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -588,6 +589,57 @@ def test_would_need_n_rounds_decides_at_the_claims_resolution():
     check_rate(
         "reproduce.needed",
         "re-run at the stated N not decided, true difference at the resolution",
+        undecided,
+        trials,
+        0.2,
+    )
+
+
+@calibrates("reproduce.needed")
+def test_would_need_n_rounds_of_a_paired_cell_decides_at_the_claims_resolution():
+    """A cell over a trace compared paired by round: each round's two arms share its stretch
+    of the trace (a common lognormal factor, sigma 0.3-0.6) and differ by their own noise
+    (sigma 0.02-0.1), QUIC truly 5% faster. A pilot of 3-10 rounds left it inconclusive:
+    re-run at the N the claim states (planned on the per-round log ratio's spread), the
+    paired test decides QUIC-better in at least 80% of re-runs. Planned on the arms' own
+    spreads, N would count the trace's variation too."""
+    from longlook.core.trace_phase import DETAIL
+
+    from longlook.analyses.reproduce import needed
+
+    rng = np.random.default_rng(416)
+    trials, undecided, stated = 300, 0, 0
+    ns: list[int] = []
+    unpaired: list[int] = []
+    rule = Cells("h3", "h2", "a", at_least=1.0, tolerance_pct=5.0)
+
+    def rounds(n: int, trace: float, own: float) -> tuple[np.ndarray, np.ndarray]:
+        common = rng.lognormal(0.0, trace, n)
+        return 950.0 * common * rng.lognormal(0.0, own, n), 1000.0 * common * rng.lognormal(0.0, own, n)
+
+    while stated < trials:
+        trace, own, n0 = float(rng.uniform(0.3, 0.6)), float(rng.uniform(0.02, 0.1)), int(rng.integers(3, 11))
+        a, b = rounds(n0, trace, own)
+        m = measured({("trace", "h3"): a, ("trace", "h2"): b})
+        m = replace(m, runs=m.runs.assign(**{DETAIL: 0.0}))
+        out = rule.evaluate(m)
+        found = NEEDS.search(out.needs) if out.verdict == UNCLEAR else None
+        if found is None:
+            continue
+        n = int(found.group(1).replace(",", ""))
+        stated += 1
+        unpaired.append(
+            needed.cell_rounds(n0, a.mean(), a.std(ddof=1), n0, b.mean(), b.std(ddof=1), alpha=ALPHA, effect_pct=5.0)
+            or needed.LIMIT
+        )
+        ns.append(n)
+        a, b = rounds(n, trace, own)
+        undecided += compare_samples(a, b, alpha=ALPHA, paired=True).verdict.value != "a_faster"
+    print(f"paired cell: stated N median {np.median(ns):.0f}, planned on the arms' spreads {np.median(unpaired):.0f}")
+    assert np.median(ns) * 4 <= np.median(unpaired), "the plan does not use the pairing"
+    check_rate(
+        "reproduce.needed",
+        "re-run at the stated N not decided, paired cell, true difference at the resolution",
         undecided,
         trials,
         0.2,

@@ -153,6 +153,9 @@ class CellComparison:
     # the rank test with each arm's missing runs at their worst for the verdict's side (see
     # survivorship_p); nan when no run was missing or no verdict was significant
     worst_case_p: float = math.nan
+    # a paired design's sd of the per-pair log ratio, what a plan for more pairs needs (nan:
+    # not paired, or a value not positive)
+    pair_sd_log: float = math.nan
 
     @property
     def family_p(self) -> float:
@@ -515,6 +518,9 @@ def compare_samples(
             f"{a_label} completed {completion_a}, {b_label} {completion_b} "
             f"(Fisher p = {p_surv:.2g}): the runs that finished are not a fair sample"
         )
+    sd_log = math.nan
+    if paired and np.all(xa > 0) and np.all(xb > 0):
+        sd_log = float(np.std(np.log(xa) - np.log(xb), ddof=1))
     c = CellComparison(
         percent_difference=_pct(eff.relative, lower_is_better),
         ci_low=lo,
@@ -528,6 +534,7 @@ def compare_samples(
         diff=eff.shift,
         diff_low=eff.shift_low,
         diff_high=eff.shift_high,
+        pair_sd_log=sd_log,
         **common,
     )
     return _survives(c, xa, xb) if verdict.significant else c

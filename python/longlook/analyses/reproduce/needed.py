@@ -8,7 +8,8 @@ gave 50% power at a real effect, and under no effect a median of 53 rounds that 
 0.5% of re-runs):
 
 - a direction claim on cells (`Cells`, `Twins`): a difference of the claim's tolerance in
-  its direction, Welch's two-sided test at alpha / cells, Holm's strictest step; none when
+  its direction, Welch's two-sided test at alpha / cells, Holm's strictest step (a cell
+  compared paired by round: the paired t on the log ratio, planned on its sd); none when
   the cell's interval already ends short of that difference the claim's way;
 - a "same" claim: no difference at all, two one-sided tests at the claim's level / cells;
 - a ratio: the factor moved by `RATIO_RESOLUTION` (10%) to the side the estimate lies on,
@@ -89,6 +90,22 @@ def cell_rounds(
     def power(n: np.ndarray) -> np.ndarray:
         df = _welch_df(va / n, vb / n, n)
         return sps.nct.sf(sps.t.ppf(1 - alpha / 2, df), df, shift / np.sqrt((va + vb) / n))
+
+    return _smallest(power)
+
+
+def paired_cell_rounds(n: int, sd_log: float, *, alpha: float, effect_pct: float) -> int | None:
+    """Pairs (rounds) at which the paired t on the log ratio, two-sided at `alpha`, shows a
+    true difference of `effect_pct`% with 80% power: a cell whose arms met the same stretch of
+    a trace each round (core.trace_phase), where the trace's variation cancels in the ratio
+    and the arms' own spreads would overstate what is needed."""
+    if n < 2 or math.isnan(sd_log) or sd_log == 0 or not 0 < effect_pct < 100:
+        return None
+    s = _upper_sd(sd_log, n)
+    gap = -math.log1p(-effect_pct / 100)
+
+    def power(k: np.ndarray) -> np.ndarray:
+        return sps.nct.sf(sps.t.ppf(1 - alpha / 2, k - 1), k - 1, gap / (s / np.sqrt(k)))
 
     return _smallest(power)
 

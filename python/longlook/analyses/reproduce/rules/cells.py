@@ -193,6 +193,8 @@ class Cells:
             ns = [
                 None
                 if self._ends_short(c)
+                else needed.paired_cell_rounds(c.a.n, c.pair_sd_log, alpha=alpha / total, effect_pct=resolution)
+                if c.paired and not math.isnan(c.pair_sd_log)
                 else needed.cell_rounds(
                     c.a.n, c.a.mean, c.a.sd, c.b.n, c.b.mean, c.b.sd, alpha=alpha / total, effect_pct=resolution
                 )
