@@ -87,3 +87,25 @@ def dead_endpoints_trace_instances() -> list[str]:
         for i in (tracefs / "instances").glob(f"{INSTANCE_PREFIX}*")
         if not is_alive(int(i.name.removeprefix(INSTANCE_PREFIX)))
     ]
+
+
+def bulk_fetch(tb, certs: Path, out: Path, protocol: str, size: str, *, port: int = 4433, timeout_s: float = 20):
+    """One bulk download of `size` from our endpoint's server with our client."""
+    from longlook.stacks.endpoint import SERVER_ADDR, fetch
+
+    return fetch(
+        tb,
+        url=f"https://{SERVER_ADDR}:{port}/bulk/{size}",
+        protocol=protocol,
+        run_id=out.stem,
+        cert_dir=certs,
+        out=out,
+        timeout_s=timeout_s,
+        mode="bulk",
+    )
+
+
+def estab_resets(tb, role: str) -> int:
+    """Connections of the namespace reset from ESTABLISHED (Tcp EstabResets, /proc/net/snmp)."""
+    lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines() if ln.startswith("Tcp:")]
+    return int(dict(zip(lines[0], lines[1]))["EstabResets"])

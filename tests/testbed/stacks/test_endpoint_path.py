@@ -6,24 +6,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from testbed_helpers import needs_testbed
+from testbed_helpers import bulk_fetch, needs_testbed
 
-from longlook.stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from longlook.stacks.endpoint import EndpointServer, ServerOptions
 from longlook.linkprofile import LinkProfile
 from longlook.testbed import Testbed
 
 
 def _bulk(tb, port, certs, out: Path, size: str, protocol: str = "h3"):
-    r = fetch(
-        tb,
-        url=f"https://{SERVER_ADDR}:{port}/bulk/{size}",
-        protocol=protocol,
-        run_id=out.stem,
-        cert_dir=certs,
-        out=out,
-        timeout_s=60,
-        mode="bulk",
-    )
+    r = bulk_fetch(tb, certs, out, protocol, size, port=port, timeout_s=60)
     assert r.status == "ok", r.error
     return r
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from testbed_helpers import needs_testbed
+from testbed_helpers import bulk_fetch, estab_resets, needs_testbed
 
 from longlook.linkprofile import LinkProfile
-from longlook.stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from longlook.stacks.endpoint import EndpointServer, ServerOptions
 from longlook.testbed import Testbed
 
 PORT = 4433
@@ -17,25 +17,6 @@ PORT = 4433
 
 def _link(**middlebox) -> LinkProfile:
     return LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000, **middlebox)
-
-
-def _fetch(tb, certs: Path, out: Path, protocol: str, size: str, timeout_s: float = 20):
-    return fetch(
-        tb,
-        url=f"https://{SERVER_ADDR}:{PORT}/bulk/{size}",
-        protocol=protocol,
-        run_id=out.stem,
-        cert_dir=certs,
-        out=out,
-        timeout_s=timeout_s,
-        mode="bulk",
-    )
-
-
-def _estab_resets(tb, role: str) -> int:
-    """Connections of the namespace reset from ESTABLISHED (Tcp EstabResets, /proc/net/snmp)."""
-    lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines() if ln.startswith("Tcp:")]
-    return int(dict(zip(lines[0], lines[1]))["EstabResets"])
 
 
 def _flows(tb, proto: str, direction: str) -> list[dict]:
@@ -49,8 +30,8 @@ def test_quic_initials_dropped_h3_fails_h2_works(tmp_path: Path):
     link = _link(up={"middlebox": {"drop_quic_initial": True}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
-        h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "100k")
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
+        h2 = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "100k")
         udp_up = _flows(tb, "udp", "up")
         tcp_up = _flows(tb, "tcp", "up")
         udp_down = _flows(tb, "udp", "down")
@@ -70,11 +51,11 @@ def test_rst_after_n_bytes_kills_h2_download_not_h3(tmp_path: Path):
     link = _link(down={"middlebox": {"tcp_rst_after_bytes": n}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
-        resets_before = _estab_resets(tb, "client")
-        h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "2m")
+        resets_before = estab_resets(tb, "client")
+        h2 = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "2m")
         tcp_down = _flows(tb, "tcp", "down")
-        client_resets = _estab_resets(tb, "client") - resets_before
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "2m")
+        client_resets = estab_resets(tb, "client") - resets_before
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "2m")
         stats = tb.linkem_stats()
         server.stop()
     assert h2.status == "failed", h2.document
@@ -93,7 +74,7 @@ def test_quic_blackholed_after_handshake(tmp_path: Path):
     link = _link(down={"middlebox": {"quic_blackhole_after_handshake": True}})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "100k", timeout_s=4)
         udp_down = _flows(tb, "udp", "down")
         server.stop()
     assert h3.status != "ok", h3.document
@@ -113,11 +94,11 @@ def test_udp_block_window_and_fallback_bytes_from_flow_log(tmp_path: Path):
     with Testbed(link, workdir=tmp_path / "tb", seed=1, flow_log=True) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
         before = tb.linkem_stats()["elapsed_s"]
-        blocked = _fetch(tb, certs, tmp_path / "blocked.json", "h3", "100k", timeout_s=2)
-        h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "1m")
+        blocked = bulk_fetch(tb, certs, tmp_path / "blocked.json", "h3", "100k", timeout_s=2)
+        h2 = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "1m")
         while tb.linkem_stats()["elapsed_s"] < until + 0.2:
             time.sleep(0.2)
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "1m")
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "1m")
         time.sleep(0.3)
         log = tb.linkem.flow_log_path
         server.stop()

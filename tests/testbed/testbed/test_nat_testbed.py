@@ -8,33 +8,14 @@ import json
 import time
 from pathlib import Path
 
-from testbed_helpers import needs_testbed
+from testbed_helpers import bulk_fetch, estab_resets, needs_testbed
 
 from longlook.linkprofile import LinkProfile
-from longlook.stacks.endpoint import SERVER_ADDR, EndpointServer, ServerOptions, fetch
+from longlook.stacks.endpoint import EndpointServer, ServerOptions
 from longlook.testbed import Testbed
 
 PORT = 4433
 PUBLIC = "198.18.5.1"
-
-
-def _fetch(tb, certs: Path, out: Path, protocol: str, size: str, timeout_s: float = 20):
-    return fetch(
-        tb,
-        url=f"https://{SERVER_ADDR}:{PORT}/bulk/{size}",
-        protocol=protocol,
-        run_id=out.stem,
-        cert_dir=certs,
-        out=out,
-        timeout_s=timeout_s,
-        mode="bulk",
-    )
-
-
-def _estab_resets(tb, role: str) -> int:
-    """Connections of the namespace reset from ESTABLISHED (Tcp EstabResets, /proc/net/snmp)."""
-    lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines() if ln.startswith("Tcp:")]
-    return int(dict(zip(lines[0], lines[1]))["EstabResets"])
 
 
 def _stats(tb) -> dict:
@@ -50,11 +31,11 @@ def test_a_quic_download_survives_a_port_rebinding_and_a_tcp_one_does_not(tmp_pa
     link = LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000, nat={"rebind_at_s": [1.0]})
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "4m")
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "4m")
         after_h3 = _stats(tb)
-        resets_before = _estab_resets(tb, "client")
-        h2 = _fetch(tb, certs, tmp_path / "h2.json", "h2", "4m")
-        client_resets = _estab_resets(tb, "client") - resets_before
+        resets_before = estab_resets(tb, "client")
+        h2 = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "4m")
+        client_resets = estab_resets(tb, "client") - resets_before
         after_h2 = _stats(tb)
         server.stop()
 
@@ -92,7 +73,7 @@ def test_a_quic_download_survives_an_address_rebinding(tmp_path: Path):
     link = LinkProfile(rate_mbit=20, delay_ms=10, buffer_bytes=100_000, nat=nat)
     with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
         server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
-        h3 = _fetch(tb, certs, tmp_path / "h3.json", "h3", "4m")
+        h3 = bulk_fetch(tb, certs, tmp_path / "h3.json", "h3", "4m")
         stats = _stats(tb)
         server.stop()
     assert h3.status == "ok", json.dumps([h3.error, stats.get("nat")])

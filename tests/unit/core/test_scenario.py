@@ -1,14 +1,18 @@
 """Scenario files: validation messages, grid expansion, shipped scenarios."""
 
+import tomllib
+
 import pytest
 import typer
 from typer.testing import CliRunner
 
+from longlook.binaries import find_binary
 from longlook.commands import scenario as scenario_cmds
 from longlook.errors import LonglookError
 from longlook.core.spec import load_scenario
 from longlook.units import format_size, parse_size
 from longlook.kinds.pageload import Scenario
+from longlook.linkprofile import LinkProfile, linkem_refusal
 from repo_paths import ROOT
 
 SCENARIOS = ROOT / "scenarios"
@@ -341,3 +345,58 @@ def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():
     assert (half_down.resolved("down").buffer_bytes, half_down.resolved("up").buffer_bytes) == (22_500, 30_000)
     assert "buffer_bytes or buffer_bdp, not several" in error_of(MINIMAL + "buffer_bytes = 30000\nbuffer_bdp = 1\n")
     assert "less than one packet" in error_of(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 1") + "buffer_bdp = 1\n")
+
+
+# ---- a link's NAT -------------------------------------------------------------------------
+
+NAT_BASE = "timeout_s = 30\n" + MINIMAL
+
+
+def test_a_links_nat_reaches_linkem_as_its_nat_table():
+    s = scenario(NAT_BASE + 'nat = { udp_timeout_s = 30, rebind_at_s = [1.5, 4], rebind_to = "address" }\n')
+    toml = tomllib.loads(s.links[0].to_linkem_toml())
+    assert toml["nat"]["rebind_at_s"] == [1.5, 4.0]
+    assert toml["nat"]["udp_timeout_s"] == 30.0
+    assert toml["nat"]["rebind_to"] == "address"
+    assert "nat" not in tomllib.loads(scenario(NAT_BASE).links[0].to_linkem_toml())
+
+
+def test_links_with_and_without_a_nat_get_their_own_labels():
+    text = NAT_BASE + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\nnat = { rebind_at_s = [1.0] }\n"
+    s = scenario(text)
+    labels = [c.link_label for c in s.cells()]
+    assert len(set(labels)) == 2, labels
+    assert any("nat=on" in x and "nat-rebind_at_s=1" in x for x in labels), labels
+
+
+@pytest.mark.parametrize(
+    ("nat", "says"),
+    [
+        ("rebind_at_s = [40.0]", "past the run's timeout_s = 30"),
+        ("rebind_every_s = 31", "past the run's timeout_s = 30"),
+        ("udp_timeout_s = 0", "udp_timeout_s"),
+        ("rebind_at_s = [3.0, 2.0]", "increasing"),
+        ('rebind_to = "address"', "no scheduled rebinding"),
+        ("rebind_every_s = 0.01", "at least 0.1"),
+        ("idle_s = 3", "unknown field"),
+    ],
+)
+def test_bad_nat_settings_are_one_clear_error(nat: str, says: str):
+    e = error_of(NAT_BASE + f"nat = {{ {nat} }}\n")
+    assert says in e and "nat" in e and "Traceback" not in e, e
+
+
+def test_linkem_refuses_what_python_cannot_see():
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        pytest.skip("linkem-check is not built")
+    for nat, says in [
+        ({"public": "198.18.2.7"}, "testbed's own subnets"),
+        ({"public": "banana.1"}, "not an IPv4 address"),
+        ({"rebind_at_s": [1.0], "rebind_to": "address", "rebind_public": "198.18.5.1"}, "itself"),
+    ]:
+        link = LinkProfile(rate_mbit=10, nat=nat)
+        refusal = linkem_refusal(link)
+        assert refusal is not None and says in refusal, (nat, refusal)
+    assert linkem_refusal(LinkProfile(rate_mbit=10, nat={"rebind_at_s": [1.0]})) is None
