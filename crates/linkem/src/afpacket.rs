@@ -474,10 +474,6 @@ impl Datapath for PacketPath {
         Ok(n)
     }
 
-    fn rewrites_in_place(&self) -> bool {
-        true
-    }
-
     fn held_ip(&mut self, id: u32) -> Option<(&mut [u8], bool)> {
         let h = self.ids[(id & self.mask) as usize]?;
         let b = self.slot_bytes(h.slot);

@@ -32,7 +32,8 @@ pub enum Verdict {
 pub struct RxPacket<'a> {
     pub id: u32,
     /// The packet's bytes from its IP header on (NFQUEUE: up to the copy range; AF_PACKET: the
-    /// whole packet). Changed in place, they leave changed where `rewrites_in_place`.
+    /// whole packet). Changed in place, they leave changed on AF_PACKET only (NFQUEUE hands
+    /// over a copy).
     pub bytes: &'a mut [u8],
     /// The packet's full length.
     pub orig_len: u32,
@@ -71,9 +72,6 @@ pub trait Datapath: Send {
     /// Take up to `RECV_BATCH` waiting packets without blocking, `f(packet)` for each; returns
     /// how many were taken (fewer than `RECV_BATCH`: nothing more is waiting).
     fn recv_batch<F: FnMut(&mut RxPacket)>(&mut self, f: F) -> io::Result<usize>;
-    /// Whether a packet's bytes changed in the receive callback, or through `held_ip`, leave
-    /// as changed (a NAT needs it).
-    fn rewrites_in_place(&self) -> bool;
     /// A held packet's IP bytes, to change before it leaves, and whether its L4 checksum is
     /// partial; None if it is not held or this datapath cannot change it in place.
     fn held_ip(&mut self, id: u32) -> Option<(&mut [u8], bool)>;

@@ -71,7 +71,7 @@ pub struct Wiring {
 /// link - server): up translates the client's packets as they arrive, before the link;
 /// down translates the server's as they leave the link, so a packet queued for a binding
 /// that moved meanwhile is dropped, as at a real NAT. The datapath must change packets in
-/// place (`Datapath::rewrites_in_place`).
+/// place (AF_PACKET; main refuses a NAT on NFQUEUE).
 #[derive(Clone)]
 pub enum NatRole {
     Outbound(Arc<Mutex<Nat>>),
@@ -480,15 +480,11 @@ impl<D: Datapath> Direction<D> {
     fn through_nat(&mut self, h: &Held, now: u64) -> bool {
         let Some(NatRole::Inbound(nat)) = &self.nat else { return true };
         let mut nat = nat.lock().unwrap_or_else(|e| e.into_inner());
-        let outcome = match self.rewrites.get_mut(&h.id) {
-            // a RST the middlebox made carries full checksums
-            Some(b) => nat.inbound(b, false, now),
-            None => match self.queue.held_ip(h.id) {
-                Some((ip, partial)) => nat.inbound(ip, partial, now),
-                None => return true,
-            },
-        };
-        if let Inbound::NoBinding { .. } = outcome {
+        // a RST the middlebox made is in `rewrites`, with full checksums
+        let bytes =
+            if h.rst { self.rewrites.get_mut(&h.id).map(|b| (&mut b[..], false)) } else { self.queue.held_ip(h.id) };
+        let Some((ip, partial)) = bytes else { return true };
+        if nat.inbound(ip, partial, now) == Inbound::NoBinding {
             drop(nat);
             self.rewrites.remove(&h.id);
             self.totals.dropped_nat += 1;

@@ -10,10 +10,12 @@
 //!   TCP's transitory one once a FIN or RST was seen or before the handshake completed
 //!   (RFC 5382 REQ-5). The next outbound packet of that internal end gets a new external
 //!   port: a rebinding, as a real NAT does after a timeout.
-//! - A scheduled rebinding (`rebind_at`) moves every live binding to a new external port, or
-//!   to a new public address as well: the same rebinding without the wait.
-//! - An inbound packet for no live binding is not forwarded (`Inbound::NoBinding`; the
-//!   datapath drops it, or answers a TCP one with a RST).
+//! - A scheduled rebinding (`rebind_at_ns`, `rebind_every_ns`) moves a live binding, on its
+//!   own clock, to a new external port or to the other public address as well: the same
+//!   rebinding without the wait, at the client's next packet or at its time
+//!   (`rebind_on_outbound`).
+//! - An inbound packet for no live binding is not forwarded (`Inbound::NoBinding`: the
+//!   datapath drops it).
 //!
 //! Checksums are updated incrementally (RFC 1624), the IPv4 header's always and the L4 one
 //! as the packet carries it: a full checksum over the changed address and port words; a
@@ -170,11 +172,8 @@ pub enum Outbound {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Inbound {
     Translated,
-    /// For a port with no live binding: not to be forwarded (`tcp`: a TCP segment, which
-    /// the datapath may answer with a RST).
-    NoBinding {
-        tcp: bool,
-    },
+    /// For a port with no live binding: not to be forwarded.
+    NoBinding,
     Passed,
 }
 
@@ -280,7 +279,7 @@ impl Nat {
         }
         let Some(&internal) = self.by_external.get(&external) else {
             self.counters.inbound_without_binding += 1;
-            return Inbound::NoBinding { tcp: h.proto == PROTO_TCP };
+            return Inbound::NoBinding;
         };
         let binding = self.by_internal.get_mut(&internal).expect("both maps agree");
         binding.last_ns = now_ns;
@@ -657,7 +656,7 @@ mod tests {
         assert_eq!(n.outbound(&mut p, false, 29_999 * MS), Outbound::Translated);
         // the server's packets for the old port, after the binding timed out: not forwarded
         let mut late = packet(PROTO_UDP, SERVER, 443, first.0, first.1, 0);
-        assert_eq!(n.inbound(&mut late, false, 60_000 * MS), Inbound::NoBinding { tcp: false });
+        assert_eq!(n.inbound(&mut late, false, 60_000 * MS), Inbound::NoBinding);
         assert_eq!(n.counters.expired, 1);
         let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
         assert_eq!(n.outbound(&mut p, false, 60_001 * MS), Outbound::NewBinding { rebound: true });
@@ -699,7 +698,7 @@ mod tests {
             assert!(checksums_ok(&p));
             // the old external end is dead, the new one reaches the client
             let mut old = packet(PROTO_UDP, SERVER, 443, before.0, before.1, 0);
-            assert_eq!(n.inbound(&mut old, false, 1001 * MS), Inbound::NoBinding { tcp: false });
+            assert_eq!(n.inbound(&mut old, false, 1001 * MS), Inbound::NoBinding);
             let mut new = packet(PROTO_UDP, SERVER, 443, after.0, after.1, 0);
             assert_eq!(n.inbound(&mut new, false, 1002 * MS), Inbound::Translated);
             assert_eq!(n.counters.scheduled_rebindings, 1);
@@ -756,13 +755,13 @@ mod tests {
             // past its time, the server's packet to the old end: through only while the NAT
             // waits for the client
             let mut down = packet(PROTO_UDP, SERVER, 443, old.0, old.1, 0);
-            let expect = if on_outbound { Inbound::Translated } else { Inbound::NoBinding { tcp: false } };
+            let expect = if on_outbound { Inbound::Translated } else { Inbound::NoBinding };
             assert_eq!(n.inbound(&mut down, false, 1200 * MS), expect, "on_outbound {on_outbound}");
             let mut p = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
             n.outbound(&mut p, false, 1300 * MS);
             assert_ne!(src(&p), old);
             let mut down = packet(PROTO_UDP, SERVER, 443, old.0, old.1, 0);
-            assert_eq!(n.inbound(&mut down, false, 1301 * MS), Inbound::NoBinding { tcp: false });
+            assert_eq!(n.inbound(&mut down, false, 1301 * MS), Inbound::NoBinding);
             let at = if on_outbound { 1300 } else { 1000 };
             assert_eq!(n.events[0].t_ns, at * MS);
         }

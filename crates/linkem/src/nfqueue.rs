@@ -269,7 +269,7 @@ impl NfQueue {
         let n = n as usize;
         for (i, hdr) in self.rx_hdrs.iter().enumerate().take(n) {
             // The packet's bytes are this buffer's: a rewrite in place changes a copy only
-            // (so this datapath hosts no NAT: `Datapath::rewrites_in_place`).
+            // (so this datapath hosts no NAT; main refuses one).
             let len = hdr.msg_len as usize;
             if hdr.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > RECV_SLOT {
                 self.errors.malformed += 1;
@@ -447,9 +447,6 @@ impl Datapath for NfQueue {
     }
     fn recv_batch<F: FnMut(&mut RxPacket)>(&mut self, f: F) -> io::Result<usize> {
         NfQueue::recv_batch(self, f)
-    }
-    fn rewrites_in_place(&self) -> bool {
-        false
     }
     fn held_ip(&mut self, _id: u32) -> Option<(&mut [u8], bool)> {
         None

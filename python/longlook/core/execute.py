@@ -38,7 +38,7 @@ from .record import RunRecord, new_run_id
 from .registry import get_kind
 from .spec import ArmBase, CellBase, ScenarioBase
 from .stats import MIN_N
-from .status import completion, settles, shortfalls, with_outcome_rounds
+from .status import completion, settles, shortfalls
 from .store import DB_FILE, RUNS_DIR, Store, environment_versions
 from .trace_phase import DETAIL as TRACE_PHASE_DETAIL
 from .trace_phase import run_phase_ms
@@ -330,15 +330,13 @@ class Runner:
         rounds asked for when fewer), on the kind's primary metric."""
         sc = self.scenario
         metric = self.kind.primary_metric
-        runs = store.runs_frame()
         done = completion(
-            runs,
+            store.runs_frame(),
             metric.name if metric else None,
             exclude_flagged=sc.fidelity.exclude_flagged,
             metric_free_arms=self.kind.metric_free_arms,
+            failures_as_outcomes=sc.statistics.failures == "outcome" and metric is not None,
         )
-        if sc.statistics.failures == "outcome" and metric is not None and not runs.empty:
-            done = with_outcome_rounds(done, runs)
         arms = [a.label for a in sc.arm_list()]
         return shortfalls(done, {c.id: arms for c in sc.cells()}, need=min(MIN_N, sc.rounds))
 

@@ -57,7 +57,7 @@ from scipy import stats as sps
 from ..render.names import display_name
 from .multiple import holm
 from .effects import Effect, hodges_lehmann_effect, paired_effect, welch_effect, welch_p
-from .status import counted_runs
+from .status import counted_runs, failed_rounds
 from .verdicts import verdict_producer
 
 Test = Literal["welch", "mannwhitney"]
@@ -609,12 +609,7 @@ def with_failures_as_outcomes(runs: pd.DataFrame, good: pd.DataFrame, metric: st
     """`good` plus, for every (cell, arm, round) without a counted run whose last attempt
     failed or timed out, that run with `metric` = `value` (e.g. a page load that never
     finished as the timeout: censored, not dropped)."""
-    keys = ["cell_id", "arm", "round"]
-    last = runs.sort_values("attempt") if "attempt" in runs else runs
-    last = last.drop_duplicates(keys, keep="last")
-    have = good[keys].drop_duplicates().assign(_have=True)
-    last = last.merge(have, on=keys, how="left")
-    lost = last[last["_have"].isna() & last["status"].isin(["failed", "timeout"])].drop(columns="_have")
+    lost = failed_rounds(runs, good)
     return pd.concat([good, lost.assign(**{metric: float(value)})], ignore_index=True)
 
 

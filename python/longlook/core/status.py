@@ -86,16 +86,25 @@ def exclusion_reason(r: pd.Series, metric: str | None = None, *, exclude_flagged
 
 
 def completion(
-    runs: pd.DataFrame, metric: str | None = None, *, exclude_flagged: bool = True, metric_free_arms: Iterable[str] = ()
+    runs: pd.DataFrame,
+    metric: str | None = None,
+    *,
+    exclude_flagged: bool = True,
+    metric_free_arms: Iterable[str] = (),
+    failures_as_outcomes: bool = False,
 ) -> pd.DataFrame:
     """Per (cell, arm): the rounds tried, those that ended with a counted run, and the share.
-    Where a protocol cannot finish under a condition, this is the result, not its PLT."""
+    Where a protocol cannot finish under a condition, this is the result, not its PLT.
+    `failures_as_outcomes` (`[statistics] failures = "outcome"`): a round whose last attempt
+    failed or timed out counts too, as core.stats.with_failures_as_outcomes gives it a value."""
     cols = ["cell_id", "arm", "rounds", "counted", "share"]
     if runs.empty:
         return pd.DataFrame(columns=cols)
-    r = runs.assign(
-        _counted=counted_mask(runs, metric, exclude_flagged=exclude_flagged, metric_free_arms=metric_free_arms)
-    )
+    mask = counted_mask(runs, metric, exclude_flagged=exclude_flagged, metric_free_arms=metric_free_arms)
+    if failures_as_outcomes:
+        mask = mask.copy()
+        mask[failed_rounds(runs, runs[mask]).index] = True
+    r = runs.assign(_counted=mask)
     per_round = r.groupby(["cell_id", "arm", "round"])["_counted"].any().reset_index()
     out = per_round.groupby(["cell_id", "arm"])["_counted"].agg(rounds="size", counted="sum").reset_index()
     out["counted"] = out["counted"].astype(int)
@@ -103,18 +112,15 @@ def completion(
     return out[cols]
 
 
-def with_outcome_rounds(done: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
-    """`completion`'s table where a failure is an outcome (`[statistics] failures =
-    "outcome"`): a round without a counted run whose last attempt failed or timed out counts
-    too, with its metric's failure value (core.stats.with_failures_as_outcomes)."""
+def failed_rounds(runs: pd.DataFrame, good: pd.DataFrame) -> pd.DataFrame:
+    """The last attempt of every (cell, arm, round) that has no run in `good` (the counted
+    ones) and whose last attempt failed or timed out: a round the arm lost, not one a flag or
+    a protocol mismatch left unmeasured. Rows keep their index in `runs`."""
     keys = ["cell_id", "arm", "round"]
     last = (runs.sort_values("attempt") if "attempt" in runs else runs).drop_duplicates(keys, keep="last")
-    lost = last[last["status"].isin(["failed", "timeout"])].groupby(["cell_id", "arm"]).size()
-    out = done.copy()
-    extra = [int(lost.get((c, a), 0)) for c, a in zip(out["cell_id"], out["arm"])]
-    out["counted"] = (out["counted"] + extra).clip(upper=out["rounds"])
-    out["share"] = out["counted"] / out["rounds"]
-    return out
+    have = pd.MultiIndex.from_frame(good[keys]) if not good.empty else pd.MultiIndex.from_tuples([], names=keys)
+    lost = last["status"].isin(["failed", "timeout"]) & ~pd.MultiIndex.from_frame(last[keys]).isin(have)
+    return last[lost]
 
 
 def shortfalls(done: pd.DataFrame, cell_arms: dict[str, list[str]], need: int) -> list[str]:

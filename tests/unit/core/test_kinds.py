@@ -45,7 +45,7 @@ def test_a_failed_round_is_no_shortfall_where_failures_are_outcomes():
     outcomes (the timeout), so the run summary does not call the cell short of runs."""
     import pandas as pd
 
-    from longlook.core.status import completion, shortfalls, with_outcome_rounds
+    from longlook.core.status import completion, shortfalls
 
     runs = pd.DataFrame(
         [
@@ -67,7 +67,8 @@ def test_a_failed_round_is_no_shortfall_where_failures_are_outcomes():
     )
     done = completion(runs, "plt_ms")
     assert shortfalls(done, {"c": ["h3", "h2"]}, need=2) == ["c: h2 has 0 of 5 rounds counted"]
-    assert shortfalls(with_outcome_rounds(done, runs), {"c": ["h3", "h2"]}, need=2) == []
+    outcomes = completion(runs, "plt_ms", failures_as_outcomes=True)
+    assert shortfalls(outcomes, {"c": ["h3", "h2"]}, need=2) == []
 
 
 def test_receiver_drops_flag_a_run_and_count_only_readable_namespaces():

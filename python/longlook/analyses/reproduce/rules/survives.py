@@ -8,9 +8,7 @@ from dataclasses import dataclass, field
 
 from scipy import stats as sps
 
-import pandas as pd
-
-from ....core.status import counted_runs
+from ....core.status import counted_runs, failed_rounds
 from ....core.verdicts import verdict_producer
 from ..measured import Measured
 from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, Where, name, needs_text, not_run, p_text, where_text
@@ -54,7 +52,9 @@ class Survives:
         if not cells or m.runs.empty:
             return not_run("none of the claim's cells is in this experiment (reduced budget?)")
         good = counted_runs(m.runs, exclude_flagged=m.exclude_flagged)
-        lost = failed_rounds(m.runs, good, exclude_flagged=m.exclude_flagged)
+        lost = failed_rounds(m.runs, good)
+        if m.exclude_flagged and "audit_flagged" in lost:  # a failure on a path the audit flagged: neither
+            lost = lost[~lost["audit_flagged"].fillna(False).astype(bool)]
 
         def pooled(arm: str) -> tuple[int, int]:
             mine = lambda f: f[f["cell_id"].isin(cells) & (f["arm"] == arm)]  # noqa: E731
@@ -98,19 +98,6 @@ class Survives:
             cells=[{"cell_id": c} for c in cells],
             against=cells[:1] if verdict == FAILS else [],
         )
-
-
-def failed_rounds(runs: pd.DataFrame, good: pd.DataFrame, *, exclude_flagged: bool) -> pd.DataFrame:
-    """(cell, arm, round) whose last attempt failed or timed out and which has no counted run;
-    a failure on a path the audit flagged is not counted against the arm."""
-    keys = ["cell_id", "arm", "round"]
-    last = (runs.sort_values("attempt") if "attempt" in runs else runs).drop_duplicates(keys, keep="last")
-    failed = last["status"].isin(["failed", "timeout"])
-    if exclude_flagged and "audit_flagged" in last:
-        failed &= ~last["audit_flagged"].fillna(False).astype(bool)
-    counted = good[keys].drop_duplicates().assign(_counted=True)
-    out = last[failed][keys].merge(counted, on=keys, how="left")
-    return out[out["_counted"].isna()][keys]
 
 
 def rounds_to_show(share_b: float, alpha: float, most: int = 1000) -> int | None:
