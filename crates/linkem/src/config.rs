@@ -3,7 +3,8 @@
 //! Keys at the top level apply to both directions; `[up]` and `[down]` override them. The
 //! pairs `rate_mbit`/`trace` and `buffer_bytes`/`buffer_packets` are each one setting: a
 //! direction that sets either member replaces the top-level value of the pair. Sub-tables
-//! (`gilbert_elliott`, `reorder`, `middlebox`) are replaced whole, never merged field by field.
+//! (`gilbert_elliott`, `reorder`, `middlebox`, `aqm`) are replaced whole, never merged field
+//! by field.
 //!
 //! Every error names the field it is about (`link.toml: up.delay_ms: expected a number >= 0`)
 //! so that a scenario author can fix the file without reading this code.
@@ -127,6 +128,7 @@ struct RawDirection {
     gilbert_elliott: Option<GilbertElliott>,
     reorder: Option<ReorderSpec>,
     middlebox: Option<MiddleboxSpec>,
+    aqm: Option<crate::config_aqm::RawAqm>,
 }
 
 /// The whole file. serde cannot combine `flatten` with `deny_unknown_fields`, so the
@@ -145,6 +147,7 @@ struct RawConfig {
     gilbert_elliott: Option<GilbertElliott>,
     reorder: Option<ReorderSpec>,
     middlebox: Option<MiddleboxSpec>,
+    aqm: Option<crate::config_aqm::RawAqm>,
     up: Option<RawDirection>,
     down: Option<RawDirection>,
     nat: Option<crate::config_nat::RawNat>,
@@ -164,6 +167,7 @@ impl RawConfig {
             gilbert_elliott: self.gilbert_elliott.clone(),
             reorder: self.reorder.clone(),
             middlebox: self.middlebox.clone(),
+            aqm: self.aqm.clone(),
         }
     }
 }
@@ -213,6 +217,8 @@ pub struct DirectionProfile {
     pub buffer: BufferLimit,
     pub reorder: Option<ReorderSpec>,
     pub middlebox: MiddleboxSpec,
+    /// An AQM discipline in place of plain drop-tail (`[aqm]`; `crate::model::aqm`).
+    pub aqm: Option<crate::config_aqm::AqmSpec>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -356,6 +362,9 @@ fn check_table(ctx: &Ctx, prefix: &str, t: &RawDirection) -> Result<(), ConfigEr
         }
         check_middlebox_schedule(ctx, &f("middlebox."), mb)?;
     }
+    if let Some(aqm) = &t.aqm {
+        crate::config_aqm::resolve(aqm).map_err(|(k, m)| ctx.err(f(&format!("aqm.{k}")), m))?;
+    }
     Ok(())
 }
 
@@ -421,6 +430,7 @@ fn merge(common: &RawDirection, over: Option<&RawDirection>) -> RawDirection {
         gilbert_elliott: o.gilbert_elliott.clone().or_else(|| common.gilbert_elliott.clone()),
         reorder: o.reorder.clone().or_else(|| common.reorder.clone()),
         middlebox: o.middlebox.clone().or_else(|| common.middlebox.clone()),
+        aqm: o.aqm.clone().or_else(|| common.aqm.clone()),
     }
 }
 
@@ -476,6 +486,8 @@ fn resolve(
         buffer,
         reorder: m.reorder.clone().filter(|r| r.probability > 0.0),
         middlebox: m.middlebox.clone().unwrap_or_default(),
+        // checked per table as written (check_table): resolves here
+        aqm: m.aqm.as_ref().and_then(|a| crate::config_aqm::resolve(a).ok()),
     })
 }
 

@@ -339,8 +339,14 @@ impl<D: Datapath> Direction<D> {
                 let (info, flow, decision) = Self::decide(link, flows, totals, arrival, &*p.bytes, p.orig_len);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
-                    Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst } => {
+                    Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst, ce } => {
                         let c = flows.get_mut(flow);
+                        // in place: on AF_PACKET the held bytes are what leaves (main refuses
+                        // an ECN-marking AQM on NFQUEUE)
+                        if ce && crate::packet::set_ce(p.bytes) {
+                            c.ce_marked += 1;
+                            totals.ce_marked += 1;
+                        }
                         let q = departure_ns.saturating_sub(arrival);
                         c.queue_delay_sum_ns += q;
                         c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
@@ -421,6 +427,10 @@ impl<D: Datapath> Direction<D> {
                 DropReason::Middlebox => {
                     c.dropped_middlebox += 1;
                     totals.dropped_middlebox += 1;
+                }
+                DropReason::Aqm => {
+                    c.dropped_aqm += 1;
+                    totals.dropped_aqm += 1;
                 }
             }
         }

@@ -18,6 +18,10 @@ pub struct FlowCounters {
     pub dropped_middlebox: u64,
     /// Dropped at the NAT: for an external end with no live binding.
     pub dropped_nat: u64,
+    /// Dropped by the AQM discipline (`model::aqm`) before the buffer was full.
+    pub dropped_aqm: u64,
+    /// Forwarded with CE set by the AQM discipline.
+    pub ce_marked: u64,
     /// UDP packets seen (any fate), for `block_udp_after_packets`.
     pub udp_seen: u64,
     /// Time in the bottleneck (waiting + own serialization), over scheduled packets.

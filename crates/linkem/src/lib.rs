@@ -18,6 +18,7 @@ macro_rules! say {
 pub mod afpacket;
 pub mod cadence;
 pub mod config;
+pub mod config_aqm;
 pub mod config_nat;
 pub mod datapath;
 pub mod engine;

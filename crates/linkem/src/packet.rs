@@ -70,6 +70,38 @@ fn parse_v4(b: &[u8]) -> Option<PacketInfo> {
     Some(PacketInfo { ip_len, key: FlowKey { proto, src, dst, sport, dport } })
 }
 
+/// The IP ECN field (RFC 3168): 0 not ECN-capable, 1 ECT(1), 2 ECT(0), 3 CE; 0 when the
+/// header cannot be read.
+pub fn ecn(b: &[u8]) -> u8 {
+    match b.first().map(|v| v >> 4) {
+        Some(4) if b.len() >= 20 => b[1] & 0x03,
+        Some(6) if b.len() >= 40 => (b[1] >> 4) & 0x03,
+        _ => 0,
+    }
+}
+
+/// Set the ECN field to CE (congestion experienced), the IPv4 header checksum updated
+/// incrementally (RFC 1624); false when the packet is not ECN-capable (a router must not
+/// mark it) or its header cannot be read. The transport checksum does not cover the field.
+pub fn set_ce(b: &mut [u8]) -> bool {
+    if ecn(b) == 0 {
+        return false;
+    }
+    match b[0] >> 4 {
+        4 => {
+            let old = u16::from_be_bytes([b[0], b[1]]);
+            b[1] |= 0x03;
+            let new = u16::from_be_bytes([b[0], b[1]]);
+            let mut sum = !u16::from_be_bytes([b[10], b[11]]) as u32 + !old as u32 + new as u32;
+            sum = (sum & 0xffff) + (sum >> 16);
+            sum = (sum & 0xffff) + (sum >> 16);
+            b[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+        }
+        _ => b[1] |= 0x30,
+    }
+    true
+}
+
 fn parse_v6(b: &[u8]) -> Option<PacketInfo> {
     if b.len() < 40 {
         return None;
@@ -115,6 +147,48 @@ pub fn proto_name(proto: u8) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The RFC 1071 checksum of an IPv4 header, from scratch.
+    fn header_checksum(h: &[u8]) -> u16 {
+        let mut sum: u32 = 0;
+        for (i, pair) in h.chunks(2).enumerate() {
+            if i != 5 {
+                sum += u16::from_be_bytes([pair[0], pair[1]]) as u32;
+            }
+        }
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        !(sum as u16)
+    }
+
+    #[test]
+    fn ce_marking_keeps_the_ipv4_checksum_right_and_skips_not_ect() {
+        let mut ip = vec![0u8; 20];
+        ip[0] = 0x45;
+        ip[2..4].copy_from_slice(&1500u16.to_be_bytes());
+        ip[8] = 64;
+        ip[9] = 17;
+        ip[12..16].copy_from_slice(&[198, 18, 1, 2]);
+        ip[16..20].copy_from_slice(&[198, 18, 2, 2]);
+        for (tos, capable) in [(0x00u8, false), (0x02, true), (0x01, true), (0xb8 | 0x02, true), (0x03, true)] {
+            let mut h = ip.clone();
+            h[1] = tos;
+            let c = header_checksum(&h);
+            h[10..12].copy_from_slice(&c.to_be_bytes());
+            assert_eq!(set_ce(&mut h), capable, "tos {tos:#x}");
+            assert_eq!(ecn(&h), if capable { 3 } else { 0 });
+            assert_eq!(h[1] & 0xfc, tos & 0xfc, "DSCP kept");
+            assert_eq!(u16::from_be_bytes([h[10], h[11]]), header_checksum(&h), "tos {tos:#x}");
+        }
+        let mut v6 = vec![0u8; 40];
+        v6[0] = 0x60;
+        v6[1] = 0x20; // ECT(0)
+        assert_eq!(ecn(&v6), 2);
+        assert!(set_ce(&mut v6));
+        assert_eq!(ecn(&v6), 3);
+        assert!(!set_ce(&mut [0x45u8, 0, 0][..]));
+    }
 
     pub fn udp_v4(len: u16, sport: u16, dport: u16) -> Vec<u8> {
         let mut b = vec![0u8; 28];

@@ -174,6 +174,10 @@ pub struct DirectionTotals {
     pub dropped_middlebox: u64,
     /// Dropped at the NAT (inbound, for no live binding).
     pub dropped_nat: u64,
+    /// Dropped by the AQM discipline before the buffer was full.
+    pub dropped_aqm: u64,
+    /// Forwarded with CE set by the AQM discipline.
+    pub ce_marked: u64,
     /// Packets the middlebox rewrote into TCP RSTs (forwarded, so also in `packets`).
     pub rst_rewritten: u64,
     pub reordered: u64,
@@ -284,6 +288,8 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_buffer": d.dropped_buffer,
         "dropped_middlebox": d.dropped_middlebox,
         "dropped_nat": d.dropped_nat,
+        "dropped_aqm": d.dropped_aqm,
+        "ce_marked": d.ce_marked,
         "rst_rewritten": d.rst_rewritten,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
@@ -337,6 +343,8 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "dropped_buffer": c.dropped_buffer,
         "dropped_middlebox": c.dropped_middlebox,
         "dropped_nat": c.dropped_nat,
+        "dropped_aqm": c.dropped_aqm,
+        "ce_marked": c.ce_marked,
         "rst_rewritten": c.mb.rst_rewritten,
         "middlebox_chosen": c.mb.chosen,
         "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
@@ -409,7 +417,9 @@ impl FlowLog {
                     || c.dropped_loss != last[i].dropped_loss
                     || c.dropped_buffer != last[i].dropped_buffer
                     || c.dropped_middlebox != last[i].dropped_middlebox
-                    || c.dropped_nat != last[i].dropped_nat;
+                    || c.dropped_nat != last[i].dropped_nat
+                    || c.dropped_aqm != last[i].dropped_aqm
+                    || c.ce_marked != last[i].ce_marked;
                 if !changed {
                     continue;
                 }
@@ -429,6 +439,8 @@ impl FlowLog {
                     "dropped_buffer": c.dropped_buffer,
                     "dropped_middlebox": c.dropped_middlebox,
                     "dropped_nat": c.dropped_nat,
+                    "dropped_aqm": c.dropped_aqm,
+                    "ce_marked": c.ce_marked,
                     "sojourn_packets": sojourn_packets,
                     "sojourn_ms_mean": sojourn_mean.map(round3),
                     "sojourn_ms_max": sojourn_max,
@@ -477,6 +489,8 @@ mod tests {
             "dropped_loss",
             "dropped_buffer",
             "dropped_middlebox",
+            "dropped_aqm",
+            "ce_marked",
             "reordered",
             "late_releases_over_1ms",
             "late_release_events",

@@ -2,9 +2,10 @@
 //! arrived, decide whether it is dropped (and why) or when it is released.
 //!
 //! Order of stages, as on a path with a middlebox in front of a bottleneck:
-//! middlebox -> random loss -> drop-tail buffer -> serialization (rate or trace) ->
-//! propagation delay + jitter -> optional reordering.
+//! middlebox -> random loss -> drop-tail buffer -> optional AQM (CoDel, PIE) ->
+//! serialization (rate or trace) -> propagation delay + jitter -> optional reordering.
 
+pub mod aqm;
 pub mod buffer;
 pub mod delay;
 pub mod loss;
@@ -15,9 +16,10 @@ pub mod reorder;
 pub mod schedule;
 pub mod tcp_rst;
 
-use crate::config::{DirectionProfile, RateSpec};
+use crate::config::{BufferLimit, DirectionProfile, RateSpec};
 use crate::packet::PacketInfo;
 use crate::rng::Rng;
+use aqm::{Action, Aqm, Arrival};
 use buffer::DropTailBuffer;
 use delay::DelayLine;
 use loss::LossModel;
@@ -30,6 +32,8 @@ pub enum DropReason {
     Middlebox,
     Loss,
     Buffer,
+    /// The AQM discipline dropped it before the buffer was full.
+    Aqm,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +52,8 @@ pub enum Outcome {
         /// The middlebox rewrote it into a RST (`tcp_rst::rewrite`); the verdict must carry
         /// the rewritten bytes.
         rst: bool,
+        /// The AQM marked it: it leaves with its IP ECN field set to CE.
+        ce: bool,
     },
 }
 
@@ -58,11 +64,13 @@ pub struct Link {
     serializer: Serializer,
     delay: DelayLine,
     reorder: Option<Reorder>,
+    aqm: Option<Aqm>,
     /// One stream per random process, so changing one model (say, jitter) leaves the
     /// others' decisions for the same seed unchanged.
     loss_rng: Rng,
     jitter_rng: Rng,
     reorder_rng: Rng,
+    aqm_rng: Rng,
 }
 
 impl Link {
@@ -72,16 +80,24 @@ impl Link {
             RateSpec::Fixed { rate_mbit } => Serializer::Fixed(FixedRate::new(*rate_mbit)),
             RateSpec::Trace { trace, .. } => Serializer::Trace(TraceRate::new(trace.clone())),
         };
+        let aqm = profile.aqm.as_ref().map(Aqm::new);
+        // an AQM reads the bytes queued: an unlimited buffer still counts them
+        let buffer = match (profile.buffer, &aqm) {
+            (BufferLimit::Unlimited, Some(_)) => DropTailBuffer::new(BufferLimit::Bytes(u64::MAX)),
+            (limit, _) => DropTailBuffer::new(limit),
+        };
         Link {
             middlebox: Middlebox::new(&profile.middlebox, Rng::derive(seed, 4)),
             loss: LossModel::new(&profile.loss),
-            buffer: DropTailBuffer::new(profile.buffer),
+            buffer,
             serializer,
             delay: DelayLine::new(profile.delay_ms, profile.jitter_ms, profile.jitter_distribution),
             reorder: profile.reorder.as_ref().map(Reorder::new),
+            aqm,
             loss_rng: Rng::derive(seed, 1),
             jitter_rng: Rng::derive(seed, 2),
             reorder_rng: Rng::derive(seed, 3),
+            aqm_rng: Rng::derive(seed, 5),
         }
     }
 
@@ -121,12 +137,33 @@ impl Link {
         if !self.buffer.has_room(pkt.ip_len) {
             return Outcome::Drop(DropReason::Buffer);
         }
+        let before = self.aqm.is_some().then(|| self.serializer.checkpoint());
         let Transmission { start_ns, departure_ns } = self.serializer.transmit(now_ns, pkt.ip_len);
+        let mut ce = false;
+        if let (Some(aqm), Some(before)) = (&mut self.aqm, before) {
+            let arrival = Arrival {
+                now_ns,
+                start_ns,
+                departure_ns,
+                backlog_bytes: self.buffer.bytes(),
+                len: pkt.ip_len,
+                ecn_capable: !rst && crate::packet::ecn(bytes) != 0,
+            };
+            match aqm.decide(&arrival, &mut self.aqm_rng) {
+                Action::Drop => {
+                    self.serializer.restore(before);
+                    return Outcome::Drop(DropReason::Aqm);
+                }
+                Action::Mark => ce = true,
+                Action::Pass => {}
+            }
+            aqm.transmitted(start_ns, departure_ns);
+        }
         self.buffer.push(departure_ns, pkt.ip_len);
         let scheduled = self.delay.release(departure_ns, &mut self.jitter_rng);
         match self.reorder.as_ref().and_then(|r| r.early_release(scheduled, now_ns, &mut self.reorder_rng)) {
-            Some(at_ns) => Outcome::Release { at_ns, start_ns, departure_ns, reordered: true, rst },
-            None => Outcome::Release { at_ns: scheduled, start_ns, departure_ns, reordered: false, rst },
+            Some(at_ns) => Outcome::Release { at_ns, start_ns, departure_ns, reordered: true, rst, ce },
+            None => Outcome::Release { at_ns: scheduled, start_ns, departure_ns, reordered: false, rst, ce },
         }
     }
 }
@@ -154,7 +191,14 @@ mod tests {
         let o = l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default());
         assert_eq!(
             o,
-            Outcome::Release { at_ns: 21_000_000, start_ns: 0, departure_ns: 1_000_000, reordered: false, rst: false }
+            Outcome::Release {
+                at_ns: 21_000_000,
+                start_ns: 0,
+                departure_ns: 1_000_000,
+                reordered: false,
+                rst: false,
+                ce: false
+            }
         );
     }
 
@@ -217,5 +261,119 @@ mod tests {
             })
             .collect();
         assert_eq!(outcomes, vec![false, false, false, true, true]);
+    }
+
+    /// An IPv4 header, ECT(0) or not ECN-capable.
+    fn header(ect: bool) -> [u8; 20] {
+        let mut h = [0u8; 20];
+        h[0] = 0x45;
+        h[1] = if ect { 0x02 } else { 0x00 };
+        h
+    }
+
+    /// Open-loop overload (1.2 packets offered per packet the link can send) for 20 s: the
+    /// packets the link sent and the AQM's drops.
+    fn overload(toml: &str) -> (u64, u64) {
+        let mut l = link(toml);
+        let (mut sent, mut aqm) = (0u64, 0u64);
+        let gap = 1_000_000 * 10 / 12; // 1.2 packets per ms at 12 Mbit/s (1 ms per packet)
+        let mut t = 0;
+        while t < 20_000_000_000u64 {
+            match l.on_arrival(t, &pkt(1500), &header(true), 0, &mut Default::default()) {
+                Outcome::Release { departure_ns, .. } if departure_ns <= 20_000_000_000 => sent += 1,
+                Outcome::Release { .. } => {}
+                Outcome::Drop(DropReason::Aqm) => aqm += 1,
+                Outcome::Drop(_) => {}
+            }
+            t += gap;
+        }
+        (sent, aqm)
+    }
+
+    /// One Reno-like flow (window +1 per round trip, halved at most once per round trip on a
+    /// loss) over the link for 30 s, 20 ms of base RTT: its mean sojourn in the last 10 s and
+    /// the packets sent.
+    fn reno(toml: &str) -> (f64, u64) {
+        use std::cmp::Reverse;
+        use std::collections::BinaryHeap;
+        let mut l = link(toml);
+        let rtt = 20_000_000u64;
+        let (mut cwnd, mut inflight, mut last_cut) = (10.0f64, 0u64, 0u64);
+        let mut acks: BinaryHeap<Reverse<(u64, bool)>> = BinaryHeap::new();
+        let (mut sum, mut n, mut sent) = (0u64, 0u64, 0u64);
+        let mut t = 0u64;
+        while t < 30_000_000_000 {
+            while (inflight as f64) < cwnd {
+                inflight += 1;
+                match l.on_arrival(t, &pkt(1500), &header(false), 0, &mut Default::default()) {
+                    Outcome::Release { start_ns, departure_ns, .. } => {
+                        sent += 1;
+                        if t >= 20_000_000_000 {
+                            sum += start_ns - t;
+                            n += 1;
+                        }
+                        acks.push(Reverse((departure_ns + rtt, false)));
+                    }
+                    Outcome::Drop(_) => acks.push(Reverse((t + rtt, true))),
+                }
+            }
+            let Reverse((at, lost)) = acks.pop().unwrap();
+            t = t.max(at);
+            inflight -= 1;
+            if lost {
+                if at > last_cut + rtt {
+                    cwnd = (cwnd / 2.0).max(2.0);
+                    last_cut = at;
+                }
+            } else {
+                cwnd += 1.0 / cwnd;
+            }
+        }
+        (sum as f64 / n.max(1) as f64 / 1e6, sent)
+    }
+
+    #[test]
+    fn codel_and_pie_hold_the_queue_near_their_targets_where_drop_tail_fills_the_buffer() {
+        let base = "rate_mbit = 12\nbuffer_packets = 300\n";
+        let codel_toml = format!("{base}[aqm]\ndiscipline = \"codel\"\n");
+        let pie_toml = format!("{base}[aqm]\ndiscipline = \"pie\"\n");
+        let (tail, tail_sent) = reno(base);
+        let (codel, codel_sent) = reno(&codel_toml);
+        let (pie, pie_sent) = reno(&pie_toml);
+        eprintln!("sojourn: drop-tail {tail:.1} ms, CoDel {codel:.1} ms, PIE {pie:.1} ms");
+        assert!(tail > 100.0, "drop-tail: {tail} ms");
+        assert!(codel < 15.0, "CoDel: {codel} ms (target 5)");
+        assert!(pie > 5.0 && pie < 30.0, "PIE: {pie} ms (target 15)");
+        // the AQMs keep the link busy all the same (30,000 packets in 30 s)
+        for sent in [tail_sent, codel_sent, pie_sent] {
+            assert!(sent > 27_000, "{sent} packets sent in 30 s");
+        }
+        // a dropped packet takes no time on the link: under overload the link stays busy
+        for toml in [base.to_string(), codel_toml, pie_toml] {
+            let (sent, _) = overload(&toml);
+            assert!((19_950..=20_050).contains(&sent), "{sent} packets sent in 20 s: {toml}");
+        }
+    }
+
+    #[test]
+    fn ecn_capable_packets_are_marked_where_others_are_dropped() {
+        let mut l = link("rate_mbit = 12\n[aqm]\ndiscipline = \"codel\"\necn = true\n");
+        let (mut marks, mut drops) = (0, 0);
+        let gap = 1_000_000 * 10 / 12;
+        for i in 0..12_000u64 {
+            let ect = i % 2 == 0;
+            match l.on_arrival(i * gap, &pkt(1500), &header(ect), 0, &mut Default::default()) {
+                Outcome::Release { ce: true, .. } => {
+                    assert!(ect);
+                    marks += 1
+                }
+                Outcome::Drop(DropReason::Aqm) => {
+                    assert!(!ect);
+                    drops += 1
+                }
+                _ => {}
+            }
+        }
+        assert!(marks > 10 && drops > 10, "{marks} marks, {drops} drops");
     }
 }

@@ -51,12 +51,43 @@ impl Serializer {
         }
     }
 
+    /// The state a `transmit` changes, to undo it with `restore` (a packet an AQM dropped
+    /// after its transmission was planned takes no time on the link).
+    #[inline]
+    pub fn checkpoint(&self) -> Checkpoint {
+        match self {
+            Serializer::Fixed(f) => Checkpoint::Fixed(f.link_free_ps),
+            Serializer::Trace(t) => Checkpoint::Trace(t.k, t.time_ns, t.left, t.started),
+        }
+    }
+
+    #[inline]
+    pub fn restore(&mut self, c: Checkpoint) {
+        match (self, c) {
+            (Serializer::Fixed(f), Checkpoint::Fixed(free)) => f.link_free_ps = free,
+            (Serializer::Trace(t), Checkpoint::Trace(k, time_ns, left, started)) => {
+                t.k = k;
+                t.time_ns = time_ns;
+                t.left = left;
+                t.started = started;
+            }
+            _ => debug_assert!(false, "a checkpoint of another serializer"),
+        }
+    }
+
     /// Re-anchor a trace (see `TraceRate::rephase`); a fixed rate has no phase to change.
     pub fn rephase(&mut self, origin_ns: u64, phase_ns: u64) {
         if let Serializer::Trace(t) = self {
             t.rephase(origin_ns, phase_ns);
         }
     }
+}
+
+/// See `Serializer::checkpoint`.
+#[derive(Debug, Clone, Copy)]
+pub enum Checkpoint {
+    Fixed(u64),
+    Trace(u64, u64, u32, bool),
 }
 
 #[derive(Debug, Clone)]
