@@ -132,6 +132,8 @@ def reproduce(
         f"{counts}; wall {result.wall_s / 60:.1f} min"
         + ("; runs flagged by their path audit counted" if include_flagged else "")
     )
+    if result.drift:
+        console.print(f"drift across rounds, paired: {result.drift.paired.text()}")
     for f in ("reproduction.html", "reproduction.md", "reproduction.json"):
         typer.echo(str(directory / f))
 

@@ -24,6 +24,7 @@ from typing import Callable
 from ...errors import LonglookError
 from .claims import BUDGETS, OURS, PAPER, Also, Claim, Explain, FieldFinding, ShippedScenario
 from .coverage import coverage
+from .drift import round_drift
 from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
@@ -113,7 +114,10 @@ def reproduce(
                 claim, run.directory, outcome.against[0] if outcome.against else None, out, reports, build_report
             )
         rows.append(Row(claim, outcome, run, links))
-    result = Reproduction(budget, out, rows, list(runs.values()), time.monotonic() - started, stamp, include_flagged)
+    drift = round_drift([(r.name, r.directory) for r in runs.values() if r.has_data])
+    result = Reproduction(
+        budget, out, rows, list(runs.values()), time.monotonic() - started, stamp, include_flagged, drift
+    )
     result.write()
     return result
 

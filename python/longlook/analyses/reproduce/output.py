@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ...render.html import environment
 from .claims import OURS, PAPER, Claim
+from .drift import RoundDrift
 from .registry import FIELD_ONLY, MERGED
 from .outcome import Outcome
 from .scenarios import ScenarioRun
@@ -60,6 +61,7 @@ class Reproduction:
     wall_s: float
     started: str
     include_flagged: bool = False  # runs the path audit flagged were counted
+    drift: RoundDrift | None = None  # do the stores' runs drift across rounds
 
     def counts(self, kind: str = PAPER) -> dict[str, int]:
         """Verdicts of the papers' findings (`kind` OURS: of our own rows, never counted with them)."""
@@ -91,6 +93,7 @@ class Reproduction:
             "merged": MERGED,
             "include_flagged": self.include_flagged,
             "scenarios": [s.as_dict() for s in self.scenarios],
+            "drift": self.drift.as_dict() if self.drift else None,
             "claims": [r.as_dict() for r in self.rows],
         }
 
@@ -151,6 +154,9 @@ class Reproduction:
         lines += [f"- {f.id} ({f.paper}, {f.where}): {f.paper_number}; {f.why}" for f in FIELD_ONLY]
         lines += ["", "| scenario | status | wall | detail |", "|---|---|---|---|"]
         lines += [f"| {s.name} | {s.status} | {s.wall_s:.0f} s | {cell(s.detail)} |" for s in self.scenarios]
+        if self.drift:
+            lines += ["", "Do runs drift across rounds (every test above takes rounds as independent)?", ""]
+            lines += self.drift.markdown()
         return "\n".join(lines) + "\n"
 
     def html(self) -> str:

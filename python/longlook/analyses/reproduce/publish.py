@@ -237,6 +237,18 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     ]
     lines += ["", "## One finding, one row", ""]
     lines += [f"- {old} is in {new} (the same finding, both papers named)." for old, new in MERGED.items()]
+    if result.drift:
+        lines += [
+            "",
+            "## Do runs drift across rounds?",
+            "",
+            "Every test above takes a cell's rounds as independent draws. If consecutive rounds were alike (a "
+            "machine warming up, load that comes and goes), intervals would be too narrow. The lag-1 "
+            "autocorrelation of each cell's series, in round order, is pooled over the experiments and tested "
+            "against the same rounds shuffled:",
+            "",
+            *result.drift.markdown(),
+        ]
     lines += ["", "## Why the claims that do not hold do not", ""]
     failing = [r for r in result.rows if r.outcome.verdict == "does not hold"]
     for r in failing:

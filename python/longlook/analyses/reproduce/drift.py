@@ -1,0 +1,103 @@
+"""Do a cell's runs drift across rounds, in the reproduction's own stores? Every test under
+the claims takes a cell's rounds as independent; this reads each experiment's cells in round
+order (core.round_series) and pools their lag-1 autocorrelation (core.serial): the per-round
+log ratio of a compared pair, which the paired tests read, and each arm's own values, which
+Welch's test reads. The verdict is the pooled one; each scenario's own figure is shown beside
+it, descriptive (one scenario's few series decide nothing alone)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ...core.experiment_stats import analyse
+from ...core.round_series import round_series
+from ...core.serial import Drift, drift_test
+from ...core.store import Store
+from ...errors import LonglookError
+
+ALPHA = 0.05
+
+
+@dataclass(frozen=True)
+class ScenarioDrift:
+    name: str
+    paired: Drift
+    arms: Drift
+
+
+@dataclass(frozen=True)
+class RoundDrift:
+    paired: Drift  # the per-round log ratio of each compared pair
+    arms: Drift  # each arm's own values
+    scenarios: tuple[ScenarioDrift, ...]
+
+    def as_dict(self) -> dict:
+        def one(d: Drift) -> dict:
+            return {
+                "series": d.series,
+                "rounds": d.rounds,
+                "rho": round(d.rho, 4),
+                "p": d.p,
+                "alpha": d.alpha,
+                "drifts": d.drifts,
+                "detectable_rho": round(d.detectable, 3),
+            }
+
+        return {
+            "paired": one(self.paired),
+            "arms": one(self.arms),
+            "scenarios": [{"name": s.name, "paired": one(s.paired), "arms": one(s.arms)} for s in self.scenarios],
+        }
+
+    def markdown(self) -> list[str]:
+        lines = [
+            f"- per-round log ratio of the compared arms (the paired tests): {self.paired.text()}",
+            f"- each arm's own values in round order (Welch's test): {self.arms.text()}",
+            "",
+            "| scenario | pairs: series | lag-1 r | p | arms: series | lag-1 r | p |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for s in self.scenarios:
+            lines.append(
+                f"| {s.name} | {s.paired.series} | {_r(s.paired)} | {_p(s.paired)} "
+                f"| {s.arms.series} | {_r(s.arms)} | {_p(s.arms)} |"
+            )
+        return lines
+
+
+def _r(d: Drift) -> str:
+    return "-" if d.series == 0 else f"{d.rho:+.3f}"
+
+
+def _p(d: Drift) -> str:
+    return "-" if d.series == 0 else f"{d.p:.3g}"
+
+
+def _series_of(directory: Path) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    with Store.open(directory, read_only=True) as store:
+        a = analyse(store)
+    paired, arms = round_series(a.runs, a.pairs, a.metric.name, exclude_flagged=a.exclude_flagged)
+    return list(paired.values()), list(arms.values())
+
+
+def round_drift(stores: Sequence[tuple[str, Path]], *, alpha: float = ALPHA) -> RoundDrift | None:
+    """The pooled test over the experiments in `stores` (name, directory); None when none of
+    them could be read."""
+    per: list[ScenarioDrift] = []
+    all_paired: list[np.ndarray] = []
+    all_arms: list[np.ndarray] = []
+    for name, directory in stores:
+        try:
+            paired, arms = _series_of(directory)
+        except LonglookError:
+            continue  # a store today's code cannot analyse: its claims say so already
+        all_paired += paired
+        all_arms += arms
+        per.append(ScenarioDrift(name, drift_test(paired, alpha=alpha), drift_test(arms, alpha=alpha)))
+    if not per:
+        return None
+    return RoundDrift(drift_test(all_paired, alpha=alpha), drift_test(all_arms, alpha=alpha), tuple(per))
