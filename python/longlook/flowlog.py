@@ -36,8 +36,12 @@ COLUMNS = [
     "bytes",
     "dropped_loss",
     "dropped_buffer",
+    "dropped_aqm",
+    "ce_marked",
     *SOJOURN_COLUMNS,
 ]
+# counters a log from an older linkem lacks: none happened
+_ZERO_IF_ABSENT = ("dropped_aqm", "ce_marked")
 
 
 def read_flow_log(path: Path) -> pd.DataFrame:
@@ -50,7 +54,9 @@ def read_flow_log(path: Path) -> pd.DataFrame:
             continue
     frame = pd.DataFrame(rows)
     for c in COLUMNS:
-        if c not in frame:
+        if c in _ZERO_IF_ABSENT and c not in frame:
+            frame[c] = 0
+        elif c not in frame:
             frame[c] = pd.Series(dtype=float if c == "t" or c in SOJOURN_COLUMNS else object)
     for c in SOJOURN_COLUMNS:  # null when no packet was enqueued
         frame[c] = pd.to_numeric(frame[c], errors="coerce")

@@ -65,6 +65,39 @@ class Middlebox(BaseModel):
         return self
 
 
+_CODEL_ONLY = ("interval_ms",)
+_PIE_ONLY = ("t_update_ms", "alpha", "beta", "max_burst_ms", "mark_ecn_threshold")
+
+
+class Aqm(BaseModel):
+    """An active queue management discipline in front of the bottleneck, in place of plain
+    drop-tail (linkem's `aqm` table, crates/linkem/src/config_aqm.rs); the buffer stays the
+    queue's hard limit. Unset numbers take the RFCs' defaults (linkem fills them in): CoDel
+    (RFC 8289) target 5 ms, interval 100 ms; PIE (RFC 8033) target 15 ms, update every 15 ms,
+    alpha 0.125, beta 1.25, bursts of 150 ms, marking up to a 10% probability. `ecn`: mark
+    ECN-capable packets CE instead of dropping them."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    discipline: Literal["codel", "pie"]
+    ecn: bool = False
+    target_ms: float | None = Field(default=None, gt=0, le=10_000)
+    interval_ms: float | None = Field(default=None, gt=0, le=60_000)
+    t_update_ms: float | None = Field(default=None, gt=0, le=60_000)
+    alpha: float | None = Field(default=None, gt=0, le=100)
+    beta: float | None = Field(default=None, gt=0, le=100)
+    max_burst_ms: float | None = Field(default=None, gt=0, le=60_000)
+    mark_ecn_threshold: float | None = Field(default=None, ge=0, le=1)
+
+    @model_validator(mode="after")
+    def _check_keys(self) -> "Aqm":
+        other = _PIE_ONLY if self.discipline == "codel" else _CODEL_ONLY
+        wrong = [k for k in other if getattr(self, k) is not None]
+        if wrong:
+            name = "CoDel" if self.discipline == "codel" else "PIE"
+            raise ValueError(f"{', '.join(wrong)}: not a setting of {name}")
+        return self
+
+
 class Nat(BaseModel):
     """A NAT in front of the bottleneck (linkem's `[nat]`, crates/linkem/src/config_nat.rs):
     the client's address and port become a public one; bindings expire when idle; a
@@ -133,6 +166,7 @@ class Direction(BaseModel):
     gilbert_elliott: GilbertElliott | None = None
     reorder: Reorder | None = None
     middlebox: Middlebox | None = None
+    aqm: Aqm | None = None
 
 
 _DIRECTION_FIELDS = tuple(Direction.model_fields)
@@ -207,12 +241,18 @@ class LinkProfile(Direction):
             return d.gilbert_elliott.mean_loss()
         return d.loss or 0.0
 
-    def without_nat(self) -> "LinkProfile":
-        """The same link without its NAT: what the link self-check measures. The check's probes
-        open connections from both ends, and a NAT admits only the client's; its rebindings
-        are events a run is about, not properties of the path, and would reset the probes.
-        The NAT's translation changes no rate, delay or loss."""
-        return self if self.nat is None else self.model_copy(update={"nat": None})
+    def for_self_check(self) -> "LinkProfile":
+        """The link the self-check measures: without its NAT and its AQM, which change no
+        rate, delay or loss of the path and are what a run is about. The check's probes open
+        connections from both ends, and a NAT admits only the client's; its rebindings would
+        reset them. An AQM's early drops cost one saturating TCP flow part of the rate (one
+        Cubic flow behind CoDel at 50 Mbit/s and 36 ms RTT reached 40-42 of 48 Mbit/s), a
+        property of the queue the runs measure, not a path that differs from the scenario."""
+        if self.nat is None and not any(self._merged(w)["aqm"] for w in ("up", "down")):
+            return self
+        plain = {"nat": None, "aqm": None, "up": self.up.model_copy(update={"aqm": None})}
+        plain["down"] = self.down.model_copy(update={"aqm": None})
+        return self.model_copy(update=plain)
 
     def rtt_ms(self) -> float:
         """Base round-trip time: the two one-way delays (no queueing, no serialisation)."""

@@ -309,6 +309,9 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
             "max": round3(l.max_ns as f64 / 1e3),
             "histogram": hist,
         },
+        // cumulative, so that a reader's difference of two documents gives an interval's mean
+        "sojourn_packets": d.sojourn.packets,
+        "sojourn_ns_sum": d.sojourn.sum_ns,
         "sojourn_ms": {
             "mean": round3(d.sojourn.mean_ms()),
             "max": round3(d.sojourn.max_ns as f64 / 1e6),

@@ -299,6 +299,25 @@ def linkem_delta(before: dict, after: dict) -> dict:
     return out
 
 
+def queue_figures(delta: dict) -> dict:
+    """What the bottleneck's queue did during one run, per direction (from `linkem_delta`):
+    the mean sojourn of the packets it queued, and the packets it dropped full, dropped by its
+    AQM and marked CE. Empty for a linkem that does not count sojourns."""
+    out = {}
+    for which, d in (delta.get("directions") or {}).items():
+        n = d.get("sojourn_packets")
+        if not n:
+            continue
+        out[which] = {
+            "sojourn_ms_mean": round(d.get("sojourn_ns_sum", 0) / n / 1e6, 3),
+            "packets": int(n),
+            "dropped_buffer": int(d.get("dropped_buffer", 0)),
+            "dropped_aqm": int(d.get("dropped_aqm", 0)),
+            "ce_marked": int(d.get("ce_marked", 0)),
+        }
+    return out
+
+
 def nat_rebindings(before: dict, after: dict) -> list[dict]:
     """The NAT's rebindings between two stats documents (linkem appends them in order and
     keeps the first 10 000; `mono_ms` is CLOCK_MONOTONIC, as time.monotonic())."""

@@ -31,7 +31,7 @@ from ..testbed.host import linkem_datapath
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
-from .audit import RunAudit, StallWatch, cpu_figures, linkem_delta
+from .audit import RunAudit, StallWatch, cpu_figures, linkem_delta, queue_figures
 from .capture import RunCapture
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
@@ -207,6 +207,8 @@ def measure_run(
         m.metrics = {**m.metrics, **cpu_metrics}
         m.details = {**m.details, **cpu_details, **capture_details, "host_buffers": tb.host_buffers.as_dict()}
         m.details["receiver_drops"] = a.receiver_drops  # UDP datagrams the endpoints' sockets dropped
+        if queue := queue_figures(delta):  # the bottleneck's queue: its delay, drops and marks
+            m.details["queue"] = queue
         if trace_phase is not None:
             m.details[TRACE_PHASE_DETAIL] = trace_phase
         if "nat_rebindings" in delta:  # when each of the run's flows was rebound, from its start
@@ -408,8 +410,8 @@ class Runner:
             tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
         if self.link_check:
             self.progress("link_check", link=cell.link_label)
-            checked = cell.link.without_nat()
-            if checked is not cell.link:  # the check on the link without its NAT, then the runs with it
+            checked = cell.link.for_self_check()
+            if checked is not cell.link:  # the check without its NAT and AQM, then the runs with them
                 tb.reconfigure(checked, base_dir=self.scenario.base_dir)
             result = check_link(tb, checked, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
             if checked is not cell.link:

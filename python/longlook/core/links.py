@@ -16,7 +16,7 @@ from .validation import expand_sweep
 # Link fields that may be given as a list to sweep over (Direction's scalar fields, plus the
 # scenario-only shorthand rtt_ms = two equal one-way delays).
 SWEEPABLE_LINK_FIELDS = tuple(
-    f for f in Direction.model_fields if f not in ("gilbert_elliott", "reorder", "middlebox")
+    f for f in Direction.model_fields if f not in ("gilbert_elliott", "reorder", "middlebox", "aqm")
 ) + ("rtt_ms",)
 
 
@@ -94,6 +94,12 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
         derived = {"buffer_bytes"} if resolved.buffer_bdp is not None else set()
         for k, v in resolved.model_dump(exclude_none=True, exclude=derived).items():
             nested = getattr(resolved, k, None)
+            if k == "aqm" and nested is not None:
+                # the discipline by name (aqm=codel, aqm=pie+ecn), its settings beyond the RFC's
+                flat[f"{which}.aqm"] = nested.discipline + ("+ecn" if nested.ecn else "")
+                for kk, vv in nested.model_dump(exclude_none=True, exclude={"discipline", "ecn"}).items():
+                    flat[f"{which}.aqm.{kk}"] = vv
+                continue
             if isinstance(nested, BaseModel):
                 # a nested policy (the middlebox) by what it sets: its defaults are what a
                 # link without one does, so they tell no two links apart

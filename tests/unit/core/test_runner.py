@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from longlook.core.audit import linkem_delta
+from longlook.core.audit import linkem_delta, queue_figures
 
 
 def test_linkem_delta_subtracts_direction_counters():
@@ -29,6 +29,22 @@ def test_linkem_delta_keeps_the_nat_rebindings_of_the_run_only():
     after = {"directions": {}, "nat": {"rebindings": [event(1), event(5), event(7)]}}
     assert [e["from"] for e in linkem_delta(before, after)["nat_rebindings"]] == ["p:5", "p:7"]
     assert "nat_rebindings" not in linkem_delta({"directions": {}}, {"directions": {}})
+
+
+def test_the_queue_a_run_met_is_its_mean_sojourn_and_its_drops_and_marks():
+    before = {"directions": {"down": {"sojourn_packets": 100, "sojourn_ns_sum": 5 * 10**8, "dropped_aqm": 2}}}
+    after = {
+        "directions": {
+            "down": {"sojourn_packets": 300, "sojourn_ns_sum": 25 * 10**8, "dropped_aqm": 9, "ce_marked": 4},
+            "up": {"sojourn_packets": 0, "sojourn_ns_sum": 0},
+        }
+    }
+    q = queue_figures(linkem_delta(before, after))
+    # 200 packets waited 2 s in all: 10 ms each
+    assert q == {
+        "down": {"sojourn_ms_mean": 10.0, "packets": 200, "dropped_buffer": 0, "dropped_aqm": 7, "ce_marked": 4}
+    }
+    assert queue_figures(linkem_delta({"directions": {}}, {"directions": {"down": {"packets": 3}}})) == {}
 
 
 def test_the_harness_cost_is_the_loop_outside_runs_per_run():

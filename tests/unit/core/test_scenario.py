@@ -400,3 +400,57 @@ def test_linkem_refuses_what_python_cannot_see():
         refusal = linkem_refusal(link)
         assert refusal is not None and says in refusal, (nat, refusal)
     assert linkem_refusal(LinkProfile(rate_mbit=10, nat={"rebind_at_s": [1.0]})) is None
+
+
+# ---- a link's AQM -------------------------------------------------------------------------
+
+
+def test_a_links_aqm_reaches_linkem_per_direction_and_names_its_cells():
+    s = scenario(
+        MINIMAL
+        + 'aqm = { discipline = "codel" }\n'
+        + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\n"
+        + 'down = { aqm = { discipline = "pie", ecn = true, target_ms = 20 } }\n'
+        + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\n"
+    )
+    first, second, third = (tomllib.loads(link.to_linkem_toml()) for link in s.links)
+    assert first["up"]["aqm"] == {"discipline": "codel", "ecn": False}
+    assert first["down"]["aqm"] == {"discipline": "codel", "ecn": False}
+    assert "aqm" not in second["up"] and second["down"]["aqm"] == {"discipline": "pie", "ecn": True, "target_ms": 20.0}
+    assert "aqm" not in third["up"] and "aqm" not in third["down"]
+    labels = [c.link_label for c in s.cells()]
+    assert len(set(labels)) == 3, labels
+    assert any("aqm=codel" in x for x in labels) and any("down-aqm=pie+ecn" in x for x in labels), labels
+    for link in s.links:  # linkem reads what Python wrote
+        try:
+            find_binary("linkem-check")
+        except LonglookError:
+            break
+        assert linkem_refusal(link) is None
+
+
+@pytest.mark.parametrize(
+    ("aqm", "says"),
+    [
+        ('discipline = "red"', "discipline"),
+        ('discipline = "codel", alpha = 0.2', "alpha: not a setting of CoDel"),
+        ('discipline = "pie", interval_ms = 50', "interval_ms: not a setting of PIE"),
+        ('discipline = "codel", target_ms = 0', "target_ms"),
+        ('discipline = "pie", mark_ecn_threshold = 2', "mark_ecn_threshold"),
+        ("ecn = true", "discipline"),
+    ],
+)
+def test_bad_aqm_settings_are_one_clear_error(aqm: str, says: str):
+    e = error_of(MINIMAL + f"aqm = {{ {aqm} }}\n")
+    assert says in e and "aqm" in e and "Traceback" not in e, e
+
+
+def test_the_self_check_measures_the_path_without_its_nat_and_aqm():
+    plain = LinkProfile(rate_mbit=10)
+    assert plain.for_self_check() is plain
+    link = LinkProfile(rate_mbit=10, aqm={"discipline": "codel"}, down={"aqm": {"discipline": "pie"}}, nat={})
+    checked = link.for_self_check()
+    assert checked.nat is None
+    assert checked.resolved("up").aqm is None and checked.resolved("down").aqm is None
+    assert checked.resolved("down").rate_mbit == 10
+    assert "aqm" not in checked.to_linkem_toml() and "aqm" in link.to_linkem_toml()

@@ -343,3 +343,49 @@ def test_report_renders_in_headless_chromium(experiment, tmp_path):
     blue = ((b > 0.6) & (r < 0.5)).sum()
     assert red > 2000 and blue > 2000, (red, blue)
     shutil.copy(png, d / "report-screenshot.png")  # for a human to look at
+
+
+AQM_SCENARIO = """
+name = "aqm-test"
+rounds = 4
+workloads = ["1x1m"]
+[[links]]
+rate_mbit = 10
+rtt_ms = 36
+[[links]]
+rate_mbit = 10
+rtt_ms = 36
+down = { aqm = { discipline = "codel", ecn = true } }
+"""
+
+
+def test_the_queue_section_shows_each_cells_queue_where_a_link_has_an_aqm(tmp_path: Path):
+    sc = Scenario.from_toml(AQM_SCENARIO)
+    with Store.open(tmp_path) as st:
+        st.start_experiment(sc, environment_versions(endpoint="endpoint 0.1.0", linkem="linkem 0.1.0"))
+        for i, cell in enumerate(sc.cells()):
+            aqm = cell.link.resolved("down").aqm is not None
+            for rnd in range(sc.rounds):
+                for pos, arm in enumerate(sc.round_order(cell, rnd)):
+                    f = {"protocol_requested": arm.label, "protocol": arm.label, "ok": True, "plt_ms": 1000.0 + rnd}
+                    rec = record_from_fetch(
+                        f, run_id=new_run_id(), cell_id=cell.id, round=rnd, position=pos, arm=arm.label
+                    )
+                    down = {"sojourn_ms_mean": 4.0 if aqm else 80.0 + rnd, "packets": 700}
+                    down |= {"dropped_buffer": 0 if aqm else 3, "dropped_aqm": 0, "ce_marked": 5 if aqm else 0}
+                    rec.details["queue"] = {"down": down}
+                    st.record_run(rec)
+        st.finish_experiment()
+    html = build_report(tmp_path).read_text()
+    queue = html[html.index('id="queue"') :]
+    queue = queue[: queue.index("</section>")]
+    assert "drop-tail" in queue and "codel+ecn" in queue
+    assert "81.5" in queue and "4.0" in queue  # the median of the runs' mean sojourns
+    assert "3.0 / –" in queue and "5.0 / –" in queue  # tail drops, CE marks per run (down / up)
+    # a scenario without an AQM link has no such section
+    assert 'id="queue"' not in build_report(make_experiment_dir(tmp_path / "plain")).read_text()
+
+
+def make_experiment_dir(directory: Path) -> Path:
+    make_experiment(directory)
+    return directory

@@ -46,6 +46,10 @@ class LossAccounting:
         return {**asdict(self), "spurious": self.spurious}
 
 
+# every reason linkem drops a packet on the way: what a sender can rightly declare lost
+NETWORK_DROPS = ("dropped_loss", "dropped_buffer", "dropped_middlebox", "dropped_aqm", "dropped_nat")
+
+
 def _link_drops(linkem: dict | None, direction: str = "down") -> tuple[int | None, int | None]:
     if not linkem:
         return None, None
@@ -53,7 +57,7 @@ def _link_drops(linkem: dict | None, direction: str = "down") -> tuple[int | Non
     d = dirs.get(direction) or {}
     if not d:
         return None, None
-    drops = int(sum(d.get(k, 0) for k in ("dropped_loss", "dropped_buffer", "dropped_middlebox")))
+    drops = int(sum(d.get(k, 0) for k in NETWORK_DROPS))
     reordered = int(sum((dirs.get(x) or {}).get("reordered", 0) for x in ("up", "down")))
     return drops, reordered
 
