@@ -65,20 +65,25 @@ class Middlebox(BaseModel):
         return self
 
 
-_CODEL_ONLY = ("interval_ms",)
 _PIE_ONLY = ("t_update_ms", "alpha", "beta", "max_burst_ms", "mark_ecn_threshold")
+_FQ_ONLY = ("quantum_bytes", "flows")
+# the settings that are not a discipline's own
+_NOT_OF = {"codel": _PIE_ONLY + _FQ_ONLY, "fq_codel": _PIE_ONLY, "pie": ("interval_ms",) + _FQ_ONLY}
+_NAMES = {"codel": "CoDel", "fq_codel": "FQ-CoDel", "pie": "PIE"}
 
 
 class Aqm(BaseModel):
     """An active queue management discipline in front of the bottleneck, in place of plain
     drop-tail (linkem's `aqm` table, crates/linkem/src/config_aqm.rs); the buffer stays the
-    queue's hard limit. Unset numbers take the RFCs' defaults (linkem fills them in): CoDel
-    (RFC 8289) target 5 ms, interval 100 ms; PIE (RFC 8033) target 15 ms, update every 15 ms,
-    alpha 0.125, beta 1.25, bursts of 150 ms, marking up to a 10% probability. `ecn`: mark
-    ECN-capable packets CE instead of dropping them."""
+    queue's hard limit (FQ-CoDel's packet limit: `buffer_packets`, or `buffer_bytes` / 1514).
+    Unset numbers take the RFCs' defaults (linkem fills them in): CoDel (RFC 8289) target
+    5 ms, interval 100 ms; FQ-CoDel (RFC 8290) the same per flow queue, a 1514-byte quantum,
+    1024 queues; PIE (RFC 8033) target 15 ms, update every 15 ms, alpha 0.125, beta 1.25,
+    bursts of 150 ms, marking up to a 10% probability. `ecn`: mark ECN-capable packets CE
+    instead of dropping them."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    discipline: Literal["codel", "pie"]
+    discipline: Literal["codel", "fq_codel", "pie"]
     ecn: bool = False
     target_ms: float | None = Field(default=None, gt=0, le=10_000)
     interval_ms: float | None = Field(default=None, gt=0, le=60_000)
@@ -87,14 +92,14 @@ class Aqm(BaseModel):
     beta: float | None = Field(default=None, gt=0, le=100)
     max_burst_ms: float | None = Field(default=None, gt=0, le=60_000)
     mark_ecn_threshold: float | None = Field(default=None, ge=0, le=1)
+    quantum_bytes: int | None = Field(default=None, ge=64, le=65_536)
+    flows: int | None = Field(default=None, ge=1, le=65_536)
 
     @model_validator(mode="after")
     def _check_keys(self) -> "Aqm":
-        other = _PIE_ONLY if self.discipline == "codel" else _CODEL_ONLY
-        wrong = [k for k in other if getattr(self, k) is not None]
+        wrong = [k for k in _NOT_OF[self.discipline] if getattr(self, k) is not None]
         if wrong:
-            name = "CoDel" if self.discipline == "codel" else "PIE"
-            raise ValueError(f"{', '.join(wrong)}: not a setting of {name}")
+            raise ValueError(f"{', '.join(wrong)}: not a setting of {_NAMES[self.discipline]}")
         return self
 
 
@@ -198,6 +203,12 @@ class LinkProfile(Direction):
             d = self._merged(which)
             if (d["rate_mbit"] is None) == (d["trace"] is None):
                 raise ValueError(f"{which}: exactly one of rate_mbit or trace must be set")
+            aqm, reorder = d["aqm"], d["reorder"]
+            if aqm is not None and aqm.discipline == "fq_codel" and reorder is not None and reorder.probability > 0:
+                raise ValueError(
+                    f"{which}: fq_codel and reorder cannot be combined (the scheduler decides the order packets "
+                    f"leave in)"
+                )
             buffers = [f for f in ("buffer_bytes", "buffer_packets", "buffer_bdp") if d[f] is not None]
             if len(buffers) > 1:
                 raise ValueError(f"{which}: set one of {' or '.join(buffers)}, not several")

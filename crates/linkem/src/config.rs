@@ -472,6 +472,14 @@ fn resolve(
         (_, Some(p)) => BufferLimit::Packets(p),
         _ => BufferLimit::Unlimited,
     };
+    let aqm = m.aqm.as_ref().and_then(|a| crate::config_aqm::resolve(a).ok());
+    let reorder = m.reorder.clone().filter(|r| r.probability > 0.0);
+    if matches!(aqm, Some(crate::config_aqm::AqmSpec::FqCodel(_))) && reorder.is_some() {
+        return Err(ctx.err(
+            format!("{dir}.aqm"),
+            "fq_codel and reorder cannot be combined (the scheduler decides the order packets leave in)",
+        ));
+    }
     let loss = match (&m.gilbert_elliott, m.loss) {
         (Some(ge), _) => LossSpec::GilbertElliott(ge.clone()),
         (None, Some(p)) if p > 0.0 => LossSpec::Bernoulli { probability: p },
@@ -484,10 +492,10 @@ fn resolve(
         jitter_distribution: m.jitter_distribution.unwrap_or_default(),
         loss,
         buffer,
-        reorder: m.reorder.clone().filter(|r| r.probability > 0.0),
+        reorder,
         middlebox: m.middlebox.clone().unwrap_or_default(),
         // checked per table as written (check_table): resolves here
-        aqm: m.aqm.as_ref().and_then(|a| crate::config_aqm::resolve(a).ok()),
+        aqm,
     })
 }
 

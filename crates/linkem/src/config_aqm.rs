@@ -13,6 +13,8 @@
 //!
 //! PIE's keys and RFC 8033's defaults: `target_ms = 15`, `t_update_ms = 15`,
 //! `alpha = 0.125`, `beta = 1.25`, `max_burst_ms = 150`, `mark_ecn_threshold = 0.1`.
+//! FQ-CoDel's (RFC 8290): CoDel's two, `quantum_bytes = 1514`, `flows = 1024`; its packet
+//! limit is `buffer_packets` (or `buffer_bytes` / 1514), 10240 when neither is set.
 
 use serde::{Deserialize, Serialize};
 
@@ -30,6 +32,8 @@ pub struct RawAqm {
     beta: Option<f64>,
     max_burst_ms: Option<f64>,
     mark_ecn_threshold: Option<f64>,
+    quantum_bytes: Option<u32>,
+    flows: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -51,11 +55,20 @@ pub struct PieSpec {
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FqCodelSpec {
+    pub codel: CoDelSpec,
+    pub quantum_bytes: u32,
+    pub flows: u32,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
 #[serde(tag = "discipline", rename_all = "lowercase")]
 pub enum AqmSpec {
     #[serde(rename = "codel")]
     CoDel(CoDelSpec),
     Pie(PieSpec),
+    #[serde(rename = "fq_codel")]
+    FqCodel(FqCodelSpec),
 }
 
 impl AqmSpec {
@@ -63,6 +76,7 @@ impl AqmSpec {
         match self {
             AqmSpec::CoDel(s) => s.ecn,
             AqmSpec::Pie(s) => s.ecn,
+            AqmSpec::FqCodel(s) => s.codel.ecn,
         }
     }
 }
@@ -85,25 +99,48 @@ pub fn resolve(raw: &RawAqm) -> Result<AqmSpec, (String, String)> {
         }
     };
     match raw.discipline.as_deref() {
-        Some("codel") => {
-            not_for(
-                "CoDel (it has target_ms, interval_ms, ecn)",
-                &[
-                    ("t_update_ms", raw.t_update_ms.is_some()),
-                    ("alpha", raw.alpha.is_some()),
-                    ("beta", raw.beta.is_some()),
-                    ("max_burst_ms", raw.max_burst_ms.is_some()),
-                    ("mark_ecn_threshold", raw.mark_ecn_threshold.is_some()),
-                ],
-            )?;
-            Ok(AqmSpec::CoDel(CoDelSpec {
+        Some(d @ ("codel" | "fq_codel")) => {
+            let fq = d == "fq_codel";
+            let pie_keys = [
+                ("t_update_ms", raw.t_update_ms.is_some()),
+                ("alpha", raw.alpha.is_some()),
+                ("beta", raw.beta.is_some()),
+                ("max_burst_ms", raw.max_burst_ms.is_some()),
+                ("mark_ecn_threshold", raw.mark_ecn_threshold.is_some()),
+            ];
+            if fq {
+                not_for("FQ-CoDel (it has target_ms, interval_ms, quantum_bytes, flows, ecn)", &pie_keys)?;
+            } else {
+                let fq_keys = [("quantum_bytes", raw.quantum_bytes.is_some()), ("flows", raw.flows.is_some())];
+                not_for("CoDel (it has target_ms, interval_ms, ecn)", &[&pie_keys[..], &fq_keys[..]].concat())?;
+            }
+            let codel = CoDelSpec {
                 target_ms: positive("target_ms", raw.target_ms, 5.0)?,
                 interval_ms: positive("interval_ms", raw.interval_ms, 100.0)?,
                 ecn: raw.ecn,
-            }))
+            };
+            if !fq {
+                return Ok(AqmSpec::CoDel(codel));
+            }
+            let quantum_bytes = raw.quantum_bytes.unwrap_or(1514);
+            if !(64..=65_536).contains(&quantum_bytes) {
+                return err("quantum_bytes", "expected 64 to 65536 bytes");
+            }
+            let flows = raw.flows.unwrap_or(1024);
+            if !(1..=65_536).contains(&flows) {
+                return err("flows", "expected 1 to 65536 queues");
+            }
+            Ok(AqmSpec::FqCodel(FqCodelSpec { codel, quantum_bytes, flows }))
         }
         Some("pie") => {
-            not_for("PIE", &[("interval_ms", raw.interval_ms.is_some())])?;
+            not_for(
+                "PIE",
+                &[
+                    ("interval_ms", raw.interval_ms.is_some()),
+                    ("quantum_bytes", raw.quantum_bytes.is_some()),
+                    ("flows", raw.flows.is_some()),
+                ],
+            )?;
             let threshold = raw.mark_ecn_threshold.unwrap_or(0.1);
             if !(0.0..=1.0).contains(&threshold) {
                 return err("mark_ecn_threshold", "expected a probability in [0, 1]");
@@ -118,8 +155,10 @@ pub fn resolve(raw: &RawAqm) -> Result<AqmSpec, (String, String)> {
                 ecn: raw.ecn,
             }))
         }
-        Some(other) => err("discipline", &format!("unknown discipline {other:?}; known: \"codel\", \"pie\"")),
-        None => err("discipline", "required: \"codel\" or \"pie\""),
+        Some(other) => {
+            err("discipline", &format!("unknown discipline {other:?}; known: \"codel\", \"fq_codel\", \"pie\""))
+        }
+        None => err("discipline", "required: \"codel\", \"fq_codel\" or \"pie\""),
     }
 }
 
@@ -147,12 +186,30 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(parse("rate_mbit = 10\n").unwrap().up.aqm.is_none());
+        let fq = parse("rate_mbit = 10\n[aqm]\ndiscipline = \"fq_codel\"\nflows = 64\n").unwrap();
+        match &fq.down.aqm {
+            Some(AqmSpec::FqCodel(s)) => {
+                assert_eq!((s.codel.target_ms, s.codel.interval_ms, s.quantum_bytes, s.flows), (5.0, 100.0, 1514, 64))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn fq_codel_takes_no_reordering_and_codel_no_fq_settings() {
+        let e = parse(
+            "rate_mbit = 10\n[aqm]\ndiscipline = \"fq_codel\"\n[down.reorder]\nprobability = 0.1\nahead_ms = 2\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("down.aqm") && e.contains("cannot be combined"), "{e}");
+        let e = parse("rate_mbit = 10\n[aqm]\ndiscipline = \"codel\"\nflows = 8\n").unwrap_err();
+        assert!(e.contains("aqm.flows: is not a setting of CoDel"), "{e}");
     }
 
     #[test]
     fn errors_name_the_key() {
         let e = parse("rate_mbit = 10\n[up.aqm]\ndiscipline = \"red\"\n").unwrap_err();
-        assert!(e.contains("up.aqm.discipline") && e.contains("\"codel\", \"pie\""), "{e}");
+        assert!(e.contains("up.aqm.discipline") && e.contains("\"codel\", \"fq_codel\", \"pie\""), "{e}");
         let e = parse("rate_mbit = 10\n[aqm]\ntarget_ms = 5\n").unwrap_err();
         assert!(e.contains("aqm.discipline: required"), "{e}");
         let e = parse("rate_mbit = 10\n[aqm]\ndiscipline = \"codel\"\nalpha = 0.1\n").unwrap_err();

@@ -40,6 +40,7 @@
 use crate::config::DirectionProfile;
 use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::flows::FlowTable;
+use crate::model::aqm::scheduled::{Item, Served};
 use crate::model::{DropReason, Link, Outcome};
 use crate::nat::{Inbound, Nat};
 use crate::packet::{self, FlowKey, PacketInfo};
@@ -142,6 +143,8 @@ pub struct Direction<D: Datapath> {
     early: VecDeque<Held>,
     /// Ids to drop, collected during one receive batch (reused).
     drops: Vec<u32>,
+    /// What serving a scheduled link (FQ-CoDel) did, collected per turn (reused).
+    served: Vec<Served>,
     /// Bytes of packets rewritten by the middlebox, by id, until released (rare: one map
     /// entry per RST, so the allocation is off the common path).
     rewrites: std::collections::HashMap<u32, Vec<u8>>,
@@ -153,6 +156,9 @@ pub struct Direction<D: Datapath> {
     last_read_ns: u64,
     /// The last read stopped at its round limit, or met unstamped packets: read again now.
     read_now: bool,
+    /// Every packet that arrived before this time has been read (the start of the last read
+    /// that emptied the socket): how far a scheduled link may be served.
+    known_ns: u64,
     clock: Clock,
     timing: Timing,
     shared: Arc<Mutex<DirectionSnapshot>>,
@@ -182,12 +188,14 @@ impl<D: Datapath> Direction<D> {
             fifo: VecDeque::with_capacity(65536),
             early: VecDeque::with_capacity(4096),
             drops: Vec::with_capacity(RECV_BATCH),
+            served: Vec::with_capacity(RECV_BATCH),
             rewrites: std::collections::HashMap::new(),
             last_arrival: 0,
             oversleep_ns: 0,
             read_lag_ns: read_lag_ns(profile, timing.slot_ns),
             last_read_ns: 0,
             read_now: true,
+            known_ns: 0,
             clock,
             timing,
             shared,
@@ -275,12 +283,10 @@ impl<D: Datapath> Direction<D> {
     }
 
     fn next_due(&self) -> Option<u64> {
-        match (self.fifo.front(), self.early.front()) {
-            (Some(a), Some(b)) => Some(a.due_ns.min(b.due_ns)),
-            (Some(a), None) => Some(a.due_ns),
-            (None, Some(b)) => Some(b.due_ns),
-            (None, None) => None,
-        }
+        // a scheduled link is served after each read when reading is lazy (its next send
+        // waits for the read that makes its arrivals known); on arrival, at its next send
+        let send = if self.read_lag_ns == 0 { self.link.next_send_ns() } else { None };
+        [self.fifo.front().map(|h| h.due_ns), self.early.front().map(|h| h.due_ns), send].into_iter().flatten().min()
     }
 
     fn receive(&mut self) -> std::io::Result<()> {
@@ -298,6 +304,7 @@ impl<D: Datapath> Direction<D> {
                 fifo,
                 early,
                 drops,
+                served,
                 rewrites,
                 clock,
                 last_arrival,
@@ -371,6 +378,26 @@ impl<D: Datapath> Direction<D> {
                             fifo.push_back(held);
                         }
                     }
+                    Outcome::Enqueue { ect, rst } => {
+                        let mut len = info.ip_len;
+                        if rst {
+                            if let Some(b) = crate::model::tcp_rst::rewrite(p.bytes) {
+                                len = b.len() as u32;
+                                rewrites.insert(p.id, b);
+                            }
+                        }
+                        let item = Item { id: p.id, flow, arrival_ns: arrival, rst };
+                        link.enqueue(item, &info.key, len, ect, served);
+                        // a full scheduler drops from its fattest queue, maybe an earlier packet
+                        for s in served.drain(..) {
+                            if let Served::Drop { item, .. } = s {
+                                drops.push(item.id);
+                                rewrites.remove(&item.id);
+                                flows.get_mut(item.flow).dropped_buffer += 1;
+                                totals.dropped_buffer += 1;
+                            }
+                        }
+                    }
                 }
             })?;
             totals.late_reads.end_read(clock.to_monotonic_ns(now));
@@ -381,6 +408,8 @@ impl<D: Datapath> Direction<D> {
             drops.clear();
             if n < RECV_BATCH {
                 self.read_now = false;
+                // the socket is empty: every packet that arrived before this round is read
+                self.known_ns = now;
                 break;
             }
         }
@@ -440,6 +469,9 @@ impl<D: Datapath> Direction<D> {
     /// Verdict everything due within the next slot: reordered packets one by one first,
     /// then the in-order run as one batch verdict.
     fn release(&mut self) {
+        if self.link.is_scheduled() {
+            self.serve_link();
+        }
         let now = self.clock.now_ns();
         let horizon = now + self.timing.slot_ns;
         while let Some(h) = self.early.front().copied() {
@@ -483,6 +515,54 @@ impl<D: Datapath> Direction<D> {
         if let Some(id) = last_id {
             self.queue.verdict_upto(id, Verdict::Accept);
         }
+    }
+
+    /// Serve a scheduled link (FQ-CoDel) up to the time every arrival is known: the start of
+    /// the last read that emptied the socket; when reading on arrival and nothing is waiting,
+    /// now. Lazy reading lags the scheduler's decisions by at most the read lag, a quarter
+    /// of the delay, so a packet it sends is still due after the decision. Its packets
+    /// leave in the scheduler's order, not by id: each is released on its own (`early`).
+    fn serve_link(&mut self) {
+        let known = if self.read_lag_ns == 0 && !self.read_now { self.clock.now_ns() } else { self.known_ns };
+        let mut served = std::mem::take(&mut self.served);
+        self.link.serve(known, &mut served);
+        for s in served.drain(..) {
+            match s {
+                Served::Drop { item, full } => {
+                    self.queue.verdict(item.id, Verdict::Drop);
+                    self.rewrites.remove(&item.id);
+                    let c = self.flows.get_mut(item.flow);
+                    if full {
+                        c.dropped_buffer += 1;
+                        self.totals.dropped_buffer += 1;
+                    } else {
+                        c.dropped_aqm += 1;
+                        self.totals.dropped_aqm += 1;
+                    }
+                }
+                Served::Release { item, len, start_ns, departure_ns, at_ns, ce } => {
+                    if ce && !item.rst {
+                        if let Some((ip, _)) = self.queue.held_ip(item.id) {
+                            if packet::set_ce(ip) {
+                                self.flows.get_mut(item.flow).ce_marked += 1;
+                                self.totals.ce_marked += 1;
+                            }
+                        }
+                    }
+                    let c = self.flows.get_mut(item.flow);
+                    let q = departure_ns.saturating_sub(item.arrival_ns);
+                    c.queue_delay_sum_ns += q;
+                    c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
+                    c.scheduled += 1;
+                    let sojourn = start_ns.saturating_sub(item.arrival_ns);
+                    c.sojourn.record(sojourn);
+                    c.sojourn_interval_max.record(sojourn);
+                    self.totals.sojourn.record(sojourn);
+                    self.early.push_back(Held { due_ns: at_ns, id: item.id, flow: item.flow, len, rst: item.rst });
+                }
+            }
+        }
+        self.served = served;
     }
 
     /// The inbound NAT on a packet leaving the link: translated in place, or false (dropped,

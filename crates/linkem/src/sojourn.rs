@@ -92,7 +92,7 @@ mod tests {
         (0..n)
             .map(|i| match l.on_arrival(i * gap_ns, &pkt(1500), &[], 0, &mut Default::default()) {
                 Outcome::Release { start_ns, .. } => Some(start_ns - i * gap_ns),
-                Outcome::Drop(_) => None,
+                Outcome::Drop(_) | Outcome::Enqueue { .. } => None,
             })
             .collect()
     }

@@ -338,11 +338,18 @@ GIGABIT = LinkProfile(name="gigabit", rate_mbit=1000, delay_ms=25, buffer_bytes=
 GIGABIT_TARGETS = {"pct_of_most": 97.0, "rtt_added_err_ms": 0.2, "linkem_cpu_pct": 100.0}
 
 
-def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None, datapath: str | None = None) -> dict:
+def bench_gigabit(
+    duration_s: float,
+    rtt_count: int,
+    plain_rtt: dict | None,
+    datapath: str | None = None,
+    profile: LinkProfile = GIGABIT,
+) -> dict:
     """One TCP Cubic flow over 1 Gbit/s, 25 ms each way, a BDP (6.25 MB) buffer: goodput
     against the most possible, the idle path's RTT error (over the plain path's, when given),
-    and linkem's CPU and late releases during the flow."""
-    with Testbed(GIGABIT, datapath=datapath) as tb, PathProbe(tb) as probe:
+    and linkem's CPU and late releases during the flow. `profile`: the same link with a
+    queue discipline (`bench_disciplines`)."""
+    with Testbed(profile, datapath=datapath) as tb, PathProbe(tb) as probe:
         ensure_tcp_buffers(tb)
         expected = expected_rtt_ms(GIGABIT, RTT_PROBE_SIZE + UDP_IP_OVERHEAD)
         r = probe.rtt(count=rtt_count, interval_ms=2, size=RTT_PROBE_SIZE)["rtt_ms"]
@@ -386,6 +393,36 @@ def bench_gigabit(duration_s: float, rtt_count: int, plain_rtt: dict | None, dat
         "targets": GIGABIT_TARGETS,
         "missed": missed,
     }
+
+
+def bench_disciplines(
+    duration_s: float, rtt_count: int, plain_rtt: dict | None, disciplines: tuple[str, ...], drop_tail: dict
+) -> list[dict]:
+    """The gigabit check behind each queue discipline (in both directions), beside drop-tail's
+    (`drop_tail`, the plain check): linkem's CPU per Gbit/s forwarded, the discipline's cost.
+    An AQM also changes what one Cubic flow gets (its early drops), so the cost is per Gbit/s
+    forwarded, not per run."""
+    from ..linkprofile import Aqm
+
+    def row(name: str, g: dict) -> dict:
+        cpu, gbit = g["linkem_cpu_pct"], g["goodput_mbit"] / 1000
+        return {
+            "discipline": name,
+            "goodput_mbit": g["goodput_mbit"],
+            "linkem_cpu_pct": cpu,
+            "cpu_pct_per_gbit": None if cpu is None or gbit <= 0 else cpu / gbit,
+            "linkem_late_over_1ms": g["linkem_late_over_1ms"],
+        }
+
+    rows = [row("drop-tail", drop_tail)]
+    for d in disciplines:
+        profile = GIGABIT.model_copy(update={"name": f"gigabit-{d}", "aqm": Aqm(discipline=d)})
+        rows.append(row(d, bench_gigabit(duration_s, rtt_count, plain_rtt, profile=profile)))
+    base = rows[0]["cpu_pct_per_gbit"]
+    for r in rows:
+        c = r["cpu_pct_per_gbit"]
+        r["cost_vs_drop_tail"] = None if c is None or not base else c / base
+    return rows
 
 
 CEILING_RATES_MBIT = (100, 250, 500, 750, 1000, 1500, 2000)
@@ -503,9 +540,12 @@ def bench_ceiling(
     return out
 
 
-def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, ...] = ()) -> dict:
+def run_bench(
+    quick: bool = False, ceiling: bool = False, datapaths: tuple[str, ...] = (), disciplines: tuple[str, ...] = ()
+) -> dict:
     """`datapaths`: linkem's datapaths to measure side by side in the kernel ratio and the
-    gigabit check (empty: LONGLOOK_DATAPATH's, or the default); the rest runs on the first."""
+    gigabit check (empty: LONGLOOK_DATAPATH's, or the default); the rest runs on the first.
+    `disciplines`: queue disciplines whose forwarding cost the gigabit check measures."""
     duration = 3.0 if quick else 6.0
     count = 1000 if quick else 3000
     load_before = os.getloadavg()
@@ -526,6 +566,10 @@ def run_bench(quick: bool = False, ceiling: bool = False, datapaths: tuple[str, 
     result["gigabit"] = checks[0]
     if len(checks) > 1:
         result["gigabit_other_datapaths"] = checks[1:]
+    if disciplines:
+        result["disciplines"] = bench_disciplines(
+            6.0 if quick else 10.0, count, baseline[0.0]["all"], disciplines, checks[0]
+        )
     if ceiling:
         result["ceiling"] = bench_ceiling(3.0 if quick else 4.0, datapath=chosen[0])
     result["host"] = {
@@ -707,6 +751,23 @@ def print_bench(result: dict) -> None:
             for g in checks
         ],
     )
+    if result.get("disciplines"):
+        print_table(
+            "queue disciplines: the gigabit check behind each (both directions); the cost is linkem's "
+            "CPU per Gbit/s forwarded against drop-tail's",
+            ["discipline", "goodput Mbit/s", "linkem CPU %", "CPU % per Gbit/s", "vs drop-tail", "linkem late"],
+            [
+                [
+                    r["discipline"],
+                    r["goodput_mbit"],
+                    "-" if r["linkem_cpu_pct"] is None else r["linkem_cpu_pct"],
+                    "-" if r["cpu_pct_per_gbit"] is None else r["cpu_pct_per_gbit"],
+                    "-" if r["cost_vs_drop_tail"] is None else f"{r['cost_vs_drop_tail']:.3f}x",
+                    r["linkem_late_over_1ms"],
+                ]
+                for r in result["disciplines"]
+            ],
+        )
     for m in result.get("ceiling", []):
         print_table(
             f"ceiling, {m['model']} model, {m.get('datapath', '-')}, "

@@ -34,6 +34,12 @@ def bench_link(
         help="linkem's datapath (nfqueue, afpacket); repeat it to "
         "compare them side by side in the kernel ratio and the gigabit check",
     ),
+    aqm: list[str] = typer.Option(
+        [],
+        "--aqm",
+        help="a queue discipline (codel, fq_codel, pie) whose forwarding cost the gigabit check "
+        "measures beside drop-tail's; repeatable",
+    ),
 ) -> None:
     """Measure linkem against its targets: rate accuracy, RTT error, loss, max forwarding, the
     ratio to plain kernel forwarding at 0 and 20 ms, a gigabit flow, and (--ceiling) the ceiling."""
@@ -44,7 +50,10 @@ def bench_link(
     for d in datapath:
         if d not in DATAPATHS:
             raise typer.BadParameter(f"{d!r}: one of {', '.join(DATAPATHS)}", param_hint="--datapath")
-    result = run_bench(quick=quick, ceiling=ceiling, datapaths=tuple(datapath))
+    for d in aqm:
+        if d not in ("codel", "fq_codel", "pie"):
+            raise typer.BadParameter(f"{d!r}: one of codel, fq_codel, pie", param_hint="--aqm")
+    result = run_bench(quick=quick, ceiling=ceiling, datapaths=tuple(datapath), disciplines=tuple(aqm))
     if as_json:
         print(json.dumps(result, indent=1))
     else:

@@ -73,3 +73,77 @@ def test_our_quic_endpoint_sends_ect_and_is_marked_not_dropped(tmp_path: Path):
     _, quic = _download(tmp_path / "h3", link, protocol="h3")
     assert quic["ce_marked"] > 0 and quic["dropped_aqm"] == 0, quic
     assert quic["sojourn_ms_mean"] < 30, quic
+
+
+ECHO_PORT = 9999
+# a UDP echo in the server's namespace, and a client that sends 64 bytes every 50 ms for 4 s
+# and prints each round trip in ms (the sparse flow: a game, a call, a DNS lookup)
+ECHO = f"""
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("0.0.0.0", {ECHO_PORT}))
+while True:
+    data, peer = s.recvfrom(2048)
+    s.sendto(data, peer)
+"""
+PROBE = f"""
+import socket, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(1.0)
+for i in range(80):
+    t = time.monotonic()
+    s.sendto(b"x" * 64, ("198.18.2.2", {ECHO_PORT}))
+    try:
+        s.recvfrom(2048)
+        print(round((time.monotonic() - t) * 1e3, 3), flush=True)
+    except socket.timeout:
+        pass
+    time.sleep(max(0.0, 0.05 - (time.monotonic() - t)))
+"""
+
+
+def _probe_beside_a_download(tmp_path: Path, link: LinkProfile) -> tuple[dict, dict, list[float]]:
+    """A kernel TCP download (h2, 8 MB) and a sparse UDP flow beside it: linkem's counters
+    of the two flows toward the client, and the sparse flow's round trips."""
+    import subprocess
+    import sys
+
+    certs = tmp_path / "cert"
+    with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
+        server = EndpointServer.start(tb, ServerOptions(), port=PORT, cert_dir=certs, log_dir=tmp_path / "logs")
+        echo = tb.popen("server", [sys.executable, "-c", ECHO])
+        try:
+            time.sleep(0.3)
+            probe = tb.popen("client", [sys.executable, "-c", PROBE], stdout=subprocess.PIPE, text=True)
+            time.sleep(0.3)
+            fetch = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "8m", timeout_s=30)
+            out, _ = probe.communicate(timeout=20)
+            time.sleep(0.3)
+            flows = tb.linkem_stats()["flows"]
+        finally:
+            echo.kill()
+            echo.wait()
+        server.stop()
+    assert fetch.status == "ok", fetch.error
+    tcp = [f for f in flows if f["proto"] == "tcp" and f["direction"] == "down"]
+    udp = [f for f in flows if f["proto"] == "udp" and f["direction"] == "down"]
+    assert len(tcp) == 1 and len(udp) == 1, flows
+    return tcp[0], udp[0], [float(x) for x in out.split()]
+
+
+@needs_testbed("linkem", "endpoint")
+def test_fq_codel_isolates_a_sparse_flow_from_a_bulk_one(tmp_path: Path):
+    """Behind drop-tail a sparse flow waits in the download's queue; behind FQ-CoDel it goes
+    ahead of it (a new queue each time), and the download's own queue is held near 5 ms."""
+    tail_tcp, tail_udp, tail_rtt = _probe_beside_a_download(tmp_path / "tail", LinkProfile(**LINK))
+    fq_tcp, fq_udp, fq_rtt = _probe_beside_a_download(
+        tmp_path / "fq", LinkProfile(**LINK, down={"aqm": {"discipline": "fq_codel"}})
+    )
+    assert tail_udp["sojourn_ms_mean"] > 20, tail_udp
+    assert fq_udp["sojourn_ms_mean"] < 1.5, fq_udp
+    assert fq_tcp["sojourn_ms_mean"] < 15, fq_tcp
+    assert fq_tcp["dropped_aqm"] > 0, fq_tcp
+    # the round trips the sparse flow saw: 20 ms of path, plus the queue ahead of its reply
+    # (the download fills drop-tail's 200 ms for part of the probes' 4 s)
+    assert len(fq_rtt) > 60 and len(tail_rtt) > 60, (fq_rtt, tail_rtt)
+    assert max(fq_rtt) < 25 and max(tail_rtt) > 100, (fq_rtt, tail_rtt)

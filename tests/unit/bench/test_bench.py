@@ -143,8 +143,13 @@ def test_bench_link_command_passes_ceiling(monkeypatch):
     bench.register(app)
     result = CliRunner().invoke(app, ["bench", "link", "--quick", "--ceiling", "--json"])
     assert result.exit_code == 0, result.output
-    assert asked == [{"quick": True, "ceiling": True, "datapaths": ()}] and json.loads(result.output) == {"ok": 1}
+    assert asked == [{"quick": True, "ceiling": True, "datapaths": (), "disciplines": ()}]
+    assert json.loads(result.output) == {"ok": 1}
     result = CliRunner().invoke(app, ["bench", "link", "--datapath", "nfqueue", "--datapath", "afpacket", "--json"])
     assert result.exit_code == 0 and asked[-1]["datapaths"] == ("nfqueue", "afpacket"), result.output
     result = CliRunner().invoke(app, ["bench", "link", "--datapath", "xdp"])
     assert result.exit_code != 0 and "xdp" in result.output
+    result = CliRunner().invoke(app, ["bench", "link", "--aqm", "codel", "--aqm", "fq_codel", "--json"])
+    assert result.exit_code == 0 and asked[-1]["disciplines"] == ("codel", "fq_codel"), result.output
+    result = CliRunner().invoke(app, ["bench", "link", "--aqm", "red"])
+    assert result.exit_code != 0 and "red" in result.output

@@ -437,6 +437,10 @@ def test_a_links_aqm_reaches_linkem_per_direction_and_names_its_cells():
         ('discipline = "pie", interval_ms = 50', "interval_ms: not a setting of PIE"),
         ('discipline = "codel", target_ms = 0', "target_ms"),
         ('discipline = "pie", mark_ecn_threshold = 2', "mark_ecn_threshold"),
+        ('discipline = "fq_codel", alpha = 0.1', "alpha: not a setting of FQ-CoDel"),
+        ('discipline = "pie", flows = 8', "flows: not a setting of PIE"),
+        ('discipline = "codel", quantum_bytes = 3000', "quantum_bytes: not a setting of CoDel"),
+        ('discipline = "fq_codel", flows = 0', "flows"),
         ("ecn = true", "discipline"),
     ],
 )
@@ -454,3 +458,16 @@ def test_the_self_check_measures_the_path_without_its_nat_and_aqm():
     assert checked.resolved("up").aqm is None and checked.resolved("down").aqm is None
     assert checked.resolved("down").rate_mbit == 10
     assert "aqm" not in checked.to_linkem_toml() and "aqm" in link.to_linkem_toml()
+
+
+def test_fq_codel_decides_the_order_so_it_takes_no_reordering():
+    e = error_of(MINIMAL + 'aqm = { discipline = "fq_codel" }\nreorder = { probability = 0.01, ahead_ms = 2 }\n')
+    assert "fq_codel and reorder cannot be combined" in e, e
+    ok = scenario(MINIMAL + 'down = { aqm = { discipline = "fq_codel", quantum_bytes = 300, flows = 64 } }\n')
+    toml = tomllib.loads(ok.links[0].to_linkem_toml())
+    assert toml["down"]["aqm"] == {"discipline": "fq_codel", "ecn": False, "quantum_bytes": 300, "flows": 64}
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        return
+    assert linkem_refusal(ok.links[0]) is None

@@ -19,6 +19,7 @@ pub mod tcp_rst;
 use crate::config::{BufferLimit, DirectionProfile, RateSpec};
 use crate::packet::PacketInfo;
 use crate::rng::Rng;
+use aqm::scheduled::{Item, Scheduled, Served};
 use aqm::{Action, Aqm, Arrival};
 use buffer::DropTailBuffer;
 use delay::DelayLine;
@@ -55,6 +56,13 @@ pub enum Outcome {
         /// The AQM marked it: it leaves with its IP ECN field set to CE.
         ce: bool,
     },
+    /// Into the scheduler (FQ-CoDel): its fate comes when the link serves it (`Link::serve`).
+    Enqueue {
+        /// ECN-capable (may be marked instead of dropped).
+        ect: bool,
+        /// The middlebox rewrote it into a RST, as for `Release`.
+        rst: bool,
+    },
 }
 
 pub struct Link {
@@ -65,6 +73,8 @@ pub struct Link {
     delay: DelayLine,
     reorder: Option<Reorder>,
     aqm: Option<Aqm>,
+    /// FQ-CoDel: the bottleneck as a scheduler the direction serves.
+    scheduled: Option<Scheduled>,
     /// One stream per random process, so changing one model (say, jitter) leaves the
     /// others' decisions for the same seed unchanged.
     loss_rng: Rng,
@@ -80,9 +90,15 @@ impl Link {
             RateSpec::Fixed { rate_mbit } => Serializer::Fixed(FixedRate::new(*rate_mbit)),
             RateSpec::Trace { trace, .. } => Serializer::Trace(TraceRate::new(trace.clone())),
         };
-        let aqm = profile.aqm.as_ref().map(Aqm::new);
-        // an AQM reads the bytes queued: an unlimited buffer still counts them
+        let aqm = profile.aqm.as_ref().and_then(Aqm::new);
+        let scheduled = match &profile.aqm {
+            Some(crate::config_aqm::AqmSpec::FqCodel(s)) => Some(Scheduled::new(s, profile.buffer, seed)),
+            _ => None,
+        };
+        // an AQM reads the bytes queued: an unlimited buffer still counts them; a scheduler
+        // holds its own limit
         let buffer = match (profile.buffer, &aqm) {
+            _ if scheduled.is_some() => DropTailBuffer::new(BufferLimit::Unlimited),
             (BufferLimit::Unlimited, Some(_)) => DropTailBuffer::new(BufferLimit::Bytes(u64::MAX)),
             (limit, _) => DropTailBuffer::new(limit),
         };
@@ -94,6 +110,7 @@ impl Link {
             delay: DelayLine::new(profile.delay_ms, profile.jitter_ms, profile.jitter_distribution),
             reorder: profile.reorder.as_ref().map(Reorder::new),
             aqm,
+            scheduled,
             loss_rng: Rng::derive(seed, 1),
             jitter_rng: Rng::derive(seed, 2),
             reorder_rng: Rng::derive(seed, 3),
@@ -109,6 +126,45 @@ impl Link {
     /// (`rate::TraceRate::rephase`; `crate::phase`). A fixed rate is unaffected.
     pub fn rephase(&mut self, origin_ns: u64, phase_ns: u64) {
         self.serializer.rephase(origin_ns, phase_ns);
+    }
+
+    /// The link is a scheduler (FQ-CoDel): arrivals are `Outcome::Enqueue`d, then served.
+    pub fn is_scheduled(&self) -> bool {
+        self.scheduled.is_some()
+    }
+
+    /// Put a packet `on_arrival` answered `Enqueue` for into the scheduler; one the full
+    /// scheduler drops goes to `out`.
+    pub fn enqueue(&mut self, item: Item, key: &crate::packet::FlowKey, len: u32, ect: bool, out: &mut Vec<Served>) {
+        if let Some(s) = &mut self.scheduled {
+            s.enqueue(item, key, len, ect, out);
+        }
+    }
+
+    /// When the scheduled link next sends, if anything is queued.
+    pub fn next_send_ns(&self) -> Option<u64> {
+        self.scheduled.as_ref().and_then(|s| s.next_send_ns())
+    }
+
+    /// Serve the scheduled link up to `until_ns` (every arrival before it enqueued): each
+    /// packet sent gets its start, departure and release (serializer, delay line).
+    pub fn serve(&mut self, until_ns: u64, out: &mut Vec<Served>) {
+        let Link { scheduled, serializer, delay, jitter_rng, .. } = self;
+        let Some(s) = scheduled else { return };
+        let first = out.len();
+        s.serve(
+            until_ns,
+            |t, len| {
+                let tx = serializer.transmit(t, len);
+                (tx.start_ns, tx.departure_ns)
+            },
+            out,
+        );
+        for served in &mut out[first..] {
+            if let Served::Release { departure_ns, at_ns, .. } = served {
+                *at_ns = delay.release(*departure_ns, jitter_rng);
+            }
+        }
     }
 
     /// Decide a packet's fate. Calls must come in arrival order (`now_ns` non-decreasing).
@@ -132,6 +188,9 @@ impl Link {
         let pkt = &pkt;
         if self.loss.lose(&mut self.loss_rng) {
             return Outcome::Drop(DropReason::Loss);
+        }
+        if self.scheduled.is_some() {
+            return Outcome::Enqueue { ect: !rst && crate::packet::ecn(bytes) != 0, rst };
         }
         self.buffer.drain(now_ns);
         if !self.buffer.has_room(pkt.ip_len) {
@@ -283,7 +342,7 @@ mod tests {
                 Outcome::Release { departure_ns, .. } if departure_ns <= 20_000_000_000 => sent += 1,
                 Outcome::Release { .. } => {}
                 Outcome::Drop(DropReason::Aqm) => aqm += 1,
-                Outcome::Drop(_) => {}
+                Outcome::Drop(_) | Outcome::Enqueue { .. } => {}
             }
             t += gap;
         }
@@ -292,19 +351,23 @@ mod tests {
 
     /// One Reno-like flow (window +1 per round trip, halved at most once per round trip on a
     /// loss) over the link for 30 s, 20 ms of base RTT: its mean sojourn in the last 10 s and
-    /// the packets sent.
+    /// the packets sent. A scheduled link (FQ-CoDel) is served as the engine serves it.
     fn reno(toml: &str) -> (f64, u64) {
+        use aqm::scheduled::{Item, Served};
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let mut l = link(toml);
+        let key = pkt(1500).key;
         let rtt = 20_000_000u64;
         let (mut cwnd, mut inflight, mut last_cut) = (10.0f64, 0u64, 0u64);
         let mut acks: BinaryHeap<Reverse<(u64, bool)>> = BinaryHeap::new();
-        let (mut sum, mut n, mut sent) = (0u64, 0u64, 0u64);
+        let (mut sum, mut n, mut sent, mut id) = (0u64, 0u64, 0u64, 0u32);
+        let mut served = Vec::new();
         let mut t = 0u64;
         while t < 30_000_000_000 {
             while (inflight as f64) < cwnd {
                 inflight += 1;
+                id += 1;
                 match l.on_arrival(t, &pkt(1500), &header(false), 0, &mut Default::default()) {
                     Outcome::Release { start_ns, departure_ns, .. } => {
                         sent += 1;
@@ -315,10 +378,33 @@ mod tests {
                         acks.push(Reverse((departure_ns + rtt, false)));
                     }
                     Outcome::Drop(_) => acks.push(Reverse((t + rtt, true))),
+                    Outcome::Enqueue { ect, .. } => {
+                        let item = Item { id, flow: 0, arrival_ns: t, rst: false };
+                        l.enqueue(item, &key, 1500, ect, &mut served);
+                    }
                 }
             }
+            l.serve(t, &mut served);
+            for s in served.drain(..) {
+                match s {
+                    Served::Release { item, start_ns, departure_ns, .. } => {
+                        sent += 1;
+                        if item.arrival_ns >= 20_000_000_000 {
+                            sum += start_ns - item.arrival_ns;
+                            n += 1;
+                        }
+                        acks.push(Reverse((departure_ns + rtt, false)));
+                    }
+                    Served::Drop { .. } => acks.push(Reverse((t + rtt, true))),
+                }
+            }
+            let next_ack = acks.peek().map_or(u64::MAX, |a| a.0 .0);
+            let next = next_ack.min(l.next_send_ns().unwrap_or(u64::MAX));
+            t = t.max(next);
+            if next_ack > t {
+                continue; // the link sends first
+            }
             let Reverse((at, lost)) = acks.pop().unwrap();
-            t = t.max(at);
             inflight -= 1;
             if lost {
                 if at > last_cut + rtt {
@@ -337,10 +423,14 @@ mod tests {
         let base = "rate_mbit = 12\nbuffer_packets = 300\n";
         let codel_toml = format!("{base}[aqm]\ndiscipline = \"codel\"\n");
         let pie_toml = format!("{base}[aqm]\ndiscipline = \"pie\"\n");
+        let fq_toml = format!("{base}[aqm]\ndiscipline = \"fq_codel\"\n");
         let (tail, tail_sent) = reno(base);
         let (codel, codel_sent) = reno(&codel_toml);
         let (pie, pie_sent) = reno(&pie_toml);
-        eprintln!("sojourn: drop-tail {tail:.1} ms, CoDel {codel:.1} ms, PIE {pie:.1} ms");
+        let (fq, fq_sent) = reno(&fq_toml);
+        eprintln!("sojourn: drop-tail {tail:.1} ms, CoDel {codel:.1} ms, PIE {pie:.1} ms, FQ-CoDel {fq:.1} ms");
+        assert!(fq < 15.0, "FQ-CoDel: {fq} ms (target 5)");
+        assert!(fq_sent > 27_000, "FQ-CoDel sent {fq_sent} packets in 30 s");
         assert!(tail > 100.0, "drop-tail: {tail} ms");
         assert!(codel < 15.0, "CoDel: {codel} ms (target 5)");
         assert!(pie > 5.0 && pie < 30.0, "PIE: {pie} ms (target 15)");

@@ -13,7 +13,10 @@
 //! (in a standing queue the two are alike; see `codel`).
 
 pub mod codel;
+pub mod codel_queue;
+pub mod fq_codel;
 pub mod pie;
+pub mod scheduled;
 
 use crate::config_aqm::AqmSpec;
 use crate::rng::Rng;
@@ -47,10 +50,13 @@ pub enum Aqm {
 }
 
 impl Aqm {
-    pub fn new(spec: &AqmSpec) -> Self {
+    /// The discipline decided at arrival on the FIFO; None for FQ-CoDel, a scheduler the
+    /// link serves (`crate::model::Link`).
+    pub fn new(spec: &AqmSpec) -> Option<Self> {
         match spec {
-            AqmSpec::CoDel(s) => Aqm::CoDel(codel::CoDel::new(s)),
-            AqmSpec::Pie(s) => Aqm::Pie(pie::Pie::new(s)),
+            AqmSpec::CoDel(s) => Some(Aqm::CoDel(codel::CoDel::new(s))),
+            AqmSpec::Pie(s) => Some(Aqm::Pie(pie::Pie::new(s))),
+            AqmSpec::FqCodel(_) => None,
         }
     }
 
