@@ -367,6 +367,38 @@ def test_shrinks_without_an_interaction_each_side():
     check_rate("reproduce.shrinks", "shrinks does not hold, no interaction", fails, trials, ALPHA)
 
 
+@calibrates("reproduce.shrinks")
+def test_shrinks_against_a_trace_cell_paired_by_round_each_side():
+    """A fixed link against a trace whose arms meet one phase per round (the cellular row):
+    each round's network scales both arms of the trace cell (a lognormal factor of sigma
+    0.3-0.6), QUIC's ratio the same on both links. Compared round by round in the trace cell,
+    'shrinks' holds, or does not hold, within alpha."""
+    from longlook.core.trace_phase import DETAIL
+
+    rng = np.random.default_rng(1129)
+    dims = {
+        "fixed": {"link": "fixed", "rate_mbit": 5.0, "trace": None},
+        "lte": {"link": "lte", "rate_mbit": None, "trace": "lte.down"},
+    }
+    trials, verdicts = 400, []
+    for _ in range(trials):
+        sigma, n, _ = _shape(rng)
+        n = max(n, 4)
+        gain = float(rng.uniform(0.7, 1.0))
+        network = rng.lognormal(0.0, float(rng.uniform(0.3, 0.6)), n)
+        values = {
+            ("fixed", "h3"): _arm(rng, 1000 * gain, sigma, n, 0.0),
+            ("fixed", "h2"): _arm(rng, 1000, sigma, n, 0.0),
+            ("lte", "h3"): network * _arm(rng, 1500 * gain, sigma, n, 0.0),
+            ("lte", "h2"): network * _arm(rng, 1500, sigma, n, 0.0),
+        }
+        m = measured(values, dims)
+        m.runs[DETAIL] = np.where(m.runs["cell_id"] == "lte", 0.0, None)
+        rule = Shrinks("h3", "h2", "link", "fixed", "lte", at_least=1.0, also_differ=("rate_mbit", "trace"))
+        verdicts.append(rule.evaluate(m).verdict)
+    each_side("reproduce.shrinks", "a trace cell paired by round, no interaction", verdicts, ALPHA)
+
+
 # ---- video sessions: temporal QoE -------------------------------------------------------
 
 LADDER = np.array([0.1, 0.25, 0.5, 0.9, 2.0])  # Mbit/s, the video kind's rungs up to 720p

@@ -15,7 +15,9 @@ from ....core.stats import (
     completion_test,
     completions,
 )
+from ....core.round_series import round_series
 from ....core.status import counted_runs
+from ....core.trace_phase import paired_cells
 from ....core.verdicts import verdict_producer
 from ..measured import Measured
 from ..outcome import (
@@ -31,21 +33,49 @@ from ..outcome import (
 )
 
 
-def interaction(a_fast, b_fast, a_slow, b_slow, confidence: float = 0.95) -> tuple[float, float, float, float]:
+def _log_ratio(a, b, paired: np.ndarray | None) -> tuple[float, list[tuple[float, int]]]:
+    """log(a/b) of one cell: its mean, and the variance of that mean with its degrees of
+    freedom per independent part (two arms, or the pairs of a paired cell); no parts when
+    there is too little data."""
+    if paired is not None:
+        d = np.asarray(paired, dtype=float)
+        if len(d) < 2:
+            return math.nan, []
+        return float(d.mean()), [(float(d.var(ddof=1)) / len(d), len(d) - 1)]
+    la, lb = np.log(np.asarray(a, dtype=float)), np.log(np.asarray(b, dtype=float))
+    if len(la) < 2 or len(lb) < 2:
+        return math.nan, []
+    parts = [(float(x.var(ddof=1)) / len(x), len(x) - 1) for x in (la, lb)]
+    return float(la.mean() - lb.mean()), parts
+
+
+def interaction(
+    a_fast,
+    b_fast,
+    a_slow,
+    b_slow,
+    confidence: float = 0.95,
+    *,
+    paired_fast: np.ndarray | None = None,
+    paired_slow: np.ndarray | None = None,
+) -> tuple[float, float, float, float]:
     """(log(a/b) in the slow cell) - (log(a/b) in the fast cell), on the runs' logs: the
     change of a's relative cost from one condition to the other (> 0: a lost ground). A
-    difference of four independent means with Welch-Satterthwaite df; returns (effect,
-    low, high, two-sided p). tests/unit/analyses/test_reproduce_rules.py simulates its coverage."""
-    xs = [np.log(np.asarray(v, dtype=float)) for v in (a_slow, b_slow, a_fast, b_fast)]
-    if any(len(x) < 2 for x in xs):
+    difference of independent means with Welch-Satterthwaite df; returns (effect, low, high,
+    two-sided p). A cell whose arms met the same network in each round (a trace at a phase
+    shared by the round's arms, core.trace_phase) gives its per-round log ratios
+    (`paired_*`): the network's variation cancels in each pair instead of widening both arms.
+    tests/unit/analyses/test_reproduce_rules.py simulates its coverage."""
+    slow, slow_parts = _log_ratio(a_slow, b_slow, paired_slow)
+    fast, fast_parts = _log_ratio(a_fast, b_fast, paired_fast)
+    if not slow_parts or not fast_parts:
         return math.nan, math.nan, math.nan, math.nan
-    signs = (1, -1, -1, 1)
-    d = float(sum(s * x.mean() for s, x in zip(signs, xs)))
-    v = [x.var(ddof=1) / len(x) for x in xs]
-    se2 = sum(v)
+    d = slow - fast
+    parts = slow_parts + fast_parts
+    se2 = sum(v for v, _ in parts)
     if se2 == 0:
         return d, math.nan, math.nan, math.nan
-    df = se2**2 / sum(vi**2 / (len(x) - 1) for vi, x in zip(v, xs))
+    df = se2**2 / sum(v**2 / k for v, k in parts)
     h = float(sps.t.ppf(0.5 + confidence / 2, df)) * math.sqrt(se2)
     p = float(2 * sps.t.sf(abs(d) / math.sqrt(se2), df))
     return d, d - h, d + h, p
@@ -72,6 +102,8 @@ class Shrinks:
     slow: Any
     metric: str = "plt_ms"
     at_least: float = 0.5
+    # dimensions that differ with `dim` (a fixed link against a trace: its rate and trace)
+    also_differ: tuple[str, ...] = ()
 
     def reads(self) -> str:
         return (
@@ -82,7 +114,8 @@ class Shrinks:
 
     def _pairs(self, m: Measured) -> list[tuple[str, str]]:
         fast, slow = m.select({self.dim: self.fast}), m.select({self.dim: self.slow})
-        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
+        skip = {self.dim, *self.also_differ}
+        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k not in skip))  # noqa: E731
         twins = {key(c): c for c in fast}
         return [(twins[key(c)], c) for c in slow if key(c) in twins]
 
@@ -109,8 +142,23 @@ class Shrinks:
             )
             for f, s in pairs
         ]
+        ratios, _ = round_series(m.runs, [(self.a, self.b)], self.metric, exclude_flagged=m.exclude_flagged)
+        phased = paired_cells(m.runs)
+        by_round = lambda c: ratios[c][0] if c in phased and c in ratios else None  # noqa: E731
         res = [
-            (f, s, *interaction(xs(f, self.a), xs(f, self.b), xs(s, self.a), xs(s, self.b), m.statistics.confidence))
+            (
+                f,
+                s,
+                *interaction(
+                    xs(f, self.a),
+                    xs(f, self.b),
+                    xs(s, self.a),
+                    xs(s, self.b),
+                    m.statistics.confidence,
+                    paired_fast=by_round(f),
+                    paired_slow=by_round(s),
+                ),
+            )
             for f, s in pairs
         ]
         unfair = [not math.isnan(q) and q < m.statistics.survivorship_alpha for q in survivors]
@@ -181,7 +229,8 @@ class Shrinks:
             n=f"{min(ns)}-{max(ns)} per arm and cell",
             p=p,
             p_text=p_text(p) + " Holm",
-            detail=f"Welch-Satterthwaite t on the difference of log-ratio means, Holm over {len(tested)} "
+            detail=f"Welch-Satterthwaite t on the difference of log-ratio means (per-round ratios in a cell "
+            f"whose arms met one trace phase per round), Holm over {len(tested)} "
             f"pairs, alpha {alpha:g}; needs {need} of {total}; p: the {ordinal(need)} smallest "
             "Holm-adjusted p among pairs whose interaction points the claim's way",
             cells=cells,
