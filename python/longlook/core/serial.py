@@ -83,8 +83,8 @@ class Drift:
         )
         if self.drifts:
             return (
-                f"{head}: runs drift at alpha {self.alpha:g}; a cell's interval would be "
-                f"{100 * (self.inflation - 1):.0f}% wider under it"
+                f"{head}: drift at alpha {self.alpha:g}; an interval on the mean of such a series "
+                f"should be {100 * (self.inflation - 1):.0f}% wider"
             )
         return f"{head}: no drift shown at alpha {self.alpha:g} (this many series detect rho >= {self.detectable:.2f})"
 
