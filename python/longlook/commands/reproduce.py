@@ -62,6 +62,12 @@ def reproduce(
         "--include-flagged",
         help="count runs their path audit flagged (a machine too busy for the [fidelity] limits); the table says so",
     ),
+    allow_version_change: bool = typer.Option(
+        False,
+        "--allow-version-change",
+        help="resume an experiment begun with other software (longlook, linkem, the endpoint, a "
+        "stack); what changed is recorded with it",
+    ),
     publish: Optional[Path] = typer.Option(
         None,
         "--publish",
@@ -104,6 +110,7 @@ def reproduce(
         progress=_progress,
         build_report=build_report,
         include_flagged=include_flagged,
+        allow_version_change=allow_version_change,
     )
     if published is not None:
         from ..analyses.reproduce.publish import publish as write_published

@@ -19,6 +19,12 @@ def run(
     scenario: Path = typer.Argument(..., help="scenario TOML file"),
     out: Path = typer.Option(..., "--out", "-o", help="experiment directory (store + artifacts)"),
     resume: bool = typer.Option(False, "--resume", help="continue an interrupted experiment in --out"),
+    allow_version_change: bool = typer.Option(
+        False,
+        "--allow-version-change",
+        help="with --resume: continue even though longlook, linkem, the endpoint or a stack changed "
+        "since the experiment began (what changed is recorded)",
+    ),
     link_check: bool = typer.Option(
         True, "--link-check/--no-link-check", help="self-check each link profile before its cells"
     ),
@@ -43,6 +49,7 @@ def run(
         scenario,
         out,
         resume=resume,
+        allow_version_change=allow_version_change,
         link_check=link_check,
         force=force,
         executor=executor,
@@ -62,6 +69,7 @@ def run_scenario(
     executor: str = "local",
     address: str | None = None,
     as_json: bool = False,
+    allow_version_change: bool = False,
 ) -> None:
     from ..core.execute import Runner
     from ..core.executors import by_name
@@ -76,7 +84,14 @@ def run_scenario(
     display = _ProgressDisplay(console)
     with display.progress:
         summary = Runner(
-            sc, out, resume=resume, link_check=link_check, progress=display.event, force=force, executor=runs_on
+            sc,
+            out,
+            resume=resume,
+            link_check=link_check,
+            progress=display.event,
+            force=force,
+            executor=runs_on,
+            allow_version_change=allow_version_change,
         ).run()
     if as_json:
         import dataclasses

@@ -276,8 +276,11 @@ class Runner:
         progress: Callable[..., None] | None = None,
         force: bool = False,
         executor: "Executor | None" = None,
+        allow_version_change: bool = False,
     ):
         self.scenario = scenario
+        # resuming with other software than the experiment began with: recorded, not refused
+        self.allow_version_change = allow_version_change
         self.executor = executor  # None: this machine's testbed (core.executors)
         self.node = socket.gethostname()  # recorded with every run (details["node"])
         self.force = force
@@ -309,7 +312,7 @@ class Runner:
                     f"{self.out_dir} already holds an experiment",
                     hint="add --resume to continue it, or choose a new --out directory",
                 )
-            store.start_experiment(self.scenario, self._versions())
+            store.start_experiment(self.scenario, self._versions(), allow_version_change=self.allow_version_change)
             # once per experiment, like the testbed's set-up: not a cost each run pays
             self.summary.setup_s += time.monotonic() - started
             try:

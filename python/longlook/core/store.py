@@ -451,7 +451,8 @@ class Store:
                         if now_datapath and now_datapath != first
                         else ""
                     )
-                    + "use a new directory, or allow the change explicitly (it is recorded)",
+                    + "use a new directory, or resume with --allow-version-change (the change is "
+                    "recorded with the experiment and its report)",
                 )
             if changed:
                 resumed["changed"] = changed

@@ -156,8 +156,9 @@ def test_resuming_with_other_versions_is_refused_unless_allowed(tmp_path, scenar
         s.start_experiment(scenario, {"endpoint": "0.1.0", "kernel": "6.1"})
     with Store.open(tmp_path) as s:
         s.start_experiment(scenario, {"endpoint": "0.1.0", "kernel": "6.1"})  # same: fine
-        with pytest.raises(LonglookError, match=r"versions changed .*endpoint: 0.1.0 -> 0.2.0"):
+        with pytest.raises(LonglookError, match=r"versions changed .*endpoint: 0.1.0 -> 0.2.0") as e:
             s.start_experiment(scenario, {"endpoint": "0.2.0", "kernel": "6.1"})
+        assert "--allow-version-change" in e.value.hint  # the hint names a flag that exists
         s.start_experiment(scenario, {"endpoint": "0.2.0", "kernel": "6.1"}, allow_version_change=True)
         v = s.experiment()["versions"]
     assert v["endpoint"] == "0.1.0"  # what the experiment started with
@@ -285,3 +286,13 @@ def test_resuming_on_another_datapath_is_refused_and_says_how_to_resume(tmp_path
                 scenario, {"endpoint": "0.1.0", "testbed": {"sysctls": {"a": 1}, "datapath": "afpacket"}}
             )
     assert "LONGLOOK_DATAPATH=nfqueue resumes it" in e.value.hint
+
+
+def test_the_commands_that_resume_can_allow_a_version_change():
+    from typer.testing import CliRunner
+
+    from longlook.cli import app
+
+    for command in ("run", "reproduce"):
+        out = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
+        assert "--allow-version-change" in out, out

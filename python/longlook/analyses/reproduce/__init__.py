@@ -67,6 +67,7 @@ def reproduce(
     progress: Callable[..., None] | None = None,
     build_report: BuildReport | None = None,
     include_flagged: bool = False,
+    allow_version_change: bool = False,
 ) -> Reproduction:
     """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
     ones that do not hold, and write DIR/reproduction.{html,md,json}. `include_flagged`: count
@@ -82,7 +83,13 @@ def reproduce(
     for name in dict.fromkeys(c.scenario for c in chosen):
         progress("scenario", name=name, budget=budget)
         runs[name] = run_scenario(
-            SCENARIOS[name], out, budget, execute=execute, link_check=link_check, progress=progress
+            SCENARIOS[name],
+            out,
+            budget,
+            execute=execute,
+            link_check=link_check,
+            progress=progress,
+            allow_version_change=allow_version_change,
         )
         progress("scenario_done", run=runs[name])
         if runs[name].status == "interrupted":

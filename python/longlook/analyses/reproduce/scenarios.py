@@ -51,6 +51,7 @@ def run_scenario(
     execute: bool = True,
     link_check: bool = True,
     progress: Callable[..., None] | None = None,
+    allow_version_change: bool = False,
 ) -> ScenarioRun:
     sc = load_scenario(shipped.path, shipped.overrides(budget))
     directory = out / sc.name
@@ -74,11 +75,23 @@ def run_scenario(
     started = time.monotonic()
     try:
         try:
-            summary = Runner(sc, directory, resume=exists, link_check=link_check, progress=progress).run()
+            summary = Runner(
+                sc,
+                directory,
+                resume=exists,
+                link_check=link_check,
+                progress=progress,
+                allow_version_change=allow_version_change,
+            ).run()
         except LinkCheckFailed:
             # a path check that met a busy moment of the machine: once more before giving up
             summary = Runner(
-                sc, directory, resume=(directory / DB_FILE).exists(), link_check=link_check, progress=progress
+                sc,
+                directory,
+                resume=(directory / DB_FILE).exists(),
+                link_check=link_check,
+                progress=progress,
+                allow_version_change=allow_version_change,
             ).run()
     except LonglookError as e:
         detail = e.message + (f" ({e.hint})" if e.hint else "")
