@@ -26,3 +26,15 @@ def test_a_drifting_ratio_is_read_as_a_problem_for_every_comparison():
     assert "enough rounds" in RoundDrift(empty, empty, ()).reading()
     lines = RoundDrift(_drift(0.4), _drift(0.01), ()).markdown()
     assert lines[0].startswith("- per-round log ratio") and lines[2].startswith("- reading:")
+
+
+def test_the_pages_show_the_drift_and_its_reading(tmp_path):
+    from longlook.analyses.reproduce.drift import ScenarioDrift
+    from longlook.analyses.reproduce.output import Reproduction
+
+    d = RoundDrift(_drift(0.4), _drift(0.01), (ScenarioDrift("kakhki-fig2-macw", _drift(0.4), _drift(0.01)),))
+    r = Reproduction("standard", tmp_path, [], [], 1.0, "2026-11-29T00:00:00Z", drift=d)
+    html, md = r.html(), r.markdown()
+    for page in (html, md):
+        assert "cancels in their comparison" in page and "kakhki-fig2-macw" in page
+    assert r.as_dict()["drift"]["paired"]["drifts"] is False
