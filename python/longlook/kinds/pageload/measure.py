@@ -13,8 +13,7 @@ from ...core.audit import host_buffer_reasons
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
-from ...qlog import read_qlog
-from ...qlog.gaps import longest_receive_gap
+from ...qlog.gaps import longest_receive_gap_in
 from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
@@ -125,8 +124,8 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    if (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
-        # the longest silence our QUIC client met (a path that changed under it shows here)
+    if ctx.cell.link.nat is not None and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
+        # the longest silence our QUIC client met: a path that changed under it shows here
         m.details["receive_stall_ms"] = gap.ms
         m.details["receive_stall_from_ms"] = gap.from_ms
     m.details.update(
@@ -143,7 +142,7 @@ def _receive_stall(path: Path):
     client trace (TCP, another client) or with too few packets in it."""
     if not path.is_file():
         return None
-    return longest_receive_gap(read_qlog(path))
+    return longest_receive_gap_in(path)
 
 
 def _artifacts(run_dir: Path, document: dict) -> dict[str, str]:
