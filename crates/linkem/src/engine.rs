@@ -6,7 +6,9 @@
 //! reordered packet. This is safe because every packet with a smaller id than N is either
 //! already verdicted (dropped at arrival, or released) or is a reordered packet due no later
 //! than N (its early release is at most its scheduled time, and scheduled times never
-//! decrease with id) and therefore released first in the same wake-up.
+//! decrease with id) and therefore released first in the same wake-up. A scheduled link
+//! (FQ-CoDel) sends packets in its own order, so its packets are all released one by one,
+//! as reordered ones are (`serve_link`).
 //!
 //! Timing: the thread sleeps (ppoll on the queue socket) until the head packet is due, less
 //! the usual lateness of its timer wake-ups (an EWMA, capped at 200 µs), so releases centre

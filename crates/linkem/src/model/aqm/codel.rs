@@ -16,18 +16,80 @@
 use super::{drop_or_mark, Action, Arrival};
 use crate::config_aqm::CoDelSpec;
 
-pub struct CoDel {
+/// CoDel's control state (RFC 8289 §5): whether the sojourn has been above target for an
+/// interval, the dropping state, and the schedule of its drops. Shared by this emulation and
+/// the dequeue-time queue (`codel_queue`), which differ only in when they consult it.
+pub(crate) struct Control {
     target_ns: u64,
     interval_ns: u64,
-    ecn: bool,
+    pub ecn: bool,
     /// The largest packet seen (the RFC's MAXPACKET, as Linux learns it).
-    max_packet: u64,
+    pub max_packet: u64,
     /// When the sojourn time will have been above target for an interval (0: it is not).
     first_above_ns: u64,
-    drop_next_ns: u64,
-    count: u32,
+    pub drop_next_ns: u64,
+    pub count: u32,
     last_count: u32,
-    dropping: bool,
+    pub dropping: bool,
+}
+
+impl Control {
+    pub fn new(s: &CoDelSpec) -> Self {
+        Control {
+            target_ns: (s.target_ms * 1e6) as u64,
+            interval_ns: (s.interval_ms * 1e6) as u64,
+            ecn: s.ecn,
+            max_packet: 0,
+            first_above_ns: 0,
+            drop_next_ns: 0,
+            count: 0,
+            last_count: 0,
+            dropping: false,
+        }
+    }
+
+    pub fn control_law(&self, t_ns: u64, count: u32) -> u64 {
+        t_ns + (self.interval_ns as f64 / (count.max(1) as f64).sqrt()) as u64
+    }
+
+    /// The RFC's `dodequeue` test for a packet leaving at `now_ns`: is its sojourn above
+    /// target, with more than a packet left behind, and has it been for an interval?
+    pub fn ok_to_drop(&mut self, now_ns: u64, sojourn_ns: u64, backlog_bytes: u64) -> bool {
+        if sojourn_ns < self.target_ns || backlog_bytes <= self.max_packet {
+            self.first_above_ns = 0;
+            return false;
+        }
+        if self.first_above_ns == 0 {
+            self.first_above_ns = now_ns + self.interval_ns;
+            return false;
+        }
+        now_ns >= self.first_above_ns
+    }
+
+    /// The dequeue found the queue empty.
+    pub fn emptied(&mut self) {
+        self.first_above_ns = 0;
+        self.dropping = false;
+    }
+
+    /// Enter the dropping state at `now_ns`, with the drop (or mark) just made: the count
+    /// resumes near the last cycle's when the queue went above target again soon (the RFC's
+    /// Linux variant), and the next drop is scheduled.
+    pub fn enter(&mut self, now_ns: u64) {
+        self.dropping = true;
+        let delta = self.count.wrapping_sub(self.last_count);
+        self.count = 1;
+        let since_ns = now_ns as i128 - self.drop_next_ns as i128;
+        if delta > 1 && delta < u32::MAX / 2 && since_ns < 16 * self.interval_ns as i128 {
+            self.count = delta;
+        }
+        self.drop_next_ns = self.control_law(now_ns, self.count);
+        self.last_count = self.count;
+    }
+}
+
+pub struct CoDel {
+    c: Control,
     /// A packet was dropped in the dropping state: the next drop is scheduled when the next
     /// packet dequeued is still above target (the RFC's loop), not before.
     reschedule: bool,
@@ -40,68 +102,37 @@ pub struct CoDel {
 
 impl CoDel {
     pub fn new(s: &CoDelSpec) -> Self {
-        CoDel {
-            target_ns: (s.target_ms * 1e6) as u64,
-            interval_ns: (s.interval_ms * 1e6) as u64,
-            ecn: s.ecn,
-            max_packet: 0,
-            first_above_ns: 0,
-            drop_next_ns: 0,
-            count: 0,
-            last_count: 0,
-            dropping: false,
-            reschedule: false,
-            entered: false,
-            free_ns: 0,
-        }
-    }
-
-    fn control_law(&self, t_ns: u64, count: u32) -> u64 {
-        t_ns + (self.interval_ns as f64 / (count.max(1) as f64).sqrt()) as u64
-    }
-
-    /// The RFC's `dodequeue`: is this packet's sojourn above target, and has it been for an
-    /// interval?
-    fn ok_to_drop(&mut self, now_ns: u64, sojourn_ns: u64, backlog_bytes: u64) -> bool {
-        if sojourn_ns < self.target_ns || backlog_bytes <= self.max_packet {
-            self.first_above_ns = 0;
-            return false;
-        }
-        if self.first_above_ns == 0 {
-            self.first_above_ns = now_ns + self.interval_ns;
-            return false;
-        }
-        now_ns >= self.first_above_ns
+        CoDel { c: Control::new(s), reschedule: false, entered: false, free_ns: 0 }
     }
 
     pub fn decide(&mut self, a: &Arrival) -> Action {
-        self.max_packet = self.max_packet.max(a.len as u64);
+        let c = &mut self.c;
+        c.max_packet = c.max_packet.max(a.len as u64);
         if a.now_ns > self.free_ns {
             // the queue ran empty before this packet came: the dequeue found nothing
-            self.first_above_ns = 0;
-            self.dropping = false;
+            c.emptied();
             self.reschedule = false;
             self.entered = false;
         }
         let now = a.start_ns;
-        let ok = self.ok_to_drop(now, a.start_ns - a.now_ns, a.backlog_bytes);
+        let ok = c.ok_to_drop(now, a.start_ns - a.now_ns, a.backlog_bytes);
         if std::mem::take(&mut self.entered) {
             return Action::Pass;
         }
-        if self.dropping {
+        if c.dropping {
             if !ok {
-                self.dropping = false;
+                c.dropping = false;
                 self.reschedule = false;
                 return Action::Pass;
             }
             if std::mem::take(&mut self.reschedule) {
-                self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                c.drop_next_ns = c.control_law(c.drop_next_ns, c.count);
             }
-            if now >= self.drop_next_ns {
-                self.count += 1;
-                let action = drop_or_mark(self.ecn, a);
+            if now >= c.drop_next_ns {
+                c.count += 1;
+                let action = drop_or_mark(c.ecn, a);
                 if action == Action::Mark {
-                    self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                    c.drop_next_ns = c.control_law(c.drop_next_ns, c.count);
                 } else {
                     self.reschedule = true;
                     self.free_ns = self.free_ns.max(now);
@@ -111,20 +142,12 @@ impl CoDel {
             return Action::Pass;
         }
         if ok {
-            let action = drop_or_mark(self.ecn, a);
+            let action = drop_or_mark(c.ecn, a);
             if action == Action::Drop {
                 self.entered = true;
                 self.free_ns = self.free_ns.max(now);
             }
-            self.dropping = true;
-            let delta = self.count.wrapping_sub(self.last_count);
-            self.count = 1;
-            let since_ns = now as i128 - self.drop_next_ns as i128;
-            if delta > 1 && delta < u32::MAX / 2 && since_ns < 16 * self.interval_ns as i128 {
-                self.count = delta;
-            }
-            self.drop_next_ns = self.control_law(now, self.count);
-            self.last_count = self.count;
+            c.enter(now);
             return action;
         }
         Action::Pass
@@ -136,7 +159,7 @@ impl CoDel {
 
     #[cfg(test)]
     fn dropping(&self) -> bool {
-        self.dropping
+        self.c.dropping
     }
 }
 
@@ -334,6 +357,6 @@ mod tests {
             }
         }
         // count resumes at (count - lastcount), not 1
-        assert!(c.count > 1, "count {}", c.count);
+        assert!(c.c.count > 1, "count {}", c.c.count);
     }
 }

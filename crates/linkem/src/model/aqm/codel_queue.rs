@@ -5,6 +5,7 @@
 
 use std::collections::VecDeque;
 
+use super::codel::Control;
 use crate::config_aqm::CoDelSpec;
 
 #[derive(Debug)]
@@ -28,36 +29,16 @@ pub struct Out<T> {
 pub struct CodelQueue<T> {
     q: VecDeque<Queued<T>>,
     bytes: u64,
-    target_ns: u64,
-    interval_ns: u64,
-    ecn: bool,
-    max_packet: u64,
-    first_above_ns: u64,
-    drop_next_ns: u64,
-    count: u32,
-    last_count: u32,
-    dropping: bool,
+    c: Control,
 }
 
 impl<T> CodelQueue<T> {
     pub fn new(s: &CoDelSpec) -> Self {
-        CodelQueue {
-            q: VecDeque::new(),
-            bytes: 0,
-            target_ns: (s.target_ms * 1e6) as u64,
-            interval_ns: (s.interval_ms * 1e6) as u64,
-            ecn: s.ecn,
-            max_packet: 0,
-            first_above_ns: 0,
-            drop_next_ns: 0,
-            count: 0,
-            last_count: 0,
-            dropping: false,
-        }
+        CodelQueue { q: VecDeque::new(), bytes: 0, c: Control::new(s) }
     }
 
     pub fn push(&mut self, item: T, now_ns: u64, len: u32, ect: bool) {
-        self.max_packet = self.max_packet.max(len as u64);
+        self.c.max_packet = self.c.max_packet.max(len as u64);
         self.bytes += len as u64;
         self.q.push_back(Queued { item, enqueued_ns: now_ns, len, ect });
     }
@@ -82,74 +63,51 @@ impl<T> CodelQueue<T> {
         Some(p)
     }
 
-    fn control_law(&self, t_ns: u64, count: u32) -> u64 {
-        t_ns + (self.interval_ns as f64 / (count.max(1) as f64).sqrt()) as u64
-    }
-
-    /// The RFC's `dodequeue`: the head packet, and whether its sojourn has been above target
-    /// for an interval.
+    /// The RFC's `dodequeue`: the head packet, and whether CoDel may drop it.
     fn dodequeue(&mut self, now_ns: u64) -> (Option<Queued<T>>, bool) {
         let Some(p) = self.pop_head() else {
-            self.first_above_ns = 0;
+            self.c.emptied();
             return (None, false);
         };
-        let sojourn = now_ns.saturating_sub(p.enqueued_ns);
-        if sojourn < self.target_ns || self.bytes <= self.max_packet {
-            self.first_above_ns = 0;
-            return (Some(p), false);
-        }
-        if self.first_above_ns == 0 {
-            self.first_above_ns = now_ns + self.interval_ns;
-            return (Some(p), false);
-        }
-        (Some(p), now_ns >= self.first_above_ns)
+        let ok = self.c.ok_to_drop(now_ns, now_ns.saturating_sub(p.enqueued_ns), self.bytes);
+        (Some(p), ok)
     }
 
     /// The RFC's `dequeue` at `now_ns`: the packet to send (marked CE when CoDel marks it),
     /// the packets CoDel dropped on the way appended to `dropped`.
     pub fn dequeue(&mut self, now_ns: u64, dropped: &mut Vec<Queued<T>>) -> Option<Out<T>> {
         let (mut r, mut ok) = self.dodequeue(now_ns);
-        if r.is_none() {
-            self.dropping = false;
-            return None;
-        }
-        if self.dropping {
+        r.as_ref()?;
+        let c = &mut self.c;
+        if c.dropping {
             if !ok {
-                self.dropping = false;
+                c.dropping = false;
             }
-            while self.dropping && now_ns >= self.drop_next_ns {
-                self.count += 1;
+            while self.c.dropping && now_ns >= self.c.drop_next_ns {
+                self.c.count += 1;
                 let p = r.take()?;
-                if self.ecn && p.ect {
-                    self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                if self.c.ecn && p.ect {
+                    self.c.drop_next_ns = self.c.control_law(self.c.drop_next_ns, self.c.count);
                     return Some(Out { item: p.item, len: p.len, enqueued_ns: p.enqueued_ns, marked: true });
                 }
                 dropped.push(p);
                 (r, ok) = self.dodequeue(now_ns);
                 if ok {
-                    self.drop_next_ns = self.control_law(self.drop_next_ns, self.count);
+                    self.c.drop_next_ns = self.c.control_law(self.c.drop_next_ns, self.c.count);
                 } else {
-                    self.dropping = false;
+                    self.c.dropping = false;
                 }
             }
         } else if ok {
             let p = r.take()?;
-            let marked = self.ecn && p.ect;
+            let marked = c.ecn && p.ect;
             if marked {
                 r = Some(p);
             } else {
                 dropped.push(p);
                 r = self.dodequeue(now_ns).0;
             }
-            self.dropping = true;
-            let delta = self.count.wrapping_sub(self.last_count);
-            self.count = 1;
-            let since_ns = now_ns as i128 - self.drop_next_ns as i128;
-            if delta > 1 && delta < u32::MAX / 2 && since_ns < 16 * self.interval_ns as i128 {
-                self.count = delta;
-            }
-            self.drop_next_ns = self.control_law(now_ns, self.count);
-            self.last_count = self.count;
+            self.c.enter(now_ns);
             return r.map(|p| Out { item: p.item, len: p.len, enqueued_ns: p.enqueued_ns, marked });
         }
         r.map(|p| Out { item: p.item, len: p.len, enqueued_ns: p.enqueued_ns, marked: false })
