@@ -49,6 +49,18 @@ def p(v: Any) -> str:
     return "<0.0001" if v < 0.0001 else f"{v:.4f}"
 
 
+def numbers_table(head: list[str], rows: list[list[str]]) -> str:
+    """A table of figures (class `numbers`): `head` and `rows` are trusted HTML, escaped by
+    the caller."""
+    return (
+        "<table class='numbers'><thead><tr>"
+        + "".join(f"<th>{h}</th>" for h in head)
+        + "</tr></thead><tbody>"
+        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
+        + "</tbody></table>"
+    )
+
+
 def environment() -> jinja2.Environment:
     """Templates from `templates/`, autoescaped, undefined names an error."""
     env = jinja2.Environment(

@@ -10,7 +10,7 @@ from html import escape
 
 import pandas as pd
 
-from ...render.html import Section
+from ...render.html import Section, numbers_table
 
 
 def _num(v: float, fmt: str) -> str:
@@ -63,13 +63,7 @@ def section(store, analysis) -> Section | None:
         "cores busy",
         "throttled (s)",
     ]
-    table = (
-        "<table class='numbers'><thead><tr>"
-        + "".join(f"<th>{h}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )
+    table = numbers_table(head, rows)
     note = (
         "<p class='note'>Per cell and arm, over the runs that count: the median of the kind's "
         "metric, its ratio to the same cell and arm with no budget, and the client's CPU time "

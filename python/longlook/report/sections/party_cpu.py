@@ -11,7 +11,7 @@ from html import escape
 
 import pandas as pd
 
-from ...render.html import Section
+from ...render.html import Section, numbers_table
 
 PARTIES = ("client", "server", "router")
 
@@ -73,13 +73,7 @@ def section(store, analysis) -> Section | None:
         "linkem cores",
         "saturated (runs)",
     ]
-    table = (
-        "<table class='numbers'><thead><tr>"
-        + "".join(f"<th>{h}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )
+    table = numbers_table(head, rows)
     pinned = good["cpus"].dropna().iloc[0] if "cpus" in good and good["cpus"].notna().any() else None
     shared = good["cpus_shared"].dropna().iloc[0] if "cpus_shared" in good and good["cpus_shared"].notna().any() else []
     pins = "; ".join(

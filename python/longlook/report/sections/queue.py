@@ -13,7 +13,7 @@ from html import escape
 
 import numpy as np
 
-from ...render.html import Section
+from ...render.html import Section, numbers_table
 
 
 def _aqm_of(cell) -> str:
@@ -79,13 +79,7 @@ def section(store, analysis) -> Section | None:
         "dropped early per run",
         "CE-marked per run",
     ]
-    table = (
-        "<table class='numbers'><thead><tr>"
-        + "".join(f"<th>{h}</th>" for h in head)
-        + "</tr></thead><tbody>"
-        + "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in rows)
-        + "</tbody></table>"
-    )
+    table = numbers_table(head, rows)
     note = (
         "<p class='note'>Per cell and arm, over the runs that count. Queue delay: each run's mean "
         "sojourn of the packets toward the client (arrival at the bottleneck to the start of their "
