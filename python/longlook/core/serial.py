@@ -86,6 +86,8 @@ class Drift:
                 f"{head}: drift at alpha {self.alpha:g}; an interval on the mean of such a series "
                 f"should be {100 * (self.inflation - 1):.0f}% wider"
             )
+        if self.detectable >= 1.0:
+            return f"{head}: too few rounds to detect any drift"
         return f"{head}: no drift shown at alpha {self.alpha:g} (this many series detect rho >= {self.detectable:.2f})"
 
 
@@ -134,9 +136,11 @@ def drift_test(
     return Drift(
         series=len(observed),
         rounds=int(sum(b.size for b in kept)),
-        rho=(stat - null_mean) / gain,
+        # the correction divides by 1 - 4/n, large for the shortest series: an autocorrelation
+        # lies in [-1, 1] whatever a few rounds estimate
+        rho=float(np.clip((stat - null_mean) / gain, -1.0, 1.0)),
         p=p,
         alpha=alpha,
-        detectable=z * sd / gain,
+        detectable=min(z * sd / gain, 1.0),
         per_series=tuple(float(r) for r in observed),
     )
