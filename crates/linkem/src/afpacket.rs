@@ -211,10 +211,8 @@ fn decrement_ttl(ip: &mut [u8]) -> bool {
     let old = u16::from_be_bytes([ip[8], ip[9]]);
     ip[8] -= 1;
     let new = u16::from_be_bytes([ip[8], ip[9]]);
-    let mut sum = !u16::from_be_bytes([ip[10], ip[11]]) as u32 + !old as u32 + new as u32;
-    sum = (sum & 0xffff) + (sum >> 16);
-    sum = (sum & 0xffff) + (sum >> 16);
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    let hc = crate::packet::csum_update(u16::from_be_bytes([ip[10], ip[11]]), old, new);
+    ip[10..12].copy_from_slice(&hc.to_be_bytes());
     true
 }
 

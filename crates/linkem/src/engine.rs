@@ -41,7 +41,7 @@
 
 use crate::config::DirectionProfile;
 use crate::datapath::{Datapath, Verdict, RECV_BATCH};
-use crate::flows::FlowTable;
+use crate::flows::{FlowCounters, FlowTable};
 use crate::model::aqm::scheduled::{Item, Served};
 use crate::model::{DropReason, Link, Outcome};
 use crate::nat::{Inbound, Nat};
@@ -50,7 +50,7 @@ use crate::pcap::PcapLog;
 use crate::phase::{PhaseFollower, TracePhase};
 use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
 use crate::sys::{realtime_ns, wait_any, Clock, Waker};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -149,7 +149,7 @@ pub struct Direction<D: Datapath> {
     served: Vec<Served>,
     /// Bytes of packets rewritten by the middlebox, by id, until released (rare: one map
     /// entry per RST, so the allocation is off the common path).
-    rewrites: std::collections::HashMap<u32, Vec<u8>>,
+    rewrites: HashMap<u32, Vec<u8>>,
     last_arrival: u64,
     /// Typical lateness of timer wake-ups (EWMA), subtracted from the next wake time.
     oversleep_ns: u64,
@@ -173,6 +173,42 @@ pub struct Direction<D: Datapath> {
     nat: Option<NatRole>,
 }
 
+/// A packet the bottleneck took at `arrival`, started on the link at `start` and finished at
+/// `departure`: its time in the bottleneck and its sojourn, per flow and direction.
+#[inline]
+fn record_queueing(c: &mut FlowCounters, totals: &mut DirectionTotals, arrival: u64, start: u64, departure: u64) {
+    let q = departure.saturating_sub(arrival);
+    c.queue_delay_sum_ns += q;
+    c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
+    c.scheduled += 1;
+    let sojourn = start.saturating_sub(arrival);
+    c.sojourn.record(sojourn);
+    c.sojourn_interval_max.record(sojourn);
+    totals.sojourn.record(sojourn);
+}
+
+/// Keep the RST the middlebox makes of packet `id` until it leaves; its length (the
+/// middlebox checked the headers are there, so the rewrite succeeds).
+fn rewrite_rst(rewrites: &mut HashMap<u32, Vec<u8>>, id: u32, bytes: &[u8], len: u32) -> u32 {
+    match crate::model::tcp_rst::rewrite(bytes) {
+        Some(b) => {
+            let n = b.len() as u32;
+            rewrites.insert(id, b);
+            n
+        }
+        None => len,
+    }
+}
+
+/// Set CE in the bytes that will leave (AF_PACKET holds them; main refuses an ECN-marking
+/// AQM on NFQUEUE, whose copy would not leave) and count the mark.
+fn mark_ce(ip: Option<&mut [u8]>, c: &mut FlowCounters, totals: &mut DirectionTotals) {
+    if ip.is_some_and(packet::set_ce) {
+        c.ce_marked += 1;
+        totals.ce_marked += 1;
+    }
+}
+
 fn unparsed_key() -> FlowKey {
     let z = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     FlowKey { proto: 0, src: z, dst: z, sport: 0, dport: 0 }
@@ -191,7 +227,7 @@ impl<D: Datapath> Direction<D> {
             early: VecDeque::with_capacity(4096),
             drops: Vec::with_capacity(RECV_BATCH),
             served: Vec::with_capacity(RECV_BATCH),
-            rewrites: std::collections::HashMap::new(),
+            rewrites: HashMap::new(),
             last_arrival: 0,
             oversleep_ns: 0,
             read_lag_ns: read_lag_ns(profile, timing.slot_ns),
@@ -350,28 +386,11 @@ impl<D: Datapath> Direction<D> {
                     Outcome::Drop(_) => drops.push(p.id),
                     Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst, ce } => {
                         let c = flows.get_mut(flow);
-                        // in place: on AF_PACKET the held bytes are what leaves (main refuses
-                        // an ECN-marking AQM on NFQUEUE)
-                        if ce && crate::packet::set_ce(p.bytes) {
-                            c.ce_marked += 1;
-                            totals.ce_marked += 1;
+                        if ce {
+                            mark_ce(Some(&mut *p.bytes), c, totals);
                         }
-                        let q = departure_ns.saturating_sub(arrival);
-                        c.queue_delay_sum_ns += q;
-                        c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
-                        c.scheduled += 1;
-                        let sojourn = start_ns.saturating_sub(arrival);
-                        c.sojourn.record(sojourn);
-                        c.sojourn_interval_max.record(sojourn);
-                        totals.sojourn.record(sojourn);
-                        let mut len = info.ip_len;
-                        if rst {
-                            // The middlebox checked the headers are there, so this succeeds.
-                            if let Some(b) = crate::model::tcp_rst::rewrite(p.bytes) {
-                                len = b.len() as u32;
-                                rewrites.insert(p.id, b);
-                            }
-                        }
+                        record_queueing(c, totals, arrival, start_ns, departure_ns);
+                        let len = if rst { rewrite_rst(rewrites, p.id, p.bytes, info.ip_len) } else { info.ip_len };
                         let held = Held { due_ns: at_ns, id: p.id, flow, len, rst };
                         if reordered {
                             totals.reordered += 1;
@@ -381,13 +400,7 @@ impl<D: Datapath> Direction<D> {
                         }
                     }
                     Outcome::Enqueue { ect, rst } => {
-                        let mut len = info.ip_len;
-                        if rst {
-                            if let Some(b) = crate::model::tcp_rst::rewrite(p.bytes) {
-                                len = b.len() as u32;
-                                rewrites.insert(p.id, b);
-                            }
-                        }
+                        let len = if rst { rewrite_rst(rewrites, p.id, p.bytes, info.ip_len) } else { info.ip_len };
                         let item = Item { id: p.id, flow, arrival_ns: arrival, rst };
                         link.enqueue(item, &info.key, len, ect, served);
                         // a full scheduler drops from its fattest queue, maybe an earlier packet
@@ -543,23 +556,11 @@ impl<D: Datapath> Direction<D> {
                     }
                 }
                 Served::Release { item, len, start_ns, departure_ns, at_ns, ce } => {
-                    if ce && !item.rst {
-                        if let Some((ip, _)) = self.queue.held_ip(item.id) {
-                            if packet::set_ce(ip) {
-                                self.flows.get_mut(item.flow).ce_marked += 1;
-                                self.totals.ce_marked += 1;
-                            }
-                        }
-                    }
                     let c = self.flows.get_mut(item.flow);
-                    let q = departure_ns.saturating_sub(item.arrival_ns);
-                    c.queue_delay_sum_ns += q;
-                    c.queue_delay_max_ns = c.queue_delay_max_ns.max(q);
-                    c.scheduled += 1;
-                    let sojourn = start_ns.saturating_sub(item.arrival_ns);
-                    c.sojourn.record(sojourn);
-                    c.sojourn_interval_max.record(sojourn);
-                    self.totals.sojourn.record(sojourn);
+                    if ce && !item.rst {
+                        mark_ce(self.queue.held_ip(item.id).map(|(ip, _)| ip), c, &mut self.totals);
+                    }
+                    record_queueing(c, &mut self.totals, item.arrival_ns, start_ns, departure_ns);
                     self.early.push_back(Held { due_ns: at_ns, id: item.id, flow: item.flow, len, rst: item.rst });
                 }
             }

@@ -23,7 +23,7 @@
 //! device to finish) over the address words only, uncomplemented; a UDP checksum of 0
 //! (none) stays 0. Why by hand: the rewrite is a few words in place, on the packet path.
 
-use crate::packet::{PROTO_TCP, PROTO_UDP};
+use crate::packet::{csum_update, fold, PROTO_TCP, PROTO_UDP};
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
@@ -520,18 +520,6 @@ fn rewrite(ip: &mut [u8], h: &Header, end: End, addr: Ipv4Addr, port: u16, parti
 fn addr_words(a: Ipv4Addr) -> [u16; 2] {
     let o = a.octets();
     [u16::from_be_bytes([o[0], o[1]]), u16::from_be_bytes([o[2], o[3]])]
-}
-
-fn fold(mut sum: u32) -> u16 {
-    while sum >> 16 != 0 {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    sum as u16
-}
-
-/// RFC 1624 eqn. 3: HC' = ~(~HC + ~m + m').
-fn csum_update(hc: u16, old: u16, new: u16) -> u16 {
-    !fold(u32::from(!hc) + u32::from(!old) + u32::from(new))
 }
 
 /// A sum that is not complemented (a partial checksum): S' = S + ~m + m'.

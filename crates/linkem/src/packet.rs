@@ -70,6 +70,19 @@ fn parse_v4(b: &[u8]) -> Option<PacketInfo> {
     Some(PacketInfo { ip_len, key: FlowKey { proto, src, dst, sport, dport } })
 }
 
+/// A ones'-complement sum folded to 16 bits.
+pub fn fold(mut sum: u32) -> u16 {
+    while sum >> 16 != 0 {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// RFC 1624 eqn. 3, a checksum after one 16-bit word changed: HC' = ~(~HC + ~m + m').
+pub fn csum_update(hc: u16, old: u16, new: u16) -> u16 {
+    !fold(u32::from(!hc) + u32::from(!old) + u32::from(new))
+}
+
 /// The IP ECN field (RFC 3168): 0 not ECN-capable, 1 ECT(1), 2 ECT(0), 3 CE; 0 when the
 /// header cannot be read.
 pub fn ecn(b: &[u8]) -> u8 {
@@ -92,10 +105,8 @@ pub fn set_ce(b: &mut [u8]) -> bool {
             let old = u16::from_be_bytes([b[0], b[1]]);
             b[1] |= 0x03;
             let new = u16::from_be_bytes([b[0], b[1]]);
-            let mut sum = !u16::from_be_bytes([b[10], b[11]]) as u32 + !old as u32 + new as u32;
-            sum = (sum & 0xffff) + (sum >> 16);
-            sum = (sum & 0xffff) + (sum >> 16);
-            b[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+            let hc = csum_update(u16::from_be_bytes([b[10], b[11]]), old, new);
+            b[10..12].copy_from_slice(&hc.to_be_bytes());
         }
         _ => b[1] |= 0x30,
     }
