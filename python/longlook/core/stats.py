@@ -595,7 +595,9 @@ def holm_family(
     return out, p_adj[len(idx) :]
 
 
-def _pairs_of(good: pd.DataFrame, cid: str, a: str, b: str, metric: str, pair_on: str) -> tuple[np.ndarray, np.ndarray]:
+def paired_values(
+    good: pd.DataFrame, cid: str, a: str, b: str, metric: str, pair_on: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Values of arms a and b of one cell matched on `pair_on` (the last attempt of each)."""
     g = good[good["cell_id"] == cid]
     if "attempt" in g:
@@ -663,7 +665,7 @@ def compare_cells(
         for cid in cell_ids:
             on = pair_on or ("round" if cid in paired_cells else None)
             if on:
-                xa, xb = _pairs_of(good, cid, a_label, b_label, metric, on)
+                xa, xb = paired_values(good, cid, a_label, b_label, metric, on)
             else:
                 xa, xb = groups.get((cid, a_label), empty), groups.get((cid, b_label), empty)
             batch.append(

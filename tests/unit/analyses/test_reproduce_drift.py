@@ -9,7 +9,7 @@ from longlook.core.serial import Drift
 
 
 def _drift(p: float, series: int = 10) -> Drift:
-    return Drift(series, series * 10, 0.2 if p < 0.05 else 0.01, p, 0.05, 0.15, ())
+    return Drift(series, series * 10, 0.2 if p < 0.05 else 0.01, p, 0.05, 0.15)
 
 
 def test_a_drift_common_to_a_rounds_arms_leaves_comparisons_alone():
@@ -22,7 +22,7 @@ def test_a_drift_common_to_a_rounds_arms_leaves_comparisons_alone():
 def test_a_drifting_ratio_is_read_as_a_problem_for_every_comparison():
     assert "says more than its data" in RoundDrift(_drift(0.01), _drift(0.01), ()).reading()
     assert "independent draws" in RoundDrift(_drift(0.4), _drift(0.4), ()).reading()
-    empty = Drift(0, 0, math.nan, math.nan, 0.05, math.nan, ())
+    empty = Drift(0, 0, math.nan, math.nan, 0.05, math.nan)
     assert "enough rounds" in RoundDrift(empty, empty, ()).reading()
     lines = RoundDrift(_drift(0.4), _drift(0.01), ()).markdown()
     assert lines[0].startswith("- per-round log ratio") and lines[2].startswith("- reading:")

@@ -14,8 +14,8 @@ from ....core.multiple import holm
 from ....core.stats import (
     completion_test,
     completions,
+    paired_values,
 )
-from ....core.round_series import round_series
 from ....core.status import counted_runs
 from ....core.trace_phase import paired_cells
 from ....core.verdicts import verdict_producer
@@ -142,9 +142,15 @@ class Shrinks:
             )
             for f, s in pairs
         ]
-        ratios, _ = round_series(m.runs, [(self.a, self.b)], self.metric, exclude_flagged=m.exclude_flagged)
         phased = paired_cells(m.runs)
-        by_round = lambda c: ratios[c][0] if c in phased and c in ratios else None  # noqa: E731
+
+        def by_round(c: str) -> np.ndarray | None:
+            """A cell's per-round log ratios where its arms met one trace phase per round."""
+            if c not in phased or good.empty:
+                return None
+            xa, xb = paired_values(good, c, self.a, self.b, self.metric, "round")
+            return np.log(xa) - np.log(xb)
+
         res = [
             (
                 f,
