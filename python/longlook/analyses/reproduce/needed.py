@@ -18,7 +18,10 @@ gave 50% power at a real effect, and under no effect a median of 53 rounds that 
   observed share, the exact one-sided binomial test;
 - a range (`Value`): the range's centre, or 10% beyond the nearest bound when the mean lies
   outside, the t test(s);
-- an ATE: half a standard deviation of the sessions, Welch one-sided at its level.
+- an ATE: half a standard deviation of the sessions, Welch one-sided at its level;
+- a shrinking advantage (`Shrinks`): an interaction of the claim's resolution (a's relative
+  cost up by that much from one cell to its twin), the interaction's Welch-Satterthwaite t at
+  alpha / pairs; none when the pair's interval already ends short of it.
 
 The spreads are the pilot's: each arm's standard deviation is planned at its 80% upper
 confidence bound (chi-square), so that a pilot that happened to be quiet does not promise
@@ -32,7 +35,7 @@ planned from (fewer than 2 values per arm, no spread).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 from scipy import stats as sps
@@ -217,5 +220,27 @@ def difference_sessions(n_a: int, sd_a: float, n_b: int, sd_b: float, effect: fl
     def power(n: np.ndarray) -> np.ndarray:
         df = _welch_df(va / n, vb / n, n)
         return sps.nct.sf(sps.t.ppf(1 - level, df), df, abs(effect) / np.sqrt((va + vb) / n))
+
+    return _smallest(power)
+
+
+def interaction_rounds(parts: Sequence[tuple[int, float]], *, alpha: float, effect_pct: float) -> int | None:
+    """Rounds per arm and cell at which the interaction of log ratios across twin cells
+    (rules/shrinks.py), two-sided Welch-Satterthwaite t at `alpha`, shows a true rise of
+    `effect_pct`% in a's relative cost with 80% power. `parts`: each independent part of the
+    estimate as (n, sd of one value): an arm's log values, or a paired cell's per-round log
+    ratios; each sd planned at its upper bound."""
+    if not parts or not effect_pct > 0 or any(n < 2 or math.isnan(sd) for n, sd in parts):
+        return None
+    vs = np.array([_upper_sd(sd, n) ** 2 for n, sd in parts])
+    if not vs.sum() > 0:
+        return None
+    gap = math.log1p(effect_pct / 100)
+
+    def power(k: np.ndarray) -> np.ndarray:
+        per = vs[:, None] / k[None, :]
+        se2 = per.sum(axis=0)
+        df = se2**2 / (per**2 / (k[None, :] - 1)).sum(axis=0)
+        return sps.nct.sf(sps.t.ppf(1 - alpha / 2, df), df, gap / np.sqrt(se2))
 
     return _smallest(power)

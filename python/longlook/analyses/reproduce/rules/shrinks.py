@@ -19,6 +19,7 @@ from ....core.stats import (
 from ....core.status import counted_runs
 from ....core.trace_phase import paired_cells
 from ....core.verdicts import verdict_producer
+from .. import needed
 from ..measured import Measured
 from ..outcome import (
     FAILS,
@@ -27,6 +28,7 @@ from ..outcome import (
     Outcome,
     kth_smallest,
     name,
+    needs_text,
     not_run,
     ordinal,
     p_text,
@@ -47,6 +49,19 @@ def _log_ratio(a, b, paired: np.ndarray | None) -> tuple[float, list[tuple[float
         return math.nan, []
     parts = [(float(x.var(ddof=1)) / len(x), len(x) - 1) for x in (la, lb)]
     return float(la.mean() - lb.mean()), parts
+
+
+def planning_parts(
+    a_fast, b_fast, a_slow, b_slow, *, paired_fast: np.ndarray | None = None, paired_slow: np.ndarray | None = None
+) -> list[tuple[int, float]]:
+    """The interaction's independent parts as (n, sd of one value), what needed.py plans
+    from: the arms' log values, or a paired cell's per-round log ratios; none when a cell has
+    too little data."""
+    slow = _log_ratio(a_slow, b_slow, paired_slow)[1]
+    fast = _log_ratio(a_fast, b_fast, paired_fast)[1]
+    if not slow or not fast:
+        return []
+    return [(k + 1, math.sqrt(v * (k + 1))) for v, k in slow + fast]
 
 
 def interaction(
@@ -102,6 +117,8 @@ class Shrinks:
     slow: Any
     metric: str = "plt_ms"
     at_least: float = 0.5
+    # the smallest rise of a's relative cost "would need" plans for
+    resolution_pct: float = 5.0
     # dimensions that differ with `dim` (a fixed link against a trace: its rate and trace)
     also_differ: tuple[str, ...] = ()
 
@@ -229,6 +246,42 @@ class Shrinks:
         ]
         p = kth_smallest(q, need)
         ns = [min(len(xs(c, a)) for c in (f, s) for a in (self.a, self.b)) for f, s in pairs]
+        needs = ""
+        if verdict == UNCLEAR:
+            res_log = math.log1p(self.resolution_pct / 100)
+            unclear = [i for i, j in enumerate(judged) if j == "unclear"]
+            short = [i for i in unclear if not math.isnan(res[i][4]) and res[i][4] < res_log]
+            why = (
+                f"no n decides it at a {self.resolution_pct:g}% rise: the intervals of {len(short)} unclear "
+                f"pair(s) already end below x{1 + self.resolution_pct / 100:.2f}; only a smaller change is left to find"
+                if short
+                else f"no n up to {needed.LIMIT:,} gives 80% power at a {self.resolution_pct:g}% rise (or a cell "
+                "has no spread to plan from)"
+            )
+            plans = [
+                None
+                if i in short
+                else needed.interaction_rounds(
+                    planning_parts(
+                        xs(pairs[i][0], self.a),
+                        xs(pairs[i][0], self.b),
+                        xs(pairs[i][1], self.a),
+                        xs(pairs[i][1], self.b),
+                        paired_fast=by_round(pairs[i][0]),
+                        paired_slow=by_round(pairs[i][1]),
+                    ),
+                    alpha=alpha / total,
+                    effect_pct=self.resolution_pct,
+                )
+                for i in unclear
+            ]  # alpha / pairs: Holm's strictest step
+            needs = needs_text(
+                plans,
+                need - agree,
+                f"rounds per arm and cell (80% power if {name(self.a)}'s relative cost rises "
+                f"{self.resolution_pct:g}%, alpha {alpha:g}/{total})",
+                why,
+            )
         return Outcome(
             verdict,
             number=number,
@@ -241,4 +294,5 @@ class Shrinks:
             "Holm-adjusted p among pairs whose interaction points the claim's way",
             cells=cells,
             against=against,
+            needs=needs,
         )
