@@ -5,6 +5,7 @@ mod cc;
 mod cli;
 mod client;
 mod content;
+mod ecn_switch;
 mod proxy;
 mod qlog;
 mod request_end;

@@ -280,18 +280,23 @@ pub fn spawn_sampler(
     }))
 }
 
-/// `longlook:tcp_info_summary`: the final sample's loss accounting. Fields a kernel does not
+/// tcpi_options: the connection negotiated ECN (include/uapi/linux/tcp.h).
+const TCPI_OPT_ECN: u8 = 8;
+
+/// `longlook:tcp_info_summary`: the final sample's loss accounting and ECN. Fields a kernel does not
 /// fill (older than 5.0 for dsack_dups / reord_seen) read 0.
 fn summary_json(samples: u64, last: Option<&TcpInfo>) -> String {
     match last {
         None => format!("{{\"samples\":{samples}}}"),
         Some(i) => format!(
-            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{},\"busy_time_us\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{}}}",
+            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{},\"busy_time_us\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{},\"ecn\":{},\"delivered_ce\":{}}}",
             i.total_retrans, i.bytes_retrans, i.dsack_dups, i.reord_seen, i.reordering,
             i.data_segs_out, i.segs_out, i.bytes_sent, i.delivered, i.snd_mss,
             // the kernel's chrono (Linux >= 4.9): time sending, and limited by the peer's
             // window or this socket's send buffer; the audit reads a host buffer cap from them
-            i.busy_time, i.rwnd_limited, i.sndbuf_limited),
+            i.busy_time, i.rwnd_limited, i.sndbuf_limited,
+            // whether the handshake negotiated ECN, and the packets delivered CE-marked
+            i.options & TCPI_OPT_ECN != 0, i.delivered_ce),
     }
 }
 

@@ -1,5 +1,6 @@
 //! What server, client and proxy configure alike: the flow-control flags (QUIC and HTTP/2
-//! receive windows, concurrent streams) and the QUIC transport parameters built from them.
+//! receive windows, concurrent streams, the ECN switch) and the QUIC transport parameters
+//! built from them.
 
 use std::time::Duration;
 
@@ -25,6 +26,9 @@ pub struct FlowControl {
     /// read-only inside a network namespace; the size granted is logged.
     #[arg(long, default_value_t = 0)]
     pub udp_buffer: usize,
+    /// Send every QUIC datagram as not-ECT (quinn marks ECT(0) by default; `ecn_switch`).
+    #[arg(long)]
+    pub no_ecn: bool,
 }
 
 /// A UDP socket bound to `addr` with the flow's buffer sizes (FlowControl::udp_buffer).

@@ -349,6 +349,27 @@ def host_buffer_reasons(tcp_log: Path | None) -> list[str]:
     return out
 
 
+def tcp_ecn_check(tcp_log: Path | None, asked: bool) -> tuple[dict, list[str]]:
+    """What a TCP run's handshake made of the ECN switch, from our server's
+    `longlook:tcp_info_summary` (`ecn`: negotiated; `delivered_ce`: packets delivered
+    CE-marked), and a reason to flag the run when that is not what the scenario asked: a run
+    with ECN off that negotiated it (or on, without) measured another path than its cell's."""
+    if tcp_log is None or not tcp_log.is_file():
+        return {}, []
+    summary = read_qlog(tcp_log).last("longlook:tcp_info_summary") or {}
+    if "ecn" not in summary:
+        return {}, []
+    figures = {"tcp_ecn": bool(summary["ecn"]), "tcp_delivered_ce": int(summary.get("delivered_ce") or 0)}
+    if figures["tcp_ecn"] == asked:
+        return figures, []
+    said = (
+        "negotiated ECN although the cell has it off"
+        if figures["tcp_ecn"]
+        else "did not negotiate the ECN it asked for"
+    )
+    return figures, [f"ECN: the TCP handshake {said}"]
+
+
 RECEIVERS = ("client", "server")  # the namespaces whose sockets receive a run's packets
 
 

@@ -38,6 +38,7 @@ class ServerOptions:
     tcp_tracefs: str | None = None  # exact TCP state transitions from tcp_cong_state_set
     keylog: bool = False  # TLS secrets of all its connections in <log dir>/keys.log ([capture])
     udp_buffer: int = 0  # UDP socket buffers sized to the path (testbed/buffers.py); 0 = kernel's
+    ecn: bool = True  # False: its QUIC datagrams are sent not-ECT (quinn marks ECT(0))
 
     def argv(self) -> list[str]:
         args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc, "--pacing", "on" if self.pacing else "off"]
@@ -53,6 +54,8 @@ class ServerOptions:
             args += ["--tcp-tracefs", self.tcp_tracefs]
         if self.udp_buffer:
             args += ["--udp-buffer", str(self.udp_buffer)]
+        if not self.ecn:
+            args.append("--no-ecn")
         return args
 
 
@@ -230,13 +233,15 @@ def fetch(
     race_argv: list[str] | None = None,
     keylog: Path | None = None,
     binary: Path | None = None,
+    ecn: bool = True,
 ) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
     protocol "race" is the QUIC-enabled racing client (its flags in `race_argv`); it asks
     for no particular protocol, so whatever served the page is recorded, never a mismatch.
     `keylog`: the TLS secrets of its connections are appended there (NSS key log format).
-    `binary`: another build of the endpoint (ours@VERSION); default the workspace's."""
+    `binary`: another build of the endpoint (ours@VERSION); default the workspace's.
+    `ecn` False: its QUIC datagrams are sent not-ECT."""
     argv = [
         str(binary or find_binary("endpoint")),
         "fetch",
@@ -262,6 +267,8 @@ def fetch(
         argv += ["--qlog", str(out.parent / CLIENT_QLOG)]
     if keylog is not None:
         argv += ["--keylog", str(keylog)]
+    if not ecn:
+        argv.append("--no-ecn")
     buffers = getattr(testbed, "host_buffers", None)  # sized to the path (testbed/buffers.py)
     if buffers is not None and protocol == "h3":
         argv += ["--udp-buffer", str(buffers.udp_bytes)]

@@ -335,6 +335,40 @@ def test_bad_initial_window_or_n_conn_is_one_clear_error():
     assert 'arm "a"' in msg and "quic_cc" in msg
 
 
+def test_ecn_is_an_option_in_the_cell_id_only_when_set():
+    s = scenario(MINIMAL + '[options]\necn = ["on", "off"]\n')
+    assert [c.id.rsplit("|", 1)[-1] for c in s.cells()] == ["ecn=on", "ecn=off"]
+    assert [c.dims()["ecn"] for c in s.cells()] == [True, False]
+    (c,) = scenario(MINIMAL).cells()
+    assert "ecn" not in c.id and "ecn" not in c.dims() and c.run_options(scenario(MINIMAL).arms[0]).ecn is None
+    from longlook.kinds.pageload.measure import server_options
+
+    on, off = (server_options(c.run_options(s.arms[0])) for c in s.cells())
+    assert "--no-ecn" not in on.argv() and "--no-ecn" in off.argv()
+    # an unset switch keeps quinn's default: ECT(0)
+    assert "--no-ecn" not in server_options(c.run_options(scenario(MINIMAL).arms[0])).argv()
+
+
+def test_ecn_per_arm_compares_quic_with_and_without_it():
+    s = scenario(
+        MINIMAL + '[[arms]]\nlabel = "ecn"\nprotocol = "h3"\necn = true\n'
+        '[[arms]]\nlabel = "plain"\nprotocol = "h3"\necn = "off"\n'
+    )
+    (c,) = s.cells()
+    assert "ecn=" not in c.id
+    assert [c.run_options(a).ecn for a in s.arms] == [True, False]
+
+
+def test_ecn_on_an_arm_with_another_stacks_quic_is_refused():
+    msg = error_of('client = "chromium"\n' + MINIMAL + "[options]\necn = true\n")
+    assert 'arm "h3"' in msg and "client chromium" in msg
+    msg = error_of(
+        MINIMAL + '[options]\necn = false\n[[arms]]\nlabel = "h3"\nprotocol = "h3"\nclient = "chromium"\n'
+        '[[arms]]\nlabel = "h2"\nprotocol = "h2"\n'
+    )
+    assert 'arm "h3"' in msg and "client chromium" in msg and "own ECN" in msg
+
+
 def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():
     sc = scenario(MINIMAL.replace("rate_mbit = 10", "rate_mbit = [10, 50]") + "buffer_bdp = 1\n")
     bufs = [c.link.resolved("down").buffer_bytes for c in sc.cells()]

@@ -45,3 +45,17 @@ def test_a_sender_held_back_by_its_send_buffer_is_named_and_one_that_was_not_is_
     assert host_buffer_reasons(free) == []
     assert host_buffer_reasons(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3)) == []  # an older endpoint
     assert host_buffer_reasons(None) == [] and host_buffer_reasons(tmp_path / "missing") == []
+
+
+def test_a_tcp_run_whose_handshake_did_not_do_what_its_ecn_switch_said_is_flagged(tmp_path: Path):
+    from longlook.core.audit import tcp_ecn_check
+
+    marked = _tcp_log(tmp_path / "a.tcp.sqlog", ecn=True, delivered_ce=17)
+    assert tcp_ecn_check(marked, asked=True) == ({"tcp_ecn": True, "tcp_delivered_ce": 17}, [])
+    figures, reasons = tcp_ecn_check(marked, asked=False)
+    assert figures["tcp_ecn"] and reasons == ["ECN: the TCP handshake negotiated ECN although the cell has it off"]
+    plain = _tcp_log(tmp_path / "b.tcp.sqlog", ecn=False, delivered_ce=0)
+    assert tcp_ecn_check(plain, asked=True)[1] == ["ECN: the TCP handshake did not negotiate the ECN it asked for"]
+    assert tcp_ecn_check(plain, asked=False)[1] == []
+    # an endpoint older than the switch says nothing, and nothing is claimed for it
+    assert tcp_ecn_check(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3), asked=True) == ({}, [])

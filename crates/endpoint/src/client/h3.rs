@@ -149,9 +149,8 @@ pub async fn run(
     measured.token_store(tokens.clone());
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
     let socket = crate::transport::udp_socket(bind, &args.flow).map_err(failed(Phase::Setup, "binding UDP socket"))?;
-    let mut endpoint =
-        quinn::Endpoint::new(quinn::EndpointConfig::default(), None, socket, Arc::new(quinn::TokioRuntime))
-            .map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let mut endpoint = crate::ecn_switch::endpoint(quinn::EndpointConfig::default(), None, socket, !args.flow.no_ecn)
+        .map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
     let hs_timeout = handshake_timeout(args);
 

@@ -220,7 +220,9 @@ fn quic_endpoint(
     let title = args.run_id.clone().unwrap_or_else(|| "race".into());
     let (cfg, trace) = super::quic_client_config(Arc::new(crypto), transport, args, &title)?;
     let bind: SocketAddr = if addr.is_ipv6() { "[::]:0".parse().unwrap() } else { "0.0.0.0:0".parse().unwrap() };
-    let mut endpoint = quinn::Endpoint::client(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let socket = std::net::UdpSocket::bind(bind).map_err(failed(Phase::Setup, "binding UDP socket"))?;
+    let mut endpoint = crate::ecn_switch::endpoint(quinn::EndpointConfig::default(), None, socket, !args.flow.no_ecn)
+        .map_err(failed(Phase::Setup, "binding UDP socket"))?;
     endpoint.set_default_client_config(cfg);
     Ok((endpoint, trace))
 }

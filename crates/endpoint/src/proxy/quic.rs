@@ -60,8 +60,10 @@ impl Proxy {
         let mut server_cfg = quinn::ServerConfig::with_crypto(Arc::new(QuicServerConfig::try_from(server_tls)?));
         server_cfg.transport_config(Arc::new(transport_config(&args.flow)));
         server_cfg.validation_token_config(no_address_validation_tokens());
+        let listen = std::net::UdpSocket::bind(args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
         let endpoint =
-            quinn::Endpoint::server(server_cfg, args.listen).with_context(|| format!("binding UDP {}", args.listen))?;
+            crate::ecn_switch::endpoint(quinn::EndpointConfig::default(), Some(server_cfg), listen, !args.flow.no_ecn)
+                .with_context(|| format!("binding UDP {}", args.listen))?;
 
         let mut client_tls = tls::client_config(&Trust::Roots(tls::load_certs(origin_ca)?), b"h3")?;
         client_tls.enable_early_data = false;
@@ -70,7 +72,12 @@ impl Proxy {
         client_cfg.transport_config(Arc::new(transport_config(&args.flow)));
         client_cfg.token_store(Arc::new(quinn::NoneTokenStore)); // nothing kept across upstream connections
         let bind: SocketAddr = if origin.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
-        let mut upstream = quinn::Endpoint::client(bind)?;
+        let mut upstream = crate::ecn_switch::endpoint(
+            quinn::EndpointConfig::default(),
+            None,
+            std::net::UdpSocket::bind(bind)?,
+            !args.flow.no_ecn,
+        )?;
         upstream.set_default_client_config(client_cfg);
         let origin_name = args.origin_name.clone().unwrap_or_else(|| origin.ip().to_string());
         Ok(Proxy { endpoint, upstream, origin, origin_name, log })

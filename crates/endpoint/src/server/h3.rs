@@ -34,7 +34,7 @@ impl Server {
         base.validation_token_config(address_validation_tokens());
         let endpoint_cfg = quinn::EndpointConfig::default();
         let local_parameters = local_parameters_json(&state.flow, &endpoint_cfg);
-        let endpoint = quinn::Endpoint::new(endpoint_cfg, Some(base.clone()), udp, Arc::new(quinn::TokioRuntime))?;
+        let endpoint = crate::ecn_switch::endpoint(endpoint_cfg, Some(base.clone()), udp, !state.flow.no_ecn)?;
         Ok(Server { state, endpoint, base, local_parameters })
     }
 

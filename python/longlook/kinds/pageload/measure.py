@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ...core.audit import host_buffer_reasons
+from ...core.audit import host_buffer_reasons, tcp_ecn_check
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
@@ -18,6 +18,7 @@ from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
 from ...stacks.registry import sends_run_header
+from ...testbed.tcp_ecn import tcp_ecn
 from .proxied import route_for
 from .spec import RunOptions
 
@@ -50,6 +51,7 @@ def server_options(opts: RunOptions, keylog: bool = False, logs: bool = True) ->
         tcp_cc=opts.tcp_cc,
         keylog=keylog,
         qlog=logs,
+        ecn=opts.ecn is not False,
     )
 
 
@@ -73,8 +75,10 @@ def measure(ctx: RunContext) -> Measurement:
         if racing
         else {}
     )
+    # only the native client has the switch (Scenario._reads keeps ecn off other clients' arms)
+    ecn = {} if opts.ecn is None or opts.protocol == "h2" else {"ecn": opts.ecn}
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
-    with route.active():
+    with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None):
         result: FetchResult = fetch(
             ctx.testbed,
             url=route.url(ctx.cell.workload.url_path()),
@@ -87,6 +91,7 @@ def measure(ctx: RunContext) -> Measurement:
             zero_rtt=opts.zero_rtt and not racing,
             keylog=ctx.keylog,
             **race,
+            **ecn,
         )
     fetch_end = time.monotonic()
     artifacts = _artifacts(ctx.run_dir, result.document)
@@ -119,6 +124,10 @@ def measure(ctx: RunContext) -> Measurement:
     )
     if "tcp_log" in artifacts:
         m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"])
+        if opts.ecn is not None:
+            figures, reasons = tcp_ecn_check(ctx.run_dir / artifacts["tcp_log"], opts.ecn)
+            m.details.update(figures)
+            m.audit_reasons += reasons
     if ctx.cell.proxy_dim:
         m.details.update(proxy_details)
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault

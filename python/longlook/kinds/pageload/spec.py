@@ -102,6 +102,9 @@ class CellOptions(BaseModel):
     tcp_cc: TcpCC = "cubic"
     initial_window_packets: int | None = Field(default=None, gt=0)  # QUIC initial window; None = quinn's
     n_conn: int | None = Field(default=None, gt=0)  # Cubic's N-connection emulation; None = 1
+    # ECN on (QUIC ECT(0), TCP asks for it) or off (not-ECT both); None = each side's default:
+    # quinn marks ECT(0), the kernel's TCP answers ECN but never asks (net.ipv4.tcp_ecn = 2)
+    ecn: bool | None = None
 
 
 def _on_off(v: Any) -> Any:
@@ -120,6 +123,7 @@ class OptionGrid(BaseModel):
     tcp_cc: list[TcpCC] = ["cubic"]
     initial_window_packets: list[int] = []  # empty = quinn's default
     n_conn: list[int] = []  # empty = one connection's Cubic
+    ecn: list[bool] = []  # empty = each side's default (CellOptions.ecn)
 
     @field_validator("*", mode="before")
     @classmethod
@@ -138,10 +142,11 @@ class OptionGrid(BaseModel):
         macw: list[int | None] = list(self.max_cwnd_packets) or [None]
         iw: list[int | None] = list(self.initial_window_packets) or [None]
         nconn: list[int | None] = list(self.n_conn) or [None]
-        # same nesting as the cell id (cc, tcpcc, macw, iw, nconn, 0rtt): the last varies fastest
+        ecn: list[bool | None] = list(self.ecn) or [None]
+        # same nesting as the cell id (cc, tcpcc, macw, iw, nconn, 0rtt, ecn): the last varies fastest
         return [
-            CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t, initial_window_packets=i, n_conn=n)
-            for q, t, m, i, n, z in itertools.product(self.quic_cc, self.tcp_cc, macw, iw, nconn, self.zero_rtt)
+            CellOptions(zero_rtt=z, quic_cc=q, max_cwnd_packets=m, tcp_cc=t, initial_window_packets=i, n_conn=n, ecn=e)
+            for q, t, m, i, n, z, e in itertools.product(self.quic_cc, self.tcp_cc, macw, iw, nconn, self.zero_rtt, ecn)
         ]
 
 
@@ -185,8 +190,9 @@ class Arm(ArmBase):
     tcp_cc: TcpCC | None = None
     initial_window_packets: int | None = Field(default=None, gt=0)
     n_conn: int | None = Field(default=None, gt=0)
+    ecn: bool | None = None
 
-    @field_validator("zero_rtt", mode="before")
+    @field_validator("zero_rtt", "ecn", mode="before")
     @classmethod
     def _zr(cls, v: Any) -> Any:
         return _on_off(v)
@@ -228,6 +234,7 @@ class RunOptions:
     proxy: str = "none"  # the cell's proxy mode (ProxyMode); the run is proxied if it applies
     initial_window_packets: int | None = None  # our endpoint's QUIC initial window (None: quinn's)
     n_conn: int | None = None  # our endpoint's Cubic N-connection emulation (None: 1)
+    ecn: bool | None = None  # CellOptions.ecn
 
 
 # who reads each option (Scenario._check_options_used)
@@ -236,6 +243,7 @@ _READ_BY = {
     **{k: "our endpoint's QUIC server (h3 and race arms it serves)" for k in _QUIC_SERVER_OPTIONS},
     "tcp_cc": "our endpoint's TCP server (h2 and race arms)",
     "zero_rtt": "the native client's h3 and h2 arms",
+    "ecn": "our endpoint's QUIC with the native client (h3, race) and the kernel's TCP against our server (h2, race)",
 }
 
 _OPTION_ID = (
@@ -245,10 +253,11 @@ _OPTION_ID = (
     ("initial_window_packets", "iw"),
     ("n_conn", "nconn"),
     ("zero_rtt", "0rtt"),
+    ("ecn", "ecn"),
 )
 # options that are in cell ids and dims only when a scenario sets them (added later: the ids
 # of scenarios that do not use them stay as they were)
-_ID_WHEN_SET = ("initial_window_packets", "n_conn")
+_ID_WHEN_SET = ("initial_window_packets", "n_conn", "ecn")
 
 
 def _option_id(options: CellOptions, keys: tuple[str, ...]) -> list[str]:
@@ -409,6 +418,7 @@ class Scenario(ScenarioBase):
             if len(getattr(self.options, key)) > 1:
                 raise ValueError(f"options.{key}: set per arm, so it cannot also be swept here")
         self._check_n_conn()
+        self._check_ecn()
         self._check_options_used()
         self._check_proxy()
         self._check_unique_cells()
@@ -427,6 +437,20 @@ class Scenario(ScenarioBase):
                         f'"cubic" or drop n_conn'
                     )
 
+    def _check_ecn(self) -> None:
+        """ECN is switched at both ends or not at all: a QUIC arm whose client or server is
+        not ours would compare one side's switch with the other's own choice."""
+        if not self.options.ecn and all(a.ecn is None for a in self.arms):
+            return
+        for a in self.arms:
+            client, server = a.client or self.client, a.server or self.server
+            if a.protocol != "h2" and (client.partition("@")[0] not in ("native", OURS) or server != OURS):
+                who = f"client {client}" if client.partition("@")[0] not in ("native", OURS) else f"server {server}"
+                raise ValueError(
+                    f'arm "{a.label}": ecn is switched in our endpoint and the kernel\'s TCP only, and this '
+                    f"arm's {who} has its own ECN; remove ecn, or give the arm our endpoint and the native client"
+                )
+
     def _reads(self, a: Arm) -> set[str]:
         """The options this arm's processes read (endpoint serve, endpoint fetch)."""
         ours = (a.server or self.server).partition("@")[0] == OURS  # ours@V: the same code on quinn-proto V
@@ -435,8 +459,13 @@ class Scenario(ScenarioBase):
             used |= set(_QUIC_SERVER_OPTIONS)
         if ours and a.protocol in ("h2", "race"):
             used.add("tcp_cc")
-        if (a.client or self.client).partition("@")[0] in ("native", OURS) and a.protocol in ("h3", "h2"):
+        native = (a.client or self.client).partition("@")[0] in ("native", OURS)
+        if native and a.protocol in ("h3", "h2"):
             used.add("zero_rtt")
+        # both ends switched: our QUIC server and native client, or the kernel's TCP at both
+        # ends (any client's TCP is the client namespace's); another client's QUIC has its own
+        if ours and (a.protocol == "h2" or (native and a.protocol in ("h3", "race"))):
+            used.add("ecn")
         return used
 
     def _check_options_used(self) -> None:
@@ -472,6 +501,11 @@ class Scenario(ScenarioBase):
         modes = [m for m in self.proxy if m != "none"]
         if not modes:
             return
+        if self.options.ecn or any(a.ecn is not None for a in self.arms):
+            raise ValueError(
+                f'proxy = "{modes[0]}": ecn cannot be switched through a proxy (its connections keep their '
+                "defaults); remove ecn, or run the proxied cells in a scenario of their own"
+            )
         plain = next((i for i, link in enumerate(self.links) if not link.segments), None)
         if plain is not None:
             raise ValueError(
@@ -497,6 +531,7 @@ class Scenario(ScenarioBase):
             * max(1, len(o.initial_window_packets))
             * max(1, len(o.n_conn))
             * len(o.zero_rtt)
+            * max(1, len(o.ecn))
         )
         return {**super().grid_axes(), "workloads": len(self.workloads), "options": options, "proxy": len(self.proxy)}
 
