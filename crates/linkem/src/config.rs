@@ -474,11 +474,14 @@ fn resolve(
     };
     let aqm = m.aqm.as_ref().and_then(|a| crate::config_aqm::resolve(a).ok());
     let reorder = m.reorder.clone().filter(|r| r.probability > 0.0);
-    if matches!(aqm, Some(crate::config_aqm::AqmSpec::FqCodel(_))) && reorder.is_some() {
-        return Err(ctx.err(
-            format!("{dir}.aqm"),
-            "fq_codel and reorder cannot be combined (the scheduler decides the order packets leave in)",
-        ));
+    if let (Some(a), Some(_)) = (&aqm, &reorder) {
+        if a.is_scheduler() {
+            let name = if matches!(a, crate::config_aqm::AqmSpec::DualPi2(_)) { "dualpi2" } else { "fq_codel" };
+            return Err(ctx.err(
+                format!("{dir}.aqm"),
+                format!("{name} and reorder cannot be combined (the scheduler decides the order packets leave in)"),
+            ));
+        }
     }
     let loss = match (&m.gilbert_elliott, m.loss) {
         (Some(ge), _) => LossSpec::GilbertElliott(ge.clone()),

@@ -7,8 +7,8 @@
 //! already verdicted (dropped at arrival, or released) or is a reordered packet due no later
 //! than N (its early release is at most its scheduled time, and scheduled times never
 //! decrease with id) and therefore released first in the same wake-up. A scheduled link
-//! (FQ-CoDel) sends packets in its own order, so its packets are all released one by one,
-//! as reordered ones are (`serve_link`).
+//! (FQ-CoDel, DualPI2) sends packets in its own order, so its packets are all released one
+//! by one, as reordered ones are (`serve_link`).
 //!
 //! Timing: the thread sleeps (ppoll on the queue socket) until the head packet is due, less
 //! the usual lateness of its timer wake-ups (an EWMA, capped at 200 µs), so releases centre
@@ -48,7 +48,7 @@ use crate::nat::{Inbound, Nat};
 use crate::packet::{self, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::phase::{PhaseFollower, TracePhase};
-use crate::stats::{DirectionSnapshot, DirectionTotals, LATE_EVENT_NS};
+use crate::stats::{DirectionSnapshot, DirectionTotals, DualQTotals, LATE_EVENT_NS};
 use crate::sys::{realtime_ns, wait_any, Clock, Waker};
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, Ipv4Addr};
@@ -145,7 +145,7 @@ pub struct Direction<D: Datapath> {
     early: VecDeque<Held>,
     /// Ids to drop, collected during one receive batch (reused).
     drops: Vec<u32>,
-    /// What serving a scheduled link (FQ-CoDel) did, collected per turn (reused).
+    /// What serving a scheduled link (FQ-CoDel, DualPI2) did, collected per turn (reused).
     served: Vec<Served>,
     /// Bytes of packets rewritten by the middlebox, by id, until released (rare: one map
     /// entry per RST, so the allocation is off the common path).
@@ -202,10 +202,34 @@ fn rewrite_rst(rewrites: &mut HashMap<u32, Vec<u8>>, id: u32, bytes: &[u8], len:
 
 /// Set CE in the bytes that will leave (AF_PACKET holds them; main refuses an ECN-marking
 /// AQM on NFQUEUE, whose copy would not leave) and count the mark.
-fn mark_ce(ip: Option<&mut [u8]>, c: &mut FlowCounters, totals: &mut DirectionTotals) {
-    if ip.is_some_and(packet::set_ce) {
+fn mark_ce(ip: Option<&mut [u8]>, c: &mut FlowCounters, totals: &mut DirectionTotals) -> bool {
+    let marked = ip.is_some_and(packet::set_ce);
+    if marked {
         c.ce_marked += 1;
         totals.ce_marked += 1;
+    }
+    marked
+}
+
+/// DualPI2's per-queue share of what serving the link did (`marked`: a release that left
+/// with CE set).
+fn count_dualq(dualq: &mut Option<DualQTotals>, served: &Served, marked: bool) {
+    let Some(d) = dualq else { return };
+    match *served {
+        Served::Drop { full, queue: Some(q), .. } => {
+            let t = d.queue(q);
+            if full {
+                t.dropped_buffer += 1;
+            } else {
+                t.dropped_aqm += 1;
+            }
+        }
+        Served::Release { item, start_ns, queue: Some(q), .. } => {
+            let t = d.queue(q);
+            t.ce_marked += marked as u64;
+            t.sojourn.record(start_ns.saturating_sub(item.arrival_ns));
+        }
+        _ => {}
     }
 }
 
@@ -222,7 +246,11 @@ impl<D: Datapath> Direction<D> {
             queue,
             link: Link::new(profile, seed),
             flows: FlowTable::default(),
-            totals: DirectionTotals::default(),
+            totals: DirectionTotals {
+                // DualPI2's counters per queue, in the stats only when it runs
+                dualq: matches!(profile.aqm, Some(crate::config_aqm::AqmSpec::DualPi2(_))).then(DualQTotals::default),
+                ..DirectionTotals::default()
+            },
             fifo: VecDeque::with_capacity(65536),
             early: VecDeque::with_capacity(4096),
             drops: Vec::with_capacity(RECV_BATCH),
@@ -387,7 +415,7 @@ impl<D: Datapath> Direction<D> {
                     Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst, ce } => {
                         let c = flows.get_mut(flow);
                         if ce {
-                            mark_ce(Some(&mut *p.bytes), c, totals);
+                            let _ = mark_ce(Some(&mut *p.bytes), c, totals);
                         }
                         record_queueing(c, totals, arrival, start_ns, departure_ns);
                         let len = if rst { rewrite_rst(rewrites, p.id, p.bytes, info.ip_len) } else { info.ip_len };
@@ -399,17 +427,19 @@ impl<D: Datapath> Direction<D> {
                             fifo.push_back(held);
                         }
                     }
-                    Outcome::Enqueue { ect, rst } => {
+                    Outcome::Enqueue { ecn, rst } => {
                         let len = if rst { rewrite_rst(rewrites, p.id, p.bytes, info.ip_len) } else { info.ip_len };
                         let item = Item { id: p.id, flow, arrival_ns: arrival, rst };
-                        link.enqueue(item, &info.key, len, ect, served);
-                        // a full scheduler drops from its fattest queue, maybe an earlier packet
+                        link.enqueue(item, &info.key, len, ecn, served);
+                        // a full scheduler drops: FQ-CoDel from its fattest queue, maybe an
+                        // earlier packet; DualPI2 this one
                         for s in served.drain(..) {
                             if let Served::Drop { item, .. } = s {
                                 drops.push(item.id);
                                 rewrites.remove(&item.id);
                                 flows.get_mut(item.flow).dropped_buffer += 1;
                                 totals.dropped_buffer += 1;
+                                count_dualq(&mut totals.dualq, &s, false);
                             }
                         }
                     }
@@ -532,18 +562,19 @@ impl<D: Datapath> Direction<D> {
         }
     }
 
-    /// Serve a scheduled link (FQ-CoDel) up to the time every arrival is known: the start of
-    /// the last read that emptied the socket; when reading on arrival and nothing is waiting,
-    /// now. Lazy reading lags the scheduler's decisions by at most the read lag, a quarter
-    /// of the delay, so a packet it sends is still due after the decision. Its packets
+    /// Serve a scheduled link (FQ-CoDel, DualPI2) up to the time every arrival is known: the
+    /// start of the last read that emptied the socket; when reading on arrival and nothing is
+    /// waiting, now. Lazy reading lags the scheduler's decisions by at most the read lag, a
+    /// quarter of the delay, so a packet it sends is still due after the decision. Its packets
     /// leave in the scheduler's order, not by id: each is released on its own (`early`).
     fn serve_link(&mut self) {
         let known = if self.read_lag_ns == 0 && !self.read_now { self.clock.now_ns() } else { self.known_ns };
         let mut served = std::mem::take(&mut self.served);
         self.link.serve(known, &mut served);
         for s in served.drain(..) {
+            let mut marked = false;
             match s {
-                Served::Drop { item, full } => {
+                Served::Drop { item, full, .. } => {
                     self.queue.verdict(item.id, Verdict::Drop);
                     self.rewrites.remove(&item.id);
                     let c = self.flows.get_mut(item.flow);
@@ -555,15 +586,16 @@ impl<D: Datapath> Direction<D> {
                         self.totals.dropped_aqm += 1;
                     }
                 }
-                Served::Release { item, len, start_ns, departure_ns, at_ns, ce } => {
+                Served::Release { item, len, start_ns, departure_ns, at_ns, ce, .. } => {
                     let c = self.flows.get_mut(item.flow);
                     if ce && !item.rst {
-                        mark_ce(self.queue.held_ip(item.id).map(|(ip, _)| ip), c, &mut self.totals);
+                        marked = mark_ce(self.queue.held_ip(item.id).map(|(ip, _)| ip), c, &mut self.totals);
                     }
                     record_queueing(c, &mut self.totals, item.arrival_ns, start_ns, departure_ns);
                     self.early.push_back(Held { due_ns: at_ns, id: item.id, flow: item.flow, len, rst: item.rst });
                 }
             }
+            count_dualq(&mut self.totals.dualq, &s, marked);
         }
         self.served = served;
     }

@@ -152,9 +152,9 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     let marks = [&config.up, &config.down].iter().any(|d| d.aqm.as_ref().is_some_and(|a| a.ecn()));
     if marks && args.afpacket_up.is_none() {
         linkem::say!(
-            "linkem: {}: an aqm with ecn = true needs the AF_PACKET datapath (--afpacket-up and \
-             --afpacket-down): on NFQUEUE the kernel forwards its own copy of each packet, so a \
-             CE mark would never leave",
+            "linkem: {}: an aqm that marks (ecn = true, or dualpi2) needs the AF_PACKET datapath \
+             (--afpacket-up and --afpacket-down): on NFQUEUE the kernel forwards its own copy of \
+             each packet, so a CE mark would never leave",
             args.config.display()
         );
         return ExitCode::from(2);

@@ -93,6 +93,42 @@ pub fn ecn(b: &[u8]) -> u8 {
     }
 }
 
+/// The IP ECN codepoint (RFC 3168), as a classifier reads it: DualPI2 (RFC 9332) sends
+/// ECT(1) and CE to its L4S queue and the rest to its Classic queue, and may mark only an
+/// ECN-capable packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Ecn {
+    #[default]
+    NotEct,
+    Ect1,
+    Ect0,
+    Ce,
+}
+
+impl Ecn {
+    /// The codepoint of a packet (`ecn`): not-ECT when its header cannot be read.
+    pub fn of(b: &[u8]) -> Ecn {
+        match ecn(b) {
+            1 => Ecn::Ect1,
+            2 => Ecn::Ect0,
+            3 => Ecn::Ce,
+            _ => Ecn::NotEct,
+        }
+    }
+
+    /// ECT(0), ECT(1) or CE: a router may mark it instead of dropping it.
+    pub fn capable(self) -> bool {
+        self != Ecn::NotEct
+    }
+
+    /// ECT(1) or CE, the L4S identifier (RFC 9331 §5.1; the low bit of the field): a CE
+    /// packet may have been ECT(1) upstream, and sending it to the Classic queue would
+    /// reorder an L4S flow's packets.
+    pub fn l4s(self) -> bool {
+        matches!(self, Ecn::Ect1 | Ecn::Ce)
+    }
+}
+
 /// Set the ECN field to CE (congestion experienced), the IPv4 header checksum updated
 /// incrementally (RFC 1624); false when the packet is not ECN-capable (a router must not
 /// mark it) or its header cannot be read. The transport checksum does not cover the field.
@@ -199,6 +235,34 @@ mod tests {
         assert!(set_ce(&mut v6));
         assert_eq!(ecn(&v6), 3);
         assert!(!set_ce(&mut [0x45u8, 0, 0][..]));
+    }
+
+    #[test]
+    fn ecn_codepoints_classify_ipv4_and_ipv6() {
+        let mut v4 = udp_v4(100, 1, 2);
+        let mut v6 = [0u8; 48];
+        v6[0] = 0x60;
+        // the field is the low two bits of the TOS byte (v4), bits 4-5 of the second byte (v6),
+        // whatever the DSCP beside it
+        for (field, want, l4s, capable) in [
+            (0u8, Ecn::NotEct, false, false),
+            (1, Ecn::Ect1, true, true),
+            (2, Ecn::Ect0, false, true),
+            (3, Ecn::Ce, true, true),
+        ] {
+            v4[1] = 0xb8 | field;
+            v6[0] = 0x6b; // traffic class 0xb_ above the field's nibble
+            v6[1] = 0xc0 | (field << 4) | 0x0a; // DSCP bits above, the flow label's below
+            for b in [&v4[..], &v6[..]] {
+                let e = Ecn::of(b);
+                assert_eq!(e, want, "{b:02x?}");
+                assert_eq!((e.l4s(), e.capable()), (l4s, capable), "{e:?}");
+            }
+        }
+        // too short to read: not ECN-capable, so a Classic packet that may only be dropped
+        assert_eq!(Ecn::of(&v4[..19]), Ecn::NotEct);
+        assert_eq!(Ecn::of(&v6[..39]), Ecn::NotEct);
+        assert_eq!(Ecn::of(&[]), Ecn::NotEct);
     }
 
     pub fn udp_v4(len: u16, sport: u16, dport: u16) -> Vec<u8> {

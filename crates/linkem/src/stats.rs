@@ -194,6 +194,35 @@ pub struct DirectionTotals {
     pub late_wakeups: LateWakeups,
     /// Time the direction's scheduled packets waited in the buffer.
     pub sojourn: crate::sojourn::Sojourn,
+    /// DualPI2's two queues (None with another discipline).
+    pub dualq: Option<DualQTotals>,
+}
+
+/// One of DualPI2's queues: its share of the direction's drops, marks and sojourns.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct QueueTotals {
+    pub dropped_aqm: u64,
+    /// Refused because the queues were full (the RFC's limit).
+    pub dropped_buffer: u64,
+    pub ce_marked: u64,
+    /// Of the packets the link sent from this queue.
+    pub sojourn: crate::sojourn::Sojourn,
+}
+
+/// DualPI2's L4S (ECT(1), CE) and Classic (not-ECT, ECT(0)) queues.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct DualQTotals {
+    pub l: QueueTotals,
+    pub c: QueueTotals,
+}
+
+impl DualQTotals {
+    pub fn queue(&mut self, q: crate::model::aqm::dualpi2::DualQueue) -> &mut QueueTotals {
+        match q {
+            crate::model::aqm::dualpi2::DualQueue::L => &mut self.l,
+            crate::model::aqm::dualpi2::DualQueue::C => &mut self.c,
+        }
+    }
 }
 
 /// What a direction thread publishes for the writer.
@@ -275,13 +304,27 @@ pub fn nat_json(nat: &crate::nat::Nat, to_monotonic_ns: impl Fn(u64) -> u64) -> 
     })
 }
 
+fn queue_json(q: &QueueTotals) -> Value {
+    json!({
+        "dropped_aqm": q.dropped_aqm,
+        "dropped_buffer": q.dropped_buffer,
+        "ce_marked": q.ce_marked,
+        "sojourn_packets": q.sojourn.packets,
+        "sojourn_ns_sum": q.sojourn.sum_ns,
+        "sojourn_ms": {
+            "mean": round3(q.sojourn.mean_ms()),
+            "max": round3(q.sojourn.max_ns as f64 / 1e6),
+        },
+    })
+}
+
 fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Value {
     let l = &d.lateness;
     let mut hist = Map::new();
     for (label, n) in LATENESS_LABELS.iter().zip(l.histogram.iter()) {
         hist.insert((*label).to_string(), json!(n));
     }
-    json!({
+    let mut v = json!({
         "packets": d.packets,
         "bytes": d.bytes,
         "dropped_loss": d.dropped_loss,
@@ -331,7 +374,12 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
             "held_overflow": d.queue.held_overflow,
             "kernel_user_dropped": kernel.map(|k| k.user_dropped),
         },
-    })
+    });
+    // DualPI2: the direction's drops, marks and sojourns per queue, beside its totals
+    if let Some(q) = &d.dualq {
+        v["dualq"] = json!({ "l": queue_json(&q.l), "c": queue_json(&q.c) });
+    }
+    v
 }
 
 fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
@@ -508,11 +556,33 @@ mod tests {
             assert!(v["directions"]["up"].get(k).is_some(), "{k}");
         }
         assert!(v["directions"]["up"]["sojourn_ms"].get("max").is_some());
+        assert!(v["directions"]["up"].get("dualq").is_none(), "only with DualPI2");
         for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "sojourn_ms_mean", "sojourn_ms_max", "dropped_middlebox"]
         {
             assert!(f.get(k).is_some(), "{k}");
         }
     }
+    #[test]
+    fn dualpi2_counts_each_queue_beside_the_totals() {
+        let mut totals = DirectionTotals { dualq: Some(DualQTotals::default()), ..Default::default() };
+        let q = totals.dualq.as_mut().unwrap();
+        q.l.ce_marked = 7;
+        q.l.sojourn.record(1_000_000);
+        q.l.sojourn.record(2_000_000);
+        q.c.dropped_aqm = 3;
+        q.c.dropped_buffer = 1;
+        let mut snap = DirectionSnapshot::default();
+        snap.update(&totals, &FlowTable::default());
+        let v = stats_json(1.0, 0, &[("down", &snap, None)]);
+        let d = &v["directions"]["down"]["dualq"];
+        assert_eq!((&d["l"]["ce_marked"], &d["l"]["sojourn_packets"]), (&json!(7), &json!(2)));
+        assert_eq!((&d["l"]["sojourn_ms"]["mean"], &d["l"]["sojourn_ms"]["max"]), (&json!(1.5), &json!(2.0)));
+        assert_eq!(
+            (&d["c"]["dropped_aqm"], &d["c"]["dropped_buffer"], &d["c"]["ce_marked"]),
+            (&json!(3), &json!(1), &json!(0))
+        );
+    }
+
     #[test]
     fn flow_log_lines_carry_each_interval_s_sojourn() {
         let dir = std::env::temp_dir().join(format!("linkem-flowlog-{}", std::process::id()));

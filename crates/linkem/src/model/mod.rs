@@ -4,6 +4,8 @@
 //! Order of stages, as on a path with a middlebox in front of a bottleneck:
 //! middlebox -> random loss -> drop-tail buffer -> optional AQM (CoDel, PIE) ->
 //! serialization (rate or trace) -> propagation delay + jitter -> optional reordering.
+//! With a scheduler for the AQM (FQ-CoDel, DualPI2: `aqm::scheduled`) the scheduler is the
+//! buffer and the AQM, and takes the place of reordering.
 
 pub mod aqm;
 pub mod buffer;
@@ -17,7 +19,7 @@ pub mod schedule;
 pub mod tcp_rst;
 
 use crate::config::{BufferLimit, DirectionProfile, RateSpec};
-use crate::packet::PacketInfo;
+use crate::packet::{Ecn, PacketInfo};
 use crate::rng::Rng;
 use aqm::scheduled::{Item, Scheduled, Served};
 use aqm::{Action, Aqm, Arrival};
@@ -56,10 +58,11 @@ pub enum Outcome {
         /// The AQM marked it: it leaves with its IP ECN field set to CE.
         ce: bool,
     },
-    /// Into the scheduler (FQ-CoDel): its fate comes when the link serves it (`Link::serve`).
+    /// Into the scheduler (FQ-CoDel, DualPI2): its fate comes when the link serves it
+    /// (`Link::serve`).
     Enqueue {
-        /// ECN-capable (may be marked instead of dropped).
-        ect: bool,
+        /// Its ECN codepoint: whether it may be marked, and DualPI2's queue for it.
+        ecn: Ecn,
         /// The middlebox rewrote it into a RST, as for `Release`.
         rst: bool,
     },
@@ -73,7 +76,7 @@ pub struct Link {
     delay: DelayLine,
     reorder: Option<Reorder>,
     aqm: Option<Aqm>,
-    /// FQ-CoDel: the bottleneck as a scheduler the direction serves.
+    /// FQ-CoDel, DualPI2: the bottleneck as a scheduler the direction serves.
     scheduled: Option<Scheduled>,
     /// One stream per random process, so changing one model (say, jitter) leaves the
     /// others' decisions for the same seed unchanged.
@@ -91,10 +94,7 @@ impl Link {
             RateSpec::Trace { trace, .. } => Serializer::Trace(TraceRate::new(trace.clone())),
         };
         let aqm = profile.aqm.as_ref().and_then(Aqm::new);
-        let scheduled = match &profile.aqm {
-            Some(crate::config_aqm::AqmSpec::FqCodel(s)) => Some(Scheduled::new(s, profile.buffer, seed)),
-            _ => None,
-        };
+        let scheduled = Scheduled::new(profile, seed);
         // an AQM reads the bytes queued: an unlimited buffer still counts them; a scheduler
         // holds its own limit
         let buffer = match (profile.buffer, &aqm) {
@@ -128,16 +128,17 @@ impl Link {
         self.serializer.rephase(origin_ns, phase_ns);
     }
 
-    /// The link is a scheduler (FQ-CoDel): arrivals are `Outcome::Enqueue`d, then served.
+    /// The link is a scheduler (FQ-CoDel, DualPI2): arrivals are `Outcome::Enqueue`d, then
+    /// served.
     pub fn is_scheduled(&self) -> bool {
         self.scheduled.is_some()
     }
 
     /// Put a packet `on_arrival` answered `Enqueue` for into the scheduler; one the full
     /// scheduler drops goes to `out`.
-    pub fn enqueue(&mut self, item: Item, key: &crate::packet::FlowKey, len: u32, ect: bool, out: &mut Vec<Served>) {
+    pub fn enqueue(&mut self, item: Item, key: &crate::packet::FlowKey, len: u32, ecn: Ecn, out: &mut Vec<Served>) {
         if let Some(s) = &mut self.scheduled {
-            s.enqueue(item, key, len, ect, out);
+            s.enqueue(item, key, len, ecn, out);
         }
     }
 
@@ -149,7 +150,7 @@ impl Link {
     /// Serve the scheduled link up to `until_ns` (every arrival before it enqueued): each
     /// packet sent gets its start, departure and release (serializer, delay line).
     pub fn serve(&mut self, until_ns: u64, out: &mut Vec<Served>) {
-        let Link { scheduled, serializer, delay, jitter_rng, .. } = self;
+        let Link { scheduled, serializer, delay, jitter_rng, aqm_rng, .. } = self;
         let Some(s) = scheduled else { return };
         let first = out.len();
         s.serve(
@@ -158,6 +159,7 @@ impl Link {
                 let tx = serializer.transmit(t, len);
                 (tx.start_ns, tx.departure_ns)
             },
+            aqm_rng,
             out,
         );
         for served in &mut out[first..] {
@@ -190,7 +192,8 @@ impl Link {
             return Outcome::Drop(DropReason::Loss);
         }
         if self.scheduled.is_some() {
-            return Outcome::Enqueue { ect: !rst && crate::packet::ecn(bytes) != 0, rst };
+            // a RST the middlebox made carries no ECN
+            return Outcome::Enqueue { ecn: if rst { Ecn::NotEct } else { Ecn::of(bytes) }, rst };
         }
         self.buffer.drain(now_ns);
         if !self.buffer.has_room(pkt.ip_len) {
@@ -324,9 +327,14 @@ mod tests {
 
     /// An IPv4 header, ECT(0) or not ECN-capable.
     fn header(ect: bool) -> [u8; 20] {
+        header_ecn(if ect { 2 } else { 0 })
+    }
+
+    /// An IPv4 header with this ECN field (0 not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
+    fn header_ecn(field: u8) -> [u8; 20] {
         let mut h = [0u8; 20];
         h[0] = 0x45;
-        h[1] = if ect { 0x02 } else { 0x00 };
+        h[1] = field & 0x03;
         h
     }
 
@@ -349,53 +357,96 @@ mod tests {
         (sent, aqm)
     }
 
-    /// One Reno-like flow (window +1 per round trip, halved at most once per round trip on a
-    /// loss) over the link for 30 s, 20 ms of base RTT: its mean sojourn in the last 10 s and
-    /// the packets sent. A scheduled link (FQ-CoDel) is served as the engine serves it.
-    fn reno(toml: &str) -> (f64, u64) {
+    /// A sender's congestion control in `senders`.
+    #[derive(Clone, Copy, PartialEq)]
+    enum Cc {
+        /// Reno-like: window +1 per round trip, halved at most once per round trip on a loss
+        /// or a CE mark (RFC 3168).
+        Reno,
+        /// Scalable, as DCTCP (RFC 8257) and Prague: window +1 per round trip; once per round
+        /// trip with a CE mark, cut by alpha / 2, alpha the EWMA (gain 1/16) of the fraction
+        /// of packets marked per round trip; halved on a loss as Reno.
+        Scalable,
+    }
+
+    /// What `senders` measured of one flow.
+    #[derive(Debug, Default, Clone, Copy)]
+    struct FlowRun {
+        /// Mean sojourn of its packets that arrived in the last 10 s, ms.
+        sojourn_ms: f64,
+        /// Packets the link sent.
+        sent: u64,
+        marks: u64,
+        drops: u64,
+    }
+
+    /// Greedy flows (congestion control, IP ECN field of their packets) over the link for
+    /// 30 s, 20 ms of base RTT each. A scheduled link (FQ-CoDel, DualPI2) is served as the
+    /// engine serves it.
+    fn senders(toml: &str, flows: &[(Cc, u8)]) -> Vec<FlowRun> {
+        senders_rtt(toml, flows, 20_000_000)
+    }
+
+    /// `senders` with `rtt` ns of base RTT.
+    fn senders_rtt(toml: &str, flows: &[(Cc, u8)], rtt: u64) -> Vec<FlowRun> {
         use aqm::scheduled::{Item, Served};
         use std::cmp::Reverse;
         use std::collections::BinaryHeap;
         let mut l = link(toml);
-        let key = pkt(1500).key;
-        let rtt = 20_000_000u64;
-        let (mut cwnd, mut inflight, mut last_cut) = (10.0f64, 0u64, 0u64);
-        let mut acks: BinaryHeap<Reverse<(u64, bool)>> = BinaryHeap::new();
-        let (mut sum, mut n, mut sent, mut id) = (0u64, 0u64, 0u64, 0u32);
+        let n = flows.len();
+        let keys: Vec<FlowKey> = (0..n as u16).map(|f| FlowKey { sport: 1 + f, ..pkt(1500).key }).collect();
+        let (mut cwnd, mut inflight, mut last_cut) = (vec![10.0f64; n], vec![0u64; n], vec![0u64; n]);
+        // the scalable flows' alpha, and their round trip: its end, packets acked and marked
+        let (mut alpha, mut round) = (vec![1.0f64; n], vec![(0u64, 0u64, 0u64); n]);
+        // (when, flow, lost, CE)
+        let mut acks: BinaryHeap<Reverse<(u64, usize, bool, bool)>> = BinaryHeap::new();
+        let (mut runs, mut sum, mut id) = (vec![FlowRun::default(); n], vec![(0u64, 0u64); n], 0u32);
         let mut served = Vec::new();
         let mut t = 0u64;
         while t < 30_000_000_000 {
-            while (inflight as f64) < cwnd {
-                inflight += 1;
-                id += 1;
-                match l.on_arrival(t, &pkt(1500), &header(false), 0, &mut Default::default()) {
-                    Outcome::Release { start_ns, departure_ns, .. } => {
-                        sent += 1;
-                        if t >= 20_000_000_000 {
-                            sum += start_ns - t;
-                            n += 1;
+            for f in 0..n {
+                while (inflight[f] as f64) < cwnd[f] {
+                    inflight[f] += 1;
+                    id += 1;
+                    let p = PacketInfo { ip_len: 1500, key: keys[f] };
+                    match l.on_arrival(t, &p, &header_ecn(flows[f].1), 0, &mut Default::default()) {
+                        Outcome::Release { start_ns, departure_ns, ce, .. } => {
+                            runs[f].sent += 1;
+                            runs[f].marks += ce as u64;
+                            if t >= 20_000_000_000 {
+                                sum[f].0 += start_ns - t;
+                                sum[f].1 += 1;
+                            }
+                            acks.push(Reverse((departure_ns + rtt, f, false, ce)));
                         }
-                        acks.push(Reverse((departure_ns + rtt, false)));
-                    }
-                    Outcome::Drop(_) => acks.push(Reverse((t + rtt, true))),
-                    Outcome::Enqueue { ect, .. } => {
-                        let item = Item { id, flow: 0, arrival_ns: t, rst: false };
-                        l.enqueue(item, &key, 1500, ect, &mut served);
+                        Outcome::Drop(_) => {
+                            runs[f].drops += 1;
+                            acks.push(Reverse((t + rtt, f, true, false)));
+                        }
+                        Outcome::Enqueue { ecn, .. } => {
+                            let item = Item { id, flow: f as u32, arrival_ns: t, rst: false };
+                            l.enqueue(item, &keys[f], 1500, ecn, &mut served);
+                        }
                     }
                 }
             }
             l.serve(t, &mut served);
             for s in served.drain(..) {
                 match s {
-                    Served::Release { item, start_ns, departure_ns, .. } => {
-                        sent += 1;
+                    Served::Release { item, start_ns, departure_ns, ce, .. } => {
+                        let f = item.flow as usize;
+                        runs[f].sent += 1;
+                        runs[f].marks += ce as u64;
                         if item.arrival_ns >= 20_000_000_000 {
-                            sum += start_ns - item.arrival_ns;
-                            n += 1;
+                            sum[f].0 += start_ns - item.arrival_ns;
+                            sum[f].1 += 1;
                         }
-                        acks.push(Reverse((departure_ns + rtt, false)));
+                        acks.push(Reverse((departure_ns + rtt, f, false, ce)));
                     }
-                    Served::Drop { .. } => acks.push(Reverse((t + rtt, true))),
+                    Served::Drop { item, .. } => {
+                        runs[item.flow as usize].drops += 1;
+                        acks.push(Reverse((t + rtt, item.flow as usize, true, false)));
+                    }
                 }
             }
             let next_ack = acks.peek().map_or(u64::MAX, |a| a.0 .0);
@@ -404,18 +455,40 @@ mod tests {
             if next_ack > t {
                 continue; // the link sends first
             }
-            let Reverse((at, lost)) = acks.pop().unwrap();
-            inflight -= 1;
-            if lost {
-                if at > last_cut + rtt {
-                    cwnd = (cwnd / 2.0).max(2.0);
-                    last_cut = at;
+            let Reverse((at, f, lost, ce)) = acks.pop().unwrap();
+            inflight[f] -= 1;
+            if lost || (ce && flows[f].0 == Cc::Reno) {
+                if at > last_cut[f] + rtt {
+                    cwnd[f] = (cwnd[f] / 2.0).max(2.0);
+                    last_cut[f] = at;
                 }
             } else {
-                cwnd += 1.0 / cwnd;
+                cwnd[f] += 1.0 / cwnd[f];
+            }
+            if flows[f].0 == Cc::Scalable && !lost {
+                let r = &mut round[f];
+                r.1 += 1;
+                r.2 += ce as u64;
+                if at >= r.0 {
+                    alpha[f] += (r.2 as f64 / r.1 as f64 - alpha[f]) / 16.0;
+                    if r.2 > 0 {
+                        cwnd[f] = (cwnd[f] * (1.0 - alpha[f] / 2.0)).max(2.0);
+                    }
+                    *r = (at + rtt, 0, 0);
+                }
             }
         }
-        (sum as f64 / n.max(1) as f64 / 1e6, sent)
+        for (r, (sum, n)) in runs.iter_mut().zip(sum) {
+            r.sojourn_ms = sum as f64 / n.max(1) as f64 / 1e6;
+        }
+        runs
+    }
+
+    /// One Reno-like flow of not-ECT packets (`senders`): its mean sojourn in the last 10 s
+    /// and the packets sent.
+    fn reno(toml: &str) -> (f64, u64) {
+        let r = senders(toml, &[(Cc::Reno, 0)])[0];
+        (r.sojourn_ms, r.sent)
     }
 
     #[test]
@@ -465,5 +538,56 @@ mod tests {
             }
         }
         assert!(marks > 10 && drops > 10, "{marks} marks, {drops} drops");
+    }
+
+    #[test]
+    fn dualpi2_holds_a_classic_flow_near_its_target_and_marks_an_ecn_capable_one() {
+        let toml = "rate_mbit = 12\nbuffer_packets = 300\n[aqm]\ndiscipline = \"dualpi2\"\n";
+        // not-ECT Reno: the Classic queue, dropped with p'^2
+        let r = senders(toml, &[(Cc::Reno, 0)])[0];
+        // the same with ECT(0): still Classic, marked with p'^2 instead
+        let e = senders(toml, &[(Cc::Reno, 2)])[0];
+        eprintln!("DualPI2, one Reno flow: not-ECT {r:?}; ECT(0) {e:?}");
+        for run in [r, e] {
+            assert!(run.sojourn_ms > 8.0 && run.sojourn_ms < 22.0, "{run:?} (target 15 ms)");
+            assert!(run.sent > 27_000, "{run:?}: the link stays busy");
+        }
+        assert!(r.drops > 10 && r.marks == 0, "{r:?}");
+        assert!(e.marks > 10 && e.drops == 0, "{e:?}");
+    }
+
+    #[test]
+    fn dualpi2_keeps_an_l4s_flow_at_the_ramp_beside_a_classic_flow() {
+        let toml = "rate_mbit = 12\nbuffer_packets = 300\n[aqm]\ndiscipline = \"dualpi2\"\n";
+        let runs = senders(toml, &[(Cc::Reno, 0), (Cc::Scalable, 1)]);
+        let (c, l) = (runs[0], runs[1]);
+        eprintln!("DualPI2, Reno (not-ECT) beside scalable (ECT(1)): Classic {c:?}, L4S {l:?}");
+        // the L4S queue stays around the ramp (0.8 to 1.2 ms), the Classic one near target
+        assert!(l.sojourn_ms < 1.5, "L4S sojourn {} ms", l.sojourn_ms);
+        assert!(c.sojourn_ms > 8.0 && c.sojourn_ms < 22.0, "Classic sojourn {} ms", c.sojourn_ms);
+        // the L4S flow is marked, never dropped; the Classic one dropped
+        assert!(l.marks > 100 && l.drops == 0, "{l:?}");
+        assert!(c.drops > 10, "{c:?}");
+        // the coupling shares the link (k = 2: roughly equal windows at equal RTTs)
+        let share = l.sent as f64 / (l.sent + c.sent) as f64;
+        assert!(share > 0.25 && share < 0.75, "L4S share {share:.2}");
+        assert!(l.sent + c.sent > 27_000, "the link stays busy");
+    }
+
+    #[test]
+    fn dualpi2_holds_an_l4s_flow_alone_on_its_native_ramp() {
+        // 120 Mbit/s: a packet takes 0.1 ms, well under the ramp (0.8 to 1.2 ms); no Classic
+        // traffic, so p' stays near 0 and the ramp alone marks. A DCTCP-like sender keeps the
+        // link busy only with a marking threshold above about a seventh of the path's BDP
+        // (DCTCP's K > C * RTT / 7): 5 ms of base RTT (50 packets); at 20 ms it leaves the
+        // link idle now and then, its queue as short
+        let toml = "rate_mbit = 120\n[aqm]\ndiscipline = \"dualpi2\"\n";
+        let l = senders_rtt(toml, &[(Cc::Scalable, 1)], 5_000_000)[0];
+        let far = senders(toml, &[(Cc::Scalable, 1)])[0];
+        eprintln!("DualPI2, scalable (ECT(1)) alone at 120 Mbit/s: 5 ms RTT {l:?}; 20 ms RTT {far:?}");
+        assert!(l.sojourn_ms > 0.6 && l.sojourn_ms < 1.3, "L4S sojourn {} ms", l.sojourn_ms);
+        assert!(l.marks > 1000 && l.drops == 0, "{l:?}");
+        assert!(l.sent > 295_000, "the link stays busy: {l:?}");
+        assert!(far.sojourn_ms < 1.3 && far.drops == 0 && far.sent > 270_000, "{far:?}");
     }
 }

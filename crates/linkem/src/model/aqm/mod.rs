@@ -11,9 +11,14 @@
 //! The one input a dequeue-time discipline reads that is not known at arrival is the backlog
 //! left behind the packet when it leaves; the backlog ahead of it when it arrived stands in
 //! (in a standing queue the two are alike; see `codel`).
+//!
+//! FQ-CoDel and DualPI2 are schedulers: which packet leaves next depends on packets that
+//! arrive later, so their fate cannot be decided at arrival. The link serves them instead
+//! (`scheduled`), as a real dequeue would, up to the time the direction's arrivals are known.
 
 pub mod codel;
 pub mod codel_queue;
+pub mod dualpi2;
 pub mod fq_codel;
 pub mod pie;
 pub mod scheduled;
@@ -50,13 +55,13 @@ pub enum Aqm {
 }
 
 impl Aqm {
-    /// The discipline decided at arrival on the FIFO; None for FQ-CoDel, a scheduler the
-    /// link serves (`crate::model::Link`).
+    /// The discipline decided at arrival on the FIFO; None for FQ-CoDel and DualPI2,
+    /// schedulers the link serves (`scheduled`).
     pub fn new(spec: &AqmSpec) -> Option<Self> {
         match spec {
             AqmSpec::CoDel(s) => Some(Aqm::CoDel(codel::CoDel::new(s))),
             AqmSpec::Pie(s) => Some(Aqm::Pie(pie::Pie::new(s))),
-            AqmSpec::FqCodel(_) => None,
+            AqmSpec::FqCodel(_) | AqmSpec::DualPi2(_) => None,
         }
     }
 
