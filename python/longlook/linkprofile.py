@@ -65,11 +65,19 @@ class Middlebox(BaseModel):
         return self
 
 
-_PIE_ONLY = ("t_update_ms", "alpha", "beta", "max_burst_ms", "mark_ecn_threshold")
+_PIE_ONLY = ("max_burst_ms", "mark_ecn_threshold")
+_PI_ONLY = ("t_update_ms", "alpha", "beta")  # PIE's and DualPI2's PI controller
 _FQ_ONLY = ("quantum_bytes", "flows")
+_DUALQ_ONLY = ("coupling_factor", "rtt_max_ms", "min_th_ms", "range_ms", "th_len_packets", "classic_protection")
+_DUALQ_ONLY_FLAGS = ("random_draws",)
 # the settings that are not a discipline's own
-_NOT_OF = {"codel": _PIE_ONLY + _FQ_ONLY, "fq_codel": _PIE_ONLY, "pie": ("interval_ms",) + _FQ_ONLY}
-_NAMES = {"codel": "CoDel", "fq_codel": "FQ-CoDel", "pie": "PIE"}
+_NOT_OF = {
+    "codel": _PIE_ONLY + _PI_ONLY + _FQ_ONLY + _DUALQ_ONLY + _DUALQ_ONLY_FLAGS,
+    "fq_codel": _PIE_ONLY + _PI_ONLY + _DUALQ_ONLY + _DUALQ_ONLY_FLAGS,
+    "pie": ("interval_ms",) + _FQ_ONLY + _DUALQ_ONLY + _DUALQ_ONLY_FLAGS,
+    "dualpi2": ("interval_ms",) + _PIE_ONLY + _FQ_ONLY,
+}
+_NAMES = {"codel": "CoDel", "fq_codel": "FQ-CoDel", "pie": "PIE", "dualpi2": "DualPI2"}
 
 
 class Aqm(BaseModel):
@@ -79,11 +87,14 @@ class Aqm(BaseModel):
     Unset numbers take the RFCs' defaults (linkem fills them in): CoDel (RFC 8289) target
     5 ms, interval 100 ms; FQ-CoDel (RFC 8290) the same per flow queue, a 1514-byte quantum,
     1024 queues; PIE (RFC 8033) target 15 ms, update every 15 ms, alpha 0.125, beta 1.25,
-    bursts of 150 ms, marking up to a 10% probability. `ecn`: mark ECN-capable packets CE
-    instead of dropping them."""
+    bursts of 150 ms, marking up to a 10% probability; DualPI2 (RFC 9332, Appendix A) an L4S
+    queue for ECT(1)/CE and a Classic queue coupled by k = 2, Classic target 15 ms with RTT_max
+    100 ms, the L4S ramp from 0.8 ms over 0.4 ms, a WRR scheduler keeping 10% for Classic.
+    `ecn`: mark ECN-capable packets CE instead of dropping them (DualPI2 always does, so it
+    takes no `ecn`)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    discipline: Literal["codel", "fq_codel", "pie"]
+    discipline: Literal["codel", "fq_codel", "pie", "dualpi2"]
     ecn: bool = False
     target_ms: float | None = Field(default=None, gt=0, le=10_000)
     interval_ms: float | None = Field(default=None, gt=0, le=60_000)
@@ -94,12 +105,21 @@ class Aqm(BaseModel):
     mark_ecn_threshold: float | None = Field(default=None, ge=0, le=1)
     quantum_bytes: int | None = Field(default=None, ge=64, le=65_536)
     flows: int | None = Field(default=None, ge=1, le=65_536)
+    coupling_factor: float | None = Field(default=None, gt=0, le=100)
+    rtt_max_ms: float | None = Field(default=None, gt=0, le=60_000)
+    min_th_ms: float | None = Field(default=None, gt=0, le=10_000)
+    range_ms: float | None = Field(default=None, ge=0, le=10_000)
+    th_len_packets: int | None = Field(default=None, ge=0, le=100_000)
+    classic_protection: int | None = Field(default=None, ge=0, le=100)
+    random_draws: bool | None = None
 
     @model_validator(mode="after")
     def _check_keys(self) -> "Aqm":
         wrong = [k for k in _NOT_OF[self.discipline] if getattr(self, k) is not None]
         if wrong:
             raise ValueError(f"{', '.join(wrong)}: not a setting of {_NAMES[self.discipline]}")
+        if self.discipline == "dualpi2" and self.ecn:
+            raise ValueError("ecn: DualPI2 always marks ECN-capable packets; remove ecn")
         return self
 
 
@@ -204,10 +224,11 @@ class LinkProfile(Direction):
             if (d["rate_mbit"] is None) == (d["trace"] is None):
                 raise ValueError(f"{which}: exactly one of rate_mbit or trace must be set")
             aqm, reorder = d["aqm"], d["reorder"]
-            if aqm is not None and aqm.discipline == "fq_codel" and reorder is not None and reorder.probability > 0:
+            scheduler = aqm is not None and aqm.discipline in ("fq_codel", "dualpi2")
+            if scheduler and reorder is not None and reorder.probability > 0:
                 raise ValueError(
-                    f"{which}: fq_codel and reorder cannot be combined (the scheduler decides the order packets "
-                    f"leave in)"
+                    f"{which}: {aqm.discipline} and reorder cannot be combined (the scheduler decides the order "
+                    f"packets leave in)"
                 )
             buffers = [f for f in ("buffer_bytes", "buffer_packets", "buffer_bdp") if d[f] is not None]
             if len(buffers) > 1:
@@ -279,6 +300,8 @@ class LinkProfile(Direction):
             tables: list[str] = []
             for field, value in d.model_dump(exclude_none=True, exclude={"buffer_bdp"}).items():
                 if isinstance(value, dict):
+                    if field == "aqm" and value["discipline"] == "dualpi2":
+                        value.pop("ecn")  # it always marks: linkem has no such key for it
                     tables.append(f"[{which}.{field}]")
                     tables.extend(f"{k} = {_toml_value(v)}" for k, v in value.items())
                     continue

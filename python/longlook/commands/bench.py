@@ -37,7 +37,7 @@ def bench_link(
     aqm: list[str] = typer.Option(
         [],
         "--aqm",
-        help="a queue discipline (codel, fq_codel, pie) whose forwarding cost the gigabit check "
+        help="a queue discipline (codel, fq_codel, pie, dualpi2) whose forwarding cost the gigabit check "
         "measures beside drop-tail's; repeatable",
     ),
 ) -> None:
@@ -51,8 +51,8 @@ def bench_link(
         if d not in DATAPATHS:
             raise typer.BadParameter(f"{d!r}: one of {', '.join(DATAPATHS)}", param_hint="--datapath")
     for d in aqm:
-        if d not in ("codel", "fq_codel", "pie"):
-            raise typer.BadParameter(f"{d!r}: one of codel, fq_codel, pie", param_hint="--aqm")
+        if d not in ("codel", "fq_codel", "pie", "dualpi2"):
+            raise typer.BadParameter(f"{d!r}: one of codel, fq_codel, pie, dualpi2", param_hint="--aqm")
     result = run_bench(quick=quick, ceiling=ceiling, datapaths=tuple(datapath), disciplines=tuple(aqm))
     if as_json:
         print(json.dumps(result, indent=1))

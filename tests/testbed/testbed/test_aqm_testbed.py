@@ -82,13 +82,17 @@ ECHO = f"""
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 s.bind(("0.0.0.0", {ECHO_PORT}))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
 while True:
-    data, peer = s.recvfrom(2048)
+    data, anc, _, peer = s.recvmsg(2048, socket.CMSG_SPACE(1))
+    tos = next((c[2][0] for c in anc if c[0] == socket.IPPROTO_IP and c[1] == socket.IP_TOS), 0)
+    s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, tos & 0x03)  # the reply keeps the ECN field
     s.sendto(data, peer)
 """
 PROBE = f"""
-import socket, time
+import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(sys.argv[1]) if len(sys.argv) > 1 else 0)
 s.settimeout(1.0)
 for i in range(80):
     t = time.monotonic()
@@ -102,9 +106,10 @@ for i in range(80):
 """
 
 
-def _probe_beside_a_download(tmp_path: Path, link: LinkProfile) -> tuple[dict, dict, list[float]]:
+def _probe_beside_a_download(tmp_path: Path, link: LinkProfile, tos: int = 0) -> tuple[dict, dict, list[float]]:
     """A kernel TCP download (h2, 8 MB) and a sparse UDP flow beside it: linkem's counters
-    of the two flows toward the client, and the sparse flow's round trips."""
+    of the two flows toward the client, and the sparse flow's round trips. `tos`: the probe's
+    IP TOS byte (its ECN field: 1 = ECT(1), the L4S identifier); the echo keeps it."""
     import subprocess
     import sys
 
@@ -114,7 +119,7 @@ def _probe_beside_a_download(tmp_path: Path, link: LinkProfile) -> tuple[dict, d
         echo = tb.popen("server", [sys.executable, "-c", ECHO])
         try:
             time.sleep(0.3)
-            probe = tb.popen("client", [sys.executable, "-c", PROBE], stdout=subprocess.PIPE, text=True)
+            probe = tb.popen("client", [sys.executable, "-c", PROBE, str(tos)], stdout=subprocess.PIPE, text=True)
             time.sleep(0.3)
             fetch = bulk_fetch(tb, certs, tmp_path / "h2.json", "h2", "8m", timeout_s=30)
             out, _ = probe.communicate(timeout=20)
@@ -147,3 +152,20 @@ def test_fq_codel_isolates_a_sparse_flow_from_a_bulk_one(tmp_path: Path):
     # (the download fills drop-tail's 200 ms for part of the probes' 4 s)
     assert len(fq_rtt) > 60 and len(tail_rtt) > 60, (fq_rtt, tail_rtt)
     assert max(fq_rtt) < 25 and max(tail_rtt) > 100, (fq_rtt, tail_rtt)
+
+
+@needs_testbed("linkem", "endpoint")
+def test_dualpi2_keeps_an_l4s_flow_s_delay_near_its_ramp_beside_a_classic_download(tmp_path: Path):
+    """DualPI2: a Cubic download (not-ECT) sits in the Classic queue, held near the 15 ms
+    target; a sparse flow marked ECT(1) goes to the L4S queue and waits about nothing,
+    where the same flow not-ECT waits in the Classic queue with the download."""
+    link = LinkProfile(**LINK, down={"aqm": {"discipline": "dualpi2"}})
+    tcp, l4s, l4s_rtt = _probe_beside_a_download(tmp_path / "l4s", link, tos=1)
+    _, classic, classic_rtt = _probe_beside_a_download(tmp_path / "classic", link, tos=0)
+    assert 5 < tcp["sojourn_ms_mean"] < 30, tcp  # the PI2 target, 15 ms
+    assert tcp["dropped_aqm"] > 0, tcp
+    assert l4s["sojourn_ms_mean"] < 1.5, l4s  # under the L4S ramp's 0.8 ms start, with slack
+    assert classic["sojourn_ms_mean"] > 5, classic
+    assert len(l4s_rtt) > 60 and len(classic_rtt) > 60, (l4s_rtt, classic_rtt)
+    # 20 ms of path: the L4S probe's median round trip stays within a few ms of it
+    assert sorted(l4s_rtt)[len(l4s_rtt) // 2] < 23 < sorted(classic_rtt)[len(classic_rtt) // 2], (l4s_rtt, classic_rtt)

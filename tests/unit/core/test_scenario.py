@@ -476,6 +476,11 @@ def test_a_links_aqm_reaches_linkem_per_direction_and_names_its_cells():
         ('discipline = "codel", quantum_bytes = 3000', "quantum_bytes: not a setting of CoDel"),
         ('discipline = "fq_codel", flows = 0', "flows"),
         ("ecn = true", "discipline"),
+        ('discipline = "dualpi2", ecn = true', "DualPI2 always marks"),
+        ('discipline = "dualpi2", interval_ms = 100', "interval_ms: not a setting of DualPI2"),
+        ('discipline = "codel", coupling_factor = 2', "coupling_factor: not a setting of CoDel"),
+        ('discipline = "pie", random_draws = true', "random_draws: not a setting of PIE"),
+        ('discipline = "dualpi2", classic_protection = 200', "classic_protection"),
     ],
 )
 def test_bad_aqm_settings_are_one_clear_error(aqm: str, says: str):
@@ -492,6 +497,19 @@ def test_the_self_check_measures_the_path_without_its_nat_and_aqm():
     assert checked.resolved("up").aqm is None and checked.resolved("down").aqm is None
     assert checked.resolved("down").rate_mbit == 10
     assert "aqm" not in checked.to_linkem_toml() and "aqm" in link.to_linkem_toml()
+
+
+def test_dualpi2_reaches_linkem_without_an_ecn_key_and_takes_no_reordering():
+    ok = scenario(MINIMAL + 'down = { aqm = { discipline = "dualpi2", coupling_factor = 2.5, min_th_ms = 1 } }\n')
+    toml = tomllib.loads(ok.links[0].to_linkem_toml())
+    assert toml["down"]["aqm"] == {"discipline": "dualpi2", "coupling_factor": 2.5, "min_th_ms": 1}
+    e = error_of(MINIMAL + 'aqm = { discipline = "dualpi2" }\nreorder = { probability = 0.01, ahead_ms = 2 }\n')
+    assert "dualpi2 and reorder cannot be combined" in e, e
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        return
+    assert linkem_refusal(ok.links[0]) is None
 
 
 def test_fq_codel_decides_the_order_so_it_takes_no_reordering():
