@@ -38,7 +38,7 @@ def link_check(
     from ..errors import LonglookError
     from ..linkprofile import linkem_refusal, load_link_profile
     from ..testbed import Testbed
-    from ..testbed.linkcheck import check_link
+    from ..testbed.queue_check import self_check
 
     prof = load_link_profile(profile)
     # linkem's own parser first (ranges, trace contents): a profile it refuses starts no testbed
@@ -46,7 +46,7 @@ def link_check(
         raise LonglookError(f"{profile}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
     secs = duration if duration is not None else (1.0 if quick else 3.0)
     with Testbed(prof, base_dir=profile.resolve().parent) as tb:
-        result = check_link(tb, duration_s=secs, rtt_count=500 if quick else 2000, iperf=not no_iperf)
+        result = self_check(tb, prof, duration_s=secs, rtt_count=500 if quick else 2000, iperf=not no_iperf)
     if as_json:
         print(json.dumps(result.to_dict(), indent=1))
     else:

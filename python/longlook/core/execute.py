@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, ContextManager, Protocol
 
 from ..errors import LonglookError, Terminated, check_output
-from ..testbed.linkcheck import check_link
+from ..testbed.queue_check import self_check
 from ..testbed import Testbed
 from ..testbed.cpu import check_fits
 from ..testbed.host import linkem_datapath
@@ -413,12 +413,8 @@ class Runner:
             tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
         if self.link_check:
             self.progress("link_check", link=cell.link_label)
-            checked = cell.link.for_self_check()
-            if checked is not cell.link:  # the check without its NAT and AQM, then the runs with them
-                tb.reconfigure(checked, base_dir=self.scenario.base_dir)
-            result = check_link(tb, checked, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
-            if checked is not cell.link:
-                tb.reconfigure(cell.link, base_dir=self.scenario.base_dir)
+            # the path without its NAT and AQM, then each AQM's signature; the runs with both
+            result = self_check(tb, cell.link, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
             store.record_link_check(
                 cell.link.name, cell.link.model_dump(exclude_none=True), result.to_dict(), result.ok, result.summary()
             )

@@ -171,7 +171,7 @@ def direction_rates(d: Direction, base_dir: Path) -> tuple[float, float]:
     return float(per_s.mean()), float(per_s.min())
 
 
-def _buffer_bytes(d: Direction) -> float | None:
+def buffer_bytes(d: Direction) -> float | None:
     if d.buffer_bytes is not None:
         return d.buffer_bytes
     if d.buffer_packets is not None:
@@ -191,7 +191,7 @@ def tcp_expectation(
     d = profile.resolved(which)
     mean_rate, _ = direction_rates(d, base_dir)
     bdp = mean_rate * 1e6 / 8 * profile.rtt_ms() / 1e3
-    buf = _buffer_bytes(d)
+    buf = buffer_bytes(d)
     why_not = (
         "trace"
         if d.rate_mbit is None
@@ -364,7 +364,7 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
         ]
     fixed = d.rate_mbit is not None
     loss = profile.expected_loss(which)
-    buf = _buffer_bytes(d)
+    buf = buffer_bytes(d)
     most, why_not = tcp_expectation(profile, which, base_dir, tol)
     band = (None, None) if why_not else (tol.tcp_min * most, tol.tcp_max * most)
     warmup = min(1.0, duration_s / 3)

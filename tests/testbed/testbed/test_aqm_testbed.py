@@ -169,3 +169,21 @@ def test_dualpi2_keeps_an_l4s_flow_s_delay_near_its_ramp_beside_a_classic_downlo
     assert len(l4s_rtt) > 60 and len(classic_rtt) > 60, (l4s_rtt, classic_rtt)
     # 20 ms of path: the L4S probe's median round trip stays within a few ms of it
     assert sorted(l4s_rtt)[len(l4s_rtt) // 2] < 23 < sorted(classic_rtt)[len(classic_rtt) // 2], (l4s_rtt, classic_rtt)
+
+
+@needs_testbed("linkem", "endpoint")
+def test_the_self_check_measures_each_aqm_s_signature(tmp_path: Path):
+    """The self-check judges the path without its AQM, then puts the AQM back and reads its
+    signature under a saturating flow: behind CoDel the standing delay stays under three
+    targets and CoDel acted; the testbed runs the AQM again afterwards."""
+    from longlook.testbed.queue_check import self_check
+
+    link = LinkProfile(**LINK, down={"aqm": {"discipline": "codel"}})
+    with Testbed(link, workdir=tmp_path / "tb", seed=1) as tb:
+        result = self_check(tb, link, duration_s=2.0, iperf=False)
+        assert tb.profile is link
+    rows = {r.quantity: r for r in result.rows if r.direction == "down"}
+    standing, acted = rows["standing delay behind codel"], rows["codel acted"]
+    assert standing.ok and standing.measured < 15 and standing.high == 15, standing
+    assert acted.ok and acted.measured > 0, acted
+    assert result.ok, result.summary()
