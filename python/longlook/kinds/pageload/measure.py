@@ -133,8 +133,10 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    if ctx.cell.link.nat is not None and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
-        # the longest silence our QUIC client met: a path that changed under it shows here
+    nat_scenario = any(link.nat is not None for link in ctx.scenario.links)
+    if nat_scenario and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
+        # the longest silence our QUIC client met: a path that changed under it shows here,
+        # and the scenario's cells without a NAT give the baseline (a handshake, a slow start)
         m.details["receive_stall_ms"] = gap.ms
         m.details["receive_stall_from_ms"] = gap.from_ms
     m.details.update(

@@ -1,0 +1,61 @@
+"""The report's Path changes section (report/sections/path_changes.py): per cell and arm,
+the runs a NAT rebound, how many completed, and the longest silence beside the baseline."""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+
+from longlook.report.sections.path_changes import section
+
+
+def _analysis(runs: list[dict]) -> SimpleNamespace:
+    cells = [
+        SimpleNamespace(id="plain", link=SimpleNamespace(nat=None)),
+        SimpleNamespace(id="nat", link=SimpleNamespace(nat=object())),
+    ]
+    return SimpleNamespace(
+        scenario=SimpleNamespace(cells=lambda: cells),
+        runs=pd.DataFrame(runs),
+        cells=pd.DataFrame({"cell_id": ["plain", "nat"]}),
+    )
+
+
+def _run(cell, arm, status, rebound_ms=None, stall=math.nan, stall_from=math.nan):
+    events = [{"t_ms": rebound_ms, "cause": "scheduled"}] if rebound_ms is not None else math.nan
+    return {
+        "cell_id": cell,
+        "arm": arm,
+        "status": status,
+        "nat_rebindings": events,
+        "receive_stall_ms": stall,
+        "receive_stall_from_ms": stall_from,
+    }
+
+
+def test_survival_and_the_stall_read_off_one_row_per_cell_and_arm():
+    runs = [
+        _run("plain", "h3", "ok", stall=21.8, stall_from=3),
+        _run("plain", "h2", "ok"),
+        _run("nat", "h3", "ok", 1019, 41.3, 1002),
+        _run("nat", "h3", "ok", 1021, 41.5, 1003),
+        _run("nat", "h2", "failed", 1084),
+        _run("nat", "h2", "failed", 1086),
+    ]
+    html = section(None, _analysis(runs)).html
+    rows = [r for r in html.split("<tr>")[2:]]
+    text = [" ".join(c.split("</td>")[0] for c in r.split("<td")[1:]) for r in rows]
+    assert len(text) == 4, html
+    nat_h2 = next(r for r in rows if ">nat<" in r and ">h2<" in r)
+    nat_h3 = next(r for r in rows if ">nat<" in r and ">h3<" in r)
+    assert "0 of 2" in nat_h2 and "2 of 2" in nat_h3, html
+    assert "41.4" in nat_h3 and "41.5" in nat_h3 and "1020" in nat_h3, nat_h3
+    assert "21.8" in next(r for r in rows if ">plain<" in r and ">h3<" in r)
+
+
+def test_no_section_without_a_nat():
+    a = _analysis([_run("plain", "h3", "ok")])
+    a.scenario = SimpleNamespace(cells=lambda: [SimpleNamespace(id="plain", link=SimpleNamespace(nat=None))])
+    assert section(None, a) is None
