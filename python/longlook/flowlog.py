@@ -26,6 +26,10 @@ from .errors import LonglookError
 # per line, over the packets the flow enqueued since its previous line (NaN: none, or a log
 # from a linkem before these fields)
 SOJOURN_COLUMNS = ["sojourn_packets", "sojourn_ms_mean", "sojourn_ms_max"]
+# cumulative: the flow's packets that arrived at the router ECT(0), ECT(1), CE (before its
+# middlebox; not-ECT is the rest), and those whose codepoint the middlebox's `ecn` policy
+# changed. The wire's evidence of what the sender marked, interval by interval.
+ECN_COLUMNS = ["ect0_seen", "ect1_seen", "ce_seen", "ecn_rewritten"]
 COLUMNS = [
     "t",
     "direction",
@@ -38,10 +42,11 @@ COLUMNS = [
     "dropped_buffer",
     "dropped_aqm",
     "ce_marked",
+    *ECN_COLUMNS,
     *SOJOURN_COLUMNS,
 ]
 # counters a log from an older linkem lacks: none happened
-_ZERO_IF_ABSENT = ("dropped_aqm", "ce_marked")
+_ZERO_IF_ABSENT = ("dropped_aqm", "ce_marked", *ECN_COLUMNS)
 
 
 def read_flow_log(path: Path) -> pd.DataFrame:

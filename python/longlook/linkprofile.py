@@ -38,6 +38,9 @@ class Reorder(BaseModel):
     ahead_ms: float = Field(gt=0)
 
 
+EcnPolicy = Literal["bleach", "drop_ect", "ect0_to_ect1", "ect1_to_ect0", "mark_ce"]
+
+
 class Middlebox(BaseModel):
     # strict: `block_udp = "false"` or `= 0` is an error, not a boolean; 1e30 is no packet count
     model_config = ConfigDict(extra="forbid", strict=True)
@@ -55,6 +58,12 @@ class Middlebox(BaseModel):
     on_s: float = Field(default=0.0, ge=0)
     off_s: float = Field(default=0.0, ge=0)
     flow_probability: float | None = Field(default=None, ge=0, le=1)
+    # what the box does to the IP ECN field (crates/linkem/README.md, "Middlebox"): "bleach"
+    # clears it to not-ECT, "drop_ect" drops ECN-marked packets (a black hole), "ect0_to_ect1"
+    # and "ect1_to_ect0" re-mark between Classic and L4S, "mark_ce" sets CE on every ECT
+    # packet. Every one but "drop_ect" rewrites packets: linkem's AF_PACKET datapath only.
+    # None: the field is left alone, and the key is not written for linkem.
+    ecn: EcnPolicy | None = None
 
     @model_validator(mode="after")
     def _check_schedule(self) -> "Middlebox":

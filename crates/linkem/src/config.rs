@@ -111,6 +111,77 @@ pub struct MiddleboxSpec {
     /// (drawn from the seeded RNG); absent = every flow.
     #[serde(default)]
     pub flow_probability: Option<f64>,
+    /// What the box does to the IP ECN field of the packets it acts on; absent = nothing.
+    #[serde(default)]
+    pub ecn: Option<EcnPolicy>,
+}
+
+/// A middlebox's ECN policy (`ecn = "..."`; `model::middlebox` applies it): the path faults
+/// ECN meets, which a sender's ECN validation (RFC 9000 §13.4.2, RFC 3168 §6.1.1.1) must
+/// survive or detect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EcnPolicy {
+    /// ECT(0), ECT(1) and CE set to not-ECT: the commonest fault, a box that clears the old
+    /// ToS byte.
+    Bleach,
+    /// Packets marked ECT(0), ECT(1) or CE dropped: an ECN black hole.
+    DropEct,
+    /// ECT(0) re-marked ECT(1): a mis-classifying box turns Classic ECN traffic into L4S.
+    Ect0ToEct1,
+    /// ECT(1) re-marked ECT(0): L4S traffic turned Classic.
+    Ect1ToEct0,
+    /// ECT(0) and ECT(1) set to CE: a faulty box that reports congestion on everything.
+    MarkCe,
+}
+
+impl EcnPolicy {
+    /// Each policy as written in the config.
+    pub const NAMES: [(&'static str, EcnPolicy); 5] = [
+        ("bleach", EcnPolicy::Bleach),
+        ("drop_ect", EcnPolicy::DropEct),
+        ("ect0_to_ect1", EcnPolicy::Ect0ToEct1),
+        ("ect1_to_ect0", EcnPolicy::Ect1ToEct0),
+        ("mark_ce", EcnPolicy::MarkCe),
+    ];
+
+    pub fn name(self) -> &'static str {
+        Self::NAMES.iter().find(|(_, p)| *p == self).map(|(n, _)| *n).unwrap_or("?")
+    }
+
+    /// It changes packets' bytes (every policy but `drop_ect`), so it needs a datapath that
+    /// forwards linkem's copy of the packet.
+    pub fn rewrites(self) -> bool {
+        self != EcnPolicy::DropEct
+    }
+
+    fn allowed() -> String {
+        Self::NAMES.iter().map(|(n, _)| format!("\"{n}\"")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+impl Serialize for EcnPolicy {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+// By hand, so that a wrong value (or type) is one error naming the allowed values.
+impl<'de> Deserialize<'de> for EcnPolicy {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = EcnPolicy;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                write!(f, "one of {}", EcnPolicy::allowed())
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<EcnPolicy, E> {
+                EcnPolicy::NAMES.iter().find(|(n, _)| *n == v).map(|(_, p)| *p).ok_or_else(|| {
+                    E::custom(format!("unknown ECN policy {v:?}; expected one of {}", EcnPolicy::allowed()))
+                })
+            }
+        }
+        d.deserialize_str(Name)
+    }
 }
 
 /// One direction's table as written (every key optional, so it can override).
@@ -261,6 +332,30 @@ impl LinkConfig {
         let up = dirs.pop().unwrap();
         let nat = raw.nat.as_ref().map(|n| crate::config_nat::resolve(n, file)).transpose()?;
         Ok(LinkConfig { up, down, nat })
+    }
+
+    /// Why this link cannot run on NFQUEUE (None: it can). There the kernel forwards its own
+    /// copy of each packet and linkem only judges it, so whatever changes packets (the NAT,
+    /// an AQM's CE marks, a middlebox's ECN rewrites) would never reach the wire.
+    pub fn nfqueue_refusal(&self) -> Option<String> {
+        const NEEDS: &str = "needs the AF_PACKET datapath (--afpacket-up and --afpacket-down): on NFQUEUE the \
+                             kernel forwards its own copy of each packet";
+        if self.nat.is_some() {
+            return Some(format!("[nat] {NEEDS}, which linkem cannot rewrite in place"));
+        }
+        if [&self.up, &self.down].iter().any(|d| d.aqm.as_ref().is_some_and(|a| a.ecn())) {
+            return Some(format!("an aqm that marks (ecn = true, or dualpi2) {NEEDS}, so a CE mark would never leave"));
+        }
+        for (name, d) in [("up", &self.up), ("down", &self.down)] {
+            if let Some(p) = d.middlebox.ecn.filter(|p| p.rewrites()) {
+                return Some(format!(
+                    "the {name} middlebox's ecn = \"{}\" rewrites the ECN field and {NEEDS}, so the \
+                     rewrite would never leave (\"drop_ect\" works on both datapaths)",
+                    p.name()
+                ));
+            }
+        }
+        None
     }
 }
 
@@ -628,6 +723,46 @@ max_udp_datagram = 0
             bad("drop_quic_initials = true").starts_with("link.toml: up.middlebox.drop_quic_initials: unknown field")
         );
         assert!(err("rate_mbit = 1\n[middlebox]\non_s = 1\n").starts_with("link.toml: middlebox.off_s:"));
+    }
+
+    #[test]
+    fn the_middlebox_ecn_policy_parses_and_an_unknown_one_is_one_clear_error() {
+        for (name, policy) in EcnPolicy::NAMES {
+            let c = parse(&format!("rate_mbit = 1\n[middlebox]\necn = \"{name}\"\n")).unwrap();
+            assert_eq!((c.up.middlebox.ecn, c.down.middlebox.ecn), (Some(policy), Some(policy)));
+            assert_eq!(policy.name(), name);
+            // `linkem validate` prints it as written
+            assert_eq!(serde_json::to_value(&c.up.middlebox).unwrap()["ecn"], name);
+        }
+        let c = parse("rate_mbit = 1\n[down.middlebox]\necn = \"drop_ect\"\n").unwrap();
+        assert_eq!((c.up.middlebox.ecn, c.down.middlebox.ecn), (None, Some(EcnPolicy::DropEct)));
+        let allowed = "\"bleach\", \"drop_ect\", \"ect0_to_ect1\", \"ect1_to_ect0\", \"mark_ce\"";
+        assert_eq!(
+            err("rate_mbit = 1\n[up.middlebox]\necn = \"bleech\"\n"),
+            format!("link.toml: up.middlebox.ecn: unknown ECN policy \"bleech\"; expected one of {allowed}")
+        );
+        // the AQM's switch is a boolean; here a boolean is the wrong type, said with the values
+        assert_eq!(
+            err("rate_mbit = 1\n[middlebox]\necn = true\n"),
+            format!("link.toml: middlebox.ecn: invalid type: boolean `true`, expected one of {allowed}")
+        );
+        assert!(err("rate_mbit = 1\n[middlebox]\necn = \"none\"\n").starts_with("link.toml: middlebox.ecn: unknown"));
+    }
+
+    #[test]
+    fn nfqueue_refuses_what_rewrites_packets_and_takes_drop_ect() {
+        let refusal = |text: &str| parse(&format!("rate_mbit = 1\n{text}")).unwrap().nfqueue_refusal();
+        assert_eq!(refusal(""), None);
+        assert_eq!(refusal("[middlebox]\necn = \"drop_ect\"\nblock_udp = true\n"), None);
+        assert_eq!(refusal("[aqm]\ndiscipline = \"codel\"\n"), None);
+        for name in ["bleach", "ect0_to_ect1", "ect1_to_ect0", "mark_ce"] {
+            let why = refusal(&format!("[down.middlebox]\necn = \"{name}\"\n")).unwrap();
+            assert!(why.starts_with(&format!("the down middlebox's ecn = \"{name}\" rewrites the ECN field")), "{why}");
+            assert!(why.contains("needs the AF_PACKET datapath") && why.contains("\"drop_ect\" works"), "{why}");
+        }
+        let why = refusal("[aqm]\ndiscipline = \"codel\"\necn = true\n").unwrap();
+        assert!(why.starts_with("an aqm that marks") && why.ends_with("so a CE mark would never leave"), "{why}");
+        assert!(refusal("[nat]\n").unwrap().starts_with("[nat] needs the AF_PACKET datapath"));
     }
 
     #[test]

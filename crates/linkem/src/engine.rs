@@ -45,7 +45,7 @@ use crate::flows::{FlowCounters, FlowTable};
 use crate::model::aqm::scheduled::{Item, Served};
 use crate::model::{DropReason, Link, Outcome};
 use crate::nat::{Inbound, Nat};
-use crate::packet::{self, FlowKey, PacketInfo};
+use crate::packet::{self, Ecn, FlowKey, PacketInfo};
 use crate::pcap::PcapLog;
 use crate::phase::{PhaseFollower, TracePhase};
 use crate::stats::{DirectionSnapshot, DirectionTotals, DualQTotals, LATE_EVENT_NS};
@@ -233,6 +233,76 @@ fn count_dualq(dualq: &mut Option<DualQTotals>, served: &Served, marked: bool) {
     }
 }
 
+/// Classify one packet and count its ECN codepoint as it arrived (before the middlebox, which
+/// may rewrite it in `bytes`), the middlebox's rewrites and the drops.
+#[inline]
+fn decide(
+    link: &mut Link,
+    flows: &mut FlowTable,
+    totals: &mut DirectionTotals,
+    now: u64,
+    bytes: &mut [u8],
+    orig_len: u32,
+) -> (PacketInfo, u32, Outcome) {
+    totals.received += 1;
+    let info = packet::parse(bytes, orig_len).unwrap_or_else(|| {
+        totals.unparsed += 1;
+        PacketInfo { ip_len: orig_len, key: unparsed_key() }
+    });
+    let flow = flows.index_of(&info.key);
+    let c = flows.get_mut(flow);
+    if info.is_udp() {
+        c.udp_seen += 1;
+    }
+    count_ecn_seen(c, totals, Ecn::of(bytes));
+    let (rst_before, ecn_before) = (c.mb.rst_rewritten, c.mb.ecn_rewritten);
+    let outcome = link.on_arrival(now, &info, bytes, c.udp_seen, &mut c.mb);
+    totals.rst_rewritten += c.mb.rst_rewritten - rst_before;
+    totals.ecn_rewritten += c.mb.ecn_rewritten - ecn_before;
+    if let Outcome::Drop(reason) = outcome {
+        match reason {
+            DropReason::Loss => {
+                c.dropped_loss += 1;
+                totals.dropped_loss += 1;
+            }
+            DropReason::Buffer => {
+                c.dropped_buffer += 1;
+                totals.dropped_buffer += 1;
+            }
+            DropReason::Middlebox => {
+                c.dropped_middlebox += 1;
+                totals.dropped_middlebox += 1;
+            }
+            DropReason::Aqm => {
+                c.dropped_aqm += 1;
+                totals.dropped_aqm += 1;
+            }
+        }
+    }
+    (info, flow, outcome)
+}
+
+/// The wire's evidence of what senders marked: an arrival's ECN codepoint, per flow and
+/// direction (not-ECT is the rest of `received`).
+#[inline]
+fn count_ecn_seen(c: &mut FlowCounters, totals: &mut DirectionTotals, e: Ecn) {
+    match e {
+        Ecn::NotEct => {}
+        Ecn::Ect0 => {
+            c.ect0_seen += 1;
+            totals.ect0_seen += 1;
+        }
+        Ecn::Ect1 => {
+            c.ect1_seen += 1;
+            totals.ect1_seen += 1;
+        }
+        Ecn::Ce => {
+            c.ce_seen += 1;
+            totals.ce_seen += 1;
+        }
+    }
+}
+
 fn unparsed_key() -> FlowKey {
     let z = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     FlowKey { proto: 0, src: z, dst: z, sport: 0, dport: 0 }
@@ -409,7 +479,9 @@ impl<D: Datapath> Direction<D> {
                 if let Some(log) = pcap {
                     log.record((arrival as i128 + realtime_offset) as u64, p.bytes, p.orig_len);
                 }
-                let (info, flow, decision) = Self::decide(link, flows, totals, arrival, &*p.bytes, p.orig_len);
+                // the middlebox may rewrite the packet's ECN field in place: on AF_PACKET these
+                // are the bytes that leave (main refuses such a rewrite on NFQUEUE)
+                let (info, flow, decision) = decide(link, flows, totals, arrival, p.bytes, p.orig_len);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
                     Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst, ce } => {
@@ -463,52 +535,6 @@ impl<D: Datapath> Direction<D> {
             self.read_now = true;
         }
         Ok(())
-    }
-
-    /// Classify one packet and count drops.
-    #[inline]
-    fn decide(
-        link: &mut Link,
-        flows: &mut FlowTable,
-        totals: &mut DirectionTotals,
-        now: u64,
-        bytes: &[u8],
-        orig_len: u32,
-    ) -> (PacketInfo, u32, Outcome) {
-        totals.received += 1;
-        let info = packet::parse(bytes, orig_len).unwrap_or_else(|| {
-            totals.unparsed += 1;
-            PacketInfo { ip_len: orig_len, key: unparsed_key() }
-        });
-        let flow = flows.index_of(&info.key);
-        let c = flows.get_mut(flow);
-        if info.is_udp() {
-            c.udp_seen += 1;
-        }
-        let rst_before = c.mb.rst_rewritten;
-        let outcome = link.on_arrival(now, &info, bytes, c.udp_seen, &mut c.mb);
-        totals.rst_rewritten += c.mb.rst_rewritten - rst_before;
-        if let Outcome::Drop(reason) = outcome {
-            match reason {
-                DropReason::Loss => {
-                    c.dropped_loss += 1;
-                    totals.dropped_loss += 1;
-                }
-                DropReason::Buffer => {
-                    c.dropped_buffer += 1;
-                    totals.dropped_buffer += 1;
-                }
-                DropReason::Middlebox => {
-                    c.dropped_middlebox += 1;
-                    totals.dropped_middlebox += 1;
-                }
-                DropReason::Aqm => {
-                    c.dropped_aqm += 1;
-                    totals.dropped_aqm += 1;
-                }
-            }
-        }
-        (info, flow, outcome)
     }
 
     /// Verdict everything due within the next slot: reordered packets one by one first,
@@ -659,9 +685,71 @@ impl<D: Datapath> Direction<D> {
 
 #[cfg(test)]
 mod tests {
-    use super::read_lag_ns;
+    use super::{decide, read_lag_ns};
     use crate::config::LinkConfig;
+    use crate::flows::FlowTable;
+    use crate::model::{DropReason, Link, Outcome};
+    use crate::packet::{self, Ecn};
+    use crate::stats::DirectionTotals;
     use std::path::Path;
+
+    /// An IPv4 UDP packet from port `sport` with ECN codepoint `e`.
+    fn udp(sport: u16, e: Ecn) -> Vec<u8> {
+        let mut b = vec![0u8; 100];
+        b[0] = 0x45;
+        b[2..4].copy_from_slice(&100u16.to_be_bytes());
+        b[8] = 64;
+        b[9] = packet::PROTO_UDP;
+        b[12..16].copy_from_slice(&[198, 18, 1, 2]);
+        b[16..20].copy_from_slice(&[198, 18, 2, 2]);
+        b[20..22].copy_from_slice(&sport.to_be_bytes());
+        b[22..24].copy_from_slice(&4433u16.to_be_bytes());
+        assert!(packet::set_ecn(&mut b, e));
+        b
+    }
+
+    /// Packets of two flows through `decide` on the up direction of `toml`: each packet's
+    /// outcome and codepoint after, the table and the totals.
+    fn arrivals(toml: &str, packets: &[(u16, Ecn)]) -> (Vec<(Outcome, Ecn)>, FlowTable, DirectionTotals) {
+        let c = LinkConfig::parse(toml, "t.toml", Path::new(".")).unwrap();
+        let mut link = Link::new(&c.up, 1);
+        let (mut flows, mut totals) = (FlowTable::default(), DirectionTotals::default());
+        let out = packets
+            .iter()
+            .enumerate()
+            .map(|(i, &(sport, e))| {
+                let mut b = udp(sport, e);
+                let o = decide(&mut link, &mut flows, &mut totals, i as u64 * 1_000_000, &mut b, 100);
+                (o.2, Ecn::of(&b))
+            })
+            .collect();
+        (out, flows, totals)
+    }
+
+    #[test]
+    fn ecn_codepoints_are_counted_as_they_arrived_per_flow_and_direction() {
+        use Ecn::*;
+        let sent = [(1, Ect0), (1, Ect0), (1, Ect1), (1, Ce), (1, NotEct), (2, Ect1), (2, Ect1), (2, NotEct)];
+        let (_, flows, t) = arrivals("rate_mbit = 100\n", &sent);
+        assert_eq!((t.received, t.ect0_seen, t.ect1_seen, t.ce_seen, t.ecn_rewritten), (8, 2, 3, 1, 0));
+        let f = |i: usize| {
+            let c = &flows.counters[i];
+            (c.ect0_seen, c.ect1_seen, c.ce_seen, c.mb.ecn_rewritten)
+        };
+        assert_eq!((f(0), f(1)), ((2, 1, 1, 0), (0, 2, 0, 0)));
+        // before the middlebox: a bleaching box rewrites them, the counters say what arrived
+        let (out, flows, t) = arrivals("rate_mbit = 100\n[middlebox]\necn = \"bleach\"\n", &sent);
+        assert!(out.iter().all(|(o, e)| matches!(o, Outcome::Release { .. }) && *e == NotEct), "{out:?}");
+        assert_eq!((t.ect0_seen, t.ect1_seen, t.ce_seen, t.ecn_rewritten), (2, 3, 1, 6));
+        assert_eq!((f(0), f(1)), ((2, 1, 1, 0), (0, 2, 0, 0)), "per flow the same as without");
+        assert_eq!((flows.counters[0].mb.ecn_rewritten, flows.counters[1].mb.ecn_rewritten), (4, 2));
+        // a black hole: seen, then dropped by the middlebox
+        let (out, flows, t) = arrivals("rate_mbit = 100\n[up.middlebox]\necn = \"drop_ect\"\n", &sent);
+        let dropped = out.iter().filter(|(o, _)| *o == Outcome::Drop(DropReason::Middlebox)).count();
+        assert_eq!((dropped, t.dropped_middlebox, t.ect0_seen + t.ect1_seen + t.ce_seen), (6, 6, 6));
+        assert_eq!((flows.counters[0].dropped_middlebox, flows.counters[1].dropped_middlebox), (4, 2));
+        assert_eq!(t.ecn_rewritten, 0);
+    }
 
     fn lag(toml: &str) -> u64 {
         let c = LinkConfig::parse(toml, "t.toml", Path::new(".")).unwrap();

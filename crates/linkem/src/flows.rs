@@ -22,6 +22,11 @@ pub struct FlowCounters {
     pub dropped_aqm: u64,
     /// Forwarded with CE set by the AQM discipline.
     pub ce_marked: u64,
+    /// Arrived with the IP ECN field ECT(0), ECT(1), CE (before the middlebox; not-ECT is
+    /// the rest): what the sender (or a box upstream) marked.
+    pub ect0_seen: u64,
+    pub ect1_seen: u64,
+    pub ce_seen: u64,
     /// UDP packets seen (any fate), for `block_udp_after_packets`.
     pub udp_seen: u64,
     /// Time in the bottleneck (waiting + own serialization), over scheduled packets.

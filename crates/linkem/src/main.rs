@@ -140,23 +140,9 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     if !copy_bytes_fit(args.copy_bytes) {
         return ExitCode::from(2);
     }
-    if config.nat.is_some() && args.afpacket_up.is_none() {
-        linkem::say!(
-            "linkem: {}: [nat] needs the AF_PACKET datapath (--afpacket-up and --afpacket-down): \
-             on NFQUEUE the kernel forwards its own copy of each packet, which linkem cannot \
-             rewrite in place",
-            args.config.display()
-        );
-        return ExitCode::from(2);
-    }
-    let marks = [&config.up, &config.down].iter().any(|d| d.aqm.as_ref().is_some_and(|a| a.ecn()));
-    if marks && args.afpacket_up.is_none() {
-        linkem::say!(
-            "linkem: {}: an aqm that marks (ecn = true, or dualpi2) needs the AF_PACKET datapath \
-             (--afpacket-up and --afpacket-down): on NFQUEUE the kernel forwards its own copy of \
-             each packet, so a CE mark would never leave",
-            args.config.display()
-        );
+    // whatever changes packets needs them to leave as linkem holds them
+    if let Some(why) = config.nfqueue_refusal().filter(|_| args.afpacket_up.is_none()) {
+        linkem::say!("linkem: {}: {why}", args.config.display());
         return ExitCode::from(2);
     }
     let Ok(pcap) = open_pcap(&args) else {

@@ -129,24 +129,44 @@ impl Ecn {
     }
 }
 
-/// Set the ECN field to CE (congestion experienced), the IPv4 header checksum updated
-/// incrementally (RFC 1624); false when the packet is not ECN-capable (a router must not
-/// mark it) or its header cannot be read. The transport checksum does not cover the field.
-pub fn set_ce(b: &mut [u8]) -> bool {
-    if ecn(b) == 0 {
-        return false;
+impl Ecn {
+    /// The field's two bits (RFC 3168 §5).
+    pub fn bits(self) -> u8 {
+        match self {
+            Ecn::NotEct => 0,
+            Ecn::Ect1 => 1,
+            Ecn::Ect0 => 2,
+            Ecn::Ce => 3,
+        }
     }
-    match b[0] >> 4 {
-        4 => {
+}
+
+/// Write `e` into the IP ECN field, the rest of the byte (DSCP, IPv6's traffic class and flow
+/// label bits) kept; false when the header cannot be read (too short, not IPv4 or IPv6).
+/// IPv4's header checksum is updated incrementally (RFC 1624); no transport checksum covers
+/// the field (IPv6's pseudo-header has no traffic class), so nothing else changes.
+pub fn set_ecn(b: &mut [u8], e: Ecn) -> bool {
+    match b.first().map(|v| v >> 4) {
+        Some(4) if b.len() >= 20 => {
             let old = u16::from_be_bytes([b[0], b[1]]);
-            b[1] |= 0x03;
+            b[1] = (b[1] & 0xfc) | e.bits();
             let new = u16::from_be_bytes([b[0], b[1]]);
             let hc = csum_update(u16::from_be_bytes([b[10], b[11]]), old, new);
             b[10..12].copy_from_slice(&hc.to_be_bytes());
+            true
         }
-        _ => b[1] |= 0x30,
+        Some(6) if b.len() >= 40 => {
+            b[1] = (b[1] & 0xcf) | (e.bits() << 4);
+            true
+        }
+        _ => false,
     }
-    true
+}
+
+/// Set the ECN field to CE (congestion experienced); false when the packet is not
+/// ECN-capable (a router must not mark it) or its header cannot be read.
+pub fn set_ce(b: &mut [u8]) -> bool {
+    Ecn::of(b).capable() && set_ecn(b, Ecn::Ce)
 }
 
 fn parse_v6(b: &[u8]) -> Option<PacketInfo> {
@@ -235,6 +255,65 @@ mod tests {
         assert!(set_ce(&mut v6));
         assert_eq!(ecn(&v6), 3);
         assert!(!set_ce(&mut [0x45u8, 0, 0][..]));
+    }
+
+    #[test]
+    fn set_ecn_writes_every_codepoint_over_every_other_in_ipv4_and_ipv6() {
+        let all = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
+        // IPv4 with options (IHL 6) and a DSCP: the checksum recomputed from scratch agrees
+        // with the incremental one, for each of the 16 transitions and several headers
+        for (dscp, ttl, id) in [(0x00u8, 64u8, 0u16), (0xb8, 1, 0xffff), (0x28, 255, 0x1234)] {
+            for from in all {
+                for to in all {
+                    let mut h = vec![0u8; 24];
+                    h[0] = 0x46;
+                    h[1] = dscp | from.bits();
+                    h[2..4].copy_from_slice(&1500u16.to_be_bytes());
+                    h[4..6].copy_from_slice(&id.to_be_bytes());
+                    h[8] = ttl;
+                    h[9] = PROTO_UDP;
+                    h[12..16].copy_from_slice(&[198, 18, 1, 2]);
+                    h[16..20].copy_from_slice(&[198, 18, 2, 2]);
+                    h[20..24].copy_from_slice(&[0x94, 0x04, 0, 0]); // router alert
+                    let c = header_checksum(&h);
+                    h[10..12].copy_from_slice(&c.to_be_bytes());
+                    let before = h.clone();
+                    assert!(set_ecn(&mut h, to));
+                    assert_eq!(Ecn::of(&h), to);
+                    assert_eq!(h[1] & 0xfc, dscp, "DSCP kept");
+                    assert_eq!(u16::from_be_bytes([h[10], h[11]]), header_checksum(&h), "{from:?} -> {to:?}");
+                    // nothing but the TOS byte and the checksum changed
+                    let changed: Vec<usize> = (0..24).filter(|&i| h[i] != before[i]).collect();
+                    assert!(changed.iter().all(|i| [1, 10, 11].contains(i)), "{changed:?}");
+                }
+            }
+        }
+        // IPv6: the field is bits 4-5 of the second byte; the traffic class's DSCP and the
+        // flow label beside it are kept, and there is no header checksum
+        for from in all {
+            for to in all {
+                let mut v6 = [0u8; 48];
+                v6[0] = 0x6b;
+                v6[1] = 0xc0 | (from.bits() << 4) | 0x0a;
+                v6[2..4].copy_from_slice(&[0x5a, 0xa5]);
+                v6[4..6].copy_from_slice(&8u16.to_be_bytes());
+                v6[6] = PROTO_UDP;
+                let before = v6;
+                assert!(set_ecn(&mut v6, to));
+                assert_eq!(Ecn::of(&v6), to);
+                assert_eq!((v6[0], v6[1] & 0xcf), (0x6b, 0xca), "traffic class and flow label kept");
+                assert_eq!(v6[2..], before[2..]);
+            }
+        }
+        // an unreadable header is left alone
+        let mut short = [0x45u8, 0x02, 0, 0];
+        assert!(!set_ecn(&mut short, Ecn::NotEct));
+        assert_eq!(short, [0x45, 0x02, 0, 0]);
+        let mut v6 = [0x60u8; 39];
+        assert!(!set_ecn(&mut v6, Ecn::Ce));
+        assert!(!set_ecn(&mut [], Ecn::Ce));
+        let mut arp = [0u8; 40];
+        assert!(!set_ecn(&mut arp, Ecn::Ce));
     }
 
     #[test]

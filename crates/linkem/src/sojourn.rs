@@ -90,7 +90,7 @@ mod tests {
     fn sojourns(toml: &str, n: u64, gap_ns: u64) -> Vec<Option<u64>> {
         let mut l = up_link(toml);
         (0..n)
-            .map(|i| match l.on_arrival(i * gap_ns, &pkt(1500), &[], 0, &mut Default::default()) {
+            .map(|i| match l.on_arrival(i * gap_ns, &pkt(1500), &mut [], 0, &mut Default::default()) {
                 Outcome::Release { start_ns, .. } => Some(start_ns - i * gap_ns),
                 Outcome::Drop(_) | Outcome::Enqueue { .. } => None,
             })

@@ -180,6 +180,13 @@ pub struct DirectionTotals {
     pub ce_marked: u64,
     /// Packets the middlebox rewrote into TCP RSTs (forwarded, so also in `packets`).
     pub rst_rewritten: u64,
+    /// Arrivals whose IP ECN field was ECT(0), ECT(1), CE, counted before the middlebox
+    /// (not-ECT: the rest of `received`).
+    pub ect0_seen: u64,
+    pub ect1_seen: u64,
+    pub ce_seen: u64,
+    /// Packets whose ECN codepoint the middlebox's `ecn` policy changed.
+    pub ecn_rewritten: u64,
     pub reordered: u64,
     /// Packets whose IP header could not be read (scheduled by their kernel length).
     pub unparsed: u64,
@@ -334,6 +341,10 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_aqm": d.dropped_aqm,
         "ce_marked": d.ce_marked,
         "rst_rewritten": d.rst_rewritten,
+        "ect0_seen": d.ect0_seen,
+        "ect1_seen": d.ect1_seen,
+        "ce_seen": d.ce_seen,
+        "ecn_rewritten": d.ecn_rewritten,
         "reordered": d.reordered,
         "late_releases_over_1ms": l.over_1ms,
         "late_release_events": events_json(&d.late_events),
@@ -397,6 +408,10 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "dropped_aqm": c.dropped_aqm,
         "ce_marked": c.ce_marked,
         "rst_rewritten": c.mb.rst_rewritten,
+        "ect0_seen": c.ect0_seen,
+        "ect1_seen": c.ect1_seen,
+        "ce_seen": c.ce_seen,
+        "ecn_rewritten": c.mb.ecn_rewritten,
         "middlebox_chosen": c.mb.chosen,
         "queue_delay_ms_mean": round3(c.queue_delay_mean_ms()),
         "queue_delay_ms_max": round3(c.queue_delay_max_ns as f64 / 1e6),
@@ -470,7 +485,11 @@ impl FlowLog {
                     || c.dropped_middlebox != last[i].dropped_middlebox
                     || c.dropped_nat != last[i].dropped_nat
                     || c.dropped_aqm != last[i].dropped_aqm
-                    || c.ce_marked != last[i].ce_marked;
+                    || c.ce_marked != last[i].ce_marked
+                    || c.ect0_seen != last[i].ect0_seen
+                    || c.ect1_seen != last[i].ect1_seen
+                    || c.ce_seen != last[i].ce_seen
+                    || c.mb.ecn_rewritten != last[i].mb.ecn_rewritten;
                 if !changed {
                     continue;
                 }
@@ -492,6 +511,10 @@ impl FlowLog {
                     "dropped_nat": c.dropped_nat,
                     "dropped_aqm": c.dropped_aqm,
                     "ce_marked": c.ce_marked,
+                    "ect0_seen": c.ect0_seen,
+                    "ect1_seen": c.ect1_seen,
+                    "ce_seen": c.ce_seen,
+                    "ecn_rewritten": c.mb.ecn_rewritten,
                     "sojourn_packets": sojourn_packets,
                     "sojourn_ms_mean": sojourn_mean.map(round3),
                     "sojourn_ms_max": sojourn_max,
@@ -542,6 +565,10 @@ mod tests {
             "dropped_middlebox",
             "dropped_aqm",
             "ce_marked",
+            "ect0_seen",
+            "ect1_seen",
+            "ce_seen",
+            "ecn_rewritten",
             "reordered",
             "late_releases_over_1ms",
             "late_release_events",
@@ -557,8 +584,17 @@ mod tests {
         }
         assert!(v["directions"]["up"]["sojourn_ms"].get("max").is_some());
         assert!(v["directions"]["up"].get("dualq").is_none(), "only with DualPI2");
-        for k in ["queue_delay_ms_mean", "queue_delay_ms_max", "sojourn_ms_mean", "sojourn_ms_max", "dropped_middlebox"]
-        {
+        for k in [
+            "queue_delay_ms_mean",
+            "queue_delay_ms_max",
+            "sojourn_ms_mean",
+            "sojourn_ms_max",
+            "dropped_middlebox",
+            "ect0_seen",
+            "ect1_seen",
+            "ce_seen",
+            "ecn_rewritten",
+        ] {
             assert!(f.get(k).is_some(), "{k}");
         }
     }
@@ -640,6 +676,44 @@ mod tests {
         // the stats document keeps the run's figures
         let v = stats_json(1.0, 0, &[("down", &snap, None)]);
         assert_eq!((&v["flows"][0]["sojourn_ms_mean"], &v["flows"][0]["sojourn_ms_max"]), (&json!(2.667), &json!(5.0)));
+    }
+
+    #[test]
+    fn ecn_arrivals_and_rewrites_reach_the_stats_and_each_flow_log_line() {
+        let dir = std::env::temp_dir().join(format!("linkem-flowlog-ecn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flows.jsonl");
+        let mut log = FlowLog::create(&path, 1).unwrap();
+        let mut table = FlowTable::default();
+        let a = "198.18.2.2".parse().unwrap();
+        let b = "198.18.1.2".parse().unwrap();
+        let i = table.index_of(&FlowKey { proto: 17, src: a, dst: b, sport: 4433, dport: 51000 });
+        let mut snap = DirectionSnapshot::default();
+        let mut totals = DirectionTotals::default();
+        // interval 1: packets that arrived and are still queued (no counter but these moved)
+        let c = table.get_mut(i);
+        (c.ect0_seen, c.ect1_seen, c.ce_seen, c.mb.ecn_rewritten) = (5, 1, 2, 3);
+        (totals.ect0_seen, totals.ect1_seen, totals.ce_seen, totals.ecn_rewritten) = (5, 1, 2, 3);
+        snap.update(&totals, &table);
+        log.append(0.025, &[("up", &snap)]).unwrap();
+        // interval 2: nothing moved, no line; interval 3: one more rewrite, a line
+        log.append(0.05, &[("up", &snap)]).unwrap();
+        table.get_mut(i).mb.ecn_rewritten += 1;
+        snap.update(&totals, &table);
+        log.append(0.075, &[("up", &snap)]).unwrap();
+        drop(log);
+        let lines: Vec<Value> =
+            std::fs::read_to_string(&path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(lines.len(), 2);
+        let ecn = |v: &Value| {
+            (v["ect0_seen"].clone(), v["ect1_seen"].clone(), v["ce_seen"].clone(), v["ecn_rewritten"].clone())
+        };
+        assert_eq!(ecn(&lines[0]), (json!(5), json!(1), json!(2), json!(3)));
+        assert_eq!((&lines[1]["t"], ecn(&lines[1]).3), (&json!(0.075), json!(4)));
+        let v = stats_json(1.0, 0, &[("up", &snap, None)]);
+        assert_eq!(ecn(&v["directions"]["up"]), (json!(5), json!(1), json!(2), json!(3)));
+        assert_eq!(ecn(&v["flows"][0]), (json!(5), json!(1), json!(2), json!(4)));
     }
 
     #[test]

@@ -299,22 +299,37 @@ def linkem_delta(before: dict, after: dict) -> dict:
     return out
 
 
+# linkem's ECN counters per direction: packets that arrived ECT(0), ECT(1), CE (before the
+# middlebox; not-ECT is the rest of `received`), and those whose codepoint its middlebox's
+# `ecn` policy changed
+ECN_WIRE_KEYS = ("ect0_seen", "ect1_seen", "ce_seen", "ecn_rewritten")
+
+
 def queue_figures(delta: dict) -> dict:
     """What the bottleneck's queue did during one run, per direction (from `linkem_delta`):
     the mean sojourn of the packets it queued, and the packets it dropped full, dropped by its
-    AQM and marked CE. Empty for a linkem that does not count sojourns."""
+    AQM and marked CE; and what was marked on the wire: the packets that arrived (`received`)
+    and of them ECT(0), ECT(1) and CE, and the ECN rewrites of a middlebox. A direction is
+    there when it queued a packet or saw an ECN codepoint (an ECN black hole may queue none;
+    then no mean sojourn). Empty for a linkem that does not count sojourns; the ECN figures
+    are left out for one that does not count them (an older linkem), rather than said 0."""
     out = {}
     for which, d in (delta.get("directions") or {}).items():
-        n = d.get("sojourn_packets")
-        if not n:
+        n = d.get("sojourn_packets") or 0
+        ecn = {k: int(d[k]) for k in ECN_WIRE_KEYS if k in d}
+        if not n and not any(ecn.values()):
             continue
-        out[which] = {
-            "sojourn_ms_mean": round(d.get("sojourn_ns_sum", 0) / n / 1e6, 3),
-            "packets": int(n),
-            "dropped_buffer": int(d.get("dropped_buffer", 0)),
-            "dropped_aqm": int(d.get("dropped_aqm", 0)),
-            "ce_marked": int(d.get("ce_marked", 0)),
-        }
+        q = {"sojourn_ms_mean": round(d.get("sojourn_ns_sum", 0) / n / 1e6, 3)} if n else {}
+        q.update(
+            packets=int(n),
+            dropped_buffer=int(d.get("dropped_buffer", 0)),
+            dropped_aqm=int(d.get("dropped_aqm", 0)),
+            ce_marked=int(d.get("ce_marked", 0)),
+        )
+        if ecn:
+            q["received"] = int(d.get("received", 0))
+            q.update(ecn)
+        out[which] = q
     return out
 
 

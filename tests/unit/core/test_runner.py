@@ -47,6 +47,55 @@ def test_the_queue_a_run_met_is_its_mean_sojourn_and_its_drops_and_marks():
     assert queue_figures(linkem_delta({"directions": {}}, {"directions": {"down": {"packets": 3}}})) == {}
 
 
+def test_the_queue_a_run_met_records_what_was_marked_on_the_wire():
+    before = {"directions": {"up": {"received": 10, "ect0_seen": 8, "sojourn_packets": 10, "sojourn_ns_sum": 0}}}
+    after = {
+        "directions": {
+            "up": {
+                "received": 110,
+                "ect0_seen": 78,
+                "ect1_seen": 0,
+                "ce_seen": 2,
+                "ecn_rewritten": 70,
+                "sojourn_packets": 110,
+                "sojourn_ns_sum": 10**8,
+            },
+            # an ECN black hole: every packet ECT and dropped, none queued
+            "down": {"received": 40, "ect0_seen": 40, "ect1_seen": 0, "ce_seen": 0, "dropped_middlebox": 40},
+        }
+    }
+    q = queue_figures(linkem_delta(before, after))
+    assert q["up"] == {
+        "sojourn_ms_mean": 1.0,
+        "packets": 100,
+        "dropped_buffer": 0,
+        "dropped_aqm": 0,
+        "ce_marked": 0,
+        "received": 100,
+        "ect0_seen": 70,
+        "ect1_seen": 0,
+        "ce_seen": 2,
+        "ecn_rewritten": 70,
+    }
+    # no packet queued: no mean sojourn, the arrivals all the same
+    assert q["down"] == {
+        "packets": 0,
+        "dropped_buffer": 0,
+        "dropped_aqm": 0,
+        "ce_marked": 0,
+        "received": 40,
+        "ect0_seen": 40,
+        "ect1_seen": 0,
+        "ce_seen": 0,
+    }
+    # a linkem before the ECN counters: not said to be 0
+    old = {"directions": {"down": {"sojourn_packets": 5, "sojourn_ns_sum": 5 * 10**6, "received": 5}}}
+    assert "ect0_seen" not in queue_figures(linkem_delta({"directions": {}}, old))["down"]
+    # not-ECT only, nothing queued: nothing to say
+    quiet = {"directions": {"down": {"received": 3, "ect0_seen": 0, "ect1_seen": 0, "ce_seen": 0}}}
+    assert queue_figures(linkem_delta({"directions": {}}, quiet)) == {}
+
+
 def test_the_harness_cost_is_the_loop_outside_runs_per_run():
     from longlook.core.execute import RunSummary
 

@@ -99,6 +99,41 @@ def test_a_middlebox_is_labelled_by_what_it_sets_not_by_its_defaults():
     assert [c.link_label for c in s.cells()] == ["10mbit-36ms,loss=0", "10mbit-36ms,loss=0,middlebox-udp_rate_mbit=0.3"]
 
 
+def test_a_middlebox_s_ecn_policy_labels_its_cells_and_reaches_linkem_only_when_set():
+    s = scenario(
+        MINIMAL
+        + '[[links]]\nrate_mbit = 10\nrtt_ms = 36\nmiddlebox = { ecn = "bleach" }\n'
+        + '[[links]]\nrate_mbit = 10\nrtt_ms = 36\ndown = { middlebox = { ecn = "ect0_to_ect1" } }\n'
+    )
+    assert [c.link_label for c in s.cells()] == [
+        "10mbit-36ms,loss=0",
+        "10mbit-36ms,loss=0,middlebox-ecn=bleach",
+        "10mbit-36ms,loss=0,down-middlebox-ecn=ect0_to_ect1",
+    ]
+    plain, bleach, remark = (tomllib.loads(link.to_linkem_toml()) for link in s.links)
+    assert "middlebox" not in plain["up"]
+    assert bleach["up"]["middlebox"]["ecn"] == "bleach" and bleach["down"]["middlebox"]["ecn"] == "bleach"
+    assert "middlebox" not in remark["up"] and remark["down"]["middlebox"]["ecn"] == "ect0_to_ect1"
+    # a middlebox without it writes no ecn key: linkem leaves the field alone
+    other = scenario(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 36\nmiddlebox = { block_udp = true }"))
+    assert "ecn" not in tomllib.loads(other.links[0].to_linkem_toml())["up"]["middlebox"]
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        return
+    for link in s.links:  # linkem reads what Python wrote
+        assert linkem_refusal(link) is None
+
+
+def test_an_unknown_middlebox_ecn_policy_is_one_clear_error():
+    e = error_of(MINIMAL + 'middlebox = { ecn = "bleech" }\n')
+    assert "middlebox.ecn" in e and "Traceback" not in e, e
+    for allowed in ("bleach", "drop_ect", "ect0_to_ect1", "ect1_to_ect0", "mark_ce"):
+        assert allowed in e, e
+    e = error_of(MINIMAL + "middlebox = { ecn = true }\n")
+    assert "middlebox.ecn" in e, e
+
+
 def test_links_with_the_same_rtt_split_differently_are_told_apart():
     s = scenario(
         MINIMAL.replace(

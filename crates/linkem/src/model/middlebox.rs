@@ -16,6 +16,14 @@
 //!
 //! TCP rule: `tcp_rst_after_bytes = N` rewrites packets into RSTs (`tcp_rst`).
 //!
+//! ECN rule (any protocol): `ecn = "bleach" | "drop_ect" | "ect0_to_ect1" | "ect1_to_ect0" |
+//! "mark_ce"` drops packets by their IP ECN codepoint or rewrites the codepoint in the packet's
+//! bytes (IPv4 header checksum updated), so the stages after the middlebox (an AQM, DualPI2's
+//! classifier) and the receiver see the rewritten one.
+//!
+//! Drops come before rewrites: a packet any rule drops is dropped, whatever another rule
+//! would have rewritten in it.
+//!
 //! Schedule (`schedule`) and flow choice (`flow_probability`) gate the actions; the per-flow
 //! observations (packet counts, QUIC handshake progress, TCP byte offsets) are made on every
 //! packet whatever the schedule, so a rule that becomes active acts on the flow's true state.
@@ -23,8 +31,8 @@
 use super::quic::{self, QuicDatagram};
 use super::schedule::Schedule;
 use super::tcp_rst::{self, RstTracker};
-use crate::config::MiddleboxSpec;
-use crate::packet::{transport_offset, PacketInfo, PROTO_TCP};
+use crate::config::{EcnPolicy, MiddleboxSpec};
+use crate::packet::{self, transport_offset, Ecn, PacketInfo, PROTO_TCP};
 use crate::rng::Rng;
 
 /// What the middlebox does with a packet.
@@ -48,6 +56,28 @@ pub struct FlowMiddlebox {
     tcp: RstTracker,
     /// Packets of the flow rewritten into RSTs.
     pub rst_rewritten: u64,
+    /// Packets of the flow whose ECN codepoint the `ecn` policy changed.
+    pub ecn_rewritten: u64,
+}
+
+impl EcnPolicy {
+    /// Whether the policy drops a packet arriving with codepoint `e`.
+    pub fn drops(self, e: Ecn) -> bool {
+        self == EcnPolicy::DropEct && e.capable()
+    }
+
+    /// The codepoint the policy gives a packet arriving with `e`, when it changes it.
+    pub fn rewrite(self, e: Ecn) -> Option<Ecn> {
+        let to = match (self, e) {
+            (EcnPolicy::Bleach, Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce) => Ecn::NotEct,
+            (EcnPolicy::Ect0ToEct1, Ecn::Ect0) => Ecn::Ect1,
+            (EcnPolicy::Ect1ToEct0, Ecn::Ect1) => Ecn::Ect0,
+            // CE stays CE; a not-ECT packet may not be marked (RFC 3168 §5)
+            (EcnPolicy::MarkCe, Ecn::Ect0 | Ecn::Ect1) => Ecn::Ce,
+            _ => return None,
+        };
+        Some(to)
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -87,17 +117,18 @@ impl Middlebox {
             || s.drop_quic_initial
             || s.quic_blackhole_after_handshake
             || s.tcp_rst_after_bytes > 0
+            || s.ecn.is_some()
     }
 
-    /// Decide one packet. `bytes` is the copied prefix of the packet, `udp_seen_in_flow`
-    /// counts this flow's UDP packets so far in this direction (this one included), `flow`
-    /// is the flow's middlebox state.
+    /// Decide one packet. `bytes` is the copied prefix of the packet (an ECN rewrite changes
+    /// it in place), `udp_seen_in_flow` counts this flow's UDP packets so far in this
+    /// direction (this one included), `flow` is the flow's middlebox state.
     #[inline]
     pub fn decide(
         &mut self,
         now_ns: u64,
         pkt: &PacketInfo,
-        bytes: &[u8],
+        bytes: &mut [u8],
         udp_seen_in_flow: u64,
         flow: &mut FlowMiddlebox,
     ) -> MbVerdict {
@@ -114,12 +145,22 @@ impl Middlebox {
         if !chosen || !self.schedule.active(now_ns) {
             return MbVerdict::Pass;
         }
-        if let Some(ip_len) = rst_len {
-            flow.rst_rewritten += 1;
-            return MbVerdict::RewriteRst { ip_len };
+        let ecn = self.spec.ecn.map(|policy| (policy, Ecn::of(bytes)));
+        if ecn.is_some_and(|(policy, e)| policy.drops(e)) {
+            return MbVerdict::Drop;
         }
         if pkt.is_udp() && !self.udp_passes(now_ns, pkt, udp_seen_in_flow, quic, flow) {
             return MbVerdict::Drop;
+        }
+        // in place, before a RST is made of the bytes: the RST keeps the IP header
+        if let Some(to) = ecn.and_then(|(policy, e)| policy.rewrite(e)) {
+            if packet::set_ecn(bytes, to) {
+                flow.ecn_rewritten += 1;
+            }
+        }
+        if let Some(ip_len) = rst_len {
+            flow.rst_rewritten += 1;
+            return MbVerdict::RewriteRst { ip_len };
         }
         MbVerdict::Pass
     }
@@ -208,7 +249,7 @@ mod tests {
 
     /// A stateless decision (fresh flow state), for the rules that keep none.
     fn passes(m: &mut Middlebox, now: u64, p: &PacketInfo, udp_seen: u64) -> bool {
-        m.decide(now, p, &[], udp_seen, &mut FlowMiddlebox::default()) == MbVerdict::Pass
+        m.decide(now, p, &mut [], udp_seen, &mut FlowMiddlebox::default()) == MbVerdict::Pass
     }
 
     /// IPv4 + UDP header + `payload`, as linkem would copy it.
@@ -237,9 +278,9 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let b = udp_datagram(p);
+                let mut b = udp_datagram(p);
                 let info = packet::parse(&b, b.len() as u32).unwrap();
-                m.decide(0, &info, &b, i as u64 + 1, &mut flow) == MbVerdict::Pass
+                m.decide(0, &info, &mut b, i as u64 + 1, &mut flow) == MbVerdict::Pass
             })
             .collect()
     }
@@ -302,7 +343,8 @@ mod tests {
                 .iter()
                 .map(|b| {
                     let info = packet::parse(b, b.len() as u32).unwrap();
-                    m.decide(0, &info, &b[..128.min(b.len())], 0, &mut flow)
+                    let mut copied = b[..128.min(b.len())].to_vec();
+                    m.decide(0, &info, &mut copied, 0, &mut flow)
                 })
                 .collect();
         assert_eq!(
@@ -333,8 +375,8 @@ mod tests {
         let mut m = mb(spec);
         let mut flow = FlowMiddlebox::default();
         let mut go = |m: &mut Middlebox, t: u64, p: &[u8]| {
-            let b = udp_datagram(p);
-            m.decide(t, &packet::parse(&b, b.len() as u32).unwrap(), &b, 1, &mut flow) == MbVerdict::Pass
+            let mut b = udp_datagram(p);
+            m.decide(t, &packet::parse(&b, b.len() as u32).unwrap(), &mut b, 1, &mut flow) == MbVerdict::Pass
         };
         assert!(go(&mut m, 0, &INITIAL) && go(&mut m, 0, &SHORT) && go(&mut m, s / 2, &SHORT));
         assert!(!go(&mut m, s, &SHORT));
@@ -348,9 +390,9 @@ mod tests {
             (0..4000)
                 .map(|_| {
                     let mut flow = FlowMiddlebox::default();
-                    let first = m.decide(0, &pkt(PROTO_UDP, 100), &[], 1, &mut flow);
+                    let first = m.decide(0, &pkt(PROTO_UDP, 100), &mut [], 1, &mut flow);
                     // the choice sticks to the flow
-                    assert_eq!(m.decide(0, &pkt(PROTO_UDP, 100), &[], 2, &mut flow), first);
+                    assert_eq!(m.decide(0, &pkt(PROTO_UDP, 100), &mut [], 2, &mut flow), first);
                     first == MbVerdict::Drop
                 })
                 .collect()
@@ -360,5 +402,184 @@ mod tests {
         assert_ne!(a, choices(2));
         let share = a.iter().filter(|&&x| x).count() as f64 / a.len() as f64;
         assert!((share - 0.3).abs() < 0.03, "{share}");
+    }
+
+    /// An IPv4 header's checksum verifies: its words, checksum included, sum to 0xffff.
+    fn ipv4_checksum_ok(b: &[u8]) -> bool {
+        let ihl = ((b[0] & 0x0f) as usize) * 4;
+        packet::fold(b[..ihl].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum()) == 0xffff
+    }
+
+    /// A UDP packet over IPv4 (valid header checksum) or IPv6 with this ECN codepoint and a
+    /// DSCP beside it.
+    fn udp_with(v6: bool, e: Ecn) -> Vec<u8> {
+        if v6 {
+            let mut b = vec![0u8; 48];
+            b[0] = 0x6b;
+            b[1] = 0x80 | (e.bits() << 4) | 0x03; // DSCP bits above the field, flow label below
+            b[4..6].copy_from_slice(&8u16.to_be_bytes());
+            b[6] = PROTO_UDP;
+            b[7] = 64;
+            b[8] = 0xfd;
+            b[24] = 0xfd;
+            b[39] = 2;
+            b[40..42].copy_from_slice(&51000u16.to_be_bytes());
+            b[42..44].copy_from_slice(&4433u16.to_be_bytes());
+            b
+        } else {
+            let mut b = udp_datagram(&[0xaa; 20]);
+            b[1] = 0xb8 | e.bits();
+            b[8] = 64;
+            b[10..12].copy_from_slice(&[0, 0]);
+            let c = !packet::fold(b[..20].chunks(2).map(|w| u32::from(u16::from_be_bytes([w[0], w[1]]))).sum());
+            b[10..12].copy_from_slice(&c.to_be_bytes());
+            b
+        }
+    }
+
+    fn ecn_box(policy: EcnPolicy) -> Middlebox {
+        mb(MiddleboxSpec { ecn: Some(policy), ..Default::default() })
+    }
+
+    const CODEPOINTS: [Ecn; 4] = [Ecn::NotEct, Ecn::Ect1, Ecn::Ect0, Ecn::Ce];
+
+    #[test]
+    fn each_ecn_policy_on_each_codepoint_over_ipv4_and_ipv6() {
+        use Ecn::*;
+        use EcnPolicy::*;
+        // (policy, arriving codepoint) -> None: dropped; Some(codepoint it leaves with)
+        let want = |p: EcnPolicy, e: Ecn| -> Option<Ecn> {
+            match (p, e) {
+                (DropEct, NotEct) => Some(NotEct),
+                (DropEct, _) => None,
+                (Bleach, _) => Some(NotEct),
+                (Ect0ToEct1, Ect0) => Some(Ect1),
+                (Ect1ToEct0, Ect1) => Some(Ect0),
+                (MarkCe, Ect0 | Ect1) => Some(Ce),
+                (_, e) => Some(e),
+            }
+        };
+        for (_, policy) in EcnPolicy::NAMES {
+            for v6 in [false, true] {
+                let mut m = ecn_box(policy);
+                for e in CODEPOINTS {
+                    let before = udp_with(v6, e);
+                    let mut b = before.clone();
+                    let info = packet::parse(&b, b.len() as u32).unwrap();
+                    let mut flow = FlowMiddlebox::default();
+                    let verdict = m.decide(0, &info, &mut b, 1, &mut flow);
+                    let case = format!("{policy:?} on {e:?}, v6 {v6}");
+                    match want(policy, e) {
+                        None => {
+                            assert_eq!(verdict, MbVerdict::Drop, "{case}");
+                            assert_eq!(b, before, "{case}: a dropped packet is not rewritten");
+                        }
+                        Some(to) => {
+                            assert_eq!(verdict, MbVerdict::Pass, "{case}");
+                            assert_eq!(Ecn::of(&b), to, "{case}");
+                            assert_eq!(flow.ecn_rewritten, u64::from(to != e), "{case}");
+                            if !v6 {
+                                assert!(ipv4_checksum_ok(&b), "{case}: header checksum");
+                                assert_eq!(b[1] & 0xfc, 0xb8, "{case}: DSCP kept");
+                            } else {
+                                assert_eq!((b[0], b[1] & 0xcf), (0x6b, 0x83), "{case}: traffic class, flow label kept");
+                            }
+                            // nothing else changed: the TOS byte (v4: and the checksum) only
+                            let changed: Vec<usize> = (0..b.len()).filter(|&i| b[i] != before[i]).collect();
+                            let may = if v6 { vec![1] } else { vec![1, 10, 11] };
+                            assert!(changed.iter().all(|i| may.contains(i)), "{case}: {changed:?}");
+                        }
+                    }
+                }
+            }
+        }
+        // TCP is treated alike (the field is the IP header's)
+        let mut m = ecn_box(Bleach);
+        let mut b = tcp_v4(1, 0x10, 100);
+        b[1] |= Ect0.bits();
+        let c = u16::from_be_bytes([b[10], b[11]]);
+        b[10..12].copy_from_slice(&packet::csum_update(c, 0x4500, 0x4502).to_be_bytes());
+        assert!(ipv4_checksum_ok(&b));
+        let info = packet::parse(&b, b.len() as u32).unwrap();
+        let mut flow = FlowMiddlebox::default();
+        assert_eq!(m.decide(0, &info, &mut b, 0, &mut flow), MbVerdict::Pass);
+        assert_eq!((Ecn::of(&b), flow.ecn_rewritten), (NotEct, 1));
+        assert!(ipv4_checksum_ok(&b));
+    }
+
+    #[test]
+    fn a_packet_another_rule_drops_is_not_rewritten_and_a_rst_keeps_the_rewrite() {
+        // block_udp drops: nothing is counted as rewritten
+        let mut m = mb(MiddleboxSpec { block_udp: true, ecn: Some(EcnPolicy::Bleach), ..Default::default() });
+        let mut b = udp_with(false, Ecn::Ect0);
+        let info = packet::parse(&b, b.len() as u32).unwrap();
+        let mut flow = FlowMiddlebox::default();
+        assert_eq!(m.decide(0, &info, &mut b, 1, &mut flow), MbVerdict::Drop);
+        assert_eq!((Ecn::of(&b), flow.ecn_rewritten), (Ecn::Ect0, 0));
+        // a packet rewritten into a RST: the RST is made of the rewritten header
+        let spec = MiddleboxSpec { tcp_rst_after_bytes: 10, ecn: Some(EcnPolicy::MarkCe), ..Default::default() };
+        let mut m = mb(spec);
+        let mut flow = FlowMiddlebox::default();
+        let mut b = tcp_v4(1000, 0x10, 100);
+        assert!(packet::set_ecn(&mut b, Ecn::Ect1));
+        let info = packet::parse(&b, b.len() as u32).unwrap();
+        assert_eq!(m.decide(0, &info, &mut b, 0, &mut flow), MbVerdict::RewriteRst { ip_len: 40 });
+        let rst = crate::model::tcp_rst::rewrite(&b).unwrap();
+        assert_eq!((Ecn::of(&rst), flow.ecn_rewritten, flow.rst_rewritten), (Ecn::Ce, 1, 1));
+        assert!(ipv4_checksum_ok(&rst));
+    }
+
+    #[test]
+    fn the_schedule_gates_the_ecn_policy() {
+        let s = 1_000_000_000u64;
+        // on 1 s, off 1 s from 1 s on: a packet at 0.5 s and 2.5 s passes untouched
+        let spec = |policy| MiddleboxSpec {
+            ecn: Some(policy),
+            active_from_s: 1.0,
+            on_s: 1.0,
+            off_s: 1.0,
+            ..Default::default()
+        };
+        let at = |m: &mut Middlebox, t: u64| {
+            let mut b = udp_with(true, Ecn::Ect0);
+            let info = packet::parse(&b, b.len() as u32).unwrap();
+            let v = m.decide(t, &info, &mut b, 1, &mut FlowMiddlebox::default());
+            (v, Ecn::of(&b))
+        };
+        let mut m = mb(spec(EcnPolicy::Ect0ToEct1));
+        let got: Vec<_> = [s / 2, s, 3 * s / 2, 5 * s / 2, 3 * s].iter().map(|&t| at(&mut m, t).1).collect();
+        assert_eq!(got, [Ecn::Ect0, Ecn::Ect1, Ecn::Ect1, Ecn::Ect0, Ecn::Ect1]);
+        let mut m = mb(spec(EcnPolicy::DropEct));
+        let got: Vec<_> = [s / 2, s, 5 * s / 2, 3 * s].iter().map(|&t| at(&mut m, t).0).collect();
+        assert_eq!(got, [MbVerdict::Pass, MbVerdict::Drop, MbVerdict::Pass, MbVerdict::Drop]);
+    }
+
+    #[test]
+    fn the_flow_choice_gates_the_ecn_policy() {
+        for policy in [EcnPolicy::Bleach, EcnPolicy::DropEct] {
+            let spec = MiddleboxSpec { ecn: Some(policy), flow_probability: Some(0.4), ..Default::default() };
+            let mut m = mb(spec);
+            let mut chosen = 0;
+            for _ in 0..2000 {
+                let mut flow = FlowMiddlebox::default();
+                for _ in 0..3 {
+                    let mut b = udp_with(false, Ecn::Ect1);
+                    let info = packet::parse(&b, b.len() as u32).unwrap();
+                    let v = m.decide(0, &info, &mut b, 1, &mut flow);
+                    // a chosen flow's every packet meets the policy; the others' none
+                    let acted = match policy {
+                        EcnPolicy::DropEct => v == MbVerdict::Drop,
+                        _ => v == MbVerdict::Pass && Ecn::of(&b) == Ecn::NotEct,
+                    };
+                    assert_eq!(acted, flow.chosen == Some(true), "{policy:?}");
+                    assert!(ipv4_checksum_ok(&b));
+                }
+                chosen += flow.chosen.unwrap() as u32;
+                let rewritten = if policy == EcnPolicy::Bleach && flow.chosen == Some(true) { 3 } else { 0 };
+                assert_eq!(flow.ecn_rewritten, rewritten);
+            }
+            let share = chosen as f64 / 2000.0;
+            assert!((share - 0.4).abs() < 0.04, "{share}");
+        }
     }
 }

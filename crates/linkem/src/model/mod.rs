@@ -170,14 +170,15 @@ impl Link {
     }
 
     /// Decide a packet's fate. Calls must come in arrival order (`now_ns` non-decreasing).
-    /// `bytes` is the copied prefix of the packet (the middlebox reads headers in it), `mb`
-    /// the flow's middlebox state.
+    /// `bytes` is the copied prefix of the packet (the middlebox reads headers in it and may
+    /// rewrite its ECN field, which the stages after it then read), `mb` the flow's middlebox
+    /// state.
     #[inline]
     pub fn on_arrival(
         &mut self,
         now_ns: u64,
         pkt: &PacketInfo,
-        bytes: &[u8],
+        bytes: &mut [u8],
         udp_seen_in_flow: u64,
         mb: &mut FlowMiddlebox,
     ) -> Outcome {
@@ -250,7 +251,7 @@ mod tests {
     #[test]
     fn rate_plus_delay() {
         let mut l = link("rate_mbit = 12\ndelay_ms = 20\n");
-        let o = l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default());
+        let o = l.on_arrival(0, &pkt(1500), &mut [], 0, &mut Default::default());
         assert_eq!(
             o,
             Outcome::Release {
@@ -272,7 +273,7 @@ mod tests {
         let mut reordered_prev = 0;
         let mut n_re = 0;
         for i in 0..10_000u64 {
-            match l.on_arrival(i * 1_000_000, &pkt(1500), &[], 0, &mut Default::default()) {
+            match l.on_arrival(i * 1_000_000, &pkt(1500), &mut [], 0, &mut Default::default()) {
                 Outcome::Release { at_ns, departure_ns, reordered, .. } => {
                     let scheduled = departure_ns + 10_000_000;
                     if reordered {
@@ -299,7 +300,7 @@ mod tests {
             (0..2000u64)
                 .map(|i| {
                     matches!(
-                        l.on_arrival(i * 1_000_000, &pkt(100), &[], 0, &mut Default::default()),
+                        l.on_arrival(i * 1_000_000, &pkt(100), &mut [], 0, &mut Default::default()),
                         Outcome::Drop(DropReason::Loss)
                     )
                 })
@@ -317,7 +318,7 @@ mod tests {
         let outcomes: Vec<bool> = (0..5)
             .map(|_| {
                 matches!(
-                    l.on_arrival(0, &pkt(1500), &[], 0, &mut Default::default()),
+                    l.on_arrival(0, &pkt(1500), &mut [], 0, &mut Default::default()),
                     Outcome::Drop(DropReason::Buffer)
                 )
             })
@@ -346,7 +347,7 @@ mod tests {
         let gap = 1_000_000 * 10 / 12; // 1.2 packets per ms at 12 Mbit/s (1 ms per packet)
         let mut t = 0;
         while t < 20_000_000_000u64 {
-            match l.on_arrival(t, &pkt(1500), &header(true), 0, &mut Default::default()) {
+            match l.on_arrival(t, &pkt(1500), &mut header(true), 0, &mut Default::default()) {
                 Outcome::Release { departure_ns, .. } if departure_ns <= 20_000_000_000 => sent += 1,
                 Outcome::Release { .. } => {}
                 Outcome::Drop(DropReason::Aqm) => aqm += 1,
@@ -409,7 +410,7 @@ mod tests {
                     inflight[f] += 1;
                     id += 1;
                     let p = PacketInfo { ip_len: 1500, key: keys[f] };
-                    match l.on_arrival(t, &p, &header_ecn(flows[f].1), 0, &mut Default::default()) {
+                    match l.on_arrival(t, &p, &mut header_ecn(flows[f].1), 0, &mut Default::default()) {
                         Outcome::Release { start_ns, departure_ns, ce, .. } => {
                             runs[f].sent += 1;
                             runs[f].marks += ce as u64;
@@ -525,7 +526,7 @@ mod tests {
         let gap = 1_000_000 * 10 / 12;
         for i in 0..12_000u64 {
             let ect = i % 2 == 0;
-            match l.on_arrival(i * gap, &pkt(1500), &header(ect), 0, &mut Default::default()) {
+            match l.on_arrival(i * gap, &pkt(1500), &mut header(ect), 0, &mut Default::default()) {
                 Outcome::Release { ce: true, .. } => {
                     assert!(ect);
                     marks += 1
@@ -538,6 +539,70 @@ mod tests {
             }
         }
         assert!(marks > 10 && drops > 10, "{marks} marks, {drops} drops");
+    }
+
+    /// ECT(0) packets offered at 1.2 times a 12 Mbit/s link for 10 s: CE marks and AQM drops,
+    /// and whether every packet left the middlebox with `want` in its ECN field.
+    fn ect0_overload(toml: &str, want: Ecn) -> (u64, u64) {
+        let mut l = link(toml);
+        let (mut marks, mut drops) = (0, 0);
+        let gap = 1_000_000 * 10 / 12;
+        for i in 0..12_000u64 {
+            let mut h = header_ecn(2);
+            match l.on_arrival(i * gap, &pkt(1500), &mut h, 0, &mut Default::default()) {
+                Outcome::Release { ce, .. } => marks += ce as u64,
+                Outcome::Drop(DropReason::Aqm) => drops += 1,
+                o => panic!("{o:?}"),
+            }
+            assert_eq!(Ecn::of(&h), want);
+        }
+        (marks, drops)
+    }
+
+    #[test]
+    fn a_bleached_ect_packet_is_dropped_by_codel_not_marked() {
+        let codel = "rate_mbit = 12\n[aqm]\ndiscipline = \"codel\"\necn = true\n";
+        let (marks, drops) = ect0_overload(codel, Ecn::Ect0);
+        assert!(marks > 10 && drops == 0, "as sent: {marks} marks, {drops} drops");
+        // the middlebox is in front of the AQM: what it bleached is not ECN-capable there
+        let (marks, drops) = ect0_overload(&format!("{codel}[middlebox]\necn = \"bleach\"\n"), Ecn::NotEct);
+        assert!(marks == 0 && drops > 10, "bleached: {marks} marks, {drops} drops");
+        // and what it marked CE the AQM may still mark (it stays CE), never drop for ECN's sake
+        let (marks, drops) = ect0_overload(&format!("{codel}[middlebox]\necn = \"mark_ce\"\n"), Ecn::Ce);
+        assert!(marks > 10 && drops == 0, "CE: {marks} marks, {drops} drops");
+    }
+
+    #[test]
+    fn a_packet_re_marked_ect1_goes_to_dualpi2_s_l4s_queue() {
+        use aqm::dualpi2::DualQueue;
+        use aqm::scheduled::{Item, Served};
+        let dual = "rate_mbit = 12\n[aqm]\ndiscipline = \"dualpi2\"\n";
+        // the queue each arriving codepoint is served from, and the codepoint it left with
+        let queue_of = |toml: &str, field: u8| -> (DualQueue, Ecn) {
+            let mut l = link(toml);
+            let mut h = header_ecn(field);
+            let ecn = match l.on_arrival(0, &pkt(1500), &mut h, 0, &mut Default::default()) {
+                Outcome::Enqueue { ecn, rst: false } => ecn,
+                o => panic!("{o:?}"),
+            };
+            assert_eq!(ecn, Ecn::of(&h), "the classifier reads the rewritten field");
+            let mut served = Vec::new();
+            let item = Item { id: 1, flow: 0, arrival_ns: 0, rst: false };
+            l.enqueue(item, &pkt(1500).key, 1500, ecn, &mut served);
+            l.serve(10_000_000, &mut served);
+            match served[..] {
+                [Served::Release { queue: Some(q), .. }] => (q, ecn),
+                ref s => panic!("{s:?}"),
+            }
+        };
+        assert_eq!(queue_of(dual, 2), (DualQueue::C, Ecn::Ect0));
+        let to_l = format!("{dual}[middlebox]\necn = \"ect0_to_ect1\"\n");
+        assert_eq!(queue_of(&to_l, 2), (DualQueue::L, Ecn::Ect1));
+        assert_eq!(queue_of(dual, 1), (DualQueue::L, Ecn::Ect1));
+        let to_c = format!("{dual}[middlebox]\necn = \"ect1_to_ect0\"\n");
+        assert_eq!(queue_of(&to_c, 1), (DualQueue::C, Ecn::Ect0));
+        let bleach = format!("{dual}[middlebox]\necn = \"bleach\"\n");
+        assert_eq!(queue_of(&bleach, 1), (DualQueue::C, Ecn::NotEct));
     }
 
     #[test]
