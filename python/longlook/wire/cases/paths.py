@@ -1,0 +1,133 @@
+"""The client's paths as the server sees them, for rebind-port, rebind-addr and
+connection-migration: where the client's datagrams came from, when that changed, and
+whether the server validated the new path (RFC 9000 9.3: a PATH_CHALLENGE to the new
+address, the client's PATH_RESPONSE echoing its data) and data continued over it.
+
+The address is read at the capture point: a capture on the server's side of the NAT (the
+testbed's router) sees the rebinding the server sees."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..model import NEW_CONNECTION_ID, ONE_RTT, PATH_CHALLENGE, PATH_RESPONSE, Capture, Datagram
+from . import view
+from .result import FAILED, CaseResult, failed, not_measurable, passed
+
+Endpoint = tuple[str, int]
+
+
+def show(e: Endpoint) -> str:
+    return f"[{e[0]}]:{e[1]}" if ":" in e[0] else f"{e[0]}:{e[1]}"
+
+
+@dataclass(frozen=True)
+class Change:
+    at: Datagram  # the client's first datagram from the new address
+    old: Endpoint
+    new: Endpoint
+    old_dcid: str  # the DCID the client's 1-RTT packets used on the old path ('' if none)
+    new_dcid: str
+
+    @property
+    def port_changed(self) -> bool:
+        return self.old[1] != self.new[1]
+
+    @property
+    def addr_changed(self) -> bool:
+        return self.old[0] != self.new[0]
+
+    def __str__(self) -> str:
+        return f"the client moved from {show(self.old)} to {show(self.new)} at {self.at.where}"
+
+
+def _dcid(d: Datagram) -> str:
+    return next((p.dcid for p in d.packets if p.type == ONE_RTT), "")
+
+
+def changes(conn: Capture) -> list[Change]:
+    """Each time the client's datagrams came from an address and port not seen before."""
+    client = [d for d in conn.datagrams if view.sender(conn, d) == view.CLIENT]
+    found, last_dcid, current = [], {}, None
+    for i, d in enumerate(client):
+        here = (d.src, d.sport)
+        if current is not None and here not in last_dcid:
+            new = view.first(_dcid(e) for e in client[i:] if (e.src, e.sport) == here and _dcid(e)) or ""
+            found.append(Change(d, current, here, last_dcid.get(current, ""), new))
+        last_dcid[here] = _dcid(d) or last_dcid.get(here, "")
+        current = here
+    return found
+
+
+def stayed(conn: Capture) -> str:
+    d = view.first(d for d in conn.datagrams if view.sender(conn, d) == view.CLIENT)
+    return f"the client's address and port stayed {show((d.src, d.sport))} throughout" if d else "no client datagram"
+
+
+def validated(conn: Capture, change: Change) -> CaseResult:
+    """Did the server challenge the new path, the client answer, and data continue over it?"""
+    after = conn.datagrams[conn.datagrams.index(change.at) :]
+    to_new = [d for d in after if view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.new]
+    challenges = [(d, f.data) for d in to_new for p in d.packets for f in p.frames if f.type == PATH_CHALLENGE]
+    hidden = sum(not p.decrypted for d in to_new for p in d.packets)
+    if not challenges:
+        if hidden:
+            return not_measurable(
+                f"{change}; no PATH_CHALLENGE to it seen, but {hidden} server packets to it were not decrypted"
+            )
+        return failed(f"{change}, and the server sent no PATH_CHALLENGE to the new address")
+    datas = {data for _, data in challenges}
+    response = view.first(
+        d
+        for d in after
+        if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new
+        for p in d.packets
+        for f in p.frames
+        if f.type == PATH_RESPONSE and f.data in datas
+    )
+    if response is None:
+        return failed(
+            f"{change}; the server's PATH_CHALLENGE at {challenges[0][0].where} got no PATH_RESPONSE from there"
+        )
+    data = view.first(d for d in to_new for p in d.packets for f in p.frames if f.is_stream and f.length)
+    if data is None:
+        if hidden:
+            return not_measurable(
+                f"{change}; no STREAM data to it seen, but {hidden} server packets to it were not decrypted"
+            )
+        return failed(
+            f"{change}; the path was validated (PATH_RESPONSE at {response.where}), but no STREAM data went over it"
+        )
+    return passed(
+        f"{change}; PATH_CHALLENGE at {challenges[0][0].where}, PATH_RESPONSE at {response.where}, "
+        f"STREAM data to the new address from {data.where}"
+    )
+
+
+def issued(conn: Capture) -> set[str]:
+    """The connection IDs the server issued in NEW_CONNECTION_ID frames."""
+    return {f.cid for _, _, f in view.frames(conn, view.SERVER, NEW_CONNECTION_ID) if f.cid}
+
+
+Extra = Callable[[Capture, Change, CaseResult], CaseResult]
+
+
+def judge(capture: Capture, wanted: Callable[[Change], bool], what: str, extra: Extra | None = None) -> CaseResult:
+    """The verdict on the first path change that is `wanted` (of the first connection that
+    has one): validated, and whatever `extra` asks of it besides. `what` says why a change
+    that is not wanted does not count."""
+    verdicts = []
+    for conn in view.started(capture) or [capture]:
+        moves = changes(conn)
+        fit = [c for c in moves if wanted(c)]
+        if not fit:
+            verdicts.append(failed(f"{what} ({moves[0]})" if moves else stayed(conn)))
+            continue
+        v = validated(conn, fit[0])
+        if v.passed and extra is not None:
+            v = extra(conn, fit[0], v)
+        verdicts.append(v)
+        if v.passed:
+            return v
+    return next((v for v in verdicts if v.verdict != FAILED), verdicts[0])

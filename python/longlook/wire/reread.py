@@ -1,0 +1,76 @@
+"""When tshark's first reading of a capture is not the wire's, the datagrams are written out
+again (pcap.py) for a second reading, and this module says what goes into that file.
+
+- A GSO super-datagram (gso.py) goes in as its segments: tshark then decrypts each.
+- A 1-RTT packet tshark could neither decrypt nor read a connection ID from, yet filed under
+  a connection, is left out. This happens when a client opens a second connection from the
+  same address and port (a 0-RTT run: warm-up, then the measured connection) and a late
+  packet of the first arrives after the second's Initial: tshark 4.0 files it under the
+  second connection, removes its header protection with the wrong key, reads a key phase
+  flip, and from then on fails to decrypt the second connection's 1-RTT packets. Without
+  it tshark reads the rest right; the packet itself stays in the capture as read the first
+  time (not decrypted).
+
+Every datagram keeps the capture's frame number (and its segment's number), so evidence
+names it as Wireshark does."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from . import gso
+from .model import ONE_RTT, Datagram
+from .pcap import RawDatagram
+
+
+def misfiled(d: Datagram) -> bool:
+    return (
+        d.connection is not None
+        and bool(d.packets)
+        and all(p.type == ONE_RTT and not p.decrypted and not p.dcid for p in d.packets)
+    )
+
+
+def plan(pieces: list[Datagram], current: list[RawDatagram], raw: RawDatagram) -> list[RawDatagram]:
+    """What of a captured datagram goes into the next reading, given how the last one read
+    it (`pieces`, from `current`): its GSO segments, itself, or nothing (a misfiled packet).
+    A datagram split or left out stays so; a second reading may name a connection ID the
+    first did not know, and so find segments the first could not."""
+    if len(current) != 1:
+        return current
+    d = pieces[0]
+    if misfiled(d):
+        return []
+    if not d.packets or all(p.decrypted for p in d.packets) or not d.packets[0].dcid:
+        return current
+    return [dataclasses.replace(raw, payload=p) for p in gso.split(raw.payload, bytes.fromhex(d.packets[0].dcid))]
+
+
+def _unread(d: Datagram) -> Datagram:
+    return dataclasses.replace(d, packets=tuple(dataclasses.replace(p, key_phase=None, number=None) for p in d.packets))
+
+
+def regroup(last: list[list[Datagram]], plans: list[list[RawDatagram]], again: list[Datagram]) -> list[list[Datagram]]:
+    """Each captured datagram's reading: the pieces of the new reading written from its plan,
+    numbered as the capture is, or (left out) as the last reading saw it."""
+    out, it = [], iter(again)
+    for pieces, p in zip(last, plans):
+        if not p:  # its header was unprotected with another connection's key: no bit of it is known
+            out.append([_unread(d) for d in pieces])
+            continue
+        n = pieces[0].number
+        out.append([dataclasses.replace(next(it), number=n, segment=i + 1 if len(p) > 1 else 0) for i in range(len(p))])
+    return out
+
+
+def notes(plans: list[list[RawDatagram]]) -> list[str]:
+    said = []
+    if split := sum(len(p) > 1 for p in plans):
+        said.append(f"{_n(split, 'GSO super-datagram')} (a capture at the sender) read as their segments")
+    if left := sum(not p for p in plans):
+        said.append(f"{_n(left, '1-RTT datagram')} tshark filed under the wrong connection left out of decryption")
+    return said
+
+
+def _n(n: int, what: str) -> str:
+    return f"{n} {what}" + ("" if n == 1 else "s")

@@ -1,0 +1,80 @@
+"""The cases on captures recorded on loopback (tests/data/captures, SOURCE.md there): every
+case has a capture where its feature happened, which it passes, and one where it did not,
+which it fails. Real stacks: our endpoint (quinn), aioquic (client and server). Rebinding
+and migration were recorded by a client that moves to a new socket mid-connection
+(127.0.0.1 -> a new port, or 127.0.0.2), which the server sees as a NAT would show it."""
+
+from __future__ import annotations
+
+import functools
+import shutil
+
+import pytest
+
+from longlook.wire.cases import CASES
+from longlook.wire.model import Capture
+from longlook.wire.tshark import read_capture
+
+from .captures import CAPTURES, PORT, recorded
+
+pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark is not installed")
+
+
+@functools.cache
+def read(name: str, keys: bool = True) -> Capture:
+    return read_capture(CAPTURES / f"{name}.pcapng", CAPTURES / f"{name}.keylog" if keys else None, PORT)
+
+
+def test_every_case_has_a_passing_and_a_failing_recording():
+    names = set(recorded())
+    assert {f"{case}-{v}" for case in CASES for v in ("pass", "fail")} == names
+
+
+@pytest.mark.parametrize("name", recorded())
+def test_a_recording_gets_its_verdict(name):
+    case, expected = name.rsplit("-", 1)
+    r = CASES[case](read(name))
+    assert r.verdict == {"pass": "passed", "fail": "failed"}[expected], r.evidence
+    assert r.evidence
+
+
+@pytest.mark.parametrize(
+    "name, case, verdict, says",
+    [
+        # our endpoint reuses its socket for the 0-RTT connection: after tshark's second
+        # reading (reread.py) the measured connection decrypts whole
+        ("zerortt-pass", "transfer", "passed", "over 2 connections"),
+        ("zerortt-pass", "resumption", "passed", "connection 2 resumed"),
+        # resuming, aioquic's control and QPACK streams leave in 0-RTT, but no request
+        ("resumption-pass", "zerortt", "failed", "only on unidirectional streams"),
+        # aioquic neither marks ECT nor counts marks
+        ("keyupdate-pass", "ecn", "failed", "the client marked none"),
+        ("handshake-fail", "handshake", "failed", "TLS alert 51"),
+        ("transfer-fail", "transfer", "failed", "and no FIN"),
+        ("rebind-addr-fail", "rebind-addr", "failed", "the client's address never changed"),
+        ("connection-migration-fail", "rebind-port", "passed", "PATH_RESPONSE"),
+    ],
+)
+def test_what_else_a_recording_shows(name, case, verdict, says):
+    r = CASES[case](read(name))
+    assert r.verdict == verdict and says in r.evidence, r.evidence
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_without_its_key_log_a_recording_is_not_measurable(case):
+    r = CASES[case](read("handshake-pass", keys=False))
+    assert r.verdict == "not measurable" and "could be decrypted" in r.evidence
+
+
+def test_gso_super_datagrams_are_read_as_their_segments():
+    c = read("handshake-pass")
+    assert any("GSO super-datagram" in n for n in c.notes)
+    assert all(p.decrypted for d in c.datagrams for p in d.packets)
+    assert any(d.segment for d in c.datagrams)
+
+
+def test_a_late_packet_of_the_first_connection_is_kept_unread():
+    c = read("zerortt-pass")
+    assert any("filed under the wrong connection" in n for n in c.notes)
+    second = [p for d in c.datagrams if d.connection == 1 for p in d.packets if p.type == "1-RTT"]
+    assert sum(not p.decrypted for p in second) == 1
