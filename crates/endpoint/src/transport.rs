@@ -106,7 +106,7 @@ mod tests {
 
     #[test]
     fn local_parameters_are_the_configured_windows_as_json() {
-        let flow = FlowControl { stream_window: 1000, conn_window: 5000, max_streams: 7, udp_buffer: 0 };
+        let flow = FlowControl { stream_window: 1000, conn_window: 5000, max_streams: 7, udp_buffer: 0, no_ecn: false };
         let v: serde_json::Value =
             serde_json::from_str(&local_parameters_json(&flow, &quinn::EndpointConfig::default())).unwrap();
         assert_eq!(v["owner"], "local");
