@@ -619,16 +619,23 @@ mod tests {
         );
     }
 
-    #[test]
-    fn flow_log_lines_carry_each_interval_s_sojourn() {
-        let dir = std::env::temp_dir().join(format!("linkem-flowlog-{}", std::process::id()));
+    /// A flow log in a fresh temporary folder (`tag` names it) and a table with one UDP flow
+    /// toward the client: (folder, log file, the log, the table, the flow's index).
+    fn one_flow_log(tag: &str) -> (std::path::PathBuf, std::path::PathBuf, FlowLog, FlowTable, u32) {
+        let dir = std::env::temp_dir().join(format!("linkem-{tag}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("flows.jsonl");
-        let mut log = FlowLog::create(&path, 1).unwrap();
+        let log = FlowLog::create(&path, 1).unwrap();
         let mut table = FlowTable::default();
         let a = "198.18.2.2".parse().unwrap();
         let b = "198.18.1.2".parse().unwrap();
         let i = table.index_of(&FlowKey { proto: 17, src: a, dst: b, sport: 4433, dport: 51000 });
+        (dir, path, log, table, i)
+    }
+
+    #[test]
+    fn flow_log_lines_carry_each_interval_s_sojourn() {
+        let (dir, path, mut log, mut table, i) = one_flow_log("flowlog");
         let mut snap = DirectionSnapshot::default();
         let publish = |table: &mut FlowTable, snap: &mut DirectionSnapshot| {
             snap.update(&DirectionTotals::default(), table);
@@ -680,14 +687,7 @@ mod tests {
 
     #[test]
     fn ecn_arrivals_and_rewrites_reach_the_stats_and_each_flow_log_line() {
-        let dir = std::env::temp_dir().join(format!("linkem-flowlog-ecn-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("flows.jsonl");
-        let mut log = FlowLog::create(&path, 1).unwrap();
-        let mut table = FlowTable::default();
-        let a = "198.18.2.2".parse().unwrap();
-        let b = "198.18.1.2".parse().unwrap();
-        let i = table.index_of(&FlowKey { proto: 17, src: a, dst: b, sport: 4433, dport: 51000 });
+        let (dir, path, mut log, mut table, i) = one_flow_log("flowlog-ecn");
         let mut snap = DirectionSnapshot::default();
         let mut totals = DirectionTotals::default();
         // interval 1: packets that arrived and are still queued (no counter but these moved)
