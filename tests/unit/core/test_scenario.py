@@ -402,6 +402,13 @@ def test_ecn_on_an_arm_with_another_stacks_quic_is_refused():
         '[[arms]]\nlabel = "h2"\nprotocol = "h2"\n'
     )
     assert 'arm "h3"' in msg and "client chromium" in msg and "own ECN" in msg
+    # an arm that sets ECN for itself leaves the other arms' stacks alone
+    ok = scenario(
+        MINIMAL + '[[arms]]\nlabel = "go"\nprotocol = "h3"\nserver = "quic-go"\nclient = "quic-go"\n'
+        '[[arms]]\nlabel = "tcp-ecn"\nprotocol = "h2"\necn = true\n'
+    )
+    (c,) = ok.cells()
+    assert [c.run_options(a).ecn for a in ok.arms] == [None, True]
 
 
 def test_a_buffer_of_one_bdp_fits_every_rate_of_a_sweep():

@@ -438,11 +438,12 @@ class Scenario(ScenarioBase):
                     )
 
     def _check_ecn(self) -> None:
-        """ECN is switched at both ends or not at all: a QUIC arm whose client or server is
-        not ours would compare one side's switch with the other's own choice."""
-        if not self.options.ecn and all(a.ecn is None for a in self.arms):
-            return
+        """ECN is switched at both ends or not at all: a QUIC arm the switch applies to (every
+        arm when the cells set it, else the arms that set it) whose client or server is not
+        ours would compare one side's switch with the other's own choice."""
         for a in self.arms:
+            if not self.options.ecn and a.ecn is None:
+                continue
             client, server = a.client or self.client, a.server or self.server
             if a.protocol != "h2" and (client.partition("@")[0] not in ("native", OURS) or server != OURS):
                 who = f"client {client}" if client.partition("@")[0] not in ("native", OURS) else f"server {server}"

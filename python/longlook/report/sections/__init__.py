@@ -19,6 +19,7 @@ SECTIONS.register("adaptive_rounds", "longlook.report.sections.adaptive_rounds:s
 SECTIONS.register("client_cpu", "longlook.report.sections.client_cpu:section")
 SECTIONS.register("party_cpu", "longlook.report.sections.party_cpu:section")  # after the client's CPU
 SECTIONS.register("queue", "longlook.report.sections.queue:section")
+SECTIONS.register("ecn", "longlook.report.sections.ecn:section")  # after the queue it marks
 SECTIONS.register("path_changes", "longlook.report.sections.path_changes:section")  # beside the queue
 SECTIONS.register("stacks", "longlook.report.sections.stacks:section")
 SECTIONS.register("states", "longlook.report.sections.states:section")
