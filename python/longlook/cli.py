@@ -16,6 +16,7 @@ from .commands import compare as compare_cmds
 from .commands import export as export_cmds
 from .commands import fairness as fairness_cmds
 from .commands import link as link_cmds
+from .commands import matrix as matrix_cmds
 from .commands import report as report_cmds
 from .commands import reproduce as reproduce_cmds
 from .commands import run as run_cmds
@@ -60,6 +61,7 @@ reproduce_cmds.register(app)
 export_cmds.register(app)
 stacks_cmds.register(app)
 bisect_cmds.register(app)
+matrix_cmds.register(app)
 
 
 def paragraphs(text: str) -> str:

@@ -1,0 +1,102 @@
+"""The QUIC matrix's interoperability grid, read from an experiment whose arms are client x
+server pairs of QUIC stacks (`longlook matrix`): each run's capture (the router's full pcap
+and the run's TLS key log) judged by the interop cases a page load of several objects can
+show (wire.cases), never by exit codes. Per pair and case: passed when every judged run of
+the pair passed, failed with the evidence of the first run that failed, not measurable when
+no run's capture could show it (not decrypted: no key log from either side), and "no run"
+when the pair has no run with a capture.
+
+The page's other grid (performance per pair at 10, 100 and 1000 Mbit/s, CPU and regimes) is
+not built yet."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..wire_runs import judge_run
+
+# what one page load of several objects over HTTP/3 can show, in the interop runner's names
+PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
+NO_RUN = "no run"
+
+
+@dataclass
+class Cell:
+    """One pair's verdict on one case, over its judged runs."""
+
+    verdict: str = NO_RUN
+    passed: int = 0
+    judged: int = 0
+    evidence: str = ""
+
+    def add(self, result: dict) -> None:
+        self.judged += 1
+        if result["verdict"] == "passed":
+            self.passed += 1
+            if self.verdict in (NO_RUN, "not measurable"):
+                self.verdict, self.evidence = "passed", result["evidence"]
+        elif result["verdict"] == "failed":
+            if self.verdict != "failed":
+                self.verdict, self.evidence = "failed", result["evidence"]
+        elif self.verdict == NO_RUN:
+            self.verdict, self.evidence = "not measurable", result["evidence"]
+
+
+@dataclass
+class Matrix:
+    clients: list[str]
+    servers: list[str]
+    cases: tuple[str, ...]
+    cells: dict[tuple[str, str, str], Cell] = field(default_factory=dict)  # (client, server, case)
+
+    def cell(self, client: str, server: str, case: str) -> Cell:
+        return self.cells.setdefault((client, server, case), Cell())
+
+
+def pair_of(run: dict) -> tuple[str, str]:
+    """(client, server) of a run, from the options it ran with."""
+    options = run.get("options") or {}
+    client = options.get("client") or "native"
+    return ("ours" if client == "native" else client), options.get("server") or "ours"
+
+
+def judge(experiment: Path, runs, cases: tuple[str, ...] = PAGE_CASES) -> Matrix:
+    """The grid of an experiment's runs (a store's runs frame): each run with a capture judged
+    by each case (analyses.wire_runs keeps the verdicts beside the run)."""
+    pairs = [pair_of(r) for r in runs.to_dict("records")]
+    m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), cases)
+    for run, (client, server) in zip(runs.to_dict("records"), pairs):
+        for case in cases:
+            result = judge_run(experiment, run, case)
+            if result is not None:
+                m.cell(client, server, case).add(result)
+            else:
+                m.cell(client, server, case)
+    return m
+
+
+MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·"}
+
+
+def markdown(m: Matrix) -> str:
+    """One grid per case (rows: clients, columns: servers), then every failure with its
+    evidence; ✓ passed, ✗ failed, ? not measurable from the capture, · no run."""
+    out = []
+    for case in m.cases:
+        out += [f"### {case}", "", "| client \\ server | " + " | ".join(m.servers) + " |"]
+        out.append("|---|" + "---|" * len(m.servers))
+        for c in m.clients:
+            marks = []
+            for s in m.servers:
+                cell = m.cells.get((c, s, case), Cell())
+                count = f" {cell.passed}/{cell.judged}" if cell.judged else ""
+                marks.append(MARK[cell.verdict] + count)
+            out.append(f"| {c} | " + " | ".join(marks) + " |")
+        out.append("")
+    failures = [(k, v) for k, v in sorted(m.cells.items()) if v.verdict in ("failed", "not measurable")]
+    if failures:
+        out += ["### Evidence", ""]
+        out += [f"- {c} → {s}, {case}: {v.verdict}: {v.evidence}" for (c, s, case), v in failures]
+        out.append("")
+    return "\n".join(out)

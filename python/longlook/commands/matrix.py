@@ -1,0 +1,112 @@
+"""`longlook matrix`: every installed QUIC client against every installed server (ours and
+the stacks'), each pair through the same testbed, interoperability judged on the wire.
+
+The experiment is data: the command writes its scenario (`DIR/matrix.toml`, a page-load
+scenario whose arms are the pairs, with the router's full pcap and the runs' key logs) and
+runs it into `DIR/experiment` (resumable: run it again to continue); then each run's capture
+is judged by the interop cases a page load can show (analyses.matrix) and the grid written to
+`DIR/matrix.md` and `DIR/matrix.json`. `--no-run` only judges what DIR holds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ..errors import LonglookError
+
+WORKLOAD = "10x20k"  # several objects: transfer and multiplexing show on one page
+
+
+def pair_label(client: str, server: str) -> str:
+    return f"{client}_{server}"
+
+
+def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: float) -> str:
+    """A page-load scenario with one arm per client x server pair of `stacks` (`ours` is our
+    endpoint: the native client, our server)."""
+    lines = [
+        "# written by `longlook matrix`: every client x server pair, judged on the wire",
+        'name = "quic-matrix"',
+        f'description = "QUIC interoperability of {len(stacks)} stacks, every client against every server."',
+        "seed = 1",
+        f"rounds = {rounds}",
+        "timeout_s = 30",
+        "retries = 1",
+        f'workloads = ["{WORKLOAD}"]',
+        "",
+        "[options]",
+        "zero_rtt = false",
+        "",
+        "[capture]",
+        'pcap = "full"',
+        "keylog = true",
+        "",
+        "[[links]]",
+        f"rate_mbit = {rate_mbit:g}",
+        f"rtt_ms = {rtt_ms:g}",
+        "buffer_bdp = 1",
+    ]
+    for client in stacks:
+        for server in stacks:
+            lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
+            if client != "ours":
+                lines.append(f'client = "{client}"')
+            if server != "ours":
+                lines.append(f'server = "{server}"')
+    return "\n".join(lines) + "\n"
+
+
+def installed_stacks() -> list[str]:
+    """Ours and every stack installed in the stacks cache, in registry order."""
+    from ..stacks.registry import STACKS, resolve
+
+    return ["ours", *(name for name in STACKS.names() if resolve(name).installed())]
+
+
+def matrix(
+    out: Path = typer.Option(..., "--out", "-o", help="folder: matrix.toml, experiment/, matrix.md, matrix.json"),
+    stack: list[str] = typer.Option(
+        [], "--stack", help="a stack to include, client and server (repeatable); default: ours and every installed one"
+    ),
+    rounds: int = typer.Option(1, "--rounds", min=1, help="runs per pair"),
+    rate: float = typer.Option(20.0, "--rate", help="the link's rate in Mbit/s (a one-BDP buffer)"),
+    rtt: float = typer.Option(20.0, "--rtt", help="the link's round-trip time in ms"),
+    no_run: bool = typer.Option(False, "--no-run", help="measure nothing: judge what --out holds"),
+    link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the link first"),
+) -> None:
+    """Every QUIC client against every server on one emulated path, interoperability judged
+    from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
+    from ..analyses.matrix import judge, markdown
+    from ..core.store import Store
+    from ..stacks.registry import resolve
+    from .run import run_scenario
+
+    stacks = list(dict.fromkeys(stack)) or installed_stacks()
+    for s in stacks:
+        resolve(s)  # an unknown name is one clear error before anything is written
+    out.mkdir(parents=True, exist_ok=True)
+    experiment = out / "experiment"
+    if not no_run:
+        scenario = out / "matrix.toml"
+        scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt))
+        run_scenario(scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix")
+    if not experiment.exists():
+        raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
+    with Store.open(experiment, read_only=True) as store:
+        runs = store.runs_frame()
+    m = judge(experiment, runs)
+    text = "# QUIC matrix: interoperability from the wire\n\n" + markdown(m)
+    (out / "matrix.md").write_text(text)
+    doc = {
+        f"{c} -> {s}": {case: vars(v) for (cc, ss, case), v in m.cells.items() if (cc, ss) == (c, s)}
+        for c in m.clients
+        for s in m.servers
+    }
+    (out / "matrix.json").write_text(json.dumps(doc, indent=1))
+    typer.echo(text)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("matrix")(matrix)

@@ -1,0 +1,34 @@
+"""The QUIC matrix (commands/matrix.py, analyses/matrix): its scenario has one arm per
+client x server pair, and its grid says per pair and case what the runs' captures showed."""
+
+from __future__ import annotations
+
+from longlook.analyses.matrix import Cell, Matrix, markdown, pair_of
+from longlook.commands.matrix import scenario_toml
+from longlook.kinds.pageload import Scenario
+
+
+def test_the_scenario_runs_every_pair_with_a_full_capture():
+    sc = Scenario.from_toml(scenario_toml(["ours", "quic-go"], rounds=2, rate_mbit=20, rtt_ms=20))
+    pairs = {(a.client or "native", a.server or "ours") for a in sc.arms}
+    assert pairs == {("native", "ours"), ("native", "quic-go"), ("quic-go", "ours"), ("quic-go", "quic-go")}
+    assert all(a.protocol == "h3" for a in sc.arms)
+    assert sc.capture.pcap == "full" and sc.capture.keylog and sc.rounds == 2
+    assert pair_of({"options": {"client": "native", "server": "quic-go"}}) == ("ours", "quic-go")
+
+
+def test_a_pair_passes_only_when_every_judged_run_did_and_a_failure_keeps_its_evidence():
+    cell = Cell()
+    cell.add({"verdict": "passed", "evidence": "ok"})
+    cell.add({"verdict": "failed", "evidence": "no FIN on stream 4"})
+    cell.add({"verdict": "passed", "evidence": "ok"})
+    assert (cell.verdict, cell.passed, cell.judged, cell.evidence) == ("failed", 2, 3, "no FIN on stream 4")
+    hidden = Cell()
+    hidden.add({"verdict": "not measurable", "evidence": "not decrypted"})
+    assert hidden.verdict == "not measurable"
+    m = Matrix(["ours", "quic-go"], ["ours"], ("transfer",))
+    m.cells[("ours", "ours", "transfer")] = Cell("passed", 1, 1, "ok")
+    m.cells[("quic-go", "ours", "transfer")] = cell
+    text = markdown(m)
+    assert "| ours | ✓ 1/1 |" in text and "| quic-go | ✗ 2/3 |" in text
+    assert "quic-go → ours, transfer: failed: no FIN on stream 4" in text
