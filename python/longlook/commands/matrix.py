@@ -91,7 +91,15 @@ def matrix(
     if not no_run:
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt))
-        run_scenario(scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix")
+        try:
+            run_scenario(
+                scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix"
+            )
+        except typer.Exit as e:
+            # 1: pairs that never completed a run, which is the matrix's finding, not an
+            # error; an interrupt (128 + signal) stops here, every finished run kept
+            if e.exit_code != 1:
+                raise
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:

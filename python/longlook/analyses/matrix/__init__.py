@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..wire_runs import judge_run
+from ..wire_runs import judge_cases
 
 # what one page load of several objects over HTTP/3 can show, in the interop runner's names
 PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
@@ -67,12 +67,10 @@ def judge(experiment: Path, runs, cases: tuple[str, ...] = PAGE_CASES) -> Matrix
     pairs = [pair_of(r) for r in runs.to_dict("records")]
     m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), cases)
     for run, (client, server) in zip(runs.to_dict("records"), pairs):
-        for case in cases:
-            result = judge_run(experiment, run, case)
+        for case, result in judge_cases(experiment, run, cases).items():
+            cell = m.cell(client, server, case)
             if result is not None:
-                m.cell(client, server, case).add(result)
-            else:
-                m.cell(client, server, case)
+                cell.add(result)
     return m
 
 

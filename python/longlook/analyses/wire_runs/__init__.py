@@ -26,26 +26,39 @@ def _dict(value) -> dict:
 
 
 def judge_run(experiment: Path, run: dict, case: str) -> dict | None:
-    """{"verdict", "evidence"} of `case` on one run's capture; None when the run kept no
-    pcap and key log (nothing to judge) or names no server port. The caller makes sure the
-    pcap is a "full" one (`[capture] pcap`): a headers-only pcap decrypts nothing. A capture
-    tshark cannot read is "not measurable" with its reason, never "failed"."""
-    if case not in CASES:
-        raise LonglookError(f"unknown interop case {case!r}", hint=f"one of: {', '.join(CASES)}")
+    """One case of `judge_cases`."""
+    return judge_cases(experiment, run, (case,))[case]
+
+
+def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str, dict | None]:
+    """case -> {"verdict", "evidence"} on one run's capture, the capture read once for all
+    the cases not kept yet; None for every case when the run kept no pcap and key log
+    (nothing to judge) or names no server port. The caller makes sure the pcap is a "full"
+    one (`[capture] pcap`): a headers-only pcap decrypts nothing. A capture tshark cannot
+    read is "not measurable" with its reason, never "failed"."""
+    for case in cases:
+        if case not in CASES:
+            raise LonglookError(f"unknown interop case {case!r}", hint=f"one of: {', '.join(CASES)}")
     artifacts, details = _dict(run.get("artifacts")), _dict(run.get("details"))
-    if "pcap" not in artifacts or "keylog" not in artifacts:
-        return None
     port = urlsplit(details.get("url") or "").port
-    if port is None:
-        return None
+    if "pcap" not in artifacts or "keylog" not in artifacts or port is None:
+        return dict.fromkeys(cases)
     pcap = Path(experiment) / artifacts["pcap"]
-    cache = pcap.parent / CACHE.format(case=case)
-    if cache.is_file():
-        return json.loads(cache.read_text())
-    try:
-        result = check(case, read_capture(pcap, Path(experiment) / artifacts["keylog"], port))
-        out = {"verdict": result.verdict, "evidence": result.evidence}
-    except LonglookError as e:
-        out = {"verdict": "not measurable", "evidence": f"{e.message} ({e.hint})" if e.hint else e.message}
-    cache.write_text(json.dumps(out))
-    return out
+    out: dict[str, dict | None] = {}
+    for case in cases:
+        cache = pcap.parent / CACHE.format(case=case)
+        if cache.is_file():
+            out[case] = json.loads(cache.read_text())
+    todo = [c for c in cases if c not in out]
+    if todo:
+        try:
+            capture = read_capture(pcap, Path(experiment) / artifacts["keylog"], port)
+            results = {c: check(c, capture) for c in todo}
+            fresh = {c: {"verdict": r.verdict, "evidence": r.evidence} for c, r in results.items()}
+        except LonglookError as e:
+            why = f"{e.message} ({e.hint})" if e.hint else e.message
+            fresh = {c: {"verdict": "not measurable", "evidence": why} for c in todo}
+        for c, result in fresh.items():
+            (pcap.parent / CACHE.format(case=c)).write_text(json.dumps(result))
+        out.update(fresh)
+    return {c: out[c] for c in cases}
