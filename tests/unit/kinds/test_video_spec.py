@@ -54,3 +54,22 @@ def test_bad_input_is_one_error_naming_the_field(extra, words):
     with pytest.raises(LonglookError) as e:
         parse_scenario(BASE.format(extra=extra))
     assert words in str(e.value)
+
+
+def test_the_ecn_switch_is_the_native_player_s_and_reaches_the_server():
+    from types import SimpleNamespace
+
+    from longlook.kinds.video.serving import VideoServerOptions
+
+    off = parse_scenario(BASE.format(extra="ecn = false"))
+    assert off.ecn is False and parse_scenario(BASE.format(extra="")).ecn is None
+    with pytest.raises(LonglookError) as e:
+        parse_scenario(BASE.format(extra='ecn = true\nplayers = ["native", "dashjs"]'))
+    assert "dash.js plays in Chromium" in str(e.value)
+    seen = {}
+    pool = SimpleNamespace(get=lambda spec, options: seen.setdefault("options", options) and (4433, None))
+    ctx = SimpleNamespace(scenario=off, arm=off.arm_list()[0], session={"servers": pool})
+    from longlook.kinds.video.serving import server_for
+
+    server_for(ctx, "/clip")
+    assert isinstance(seen["options"], VideoServerOptions) and "--no-ecn" in seen["options"].argv()

@@ -9,6 +9,7 @@ from ...core.kind import Measurement, RunContext
 from ...stacks.endpoint import SERVER_ADDR
 from ...stacks.registry import is_stack, resolve
 from ...stacks.race import race_measures
+from ...testbed.tcp_ecn import tcp_ecn
 from .dashjs import _tcp_share_series
 from .native.player import play
 from .native.session import EndpointSession
@@ -23,23 +24,26 @@ def measure_native(ctx: RunContext) -> Measurement:
     racing = protocol == "race"  # the racing client: each segment's protocol is its own
     timeout = ctx.scenario.run_timeout_s()
     client_spec = ctx.scenario.stacks_of(ctx.arm)[1]
-    session = EndpointSession(
-        ctx.testbed,
-        url=f"https://{SERVER_ADDR}:{port}/",
-        protocol=protocol,
-        run_id=ctx.run_id,
-        cert_dir=ctx.session["servers"].cert_dir,
-        out=ctx.run_dir / "session.json",
-        timeout_s=timeout + 30,
-        stderr_path=ctx.run_dir / "client.stderr",
-        race_argv=ctx.scenario.race.argv() if racing else None,
-        keylog=ctx.keylog,
-        binary=resolve(client_spec).binary if is_stack(client_spec) else None,
-    )
-    try:
-        run = play(session, manifest, "/", rule=ctx.cell.abr, timeout_s=timeout)
-    finally:
-        result = session.close()
+    # the kernel's TCP ECN is read at the handshake: set before the client starts
+    with tcp_ecn(ctx.testbed, ctx.scenario.ecn if protocol != "h3" else None):
+        session = EndpointSession(
+            ctx.testbed,
+            url=f"https://{SERVER_ADDR}:{port}/",
+            protocol=protocol,
+            run_id=ctx.run_id,
+            cert_dir=ctx.session["servers"].cert_dir,
+            out=ctx.run_dir / "session.json",
+            timeout_s=timeout + 30,
+            stderr_path=ctx.run_dir / "client.stderr",
+            race_argv=ctx.scenario.race.argv() if racing else None,
+            keylog=ctx.keylog,
+            binary=resolve(client_spec).binary if is_stack(client_spec) else None,
+            ecn=ctx.scenario.ecn is not False,
+        )
+        try:
+            run = play(session, manifest, "/", rule=ctx.cell.abr, timeout_s=timeout)
+        finally:
+            result = session.close()
     ctx.testbed.check()
     negotiated = result.document.get("protocol")
     for r in run.requests:

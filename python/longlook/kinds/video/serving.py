@@ -21,4 +21,5 @@ class VideoServerOptions(ServerOptions):
 def server_for(ctx, root) -> tuple[int, object]:
     """The arm's server (ours or ours@VERSION) serving the clip's folder."""
     spec = ctx.scenario.stacks_of(ctx.arm)[0]
-    return ctx.session["servers"].get(spec, options=VideoServerOptions(root=str(root)))
+    ecn = getattr(ctx.scenario, "ecn", None) is not False
+    return ctx.session["servers"].get(spec, options=VideoServerOptions(root=str(root), ecn=ecn))

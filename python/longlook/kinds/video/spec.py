@@ -128,6 +128,10 @@ class VideoScenario(ScenarioBase):
     max_dropped_frames: float = Field(default=0.05, ge=0, le=1, strict=True)
     # a randomised onset of a QUIC-breaking middlebox per QUIC-enabled session (intervention.py)
     intervention: Intervention | None = None
+    # ECN at both ends for every arm (docs/aqm.md "The ECN switch"): on, kernel TCP asks for it
+    # and our QUIC marks ECT(0); off, neither; unset, each side's default (quinn marks, TCP
+    # never asks). The native player only: dash.js plays in Chromium, whose QUIC has its own.
+    ecn: bool | None = None
     server: ServerSpec = OURS  # every arm's server: ours or ours@VERSION
     client: ClientSpec = NATIVE  # the native player's client (dash.js runs Chromium's)
     # releases as arms (stacks/builds/release_arms.py): "ours@0.11.13..0.11.19" or a list;
@@ -153,6 +157,11 @@ class VideoScenario(ScenarioBase):
                 raise ValueError(f"{name}: give each value once, at least one")
         if len(self.protocols) < 2 or "h2" not in self.protocols:
             raise ValueError('protocols: a comparison needs h2 and h3 or race, e.g. ["h3", "h2"]')
+        if self.ecn is not None and set(self.players) != {"native"}:
+            raise ValueError(
+                "ecn: switched in our endpoint and the kernel's TCP only, and dash.js plays in Chromium, whose "
+                'QUIC has its own ECN; set players = ["native"], or remove ecn'
+            )
         if "race" in self.protocols and set(self.players) != {"native"}:
             raise ValueError(
                 'protocols: "race" is the native player\'s racing client; dash.js in '

@@ -47,8 +47,10 @@ class EndpointSession:
         race_argv: list[str] | None = None,
         keylog: Path | None = None,
         binary: Path | None = None,
+        ecn: bool = True,
     ):
-        # `binary`: another build of the endpoint (ours@VERSION); default the workspace's
+        # `binary`: another build of the endpoint (ours@VERSION); default the workspace's;
+        # `ecn` False: its QUIC datagrams are sent not-ECT
         argv = [
             str(binary or find_binary("endpoint")),
             "fetch",
@@ -70,6 +72,8 @@ class EndpointSession:
         ]
         if keylog is not None:  # [capture] keylog
             argv += ["--keylog", str(keylog)]
+        if not ecn:
+            argv.append("--no-ecn")
         self.protocol = protocol
         self.out = out
         self.started = time.monotonic()
