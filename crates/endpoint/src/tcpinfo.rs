@@ -226,6 +226,8 @@ pub fn spawn_sampler(
         let mut last_metrics: Option<Metrics> = None;
         let mut samples = 0u64;
         let mut last_info: Option<TcpInfo> = None;
+        // the largest window the peer advertised: whether its receive buffer reached its cap
+        let mut snd_wnd_max = 0u32;
         loop {
             let done = tokio::select! {
                 _ = tick.tick() => false,
@@ -242,6 +244,7 @@ pub fn spawn_sampler(
             let now = Instant::now();
             if let Ok(info) = tcp_info(owned.as_raw_fd()) {
                 samples += 1;
+                snd_wnd_max = snd_wnd_max.max(info.snd_wnd);
                 last_info = Some(info);
                 if last_state.is_none() || (trace.is_none() && last_state != Some(info.ca_state)) {
                     let old = last_state.map(ca_state_name).unwrap_or("Init");
@@ -271,7 +274,7 @@ pub fn spawn_sampler(
                 }
             }
             if done {
-                q.event(now, "longlook:tcp_info_summary", &summary_json(samples, last_info.as_ref()));
+                q.event(now, "longlook:tcp_info_summary", &summary_json(samples, snd_wnd_max, last_info.as_ref()));
                 q.flush();
                 break;
             }
@@ -285,18 +288,20 @@ const TCPI_OPT_ECN: u8 = 8;
 
 /// `longlook:tcp_info_summary`: the final sample's loss accounting and ECN. Fields a kernel does not
 /// fill (older than 5.0 for dsack_dups / reord_seen) read 0.
-fn summary_json(samples: u64, last: Option<&TcpInfo>) -> String {
+fn summary_json(samples: u64, snd_wnd_max: u32, last: Option<&TcpInfo>) -> String {
     match last {
         None => format!("{{\"samples\":{samples}}}"),
         Some(i) => format!(
-            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{},\"busy_time_us\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{},\"ecn\":{},\"delivered_ce\":{}}}",
+            "{{\"samples\":{samples},\"total_retrans\":{},\"bytes_retrans\":{},\"dsack_dups\":{},\"reord_seen\":{},\"reordering\":{},\"data_segs_out\":{},\"segs_out\":{},\"bytes_sent\":{},\"delivered\":{},\"mss\":{},\"busy_time_us\":{},\"rwnd_limited_us\":{},\"sndbuf_limited_us\":{},\"ecn\":{},\"delivered_ce\":{},\"snd_wnd_max\":{}}}",
             i.total_retrans, i.bytes_retrans, i.dsack_dups, i.reord_seen, i.reordering,
             i.data_segs_out, i.segs_out, i.bytes_sent, i.delivered, i.snd_mss,
             // the kernel's chrono (Linux >= 4.9): time sending, and limited by the peer's
             // window or this socket's send buffer; the audit reads a host buffer cap from them
             i.busy_time, i.rwnd_limited, i.sndbuf_limited,
             // whether the handshake negotiated ECN, and the packets delivered CE-marked
-            i.options & TCPI_OPT_ECN != 0, i.delivered_ce),
+            i.options & TCPI_OPT_ECN != 0, i.delivered_ce,
+            // the peer's largest advertised window over the samples (tcpi_snd_wnd, Linux >= 5.4)
+            snd_wnd_max),
     }
 }
 
@@ -313,9 +318,12 @@ mod tests {
         assert_eq!(ca_state_name(info.ca_state), "Open");
         assert!(info.snd_cwnd > 0 && info.snd_mss > 0);
         assert!(get_congestion_control(c.as_raw_fd()).is_ok());
-        let summary: serde_json::Value = serde_json::from_str(&summary_json(1, Some(&info))).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(&summary_json(1, info.snd_wnd, Some(&info))).unwrap();
         assert_eq!(summary["dsack_dups"], 0);
         assert!(summary["mss"].as_u64().unwrap() > 0);
+        // a fresh loopback connection: no ECN asked (the host's default), the peer's window known
+        assert_eq!(summary["ecn"], false);
+        assert!(summary["snd_wnd_max"].as_u64().unwrap() > 0);
     }
 
     #[test]

@@ -366,25 +366,35 @@ def tcp_summary(tcp_log: Path | None, wait_s: float = TCP_SUMMARY_WAIT_S) -> dic
     return read_qlog(tcp_log).last("longlook:tcp_info_summary") or {}
 
 
-def host_buffer_reasons(tcp_log: Path | None) -> list[str]:
+# the share of the receive buffer a full advertised window reaches (tcp_adv_win_scale's 1/2,
+# Linux's scaling_ratio up to about 3/4): a window this close to the cap is the cap
+RWND_CAP_SHARE = 0.45
+
+
+def host_buffer_reasons(tcp_log: Path | None, rmem_max: int | None = None) -> list[str]:
     """A TCP sender held back by a host buffer measured the host, not the path: its send
     buffer (sndbuf_limited) or the receiver's buffer behind the window it advertised
     (rwnd_limited), from the kernel's chrono in our server's `longlook:tcp_info_summary`.
-    It reads the summary only if the server has written it by now (wait_s 0), as it always
-    has: waited for, the summary flags 10-13% rwnd-limited h2 loads of 10 x 100 KB at 10 Mbit/s
-    behind a 4-BDP buffer (receive autotuning catching up with a queue-inflated RTT), which
-    is TCP's own behaviour, not a host cap; the rule needs that distinction first."""
-    summary = tcp_summary(tcp_log, wait_s=0.0)
+    A receive window is a host cap only when it reached the buffer the testbed gave the
+    receiver (`rmem_max`: its tcp_rmem maximum; the summary's largest advertised window
+    `snd_wnd_max` at RWND_CAP_SHARE of it or more): a window still growing by autotuning
+    behind a queue-inflated RTT is TCP's own behaviour (10 x 100 KB loads at 10 Mbit/s behind
+    a 4-BDP buffer spent 10-13% rwnd-limited so). Without either figure (an older endpoint),
+    rwnd limits are not called a cap."""
+    summary = tcp_summary(tcp_log)
     busy = summary.get("busy_time_us") or 0
     if busy <= 0:
         return []
+    window, capped = summary.get("snd_wnd_max"), False
+    if window is not None and rmem_max:
+        capped = window >= RWND_CAP_SHARE * rmem_max
     out = []
-    for key, whose in (
-        ("sndbuf_limited_us", "the server's send buffer"),
-        ("rwnd_limited_us", "the client's receive buffer (the window it advertised)"),
+    for key, whose, counts in (
+        ("sndbuf_limited_us", "the server's send buffer", True),
+        ("rwnd_limited_us", "the client's receive buffer (the window it advertised)", capped),
     ):
         share = (summary.get(key) or 0) / busy
-        if share > HOST_BUFFER_LIMITED_SHARE:
+        if counts and share > HOST_BUFFER_LIMITED_SHARE:
             out.append(f"window-limited by a host buffer: {whose} held TCP back {share:.0%} of its sending time")
     return out
 

@@ -59,3 +59,17 @@ def test_a_tcp_run_whose_handshake_did_not_do_what_its_ecn_switch_said_is_flagge
     assert tcp_ecn_check(plain, asked=False)[1] == []
     # an endpoint older than the switch says nothing, and nothing is claimed for it
     assert tcp_ecn_check(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3), asked=True) == ({}, [])
+
+
+def test_a_receive_window_is_a_host_cap_only_when_it_reached_the_receiver_s_buffer(tmp_path: Path):
+    # 30% of the sending time receive-window limited, the receiver's buffer 2 MB
+    def log(name: str, **more) -> Path:
+        return _tcp_log(tmp_path / name, busy_time_us=1_000_000, sndbuf_limited_us=0, rwnd_limited_us=300_000, **more)
+
+    capped = host_buffer_reasons(log("a.tcp.sqlog", snd_wnd_max=1_000_000), rmem_max=2_000_000)
+    assert len(capped) == 1 and "receive buffer" in capped[0] and "30%" in capped[0]
+    # a window still growing (autotuning behind a queue-inflated RTT) is TCP's own behaviour
+    assert host_buffer_reasons(log("b.tcp.sqlog", snd_wnd_max=100_000), rmem_max=2_000_000) == []
+    # without the window or the buffer nothing is called a cap
+    assert host_buffer_reasons(log("c.tcp.sqlog"), rmem_max=2_000_000) == []
+    assert host_buffer_reasons(log("d.tcp.sqlog", snd_wnd_max=1_000_000)) == []

@@ -123,7 +123,9 @@ def measure(ctx: RunContext) -> Measurement:
         artifacts=artifacts,
     )
     if "tcp_log" in artifacts:
-        m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"])
+        buffers = getattr(ctx.testbed, "host_buffers", None)
+        rmem_max = buffers.tcp_rmem_max if buffers is not None else None
+        m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"], rmem_max)
         if opts.ecn is not None:
             figures, reasons = tcp_ecn_check(ctx.run_dir / artifacts["tcp_log"], opts.ecn)
             m.details.update(figures)
