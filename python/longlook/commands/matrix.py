@@ -55,6 +55,15 @@ def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: f
                 lines.append(f'client = "{client}"')
             if server != "ours":
                 lines.append(f'server = "{server}"')
+    # our client can be asked for a resumed 0-RTT connection (a warm-up connection for the
+    # ticket, then the measured one): one more arm per server; the stacks' clients have no
+    # such switch in their adapters yet
+    if "ours" in stacks:
+        for server in stacks:
+            lines += ["", "[[arms]]", f'label = "{pair_label("ours", server)}_0rtt"', 'protocol = "h3"']
+            lines.append("zero_rtt = true")
+            if server != "ours":
+                lines.append(f'server = "{server}"')
     return "\n".join(lines) + "\n"
 
 

@@ -15,6 +15,14 @@ def test_the_scenario_runs_every_pair_with_a_full_capture():
     assert all(a.protocol == "h3" for a in sc.arms)
     assert sc.capture.pcap == "full" and sc.capture.keylog and sc.rounds == 2
     assert pair_of({"options": {"client": "native", "server": "quic-go"}}) == ("ours", "quic-go")
+    # our client also resumes with 0-RTT against each server: one more arm each
+    resumed = [a for a in sc.arms if a.zero_rtt]
+    assert [(a.label, a.server or "ours") for a in resumed] == [
+        ("ours_ours_0rtt", "ours"),
+        ("ours_quic-go_0rtt", "quic-go"),
+    ]
+    (cell,) = sc.cells()
+    assert cell.run_options(resumed[1]).zero_rtt and not cell.run_options(sc.arms[0]).zero_rtt
 
 
 def test_a_pair_passes_only_when_every_judged_run_did_and_a_failure_keeps_its_evidence():
@@ -32,3 +40,27 @@ def test_a_pair_passes_only_when_every_judged_run_did_and_a_failure_keeps_its_ev
     text = markdown(m)
     assert "| ours | ✓ 1/1 |" in text and "| quic-go | ✗ 2/3 |" in text
     assert "quic-go → ours, transfer: failed: no FIN on stream 4" in text
+
+
+def test_a_resumed_run_is_judged_for_resumption_and_0rtt_and_the_others_for_the_page(monkeypatch, tmp_path):
+    import pandas as pd
+
+    from longlook.analyses import matrix
+
+    asked = []
+
+    def fake(experiment, run, cases):
+        asked.append((run["arm"], cases))
+        return {c: {"verdict": "passed", "evidence": "seen"} for c in cases}
+
+    monkeypatch.setattr(matrix, "judge_cases", fake)
+    runs = pd.DataFrame(
+        [
+            {"arm": "ours_quic-go", "options": {"client": "native", "server": "quic-go", "zero_rtt": False}},
+            {"arm": "ours_quic-go_0rtt", "options": {"client": "native", "server": "quic-go", "zero_rtt": True}},
+        ]
+    )
+    m = matrix.judge(tmp_path, runs)
+    assert asked == [("ours_quic-go", matrix.PAGE_CASES), ("ours_quic-go_0rtt", matrix.RESUMED_CASES)]
+    assert m.cells[("ours", "quic-go", "zerortt")].verdict == "passed"
+    assert m.cells[("ours", "quic-go", "handshake")].verdict == "passed"

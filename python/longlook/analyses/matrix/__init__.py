@@ -6,6 +6,7 @@ the pair passed, failed with the evidence of the first run that failed, not meas
 no run's capture could show it (not decrypted: no key log from either side), and "no run"
 when the pair has no run with a capture.
 
+Our client also runs one resumed 0-RTT connection per server, judged for resumption and 0-RTT.
 The page's other grid (performance per pair at 10, 100 and 1000 Mbit/s, CPU and regimes) is
 not built yet."""
 
@@ -18,6 +19,9 @@ from ..wire_runs import judge_cases
 
 # what one page load of several objects over HTTP/3 can show, in the interop runner's names
 PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
+# what a run whose client resumed its session with 0-RTT shows (a warm-up connection, then the
+# measured one: two handshakes, so the page's cases are judged on the other runs)
+RESUMED_CASES = ("resumption", "zerortt")
 NO_RUN = "no run"
 
 
@@ -61,12 +65,19 @@ def pair_of(run: dict) -> tuple[str, str]:
     return ("ours" if client == "native" else client), options.get("server") or "ours"
 
 
-def judge(experiment: Path, runs, cases: tuple[str, ...] = PAGE_CASES) -> Matrix:
+def resumed(run: dict) -> bool:
+    return bool((run.get("options") or {}).get("zero_rtt"))
+
+
+def judge(experiment: Path, runs) -> Matrix:
     """The grid of an experiment's runs (a store's runs frame): each run with a capture judged
-    by each case (analyses.wire_runs keeps the verdicts beside the run)."""
-    pairs = [pair_of(r) for r in runs.to_dict("records")]
-    m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), cases)
-    for run, (client, server) in zip(runs.to_dict("records"), pairs):
+    by the cases it can show (a resumed run by RESUMED_CASES, the others by PAGE_CASES;
+    analyses.wire_runs keeps the verdicts beside the run)."""
+    records = runs.to_dict("records")
+    pairs = [pair_of(r) for r in records]
+    m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), PAGE_CASES + RESUMED_CASES)
+    for run, (client, server) in zip(records, pairs):
+        cases = RESUMED_CASES if resumed(run) else PAGE_CASES
         for case, result in judge_cases(experiment, run, cases).items():
             cell = m.cell(client, server, case)
             if result is not None:
@@ -75,12 +86,17 @@ def judge(experiment: Path, runs, cases: tuple[str, ...] = PAGE_CASES) -> Matrix
 
 
 MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·"}
+LEGEND = (
+    "✓ passed in every judged run (k/n: runs passed of runs judged), ✗ failed (evidence below), "
+    "? the capture could not show it (not decrypted), · not run: for resumption and 0-RTT, only our "
+    "client is asked for them (the stacks' client adapters have no switch for it yet)"
+)
 
 
 def markdown(m: Matrix) -> str:
     """One grid per case (rows: clients, columns: servers), then every failure with its
     evidence; ✓ passed, ✗ failed, ? not measurable from the capture, · no run."""
-    out = []
+    out = [LEGEND, ""]
     for case in m.cases:
         out += [f"### {case}", "", "| client \\ server | " + " | ".join(m.servers) + " |"]
         out.append("|---|" + "---|" * len(m.servers))
