@@ -23,6 +23,19 @@ def pair_label(client: str, server: str) -> str:
     return f"{client}_{server}"
 
 
+def pair_arms(stacks: list[str]) -> list[str]:
+    """One h3 arm per client x server pair of `stacks` (`ours`: the native client, our server)."""
+    lines = []
+    for client in stacks:
+        for server in stacks:
+            lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
+            if client != "ours":
+                lines.append(f'client = "{client}"')
+            if server != "ours":
+                lines.append(f'server = "{server}"')
+    return lines
+
+
 def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: float) -> str:
     """A page-load scenario with one arm per client x server pair of `stacks` (`ours` is our
     endpoint: the native client, our server)."""
@@ -48,13 +61,7 @@ def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: f
         f"rtt_ms = {rtt_ms:g}",
         "buffer_bdp = 1",
     ]
-    for client in stacks:
-        for server in stacks:
-            lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
-            if client != "ours":
-                lines.append(f'client = "{client}"')
-            if server != "ours":
-                lines.append(f'server = "{server}"')
+    lines += pair_arms(stacks)
     # our client can be asked for a resumed 0-RTT connection (a warm-up connection for the
     # ticket, then the measured one): one more arm per server; the stacks' clients have no
     # such switch in their adapters yet
@@ -65,6 +72,56 @@ def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: f
             if server != "ours":
                 lines.append(f'server = "{server}"')
     return "\n".join(lines) + "\n"
+
+
+# a bulk object a few seconds long at each rate of the performance grid (slow start a
+# small part of it): 4 s at 10 and 100 Mbit/s, 1.6 s at 1 Gbit/s
+PERF_SIZES = {10.0: "5m", 100.0: "50m", 1000.0: "200m"}
+
+
+def perf_size(rate_mbit: float) -> str:
+    if rate_mbit in PERF_SIZES:
+        return PERF_SIZES[rate_mbit]
+    return f"{max(1, round(rate_mbit * 4 / 8))}m"  # about 4 s at the rate
+
+
+def perf_scenario_toml(stacks: list[str], *, rate_mbit: float, rounds: int, rtt_ms: float) -> str:
+    """The performance grid's scenario at one rate: every pair downloads one bulk object over
+    a path of that rate with a one-BDP buffer, the servers' per-connection logs off (their
+    cost would be counted as the stack's CPU)."""
+    lines = [
+        "# written by `longlook matrix --perf`: every client x server pair, a bulk download",
+        f'name = "quic-matrix-perf-{rate_mbit:g}"',
+        f'description = "QUIC matrix performance at {rate_mbit:g} Mbit/s: every client against every server."',
+        "seed = 1",
+        f"rounds = {rounds}",
+        "timeout_s = 60",
+        "retries = 1",
+        "server_logs = false",
+        f'workloads = ["bulk:{perf_size(rate_mbit)}"]',
+        "",
+        "[options]",
+        "zero_rtt = false",
+        "",
+        "[[links]]",
+        f"rate_mbit = {rate_mbit:g}",
+        f"rtt_ms = {rtt_ms:g}",
+        "buffer_bdp = 1",
+    ]
+    lines += pair_arms(stacks)
+    return "\n".join(lines) + "\n"
+
+
+def _run(scenario: Path, experiment: Path, link_check: bool) -> None:
+    from .run import run_scenario
+
+    try:
+        run_scenario(scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix")
+    except typer.Exit as e:
+        # 1: pairs that never completed a run, which is the matrix's finding, not an error; an
+        # interrupt (128 + signal) stops here, every finished run kept
+        if e.exit_code != 1:
+            raise
 
 
 def installed_stacks() -> list[str]:
@@ -83,14 +140,18 @@ def matrix(
     rate: float = typer.Option(20.0, "--rate", help="the link's rate in Mbit/s (a one-BDP buffer)"),
     rtt: float = typer.Option(20.0, "--rtt", help="the link's round-trip time in ms"),
     no_run: bool = typer.Option(False, "--no-run", help="measure nothing: judge what --out holds"),
+    perf: list[float] = typer.Option(
+        [], "--perf", help="also the performance grid at this rate in Mbit/s (repeatable: 10, 100, 1000)"
+    ),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the link first"),
 ) -> None:
     """Every QUIC client against every server on one emulated path, interoperability judged
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
     from ..analyses.matrix import judge, markdown
+    from ..analyses.matrix.perf import perf_grid, perf_markdown
     from ..core.store import Store
     from ..stacks.registry import resolve
-    from .run import run_scenario
+    from ..units import parse_size
 
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
     for s in stacks:
@@ -100,26 +161,33 @@ def matrix(
     if not no_run:
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt))
-        try:
-            run_scenario(
-                scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix"
-            )
-        except typer.Exit as e:
-            # 1: pairs that never completed a run, which is the matrix's finding, not an
-            # error; an interrupt (128 + signal) stops here, every finished run kept
-            if e.exit_code != 1:
-                raise
+        _run(scenario, experiment, link_check)
+        for r in perf:
+            perf_file = out / f"perf-{r:g}.toml"
+            perf_file.write_text(perf_scenario_toml(stacks, rate_mbit=r, rounds=rounds, rtt_ms=rtt))
+            _run(perf_file, out / f"perf-{r:g}", link_check)
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:
         runs = store.runs_frame()
     m = judge(experiment, runs)
     text = "# QUIC matrix: interoperability from the wire\n\n" + markdown(m)
+    grids = {}
+    perf_dirs = [p for p in out.glob("perf-*") if p.is_dir()]
+    for folder in sorted(perf_dirs, key=lambda p: float(p.name.split("-", 1)[1])):
+        r = float(folder.name.split("-", 1)[1])
+        with Store.open(folder, read_only=True) as store:
+            grids[r] = perf_grid(store.runs_frame(), r, parse_size(perf_size(r)))
+    if grids:
+        text += "\n## Performance\n\n" + perf_markdown(grids, m.clients, m.servers)
     (out / "matrix.md").write_text(text)
     doc = {
         f"{c} -> {s}": {case: vars(v) for (cc, ss, case), v in m.cells.items() if (cc, ss) == (c, s)}
         for c in m.clients
         for s in m.servers
+    }
+    doc["performance"] = {
+        f"{r:g}": {f"{c} -> {sv}": vars(p) for (c, sv), p in grid.items()} for r, grid in grids.items()
     }
     (out / "matrix.json").write_text(json.dumps(doc, indent=1))
     typer.echo(text)

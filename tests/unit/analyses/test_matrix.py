@@ -64,3 +64,37 @@ def test_a_resumed_run_is_judged_for_resumption_and_0rtt_and_the_others_for_the_
     assert asked == [("ours_quic-go", matrix.PAGE_CASES), ("ours_quic-go_0rtt", matrix.RESUMED_CASES)]
     assert m.cells[("ours", "quic-go", "zerortt")].verdict == "passed"
     assert m.cells[("ours", "quic-go", "handshake")].verdict == "passed"
+
+
+def test_the_performance_grid_names_each_pair_s_regime():
+    import pandas as pd
+
+    from longlook.analyses.matrix.perf import perf_grid, perf_markdown, regime
+    from longlook.commands.matrix import perf_scenario_toml, perf_size
+
+    sc = Scenario.from_toml(perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=1, rtt_ms=20))
+    assert [w.label for w in sc.workloads] == ["bulk-200m"] and not sc.server_logs and len(sc.arms) == 4
+    assert perf_size(10) == "5m" and perf_size(40) == "20m"
+    assert regime(900, 1000, {"client": 0.3, "server": 0.9, "emulator": 0.5}) == "path"
+    assert regime(500, 1000, {"client": 0.3, "server": 0.95, "emulator": 0.5}) == "CPU: server"
+    assert regime(500, 1000, {"client": 0.3, "server": 0.5, "emulator": 0.5}) == "other"
+
+    def run(server, plt_ms, server_share, flagged=False):
+        return {
+            "options": {"client": "native", "server": server},
+            "status": "ok",
+            "audit_flagged": flagged,
+            "plt_ms": plt_ms,
+            "client_cpu_share": 0.2,
+            "server_cpu_share": server_share,
+            "router_cpu_share": 0.4,
+            "client_cpu_s_per_mb": 0.01,
+            "server_cpu_s_per_mb": 0.02,
+        }
+
+    runs = pd.DataFrame([run("ours", 1800, 0.5), run("quic-go", 3600, 0.97), run("quic-go", 100, 0.1, flagged=True)])
+    grid = perf_grid(runs, 1000, 200_000_000)
+    assert grid[("ours", "ours")].regime == "path" and round(grid[("ours", "ours")].goodput_mbit) == 889
+    assert grid[("ours", "quic-go")].regime == "CPU: server" and grid[("ours", "quic-go")].runs == 1
+    text = perf_markdown({1000.0: grid}, ["ours"], ["ours", "quic-go"])
+    assert "| ours | 889 path | 444 CPU: server |" in text
