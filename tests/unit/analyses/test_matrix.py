@@ -92,9 +92,14 @@ def test_the_performance_grid_names_each_pair_s_regime():
             "server_cpu_s_per_mb": 0.02,
         }
 
-    runs = pd.DataFrame([run("ours", 1800, 0.5), run("quic-go", 3600, 0.97), run("quic-go", 100, 0.1, flagged=True)])
+    stalled = {**run("aioquic", 900, 0.9, flagged=True), "options": {"client": "native", "server": "aioquic"}}
+    stalled["audit_reasons"] = "machine stalled 20.4 ms (limit 5 ms); 40 UDP datagrams dropped"
+    runs = pd.DataFrame(
+        [run("ours", 1800, 0.5), run("quic-go", 3600, 0.97), run("quic-go", 100, 0.1, flagged=True), stalled]
+    )
     grid = perf_grid(runs, 1000, 200_000_000)
     assert grid[("ours", "ours")].regime == "path" and round(grid[("ours", "ours")].goodput_mbit) == 889
     assert grid[("ours", "quic-go")].regime == "CPU: server" and grid[("ours", "quic-go")].runs == 1
-    text = perf_markdown({1000.0: grid}, ["ours"], ["ours", "quic-go"])
-    assert "| ours | 889 path | 444 CPU: server |" in text
+    assert grid[("ours", "aioquic")].regime == "flagged: machine stalled 20.4 ms (limit 5 ms)"
+    text = perf_markdown({1000.0: grid}, ["ours"], ["ours", "quic-go", "aioquic"])
+    assert "| ours | 889 path | 444 CPU: server | flagged: machine stalled 20.4 ms (limit 5 ms) |" in text

@@ -51,9 +51,18 @@ def _median(frame: pd.DataFrame, column: str) -> float:
 
 
 def perf_grid(runs: pd.DataFrame, rate_mbit: float, object_bytes: int) -> dict[tuple[str, str], Perf]:
-    """(client, server) -> Perf over the counted runs of one rate's experiment."""
-    counted = runs[(runs["status"] == "ok") & ~runs["audit_flagged"].fillna(False).astype(bool)]
+    """(client, server) -> Perf over the counted runs of one rate's experiment; a pair whose
+    every completed run its path audit flagged says so with the first reason (a stack that
+    keeps this 2-vCPU machine busy stalls linkem too: that is its regime, not a number)."""
+    flagged = runs["audit_flagged"].fillna(False).astype(bool)
+    counted = runs[(runs["status"] == "ok") & ~flagged]
     out: dict[tuple[str, str], Perf] = {}
+    for run in runs[(runs["status"] == "ok") & flagged].to_dict("records"):
+        reasons = run.get("audit_reasons")
+        first = (reasons[0] if isinstance(reasons, (list, tuple)) and len(reasons) else str(reasons or "")).split(";")[
+            0
+        ]
+        out.setdefault(pair_of(run), Perf(0, math.nan, math.nan, math.nan, f"flagged: {first.strip()}"))
     if counted.empty:
         return out
     counted = counted.assign(
@@ -85,7 +94,12 @@ def perf_markdown(grids: dict[float, dict[tuple[str, str], Perf]], clients: list
         out += ["| client \\ server | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
         for c in clients:
             cells = [
-                f"{p.goodput_mbit:.0f} {p.regime}" if (p := grid.get((c, s))) is not None else "·" for s in servers
+                "·"
+                if (p := grid.get((c, s))) is None
+                else p.regime
+                if p.runs == 0
+                else f"{p.goodput_mbit:.0f} {p.regime}"
+                for s in servers
             ]
             out.append(f"| {c} | " + " | ".join(cells) + " |")
         out.append("")
