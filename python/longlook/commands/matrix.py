@@ -36,31 +36,44 @@ def pair_arms(stacks: list[str]) -> list[str]:
     return lines
 
 
+def _scenario_head(
+    name: str, description: str, *, rounds: int, rate_mbit: float, rtt_ms: float, lines: list[str]
+) -> list[str]:
+    """A generated scenario's opening, `lines` (its own settings and tables) and its one link
+    (`rate_mbit`, `rtt_ms`, a one-BDP buffer)."""
+    head = [
+        f"# written by `longlook matrix`: {description}",
+        f'name = "{name}"',
+        f'description = "{description}"',
+        "seed = 1",
+        f"rounds = {rounds}",
+    ]
+    link = ["", "[[links]]", f"rate_mbit = {rate_mbit:g}", f"rtt_ms = {rtt_ms:g}", "buffer_bdp = 1"]
+    return head + lines + link
+
+
 def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: float) -> str:
     """A page-load scenario with one arm per client x server pair of `stacks` (`ours` is our
     endpoint: the native client, our server)."""
-    lines = [
-        "# written by `longlook matrix`: every client x server pair, judged on the wire",
-        'name = "quic-matrix"',
-        f'description = "QUIC interoperability of {len(stacks)} stacks, every client against every server."',
-        "seed = 1",
-        f"rounds = {rounds}",
-        "timeout_s = 30",
-        "retries = 1",
-        f'workloads = ["{WORKLOAD}"]',
-        "",
-        "[options]",
-        "zero_rtt = false",
-        "",
-        "[capture]",
-        'pcap = "full"',
-        "keylog = true",
-        "",
-        "[[links]]",
-        f"rate_mbit = {rate_mbit:g}",
-        f"rtt_ms = {rtt_ms:g}",
-        "buffer_bdp = 1",
-    ]
+    lines = _scenario_head(
+        "quic-matrix",
+        f"QUIC interoperability of {len(stacks)} stacks, every client against every server.",
+        rounds=rounds,
+        rate_mbit=rate_mbit,
+        rtt_ms=rtt_ms,
+        lines=[
+            "timeout_s = 30",
+            "retries = 1",
+            f'workloads = ["{WORKLOAD}"]',
+            "",
+            "[options]",
+            "zero_rtt = false",
+            "",
+            "[capture]",
+            'pcap = "full"',
+            "keylog = true",
+        ],
+    )
     lines += pair_arms(stacks)
     # our client can be asked for a resumed 0-RTT connection (a warm-up connection for the
     # ticket, then the measured one): one more arm per server; the stacks' clients have no
@@ -89,27 +102,23 @@ def perf_scenario_toml(stacks: list[str], *, rate_mbit: float, rounds: int, rtt_
     """The performance grid's scenario at one rate: every pair downloads one bulk object over
     a path of that rate with a one-BDP buffer, the servers' per-connection logs off (their
     cost would be counted as the stack's CPU)."""
-    lines = [
-        "# written by `longlook matrix --perf`: every client x server pair, a bulk download",
-        f'name = "quic-matrix-perf-{rate_mbit:g}"',
-        f'description = "QUIC matrix performance at {rate_mbit:g} Mbit/s: every client against every server."',
-        "seed = 1",
-        f"rounds = {rounds}",
-        "timeout_s = 60",
-        "retries = 1",
-        "server_logs = false",
-        f'workloads = ["bulk:{perf_size(rate_mbit)}"]',
-        "",
-        "[options]",
-        "zero_rtt = false",
-        "",
-        "[[links]]",
-        f"rate_mbit = {rate_mbit:g}",
-        f"rtt_ms = {rtt_ms:g}",
-        "buffer_bdp = 1",
-    ]
-    lines += pair_arms(stacks)
-    return "\n".join(lines) + "\n"
+    lines = _scenario_head(
+        f"quic-matrix-perf-{rate_mbit:g}",
+        f"QUIC matrix performance at {rate_mbit:g} Mbit/s: every client against every server.",
+        rounds=rounds,
+        rate_mbit=rate_mbit,
+        rtt_ms=rtt_ms,
+        lines=[
+            "timeout_s = 60",
+            "retries = 1",
+            "server_logs = false",
+            f'workloads = ["bulk:{perf_size(rate_mbit)}"]',
+            "",
+            "[options]",
+            "zero_rtt = false",
+        ],
+    )
+    return "\n".join(lines + pair_arms(stacks)) + "\n"
 
 
 def _run(scenario: Path, experiment: Path, link_check: bool) -> None:

@@ -83,6 +83,8 @@ def test_the_performance_grid_names_each_pair_s_regime():
         return {
             "options": {"client": "native", "server": server},
             "status": "ok",
+            "protocol_requested": "h3",
+            "protocol_negotiated": "h3",
             "audit_flagged": flagged,
             "plt_ms": plt_ms,
             "client_cpu_share": 0.2,

@@ -39,10 +39,6 @@ class Condition:
     marks: bool
     fault: str | None  # bleach, drop_ect, ect0_to_ect1, ect1_to_ect0, mark_ce or None
 
-    @property
-    def name(self) -> str:
-        return self.fault or ("marking queue" if self.marks else "no marks")
-
 
 def condition_of(link) -> Condition:
     down = link.resolved("down")
@@ -65,8 +61,7 @@ class Evidence:
     ect_share: float  # median over runs of (ECT(0) + ECT(1)) / arrived, toward the client
     ect_packets: float  # median ECT-marked packets per run
     codepoint: str  # "ECT(0)", "ECT(1)", "both" or "none"
-    ce_marked: float  # median CE marks by the AQM per run
-    dropped_aqm: float
+    dropped_aqm: float  # median AQM drops per run
     sojourn_ms: float  # median of the runs' mean queue delay toward the client
     marked_runs: int = 0  # runs in which the AQM marked at least one packet
     ce_when_marked: float = math.nan  # median CE marks over those runs
@@ -97,7 +92,6 @@ def evidence(runs: pd.DataFrame) -> Evidence | None:
         ect_share=float(np.nanmedian(share)) if np.isfinite(share).any() else math.nan,
         ect_packets=float(np.median(e0 + e1)),
         codepoint=codepoint,
-        ce_marked=med("ce_marked"),
         dropped_aqm=med("dropped_aqm"),
         sojourn_ms=float(np.median(sojourns)) if sojourns else math.nan,
         marked_runs=len(marked),

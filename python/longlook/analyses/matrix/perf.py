@@ -9,7 +9,7 @@ core.audit's cgroups), so a slow cell says why:
 - **other**: below the path with no party's CPU saturated: a window, flow control or the
   application held it (the logs of a drill-down say which).
 
-Over the runs that count (status ok, path audit clean); a pair with none says so."""
+Over the runs that count (core.status); a pair with none says so."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ...core.status import counted_runs
 from . import pair_of
 
 PATH_SHARE = 0.85
@@ -55,7 +56,7 @@ def perf_grid(runs: pd.DataFrame, rate_mbit: float, object_bytes: int) -> dict[t
     every completed run its path audit flagged says so with the first reason (a stack that
     keeps this 2-vCPU machine busy stalls linkem too: that is its regime, not a number)."""
     flagged = runs["audit_flagged"].fillna(False).astype(bool)
-    counted = runs[(runs["status"] == "ok") & ~flagged]
+    counted = counted_runs(runs, "plt_ms")
     out: dict[tuple[str, str], Perf] = {}
     for run in runs[(runs["status"] == "ok") & flagged].to_dict("records"):
         reasons = run.get("audit_reasons")
