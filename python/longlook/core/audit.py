@@ -371,17 +371,16 @@ def tcp_summary(tcp_log: Path | None, wait_s: float = TCP_SUMMARY_WAIT_S) -> dic
 RWND_CAP_SHARE = 0.45
 
 
-def host_buffer_reasons(tcp_log: Path | None, rmem_max: int | None = None) -> list[str]:
+def host_buffer_reasons(summary: dict, rmem_max: int | None = None) -> list[str]:
     """A TCP sender held back by a host buffer measured the host, not the path: its send
     buffer (sndbuf_limited) or the receiver's buffer behind the window it advertised
-    (rwnd_limited), from the kernel's chrono in our server's `longlook:tcp_info_summary`.
-    A receive window is a host cap only when it reached the buffer the testbed gave the
+    (rwnd_limited), from the kernel's chrono in our server's `longlook:tcp_info_summary`
+    (`tcp_summary`). A receive window is a host cap only when it reached the buffer the testbed gave the
     receiver (`rmem_max`: its tcp_rmem maximum; the summary's largest advertised window
     `snd_wnd_max` at RWND_CAP_SHARE of it or more): a window still growing by autotuning
     behind a queue-inflated RTT is TCP's own behaviour (10 x 100 KB loads at 10 Mbit/s behind
     a 4-BDP buffer spent 10-13% rwnd-limited so). Without either figure (an older endpoint),
     rwnd limits are not called a cap."""
-    summary = tcp_summary(tcp_log)
     busy = summary.get("busy_time_us") or 0
     if busy <= 0:
         return []
@@ -399,12 +398,11 @@ def host_buffer_reasons(tcp_log: Path | None, rmem_max: int | None = None) -> li
     return out
 
 
-def tcp_ecn_check(tcp_log: Path | None, asked: bool) -> tuple[dict, list[str]]:
+def tcp_ecn_check(summary: dict, asked: bool) -> tuple[dict, list[str]]:
     """What a TCP run's handshake made of the ECN switch, from our server's
-    `longlook:tcp_info_summary` (`ecn`: negotiated; `delivered_ce`: packets delivered
+    `longlook:tcp_info_summary` (`tcp_summary`; `ecn`: negotiated; `delivered_ce`: packets delivered
     CE-marked), and a reason to flag the run when that is not what the scenario asked: a run
     with ECN off that negotiated it (or on, without) measured another path than its cell's."""
-    summary = tcp_summary(tcp_log)
     if "ecn" not in summary:
         return {}, []
     figures = {"tcp_ecn": bool(summary["ecn"]), "tcp_delivered_ce": int(summary.get("delivered_ce") or 0)}

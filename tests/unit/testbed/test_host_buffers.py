@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from longlook.core.audit import host_buffer_reasons
+from longlook.core.audit import host_buffer_reasons, tcp_summary
 from longlook.linkprofile import LinkProfile
 from longlook.testbed.buffers import KERNEL_DEFAULT_MAX, host_buffers, path_bytes
 
@@ -39,26 +39,28 @@ def _tcp_log(path: Path, **summary) -> Path:
 
 def test_a_sender_held_back_by_its_send_buffer_is_named_and_one_that_was_not_is_not(tmp_path: Path):
     held = _tcp_log(tmp_path / "a.tcp.sqlog", busy_time_us=1_000_000, sndbuf_limited_us=400_000, rwnd_limited_us=0)
-    reasons = host_buffer_reasons(held)
+    reasons = host_buffer_reasons(tcp_summary(held))
     assert len(reasons) == 1 and "send buffer" in reasons[0] and "40%" in reasons[0]
     free = _tcp_log(tmp_path / "b.tcp.sqlog", busy_time_us=1_000_000, sndbuf_limited_us=20_000, rwnd_limited_us=50_000)
-    assert host_buffer_reasons(free) == []
-    assert host_buffer_reasons(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3)) == []  # an older endpoint
-    assert host_buffer_reasons(None) == [] and host_buffer_reasons(tmp_path / "missing") == []
+    assert host_buffer_reasons(tcp_summary(free)) == []
+    assert host_buffer_reasons(tcp_summary(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3))) == []  # an older endpoint
+    assert host_buffer_reasons(tcp_summary(None)) == [] and host_buffer_reasons(tcp_summary(tmp_path / "missing")) == []
 
 
 def test_a_tcp_run_whose_handshake_did_not_do_what_its_ecn_switch_said_is_flagged(tmp_path: Path):
     from longlook.core.audit import tcp_ecn_check
 
     marked = _tcp_log(tmp_path / "a.tcp.sqlog", ecn=True, delivered_ce=17)
-    assert tcp_ecn_check(marked, asked=True) == ({"tcp_ecn": True, "tcp_delivered_ce": 17}, [])
-    figures, reasons = tcp_ecn_check(marked, asked=False)
+    assert tcp_ecn_check(tcp_summary(marked), asked=True) == ({"tcp_ecn": True, "tcp_delivered_ce": 17}, [])
+    figures, reasons = tcp_ecn_check(tcp_summary(marked), asked=False)
     assert figures["tcp_ecn"] and reasons == ["ECN: the TCP handshake negotiated ECN although the cell has it off"]
     plain = _tcp_log(tmp_path / "b.tcp.sqlog", ecn=False, delivered_ce=0)
-    assert tcp_ecn_check(plain, asked=True)[1] == ["ECN: the TCP handshake did not negotiate the ECN it asked for"]
-    assert tcp_ecn_check(plain, asked=False)[1] == []
+    assert tcp_ecn_check(tcp_summary(plain), asked=True)[1] == [
+        "ECN: the TCP handshake did not negotiate the ECN it asked for"
+    ]
+    assert tcp_ecn_check(tcp_summary(plain), asked=False)[1] == []
     # an endpoint older than the switch says nothing, and nothing is claimed for it
-    assert tcp_ecn_check(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3), asked=True) == ({}, [])
+    assert tcp_ecn_check(tcp_summary(_tcp_log(tmp_path / "c.tcp.sqlog", samples=3)), asked=True) == ({}, [])
 
 
 def test_a_receive_window_is_a_host_cap_only_when_it_reached_the_receiver_s_buffer(tmp_path: Path):
@@ -66,10 +68,10 @@ def test_a_receive_window_is_a_host_cap_only_when_it_reached_the_receiver_s_buff
     def log(name: str, **more) -> Path:
         return _tcp_log(tmp_path / name, busy_time_us=1_000_000, sndbuf_limited_us=0, rwnd_limited_us=300_000, **more)
 
-    capped = host_buffer_reasons(log("a.tcp.sqlog", snd_wnd_max=1_000_000), rmem_max=2_000_000)
+    capped = host_buffer_reasons(tcp_summary(log("a.tcp.sqlog", snd_wnd_max=1_000_000)), rmem_max=2_000_000)
     assert len(capped) == 1 and "receive buffer" in capped[0] and "30%" in capped[0]
     # a window still growing (autotuning behind a queue-inflated RTT) is TCP's own behaviour
-    assert host_buffer_reasons(log("b.tcp.sqlog", snd_wnd_max=100_000), rmem_max=2_000_000) == []
+    assert host_buffer_reasons(tcp_summary(log("b.tcp.sqlog", snd_wnd_max=100_000)), rmem_max=2_000_000) == []
     # without the window or the buffer nothing is called a cap
-    assert host_buffer_reasons(log("c.tcp.sqlog"), rmem_max=2_000_000) == []
-    assert host_buffer_reasons(log("d.tcp.sqlog", snd_wnd_max=1_000_000)) == []
+    assert host_buffer_reasons(tcp_summary(log("c.tcp.sqlog")), rmem_max=2_000_000) == []
+    assert host_buffer_reasons(tcp_summary(log("d.tcp.sqlog", snd_wnd_max=1_000_000))) == []

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ...core.audit import host_buffer_reasons, tcp_ecn_check
+from ...core.audit import host_buffer_reasons, tcp_ecn_check, tcp_summary
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
@@ -123,11 +123,12 @@ def measure(ctx: RunContext) -> Measurement:
         artifacts=artifacts,
     )
     if "tcp_log" in artifacts:
+        summary = tcp_summary(ctx.run_dir / artifacts["tcp_log"])  # read once, for both checks
         buffers = getattr(ctx.testbed, "host_buffers", None)
         rmem_max = buffers.tcp_rmem_max if buffers is not None else None
-        m.audit_reasons += host_buffer_reasons(ctx.run_dir / artifacts["tcp_log"], rmem_max)
+        m.audit_reasons += host_buffer_reasons(summary, rmem_max)
         if opts.ecn is not None:
-            figures, reasons = tcp_ecn_check(ctx.run_dir / artifacts["tcp_log"], opts.ecn)
+            figures, reasons = tcp_ecn_check(summary, opts.ecn)
             m.details.update(figures)
             m.audit_reasons += reasons
     if ctx.cell.proxy_dim:
