@@ -36,7 +36,8 @@ fi
 # missing) and worked when re-run, so installs are retried, repairing dpkg in between.
 packages=(iproute2 ethtool iptables nftables iperf3 procps graphviz)
 if [ "$browser" -eq 1 ]; then packages+=(chromium ffmpeg); fi
-# tshark decrypts a run's pcap with its key log in the capture test ([capture], tests only)
+# tshark decrypts a run's pcap with its key log: the capture test, `longlook matrix` and the
+# report's path validation (without it those say "not measurable" and how to install it)
 if [ "$browser" -eq 1 ]; then packages+=(tshark); fi
 apt_install() {
   export DEBIAN_FRONTEND=noninteractive
