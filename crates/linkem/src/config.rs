@@ -206,7 +206,7 @@ struct RawDirection {
 /// top-level keys are repeated here.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawConfig {
+pub(crate) struct RawConfig {
     rate_mbit: Option<f64>,
     trace: Option<String>,
     delay_ms: Option<f64>,
@@ -221,7 +221,8 @@ struct RawConfig {
     aqm: Option<crate::config_aqm::RawAqm>,
     up: Option<RawDirection>,
     down: Option<RawDirection>,
-    nat: Option<crate::config_nat::RawNat>,
+    pub(crate) nat: Option<crate::config_nat::RawNat>,
+    pub(crate) handover: Option<crate::config_handover::RawHandover>,
 }
 
 impl RawConfig {
@@ -298,6 +299,8 @@ pub struct LinkConfig {
     pub down: DirectionProfile,
     /// A NAT in front of the bottleneck (`[nat]`): up is outbound, down inbound.
     pub nat: Option<crate::nat::NatConfig>,
+    /// A second path for a client that moves (`[handover]`).
+    pub handover: Option<crate::handover::HandoverConfig>,
 }
 
 impl LinkConfig {
@@ -318,20 +321,26 @@ impl LinkConfig {
     pub fn parse(text: &str, file: &str, base: &Path) -> Result<LinkConfig, ConfigError> {
         let raw = parse_raw(text, file)?;
         let ctx = Ctx { file, base };
-        let common = raw.common();
-        check_table(&ctx, "", &common)?;
-        let mut dirs = Vec::with_capacity(2);
-        for (name, table) in [("up", &raw.up), ("down", &raw.down)] {
-            if let Some(t) = table {
-                check_table(&ctx, &format!("{name}."), t)?;
-            }
-            let merged = merge(&common, table.as_ref());
-            dirs.push(resolve(&ctx, name, table.as_ref(), &merged)?);
-        }
-        let down = dirs.pop().unwrap();
-        let up = dirs.pop().unwrap();
+        let (up, down) = directions(&ctx, &raw)?;
         let nat = raw.nat.as_ref().map(|n| crate::config_nat::resolve(n, file)).transpose()?;
-        Ok(LinkConfig { up, down, nat })
+        let handover = match &raw.handover {
+            Some(h) => {
+                if nat.is_some() {
+                    return Err(ctx.err(
+                        "handover",
+                        "a handover and a [nat] cannot be combined yet (the second path has no NAT of its own)",
+                    ));
+                }
+                let (up, down) = directions(&ctx, &h.path).map_err(|mut e| {
+                    e.field =
+                        if e.field.is_empty() { "handover.path".into() } else { format!("handover.path.{}", e.field) };
+                    e
+                })?;
+                Some(crate::config_handover::resolve(h, file, up, down)?)
+            }
+            None => None,
+        };
+        Ok(LinkConfig { up, down, nat, handover })
     }
 
     /// Why this link cannot run on NFQUEUE (None: it can). There the kernel forwards its own
@@ -342,6 +351,12 @@ impl LinkConfig {
                              kernel forwards its own copy of each packet";
         if self.nat.is_some() {
             return Some(format!("[nat] {NEEDS}, which linkem cannot rewrite in place"));
+        }
+        if self.handover.is_some() {
+            return Some(format!(
+                "[handover] {NEEDS}, and its two paths release packets out of order, which NFQUEUE's batch \
+                 verdicts cannot"
+            ));
         }
         if [&self.up, &self.down].iter().any(|d| d.aqm.as_ref().is_some_and(|a| a.ecn())) {
             return Some(format!("an aqm that marks (ecn = true, or dualpi2) {NEEDS}, so a CE mark would never leave"));
@@ -357,6 +372,23 @@ impl LinkConfig {
         }
         None
     }
+}
+
+/// A link's two directions: the top-level keys, overridden per direction by `[up]`/`[down]`.
+fn directions(ctx: &Ctx, raw: &RawConfig) -> Result<(DirectionProfile, DirectionProfile), ConfigError> {
+    let common = raw.common();
+    check_table(ctx, "", &common)?;
+    let mut dirs = Vec::with_capacity(2);
+    for (name, table) in [("up", &raw.up), ("down", &raw.down)] {
+        if let Some(t) = table {
+            check_table(ctx, &format!("{name}."), t)?;
+        }
+        let merged = merge(&common, table.as_ref());
+        dirs.push(resolve(ctx, name, table.as_ref(), &merged)?);
+    }
+    let down = dirs.pop().unwrap();
+    let up = dirs.pop().unwrap();
+    Ok((up, down))
 }
 
 struct Ctx<'a> {

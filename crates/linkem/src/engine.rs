@@ -42,6 +42,7 @@
 use crate::config::DirectionProfile;
 use crate::datapath::{Datapath, Verdict, RECV_BATCH};
 use crate::flows::{FlowCounters, FlowTable};
+use crate::handover::{path_of, HandoverRole, FIRST};
 use crate::model::aqm::scheduled::{Item, Served};
 use crate::model::{DropReason, Link, Outcome};
 use crate::nat::{Inbound, Nat};
@@ -68,6 +69,9 @@ pub struct Wiring {
     pub pcap: Option<Arc<PcapLog>>,
     pub trace_phase: Arc<TracePhase>,
     pub nat: Option<NatRole>,
+    /// A client's second path (`crate::handover`): this direction's part, and the path's
+    /// profile for this direction.
+    pub handover: Option<(HandoverRole, DirectionProfile)>,
 }
 
 /// A direction's part in the NAT, which stands in front of the bottleneck (client - NAT -
@@ -133,16 +137,40 @@ struct Held {
     rst: bool,
 }
 
-pub struct Direction<D: Datapath> {
-    name: &'static str,
-    queue: D,
+/// One path through the router: its link and the packets it holds. A direction has one,
+/// or two for a client that moves (`crate::handover`).
+struct Lane {
     link: Link,
-    flows: FlowTable,
-    totals: DirectionTotals,
     /// In-order packets, due times non-decreasing.
     fifo: VecDeque<Held>,
     /// Reordered packets, due times non-decreasing too (see `model::reorder`).
     early: VecDeque<Held>,
+}
+
+impl Lane {
+    fn new(profile: &DirectionProfile, seed: u64, fifo_capacity: usize) -> Lane {
+        Lane {
+            link: Link::new(profile, seed),
+            fifo: VecDeque::with_capacity(fifo_capacity),
+            early: VecDeque::with_capacity(fifo_capacity / 16),
+        }
+    }
+
+    fn next_due(&self, lazy: bool) -> Option<u64> {
+        // a scheduled link is served after each read when reading is lazy (its next send
+        // waits for the read that makes its arrivals known); on arrival, at its next send
+        let send = if lazy { None } else { self.link.next_send_ns() };
+        [self.fifo.front().map(|h| h.due_ns), self.early.front().map(|h| h.due_ns), send].into_iter().flatten().min()
+    }
+}
+
+pub struct Direction<D: Datapath> {
+    name: &'static str,
+    queue: D,
+    /// The link's path, and a moving client's second one.
+    lanes: Vec<Lane>,
+    flows: FlowTable,
+    totals: DirectionTotals,
     /// Ids to drop, collected during one receive batch (reused).
     drops: Vec<u32>,
     /// What serving a scheduled link (FQ-CoDel, DualPI2) did, collected per turn (reused).
@@ -171,6 +199,7 @@ pub struct Direction<D: Datapath> {
     /// Which re-phase request the link runs on (`crate::phase`).
     phase: PhaseFollower,
     nat: Option<NatRole>,
+    handover: Option<HandoverRole>,
 }
 
 /// A packet the bottleneck took at `arrival`, started on the link at `start` and finished at
@@ -243,6 +272,7 @@ fn decide(
     now: u64,
     bytes: &mut [u8],
     orig_len: u32,
+    path_down: bool,
 ) -> (PacketInfo, u32, Outcome) {
     totals.received += 1;
     let info = packet::parse(bytes, orig_len).unwrap_or_else(|| {
@@ -255,6 +285,11 @@ fn decide(
         c.udp_seen += 1;
     }
     count_ecn_seen(c, totals, Ecn::of(bytes));
+    if path_down {
+        c.dropped_path_down += 1;
+        totals.dropped_path_down += 1;
+        return (info, flow, Outcome::Drop(DropReason::PathDown));
+    }
     let (rst_before, ecn_before) = (c.mb.rst_rewritten, c.mb.ecn_rewritten);
     let outcome = link.on_arrival(now, &info, bytes, c.udp_seen, &mut c.mb);
     totals.rst_rewritten += c.mb.rst_rewritten - rst_before;
@@ -277,6 +312,7 @@ fn decide(
                 c.dropped_aqm += 1;
                 totals.dropped_aqm += 1;
             }
+            DropReason::PathDown => unreachable!("counted above, before the link"),
         }
     }
     (info, flow, outcome)
@@ -310,19 +346,26 @@ fn unparsed_key() -> FlowKey {
 
 impl<D: Datapath> Direction<D> {
     pub fn new(name: &'static str, queue: D, profile: &DirectionProfile, seed: u64, wiring: Wiring) -> Direction<D> {
-        let Wiring { clock, timing, shared, publish_waker, stop, pcap, trace_phase, nat } = wiring;
+        let Wiring { clock, timing, shared, publish_waker, stop, pcap, trace_phase, nat, handover } = wiring;
+        let dualpi2 = |p: &DirectionProfile| matches!(p.aqm, Some(crate::config_aqm::AqmSpec::DualPi2(_)));
+        let mut lanes = vec![Lane::new(profile, seed, 65536)];
+        let mut any_dualpi2 = dualpi2(profile);
+        let handover = handover.map(|(role, second)| {
+            // its own random stream: the first path's draws do not depend on the second's
+            lanes.push(Lane::new(&second, seed ^ 0x5ec0_d0a7_4a11_0001, 16384));
+            any_dualpi2 |= dualpi2(&second);
+            role
+        });
         Direction {
             name,
             queue,
-            link: Link::new(profile, seed),
+            lanes,
             flows: FlowTable::default(),
             totals: DirectionTotals {
                 // DualPI2's counters per queue, in the stats only when it runs
-                dualq: matches!(profile.aqm, Some(crate::config_aqm::AqmSpec::DualPi2(_))).then(DualQTotals::default),
+                dualq: any_dualpi2.then(DualQTotals::default),
                 ..DirectionTotals::default()
             },
-            fifo: VecDeque::with_capacity(65536),
-            early: VecDeque::with_capacity(4096),
             drops: Vec::with_capacity(RECV_BATCH),
             served: Vec::with_capacity(RECV_BATCH),
             rewrites: HashMap::new(),
@@ -340,6 +383,7 @@ impl<D: Datapath> Direction<D> {
             pcap,
             phase: PhaseFollower::new(trace_phase),
             nat,
+            handover,
         }
     }
 
@@ -419,10 +463,8 @@ impl<D: Datapath> Direction<D> {
     }
 
     fn next_due(&self) -> Option<u64> {
-        // a scheduled link is served after each read when reading is lazy (its next send
-        // waits for the read that makes its arrivals known); on arrival, at its next send
-        let send = if self.read_lag_ns == 0 { self.link.next_send_ns() } else { None };
-        [self.fifo.front().map(|h| h.due_ns), self.early.front().map(|h| h.due_ns), send].into_iter().flatten().min()
+        let lazy = self.read_lag_ns > 0;
+        self.lanes.iter().filter_map(|l| l.next_due(lazy)).min()
     }
 
     fn receive(&mut self) -> std::io::Result<()> {
@@ -434,11 +476,9 @@ impl<D: Datapath> Direction<D> {
             // Split borrows: the callback needs everything but the queue.
             let Direction {
                 queue,
-                link,
+                lanes,
                 flows,
                 totals,
-                fifo,
-                early,
                 drops,
                 served,
                 rewrites,
@@ -448,6 +488,7 @@ impl<D: Datapath> Direction<D> {
                 read_lag_ns,
                 phase,
                 nat,
+                handover,
                 ..
             } = self;
             let allowed_wait = *read_lag_ns;
@@ -470,8 +511,22 @@ impl<D: Datapath> Direction<D> {
                 };
                 *last_arrival = arrival;
                 if let Some((origin_ns, phase_ns)) = phase.follow(arrival) {
-                    link.rephase(origin_ns, phase_ns);
+                    for l in lanes.iter_mut() {
+                        l.link.rephase(origin_ns, phase_ns);
+                    }
                 }
+                // the path it takes, and whether that path is down (`crate::handover`)
+                let (lane, path_down) = match handover {
+                    Some(h) => {
+                        let lane = path_of(p.bytes, h.end, h.second);
+                        if lane == FIRST {
+                            h.clock.saw_first_path(arrival, phase.generation());
+                        }
+                        (lane, lane == FIRST && h.first_path_down(arrival))
+                    }
+                    None => (FIRST, false),
+                };
+                let Lane { link, fifo, early } = &mut lanes[lane];
                 if let Some(NatRole::Outbound(n)) = nat {
                     // before the link: the link, its flow log and its pcap see the public end
                     n.lock().unwrap_or_else(|e| e.into_inner()).outbound(p.bytes, p.partial_csum, arrival);
@@ -481,7 +536,7 @@ impl<D: Datapath> Direction<D> {
                 }
                 // the middlebox may rewrite the packet's ECN field in place: on AF_PACKET these
                 // are the bytes that leave (main refuses such a rewrite on NFQUEUE)
-                let (info, flow, decision) = decide(link, flows, totals, arrival, p.bytes, p.orig_len);
+                let (info, flow, decision) = decide(link, flows, totals, arrival, p.bytes, p.orig_len, path_down);
                 match decision {
                     Outcome::Drop(_) => drops.push(p.id),
                     Outcome::Release { at_ns, start_ns, departure_ns, reordered, rst, ce } => {
@@ -538,54 +593,84 @@ impl<D: Datapath> Direction<D> {
     }
 
     /// Verdict everything due within the next slot: reordered packets one by one first,
-    /// then the in-order run as one batch verdict.
+    /// then the in-order run as one batch verdict. With two paths their ids interleave, so
+    /// each packet is released on its own (on AF_PACKET, which a handover needs, a batch
+    /// verdict is one release per id anyway).
     fn release(&mut self) {
-        if self.link.is_scheduled() {
-            self.serve_link();
+        for lane in 0..self.lanes.len() {
+            if self.lanes[lane].link.is_scheduled() {
+                self.serve_link(lane);
+            }
         }
         let now = self.clock.now_ns();
         let horizon = now + self.timing.slot_ns;
-        while let Some(h) = self.early.front().copied() {
-            if h.due_ns > horizon {
-                break;
-            }
-            self.early.pop_front();
-            if !self.through_nat(&h, now) {
-                continue;
-            }
-            if h.rst {
-                self.accept_rewritten(h.id);
-            } else {
-                self.queue.verdict(h.id, Verdict::Accept);
-            }
-            self.account(&h, now);
-        }
-        let mut last_id = None;
-        while let Some(h) = self.fifo.front().copied() {
-            if h.due_ns > horizon {
-                break;
-            }
-            self.fifo.pop_front();
-            let forward = self.through_nat(&h, now);
-            if h.rst || !forward {
-                // A batch verdict covering its id would accept it unchanged: close the run
-                // before it, then send it with its rewritten bytes (or drop it).
-                if let Some(id) = last_id.take() {
-                    self.queue.verdict_upto(id, Verdict::Accept);
+        let batch = self.lanes.len() == 1;
+        for lane in 0..self.lanes.len() {
+            // a path that went down loses what it still held: due at or after the handover
+            let down_at = if lane == FIRST { self.handover.as_ref().and_then(|h| h.down_at_ns()) } else { None };
+            let lost = |h: &Held| down_at.is_some_and(|d| h.due_ns >= d);
+            while let Some(h) = self.lanes[lane].early.front().copied() {
+                if h.due_ns > horizon {
+                    break;
                 }
-                if !forward {
-                    self.queue.verdict(h.id, Verdict::Drop);
+                self.lanes[lane].early.pop_front();
+                if lost(&h) {
+                    self.drop_path_down(&h);
                     continue;
                 }
-                self.accept_rewritten(h.id);
-            } else {
-                last_id = Some(h.id);
+                if !self.through_nat(&h, now) {
+                    continue;
+                }
+                if h.rst {
+                    self.accept_rewritten(h.id);
+                } else {
+                    self.queue.verdict(h.id, Verdict::Accept);
+                }
+                self.account(&h, now);
             }
-            self.account(&h, now);
+            let mut last_id = None;
+            while let Some(h) = self.lanes[lane].fifo.front().copied() {
+                if h.due_ns > horizon {
+                    break;
+                }
+                self.lanes[lane].fifo.pop_front();
+                let forward = !lost(&h) && self.through_nat(&h, now);
+                if h.rst || !forward || !batch {
+                    // A batch verdict covering its id would accept it unchanged: close the run
+                    // before it, then send it with its rewritten bytes (or drop it).
+                    if let Some(id) = last_id.take() {
+                        self.queue.verdict_upto(id, Verdict::Accept);
+                    }
+                    if !forward {
+                        if lost(&h) {
+                            self.drop_path_down(&h);
+                        } else {
+                            self.queue.verdict(h.id, Verdict::Drop);
+                        }
+                        continue;
+                    }
+                    if h.rst {
+                        self.accept_rewritten(h.id);
+                    } else {
+                        self.queue.verdict(h.id, Verdict::Accept);
+                    }
+                } else {
+                    last_id = Some(h.id);
+                }
+                self.account(&h, now);
+            }
+            if let Some(id) = last_id {
+                self.queue.verdict_upto(id, Verdict::Accept);
+            }
         }
-        if let Some(id) = last_id {
-            self.queue.verdict_upto(id, Verdict::Accept);
-        }
+    }
+
+    /// A packet its path lost when it went down: dropped, and counted.
+    fn drop_path_down(&mut self, h: &Held) {
+        self.queue.verdict(h.id, Verdict::Drop);
+        self.rewrites.remove(&h.id);
+        self.totals.dropped_path_down += 1;
+        self.flows.get_mut(h.flow).dropped_path_down += 1;
     }
 
     /// Serve a scheduled link (FQ-CoDel, DualPI2) up to the time every arrival is known: the
@@ -593,10 +678,10 @@ impl<D: Datapath> Direction<D> {
     /// waiting, now. Lazy reading lags the scheduler's decisions by at most the read lag, a
     /// quarter of the delay, so a packet it sends is still due after the decision. Its packets
     /// leave in the scheduler's order, not by id: each is released on its own (`early`).
-    fn serve_link(&mut self) {
+    fn serve_link(&mut self, lane: usize) {
         let known = if self.read_lag_ns == 0 && !self.read_now { self.clock.now_ns() } else { self.known_ns };
         let mut served = std::mem::take(&mut self.served);
-        self.link.serve(known, &mut served);
+        self.lanes[lane].link.serve(known, &mut served);
         for s in served.drain(..) {
             let mut marked = false;
             match s {
@@ -618,7 +703,13 @@ impl<D: Datapath> Direction<D> {
                         marked = mark_ce(self.queue.held_ip(item.id).map(|(ip, _)| ip), c, &mut self.totals);
                     }
                     record_queueing(c, &mut self.totals, item.arrival_ns, start_ns, departure_ns);
-                    self.early.push_back(Held { due_ns: at_ns, id: item.id, flow: item.flow, len, rst: item.rst });
+                    self.lanes[lane].early.push_back(Held {
+                        due_ns: at_ns,
+                        id: item.id,
+                        flow: item.flow,
+                        len,
+                        rst: item.rst,
+                    });
                 }
             }
             count_dualq(&mut self.totals.dualq, &s, marked);
@@ -668,7 +759,7 @@ impl<D: Datapath> Direction<D> {
 
     /// Copy the counters for the stats writer; false if the writer holds the lock.
     fn try_publish(&mut self) -> bool {
-        self.totals.held = (self.fifo.len() + self.early.len()) as u64;
+        self.totals.held = self.lanes.iter().map(|l| (l.fifo.len() + l.early.len()) as u64).sum();
         self.totals.queue = self.queue.errors();
         match self.shared.try_lock() {
             Ok(mut s) => {
@@ -719,7 +810,7 @@ mod tests {
             .enumerate()
             .map(|(i, &(sport, e))| {
                 let mut b = udp(sport, e);
-                let o = decide(&mut link, &mut flows, &mut totals, i as u64 * 1_000_000, &mut b, 100);
+                let o = decide(&mut link, &mut flows, &mut totals, i as u64 * 1_000_000, &mut b, 100, false);
                 (o.2, Ecn::of(&b))
             })
             .collect();

@@ -18,6 +18,8 @@ pub struct FlowCounters {
     pub dropped_middlebox: u64,
     /// Dropped at the NAT: for an external end with no live binding.
     pub dropped_nat: u64,
+    /// Dropped because its path was down (`crate::handover`).
+    pub dropped_path_down: u64,
     /// Dropped by the AQM discipline (`model::aqm`) before the buffer was full.
     pub dropped_aqm: u64,
     /// Forwarded with CE set by the AQM discipline.

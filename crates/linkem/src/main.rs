@@ -6,12 +6,13 @@ use linkem::cadence::Cadence;
 use linkem::config::{ConfigError, DirectionProfile, LinkConfig};
 use linkem::datapath::{enable_rx_timestamps, Datapath};
 use linkem::engine::{Direction, NatRole, Timing, Wiring};
+use linkem::handover::{ClientEnd, HandoverClock, HandoverConfig, HandoverRole};
 use linkem::nat::Nat;
 use linkem::nfqueue::{kernel_queue_stats, KernelQueueStats, NfQueue, MAX_COPY_BYTES};
 use linkem::pcap::PcapLog;
 use linkem::phase::{read_phase_file, TracePhase};
 use linkem::rng::Rng;
-use linkem::stats::{nat_json, stats_json, write_atomic, DirectionSnapshot, FlowLog};
+use linkem::stats::{handover_json, nat_json, stats_json, write_atomic, DirectionSnapshot, FlowLog};
 use linkem::sys;
 use std::io::Write;
 use std::os::fd::OwnedFd;
@@ -149,6 +150,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         return ExitCode::from(1);
     };
     let nat = config.nat.clone().map(|c| Arc::new(Mutex::new(Nat::new(c))));
+    let handover = config.handover.clone().map(|c| (c, Arc::new(HandoverClock::default())));
     let seed = seed_of(&args);
     // Before any thread starts, so that the direction threads inherit the mask and the signals
     // are taken here, by the writer (`sys::wait_termination`).
@@ -169,6 +171,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
         pcap: pcap.clone(),
         trace_phase: trace_phase.clone(),
         nat: nat.clone(),
+        handover: handover.clone(),
     };
     let Ok(Started { directions, threads }) = start_directions(&start, &config) else {
         stop.store(true, Ordering::Relaxed);
@@ -176,6 +179,7 @@ fn run(args: RunArgs, config: LinkConfig) -> ExitCode {
     };
     let cpu_latency_us = cpu_latency_hold.is_some().then_some(args.cpu_latency_us);
     let mut outputs = Outputs::new(&args, clock, &directions, seed, cpu_latency_us, trace_phase, nat);
+    outputs.handover = handover;
     // A stats file exists from the moment we say `ready`, so a reader never races the first
     // interval.
     outputs.write(true, true);
@@ -281,6 +285,7 @@ struct Start<'a> {
     pcap: Option<Arc<PcapLog>>,
     trace_phase: Arc<TracePhase>,
     nat: Option<Arc<Mutex<Nat>>>,
+    handover: Option<(HandoverConfig, Arc<HandoverClock>)>,
 }
 
 /// A running direction as the writer sees it: where it publishes its counters, and how to
@@ -341,6 +346,12 @@ impl Start<'_> {
     fn wiring(&self, name: &str, snapshot: &Arc<Mutex<DirectionSnapshot>>, waker: &Arc<sys::Waker>) -> Wiring {
         // the NAT stands between the client (up's sender) and the link
         let nat = self.nat.clone().map(|n| if name == "up" { NatRole::Outbound(n) } else { NatRole::Inbound(n) });
+        // up carries the client's address as its source, down as its destination
+        let handover = self.handover.as_ref().map(|(c, clock)| {
+            let (end, profile) =
+                if name == "up" { (ClientEnd::Source, &c.up) } else { (ClientEnd::Destination, &c.down) };
+            (HandoverRole { end, second: c.client, at_ns: c.at_ns, clock: clock.clone() }, profile.clone())
+        });
         Wiring {
             clock: self.clock,
             timing: self.timing,
@@ -350,6 +361,7 @@ impl Start<'_> {
             pcap: self.pcap.clone(),
             trace_phase: self.trace_phase.clone(),
             nat,
+            handover,
         }
     }
 
@@ -486,6 +498,8 @@ struct Outputs<'a> {
     trace_phase: Arc<TracePhase>,
     /// The NAT's bindings and rebindings, reported as `nat`.
     nat: Option<Arc<Mutex<Nat>>>,
+    /// A moving client's second path and when its first went down, reported as `handover`.
+    handover: Option<(HandoverConfig, Arc<HandoverClock>)>,
 }
 
 impl<'a> Outputs<'a> {
@@ -508,7 +522,18 @@ impl<'a> Outputs<'a> {
         let nfqueue = args.afpacket_up.is_none();
         let kernel_queues = nfqueue.then(|| vec![None; directions.len()]);
         let stats = args.stats.as_deref();
-        Outputs { clock, directions, stats, flow_log, kernel_queues, seed, cpu_latency_us, trace_phase, nat }
+        Outputs {
+            clock,
+            directions,
+            stats,
+            flow_log,
+            kernel_queues,
+            seed,
+            cpu_latency_us,
+            trace_phase,
+            nat,
+            handover: None,
+        }
     }
 
     /// The stats document if `stats`, a flow-log line if `flow_log` (and there is a flow log).
@@ -566,6 +591,10 @@ impl<'a> Outputs<'a> {
         if let Some(nat) = &self.nat {
             let clock = self.clock;
             doc["nat"] = nat_json(&nat.lock().unwrap_or_else(|e| e.into_inner()), |t| clock.to_monotonic_ns(t));
+        }
+        if let Some((config, handover_clock)) = &self.handover {
+            let clock = self.clock;
+            doc["handover"] = handover_json(config, handover_clock, |t| clock.to_monotonic_ns(t));
         }
         if let Err(e) = write_atomic(path, &doc) {
             linkem::say!("linkem: --stats {}: {e}", path.display());

@@ -105,6 +105,13 @@ impl TracePhase {
         self.generation.store(generation, Ordering::Release);
     }
 
+    /// Requests accepted so far (0: none): which run a packet belongs to
+    /// (`crate::handover`).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
     pub fn reject(&self) {
         self.rejected.fetch_add(1, Ordering::Relaxed);
     }
@@ -138,6 +145,12 @@ pub struct PhaseFollower {
 }
 
 impl PhaseFollower {
+    /// The requests accepted so far (`TracePhase::generation`).
+    #[inline]
+    pub fn generation(&self) -> u64 {
+        self.shared.generation()
+    }
+
     pub fn new(shared: Arc<TracePhase>) -> Self {
         PhaseFollower { shared, seen: 0, pending: None }
     }

@@ -174,6 +174,8 @@ pub struct DirectionTotals {
     pub dropped_middlebox: u64,
     /// Dropped at the NAT (inbound, for no live binding).
     pub dropped_nat: u64,
+    /// Dropped because its path was down (`crate::handover`).
+    pub dropped_path_down: u64,
     /// Dropped by the AQM discipline before the buffer was full.
     pub dropped_aqm: u64,
     /// Forwarded with CE set by the AQM discipline.
@@ -279,6 +281,23 @@ fn events_json(e: &LateEvents) -> Vec<Value> {
     e.iter().map(|(t, v)| json!([round3(t as f64 / 1e6), round3(v as f64 / 1e6)])).collect()
 }
 
+/// A moving client's handover: its second address and the path's profile, and when (on
+/// CLOCK_MONOTONIC, ms) its first path's clock started and that path went down (null: not
+/// yet). The drops it caused are each direction's and flow's `dropped_path_down`.
+pub fn handover_json(
+    config: &crate::handover::HandoverConfig,
+    clock: &crate::handover::HandoverClock,
+    to_monotonic_ns: impl Fn(u64) -> u64,
+) -> Value {
+    let mono_ms = |t: u64| round3(to_monotonic_ns(t) as f64 / 1e6);
+    let started = clock.started_ns();
+    json!({
+        "config": config,
+        "first_packet_mono_ms": started.map(mono_ms),
+        "first_path_down_mono_ms": started.map(|t| mono_ms(t + config.at_ns)),
+    })
+}
+
 /// The NAT's counters, live bindings and rebindings (each: when on CLOCK_MONOTONIC, ms; the
 /// internal end; the external end before and after; why).
 pub fn nat_json(nat: &crate::nat::Nat, to_monotonic_ns: impl Fn(u64) -> u64) -> Value {
@@ -338,6 +357,7 @@ fn direction_json(d: &DirectionTotals, kernel: Option<KernelQueueStats>) -> Valu
         "dropped_buffer": d.dropped_buffer,
         "dropped_middlebox": d.dropped_middlebox,
         "dropped_nat": d.dropped_nat,
+        "dropped_path_down": d.dropped_path_down,
         "dropped_aqm": d.dropped_aqm,
         "ce_marked": d.ce_marked,
         "rst_rewritten": d.rst_rewritten,
@@ -405,6 +425,7 @@ fn flow_json(direction: &str, key: &FlowKey, c: &FlowCounters) -> Value {
         "dropped_buffer": c.dropped_buffer,
         "dropped_middlebox": c.dropped_middlebox,
         "dropped_nat": c.dropped_nat,
+        "dropped_path_down": c.dropped_path_down,
         "dropped_aqm": c.dropped_aqm,
         "ce_marked": c.ce_marked,
         "rst_rewritten": c.mb.rst_rewritten,
@@ -484,6 +505,7 @@ impl FlowLog {
                     || c.dropped_buffer != last[i].dropped_buffer
                     || c.dropped_middlebox != last[i].dropped_middlebox
                     || c.dropped_nat != last[i].dropped_nat
+                    || c.dropped_path_down != last[i].dropped_path_down
                     || c.dropped_aqm != last[i].dropped_aqm
                     || c.ce_marked != last[i].ce_marked
                     || c.ect0_seen != last[i].ect0_seen
@@ -509,6 +531,7 @@ impl FlowLog {
                     "dropped_buffer": c.dropped_buffer,
                     "dropped_middlebox": c.dropped_middlebox,
                     "dropped_nat": c.dropped_nat,
+                    "dropped_path_down": c.dropped_path_down,
                     "dropped_aqm": c.dropped_aqm,
                     "ce_marked": c.ce_marked,
                     "ect0_seen": c.ect0_seen,

@@ -37,6 +37,8 @@ pub enum DropReason {
     Buffer,
     /// The AQM discipline dropped it before the buffer was full.
     Aqm,
+    /// Its path was down (`crate::handover`): it never reached the link.
+    PathDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
