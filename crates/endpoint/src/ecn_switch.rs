@@ -74,3 +74,14 @@ pub fn endpoint(
     }
     quinn::Endpoint::new_with_abstract_socket(config, server, wrapped, runtime)
 }
+
+/// Move `endpoint` to `socket` (quinn's `rebind`), keeping the ECN switch: quinn's own
+/// `rebind` would wrap the socket without it.
+pub fn rebind(endpoint: &quinn::Endpoint, socket: std::net::UdpSocket, ecn: bool) -> io::Result<()> {
+    let runtime: Arc<dyn Runtime> = Arc::new(quinn::TokioRuntime);
+    let mut wrapped = runtime.wrap_udp_socket(socket)?;
+    if !ecn {
+        wrapped = Arc::new(NotEct(wrapped));
+    }
+    endpoint.rebind_abstract(wrapped)
+}

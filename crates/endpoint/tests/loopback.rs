@@ -431,3 +431,23 @@ fn tcp_states_from_tracepoint_when_tracefs_is_available() {
     s.child.wait().unwrap();
     assert!(!instance.exists(), "tracefs instance removed at exit");
 }
+
+#[test]
+fn a_quic_client_moves_to_another_address_mid_transfer_and_finishes() {
+    // 127.0.0.2 is the client's second address (all of 127/8 is local): the QUIC connection
+    // moves there 20 ms in, while 100 MB are still coming
+    let s = Server::start(&[]);
+    let moving = ["--mode", "bulk", "--migrate-at-ms", "20", "--migrate-to", "127.0.0.2"];
+    let (code, json, err) = s.fetch("/bulk/100m", "h3", &moving);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json["bytes"], 100_000_000);
+    let m = &json["migration"];
+    let at = m["at_ms"].as_f64().unwrap_or_else(|| panic!("did not move: {m}"));
+    assert!((20.0..1000.0).contains(&at), "{m}");
+    assert!(m["to"].as_str().unwrap().starts_with("127.0.0.2:"), "{m}");
+    assert!(json["plt_ms"].as_f64().unwrap() > at, "the transfer was still going when it moved: {json}");
+    // TCP cannot: it says so, and its transfer goes on where it was
+    let (code, json, err) = s.fetch("/bulk/1m", "h2", &moving);
+    assert_eq!(code, 0, "{err}");
+    assert!(json["migration"]["at_ms"].is_null() && json["migration"]["not_moved"].as_str().unwrap().contains("TCP"));
+}

@@ -141,6 +141,8 @@ pub async fn run(
     report: &mut FetchReport,
 ) -> Result<(), FetchError> {
     let cfg = Arc::new(tls::client_config(trust, b"h2").map_err(failed(Phase::Setup, "TLS config"))?);
+    // a TCP connection is its 4-tuple: it stays where it is (and dies with its path)
+    report.migration = super::migrate::not_possible(&args.migrate, "a TCP connection cannot change its address");
     if args.zero_rtt {
         // TCP has no 0-RTT here (no TLS early data on the server); the warm-up gives the
         // measured connection a TLS 1.3 resumption, which is what the runner compares.

@@ -212,9 +212,12 @@ pub async fn run(
         report.local_addr = Some(SocketAddr::new(ip, local.port()).to_string());
     }
 
+    // a client that moves: from t0, the measured connection's first packet (client/migrate.rs)
+    let migration = super::migrate::schedule(&endpoint, &args.migrate, &args.flow, !args.flow.no_ecn, t0);
     let requester = h3_over(&conn).await?;
     enter(Phase::Request);
     let mut result = page::load(Conn::H3(requester), target, t0, s, report).await;
+    report.migration = super::migrate::outcome(migration, &args.migrate).await;
 
     if let Some(rx) = zero_rtt_done {
         match tokio::time::timeout(hs_timeout, rx).await {

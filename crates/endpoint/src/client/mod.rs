@@ -3,6 +3,7 @@
 
 mod h2;
 mod h3;
+pub mod migrate;
 mod output;
 mod page;
 pub mod race;
@@ -92,6 +93,8 @@ pub struct FetchArgs {
     pub flow: FlowControl,
     #[command(flatten)]
     pub race: race::RaceArgs,
+    #[command(flatten)]
+    pub migrate: migrate::MigrateArgs,
 }
 
 /// A QUIC client config over `crypto` and `transport`; with `--qlog`, the connection it
@@ -382,6 +385,7 @@ pub async fn fetch_main(args: FetchArgs) -> i32 {
         stopped_early: false,
         failure_phase: None,
         race: None,
+        migration: None,
         artifacts: Default::default(),
     };
     let timeout = Duration::from_secs_f64(args.timeout_s.max(0.001));
@@ -460,6 +464,12 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
         return Err(FetchError::Failed(Phase::Setup, "--duration-s applies to --mode bulk only".into()));
     }
     let duration = args.duration_s.map(|d| Duration::from_secs_f64(d.max(0.0)));
+    if args.migrate.planned().is_some() && args.proto == Proto::Race {
+        return Err(FetchError::Failed(
+            Phase::Setup,
+            "--migrate-at-ms applies to --proto h3 (a QUIC connection moves) or h2 (reported as unable to)".into(),
+        ));
+    }
     let settings = Settings {
         run_id: args.run_id.clone(),
         mode: args.mode,

@@ -63,6 +63,9 @@ pub struct FetchReport {
     /// `--proto race`: how the race went (client/race/report.rs).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub race: Option<super::race::report::RaceReport>,
+    /// `--migrate-at-ms`: whether and when the client moved (client/migrate.rs).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<super::migrate::Migration>,
     /// Files the fetch wrote (`client_qlog`), named relative to the report's directory.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub artifacts: std::collections::BTreeMap<String, String>,
