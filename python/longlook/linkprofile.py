@@ -178,6 +178,37 @@ class Nat(BaseModel):
         return self.rebind_every_s or None
 
 
+# The client's address on a handover's second path (linkem's `[handover] client`): a second
+# address of the client's device, so both paths reach it and the router tells them apart.
+HANDOVER_CLIENT_ADDR = "198.18.1.3"
+
+
+class Handover(BaseModel):
+    """A client that moves between two paths (linkem's `[handover]`,
+    crates/linkem/src/handover.rs): the link is its first path (say Wi-Fi), `path` a second
+    one with its own rate, delay and loss (say LTE) reached from a second client address;
+    `at_s` after the first path's first packet that path goes down (everything on it is lost
+    from then on), and `notice_ms` later the client moves its connection to the second path,
+    as a phone's OS tells its applications the Wi-Fi is gone. A QUIC client moves its
+    connection (a new local address); a TCP connection cannot, and dies with its path."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    at_s: float = Field(gt=0, le=86_400)
+    notice_ms: float = Field(default=0.0, ge=0, le=60_000)
+    path: "LinkProfile"
+
+    @model_validator(mode="after")
+    def _check_path(self) -> "Handover":
+        for what in ("nat", "handover", "segments"):
+            if getattr(self.path, what) is not None:
+                raise ValueError(f"path.{what}: the second path is a link's rate, delay, loss and queue only")
+        return self
+
+    def migrate_at_ms(self) -> float:
+        """When the client moves, ms after its connection's first packet."""
+        return self.at_s * 1000 + self.notice_ms
+
+
 class Direction(BaseModel):
     """One direction of a link. None means "not set here" (inherit from the link level)."""
 
@@ -223,11 +254,17 @@ class LinkProfile(Direction):
     # A NAT between the client and the link (the client's home router); needs linkem's
     # AF_PACKET datapath, the default.
     nat: Nat | None = None
+    # A client that moves to a second path during the run; AF_PACKET datapath too.
+    handover: Handover | None = None
 
     @model_validator(mode="after")
     def _check_each_direction(self) -> "LinkProfile":
         if self.nat is not None and self.segments is not None:
             raise ValueError("nat: not on a proxied path (segments): put the NAT on a direct link")
+        if self.handover is not None and self.segments is not None:
+            raise ValueError("handover: not on a proxied path (segments): put it on a direct link")
+        if self.handover is not None and self.nat is not None:
+            raise ValueError("handover: a handover and a nat cannot be combined yet (the second path has no NAT)")
         for which in ("up", "down"):
             d = self._merged(which)
             if (d["rate_mbit"] is None) == (d["trace"] is None):
@@ -289,9 +326,9 @@ class LinkProfile(Direction):
         reset them. An AQM's early drops cost one saturating TCP flow part of the rate (one
         Cubic flow behind CoDel at 50 Mbit/s and 36 ms RTT reached 40-42 of 48 Mbit/s), a
         property of the queue the runs measure, not a path that differs from the scenario."""
-        if self.nat is None and not any(self._merged(w)["aqm"] for w in ("up", "down")):
+        if self.nat is None and self.handover is None and not any(self._merged(w)["aqm"] for w in ("up", "down")):
             return self
-        plain = {"nat": None, "aqm": None, "up": self.up.model_copy(update={"aqm": None})}
+        plain = {"nat": None, "handover": None, "aqm": None, "up": self.up.model_copy(update={"aqm": None})}
         plain["down"] = self.down.model_copy(update={"aqm": None})
         return self.model_copy(update=plain)
 
@@ -299,12 +336,12 @@ class LinkProfile(Direction):
         """Base round-trip time: the two one-way delays (no queueing, no serialisation)."""
         return self._base_rtt_ms()
 
-    def to_linkem_toml(self, base_dir: Path | None = None) -> str:
+    def to_linkem_toml(self, base_dir: Path | None = None, table: str = "") -> str:
         """Render linkem's config, each direction written out in full (no inheritance), trace
-        paths made absolute against `base_dir`."""
+        paths made absolute against `base_dir`; `table`: under that table (a second path's)."""
         lines: list[str] = []
-        for which in ("up", "down"):
-            d = self.resolved(which)
+        for which in (f"{table}up", f"{table}down"):
+            d = self.resolved(which.removeprefix(table))
             lines.append(f"[{which}]")
             tables: list[str] = []
             for field, value in d.model_dump(exclude_none=True, exclude={"buffer_bdp"}).items():
@@ -326,10 +363,20 @@ class LinkProfile(Direction):
                     continue
                 lines.append(f"{k} = {_toml_value(v)}")
             lines.append("")
+        if self.handover is not None:
+            lines += [
+                "[handover]",
+                f'client = "{HANDOVER_CLIENT_ADDR}"',
+                f"at_s = {_toml_value(self.handover.at_s)}",
+                "",
+            ]
+            # the second path's own tables; linkem needs the table itself before its subtables
+            lines += ["[handover.path]", self.handover.path.to_linkem_toml(base_dir, table="handover.path.")]
         return "\n".join(lines)
 
 
 LinkProfile.model_rebuild()
+Handover.model_rebuild()
 
 
 def _toml_value(v: object) -> str:

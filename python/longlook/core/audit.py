@@ -296,7 +296,23 @@ def linkem_delta(before: dict, after: dict) -> dict:
         out["directions"][which] = {k: v - prev.get(k, 0) for k, v in counters.items() if isinstance(v, (int, float))}
     if "nat" in after:
         out["nat_rebindings"] = nat_rebindings(before, after)
+    if "handover" in after:
+        out["handover"] = {
+            **after["handover"],
+            "dropped_path_down": {w: int(d.get("dropped_path_down", 0)) for w, d in out["directions"].items()},
+        }
     return out
+
+
+def handover_detail(handover: dict, t0_ms: float) -> dict:
+    """A run's handover (from `linkem_delta`): when its first path went down, ms from the
+    run's start, and the packets each direction lost with it."""
+    down = handover.get("first_path_down_mono_ms")
+    return {
+        "at_s": (handover.get("config") or {}).get("at_ns", 0) / 1e9,
+        "first_path_down_t_ms": None if down is None else round(down - t0_ms, 3),
+        "dropped_path_down": handover.get("dropped_path_down", {}),
+    }
 
 
 # linkem's ECN counters per direction: packets that arrived ECT(0), ECT(1), CE (before the

@@ -31,7 +31,7 @@ from ..testbed.host import linkem_datapath
 from ..testbed.topology import RECORDED_SYSCTLS
 from ..versions import binary_version
 from .adaptive import needs_more_rounds, rule_metric
-from .audit import RunAudit, StallWatch, cpu_figures, linkem_delta, queue_figures
+from .audit import RunAudit, StallWatch, cpu_figures, handover_detail, linkem_delta, queue_figures
 from .capture import RunCapture
 from .kind import Kind, RunContext
 from .record import RunRecord, new_run_id
@@ -165,6 +165,8 @@ def measure_run(
         trace_phase = run_phase_ms(sc.trace_phase, link, sc.base_dir, sc.seed, round_index)
         if trace_phase is not None:
             tb.rephase_trace(trace_phase)
+        elif link.handover is not None:  # a request also restarts the handover's clock
+            tb.rephase_trace(0.0)
     with phase("client CPU group"):
         tb.set_client_cpu(cell.client_cpu)  # the cell's device: every client process joins it
     audit = RunAudit(tb, bench.stalls, sc.fidelity, client_cpu=cell.client_cpu)
@@ -211,6 +213,8 @@ def measure_run(
             m.details["queue"] = queue
         if trace_phase is not None:
             m.details[TRACE_PHASE_DETAIL] = trace_phase
+        if "handover" in delta:  # when the run's first path went down, and what it lost
+            m.details["handover"] = handover_detail(delta["handover"], audit.t0_ms)
         if "nat_rebindings" in delta:  # when each of the run's flows was rebound, from its start
             m.details["nat_rebindings"] = [
                 {**e, "t_ms": round(e["mono_ms"] - audit.t0_ms, 3)} for e in delta["nat_rebindings"]

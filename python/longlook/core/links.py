@@ -21,6 +21,10 @@ SWEEPABLE_LINK_FIELDS = tuple(
 
 
 def _rtt_shorthand(d: dict, pos: dict[str, int], where: str) -> None:
+    handover = d.get("handover")
+    if isinstance(handover, dict) and isinstance(handover.get("path"), dict):  # the second path's own
+        handover["path"] = dict(handover["path"])
+        _rtt_shorthand(handover["path"], {}, f"{where}.handover.path")
     if "rtt_ms" not in d:
         return
     if "delay_ms" in d:
@@ -109,6 +113,11 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
                     flat[f"{which}.{k}.{kk}"] = vv
             else:
                 flat[f"{which}.{k}"] = v
+    if p.handover is not None:  # when, and to what path
+        h = p.handover
+        flat["handover"] = f"{short_number(h.at_s)}s-to-{_base_label(h.path)}"
+        if h.notice_ms:
+            flat["handover.notice_ms"] = h.notice_ms
     if p.nat is not None:  # the NAT by what it sets beyond its defaults
         flat["nat.on"] = "on"
         for k, v in p.nat.model_dump(exclude_defaults=True).items():
@@ -150,6 +159,9 @@ def _labels_with(profiles: list[LinkProfile], covered: tuple[str, ...]) -> list[
             if val is None:  # not set on this link: its absence already tells it apart
                 continue
             text = short_number(val) if isinstance(val, (int, float)) and not isinstance(val, bool) else str(val)
+            if which == "handover":  # one per link: when, to what path, how late it is noticed
+                extras["handover" if not field else f"handover-{name}"] = text
+                continue
             if which == "nat":  # one NAT per link, not per direction
                 extras["nat" if field == "on" else f"nat-{name}"] = text
                 continue

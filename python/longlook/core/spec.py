@@ -326,6 +326,11 @@ class ScenarioBase(BaseModel):
                     f"links[{i}].nat: the first rebinding, {first:g} s after a flow starts, is past the "
                     f"run's timeout_s = {self.timeout_s:g}: no run would meet it; move it earlier"
                 )
+            if link.handover is not None and link.handover.at_s >= self.timeout_s:
+                raise ValueError(
+                    f"links[{i}].handover: at_s = {link.handover.at_s:g} s after the first packet is past the "
+                    f"run's timeout_s = {self.timeout_s:g}: no run would meet it; move it earlier"
+                )
         return self
 
     def _check_unique_cells(self) -> None:

@@ -38,8 +38,11 @@ _STREAM = 0x7ACE
 
 
 def trace_files(link: LinkProfile, base_dir: Path) -> list[Path]:
-    """The trace files a link replays (each direction's; both segments' of a proxied path)."""
+    """The trace files a link replays (each direction's; both segments' of a proxied path; a
+    handover's second path's)."""
     links = list(link.segments) if link.segments else [link]
+    if link.handover is not None:
+        links.append(link.handover.path)
     files = []
     for lk in links:
         for which in ("up", "down"):

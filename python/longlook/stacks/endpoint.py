@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..binaries import find_binary
 from ..errors import LonglookError
+from ..linkprofile import HANDOVER_CLIENT_ADDR
 from ..testbed.processes import stop_child
 from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
@@ -219,6 +220,16 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
     raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s", hint=f"see {stderr_path}")
 
 
+def migration_argv(testbed, protocol: str) -> list[str]:
+    """On a link with a handover the client moves when it is told its first path went down
+    (linkprofile.Handover): QUIC moves its connection; TCP reports that it cannot."""
+    profile = getattr(testbed, "profile", None)
+    handover = getattr(profile, "handover", None)
+    if handover is None or protocol not in ("h3", "h2"):
+        return []
+    return ["--migrate-at-ms", f"{handover.migrate_at_ms():g}", "--migrate-to", HANDOVER_CLIENT_ADDR]
+
+
 def fetch(
     testbed,
     *,
@@ -269,6 +280,7 @@ def fetch(
         argv += ["--keylog", str(keylog)]
     if not ecn:
         argv.append("--no-ecn")
+    argv += migration_argv(testbed, protocol)
     buffers = getattr(testbed, "host_buffers", None)  # sized to the path (testbed/buffers.py)
     if buffers is not None and protocol == "h3":
         argv += ["--udp-buffer", str(buffers.udp_bytes)]

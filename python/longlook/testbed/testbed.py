@@ -236,6 +236,8 @@ class Testbed:
                 hint="every link of one experiment has segments, or none",
             )
         self._size_host_buffers(profile)
+        if "proxy" not in self.ns:
+            topology.second_client_address(self.ns["client"], present=profile.handover is not None)
         if profile.segments:  # segment A in router, B in router2, each its own linkem
             a, b = profile.segments
             self.linkem = self._linkem("router", a, self.workdir)
@@ -258,6 +260,12 @@ class Testbed:
                 topology.set_sysctls(self.ns[role], self.host_buffers.sysctls())
 
     def _linkem(self, router: str, profile: LinkProfile, workdir: Path) -> Linkem:
+        if profile.handover is not None and self.datapath != "afpacket":
+            raise TestbedError(
+                f"link {profile.name}: a handover needs linkem's AF_PACKET datapath (this testbed uses "
+                f"{self.datapath}): its two paths release packets out of order, which NFQUEUE's batch "
+                f"verdicts cannot; drop LONGLOOK_DATAPATH or the scenario's datapath setting"
+            )
         if profile.nat is not None and self.datapath != "afpacket":
             raise TestbedError(
                 f"link {profile.name}: a NAT needs linkem's AF_PACKET datapath (this testbed uses "

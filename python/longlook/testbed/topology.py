@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ..linkprofile import HANDOVER_CLIENT_ADDR
 from .host import sh
 
 CLIENT_ADDR = "198.18.1.2"
@@ -111,6 +112,16 @@ def create(ns: dict[str, str]) -> None:
     sh(["ip", "-n", ns["client"], "route", "add", "default", "via", ROUTER_CLIENT_SIDE])
     sh(["ip", "-n", ns["server"], "route", "add", "default", "via", ROUTER_SERVER_SIDE])
     sh(["ip", "netns", "exec", ns["router"], "sysctl", "-qw", "net.ipv4.ip_forward=1"])
+
+
+def second_client_address(client_ns: str, present: bool) -> None:
+    """The client's second address (a handover's second path, linkprofile.Handover) on its
+    device, or none. A secondary address of the same subnet: sockets that do not bind to it
+    keep the first as their source, so only a client that moves uses it."""
+    if present:
+        sh(["ip", "-n", client_ns, "addr", "replace", f"{HANDOVER_CLIENT_ADDR}/24", "dev", "c0"])
+    else:
+        sh(["ip", "-n", client_ns, "addr", "del", f"{HANDOVER_CLIENT_ADDR}/24", "dev", "c0"], check=False)
 
 
 def _create_proxy(ns: dict[str, str]) -> None:

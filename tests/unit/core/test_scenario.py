@@ -565,3 +565,47 @@ def test_fq_codel_decides_the_order_so_it_takes_no_reordering():
     except LonglookError:
         return
     assert linkem_refusal(ok.links[0]) is None
+
+
+# ---- a client that moves (a handover) -------------------------------------------------------
+
+HANDOVER = "handover = { at_s = 1.0, notice_ms = 50, path = { rate_mbit = 10, rtt_ms = 60, loss = 0.01 } }\n"
+
+
+def test_a_handover_reaches_linkem_with_its_second_path_and_its_own_label():
+    s = scenario(NAT_BASE + "[[links]]\nrate_mbit = 10\nrtt_ms = 36\n" + HANDOVER)
+    link = s.links[1]
+    toml = tomllib.loads(link.to_linkem_toml())
+    assert toml["handover"]["client"] == "198.18.1.3" and toml["handover"]["at_s"] == 1.0
+    path = toml["handover"]["path"]
+    assert path["up"]["delay_ms"] == 30.0 and path["down"]["loss"] == 0.01 and path["down"]["rate_mbit"] == 10.0
+    assert "handover" not in tomllib.loads(s.links[0].to_linkem_toml())
+    assert link.handover.migrate_at_ms() == 1050.0  # the client moves when it is told
+    assert link.for_self_check().handover is None  # the check's probes stay on the first path
+    labels = [c.link_label for c in s.cells()]
+    assert any("handover=1s-to-10mbit-60ms" in x for x in labels) and len(set(labels)) == 2, labels
+
+
+@pytest.mark.parametrize(
+    ("handover", "says"),
+    [
+        ("at_s = 40.0, path = { rate_mbit = 10 }", "past the run's timeout_s = 30"),
+        ("at_s = 0, path = { rate_mbit = 10 }", "at_s"),
+        ("at_s = 1.0", "path"),
+        ("at_s = 1.0, path = { rtt_ms = 10 }", "rate_mbit or trace"),
+        ("at_s = 1.0, path = { rate_mbit = 10, nat = {} }", "second path is a link's rate"),
+        ("at_s = 1.0, when = 2, path = { rate_mbit = 10 }", "when"),
+    ],
+)
+def test_bad_handover_settings_are_one_clear_error(handover: str, says: str):
+    e = error_of(NAT_BASE + f"handover = {{ {handover} }}\n")
+    assert says in e and "handover" in e and "Traceback" not in e, e
+
+
+def test_linkem_takes_the_handover_python_writes():
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        pytest.skip("linkem-check is not built")
+    link = scenario(NAT_BASE + HANDOVER).links[0]
+    assert linkem_refusal(link) is None

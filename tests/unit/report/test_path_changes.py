@@ -59,3 +59,37 @@ def test_no_section_without_a_nat():
     a = _analysis([_run("plain", "h3", "ok")])
     a.scenario = SimpleNamespace(cells=lambda: [SimpleNamespace(id="plain", link=SimpleNamespace(nat=None))])
     assert section(None, a) is None
+
+
+def test_a_handover_shows_when_the_path_went_down_and_when_the_client_moved():
+    cells = [
+        SimpleNamespace(id="wifi", link=SimpleNamespace(nat=None, handover=None)),
+        SimpleNamespace(id="handover", link=SimpleNamespace(nat=None, handover=object())),
+    ]
+    down = {"at_s": 1.0, "first_path_down_t_ms": 1004.0, "dropped_path_down": {"down": 12}}
+
+    def run(cell, arm, status, moved_ms=None):
+        r = _run(cell, arm, status)
+        if cell == "handover":
+            r["handover"] = down
+            r["migration"] = {"planned_at_ms": 1000.0, "at_ms": moved_ms, "not_moved": None if moved_ms else "TCP"}
+        return r
+
+    runs = [
+        run("wifi", "h3", "ok"),
+        run("handover", "h3", "ok", 1000.4),
+        run("handover", "h3", "ok", 1000.8),
+        run("handover", "h2", "failed"),
+    ]
+    a = SimpleNamespace(
+        scenario=SimpleNamespace(cells=lambda: cells),
+        runs=pd.DataFrame(runs),
+        cells=pd.DataFrame({"cell_id": ["wifi", "handover"]}),
+    )
+    html = section(None, a).html
+    rows = html.split("<tr>")[2:]
+    h3 = next(r for r in rows if ">handover<" in r and ">h3<" in r)
+    h2 = next(r for r in rows if ">handover<" in r and ">h2<" in r)
+    assert "2 of 2" in h3 and "1004" in h3 and "2 of 2, median 1001" in h3, h3
+    assert "0 of 1" in h2 and "median" not in h2, h2
+    assert ">none<" in next(r for r in rows if ">wifi<" in r)

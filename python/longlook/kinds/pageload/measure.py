@@ -239,6 +239,8 @@ def from_fetch(
     objects = [{c: o.get(c) for c in OBJECT_COLUMNS} for o in fetch.get("objects") or []]
     race_metrics, race_details = race_measures(fetch)  # racing client: fallback, shares
     details.update(race_details)
+    if fetch.get("migration"):  # a client that moved paths: when, to where, or why not
+        details["migration"] = fetch["migration"]
     return Measurement(
         status=status,
         error=error or fetch.get("error") or ("timed out" if status == "timeout" else None),

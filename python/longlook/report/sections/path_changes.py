@@ -1,14 +1,17 @@
 """Report section: what a change of the path did to each protocol, cell by cell, where a link
 of the experiment has a NAT (linkem's, crates/linkem/README.md "A NAT in front of the
-bottleneck"). Per cell and arm, over every run attempted (a run that failed is the outcome
-here: did the connection survive?): the runs whose flows the NAT rebound, how many of them
-completed, when the rebinding came (ms from the run's start, from linkem's account), and the
+bottleneck") or a handover (a client that moves to a second path, docs/nat.md). Per cell and
+arm, over every run attempted (a run that failed is the outcome here: did the connection
+survive?): the runs whose path changed (the NAT rebound their flows, or their first path went
+down), how many of them completed, when the change came (ms from the run's start, from
+linkem's account), when the client moved (its own report), and the
 longest silence the client met (our QUIC client's trace, `qlog.gaps`) with when it began, so
 a stall that starts at the rebinding reads off the row. Cells without a NAT sit beside them:
 their longest silence is the baseline (a handshake, a slow start). Where the runs kept a full
 pcap and their key log (`[capture]`), each rebound QUIC run's capture is judged by the
-interop case of its move (wire.cases: rebind-port, rebind-addr): did the server validate
-the new path (PATH_CHALLENGE, the client's PATH_RESPONSE) and did data continue over it."""
+interop case of its move (wire.cases: rebind-port, rebind-addr, connection-migration for a
+handover): did the server validate the new path (PATH_CHALLENGE, the client's PATH_RESPONSE)
+and did data continue over it."""
 
 from __future__ import annotations
 
@@ -40,6 +43,11 @@ def _max(values) -> float:
     return max(x) if x else math.nan
 
 
+def _field(value, key: str):
+    """`key` of a run's details dict (handover, migration; absent: nan in the frame)."""
+    return value.get(key) if isinstance(value, dict) else None
+
+
 def _first_rebinding_ms(events) -> float | None:
     times = [e.get("t_ms") for e in _events(events) if isinstance(e, dict) and e.get("t_ms") is not None]
     return min(times) if times else None
@@ -54,13 +62,15 @@ def section(store, analysis) -> Section | None:
         cells = {c.id: c for c in sc.cells()}
     except (AttributeError, ValueError):
         return None
-    nat = {cid: getattr(getattr(c, "link", None), "nat", None) is not None for cid, c in cells.items()}
-    if not any(nat.values()):
+    change = {cid: _change_of(getattr(c, "link", None)) for cid, c in cells.items()}
+    if not any(v != "none" for v in change.values()):
         return None
     col = lambda name: runs[name] if name in runs else [None] * len(runs)  # noqa: E731
+    went_down = [_field(h, "first_path_down_t_ms") for h in col("handover")]
     frame = runs.assign(
-        _rebound=[bool(_events(e)) for e in col("nat_rebindings")],
-        _first=[_first_rebinding_ms(e) for e in col("nat_rebindings")],
+        _rebound=[bool(_events(e)) or d is not None for e, d in zip(col("nat_rebindings"), went_down)],
+        _first=[d if d is not None else _first_rebinding_ms(e) for e, d in zip(col("nat_rebindings"), went_down)],
+        _moved=[_field(m, "at_ms") for m in col("migration")],
         _stall=list(col("receive_stall_ms")),
         _stall_from=list(col("receive_stall_from_ms")),
     )
@@ -73,15 +83,17 @@ def section(store, analysis) -> Section | None:
         rebound = g[g["_rebound"]]
         ok = int((rebound["status"] == "ok").sum())
         validated = _validation(experiment, cells.get(cid), rebound) if full and experiment is not None else "–"
+        moved = rebound["_moved"].notna().sum() if len(rebound) else 0
         rows.append(
             [
                 escape(cid),
-                "NAT" if nat.get(cid) else "none",
+                change.get(cid, "none"),
                 escape(arm),
                 str(len(g)),
                 str(len(rebound)),
                 f"{ok} of {len(rebound)}" if len(rebound) else "–",
                 _fmt(_median(rebound["_first"]), "{:.0f}"),
+                f"{moved} of {len(rebound)}, median {_fmt(_median(rebound['_moved']), '{:.0f}')}" if moved else "–",
                 _fmt(_median(g["_stall"])),
                 _fmt(_max(g["_stall"])),
                 _fmt(_median(g["_stall_from"]), "{:.0f}"),
@@ -90,12 +102,13 @@ def section(store, analysis) -> Section | None:
         )
     head = [
         "cell",
-        "NAT",
+        "path change",
         "arm",
         "runs",
-        "runs rebound",
+        "runs whose path changed",
         "of those completed",
-        "rebinding at, median (ms)",
+        "change at, median (ms)",
+        "client moved (ms)",
         "longest silence, median (ms)",
         "worst (ms)",
         "silence began, median (ms)",
@@ -103,8 +116,10 @@ def section(store, analysis) -> Section | None:
     ]
     note = (
         "<p class='note'>Per cell and arm, over every run attempted: a run that failed after its path "
-        "changed is the answer to whether the connection survived. Rebinding: when linkem's NAT moved "
-        "the run's first flow to a new external port or address, from the run's start. Longest silence: "
+        "changed is the answer to whether the connection survived. Change: when linkem's NAT moved "
+        "the run's first flow to a new external port or address, or (a handover) when the client's first "
+        "path went down, from the run's start. Client moved: the runs whose client moved its connection "
+        "to its second address, and when (its own report; a TCP connection cannot). Longest silence: "
         "the longest gap between packets our QUIC client received, read from its trace (TCP runs and "
         "other clients have none), and when it began; without a NAT it is the handshake's or a slow "
         "start's. New path validated: where the runs kept a full pcap and key log, the rebound "
@@ -115,11 +130,23 @@ def section(store, analysis) -> Section | None:
     return Section(id="path-changes", title="Path changes", html=note + numbers_table(head, rows))
 
 
+def _change_of(link) -> str:
+    """What changes a cell's path: "NAT", "handover" or "none"."""
+    if getattr(link, "handover", None) is not None:
+        return "handover"
+    return "NAT" if getattr(link, "nat", None) is not None else "none"
+
+
 def _validation(experiment, cell, rebound) -> str:
-    """ "k of m" rebound QUIC runs whose capture passed the case of the NAT's move, and the
+    """ "k of m" rebound QUIC runs whose capture passed the case of the move (a client that
+    moved on purpose: connection-migration, which also asks for a new connection ID), and the
     evidence of the first that did not; "–" when none kept a capture to judge."""
-    nat = getattr(getattr(cell, "link", None), "nat", None)
-    case = "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
+    link = getattr(cell, "link", None)
+    nat = getattr(link, "nat", None)
+    if getattr(link, "handover", None) is not None:
+        case = "connection-migration"
+    else:
+        case = "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
     results = []
     for _, run in rebound.iterrows():
         if run.get("protocol_requested") != "h3":  # a TCP run's capture has no QUIC to judge

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ....binaries import find_binary
+from ....stacks.endpoint import migration_argv
 from ....stacks.fetch_result import fetch_result
 
 
@@ -74,6 +75,7 @@ class EndpointSession:
             argv += ["--keylog", str(keylog)]
         if not ecn:
             argv.append("--no-ecn")
+        argv += migration_argv(testbed, protocol)  # a link with a handover: the client moves
         self.protocol = protocol
         self.out = out
         self.started = time.monotonic()
