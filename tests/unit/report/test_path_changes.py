@@ -73,6 +73,13 @@ def test_a_handover_shows_when_the_path_went_down_and_when_the_client_moved():
         if cell == "handover":
             r["handover"] = down
             r["migration"] = {"planned_at_ms": 1000.0, "at_ms": moved_ms, "not_moved": None if moved_ms else "TCP"}
+            if moved_ms:
+                r["server_controllers"] = {
+                    "count": 2,
+                    "changed_at_ms": 1020.0,
+                    "cwnd_before": 103_070,
+                    "cwnd_after": 12_000,
+                }
         return r
 
     runs = [
@@ -91,5 +98,6 @@ def test_a_handover_shows_when_the_path_went_down_and_when_the_client_moved():
     h3 = next(r for r in rows if ">handover<" in r and ">h3<" in r)
     h2 = next(r for r in rows if ">handover<" in r and ">h2<" in r)
     assert "2 of 2" in h3 and "1004" in h3 and "2 of 2, median 1001" in h3, h3
+    assert "reset in 2 of 2, cwnd 103,070 -&gt; 12,000 B" in h3 or "reset in 2 of 2, cwnd 103,070 -> 12,000 B" in h3, h3
     assert "0 of 1" in h2 and "median" not in h2, h2
     assert ">none<" in next(r for r in rows if ">wifi<" in r)

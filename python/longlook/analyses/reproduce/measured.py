@@ -62,12 +62,14 @@ class Measured:
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
             cells = store.cells_frame()
             try:
-                boxes = {c.id: (middlebox_text(c.link), nat_text(c.link)) for c in scenario.cells()}
+                boxes = {
+                    c.id: (middlebox_text(c.link), nat_text(c.link), handover_text(c.link)) for c in scenario.cells()
+                }
             except (AttributeError, ValueError, LonglookError):  # a stored scenario today's code cannot grid
                 boxes = {}
             cells = cells.assign(
                 dims=[
-                    {**(d or {}), **dict(zip(("middlebox", "nat"), boxes.get(c, ("unknown", "unknown"))))}
+                    {**(d or {}), **dict(zip(("middlebox", "nat", "handover"), boxes.get(c, ("unknown",) * 3)))}
                     for c, d in zip(cells["cell_id"], cells["dims"])
                 ]
             )
@@ -153,6 +155,11 @@ def nat_text(link: LinkProfile) -> str:
     return "rebinding" if link.nat.first_rebinding_s() is not None else "nat"
 
 
+def handover_text(link: LinkProfile) -> str:
+    """Whether a link's client moves to a second path during a run: "handover" or "none"."""
+    return "none" if link.handover is None else "handover"
+
+
 def grid(scenario: ScenarioBase) -> pd.DataFrame:
     """A scenario's cells as a Measured's `cells` (their dimensions with `middlebox`), and
     `link_settings`: every setting of the cell's link, flattened (a link's label names only
@@ -162,7 +169,12 @@ def grid(scenario: ScenarioBase) -> pd.DataFrame:
         rows.append(
             {
                 "cell_id": c.id,
-                "dims": {**c.dims(), "middlebox": middlebox_text(c.link), "nat": nat_text(c.link)},
+                "dims": {
+                    **c.dims(),
+                    "middlebox": middlebox_text(c.link),
+                    "nat": nat_text(c.link),
+                    "handover": handover_text(c.link),
+                },
                 "link_settings": _flat(c.link.model_dump(mode="json", exclude={"name"})),
             }
         )

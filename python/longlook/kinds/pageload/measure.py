@@ -13,7 +13,9 @@ from ...core.audit import host_buffer_reasons, tcp_ecn_check, tcp_summary
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
+from ...qlog.controllers import controllers
 from ...qlog.gaps import longest_receive_gap_in
+from ...qlog.reader import read_qlog
 from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
@@ -136,12 +138,14 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    nat_scenario = any(link.nat is not None for link in ctx.scenario.links)
-    if nat_scenario and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
+    path_changes = any(link.nat is not None or link.handover is not None for link in ctx.scenario.links)
+    if path_changes and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
         # the longest silence our QUIC client met: a path that changed under it shows here,
         # and the scenario's cells without a NAT give the baseline (a handshake, a slow start)
         m.details["receive_stall_ms"] = gap.ms
         m.details["receive_stall_from_ms"] = gap.from_ms
+    if path_changes and "qlog" in artifacts and (cc := _server_controllers(ctx.run_dir / artifacts["qlog"])):
+        m.details["server_controllers"] = cc
     m.details.update(
         fetch_start_mono_s=fetch_start,
         fetch_end_mono_s=fetch_end,
@@ -157,6 +161,24 @@ def _receive_stall(path: Path):
     if not path.is_file():
         return None
     return longest_receive_gap_in(path)
+
+
+def _server_controllers(path: Path) -> dict | None:
+    """Our server's congestion controllers of the run's QUIC connection (qlog.controllers):
+    how many, and the window before and after the first change (a reset on a new address)."""
+    if not path.is_file():
+        return None
+    found = controllers(read_qlog(path))
+    if found is None:
+        return None
+    n, changes = found
+    first = changes[0] if changes else None
+    return {
+        "count": n,
+        "changed_at_ms": first.t_ms if first else None,
+        "cwnd_before": first.cwnd_before if first else None,
+        "cwnd_after": first.cwnd_after if first else None,
+    }
 
 
 def _artifacts(run_dir: Path, document: dict) -> dict[str, str]:

@@ -71,6 +71,7 @@ def section(store, analysis) -> Section | None:
         _rebound=[bool(_events(e)) or d is not None for e, d in zip(col("nat_rebindings"), went_down)],
         _first=[d if d is not None else _first_rebinding_ms(e) for e, d in zip(col("nat_rebindings"), went_down)],
         _moved=[_field(m, "at_ms") for m in col("migration")],
+        _controllers=list(col("server_controllers")),
         _stall=list(col("receive_stall_ms")),
         _stall_from=list(col("receive_stall_from_ms")),
     )
@@ -97,6 +98,7 @@ def section(store, analysis) -> Section | None:
                 _fmt(_median(g["_stall"])),
                 _fmt(_max(g["_stall"])),
                 _fmt(_median(g["_stall_from"]), "{:.0f}"),
+                _controller_text(rebound["_controllers"]) if len(rebound) else "–",
                 validated,
             ]
         )
@@ -112,6 +114,7 @@ def section(store, analysis) -> Section | None:
         "longest silence, median (ms)",
         "worst (ms)",
         "silence began, median (ms)",
+        "server's congestion controller",
         "new path validated (from the wire)",
     ]
     note = (
@@ -122,12 +125,28 @@ def section(store, analysis) -> Section | None:
         "to its second address, and when (its own report; a TCP connection cannot). Longest silence: "
         "the longest gap between packets our QUIC client received, read from its trace (TCP runs and "
         "other clients have none), and when it began; without a NAT it is the handshake's or a slow "
-        "start's. New path validated: where the runs kept a full pcap and key log, the rebound "
+        "start's. Server's congestion controller: from our server's trace, in how many of the runs "
+        "whose path changed it was made anew (RFC 9000 §9.4: reset on a new address, may be kept when only "
+        "the port changed), with the median window before and after the change (other servers: –). "
+        "New path validated: where the runs kept a full pcap and key log, the rebound "
         "QUIC runs whose capture shows the server's PATH_CHALLENGE to the new address, the client's "
         "PATH_RESPONSE and data continuing (the interop case of the move, read by tshark), with "
         "the first other run's evidence.</p>"
     )
     return Section(id="path-changes", title="Path changes", html=note + numbers_table(head, rows))
+
+
+def _controller_text(values) -> str:
+    """ "reset in k of m, cwnd B -> A bytes (medians)", "kept in m of m", or "–"."""
+    known = [v for v in values if isinstance(v, dict) and v.get("count")]
+    if not known:
+        return "–"
+    reset = [v for v in known if v["count"] > 1]
+    if not reset:
+        return f"kept in {len(known)} of {len(known)}"
+    before = _median(v.get("cwnd_before") for v in reset)
+    after = _median(v.get("cwnd_after") for v in reset)
+    return f"reset in {len(reset)} of {len(known)}, cwnd {_fmt(before, '{:,.0f}')} -> {_fmt(after, '{:,.0f}')} B"
 
 
 def _change_of(link) -> str:

@@ -1,0 +1,42 @@
+"""A QUIC sender's congestion controller across a path change, from its own qlog. Our
+endpoint logs `longlook:congestion_control` each time quinn makes a controller for the
+connection: once at its start, and again for a new path when the peer's address changed
+(RFC 9000 §9.4: an endpoint resets its congestion controller on a new address, and may keep it
+when only the port changed). The window just before the new controller and its first window
+show the reset; a single controller means the state was kept across whatever moved. Other
+stacks log no such event: nothing is said of them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .reader import QlogFile
+
+_MADE = "longlook:congestion_control"
+_METRICS = "recovery:metrics_updated"
+
+
+@dataclass(frozen=True)
+class ControllerChange:
+    t_ms: float  # when the new controller was made (ms on the log's clock)
+    cwnd_before: int | None  # the old controller's last window (bytes)
+    cwnd_after: int | None  # the new one's first window
+
+
+def controllers(log: QlogFile) -> tuple[int, list[ControllerChange]] | None:
+    """How many controllers the connection had, and each change after the first; None when
+    the log does not say (not our endpoint's)."""
+    made = [float(e["time"]) for e in log.named(_MADE) if isinstance(e.get("time"), (int, float))]
+    if not made:
+        return None
+    windows = [
+        (float(e["time"]), int(e["data"]["congestion_window"]))
+        for e in log.named(_METRICS)
+        if isinstance(e.get("time"), (int, float)) and isinstance((e.get("data") or {}).get("congestion_window"), int)
+    ]
+    changes = []
+    for t in sorted(made)[1:]:
+        before = [w for at, w in windows if at < t]
+        after = [w for at, w in windows if at >= t]
+        changes.append(ControllerChange(round(t, 3), before[-1] if before else None, after[0] if after else None))
+    return len(made), changes
