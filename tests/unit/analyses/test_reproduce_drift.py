@@ -38,3 +38,16 @@ def test_the_pages_show_the_drift_and_its_reading(tmp_path):
     for page in (html, md):
         assert "cancels in their comparison" in page and "kakhki-fig2-macw" in page
     assert r.as_dict()["drift"]["paired"]["drifts"] is False
+
+
+def test_a_drifting_ratio_widens_every_test_and_says_so():
+    from longlook.core.spec import Statistics
+
+    base = Statistics(alpha=0.01, confidence=0.95)
+    drifting = RoundDrift(Drift(44, 554, 0.092, 0.038, 0.05, 0.13), _drift(0.5), ())
+    wide = drifting.widened(base)
+    assert 0.0046 < wide.alpha < 0.0048 and 0.967 < wide.confidence < 0.969, wide
+    assert "10% wider" in drifting.applied() and "alpha 0.01 -> 0.0047" in drifting.applied()
+    # only the arms drift: what drifts cancels in the comparisons; nothing is widened
+    arms_only = RoundDrift(_drift(0.5), Drift(94, 1192, 0.079, 0.018, 0.05, 0.1), ())
+    assert arms_only.widened(base) == base and arms_only.applied().startswith("nothing")

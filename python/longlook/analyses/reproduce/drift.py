@@ -17,7 +17,8 @@ import numpy as np
 
 from ...core.experiment_stats import analyse
 from ...core.round_series import round_series
-from ...core.serial import Drift, drift_test
+from ...core.serial import Drift, drift_test, widened_level
+from ...core.spec import Statistics
 from ...core.store import Store
 from ...errors import LonglookError
 
@@ -53,8 +54,31 @@ class RoundDrift:
             "paired": one(self.paired),
             "arms": one(self.arms),
             "reading": self.reading(),
+            "inflation": round(self.inflation, 4),
+            "applied": self.applied(),
             "scenarios": [{"name": s.name, "paired": one(s.paired), "arms": one(s.arms)} for s in self.scenarios],
         }
+
+    @property
+    def inflation(self) -> float:
+        """How much wider every interval of the comparisons must be: the paired series'
+        factor when their drift is shown, else 1 (a drift common to a round's arms cancels in
+        their comparison)."""
+        return self.paired.inflation if self.paired.drifts else 1.0
+
+    def widened(self, statistics: Statistics) -> Statistics:
+        """A scenario's [statistics] with alpha and the confidence level moved so that every
+        interval is `inflation` times as wide (core.serial.widened_level); unchanged without
+        drift."""
+        f = self.inflation
+        if f <= 1.0:
+            return statistics
+        return statistics.model_copy(
+            update={
+                "alpha": widened_level(statistics.alpha, f),
+                "confidence": 1 - widened_level(1 - statistics.confidence, f),
+            }
+        )
 
     def reading(self) -> str:
         """What the two figures mean for the comparisons."""
@@ -73,11 +97,25 @@ class RoundDrift:
             )
         return "neither drifts detectably: rounds behave as independent draws at this resolution"
 
+    def applied(self) -> str:
+        """What the verdicts above did about it."""
+        f = self.inflation
+        if f <= 1.0:
+            return "nothing: every test ran at its scenario's alpha and confidence"
+        a = widened_level(0.01, f)
+        return (
+            f"every test above ran at the level that makes its intervals {100 * (f - 1):.0f}% wider "
+            f"(an AR(1) drift of the pooled lag-1 correlation: alpha 0.01 -> {a:.4f}, 95% intervals -> "
+            f"{100 * (1 - widened_level(0.05, f)):.1f}%), which holds each test's false-verdict rate at its "
+            f"alpha under such a drift (the calibration suite)"
+        )
+
     def markdown(self) -> list[str]:
         lines = [
             f"- per-round log ratio of the compared arms (what every comparison reads): {self.paired.text()}",
             f"- each arm's own values in round order: {self.arms.text()}",
             f"- reading: {self.reading()}",
+            f"- applied: {self.applied()}",
             "",
             "| scenario | pairs: series | lag-1 r | p | arms: series | lag-1 r | p |",
             "|---|---|---|---|---|---|---|",

@@ -155,7 +155,11 @@ class Reproduction:
         lines += ["", "| scenario | status | wall | detail |", "|---|---|---|---|"]
         lines += [f"| {s.name} | {s.status} | {s.wall_s:.0f} s | {cell(s.detail)} |" for s in self.scenarios]
         if self.drift:
-            lines += ["", "Do runs drift across rounds (every test above takes rounds as independent)?", ""]
+            lines += [
+                "",
+                "Do runs drift across rounds (every test above takes rounds as independent, unless widened below)?",
+                "",
+            ]
             lines += self.drift.markdown()
         return "\n".join(lines) + "\n"
 
