@@ -25,18 +25,21 @@ class ControllerChange:
 
 def controllers(log: QlogFile) -> tuple[int, list[ControllerChange]] | None:
     """How many controllers the connection had, and each change after the first; None when
-    the log does not say (not our endpoint's)."""
-    made = [float(e["time"]) for e in log.named(_MADE) if isinstance(e.get("time"), (int, float))]
-    if not made:
-        return None
-    windows = [
-        (float(e["time"]), int(e["data"]["congestion_window"]))
-        for e in log.named(_METRICS)
-        if isinstance(e.get("time"), (int, float)) and isinstance((e.get("data") or {}).get("congestion_window"), int)
-    ]
-    changes = []
-    for t in sorted(made)[1:]:
-        before = [w for at, w in windows if at < t]
-        after = [w for at, w in windows if at >= t]
-        changes.append(ControllerChange(round(t, 3), before[-1] if before else None, after[0] if after else None))
-    return len(made), changes
+    the log does not say (not our endpoint's). Read in file order, which is the order they
+    were logged in: the old controller's last window can carry the new one's timestamp."""
+    made, changes = 0, []
+    last: int | None = None
+    pending: tuple[float, int | None] | None = None  # a change waiting for its first window
+    for e in log.events:
+        if e.get("name") == _MADE and isinstance(e.get("time"), (int, float)):
+            made += 1
+            if made > 1:
+                pending = (round(float(e["time"]), 3), last)
+        elif e.get("name") == _METRICS and isinstance((e.get("data") or {}).get("congestion_window"), int):
+            last = int(e["data"]["congestion_window"])
+            if pending is not None:
+                changes.append(ControllerChange(pending[0], pending[1], last))
+                pending = None
+    if pending is not None:
+        changes.append(ControllerChange(pending[0], pending[1], None))
+    return (made, changes) if made else None

@@ -319,6 +319,13 @@ impl Controller for InstrumentedController {
         self.in_flight = self.in_flight.saturating_sub(lost_bytes);
         if lost_bytes == 0 {
             self.losses.ecn += 1; // quinn reports ECN-CE with zero lost bytes
+            if let Some(q) = &self.qlog {
+                // the signal itself, apart from a loss: what the window did after it is read
+                // from the metrics that follow (qlog/ce_reaction.py)
+                let mut q = q.lock().unwrap();
+                let data = format!("{{\"largest_marked_sent_time\":{:.3}}}", q.rel_ms(sent));
+                q.event(now, "longlook:ecn_ce", &data);
+            }
         } else {
             let range = self.lost_range(sent);
             let loss_delay = self.conservative_rtt.mul_f64(TIME_THRESHOLD).max(TIMER_GRANULARITY);

@@ -17,7 +17,10 @@ The table's entries per arm (a stack, as server and client), each with its evide
   packets it sent before giving up marking;
 - **reacts to CE**: on the marking path, the CE marks it met per run and the queue delay
   they held (a sender that ignored CE would keep the queue above the AQM's target and be
-  marked without end)."""
+  marked without end);
+- **window on CE**: from the sender's own qlog (qlog.ce_reaction), how often a CE signal was
+  followed by a cut of its congestion window within two round trips, by what factor (RFC
+  9002 §7.3.2: as for a loss, once per round trip), beside its factor on a loss."""
 
 from __future__ import annotations
 
@@ -26,6 +29,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+from ...qlog.ce_reaction import Reaction, reactions
+from ...qlog.reader import read_qlog
 
 SENDS_SHARE = 0.5
 NONE_SHARE = 0.01
@@ -142,14 +148,49 @@ def reacts(e: Evidence, sends: bool) -> str:
     )
 
 
+def _factor(r: Reaction) -> str:
+    return f"x{float(np.median(r.factors)):.2f}" if r.factors else "–"
+
+
+def window_on_ce(experiment, runs: pd.DataFrame) -> str | None:
+    """The senders' window after CE, over the runs' server qlogs (their `qlog` artifact);
+    None when no run kept one."""
+    found = []
+    for arts in runs["artifacts"] if "artifacts" in runs else []:
+        name = (arts or {}).get("qlog") if isinstance(arts, dict) else None
+        path = None if name is None or experiment is None else experiment / name
+        if path is not None and path.is_file():
+            found.append(reactions(read_qlog(path)))
+    if not found:
+        return None
+    ce, loss = Reaction(), Reaction()
+    for x in found:
+        for total, one in ((ce, x.ce), (loss, x.loss)):
+            total.signals += one.signals
+            total.reduced += one.reduced
+            total.factors += one.factors
+            total.again_within_rtt += one.again_within_rtt
+    on_loss = f"; on a loss {_factor(loss)} ({loss.reduced} cuts)" if loss.reduced else ""
+    if not any(x.ce_reported for x in found):
+        return f"its log carries no CE counts ({len(found)} runs){on_loss}"
+    if ce.signals == 0:
+        return f"no CE signal in its log ({len(found)} runs){on_loss}"
+    again = f", {ce.again_within_rtt} second cuts within a round trip" if ce.again_within_rtt else ""
+    return f"cut {_factor(ce)} after {ce.reduced} of {ce.signals} CE signals{again}{on_loss}"
+
+
 def ecn_table(
-    runs: pd.DataFrame, conditions: dict[str, Condition], switch: dict[str, str] | None = None
+    runs: pd.DataFrame,
+    conditions: dict[str, Condition],
+    switch: dict[str, str] | None = None,
+    experiment=None,
 ) -> dict[str, dict[str, str]]:
     """row -> entry -> text, from the runs of the cells whose link sets each condition
     (`conditions`: cell id -> Condition). A row is an arm, or an arm with the cell's ECN
     switch (`switch`: cell id -> "ecn=on" / "ecn=off"; the sender's own setting, never
     pooled). Entries without a cell of their condition are left out. Several cells of one
-    condition and switch (rates, workloads) are read together."""
+    condition and switch (rates, workloads) are read together. `experiment`: its directory,
+    where the runs' server qlogs are read for the window on CE."""
     switch = switch or {}
     runs = runs.assign(
         _row=[f"{a}, {switch[c]}" if c in switch else str(a) for a, c in zip(runs["arm"], runs["cell_id"])]
@@ -168,6 +209,8 @@ def ecn_table(
         if clean is not None:
             row["sends ECT"] = sends_ect(clean)
             row["reacts to CE"] = reacts(clean, sends)
+            if sends and (window := window_on_ce(experiment, pd.concat(by[None]))) is not None:
+                row["window on CE (its log)"] = window
         if (e := ev.get("bleach")) is not None:
             row["behind bleaching (validation)"] = validates(e, sends if clean is not None else e.ect_share > 0)
         if (e := ev.get("drop_ect")) is not None:

@@ -6,11 +6,18 @@ column per entry the experiment's conditions can answer, each with its evidence.
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
 from ...analyses.ecn import condition_of, ecn_table
 from ...render.html import Section, numbers_table
 
-ENTRIES = ("sends ECT", "reacts to CE", "behind bleaching (validation)", "behind an ECT black hole")
+ENTRIES = (
+    "sends ECT",
+    "reacts to CE",
+    "window on CE (its log)",
+    "behind bleaching (validation)",
+    "behind an ECT black hole",
+)
 
 
 def section(store, analysis) -> Section | None:
@@ -30,7 +37,8 @@ def section(store, analysis) -> Section | None:
         for cid, c in cells.items()
         if getattr(getattr(c, "options", None), "ecn", None) is not None
     }
-    table = ecn_table(runs, conditions, switch)
+    experiment = getattr(store, "directory", None)
+    table = ecn_table(runs, conditions, switch, experiment=Path(experiment) if experiment else None)
     if not table:
         return None
     entries = [e for e in ENTRIES if any(e in row for row in table.values())]
@@ -41,6 +49,9 @@ def section(store, analysis) -> Section | None:
         "before its middlebox, so behind a bleaching or ECT-dropping box the counts are still what "
         "the sender marked. Sends ECT: on the marking path without a fault. Validation: RFC 9000 "
         "§13.4.2 has a QUIC sender stop marking when its ACKs report no ECT. Reacts to CE: the "
-        "marks the queue gave and the delay they held it at.</p>"
+        "marks the queue gave and the delay they held it at. Window on CE: from the sender's own "
+        "qlog, how often a CE signal was followed within two round trips by a cut of its congestion "
+        "window, and by what factor (median), beside its cut on a loss (RFC 9002 §7.3.2: the same, "
+        "once per round trip).</p>"
     )
     return Section(id="ecn", title="ECN per sender", html=note + numbers_table(["arm", *entries], rows))
