@@ -190,11 +190,15 @@ class Handover(BaseModel):
     `at_s` after the first path's first packet that path goes down (everything on it is lost
     from then on), and `notice_ms` later the client moves its connection to the second path,
     as a phone's OS tells its applications the Wi-Fi is gone. A QUIC client moves its
-    connection (a new local address); a TCP connection cannot, and dies with its path."""
+    connection (a new local address); a TCP connection cannot: with `tcp_reconnect` false it
+    dies with its path (what the connection does), with true the client drops it, connects
+    again from the new address and asks for the rest of each object with a range request
+    (what an application that retries does)."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     at_s: float = Field(gt=0, le=86_400)
     notice_ms: float = Field(default=0.0, ge=0, le=60_000)
+    tcp_reconnect: bool = False
     path: "LinkProfile"
 
     @model_validator(mode="after")

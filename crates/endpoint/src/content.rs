@@ -237,9 +237,19 @@ impl JpegBody {
 /// A response body produced chunk by chunk (synthetic bodies are slices of one shared buffer).
 pub enum BodySource {
     Full(Option<Bytes>),
-    Synthetic { remaining: u64 },
+    Synthetic {
+        remaining: u64,
+    },
     Jpeg(JpegBody),
-    File { file: tokio::fs::File, remaining: u64 },
+    File {
+        file: tokio::fs::File,
+        remaining: u64,
+    },
+    /// Another body without its first `skip` bytes (a range request's rest).
+    From {
+        skip: u64,
+        inner: Box<BodySource>,
+    },
 }
 
 impl BodySource {
@@ -255,6 +265,19 @@ impl BodySource {
                 Ok(Some(pattern().slice(..n)))
             }
             BodySource::Jpeg(body) => Ok(body.next_chunk()),
+            BodySource::From { skip, inner } => loop {
+                // the skipped bytes are made and dropped: synthetic bodies cost a copy each
+                let Some(mut chunk) = Box::pin(inner.next_chunk()).await? else { return Ok(None) };
+                if *skip == 0 {
+                    return Ok(Some(chunk));
+                }
+                let n = (*skip).min(chunk.len() as u64) as usize;
+                *skip -= n as u64;
+                let rest = chunk.split_off(n);
+                if !rest.is_empty() {
+                    return Ok(Some(rest));
+                }
+            },
             BodySource::File { file, remaining } => {
                 if *remaining == 0 {
                     return Ok(None);
@@ -277,11 +300,49 @@ pub struct Reply {
     pub content_type: &'static str,
     pub length: u64,
     pub body: BodySource,
+    /// A range request's answer (206): "bytes FIRST-LAST/LENGTH".
+    pub content_range: Option<String>,
+}
+
+/// The first byte a `Range` header asks for: only `bytes=N-`, the one form a client resuming
+/// a download sends (RFC 9110 §14.1.2). None: no usable range (the whole body is sent, as a
+/// server that ignores ranges does).
+pub fn range_start(header: Option<&str>) -> Option<u64> {
+    let spec = header?.trim().strip_prefix("bytes=")?;
+    let (first, last) = spec.split_once('-')?;
+    if !last.trim().is_empty() || spec.contains(',') {
+        return None;
+    }
+    first.trim().parse().ok()
 }
 
 impl Reply {
+    /// This reply from byte `start` on: 206 with its Content-Range, or 416 past its end.
+    /// A reply that is not a 200 is left as it is.
+    pub fn from_byte(self, start: Option<u64>) -> Reply {
+        let Some(start) = start.filter(|_| self.status == 200) else { return self };
+        if start >= self.length {
+            let mut r = Reply::text(416, "text/plain", format!("range starts at {start}, past {}\n", self.length));
+            r.content_range = Some(format!("bytes */{}", self.length));
+            return r;
+        }
+        Reply {
+            status: 206,
+            content_type: self.content_type,
+            length: self.length - start,
+            content_range: Some(format!("bytes {start}-{}/{}", self.length - 1, self.length)),
+            body: BodySource::From { skip: start, inner: Box::new(self.body) },
+        }
+    }
+
     fn text(status: u16, content_type: &'static str, s: String) -> Reply {
-        Reply { status, content_type, length: s.len() as u64, body: BodySource::Full(Some(Bytes::from(s))) }
+        Reply {
+            status,
+            content_type,
+            length: s.len() as u64,
+            body: BodySource::Full(Some(Bytes::from(s))),
+            content_range: None,
+        }
     }
 }
 
@@ -296,7 +357,7 @@ pub async fn reply_for(path: &str, root: Option<&Path>) -> Reply {
             } else {
                 BodySource::Synthetic { remaining: size }
             };
-            Reply { status: 200, content_type, length: size, body }
+            Reply { status: 200, content_type, length: size, body, content_range: None }
         }
         Route::File(p) => match tokio::fs::File::open(&p).await {
             Ok(file) => {
@@ -306,6 +367,7 @@ pub async fn reply_for(path: &str, root: Option<&Path>) -> Reply {
                     content_type: guess_type(&p),
                     length,
                     body: BodySource::File { file, remaining: length },
+                    content_range: None,
                 }
             }
             Err(_) => Reply::text(404, "text/plain", format!("not found: {path}\n")),
@@ -416,6 +478,34 @@ mod tests {
     fn page_references_its_objects() {
         let html = page_html(3, "5k");
         assert_eq!(extract_srcs(&html), vec!["/obj/5k/0.jpg", "/obj/5k/1.jpg", "/obj/5k/2.jpg"]);
+    }
+
+    #[tokio::test]
+    async fn a_range_request_gets_the_rest_of_the_same_bytes() {
+        async fn all(mut b: BodySource) -> Vec<u8> {
+            let mut out = Vec::new();
+            while let Some(c) = b.next_chunk().await.unwrap() {
+                out.extend_from_slice(&c);
+            }
+            out
+        }
+        for (path, start) in [("/obj/1m/0.jpg", 70_000u64), ("/bulk/200k", 65_536), ("/bulk/200k", 1)] {
+            let whole = all(reply_for(path, None).await.body).await;
+            let part = reply_for(path, None).await.from_byte(Some(start));
+            assert_eq!(part.status, 206);
+            assert_eq!(part.length, whole.len() as u64 - start);
+            let last = whole.len() - 1;
+            assert_eq!(part.content_range.as_deref(), Some(format!("bytes {start}-{last}/{}", whole.len()).as_str()));
+            assert_eq!(all(part.body).await, whole[start as usize..]);
+        }
+        let past = reply_for("/bulk/10k", None).await.from_byte(Some(10_000));
+        assert_eq!((past.status, past.content_range.as_deref()), (416, Some("bytes */10000")));
+        assert_eq!(reply_for("/bulk/10k", None).await.from_byte(None).status, 200);
+        assert_eq!(reply_for("/nope", None).await.from_byte(Some(5)).status, 404);
+        assert_eq!(range_start(Some("bytes=500-")), Some(500));
+        for bad in ["bytes=5-9", "bytes=-5", "items=5-", "bytes=a-", "bytes=1-,5-"] {
+            assert_eq!(range_start(Some(bad)), None, "{bad}");
+        }
     }
 
     #[tokio::test]

@@ -446,8 +446,21 @@ fn a_quic_client_moves_to_another_address_mid_transfer_and_finishes() {
     assert!((20.0..1000.0).contains(&at), "{m}");
     assert!(m["to"].as_str().unwrap().starts_with("127.0.0.2:"), "{m}");
     assert!(json["plt_ms"].as_f64().unwrap() > at, "the transfer was still going when it moved: {json}");
-    // TCP cannot: it says so, and its transfer goes on where it was
-    let (code, json, err) = s.fetch("/bulk/1m", "h2", &moving);
+    // TCP cannot move its connection: it drops it, connects again from the new address and
+    // asks for the rest of the object with a range request
+    let (code, json, err) = s.fetch("/bulk/100m", "h2", &moving);
     assert_eq!(code, 0, "{err}");
-    assert!(json["migration"]["at_ms"].is_null() && json["migration"]["not_moved"].as_str().unwrap().contains("TCP"));
+    assert_eq!(json["bytes"], 100_000_000, "{json}");
+    let m = &json["migration"];
+    let (at, up) = (m["at_ms"].as_f64().unwrap(), m["reconnected_ms"].as_f64().unwrap());
+    assert!((20.0..1000.0).contains(&at) && up > at, "{m}");
+    assert!(m["to"].as_str().unwrap().starts_with("127.0.0.2:"), "{m}");
+    assert_eq!(m["range_requests"], 1, "{m}");
+    assert_eq!(json["objects"][0]["status"], 200, "the object's own status, not the 206 that resumed it");
+    // a page: its objects cut by the move resume too
+    let (code, json, err) = s.fetch("/page/8x10m.html", "h2", &["--migrate-at-ms", "20", "--migrate-to", "127.0.0.2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(json["bytes"].as_u64().unwrap(), 8 * 10_000_000 + json["objects"][0]["bytes"].as_u64().unwrap());
+    let m = &json["migration"];
+    assert!(m["range_requests"].as_u64().unwrap() >= 1, "objects were under way when it moved: {m}");
 }

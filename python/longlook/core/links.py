@@ -118,6 +118,8 @@ def _signature(p: LinkProfile) -> dict[str, Any]:
         flat["handover"] = f"{short_number(h.at_s)}s-to-{_base_label(h.path)}"
         if h.notice_ms:
             flat["handover.notice_ms"] = h.notice_ms
+        if h.tcp_reconnect:
+            flat["handover.tcp_reconnect"] = "on"
     if p.nat is not None:  # the NAT by what it sets beyond its defaults
         flat["nat.on"] = "on"
         for k, v in p.nat.model_dump(exclude_defaults=True).items():

@@ -222,10 +222,12 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
 
 def migration_argv(testbed, protocol: str) -> list[str]:
     """On a link with a handover the client moves when it is told its first path went down
-    (linkprofile.Handover): QUIC moves its connection; TCP reports that it cannot."""
+    (linkprofile.Handover): QUIC moves its connection; TCP reconnects from the new address and
+    resumes with range requests where the handover says `tcp_reconnect`, else stays on its
+    connection and dies with its path."""
     profile = getattr(testbed, "profile", None)
     handover = getattr(profile, "handover", None)
-    if handover is None or protocol not in ("h3", "h2"):
+    if handover is None or protocol not in ("h3", "h2") or (protocol == "h2" and not handover.tcp_reconnect):
         return []
     return ["--migrate-at-ms", f"{handover.migrate_at_ms():g}", "--migrate-to", HANDOVER_CLIENT_ADDR]
 

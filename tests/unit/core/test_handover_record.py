@@ -37,7 +37,9 @@ def test_our_client_moves_on_a_handover_link_and_nowhere_else():
     moving = LinkProfile(rate_mbit=20, handover={"at_s": 1.0, "notice_ms": 20.0, "path": {"rate_mbit": 10.0}})
     tb = SimpleNamespace(profile=moving)
     assert migration_argv(tb, "h3") == ["--migrate-at-ms", "1020", "--migrate-to", "198.18.1.3"]
-    assert migration_argv(tb, "h2")[:2] == ["--migrate-at-ms", "1020"]  # reported as unable to
+    assert migration_argv(tb, "h2") == []  # its connection stays, and dies with its path
+    retrying = moving.model_copy(update={"handover": moving.handover.model_copy(update={"tcp_reconnect": True})})
+    assert migration_argv(SimpleNamespace(profile=retrying), "h2")[:2] == ["--migrate-at-ms", "1020"]
     assert migration_argv(tb, "race") == []
     assert migration_argv(SimpleNamespace(profile=LinkProfile(rate_mbit=20)), "h3") == []
     assert migration_argv(SimpleNamespace(), "h3") == []

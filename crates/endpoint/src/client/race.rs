@@ -381,7 +381,7 @@ async fn tcp_job(
     }
     job.report.lock().unwrap().tcp_started_ms = Some(ms_since(job.t0));
     let mut hs = 0.0;
-    match h2::connect(tcp_cfg, addr, &target, &args, job.t0, &mut hs).await {
+    match h2::connect(tcp_cfg, addr, &target, &args, job.t0, &mut hs, None).await {
         Ok(c) => {
             job.report.lock().unwrap().tcp_handshake_ms = Some(hs);
             job.tcp.send_replace(Leg::Up(c.requester));

@@ -128,7 +128,9 @@ async fn respond(
 ) -> hyper::Response<Body> {
     let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
     record.write_once(run_id);
-    let reply = content::reply_for(req.uri().path(), state.root.as_deref()).await;
+    let range = content::range_start(req.headers().get("range").and_then(|v| v.to_str().ok()));
+    let reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.from_byte(range);
+    let content_range = reply.content_range.clone();
     let body = StreamBody::new(futures_util::stream::unfold(reply.body, |mut src: BodySource| async move {
         match src.next_chunk().await {
             Ok(Some(b)) => Some((Ok(Frame::data(b)), src)),
@@ -137,12 +139,14 @@ async fn respond(
         }
     }))
     .boxed();
-    hyper::Response::builder()
+    let mut resp = hyper::Response::builder()
         .status(reply.status)
         .header("content-type", reply.content_type)
         .header("content-length", reply.length)
         .header("cache-control", "no-store")
-        .header("alt-svc", format!("h3=\":{}\"; ma=86400", state.port))
-        .body(body)
-        .expect("valid response")
+        .header("alt-svc", format!("h3=\":{}\"; ma=86400", state.port));
+    if let Some(r) = content_range {
+        resp = resp.header("content-range", r);
+    }
+    resp.body(body).expect("valid response")
 }

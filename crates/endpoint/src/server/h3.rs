@@ -174,13 +174,17 @@ async fn handle_request(
     let (req, mut stream) = resolver.resolve_request().await?;
     let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
     record.write_once(run_id);
-    let mut reply = content::reply_for(req.uri().path(), state.root.as_deref()).await;
-    let resp = http::Response::builder()
+    let range = content::range_start(req.headers().get("range").and_then(|v| v.to_str().ok()));
+    let mut reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.from_byte(range);
+    let mut resp = http::Response::builder()
         .status(reply.status)
         .header("content-type", reply.content_type)
         .header("content-length", reply.length)
-        .header("cache-control", "no-store")
-        .body(())?;
+        .header("cache-control", "no-store");
+    if let Some(r) = &reply.content_range {
+        resp = resp.header("content-range", r.as_str());
+    }
+    let resp = resp.body(())?;
     stream.send_response(resp).await?;
     while let Some(chunk) = reply.body.next_chunk().await? {
         stream.send_data(chunk).await?;

@@ -156,8 +156,12 @@ def nat_text(link: LinkProfile) -> str:
 
 
 def handover_text(link: LinkProfile) -> str:
-    """Whether a link's client moves to a second path during a run: "handover" or "none"."""
-    return "none" if link.handover is None else "handover"
+    """Whether a link's client moves to a second path during a run: "none", "handover" (a
+    TCP connection stays, and dies with its path) or "handover+tcp-reconnect" (the TCP client
+    reconnects and resumes)."""
+    if link.handover is None:
+        return "none"
+    return "handover+tcp-reconnect" if link.handover.tcp_reconnect else "handover"
 
 
 def grid(scenario: ScenarioBase) -> pd.DataFrame:
