@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import shutil
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 from typing import Any
+
+import numpy as np
 
 from ...core.kind import Kind, Measurement, RunContext, table_columns
 from ...stacks.endpoint import ServerOptions
@@ -15,6 +18,7 @@ from ...stacks.builds.install import ensure_stacks
 from ...stacks.registry import is_stack, require_servers, resolve
 from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
+from ...testbed.latency_probe import LatencyProbe
 from .aggregate import cell_summary, example_run, table4
 from ...flowlog import FlowCounters, flow_counters, read_flow_log
 from .flows import FlowOutcome, run_concurrent_flows
@@ -59,6 +63,23 @@ def measurement(
     )
 
 
+def probe_figures(probe, mono_at_launch: float, window: tuple[float, float], details: dict) -> dict:
+    """The sparse flow's RTT over the probes sent in the flows' shared window (median and 95th
+    percentile, ms); what it lost and sent there go to `details`."""
+    w0, w1 = window
+    rtts = [r for t, r in probe.samples() if w0 <= t - mono_at_launch < w1]
+    details["probe"] = {
+        "interval_ms": probe.interval_ms,
+        "samples_in_window": len(rtts),
+        "lost": probe.lost(),
+        "error": probe.error,
+    }
+    if not rtts:
+        return {"probe_rtt_ms": None, "probe_rtt_p95_ms": None}
+    x = np.asarray(rtts, dtype=float)
+    return {"probe_rtt_ms": round(float(np.median(x)), 3), "probe_rtt_p95_ms": round(float(np.percentile(x, 95)), 3)}
+
+
 def _finite(x: float) -> float | None:
     return x if x == x and abs(x) != float("inf") else None
 
@@ -92,17 +113,20 @@ class Fairness(Kind):
         servers = ctx.session["servers"]
         port, server = servers.get(server_spec, options=server_options(cell))
         linkem = ctx.testbed.linkem
-        launch_unix, outcomes = run_concurrent_flows(
-            ctx.testbed,
-            port=port,
-            cert_dir=servers.cert_dir,
-            flows=cell.flows(),
-            run_id=ctx.run_id,
-            run_dir=ctx.run_dir,
-            duration_s=cell.duration_s,
-            keylog=ctx.keylog,
-            binary=resolve(client_spec).binary if is_stack(client_spec) else None,
-        )
+        interval = ctx.scenario.latency_probe_ms
+        with LatencyProbe(ctx.testbed, interval, cell.duration_s) if interval else nullcontext() as probe:
+            launch_unix, outcomes = run_concurrent_flows(
+                ctx.testbed,
+                port=port,
+                cert_dir=servers.cert_dir,
+                flows=cell.flows(),
+                run_id=ctx.run_id,
+                run_dir=ctx.run_dir,
+                duration_s=cell.duration_s,
+                keylog=ctx.keylog,
+                binary=resolve(client_spec).binary if is_stack(client_spec) else None,
+            )
+            mono_at_launch = time.monotonic() - (time.time() - launch_unix)
         time.sleep(SETTLE_S)
         flow_log = ctx.run_dir / FLOW_LOG
         shutil.copyfile(linkem.flow_log_path, flow_log)
@@ -120,9 +144,12 @@ class Fairness(Kind):
             bin_s=ctx.scenario.bin_s,
             logs=logs,
         )
-        return measurement(
+        out = measurement(
             m, launch_unix, {"flow_log": FLOW_LOG}, options={"server": server_spec, "client": client_spec}
         )
+        if probe is not None:
+            out.metrics.update(probe_figures(probe, mono_at_launch, cell.shared_window(), out.details))
+        return out
 
     def progress_text(self, m) -> str:
         jain = m.metrics.get("jain")

@@ -13,6 +13,9 @@ FAIRNESS_METRICS = (
     Metric("jain", "", "higher", "Jain's index"),
     Metric("jain_weighted", "", "higher", "Jain's index of throughput / weight"),
     Metric("total_mbit", "Mbit/s", "higher", "total throughput at the router"),
+    # with `latency_probe_ms`: what a sparse flow beside them met (latency under load)
+    Metric("probe_rtt_ms", "ms", "lower", "a sparse flow's RTT beside the flows, median"),
+    Metric("probe_rtt_p95_ms", "ms", "lower", "a sparse flow's RTT beside the flows, 95th percentile"),
 )
 
 

@@ -229,6 +229,9 @@ class FairnessScenario(ScenarioBase):
     stagger_s: float = Field(default=10.0, ge=0)
     # 10 ms at least: finer bins than a flow's packets make an empty timeline of millions of bins
     bin_s: float = Field(default=1.0, ge=0.01, le=3600, description="timeline bin width (s)")
+    # latency under load: a sparse UDP probe every this many ms from the client to the server
+    # beside the flows (testbed/latency_probe.py), its RTT in the shared window per run
+    latency_probe_ms: float | None = Field(default=None, ge=10, le=10_000)
     matchups: list[Matchup] = Field(min_length=1)
     sweep: Sweep = Field(default_factory=Sweep)
     server: ServerSpec = OURS  # every arm's server unless it names one: ours or ours@VERSION
