@@ -23,10 +23,11 @@ def pair_label(client: str, server: str) -> str:
     return f"{client}_{server}"
 
 
-def pair_arms(stacks: list[str]) -> list[str]:
-    """One h3 arm per client x server pair of `stacks` (`ours`: the native client, our server)."""
+def pair_arms(stacks: list[str], clients: list[str] | None = None) -> list[str]:
+    """One h3 arm per client x server pair of `stacks` (`ours`: the native client, our server),
+    and per pair of each of the `clients` that are clients only (Chromium) with every server."""
     lines = []
-    for client in stacks:
+    for client in [*stacks, *(clients or [])]:
         for server in stacks:
             lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
             if client != "ours":
@@ -52,9 +53,12 @@ def _scenario_head(
     return head + lines + link
 
 
-def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: float) -> str:
+def scenario_toml(
+    stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: float, clients: list[str] | None = None
+) -> str:
     """A page-load scenario with one arm per client x server pair of `stacks` (`ours` is our
-    endpoint: the native client, our server)."""
+    endpoint: the native client, our server), and of each client-only client (`clients`:
+    Chromium, QUIC pinned to every server)."""
     lines = _scenario_head(
         "quic-matrix",
         f"QUIC interoperability of {len(stacks)} stacks, every client against every server.",
@@ -74,7 +78,7 @@ def scenario_toml(stacks: list[str], *, rounds: int, rate_mbit: float, rtt_ms: f
             "keylog = true",
         ],
     )
-    lines += pair_arms(stacks)
+    lines += pair_arms(stacks, clients)
     # our client can be asked for a resumed 0-RTT connection (a warm-up connection for the
     # ticket, then the measured one): one more arm per server; the stacks' clients have no
     # such switch in their adapters yet
@@ -140,6 +144,16 @@ def installed_stacks() -> list[str]:
     return ["ours", *(name for name in STACKS.names() if resolve(name).installed())]
 
 
+def chromium_installed() -> bool:
+    from ..stacks.clients.chromium import chromium_path
+
+    try:
+        chromium_path()
+    except LonglookError:
+        return False
+    return True
+
+
 def matrix(
     out: Path = typer.Option(..., "--out", "-o", help="folder: matrix.toml, experiment/, matrix.md, matrix.json"),
     stack: list[str] = typer.Option(
@@ -153,6 +167,9 @@ def matrix(
         [], "--perf", help="also the performance grid at this rate in Mbit/s (repeatable: 10, 100, 1000)"
     ),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the link first"),
+    chromium: bool = typer.Option(
+        True, "--chromium/--no-chromium", help="Chromium as a client of every server too (when it is installed)"
+    ),
 ) -> None:
     """Every QUIC client against every server on one emulated path, interoperability judged
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
@@ -165,11 +182,12 @@ def matrix(
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
     for s in stacks:
         resolve(s)  # an unknown name is one clear error before anything is written
+    clients = ["chromium"] if chromium and chromium_installed() else []
     out.mkdir(parents=True, exist_ok=True)
     experiment = out / "experiment"
     if not no_run:
         scenario = out / "matrix.toml"
-        scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt))
+        scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
         _run(scenario, experiment, link_check)
         for r in perf:
             perf_file = out / f"perf-{r:g}.toml"

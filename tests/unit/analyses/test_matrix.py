@@ -105,3 +105,10 @@ def test_the_performance_grid_names_each_pair_s_regime():
     assert grid[("ours", "aioquic")].regime == "flagged: machine stalled 20.4 ms (limit 5 ms)"
     text = perf_markdown({1000.0: grid}, ["ours"], ["ours", "quic-go", "aioquic"])
     assert "| ours | 889 path | 444 CPU: server | flagged: machine stalled 20.4 ms (limit 5 ms) |" in text
+
+
+def test_chromium_is_a_client_row_against_every_server():
+    sc = Scenario.from_toml(scenario_toml(["ours", "quic-go"], rounds=1, rate_mbit=20, rtt_ms=20, clients=["chromium"]))
+    chromium = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium"]
+    assert chromium == [("chromium_ours", "ours"), ("chromium_quic-go", "quic-go")]
+    assert pair_of({"options": {"client": "chromium", "server": "quic-go"}}) == ("chromium", "quic-go")
