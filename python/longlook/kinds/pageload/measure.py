@@ -5,6 +5,7 @@ server's log of that connection (qlog, or the TCP log) an artifact."""
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,8 @@ from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
 from ...stacks.registry import sends_run_header
+from ...linkprofile import HANDOVER_CLIENT_ADDR
+from ...testbed.route_handover import RouteHandover
 from ...testbed.tcp_ecn import tcp_ecn
 from .proxied import route_for
 from .spec import RunOptions
@@ -79,8 +82,12 @@ def measure(ctx: RunContext) -> Measurement:
     )
     # only the native client has the switch (Scenario._reads keeps ecn off other clients' arms)
     ecn = {} if opts.ecn is None or opts.protocol == "h2" else {"ecn": opts.ecn}
+    # a handover: our client is told to move (stacks/endpoint.migration_argv); any other
+    # client meets it as its OS makes it, the default route moving to the second address
+    handover = getattr(ctx.cell.link, "handover", None)
+    moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and opts.client != "native" else nullcontext()
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
-    with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None):
+    with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None), moves as moved:
         result: FetchResult = fetch(
             ctx.testbed,
             url=route.url(ctx.cell.workload.url_path()),
@@ -135,6 +142,9 @@ def measure(ctx: RunContext) -> Measurement:
             m.audit_reasons += reasons
     if ctx.cell.proxy_dim:
         m.details.update(proxy_details)
+    if moved is not None:  # the OS moved the route: when, from the fetch's start
+        at = None if moved.moved_mono_s is None else round((moved.moved_mono_s - fetch_start) * 1000, 3)
+        m.details["migration"] = {"by": "route", "at_ms": at, "to": HANDOVER_CLIENT_ADDR, "not_moved": moved.error}
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock

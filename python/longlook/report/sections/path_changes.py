@@ -151,6 +151,16 @@ def _controller_text(values) -> str:
     return f"reset in {len(reset)} of {len(known)}, cwnd {_fmt(before, '{:,.0f}')} -> {_fmt(after, '{:,.0f}')} B"
 
 
+def _case_of(link, nat, migration) -> str:
+    """The interop case a run's move is judged by: a client that moved on purpose
+    (connection-migration: a new connection ID too); one whose OS moved its route, or a NAT
+    that moved it, by the passive rebinding of its address or port."""
+    if getattr(link, "handover", None) is not None:
+        by_route = isinstance(migration, dict) and migration.get("by") == "route"
+        return "rebind-addr" if by_route else "connection-migration"
+    return "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
+
+
 def _change_of(link) -> str:
     """What changes a cell's path: "NAT", "handover" or "none"."""
     if getattr(link, "handover", None) is not None:
@@ -164,20 +174,18 @@ def _validation(experiment, cell, rebound) -> str:
     evidence of the first that did not; "–" when none kept a capture to judge."""
     link = getattr(cell, "link", None)
     nat = getattr(link, "nat", None)
-    if getattr(link, "handover", None) is not None:
-        case = "connection-migration"
-    else:
-        case = "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
-    results = []
+    results, cases = [], []
     for _, run in rebound.iterrows():
         if run.get("protocol_requested") != "h3":  # a TCP run's capture has no QUIC to judge
             continue
+        case = _case_of(link, nat, run.get("migration"))
         r = judge_run(experiment, run.to_dict(), case)
         if r is not None:
             results.append(r)
+            cases.append(case)
     if not results:
         return "–"
     passed = sum(r["verdict"] == "passed" for r in results)
     other = next((r for r in results if r["verdict"] != "passed"), None)
-    text = f"{passed} of {len(results)} ({case})"
+    text = f"{passed} of {len(results)} ({', '.join(dict.fromkeys(cases))})"
     return text + (f"; {escape(other['verdict'])}: {escape(other['evidence'])}" if other else "")
