@@ -350,10 +350,13 @@ impl<D: Datapath> Direction<D> {
         let dualpi2 = |p: &DirectionProfile| matches!(p.aqm, Some(crate::config_aqm::AqmSpec::DualPi2(_)));
         let mut lanes = vec![Lane::new(profile, seed, 65536)];
         let mut any_dualpi2 = dualpi2(profile);
+        let mut read_lag = read_lag_ns(profile, timing.slot_ns);
         let handover = handover.map(|(role, second)| {
             // its own random stream: the first path's draws do not depend on the second's
             lanes.push(Lane::new(&second, seed ^ 0x5ec0_d0a7_4a11_0001, 16384));
             any_dualpi2 |= dualpi2(&second);
+            // read early enough for the path with the shorter lead
+            read_lag = read_lag.min(read_lag_ns(&second, timing.slot_ns));
             role
         });
         Direction {
@@ -371,7 +374,7 @@ impl<D: Datapath> Direction<D> {
             rewrites: HashMap::new(),
             last_arrival: 0,
             oversleep_ns: 0,
-            read_lag_ns: read_lag_ns(profile, timing.slot_ns),
+            read_lag_ns: read_lag,
             last_read_ns: 0,
             read_now: true,
             known_ns: 0,
