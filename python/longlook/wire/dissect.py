@@ -207,4 +207,5 @@ def datagram(layers: dict, t0: tuple[int, int], segment: int = 0) -> Datagram:
         http3=tuple(_http3(layers.get("http3"))),
         connection=_connection(quic),
         segment=segment,
+        size=max(0, _int(udp.get("udp.length"), 8) - 8),
     )

@@ -109,6 +109,7 @@ class Datagram:
     http3: tuple[int, ...] = ()  # HTTP/3 frame types tshark found in it
     connection: int | None = None  # tshark's QUIC connection number
     segment: int = 0  # >0: the nth segment of a GSO super-datagram split apart (tshark.py)
+    size: int = 0  # UDP payload bytes (0: not known)
 
     @property
     def where(self) -> str:

@@ -78,3 +78,11 @@ def test_a_late_packet_of_the_first_connection_is_kept_unread():
     assert any("filed under the wrong connection" in n for n in c.notes)
     second = [p for d in c.datagrams if d.connection == 1 for p in d.packets if p.type == "1-RTT"]
     assert sum(not p.decrypted for p in second) == 1
+
+
+def test_a_moved_paths_evidence_says_what_the_server_sent_before_validating_it():
+    """RFC 9000 §8.2.1/§9.3: at most three times what it received from the new address until
+    the client's PATH_RESPONSE; our endpoint's server sent 1.8x after the address change."""
+    r = CASES["rebind-addr"](read("rebind-addr-pass"))
+    assert "before validation it sent 2,526 bytes there for 1,399 received (1.8x, within 3x)" in r.evidence
+    assert read("rebind-addr-pass").datagrams[0].size == 1200  # a client Initial's UDP payload

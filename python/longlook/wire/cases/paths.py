@@ -101,8 +101,22 @@ def validated(conn: Capture, change: Change) -> CaseResult:
         )
     return passed(
         f"{change}; PATH_CHALLENGE at {challenges[0][0].where}, PATH_RESPONSE at {response.where}, "
-        f"STREAM data to the new address from {data.where}"
+        f"STREAM data to the new address from {data.where}{amplification(conn, change, response)}"
     )
+
+
+def amplification(conn: Capture, change: Change, response: Datagram) -> str:
+    """What the server sent to the new address before the path was validated (up to the
+    client's PATH_RESPONSE from there), against what it had received from it: RFC 9000
+    §8.2.1 and §9.3 cap it at three times. Said as evidence, '' when sizes are unknown."""
+    i, j = conn.datagrams.index(change.at), conn.datagrams.index(response)
+    window = conn.datagrams[i : j + 1]
+    sent = sum(d.size for d in window if view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.new)
+    got = sum(d.size for d in window if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new)
+    if not got:
+        return ""
+    within = "within" if sent <= 3 * got else "over"
+    return f"; before validation it sent {sent:,} bytes there for {got:,} received ({sent / got:.1f}x, {within} 3x)"
 
 
 def issued(conn: Capture) -> set[str]:
