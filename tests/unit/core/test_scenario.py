@@ -26,6 +26,20 @@ rtt_ms = 36
 """
 
 
+def linkem_check_built() -> bool:
+    """Whether linkem's own reading of a config (linkem-check) can be asked."""
+    try:
+        find_binary("linkem-check")
+    except LonglookError:
+        return False
+    return True
+
+
+def skip_without_linkem_check() -> None:
+    if not linkem_check_built():
+        pytest.skip("linkem-check is not built")
+
+
 def scenario(text: str) -> Scenario:
     return Scenario.from_toml(text, source="scenarios/x.toml")
 
@@ -117,9 +131,7 @@ def test_a_middlebox_s_ecn_policy_labels_its_cells_and_reaches_linkem_only_when_
     # a middlebox without it writes no ecn key: linkem leaves the field alone
     other = scenario(MINIMAL.replace("rtt_ms = 36", "rtt_ms = 36\nmiddlebox = { block_udp = true }"))
     assert "ecn" not in tomllib.loads(other.links[0].to_linkem_toml())["up"]["middlebox"]
-    try:
-        find_binary("linkem-check")
-    except LonglookError:
+    if not linkem_check_built():
         return
     for link in s.links:  # linkem reads what Python wrote
         assert linkem_refusal(link) is None
@@ -463,10 +475,7 @@ def test_bad_nat_settings_are_one_clear_error(nat: str, says: str):
 
 
 def test_linkem_refuses_what_python_cannot_see():
-    try:
-        find_binary("linkem-check")
-    except LonglookError:
-        pytest.skip("linkem-check is not built")
+    skip_without_linkem_check()
     for nat, says in [
         ({"public": "198.18.2.7"}, "testbed's own subnets"),
         ({"public": "banana.1"}, "not an IPv4 address"),
@@ -498,9 +507,7 @@ def test_a_links_aqm_reaches_linkem_per_direction_and_names_its_cells():
     assert len(set(labels)) == 3, labels
     assert any("aqm=codel" in x for x in labels) and any("down-aqm=pie+ecn" in x for x in labels), labels
     for link in s.links:  # linkem reads what Python wrote
-        try:
-            find_binary("linkem-check")
-        except LonglookError:
+        if not linkem_check_built():
             break
         assert linkem_refusal(link) is None
 
@@ -547,9 +554,7 @@ def test_dualpi2_reaches_linkem_without_an_ecn_key_and_takes_no_reordering():
     assert toml["down"]["aqm"] == {"discipline": "dualpi2", "coupling_factor": 2.5, "min_th_ms": 1}
     e = error_of(MINIMAL + 'aqm = { discipline = "dualpi2" }\nreorder = { probability = 0.01, ahead_ms = 2 }\n')
     assert "dualpi2 and reorder cannot be combined" in e, e
-    try:
-        find_binary("linkem-check")
-    except LonglookError:
+    if not linkem_check_built():
         return
     assert linkem_refusal(ok.links[0]) is None
 
@@ -560,9 +565,7 @@ def test_fq_codel_decides_the_order_so_it_takes_no_reordering():
     ok = scenario(MINIMAL + 'down = { aqm = { discipline = "fq_codel", quantum_bytes = 300, flows = 64 } }\n')
     toml = tomllib.loads(ok.links[0].to_linkem_toml())
     assert toml["down"]["aqm"] == {"discipline": "fq_codel", "ecn": False, "quantum_bytes": 300, "flows": 64}
-    try:
-        find_binary("linkem-check")
-    except LonglookError:
+    if not linkem_check_built():
         return
     assert linkem_refusal(ok.links[0]) is None
 
@@ -603,9 +606,6 @@ def test_bad_handover_settings_are_one_clear_error(handover: str, says: str):
 
 
 def test_linkem_takes_the_handover_python_writes():
-    try:
-        find_binary("linkem-check")
-    except LonglookError:
-        pytest.skip("linkem-check is not built")
+    skip_without_linkem_check()
     link = scenario(NAT_BASE + HANDOVER).links[0]
     assert linkem_refusal(link) is None
