@@ -319,7 +319,7 @@ pub fn range_start(header: Option<&str>) -> Option<u64> {
 impl Reply {
     /// This reply from byte `start` on: 206 with its Content-Range, or 416 past its end.
     /// A reply that is not a 200 is left as it is.
-    pub fn from_byte(self, start: Option<u64>) -> Reply {
+    pub fn starting_at(self, start: Option<u64>) -> Reply {
         let Some(start) = start.filter(|_| self.status == 200) else { return self };
         if start >= self.length {
             let mut r = Reply::text(416, "text/plain", format!("range starts at {start}, past {}\n", self.length));
@@ -491,17 +491,17 @@ mod tests {
         }
         for (path, start) in [("/obj/1m/0.jpg", 70_000u64), ("/bulk/200k", 65_536), ("/bulk/200k", 1)] {
             let whole = all(reply_for(path, None).await.body).await;
-            let part = reply_for(path, None).await.from_byte(Some(start));
+            let part = reply_for(path, None).await.starting_at(Some(start));
             assert_eq!(part.status, 206);
             assert_eq!(part.length, whole.len() as u64 - start);
             let last = whole.len() - 1;
             assert_eq!(part.content_range.as_deref(), Some(format!("bytes {start}-{last}/{}", whole.len()).as_str()));
             assert_eq!(all(part.body).await, whole[start as usize..]);
         }
-        let past = reply_for("/bulk/10k", None).await.from_byte(Some(10_000));
+        let past = reply_for("/bulk/10k", None).await.starting_at(Some(10_000));
         assert_eq!((past.status, past.content_range.as_deref()), (416, Some("bytes */10000")));
-        assert_eq!(reply_for("/bulk/10k", None).await.from_byte(None).status, 200);
-        assert_eq!(reply_for("/nope", None).await.from_byte(Some(5)).status, 404);
+        assert_eq!(reply_for("/bulk/10k", None).await.starting_at(None).status, 200);
+        assert_eq!(reply_for("/nope", None).await.starting_at(Some(5)).status, 404);
         assert_eq!(range_start(Some("bytes=500-")), Some(500));
         for bad in ["bytes=5-9", "bytes=-5", "items=5-", "bytes=a-", "bytes=1-,5-"] {
             assert_eq!(range_start(Some(bad)), None, "{bad}");

@@ -129,7 +129,7 @@ async fn respond(
     let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
     record.write_once(run_id);
     let range = content::range_start(req.headers().get("range").and_then(|v| v.to_str().ok()));
-    let reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.from_byte(range);
+    let reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.starting_at(range);
     let content_range = reply.content_range.clone();
     let body = StreamBody::new(futures_util::stream::unfold(reply.body, |mut src: BodySource| async move {
         match src.next_chunk().await {

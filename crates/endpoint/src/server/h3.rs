@@ -175,7 +175,7 @@ async fn handle_request(
     let run_id = req.headers().get(RUN_HEADER).and_then(|v| v.to_str().ok());
     record.write_once(run_id);
     let range = content::range_start(req.headers().get("range").and_then(|v| v.to_str().ok()));
-    let mut reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.from_byte(range);
+    let mut reply = content::reply_for(req.uri().path(), state.root.as_deref()).await.starting_at(range);
     let mut resp = http::Response::builder()
         .status(reply.status)
         .header("content-type", reply.content_type)
