@@ -637,7 +637,8 @@ impl<D: Datapath> Direction<D> {
                     break;
                 }
                 self.lanes[lane].fifo.pop_front();
-                let forward = !lost(&h) && self.through_nat(&h, now);
+                let lost = lost(&h);
+                let forward = !lost && self.through_nat(&h, now);
                 if h.rst || !forward || !batch {
                     // A batch verdict covering its id would accept it unchanged: close the run
                     // before it, then send it with its rewritten bytes (or drop it).
@@ -645,7 +646,7 @@ impl<D: Datapath> Direction<D> {
                         self.queue.verdict_upto(id, Verdict::Accept);
                     }
                     if !forward {
-                        if lost(&h) {
+                        if lost {
                             self.drop_path_down(&h);
                         } else {
                             self.queue.verdict(h.id, Verdict::Drop);

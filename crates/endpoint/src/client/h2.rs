@@ -236,8 +236,7 @@ fn schedule_move(
 ) -> Option<tokio::task::JoinHandle<super::migrate::Migration>> {
     let (at, to) = args.migrate.planned()?;
     let (tx, rx) = tokio::sync::watch::channel(None);
-    let moved = Arc::new(Moved { next: rx, range_requests: AtomicU32::new(0) });
-    c.requester.moved = Some(moved.clone());
+    c.requester.moved = Some(Arc::new(Moved { next: rx, range_requests: AtomicU32::new(0) }));
     let (old, target, args) = (c.socket.clone(), target.clone(), args.clone());
     Some(tokio::spawn(async move {
         tokio::time::sleep_until((t0 + at).into()).await;
@@ -246,7 +245,7 @@ fn schedule_move(
             // SAFETY: shutdown(2) on a descriptor this process owns (a duplicate of the socket)
             unsafe { libc::shutdown(old.as_raw_fd(), libc::SHUT_RDWR) };
         }
-        let mut m = super::migrate::Migration { planned_at_ms: at.as_secs_f64() * 1e3, ..Default::default() };
+        let mut m = super::migrate::Migration::planned(at);
         m.at_ms = Some(ms_since(t0));
         let mut ignored = 0.0;
         match connect(cfg, addr, &target, &args, t0, &mut ignored, Some(to)).await {
@@ -258,9 +257,7 @@ fn schedule_move(
             }
             Err(e) => m.not_moved = Some(format!("reconnecting from {to}: {}", e.message())),
         }
-        // what resumed is counted when the fetch ends (`finish_move`)
-        m.range_requests = Some(moved.range_requests.load(Ordering::Relaxed));
-        m
+        m // what resumed is counted when the fetch ends (`finish_move`)
     }))
 }
 

@@ -21,7 +21,8 @@ use crate::transport::FlowControl;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct MigrateArgs {
-    /// Move the QUIC connection to `--migrate-to` this long after its first packet (ms).
+    /// Move to `--migrate-to` this long after the first packet (ms): QUIC moves its
+    /// connection; TCP reconnects from there and resumes.
     #[arg(long, value_parser = crate::args::millis, requires = "migrate_to")]
     pub migrate_at_ms: Option<f64>,
     /// The client's address on the path it moves to (one of its own addresses).
@@ -48,6 +49,13 @@ pub struct Migration {
     pub range_requests: Option<u32>,
 }
 
+impl Migration {
+    /// A move asked for `at` after the first packet, not made yet.
+    pub fn planned(at: Duration) -> Migration {
+        Migration { planned_at_ms: at.as_secs_f64() * 1e3, ..Migration::default() }
+    }
+}
+
 impl MigrateArgs {
     pub fn planned(&self) -> Option<(Duration, IpAddr)> {
         Some((Duration::from_secs_f64(self.migrate_at_ms? / 1e3), self.migrate_to?))
@@ -68,7 +76,7 @@ pub fn schedule(
     let flow = flow.clone();
     Some(tokio::spawn(async move {
         tokio::time::sleep_until((t0 + at).into()).await;
-        let mut m = Migration { planned_at_ms: at.as_secs_f64() * 1e3, ..Migration::default() };
+        let mut m = Migration::planned(at);
         let moved = crate::transport::udp_socket(SocketAddr::new(to, 0), &flow)
             .and_then(|socket| crate::ecn_switch::rebind(&endpoint, socket, ecn));
         match moved {
@@ -90,11 +98,7 @@ pub async fn outcome(task: Option<tokio::task::JoinHandle<Migration>>, args: &Mi
     }
     task.abort();
     let (at, _) = args.planned()?;
-    Some(Migration {
-        planned_at_ms: at.as_secs_f64() * 1e3,
-        not_moved: Some("the fetch ended before the time to move".into()),
-        ..Migration::default()
-    })
+    Some(Migration { not_moved: Some("the fetch ended before the time to move".into()), ..Migration::planned(at) })
 }
 
 #[cfg(test)]
