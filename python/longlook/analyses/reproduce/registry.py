@@ -84,6 +84,8 @@ STANDARD: dict[str, tuple[dict, str]] = {
     "chaudhary-fallback": (
         {
             "rounds": 4,
+            "video": {"duration_s": 60},  # the shipped clip and idle timeout (the short budget compresses both)
+            "race": {"quic_idle_timeout_ms": 30000},
             "links": [
                 {
                     "name": f"{p}/udp-intermittent",
@@ -165,32 +167,32 @@ SCENARIOS = {
         ),
         _short(
             "kakhki-sec5-reordering.toml",
-            {"rounds": 5, "links[*]": {"rtt_ms": 36}, "workloads": {"object_size": ["1m"]}},
-            "36 ms x none/1%/5% reordering x 1 MB; 5 rounds",
+            {"rounds": 3, "links[*]": {"rtt_ms": 36}, "workloads": {"object_size": ["1m"]}},
+            "36 ms x none/1%/5% reordering x 1 MB; 3 rounds",
         ),
         _short(
             "kakhki-fluctuating-pageload.toml",
             # the claim's page: 10 MB meets about 8 changes of the square wave and 14 of the
             # random trace, where 1 MB met about two
-            {"rounds": 4, "workloads": ["1x10m"]},
-            "both traces x 10 MB, a trace phase per round shared by its arms; 4 rounds",
+            {"rounds": 2, "workloads": ["1x10m"]},
+            "both traces x 10 MB, a trace phase per round shared by its arms; 2 rounds",
         ),
         _short(
             "kakhki-table4-fairness.toml",
             {
-                "rounds": 3,
-                "duration_s": 20,
+                "rounds": 2,
+                "duration_s": 15,
                 "starts": ["simultaneous"],
                 "matchups": [{"quic": 1, "tcp": 1}, {"quic": 1, "tcp": 2}, {"quic": 1, "tcp": 4}, {"quic": 2}],
                 # the paper's N = 1; the Mininet's N = 2 cells run at the paper budget only
                 "sweep": {"quic_cc": ["cubic"], "n_conn": [1], "tcp_cc": ["cubic"]},
             },
-            "QUIC vs TCP, TCPx2, TCPx4, QUIC vs QUIC, simultaneous, N = 1, 20 s; 3 runs",
+            "QUIC vs TCP, TCPx2, TCPx4, QUIC vs QUIC, simultaneous, N = 1, 15 s; 2 runs",
         ),
         _short(
             "kakhki-video.toml",
-            {"rounds": 3, "players": ["native"], "video": {"duration_s": 20}, "links[*]": {"rate_mbit": [10]}},
-            "native player, 20 s clip, 10 Mbit/s with and without 1% loss; 3 rounds",
+            {"rounds": 2, "players": ["native"], "video": {"duration_s": 20}, "links[*]": {"rate_mbit": [10]}},
+            "native player, 20 s clip, 10 Mbit/s with and without 1% loss; 2 rounds",
         ),
         _short(
             "zhang-fast-internet.toml",
@@ -202,12 +204,12 @@ SCENARIOS = {
             },
             "100, 500 and 1000 Mbit/s x 50 MB, our client only; 4 rounds",
         ),
-        _short("langley-udp-blocked.toml", {"rounds": 4}, "the four middleboxes as shipped; 4 rounds"),
+        _short("langley-udp-blocked.toml", {"rounds": 2}, "the four middleboxes as shipped; 2 rounds"),
         _short("nat-rebinding.toml", {"rounds": 5}, "a port rebinding 1 s into a 4 MB download, and none; 5 rounds"),
         _short(
             "handover-pageload.toml",
             {
-                "rounds": 5,
+                "rounds": 3,
                 "links": [
                     {
                         "rate_mbit": 20,
@@ -217,7 +219,7 @@ SCENARIOS = {
                     }
                 ],
             },
-            "the Wi-Fi to LTE handover 1 s into a 4 MB download (not the Wi-Fi-only cell); 5 rounds",
+            "the Wi-Fi to LTE handover 1 s into a 4 MB download (not the Wi-Fi-only cell); 3 rounds",
         ),
         _short(
             "kakhki-cellular.toml",
@@ -237,7 +239,7 @@ SCENARIOS = {
         _short(
             "kakhki-proxy.toml",
             {
-                "rounds": 4,
+                "rounds": 2,
                 "links": [
                     {
                         "name": "low-rtt",
@@ -249,35 +251,39 @@ SCENARIOS = {
                 ],
                 "workloads": ["10k", "2m"],
             },
-            "no proxy, TCP proxy, QUIC proxy x 36 ms, loss 0 and ~1% x 10 KB, 2 MB; 4 rounds",
+            "no proxy, TCP proxy, QUIC proxy x 36 ms, loss 0 and ~1% x 10 KB, 2 MB; 2 rounds",
         ),
         _short(
             "chaudhary-fallback.toml",
+            # the session compressed as chaudhary-intervention's: a 30 s clip, UDP blocked from
+            # 5 s for 20 s, Chromium's idle timeout cut to 10 s, so QUIC still dies and the
+            # racing client still falls back to TCP (and returns) within the clip
             {
                 "rounds": 2,
+                "video": {"duration_s": 30},
+                "race": {"quic_idle_timeout_ms": 10000},
                 "links": [
                     {
-                        "name": f"{p}/udp-intermittent",
+                        "name": "DL/udp-intermittent",
                         "delay_ms": 20,
                         "buffer_packets": 30,
                         "up": {"rate_mbit": 10},
-                        "down": {"trace": f"chaudhary-patterns-traces/{p.lower()}-short.mahi"},
-                        "middlebox": {"block_udp": True, "active_from_s": 10.0, "on_s": 35.0, "off_s": 25.0},
+                        "down": {"trace": "chaudhary-patterns-traces/dl-short.mahi"},
+                        "middlebox": {"block_udp": True, "active_from_s": 5.0, "on_s": 20.0, "off_s": 10.0},
                     }
-                    for p in ("DL", "DH")
                 ],
             },
-            "DL and DH with UDP blocked 35 s in 60 s (fallback happens); 2 rounds",
+            "DL with UDP blocked 20 s in 30 s (fallback happens), 30 s clip, 10 s idle timeout; 2 rounds",
         ),
         _short(
             "chaudhary-intervention.toml",
             {
-                "rounds": 6,
+                "rounds": 4,
                 "video": {"duration_s": 30},
                 "race": {"quic_idle_timeout_ms": 10000},
                 "intervention": {"onset_s": [5.0, 12.0]},
             },
-            "30 s clip, 10 s idle timeout, onset 5-12 s; 6 rounds (3 treated)",
+            "30 s clip, 10 s idle timeout, onset 5-12 s; 4 rounds (2 treated)",
         ),
         _short(
             "chaudhary-patterns.toml",
