@@ -68,7 +68,30 @@ def tls_message(hs: dict) -> TlsMessage:
         cipher_suite=_int(hs.get("tls.handshake.ciphersuite")),
         cipher_suites=tuple(_int(c) for c in each(offered.get("tls.handshake.ciphersuite"))),
         extensions=extensions,
+        parameters=_transport_parameters(hs),
     )
+
+
+def _transport_parameters(hs: dict) -> tuple[tuple[int, str], ...]:
+    """The quic_transport_parameters extension's parameters, each under a key named after it
+    ("Parameter: max_idle_timeout (len=4) 60000 ms"); a parameter without a value
+    (disable_active_migration) has none."""
+    found = []
+    for key, value in hs.items():
+        if not key.startswith("Extension: "):
+            continue
+        for e in each(value):
+            if not isinstance(e, dict):
+                continue
+            for k, v in e.items():
+                if not k.startswith("Parameter: "):
+                    continue
+                for param in each(v):
+                    if isinstance(param, dict) and "tls.quic.parameter.type" in param:
+                        found.append(
+                            (_int(param["tls.quic.parameter.type"]), _hex(param.get("tls.quic.parameter.value")))
+                        )
+    return tuple(found)
 
 
 def _tls(frame: dict) -> tuple[TlsMessage, ...]:

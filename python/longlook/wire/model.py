@@ -50,6 +50,8 @@ class TlsMessage:
     cipher_suite: int | None = None  # the ServerHello's choice
     cipher_suites: tuple[int, ...] = ()  # the ClientHello's offer
     extensions: tuple[int, ...] = ()
+    # QUIC transport parameters (ClientHello, EncryptedExtensions): (id, value bytes in hex)
+    parameters: tuple[tuple[int, str], ...] = ()
 
 
 @dataclass(frozen=True)

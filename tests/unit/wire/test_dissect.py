@@ -183,3 +183,32 @@ def test_ipv6_traffic_class_ecn():
     }
     d = dissect.datagram({"frame": FRAME, "ipv6": v6, "udp": UDP, "quic": short_header()}, t0=(0, 0))
     assert (d.src, d.dst, d.ecn) == ("::1", "::2", 1)
+
+
+def test_the_transport_parameters_are_kept_with_their_values():
+    """As tshark 4.0 prints an EncryptedExtensions' quic_transport_parameters: one key per
+    parameter, named after it; disable_active_migration has no value."""
+    ee = {
+        "quic.frame_type": "6",
+        "tls": {
+            "tls.handshake": {
+                "tls.handshake.type": "8",
+                "Extension: quic_transport_parameters (len=12)": {
+                    "tls.handshake.extension.type": "57",
+                    "Parameter: max_idle_timeout (len=4) 60000 ms": {
+                        "tls.quic.parameter.type": "1",
+                        "tls.quic.parameter.value": "80:00:ea:60",
+                    },
+                    "Parameter: disable_active_migration (len=0)": {"tls.quic.parameter.type": "12"},
+                    "Parameter: active_connection_id_limit (len=1) 8": {
+                        "tls.quic.parameter.type": "14",
+                        "tls.quic.parameter.value": "08",
+                    },
+                },
+            }
+        },
+    }
+    (p,) = dissect.datagram(layers(long_header("2", frames=ee)), t0=(0, 0)).packets
+    (m,) = p.frames[0].tls
+    assert m.extensions == (57,)
+    assert m.parameters == ((1, "8000ea60"), (12, ""), (14, "08"))

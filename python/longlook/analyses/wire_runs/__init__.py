@@ -2,7 +2,8 @@
 "full"`, so the QUIC payloads are there) decrypted with the run's key log (`keylog = true`)
 by the wire package's reader, then one of its cases (wire.cases). What a report needs of the
 wire without re-reading it: the verdict is kept beside the run's files (`wire-<case>.json`),
-so a second report reads a few bytes, not the pcap."""
+so a second report reads a few bytes, not the pcap. The same for a run's migration
+fingerprint (wire.migration)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from urllib.parse import urlsplit
 
 from ...errors import LonglookError
 from ...wire.cases import CASES, check
+from ...wire.migration import fingerprint
 from ...wire.tshark import read_capture
 
 CACHE = "wire-{case}.json"
+MIGRATION = "wire-migration.json"
 
 
 def _dict(value) -> dict:
@@ -23,6 +26,35 @@ def _dict(value) -> dict:
     if isinstance(value, str) and value:
         return json.loads(value)
     return {}
+
+
+def _capture_of(experiment: Path, run: dict) -> tuple[Path, Path, int] | None:
+    """The run's pcap, key log and server port; None when it kept no pcap or key log or
+    names no server port."""
+    artifacts, details = _dict(run.get("artifacts")), _dict(run.get("details"))
+    port = urlsplit(details.get("url") or "").port
+    if "pcap" not in artifacts or "keylog" not in artifacts or port is None:
+        return None
+    return Path(experiment) / artifacts["pcap"], Path(experiment) / artifacts["keylog"], port
+
+
+def migration_of_run(experiment: Path, run: dict) -> dict | None:
+    """The run's migration fingerprint (wire.migration), kept beside its files as the cases'
+    verdicts are; None when it kept nothing to read or tshark could not read it (the path
+    changes section says why, from the interop case)."""
+    found = _capture_of(experiment, run)
+    if found is None:
+        return None
+    pcap, keylog, port = found
+    cache = pcap.parent / MIGRATION
+    if cache.is_file():
+        return json.loads(cache.read_text())
+    try:
+        result = fingerprint(read_capture(pcap, keylog, port)).as_dict()
+    except LonglookError:
+        return None
+    cache.write_text(json.dumps(result))
+    return result
 
 
 def judge_run(experiment: Path, run: dict, case: str) -> dict | None:
@@ -39,11 +71,10 @@ def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str
     for case in cases:
         if case not in CASES:
             raise LonglookError(f"unknown interop case {case!r}", hint=f"one of: {', '.join(CASES)}")
-    artifacts, details = _dict(run.get("artifacts")), _dict(run.get("details"))
-    port = urlsplit(details.get("url") or "").port
-    if "pcap" not in artifacts or "keylog" not in artifacts or port is None:
+    found = _capture_of(experiment, run)
+    if found is None:
         return dict.fromkeys(cases)
-    pcap = Path(experiment) / artifacts["pcap"]
+    pcap, keylog, port = found
     out: dict[str, dict | None] = {}
     for case in cases:
         cache = pcap.parent / CACHE.format(case=case)
@@ -52,7 +83,7 @@ def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str
     todo = [c for c in cases if c not in out]
     if todo:
         try:
-            capture = read_capture(pcap, Path(experiment) / artifacts["keylog"], port)
+            capture = read_capture(pcap, keylog, port)
             results = {c: check(c, capture) for c in todo}
             fresh = {c: {"verdict": r.verdict, "evidence": r.evidence} for c, r in results.items()}
         except LonglookError as e:

@@ -21,6 +21,7 @@ SECTIONS.register("party_cpu", "longlook.report.sections.party_cpu:section")  # 
 SECTIONS.register("queue", "longlook.report.sections.queue:section")
 SECTIONS.register("ecn", "longlook.report.sections.ecn:section")  # after the queue it marks
 SECTIONS.register("path_changes", "longlook.report.sections.path_changes:section")  # beside the queue
+SECTIONS.register("migration", "longlook.report.sections.migration:section")  # after the path changes
 SECTIONS.register("stacks", "longlook.report.sections.stacks:section")
 SECTIONS.register("states", "longlook.report.sections.states:section")
 SECTIONS.register("nodes", "longlook.report.sections.nodes:section")

@@ -105,14 +105,20 @@ def validated(conn: Capture, change: Change) -> CaseResult:
     )
 
 
-def amplification(conn: Capture, change: Change, response: Datagram) -> str:
-    """What the server sent to the new address before the path was validated (up to the
-    client's PATH_RESPONSE from there), against what it had received from it: RFC 9000
-    §8.2.1 and §9.3 cap it at three times. Said as evidence, '' when sizes are unknown."""
+def unvalidated_bytes(conn: Capture, change: Change, response: Datagram) -> tuple[int, int]:
+    """(sent, received): the bytes the server sent to the new address before the path was
+    validated (up to the client's PATH_RESPONSE from there), and those it had received from
+    it: RFC 9000 §8.2.1 and §9.3 cap the first at three times the second."""
     i, j = conn.datagrams.index(change.at), conn.datagrams.index(response)
     window = conn.datagrams[i : j + 1]
     sent = sum(d.size for d in window if view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.new)
     got = sum(d.size for d in window if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new)
+    return sent, got
+
+
+def amplification(conn: Capture, change: Change, response: Datagram) -> str:
+    """`unvalidated_bytes` said as evidence, '' when sizes are unknown."""
+    sent, got = unvalidated_bytes(conn, change, response)
     if not got:
         return ""
     within = "within" if sent <= 3 * got else "over"
