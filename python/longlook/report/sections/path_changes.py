@@ -21,6 +21,7 @@ from html import escape
 import numpy as np
 
 from ...analyses.wire_runs import judge_run
+from ...core.effects import median_interval
 from ...render.html import Section, numbers_table
 
 
@@ -36,6 +37,16 @@ def _median(values) -> float:
 def _events(value) -> list:
     """A run's NAT rebindings (a list in its details; absent: nan in the frame)."""
     return list(value) if isinstance(value, (list, tuple, np.ndarray)) else []
+
+
+def _with_interval(values) -> str:
+    """ "median [low, high]": the median's distribution-free 95% interval (core.effects), or
+    the median alone where there are too few runs for one."""
+    median = _median(values)
+    low, high = median_interval([float(v) for v in values if v is not None])
+    if math.isnan(median) or math.isnan(low):
+        return _fmt(median)
+    return f"{median:.1f} [{low:.1f}, {high:.1f}]"
 
 
 def _max(values) -> float:
@@ -95,7 +106,7 @@ def section(store, analysis) -> Section | None:
                 f"{ok} of {len(rebound)}" if len(rebound) else "–",
                 _fmt(_median(rebound["_first"]), "{:.0f}"),
                 f"{moved} of {len(rebound)}, median {_fmt(_median(rebound['_moved']), '{:.0f}')}" if moved else "–",
-                _fmt(_median(g["_stall"])),
+                _with_interval(g["_stall"]),
                 _fmt(_max(g["_stall"])),
                 _fmt(_median(g["_stall_from"]), "{:.0f}"),
                 _controller_text(rebound["_controllers"]) if len(rebound) else "–",
@@ -111,7 +122,7 @@ def section(store, analysis) -> Section | None:
         "of those completed",
         "change at, median (ms)",
         "client moved (ms)",
-        "longest silence, median (ms)",
+        "longest silence, median [95% interval] (ms)",
         "worst (ms)",
         "silence began, median (ms)",
         "server's congestion controller",
@@ -124,7 +135,8 @@ def section(store, analysis) -> Section | None:
         "path went down, from the run's start. Client moved: the runs whose client moved to its second "
         "address, and when (its own report): QUIC moves its connection; TCP, where the handover has "
         "tcp_reconnect, drops its connection and connects again from there, resuming with range "
-        "requests. Longest silence: "
+        "requests. Longest silence (its median with the median's distribution-free 95% interval, from "
+        "6 runs): "
         "the longest gap between packets our QUIC client received, read from its trace (TCP runs and "
         "other clients have none), and when it began; without a NAT it is the handshake's or a slow "
         "start's. Server's congestion controller: from our server's trace, in how many of the runs "
