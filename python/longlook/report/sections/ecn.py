@@ -1,7 +1,9 @@
 """Report section: each arm's ECN, read from the wire (analyses.ecn), where a link of the
 experiment marks ECN-capable packets (an AQM with `ecn`, DualPI2) or fakes an ECN path fault
-(a middlebox's `ecn`). One row per arm (a stack as server and client, kernel TCP), one
-column per entry the experiment's conditions can answer, each with its evidence."""
+(a middlebox's `ecn`). One row per arm (a stack as server and client, kernel TCP), or per
+stack where the cells are stacks (a conformance run: the ECN family of the conformance
+kind, scenarios/conformance-ecn.toml), one column per entry the experiment's conditions can
+answer, each with its evidence."""
 
 from __future__ import annotations
 
@@ -18,6 +20,21 @@ ENTRIES = (
     "behind bleaching (validation)",
     "behind an ECT black hole",
 )
+
+
+def _row_of(cell, arm: str) -> str | None:
+    """The row a run's sender belongs to: its arm; where the cells are the stacks (a
+    conformance run: a cell is a stack on one link), the stack of an `alone` run and the
+    kernel's algorithm of a `kernel` run. The other arms are left out: a shared run mixes two
+    senders toward the client, a fingerprint run is no bulk transfer."""
+    dims = cell.dims() if cell is not None and hasattr(cell, "dims") else {}
+    if "stack" not in dims:
+        return arm
+    if arm == "alone":
+        return str(dims["stack"])
+    if arm == "kernel":
+        return f"kernel TCP ({dims.get('kernel_cc')})"
+    return None
 
 
 def section(store, analysis) -> Section | None:
@@ -38,6 +55,8 @@ def section(store, analysis) -> Section | None:
         if getattr(getattr(c, "options", None), "ecn", None) is not None
     }
     experiment = getattr(store, "directory", None)
+    rows_of = [_row_of(cells.get(c), a) for c, a in zip(runs["cell_id"], runs["arm"])]
+    runs = runs.assign(arm=rows_of)[[r is not None for r in rows_of]]
     table = ecn_table(runs, conditions, switch, experiment=Path(experiment) if experiment else None)
     if not table:
         return None
