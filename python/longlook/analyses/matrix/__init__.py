@@ -7,8 +7,8 @@ no run's capture could show it (not decrypted: no key log from either side), and
 when the pair has no run with a capture.
 
 Our client also runs one resumed 0-RTT connection per server, judged for resumption and 0-RTT.
-The page's other grid (performance per pair at 10, 100 and 1000 Mbit/s, CPU and regimes) is
-not built yet."""
+The page's other grid (goodput per pair at 10, 100 and 1000 Mbit/s, CPU per MB and the regime
+each cell was in) is perf.py."""
 
 from __future__ import annotations
 
