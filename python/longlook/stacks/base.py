@@ -72,6 +72,9 @@ class Stack:
     alpn: ClassVar[str] = "h3"
     # how its qlog files are serialised: "JSON-SEQ" (RFC 7464 records) or "JSON" (one document)
     qlog_format: ClassVar[str] = "JSON-SEQ"
+    # False: it writes no qlog at all (msquic: its tracing is LTTng/ETW), so nothing is waited
+    # for after a connection closes, and its runs have no sender log to read
+    writes_qlog: ClassVar[bool] = True
     # its client sends `x-longlook-run` (our server files a connection under its run by it);
     # example clients that cannot are matched by time (EndpointServer.take_unlabelled)
     sends_run_header: ClassVar[bool] = True

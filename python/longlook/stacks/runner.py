@@ -169,7 +169,7 @@ class StackServer:
         """Move the qlogs of the connections made since the last call into `dest` (runs are
         sequential per server): the last one as `qlog` (translated) + `qlog_raw`, earlier
         ones (a 0-RTT warm-up) as `qlog_warmup_raw`. Returns artifact names -> files."""
-        files = _settled_new_files(self.qlog_dir, self._taken, LOG_SETTLE_S)
+        files = _settled_new_files(self.qlog_dir, self._taken, LOG_SETTLE_S if self.stack.writes_qlog else 0.0)
         return _move_logs(self.stack, files, dest, "server")
 
     def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]:

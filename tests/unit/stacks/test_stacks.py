@@ -36,8 +36,8 @@ def test_two_versions_of_one_stack_build_side_by_side():
 
 def test_unknown_stack_names_the_known_ones_and_the_install_command():
     with pytest.raises(LonglookError) as e:
-        resolve("msquic")
-    assert "msquic" in str(e.value) and "longlook stacks install" in str(e.value)
+        resolve("picoquic")
+    assert "picoquic" in str(e.value) and "longlook stacks install" in str(e.value)
 
 
 def test_a_congestion_control_the_stack_lacks_is_one_clear_error():
@@ -91,7 +91,7 @@ protocol = "h3"
 @pytest.mark.parametrize(
     "arm, words",
     [
-        ('server = "msquic"\nprotocol = "h3"', "unknown stack 'msquic'"),
+        ('server = "picoquic"\nprotocol = "h3"', "unknown stack 'picoquic'"),
         ('server = "quic-go"\nprotocol = "h2"', "h3 only"),
         ('client = "aioquic"\nprotocol = "h2"', "h3 only"),
         ('server_cc = "bbr2"\nprotocol = "h3"', "quic_cc"),

@@ -1,0 +1,65 @@
+//! What server and client share: flags, msquic's registration, its settings (flow-control
+//! limits, congestion control) and the one ALPN offered.
+
+use std::collections::HashMap;
+
+use h3_msquic_async::msquic;
+
+// the windows of our endpoint and the other adapters (6 MiB per stream, 15 MiB per
+// connection): msquic takes a stream window only as a power of two, so 8 MiB
+const STREAM_WINDOW: u32 = 8 * 1024 * 1024;
+const CONN_WINDOW: u32 = 15 * 1024 * 1024;
+const IDLE_TIMEOUT_MS: u64 = 30_000;
+const MAX_STREAMS_BIDI: u16 = 100;
+// HTTP/3's control and QPACK streams, plus room (msquic's default allows the peer none)
+const MAX_STREAMS_UNI: u16 = 16;
+
+pub const ALPN: &str = "h3";
+
+pub struct Flags(HashMap<String, String>);
+
+impl Flags {
+    pub fn parse(args: &[String]) -> Flags {
+        Flags(
+            args.chunks(2)
+                .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
+                .collect(),
+        )
+    }
+
+    pub fn get(&self, name: &str) -> Result<&str, String> {
+        self.0.get(name).map(String::as_str).ok_or(format!("--{name} is required"))
+    }
+
+    pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
+        self.0.get(name).map(String::as_str).unwrap_or(default)
+    }
+}
+
+/// msquic's congestion control by our name (stacks/congestion.py): its two algorithms.
+pub fn congestion_control(cc: &str) -> Result<u16, String> {
+    match cc {
+        "cubic" => Ok(msquic::ffi::QUIC_CONGESTION_CONTROL_ALGORITHM_QUIC_CONGESTION_CONTROL_ALGORITHM_CUBIC as u16),
+        "bbr" => Ok(msquic::ffi::QUIC_CONGESTION_CONTROL_ALGORITHM_QUIC_CONGESTION_CONTROL_ALGORITHM_BBR as u16),
+        other => Err(format!("unknown --cc {other} (cubic, bbr)")),
+    }
+}
+
+/// The settings both sides use; everything not named here is msquic's default (ECN off,
+/// pacing on, HyStart off, key update after msquic's bytes-per-key limit).
+pub fn settings(cc: &str) -> Result<msquic::Settings, String> {
+    Ok(msquic::Settings::new()
+        .set_CongestionControlAlgorithm(congestion_control(cc)?)
+        .set_IdleTimeoutMs(IDLE_TIMEOUT_MS)
+        .set_PeerBidiStreamCount(MAX_STREAMS_BIDI)
+        .set_PeerUnidiStreamCount(MAX_STREAMS_UNI)
+        .set_StreamRecvWindowDefault(STREAM_WINDOW)
+        .set_ConnFlowControlWindow(CONN_WINDOW))
+}
+
+/// The process's one registration (msquic's execution context), never closed (main.rs).
+pub fn registration() -> Result<&'static msquic::Registration, String> {
+    let config = msquic::RegistrationConfig::new().set_app_name("longlook-msquic".to_string());
+    let reg = msquic::Registration::new(&config).map_err(|e| format!("msquic registration: {e:?}"))?;
+    Ok(Box::leak(Box::new(reg)))
+}
