@@ -90,6 +90,10 @@ class Stack:
     release_registry: ClassVar[ReleaseRegistry | None] = None
     # Debian packages its build needs beyond Rust and Go, installed before it builds
     apt_needs: ClassVar[tuple[str, ...]] = ()
+    # interop cases (wire/cases) it cannot do as a client or as a server here, each with why
+    # (from the stack's or its wrapper's source): the matrix shows them apart from failures
+    unsupported_as_client: ClassVar[dict[str, str]] = {}
+    unsupported_as_server: ClassVar[dict[str, str]] = {}
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands

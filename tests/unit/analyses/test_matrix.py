@@ -112,3 +112,33 @@ def test_chromium_is_a_client_row_against_every_server():
     chromium = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium"]
     assert chromium == [("chromium_ours", "ours"), ("chromium_quic-go", "quic-go")]
     assert pair_of({"options": {"client": "chromium", "server": "quic-go"}}) == ("chromium", "quic-go")
+
+
+def test_a_declared_case_is_unsupported_not_failed_unless_it_passed(monkeypatch, tmp_path):
+    """msquic's server declares it sends no session ticket: our client's resumed run against it
+    is "unsupported" with the declaration, shown apart from the failures; a declaration a run
+    contradicts (it passed) leaves the pass."""
+    import pandas as pd
+
+    from longlook.analyses import matrix
+
+    verdicts = {"msquic": "failed", "quic-go": "passed"}
+
+    def fake(experiment, run, cases):
+        server = run["options"]["server"]
+        return {c: {"verdict": verdicts[server], "evidence": "no NewSessionTicket"} for c in cases}
+
+    monkeypatch.setattr(matrix, "judge_cases", fake)
+    runs = pd.DataFrame(
+        [
+            {"arm": "ours_msquic_0rtt", "options": {"client": "native", "server": "msquic", "zero_rtt": True}},
+            {"arm": "ours_quic-go_0rtt", "options": {"client": "native", "server": "quic-go", "zero_rtt": True}},
+        ]
+    )
+    m = matrix.judge(tmp_path, runs)
+    cell = m.cells[("ours", "msquic", "resumption")]
+    assert cell.verdict == "unsupported" and cell.evidence.startswith("msquic: msquic sends a session ticket only")
+    assert m.cells[("ours", "quic-go", "resumption")].verdict == "passed"
+    text = matrix.markdown(m)
+    assert "| ours | – 0/1 | ✓ 1/1 |" in text
+    assert "### Declared unsupported" in text and "ours → msquic, resumption: failed" not in text

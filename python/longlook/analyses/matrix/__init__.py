@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import LonglookError
+from ...stacks.registry import resolve
 from ..wire_runs import judge_cases
 
 # what one page load of several objects over HTTP/3 can show, in the interop runner's names
@@ -23,6 +25,7 @@ PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
 # measured one: two handshakes, so the page's cases are judged on the other runs)
 RESUMED_CASES = ("resumption", "zerortt")
 NO_RUN = "no run"
+UNSUPPORTED = "unsupported"
 
 
 @dataclass
@@ -69,6 +72,31 @@ def resumed(run: dict) -> bool:
     return bool((run.get("options") or {}).get("zero_rtt"))
 
 
+def declared(stack: str, side: str, case: str) -> str | None:
+    """Why `stack`'s adapter says it cannot do `case` as `side` ("client", "server"), or None
+    (a client that is no stack, Chromium, declares nothing)."""
+    try:
+        adapter = resolve(stack)
+    except LonglookError:
+        return None
+    table = adapter.unsupported_as_client if side == "client" else adapter.unsupported_as_server
+    return table.get(case)
+
+
+def mark_unsupported(m: Matrix) -> None:
+    """A pair's case that did not pass and that its client or server declares it cannot do
+    is "unsupported" with the declaration, apart from the failures; one that passed stays
+    passed (the run shows the declaration wrong)."""
+    for client in m.clients:
+        for server in m.servers:
+            for case in m.cases:
+                why = declared(client, "client", case) or declared(server, "server", case)
+                cell = m.cell(client, server, case)
+                if why and cell.verdict != "passed":
+                    who = client if declared(client, "client", case) else server
+                    cell.verdict, cell.evidence = UNSUPPORTED, f"{who}: {why}"
+
+
 def judge(experiment: Path, runs) -> Matrix:
     """The grid of an experiment's runs (a store's runs frame): each run with a capture judged
     by the cases it can show (a resumed run by RESUMED_CASES, the others by PAGE_CASES;
@@ -82,13 +110,15 @@ def judge(experiment: Path, runs) -> Matrix:
             cell = m.cell(client, server, case)
             if result is not None:
                 cell.add(result)
+    mark_unsupported(m)
     return m
 
 
-MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·"}
+MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·", UNSUPPORTED: "–"}
 LEGEND = (
     "✓ passed in every judged run (k/n: runs passed of runs judged), ✗ failed (evidence below), "
-    "? the capture could not show it (not decrypted), · not run: for resumption and 0-RTT, only our "
+    "? the capture could not show it (not decrypted), – unsupported: the client's or server's adapter "
+    "declares it cannot do it (why below; not a failure), · not run: for resumption and 0-RTT, only our "
     "client is asked for them (the stacks' client adapters have no switch for it yet)"
 )
 
@@ -112,5 +142,10 @@ def markdown(m: Matrix) -> str:
     if failures:
         out += ["### Evidence", ""]
         out += [f"- {c} → {s}, {case}: {v.verdict}: {v.evidence}" for (c, s, case), v in failures]
+        out.append("")
+    declarations = sorted({(case, v.evidence) for (_, _, case), v in m.cells.items() if v.verdict == UNSUPPORTED})
+    if declarations:
+        out += ["### Declared unsupported", ""]
+        out += [f"- {case}: {why}" for case, why in declarations]
         out.append("")
     return "\n".join(out)

@@ -65,6 +65,18 @@ class Msquic(RustCrateStack):
     versions = ("2.5.1-beta",)  # msquic-async 0.4.1 takes this release only
     ccs = ("cubic", "bbr")
     writes_qlog = False
+    unsupported_as_server = {
+        "resumption": "msquic sends a session ticket only when the application calls ConnectionSendResumptionTicket, "
+        "which neither the msquic crate nor msquic-async offers for an accepted connection",
+        "zerortt": "no session ticket, so no 0-RTT (see resumption)",
+    }
+    unsupported_as_client = {
+        "resumption": "msquic-async drops the tickets msquic hands over and cannot set one on a new connection",
+        "zerortt": "no ticket kept, so no 0-RTT (see resumption)",
+        "keyupdate": "forcing one (QUIC_PARAM_CONN_FORCE_KEY_UPDATE) needs the connection handle msquic-async hides",
+        "v2": "QUIC_PARAM_CONFIGURATION_VERSION_SETTINGS is not in the typed Rust API",
+        "connection-migration": "moving the client needs the connection handle msquic-async exposes only in a fork",
+    }
     crate = "msquic"
     binary_name = "longlook-msquic"
     library = "msquic"
