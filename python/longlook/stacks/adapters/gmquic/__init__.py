@@ -42,7 +42,19 @@ packet."""
 
 from __future__ import annotations
 
+import ipaddress
+from urllib.parse import urlsplit
+
+from ...base import ClientCall
 from ...builds.rust_crate import RustCrateStack
+
+# a DNS name in the certificate every testbed server presents (stacks/runner.py: localhost and
+# the server's addresses)
+CERT_DNS_NAME = "localhost"
+NO_SNI = (
+    "its server serves no ClientHello without SNI, and a client sends none to a URL that names the server by "
+    "address, as the testbed's do (only gm-quic's own client here names it by the certificate's DNS name)"
+)
 
 H3_SHIM = "0.5.0"
 H3 = "0.0.8"
@@ -56,6 +68,7 @@ class GmQuic(RustCrateStack):
     binary_name = "longlook-gm-quic"
     library = "dquic"
     unsupported_as_server = {
+        **dict.fromkeys(("handshake", "transfer", "multiplexing", "http3"), NO_SNI),
         "ecn": "sends not-ECT and its ACKs carry no ECN counts (no ECN in dquic 0.5.1)",
         "keyupdate": "follows the peer's key phase, never starts an update",
         "v2": "QUIC v1 only",
@@ -68,6 +81,18 @@ class GmQuic(RustCrateStack):
         "zerortt": "no ticket kept across processes (see resumption)",
         "connection-migration": "add_path/del_path exist (its multipath); this client does not use them",
     }
+
+    def client_argv(self, **kw) -> ClientCall:
+        """Its client names the server by a DNS name of the testbed's certificate (sent as
+        SNI) while it connects to the URL's address: gm-quic's own server serves no ClientHello
+        without SNI, and the testbed's URLs name the server by address."""
+        call = super().client_argv(**kw)
+        host = urlsplit(kw["url"]).hostname or ""
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return call
+        return ClientCall([*call.argv, "--server-name", CERT_DNS_NAME], call.env)
 
     def version_info(self) -> str:
         return f"{self.spec} (dquic {self.version}, h3-shim {H3_SHIM}, h3 {H3}, rustls with ring)"

@@ -135,10 +135,12 @@ async fn run(
     let t0 = Instant::now();
     doc["started_unix_ms"] =
         json!(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0));
-    // the URL's host is the TLS server name (an IP address: verified against the certificate's
-    // IP SANs, and no SNI sent, as rustls does for every client here)
+    // the TLS server name: `--server-name` where given (a DNS name of the certificate, sent as
+    // SNI: gm-quic's server serves no ClientHello without one), else the URL's host (an IP
+    // address is verified against the certificate's IP SANs and sent as no SNI, by rustls)
+    let server_name = f.get_or("server-name", host.as_str()).to_string();
     let conn = client
-        .connected_to_with_source(host.as_str(), [(Source::System, EndpointAddr::from(peer))])
+        .connected_to_with_source(server_name.as_str(), [(Source::System, EndpointAddr::from(peer))])
         .await
         .map_err(|e| failed(format!("connect: {e}")))?;
     *conn_out = Some(conn.clone());
