@@ -142,3 +142,21 @@ def test_a_declared_case_is_unsupported_not_failed_unless_it_passed(monkeypatch,
     text = matrix.markdown(m)
     assert "| ours | – 0/1 | ✓ 1/1 |" in text
     assert "### Declared unsupported" in text and "ours → msquic, resumption: failed" not in text
+
+
+def test_a_pair_that_cannot_connect_is_not_run_and_every_case_says_why():
+    """gm-quic's server declares it completes no handshake without SNI: no arm runs another
+    stack's client against it (no run waits out a timeout), its own client is run, and the
+    grid says "unsupported" for every case of the pairs left out, the handshake's reason given."""
+    from longlook.analyses.matrix import Matrix, mark_unsupported
+    from longlook.commands.matrix import pair_arms
+
+    text = "\n".join(pair_arms(["ours", "gm-quic"]))
+    assert 'label = "gm-quic_gm-quic"' in text and 'label = "ours_ours"' in text
+    assert 'label = "ours_gm-quic"' not in text and 'label = "gm-quic_ours"' in text
+    m = Matrix(["gm-quic", "ours"], ["gm-quic", "ours"], ("handshake", "transfer", "resumption"))
+    mark_unsupported(m)
+    assert m.cells[("ours", "gm-quic", "handshake")].verdict == "unsupported"
+    transfer = m.cells[("ours", "gm-quic", "transfer")]
+    assert transfer.verdict == "unsupported" and transfer.evidence.startswith("no handshake: its server serves no")
+    assert m.cells[("ours", "ours", "transfer")].verdict == "no run"

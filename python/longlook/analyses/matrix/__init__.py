@@ -89,12 +89,20 @@ def mark_unsupported(m: Matrix) -> None:
     passed (the run shows the declaration wrong)."""
     for client in m.clients:
         for server in m.servers:
+            # a pair that cannot complete a handshake can do none of the other cases either
+            no_handshake = m.cell(client, server, "handshake").verdict != "passed" and (
+                declared(client, "client", "handshake") or declared(server, "server", "handshake")
+            )
             for case in m.cases:
-                why = declared(client, "client", case) or declared(server, "server", case)
                 cell = m.cell(client, server, case)
-                if why and cell.verdict != "passed":
-                    who = client if declared(client, "client", case) else server
-                    cell.verdict, cell.evidence = UNSUPPORTED, f"{who}: {why}"
+                if cell.verdict == "passed":
+                    continue
+                if declared(client, "client", case):
+                    cell.verdict, cell.evidence = UNSUPPORTED, f"{client}: {declared(client, 'client', case)}"
+                elif declared(server, "server", case):
+                    cell.verdict, cell.evidence = UNSUPPORTED, f"{server}: {declared(server, 'server', case)}"
+                elif no_handshake:
+                    cell.verdict, cell.evidence = UNSUPPORTED, f"no handshake: {no_handshake}"
 
 
 def judge(experiment: Path, runs) -> Matrix:

@@ -68,7 +68,7 @@ class GmQuic(RustCrateStack):
     binary_name = "longlook-gm-quic"
     library = "dquic"
     unsupported_as_server = {
-        **dict.fromkeys(("handshake", "transfer", "multiplexing", "http3"), NO_SNI),
+        "handshake": NO_SNI,
         "ecn": "sends not-ECT and its ACKs carry no ECN counts (no ECN in dquic 0.5.1)",
         "keyupdate": "follows the peer's key phase, never starts an update",
         "v2": "QUIC v1 only",
