@@ -49,10 +49,14 @@ COLUMNS = [
 _ZERO_IF_ABSENT = ("dropped_aqm", "ce_marked", *ECN_COLUMNS)
 
 
-def read_flow_log(path: Path) -> pd.DataFrame:
-    """All lines of a flow log; a torn last line (linkem killed mid-write) is skipped."""
+def read_flow_log(path: Path, from_byte: int = 0) -> pd.DataFrame:
+    """All lines of a flow log (from byte `from_byte`: a run's lines of a log that grows across
+    runs); a torn line (linkem killed mid-write, or cut at `from_byte`) is skipped."""
     rows = []
-    for line in Path(path).read_text().splitlines():
+    with open(path, "rb") as f:
+        f.seek(from_byte)
+        text = f.read().decode(errors="replace")
+    for line in text.splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
@@ -265,3 +269,31 @@ def series_rows(per_second: pd.DataFrame) -> list[dict]:
         for name, col in (("F", "tcp"), ("F_udp", "udp"))
         for t, v in per_second[col].items()
     ]
+
+
+def longest_delivery_gap(
+    log: pd.DataFrame, server: str, port: int | None = None, *, start_s: float, end_s: float
+) -> tuple[float, float] | None:
+    """The stall a client met, as the router saw it: the longest time (ms) between two
+    flow-log intervals in which linkem released packets of `server` (an IP address; from its
+    `port` if given) toward the client, within [start_s, end_s] on linkem's clock, and when it
+    began (ms from start_s). Any protocol and any client address: after a NAT rebinding or a
+    handover the packets go to a new address, and are still the server's. None with fewer than
+    two such intervals. Resolution: the flow log's interval (a release counts at the line of
+    the interval it happened in, so a gap is within one interval of the true one)."""
+    if log.empty:
+        return None
+    flow = ["direction", "proto", "src", "dst"]
+    delta = log.groupby(flow)["packets"].diff().fillna(log["packets"])
+    src_host, src_port = _split(log["src"])
+    keep = (log["direction"] == "down") & (src_host == server) & (delta > 0)
+    if port is not None:
+        keep &= src_port == port
+    t = log["t"].astype(float)
+    keep &= (t >= start_s) & (t <= end_s)
+    times = np.unique(t[keep].to_numpy())
+    if len(times) < 2:
+        return None
+    gaps = np.diff(times)
+    i = int(np.argmax(gaps))
+    return round(float(gaps[i]) * 1000, 3), round(float(times[i] - start_s) * 1000, 3)

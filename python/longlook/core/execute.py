@@ -391,7 +391,7 @@ class Runner:
                 base_dir=sc.base_dir,
                 seed=sc.seed,
                 cpus=sc.testbed.cpus,
-                **self.kind.testbed_options,
+                **self.kind.testbed_options_for(sc),
             ) as tb,
             self.kind.session(tb, self.out_dir) as session,
         ):

@@ -127,6 +127,11 @@ class Kind:
     # report sections: functions (store, analysis) -> Section | None, in order
     sections: ClassVar[tuple[Callable[..., Any], ...]] = ()
 
+    def testbed_options_for(self, scenario: "ScenarioBase") -> dict[str, Any]:
+        """The testbed's options for this scenario (Testbed's keywords): the kind's
+        `testbed_options`, or more where a scenario needs them."""
+        return dict(self.testbed_options)
+
     def prepare(self, scenario: "ScenarioBase") -> dict[str, Any]:
         """Before the grid, outside the testbed: resolve clients and check what is needed,
         so a missing piece stops the experiment before its first run."""

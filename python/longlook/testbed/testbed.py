@@ -82,6 +82,7 @@ class Testbed:
         seed: int | None = None,
         rt_priority: int | None = None,
         flow_log: bool = False,
+        flow_log_interval_ms: int | None = None,
         ready_timeout_s: float = 10.0,
         cpus: CpuPinning | None = None,
         datapath: str | None = None,
@@ -101,6 +102,8 @@ class Testbed:
         self._linkem_options = dict(
             seed=seed, rt_priority=rt_priority, flow_log=flow_log, ready_timeout_s=ready_timeout_s
         )
+        if flow_log_interval_ms is not None:
+            self._linkem_options["flow_log_interval_ms"] = flow_log_interval_ms
         self.linkem: Linkem | None = None
         self.linkem_b: Linkem | None = None  # segment B's, in router2 (proxy topology)
         self.host_buffers: HostBuffers = host_buffers(None)  # sized to each link (testbed/buffers.py)

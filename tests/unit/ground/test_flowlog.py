@@ -34,3 +34,35 @@ def test_a_log_from_a_linkem_without_ecn_counters_reads_zero(tmp_path: Path):
     log = read_flow_log(path)
     for c in ECN_COLUMNS:
         assert list(log[c]) == [0], c
+
+
+def _down(t: float, packets: int, *, src="198.18.2.2:4433", dst="198.18.1.2:5000", dropped=0) -> dict:
+    return _line(t, direction="down", src=src, dst=dst, packets=packets, bytes=packets * 1200, dropped_buffer=dropped)
+
+
+def test_the_longest_delivery_gap_follows_the_server_to_a_new_client_address(tmp_path: Path):
+    """Releases of the server's packets every 5 ms, then none from 1.005 s to 1.060 s (a NAT
+    rebinding), then again toward the client's new port; another server's flow and a line
+    that only counted a drop do not fill the gap."""
+    from longlook.flowlog import longest_delivery_gap
+
+    lines = [_down(round(0.9 + i * 0.005, 3), 10 * (i + 1)) for i in range(22)]  # up to 1.005
+    lines += [_down(1.03, 220, dropped=3)]  # a drop only: no release
+    lines += [_down(1.02, 5, src="198.18.2.2:4434")]  # another server
+    lines += [_down(round(1.06 + i * 0.005, 3), 5 * (i + 1), dst="198.18.1.2:6000") for i in range(10)]
+    path = tmp_path / "flows.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in sorted(lines, key=lambda x: x["t"])) + "\n")
+    log = read_flow_log(path)
+    gap, began = longest_delivery_gap(log, "198.18.2.2", 4433, start_s=0.5, end_s=2.0)
+    assert (gap, began) == (55.0, 505.0)
+    # within a window that ends before the move, the gaps are the 5 ms intervals
+    assert longest_delivery_gap(log, "198.18.2.2", 4433, start_s=0.5, end_s=1.0)[0] == 5.0
+    assert longest_delivery_gap(log, "198.18.2.9", None, start_s=0.5, end_s=2.0) is None
+
+
+def test_a_run_reads_its_own_lines_from_where_the_log_stood(tmp_path: Path):
+    path = tmp_path / "flows.jsonl"
+    first = json.dumps(_line(0.025)) + "\n"
+    path.write_text(first + json.dumps(_line(0.05, packets=9)) + "\n")
+    log = read_flow_log(path, from_byte=len(first.encode()))
+    assert list(log["packets"]) == [9]

@@ -13,7 +13,16 @@ from ...stacks.registry import client_fetcher, require_servers
 from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .proxied import proxies
-from .measure import OBJECTS_TABLE, PAGE_LOAD_METRICS, fetch_status, from_fetch, measure, record_from_fetch
+from .measure import (
+    DELIVERY_LOG_MS,
+    changes_path,
+    OBJECTS_TABLE,
+    PAGE_LOAD_METRICS,
+    fetch_status,
+    from_fetch,
+    measure,
+    record_from_fetch,
+)
 from .proxy_section import proxy_section
 from .sections import clients_section
 from .spec import Arm, Cell, CellOptions, OptionGrid, RunOptions, Scenario, Workload
@@ -25,6 +34,14 @@ class PageLoad(Kind):
     metrics = PAGE_LOAD_METRICS
     tables = {"objects": OBJECTS_TABLE}
     sections = (clients_section, proxy_section)
+
+    def testbed_options_for(self, scenario: Scenario) -> dict[str, Any]:
+        """Where a path changes under the runs (a NAT, a handover), linkem's flow log every
+        DELIVERY_LOG_MS: the stall each client meets is read from it (measure.delivery_gap),
+        whichever client and protocol."""
+        if changes_path(scenario):
+            return {**self.testbed_options, "flow_log": True, "flow_log_interval_ms": DELIVERY_LOG_MS}
+        return dict(self.testbed_options)
 
     def prepare(self, scenario: Scenario) -> dict[str, Any]:
         # one fetch function per client the arms use; a missing Chromium stops it here

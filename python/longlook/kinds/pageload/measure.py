@@ -9,11 +9,14 @@ from contextlib import nullcontext
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ...core.audit import host_buffer_reasons, tcp_ecn_check, tcp_summary
 from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
+from ...errors import LonglookError
+from ...flowlog import linkem_start_mono_ms, longest_delivery_gap, read_flow_log
 from ...qlog.controllers import controllers
 from ...qlog.gaps import longest_receive_gap_in
 from ...qlog.reader import read_qlog
@@ -26,6 +29,10 @@ from ...testbed.route_handover import RouteHandover
 from ...testbed.tcp_ecn import tcp_ecn
 from .proxied import route_for
 from .spec import RunOptions
+
+# linkem's flow-log interval where a path changes under the runs: the resolution of the
+# delivery gap (a two-round-trip stall at 20 ms RTT is 40 ms)
+DELIVERY_LOG_MS = 5
 
 PAGE_LOAD_METRICS = (
     Metric("plt_ms", "ms", "lower", "page load time", on_failure="timeout"),
@@ -86,6 +93,7 @@ def measure(ctx: RunContext) -> Measurement:
     # client meets it as its OS makes it, the default route moving to the second address
     handover = getattr(ctx.cell.link, "handover", None)
     moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and opts.client != "native" else nullcontext()
+    log_from = flow_log_size(ctx) if changes_path(ctx.scenario) else None
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None), moves as moved:
         result: FetchResult = fetch(
@@ -148,13 +156,17 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    path_changes = any(link.nat is not None or link.handover is not None for link in ctx.scenario.links)
-    if path_changes and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
+    changes = changes_path(ctx.scenario)
+    if changes and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
         # the longest silence our QUIC client met: a path that changed under it shows here,
         # and the scenario's cells without a NAT give the baseline (a handshake, a slow start)
         m.details["receive_stall_ms"] = gap.ms
         m.details["receive_stall_from_ms"] = gap.from_ms
-    if path_changes and "qlog" in artifacts and (cc := _server_controllers(ctx.run_dir / artifacts["qlog"])):
+    if changes and (gap := delivery_gap(ctx, route.url(""), fetch_start, fetch_end, log_from)) is not None:
+        # the same, as the router saw it, for every client and protocol: the longest time
+        # between releases of the server's packets toward the client
+        m.details["delivery_gap_ms"], m.details["delivery_gap_from_ms"] = gap
+    if changes and "qlog" in artifacts and (cc := _server_controllers(ctx.run_dir / artifacts["qlog"])):
         m.details["server_controllers"] = cc
     m.details.update(
         fetch_start_mono_s=fetch_start,
@@ -163,6 +175,43 @@ def measure(ctx: RunContext) -> Measurement:
         server_pid=getattr(getattr(server, "process", None), "pid", None),
     )
     return m
+
+
+def changes_path(scenario) -> bool:
+    """A link of the scenario changes the path under the runs (a NAT, a handover)."""
+    return any(link.nat is not None or link.handover is not None for link in scenario.links)
+
+
+def flow_log_size(ctx: RunContext) -> int | None:
+    """Where the run's lines of linkem's flow log will begin (its size now); None without one."""
+    path = getattr(getattr(ctx.testbed, "linkem", None), "flow_log_path", None)
+    try:
+        return path.stat().st_size if path is not None else None
+    except OSError:
+        return 0
+
+
+def delivery_gap(
+    ctx: RunContext, url: str, start_mono_s: float, end_mono_s: float, from_byte: int | None
+) -> tuple[float, float] | None:
+    """The longest gap between linkem's releases of the run's server's packets toward the
+    client, from the fetch's start to its end (flowlog.longest_delivery_gap, on linkem's
+    clock through its stats), and when it began (ms from the fetch's start); None without a
+    flow log or with too few releases."""
+    linkem = getattr(ctx.testbed, "linkem", None)
+    path = getattr(linkem, "flow_log_path", None)
+    if path is None or from_byte is None:
+        return None
+    time.sleep(2 * DELIVERY_LOG_MS / 1000)  # the run's last lines
+    try:
+        t0_s = linkem_start_mono_ms(linkem.stats()) / 1000
+        log = read_flow_log(path, from_byte)
+    except (LonglookError, OSError, ValueError):
+        return None
+    parts = urlsplit(url)
+    return longest_delivery_gap(
+        log, parts.hostname or "", parts.port, start_s=start_mono_s - t0_s, end_s=end_mono_s - t0_s
+    )
 
 
 def _receive_stall(path: Path):

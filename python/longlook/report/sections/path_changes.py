@@ -85,6 +85,8 @@ def section(store, analysis) -> Section | None:
         _controllers=list(col("server_controllers")),
         _stall=list(col("receive_stall_ms")),
         _stall_from=list(col("receive_stall_from_ms")),
+        _gap=list(col("delivery_gap_ms")),
+        _gap_from=list(col("delivery_gap_from_ms")),
     )
     capture = getattr(sc, "capture", None)
     full = capture is not None and capture.pcap == "full" and capture.keylog
@@ -96,6 +98,7 @@ def section(store, analysis) -> Section | None:
         ok = int((rebound["status"] == "ok").sum())
         validated = _validation(experiment, cells.get(cid), rebound) if full and experiment is not None else "–"
         moved = rebound["_moved"].notna().sum() if len(rebound) else 0
+        done = g[g["status"] == "ok"]  # a connection that died has no gap it came back from
         rows.append(
             [
                 escape(cid),
@@ -106,6 +109,9 @@ def section(store, analysis) -> Section | None:
                 f"{ok} of {len(rebound)}" if len(rebound) else "–",
                 _fmt(_median(rebound["_first"]), "{:.0f}"),
                 f"{moved} of {len(rebound)}, median {_fmt(_median(rebound['_moved']), '{:.0f}')}" if moved else "–",
+                _with_interval(done["_gap"]),
+                _fmt(_max(done["_gap"])),
+                _fmt(_median(done["_gap_from"]), "{:.0f}"),
                 _with_interval(g["_stall"]),
                 _fmt(_max(g["_stall"])),
                 _fmt(_median(g["_stall_from"]), "{:.0f}"),
@@ -122,6 +128,9 @@ def section(store, analysis) -> Section | None:
         "of those completed",
         "change at, median (ms)",
         "client moved (ms)",
+        "longest delivery gap at the router, median [95% interval] (ms)",
+        "worst (ms)",
+        "gap began, median (ms)",
         "longest silence, median [95% interval] (ms)",
         "worst (ms)",
         "silence began, median (ms)",
@@ -135,8 +144,11 @@ def section(store, analysis) -> Section | None:
         "path went down, from the run's start. Client moved: the runs whose client moved to its second "
         "address, and when (its own report): QUIC moves its connection; TCP, where the handover has "
         "tcp_reconnect, drops its connection and connects again from there, resuming with range "
-        "requests. Longest silence (its median with the median's distribution-free 95% interval, from "
-        "6 runs): "
+        "requests. Longest delivery gap: the longest time between linkem's releases of the server's packets "
+        "toward the client during the fetch (its flow log, 5 ms intervals: within 5 ms of the true gap), for "
+        "every client and protocol, over the runs that completed, and when it began; a median with the "
+        "median's distribution-free 95% "
+        "interval, from 6 runs. Longest silence: "
         "the longest gap between packets our QUIC client received, read from its trace (TCP runs and "
         "other clients have none), and when it began; without a NAT it is the handshake's or a slow "
         "start's. Server's congestion controller: from our server's trace, in how many of the runs "
