@@ -90,7 +90,9 @@ def section(store, analysis) -> Section | None:
     if "protocol_requested" in quic:
         quic = quic[quic["protocol_requested"] == "h3"]
     rows = []
-    for arm, g in quic.groupby("arm"):
+    order = {cid: i for i, cid in enumerate(analysis.cells["cell_id"])} if hasattr(analysis, "cells") else {}
+    groups = sorted(quic.groupby(["cell_id", "arm"]), key=lambda t: (order.get(t[0][0], 0), t[0][1]))
+    for (cid, arm), g in groups:
         prints = [p for _, run in g.iterrows() if (p := migration_of_run(experiment, run.to_dict())) is not None]
         moved = [p for p in prints if p.get("moved")]
         if not prints:
@@ -98,6 +100,7 @@ def section(store, analysis) -> Section | None:
         col = lambda key: [p.get(key) for p in moved]  # noqa: E731
         rows.append(
             [
+                escape(cid),
                 _pair(sc, arm),
                 f"{len(moved)} of {len(prints)}" + (f": {_mode(col('moved'))}" if moved else ""),
                 _mode([p.get("disable_active_migration") for p in prints]),
@@ -116,6 +119,7 @@ def section(store, analysis) -> Section | None:
     if not rows:
         return None
     head = [
+        "cell",
         "arm (client → server)",
         "runs that moved, of those read",
         "server: disable_active_migration",
@@ -131,8 +135,9 @@ def section(store, analysis) -> Section | None:
         "server re-validated the old path",
     ]
     note = (
-        "<p class='note'>From each QUIC run's capture at the server's side of the NAT (the router's pcap, "
-        "decrypted with the run's key log), over the cells whose path changes: the connection's first move "
+        "<p class='note'>Per cell and arm, from each QUIC run's capture at the server's side of the NAT (the "
+        "router's pcap, decrypted with the run's key log), over the cells whose path changes: the connection's "
+        "first move "
         "(a datagram from an address or port the client had not used). Times are medians from that "
         'datagram; a share counts the runs whose capture shows the item ("not shown": not decrypted). '
         "What it says, against RFC 9000 §9: the server's announced disable_active_migration and how many "
