@@ -17,12 +17,19 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .cases import paths, view
-from .model import NEW_CONNECTION_ID, PATH_CHALLENGE, PATH_RESPONSE, Capture, Datagram
+from .model import (
+    CLIENT_HELLO,
+    ENCRYPTED_EXTENSIONS,
+    NEW_CONNECTION_ID,
+    PATH_CHALLENGE,
+    PATH_RESPONSE,
+    Capture,
+    Datagram,
+)
 
 # RFC 9000 §18.2
 DISABLE_ACTIVE_MIGRATION = 0x0C
 ACTIVE_CONNECTION_ID_LIMIT = 0x0E
-ENCRYPTED_EXTENSIONS, CLIENT_HELLO = 8, 1
 
 
 @dataclass(frozen=True)
@@ -80,18 +87,6 @@ def _announced(conn: Capture) -> dict:
     }
 
 
-def _from_new(conn: Capture, change: paths.Change, frame_type: int, data: set | None = None) -> Datagram | None:
-    after = conn.datagrams[conn.datagrams.index(change.at) :]
-    return view.first(
-        d
-        for d in after
-        if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new
-        for p in d.packets
-        for f in p.frames
-        if f.type == frame_type and (data is None or f.data in data)
-    )
-
-
 def of_connection(conn: Capture) -> Fingerprint:
     """The fingerprint of the connection's first move (only what was announced, when none)."""
     announced = _announced(conn)
@@ -114,8 +109,8 @@ def of_connection(conn: Capture) -> Fingerprint:
     challenge, datas = first_to(to_new, lambda f: f.type == PATH_CHALLENGE)
     old_challenge, _ = first_to(to_old, lambda f: f.type == PATH_CHALLENGE)
     data, _ = first_to(to_new, lambda f: f.is_stream and f.length)
-    response = _from_new(conn, change, PATH_RESPONSE, datas) if challenge is not None else None
-    probe = _from_new(conn, change, PATH_CHALLENGE)
+    response = paths.from_new(conn, change, PATH_RESPONSE, datas) if challenge is not None else None
+    probe = paths.from_new(conn, change, PATH_CHALLENGE)
     sent = received = None
     if response is not None:
         sent, received = paths.unvalidated_bytes(conn, change, response)

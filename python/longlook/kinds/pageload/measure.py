@@ -93,7 +93,8 @@ def measure(ctx: RunContext) -> Measurement:
     # client meets it as its OS makes it, the default route moving to the second address
     handover = getattr(ctx.cell.link, "handover", None)
     moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and opts.client != "native" else nullcontext()
-    log_from = flow_log_size(ctx) if changes_path(ctx.scenario) else None
+    changes = changes_path(ctx.scenario)
+    log_from = flow_log_size(ctx) if changes else None
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None), moves as moved:
         result: FetchResult = fetch(
@@ -156,7 +157,6 @@ def measure(ctx: RunContext) -> Measurement:
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock
-    changes = changes_path(ctx.scenario)
     if changes and (gap := _receive_stall(ctx.run_dir / CLIENT_QLOG)) is not None:
         # the longest silence our QUIC client met: a path that changed under it shows here,
         # and the scenario's cells without a NAT give the baseline (a handshake, a slow start)

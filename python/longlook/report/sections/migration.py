@@ -12,24 +12,14 @@ import math
 from collections import Counter
 from html import escape
 
-import numpy as np
 
 from ...analyses.wire_runs import migration_of_run
 from ...render.html import Section, numbers_table
-
-
-def _has_change(cell) -> bool:
-    link = getattr(cell, "link", None)
-    return getattr(link, "handover", None) is not None or getattr(link, "nat", None) is not None
-
-
-def _median(values) -> float:
-    x = [float(v) for v in values if v is not None]
-    return float(np.median(x)) if x else math.nan
+from .path_changes import change_of, median_of
 
 
 def _ms(values) -> str:
-    m = _median(values)
+    m = median_of(values)
     return "–" if math.isnan(m) else f"{m:,.0f}"
 
 
@@ -83,7 +73,7 @@ def section(store, analysis) -> Section | None:
     if not (capture.pcap == "full" and capture.keylog):
         return None
     try:
-        changed = {c.id for c in sc.cells() if _has_change(c)}
+        changed = {c.id for c in sc.cells() if change_of(getattr(c, "link", None)) != "none"}
     except (AttributeError, ValueError):
         return None
     quic = runs[runs["cell_id"].isin(changed)]

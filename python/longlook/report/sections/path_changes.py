@@ -29,7 +29,7 @@ def _fmt(v: float, spec: str = "{:.1f}") -> str:
     return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else spec.format(v)
 
 
-def _median(values) -> float:
+def median_of(values) -> float:
     x = np.array([float(v) for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))])
     return float(np.median(x)) if len(x) else math.nan
 
@@ -42,7 +42,7 @@ def _events(value) -> list:
 def _with_interval(values) -> str:
     """ "median [low, high]": the median's distribution-free 95% interval (core.effects), or
     the median alone where there are too few runs for one."""
-    median = _median(values)
+    median = median_of(values)
     low, high = median_interval([float(v) for v in values if v is not None])
     if math.isnan(median) or math.isnan(low):
         return _fmt(median)
@@ -73,7 +73,7 @@ def section(store, analysis) -> Section | None:
         cells = {c.id: c for c in sc.cells()}
     except (AttributeError, ValueError):
         return None
-    change = {cid: _change_of(getattr(c, "link", None)) for cid, c in cells.items()}
+    change = {cid: change_of(getattr(c, "link", None)) for cid, c in cells.items()}
     if not any(v != "none" for v in change.values()):
         return None
     col = lambda name: runs[name] if name in runs else [None] * len(runs)  # noqa: E731
@@ -107,14 +107,14 @@ def section(store, analysis) -> Section | None:
                 str(len(g)),
                 str(len(rebound)),
                 f"{ok} of {len(rebound)}" if len(rebound) else "–",
-                _fmt(_median(rebound["_first"]), "{:.0f}"),
-                f"{moved} of {len(rebound)}, median {_fmt(_median(rebound['_moved']), '{:.0f}')}" if moved else "–",
+                _fmt(median_of(rebound["_first"]), "{:.0f}"),
+                f"{moved} of {len(rebound)}, median {_fmt(median_of(rebound['_moved']), '{:.0f}')}" if moved else "–",
                 _with_interval(done["_gap"]),
                 _fmt(_max(done["_gap"])),
-                _fmt(_median(done["_gap_from"]), "{:.0f}"),
+                _fmt(median_of(done["_gap_from"]), "{:.0f}"),
                 _with_interval(g["_stall"]),
                 _fmt(_max(g["_stall"])),
-                _fmt(_median(g["_stall_from"]), "{:.0f}"),
+                _fmt(median_of(g["_stall_from"]), "{:.0f}"),
                 _controller_text(rebound["_controllers"]) if len(rebound) else "–",
                 validated,
             ]
@@ -170,8 +170,8 @@ def _controller_text(values) -> str:
     reset = [v for v in known if v["count"] > 1]
     if not reset:
         return f"kept in {len(known)} of {len(known)}"
-    before = _median(v.get("cwnd_before") for v in reset)
-    after = _median(v.get("cwnd_after") for v in reset)
+    before = median_of(v.get("cwnd_before") for v in reset)
+    after = median_of(v.get("cwnd_after") for v in reset)
     return f"reset in {len(reset)} of {len(known)}, cwnd {_fmt(before, '{:,.0f}')} -> {_fmt(after, '{:,.0f}')} B"
 
 
@@ -185,7 +185,7 @@ def _case_of(link, nat, migration) -> str:
     return "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
 
 
-def _change_of(link) -> str:
+def change_of(link) -> str:
     """What changes a cell's path: "NAT", "handover" or "none"."""
     if getattr(link, "handover", None) is not None:
         return "handover"

@@ -77,15 +77,7 @@ def validated(conn: Capture, change: Change) -> CaseResult:
                 f"{change}; no PATH_CHALLENGE to it seen, but {hidden} server packets to it were not decrypted"
             )
         return failed(f"{change}, and the server sent no PATH_CHALLENGE to the new address")
-    datas = {data for _, data in challenges}
-    response = view.first(
-        d
-        for d in after
-        if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new
-        for p in d.packets
-        for f in p.frames
-        if f.type == PATH_RESPONSE and f.data in datas
-    )
+    response = from_new(conn, change, PATH_RESPONSE, {data for _, data in challenges})
     if response is None:
         return failed(
             f"{change}; the server's PATH_CHALLENGE at {challenges[0][0].where} got no PATH_RESPONSE from there"
@@ -102,6 +94,20 @@ def validated(conn: Capture, change: Change) -> CaseResult:
     return passed(
         f"{change}; PATH_CHALLENGE at {challenges[0][0].where}, PATH_RESPONSE at {response.where}, "
         f"STREAM data to the new address from {data.where}{amplification(conn, change, response)}"
+    )
+
+
+def from_new(conn: Capture, change: Change, frame_type: int, data: set | None = None) -> Datagram | None:
+    """The client's first datagram from the new address, at or after the move, with a frame of
+    `frame_type` (whose data is one of `data`, if given)."""
+    after = conn.datagrams[conn.datagrams.index(change.at) :]
+    return view.first(
+        d
+        for d in after
+        if view.sender(conn, d) == view.CLIENT and (d.src, d.sport) == change.new
+        for p in d.packets
+        for f in p.frames
+        if f.type == frame_type and (data is None or f.data in data)
     )
 
 
