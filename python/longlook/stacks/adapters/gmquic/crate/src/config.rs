@@ -2,13 +2,19 @@
 //! the qlog writer.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
 
 use dquic::prelude::handy::{LegacySeqLogger, NoopLogger};
 use dquic::qbase::param::{ClientParameters, ParameterId, ServerParameters};
+use dquic::qevent::telemetry::handy::TelemetryStorage;
 use dquic::qevent::telemetry::QLog;
+use tokio::io::AsyncWrite;
 
 // the windows of our endpoint, Chromium and the other stacks' adapters: flow control is not
 // what differs
@@ -94,8 +100,82 @@ pub fn qlog(f: &Flags) -> Arc<dyn QLog + Send + Sync> {
         Ok(dir) if !dir.is_empty() => {
             let dir = PathBuf::from(dir);
             let _ = std::fs::create_dir_all(&dir);
-            Arc::new(LegacySeqLogger::new(dir))
+            Arc::new(LegacySeqLogger::new(QlogDir(dir)))
         }
         _ => Arc::new(NoopLogger),
+    }
+}
+
+// qlog files whose writer has not finished. The writer is a task holding the file behind a
+// buffer; it finishes (flushes and closes) only when the connection's last handle on the trace
+// is dropped, which can come after the connection reports itself terminated. A process that
+// exits before then leaves a torn file, so the client waits for this count to reach zero.
+static OPEN_QLOG_FILES: AtomicUsize = AtomicUsize::new(0);
+
+/// Wait until every qlog file begun has been written out, or `limit` has passed; true when
+/// all were.
+pub async fn qlog_written(limit: Duration) -> bool {
+    let t0 = Instant::now();
+    while OPEN_QLOG_FILES.load(Ordering::SeqCst) > 0 {
+        if t0.elapsed() >= limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    true
+}
+
+/// A directory of qlog files, as qevent's own storage for a path, that counts its open files.
+struct QlogDir(PathBuf);
+
+/// The file, counted open until its writer drops it (after shutting it down, or on an error).
+struct CountedFile(tokio::fs::File);
+
+impl Drop for CountedFile {
+    fn drop(&mut self) {
+        OPEN_QLOG_FILES.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl TelemetryStorage for QlogDir {
+    fn join(&self, file_name: &str) -> impl Future<Output = impl AsyncWrite + Send + Unpin + 'static> + Send + 'static {
+        // counted when the trace begins, not when the file opens: the writer task opens it later
+        OPEN_QLOG_FILES.fetch_add(1, Ordering::SeqCst);
+        let pending = Pending;
+        let path = std::path::Path::join(&self.0, file_name);
+        async move {
+            let file = tokio::fs::OpenOptions::new()
+                .create(true)
+                .truncate(true)
+                .write(true)
+                .open(&path)
+                .await
+                .unwrap_or_else(|e| panic!("cannot create the qlog file {}: {e}", path.display()));
+            std::mem::forget(pending); // the count passes to the file
+            CountedFile(file)
+        }
+    }
+}
+
+/// The count of a file not yet opened, released if the opening is abandoned.
+struct Pending;
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        OPEN_QLOG_FILES.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl AsyncWrite for CountedFile {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.0).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.0).poll_shutdown(cx)
     }
 }

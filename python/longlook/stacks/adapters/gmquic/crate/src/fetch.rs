@@ -19,8 +19,12 @@ use crate::config::{self, Flags};
 
 pub const EXIT_PROTOCOL_UNAVAILABLE: i32 = 3;
 const H3_NO_ERROR: u64 = 0x100;
-// how long the closed connection may take to end (its qlog is written when it is dropped)
+// how long the closed connection may take to end
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
+// how long its qlog writer may then take to finish the file: it finishes when gm-quic drops
+// the connection's last handle on the trace, after the draining period (three PTOs), which on a
+// slow or loaded machine has taken over a second
+const QLOG_WAIT: Duration = Duration::from_secs(10);
 
 struct Transfer {
     path: String,
@@ -74,15 +78,17 @@ pub async fn fetch(f: &Flags) -> i32 {
     code
 }
 
-/// Close with H3_NO_ERROR and wait (briefly) for the connection to end, so that gm-quic drops
-/// it and its qlog writer finishes the file.
+/// Close with H3_NO_ERROR, wait (briefly) for the connection to end, then for its qlog file to
+/// be written out: the process must not exit with the file torn.
 async fn close(conn: Arc<Connection>) {
     let _ = conn.close("", H3_NO_ERROR);
     let _ = tokio::time::timeout(CLOSE_WAIT, conn.terminated()).await;
     drop(conn);
-    for _ in 0..20 {
-        tokio::task::yield_now().await;
-        tokio::time::sleep(Duration::from_millis(5)).await;
+    let t0 = Instant::now();
+    if !config::qlog_written(QLOG_WAIT).await {
+        eprintln!("fetch: the qlog file was not finished within {:.0} s of the close", QLOG_WAIT.as_secs_f64());
+    } else if t0.elapsed() > Duration::from_millis(500) {
+        eprintln!("fetch: the qlog file took {:.0} ms after the close to be finished", ms(t0));
     }
 }
 
