@@ -101,3 +101,16 @@ def test_a_handover_shows_when_the_path_went_down_and_when_the_client_moved():
     assert "reset in 2 of 2, cwnd 103,070 -&gt; 12,000 B" in h3 or "reset in 2 of 2, cwnd 103,070 -> 12,000 B" in h3, h3
     assert "0 of 1" in h2 and "median" not in h2, h2
     assert ">none<" in next(r for r in rows if ">wifi<" in r)
+
+
+def test_other_servers_windows_read_per_outcome_the_commonest_first():
+    from longlook.report.sections.path_changes import _controller_text
+
+    reset = {"outcome": "reset", "before": 120_000, "lowest": 38_400, "lowest_at_ms": 50.0, "reductions": 1}
+    cut = {"outcome": "reduced", "before": 130_000, "lowest": 91_000, "lowest_at_ms": 21.0, "reductions": 1}
+    text = _controller_text([None, None, None], [reset, reset, cut])
+    assert text.startswith("reset in 2 of 3: 120,000 -> 38,400 B 50 ms after its challenge"), text
+    assert "kept in 1 of 3, cut 130,000 -> 91,000 B (x0.70, 1 cut(s))" in text and text.endswith("from its qlog")
+    # our server's own account comes first; neither: nothing said
+    assert _controller_text([{"count": 1}], [reset]) == "kept in 1 of 1"
+    assert _controller_text([None], []) == "–"

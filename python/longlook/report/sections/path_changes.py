@@ -20,6 +20,7 @@ from html import escape
 
 import numpy as np
 
+from ...analyses.server_windows import window_of_run
 from ...analyses.wire_runs import judge_run
 from ...core.effects import median_interval
 from ...render.html import Section, numbers_table
@@ -115,7 +116,7 @@ def section(store, analysis) -> Section | None:
                 _with_interval(g["_stall"]),
                 _fmt(_max(g["_stall"])),
                 _fmt(median_of(g["_stall_from"]), "{:.0f}"),
-                _controller_text(rebound["_controllers"]) if len(rebound) else "–",
+                _controller_text(rebound["_controllers"], _windows(experiment, rebound)) if len(rebound) else "–",
                 validated,
             ]
         )
@@ -153,7 +154,11 @@ def section(store, analysis) -> Section | None:
         "other clients have none), and when it began; without a NAT it is the handshake's or a slow "
         "start's. Server's congestion controller: from our server's trace, in how many of the runs "
         "whose path changed it was made anew (RFC 9000 §9.4: reset on a new address, may be kept when only "
-        "the port changed), with the median window before and after the change (other servers: –). "
+        "the port changed), with the median window before and after the change; other servers' from their "
+        "qlog windows around their first PATH_CHALLENGE (the window 20 ms before it, and within 500 ms after: "
+        "a new controller for the new path where the log names each window's path, a cut back to the "
+        "initial window (a reset), a cut to another window (kept; a loss response: packets sent to the dead "
+        "binding are lost), or none), over the runs that completed. "
         "New path validated: where the runs kept a full pcap and key log, the rebound "
         "QUIC runs whose capture shows the server's PATH_CHALLENGE to the new address, the client's "
         "PATH_RESPONSE and data continuing (the interop case of the move, read by tshark), with "
@@ -162,17 +167,67 @@ def section(store, analysis) -> Section | None:
     return Section(id="path-changes", title="Path changes", html=note + numbers_table(head, rows))
 
 
-def _controller_text(values) -> str:
-    """ "reset in k of m, cwnd B -> A bytes (medians)", "kept in m of m", or "–"."""
+def _controller_text(values, windows: list[dict]) -> str:
+    """Our server's controllers (its trace says when it made one): "reset in k of m, cwnd B ->
+    A bytes (medians)" or "kept in m of m"; else the other servers' windows from their qlog
+    (_windows_text); "–" when neither says."""
     known = [v for v in values if isinstance(v, dict) and v.get("count")]
     if not known:
-        return "–"
+        return _windows_text(windows)
     reset = [v for v in known if v["count"] > 1]
     if not reset:
         return f"kept in {len(known)} of {len(known)}"
     before = median_of(v.get("cwnd_before") for v in reset)
     after = median_of(v.get("cwnd_after") for v in reset)
     return f"reset in {len(reset)} of {len(known)}, cwnd {_fmt(before, '{:,.0f}')} -> {_fmt(after, '{:,.0f}')} B"
+
+
+def _windows(experiment, rebound) -> list[dict]:
+    """The server's window across the change of each rebound QUIC run that completed, from
+    its qlog (analyses.server_windows), where our server's own account is absent."""
+    if experiment is None:
+        return []
+    out = []
+    for _, run in rebound.iterrows():
+        if run.get("protocol_requested") != "h3" or run.get("status") != "ok":
+            continue
+        if isinstance(run.get("_controllers"), dict):
+            continue
+        found = window_of_run(experiment, run.to_dict())
+        if found:
+            out.append(found)
+    return out
+
+
+def _windows_text(windows: list[dict]) -> str:
+    """Per outcome, the commonest first: "reset in k of m: B -> A bytes, T ms after its
+    challenge" (medians), read from the servers' own qlog."""
+    if not windows:
+        return "–"
+    by: dict[str, list[dict]] = {}
+    for w in windows:
+        by.setdefault(w["outcome"], []).append(w)
+    parts = []
+    for outcome, ws in sorted(by.items(), key=lambda kv: -len(kv[1])):
+        of = f"in {len(ws)} of {len(windows)}"
+        before = median_of(w.get("before") for w in ws)
+        after = median_of(w.get("lowest") for w in ws)
+        at = _fmt(median_of(w.get("lowest_at_ms") for w in ws), "{:.0f}")
+        b, a = _fmt(before, "{:,.0f}"), _fmt(after, "{:,.0f}")
+        if outcome == "new controller":
+            parts.append(f"a new controller for the new path {of}: first window {a} B {at} ms after its challenge")
+            parts[-1] += f" (old path {b} B)"
+        elif outcome == "reset":
+            parts.append(f"reset {of}: {b} -> {a} B {at} ms after its challenge")
+        elif outcome == "reduced":
+            ratio = _fmt(after / before if before else math.nan, "x{:.2f}")
+            cuts = median_of(w.get("reductions") for w in ws)
+            parts.append(f"kept {of}, cut {b} -> {a} B ({ratio}, {cuts:.0f} cut(s)) by {at} ms after its challenge")
+        elif outcome == "kept":
+            parts.append(f"kept {of}, not cut")
+        else:
+            parts.append(f"its window near the initial one already {of} (a reset would not show)")
+    return "; ".join(parts) + "; from its qlog"
 
 
 def _case_of(link, nat, migration) -> str:

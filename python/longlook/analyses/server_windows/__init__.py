@@ -1,0 +1,44 @@
+"""A run's server congestion window across its path change, from the server's qlog
+(qlog.window_across), for the servers that do not say when they make a controller (ours does:
+the run's `server_controllers`). Kept beside the run's files, as the wire verdicts are, so a
+report reads a long log once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ...qlog.reader import read_qlog
+from ...qlog.window_across import window_across
+
+CACHE = "server-window.json"
+
+
+def _dict(value) -> dict:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str) and value:
+        return json.loads(value)
+    return {}
+
+
+def window_of_run(experiment: Path, run: dict) -> dict | None:
+    """The server's window across the change (qlog.window_across.WindowAcross as a dict); None
+    when the run kept no server qlog or the log shows no change (no PATH_CHALLENGE sent)."""
+    name = _dict(run.get("artifacts")).get("qlog")
+    if not name:
+        return None
+    path = Path(experiment) / name
+    cache = path.parent / CACHE
+    if cache.is_file():
+        found = json.loads(cache.read_text())
+        return found or None
+    if not path.is_file():
+        return None
+    try:
+        result = window_across(read_qlog(path))
+    except (OSError, ValueError):
+        return None
+    found = result.as_dict() if result is not None else {}
+    cache.write_text(json.dumps(found))
+    return found or None
