@@ -272,7 +272,13 @@ def series_rows(per_second: pd.DataFrame) -> list[dict]:
 
 
 def longest_delivery_gap(
-    log: pd.DataFrame, server: str, port: int | None = None, *, start_s: float, end_s: float
+    log: pd.DataFrame,
+    server: str,
+    port: int | None = None,
+    *,
+    start_s: float,
+    end_s: float,
+    waiting: list[tuple[float, float]] | None = None,
 ) -> tuple[float, float] | None:
     """The stall a client met, as the router saw it: the longest time (ms) between two
     flow-log intervals in which linkem released packets of `server` (an IP address; from its
@@ -280,7 +286,11 @@ def longest_delivery_gap(
     began (ms from start_s). Any protocol and any client address: after a NAT rebinding or a
     handover the packets go to a new address, and are still the server's. None with fewer than
     two such intervals. Resolution: the flow log's interval (a release counts at the line of
-    the interval it happened in, so a gap is within one interval of the true one)."""
+    the interval it happened in, so a gap is within one interval of the true one).
+
+    `waiting`: the spans (linkem's clock) in which the client waited for the server, e.g. a
+    video player's requests; only the part of a gap inside one counts, so a player idle with
+    a full buffer is no stall. Its start is then the first release's, or the span's."""
     if log.empty:
         return None
     flow = ["direction", "proto", "src", "dst"]
@@ -294,6 +304,35 @@ def longest_delivery_gap(
     times = np.unique(t[keep].to_numpy())
     if len(times) < 2:
         return None
-    gaps = np.diff(times)
-    i = int(np.argmax(gaps))
-    return round(float(gaps[i]) * 1000, 3), round(float(times[i] - start_s) * 1000, 3)
+    if waiting is None:
+        gaps = np.diff(times)
+        i = int(np.argmax(gaps))
+        return round(float(gaps[i]) * 1000, 3), round(float(times[i] - start_s) * 1000, 3)
+    best: tuple[float, float] | None = None
+    for a, b in zip(times[:-1], times[1:]):
+        for lo, hi in waiting:
+            piece = (max(a, lo), min(b, hi))
+            if piece[1] > piece[0] and (best is None or piece[1] - piece[0] > best[1] - best[0]):
+                best = piece
+    if best is None:
+        return None
+    return round(float(best[1] - best[0]) * 1000, 3), round(float(best[0] - start_s) * 1000, 3)
+
+
+# linkem's flow log interval where a path changes under the runs: a delivery gap read from it
+# is within one interval of the true one
+GAP_LOG_INTERVAL_MS = 5
+
+
+def changes_path(scenario) -> bool:
+    """A link of the scenario changes the path under the runs (a NAT, a handover)."""
+    return any(link.nat is not None or link.handover is not None for link in scenario.links)
+
+
+def flow_log_size(testbed) -> int | None:
+    """Where a run's lines of linkem's flow log will begin (its size now); None without one."""
+    path = getattr(getattr(testbed, "linkem", None), "flow_log_path", None)
+    try:
+        return path.stat().st_size if path is not None else None
+    except OSError:
+        return 0

@@ -66,3 +66,30 @@ def test_a_run_reads_its_own_lines_from_where_the_log_stood(tmp_path: Path):
     path.write_text(first + json.dumps(_line(0.05, packets=9)) + "\n")
     log = read_flow_log(path, from_byte=len(first.encode()))
     assert list(log["packets"]) == [9]
+
+
+def test_a_video_players_idle_gap_is_no_stall_but_a_wait_on_a_request_is(tmp_path: Path):
+    """Releases at 1.0-1.2 s (a segment), none while the player idles with a full buffer
+    until its next request at 4.0 s, then none until 4.9 s (the path changed), then the
+    segment: over the requests only, the stall is the 0.9 s the request waited, from 4.0 s."""
+    from longlook.flowlog import longest_delivery_gap
+
+    lines = [_down(round(1.0 + i * 0.005, 3), 10 * (i + 1)) for i in range(41)]  # 1.0-1.2
+    lines += [_down(round(4.9 + i * 0.005, 3), 500 + 10 * i, dst="198.18.1.2:6000") for i in range(41)]
+    path = tmp_path / "flows.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    log = read_flow_log(path)
+    everything = longest_delivery_gap(log, "198.18.2.2", None, start_s=0.9, end_s=5.2)
+    assert everything == (3700.0, 300.0)  # the idle gap, 1.2 -> 4.9
+    waiting = [(0.95, 1.2), (4.0, 5.1)]
+    assert longest_delivery_gap(log, "198.18.2.2", None, start_s=0.9, end_s=5.2, waiting=waiting) == (900.0, 3100.0)
+    # a request served while it waited met only the log's interval; none waiting, nothing said
+    assert longest_delivery_gap(log, "198.18.2.2", None, start_s=0.9, end_s=5.2, waiting=[(1.0, 1.1)])[0] == 5.0
+    assert longest_delivery_gap(log, "198.18.2.2", None, start_s=0.9, end_s=5.2, waiting=[]) is None
+
+
+def test_a_players_request_times_go_on_linkems_clock():
+    from longlook.kinds.video.delivery_gap import waiting_spans
+
+    requests = [{"start_s": 0.5, "end_s": 0.75}, {"start_s": 2.0, "end_s": None}]
+    assert waiting_spans(requests, t0_mono_s=1000.0, linkem_zero_s=990.0) == [(10.5, 10.75)]

@@ -13,9 +13,8 @@ from ...stacks.registry import client_fetcher, require_servers
 from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
 from .proxied import proxies
+from ...flowlog import GAP_LOG_INTERVAL_MS, changes_path
 from .measure import (
-    DELIVERY_LOG_MS,
-    changes_path,
     OBJECTS_TABLE,
     PAGE_LOAD_METRICS,
     fetch_status,
@@ -37,10 +36,10 @@ class PageLoad(Kind):
 
     def testbed_options_for(self, scenario: Scenario) -> dict[str, Any]:
         """Where a path changes under the runs (a NAT, a handover), linkem's flow log every
-        DELIVERY_LOG_MS: the stall each client meets is read from it (measure.delivery_gap),
+        GAP_LOG_INTERVAL_MS: the stall each client meets is read from it (measure.delivery_gap),
         whichever client and protocol."""
         if changes_path(scenario):
-            return {**self.testbed_options, "flow_log": True, "flow_log_interval_ms": DELIVERY_LOG_MS}
+            return {**self.testbed_options, "flow_log": True, "flow_log_interval_ms": GAP_LOG_INTERVAL_MS}
         return dict(self.testbed_options)
 
     def prepare(self, scenario: Scenario) -> dict[str, Any]:

@@ -16,7 +16,14 @@ from ...core.kind import Measurement, Metric, RunContext
 from ...core.record import RunRecord
 from ...core.status import classify
 from ...errors import LonglookError
-from ...flowlog import linkem_start_mono_ms, longest_delivery_gap, read_flow_log
+from ...flowlog import (
+    GAP_LOG_INTERVAL_MS,
+    changes_path,
+    flow_log_size,
+    linkem_start_mono_ms,
+    longest_delivery_gap,
+    read_flow_log,
+)
 from ...qlog.controllers import controllers
 from ...qlog.gaps import longest_receive_gap_in
 from ...qlog.reader import read_qlog
@@ -32,7 +39,6 @@ from .spec import RunOptions
 
 # linkem's flow-log interval where a path changes under the runs: the resolution of the
 # delivery gap (a two-round-trip stall at 20 ms RTT is 40 ms)
-DELIVERY_LOG_MS = 5
 
 PAGE_LOAD_METRICS = (
     Metric("plt_ms", "ms", "lower", "page load time", on_failure="timeout"),
@@ -94,7 +100,7 @@ def measure(ctx: RunContext) -> Measurement:
     handover = getattr(ctx.cell.link, "handover", None)
     moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and opts.client != "native" else nullcontext()
     changes = changes_path(ctx.scenario)
-    log_from = flow_log_size(ctx) if changes else None
+    log_from = flow_log_size(ctx.testbed) if changes else None
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None), moves as moved:
         result: FetchResult = fetch(
@@ -177,20 +183,6 @@ def measure(ctx: RunContext) -> Measurement:
     return m
 
 
-def changes_path(scenario) -> bool:
-    """A link of the scenario changes the path under the runs (a NAT, a handover)."""
-    return any(link.nat is not None or link.handover is not None for link in scenario.links)
-
-
-def flow_log_size(ctx: RunContext) -> int | None:
-    """Where the run's lines of linkem's flow log will begin (its size now); None without one."""
-    path = getattr(getattr(ctx.testbed, "linkem", None), "flow_log_path", None)
-    try:
-        return path.stat().st_size if path is not None else None
-    except OSError:
-        return 0
-
-
 def delivery_gap(
     ctx: RunContext, url: str, start_mono_s: float, end_mono_s: float, from_byte: int | None
 ) -> tuple[float, float] | None:
@@ -202,7 +194,7 @@ def delivery_gap(
     path = getattr(linkem, "flow_log_path", None)
     if path is None or from_byte is None:
         return None
-    time.sleep(2 * DELIVERY_LOG_MS / 1000)  # the run's last lines
+    time.sleep(2 * GAP_LOG_INTERVAL_MS / 1000)  # the run's last lines
     try:
         t0_s = linkem_start_mono_ms(linkem.stats()) / 1000
         log = read_flow_log(path, from_byte)

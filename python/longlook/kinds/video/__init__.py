@@ -8,10 +8,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...core.kind import Kind, Measurement, RunContext
+from ...flowlog import GAP_LOG_INTERVAL_MS, changes_path, flow_log_size
 from ...stacks.builds.install import ensure_stacks
 from ...stacks.registry import require_servers
 from ...stacks.builds.release_arms import recorded_versions
 from ...stacks.servers import open_servers
+from .delivery_gap import with_delivery_gap
 from .content import VideoSpec, ensure_content, ffmpeg_version
 from .measure_native import measure_native
 from .mpd import Manifest, parse_manifest
@@ -66,16 +68,25 @@ class Video(Kind):
             state.update(prepare_dashjs(content))
         return state
 
+    def testbed_options_for(self, scenario: VideoScenario) -> dict[str, Any]:
+        """Where a path changes under the sessions (a NAT, a handover), linkem's flow log every
+        GAP_LOG_INTERVAL_MS: the stall each session meets is read from it (delivery_gap)."""
+        if changes_path(scenario):
+            return {**self.testbed_options, "flow_log_interval_ms": GAP_LOG_INTERVAL_MS}
+        return dict(self.testbed_options)
+
     def session(self, testbed, experiment_dir):
         return open_servers(testbed, experiment_dir)
 
     def measure(self, ctx: RunContext) -> Measurement:
+        log_from = flow_log_size(ctx.testbed) if changes_path(ctx.scenario) else None
         if ctx.cell.player == "dashjs":
             from .dashjs import measure_dashjs
 
-            m = with_router_bytes(ctx, measure_dashjs(ctx))
+            m = with_router_bytes(ctx, measure_dashjs(ctx), log_from)
         else:
-            m = with_router_bytes(ctx, measure_native(ctx))
+            m = with_router_bytes(ctx, measure_native(ctx), log_from)
+        m = with_delivery_gap(ctx, m, log_from)
         server_spec, client_spec = ctx.scenario.stacks_of(ctx.arm)  # recorded per run, as page loads do
         m.options.update(server=server_spec, client=client_spec if ctx.cell.player == "native" else "chromium")
         assignment = ctx.scenario.assignment(ctx.cell, ctx.arm, ctx.round)

@@ -68,6 +68,7 @@ def measure_native(ctx: RunContext) -> Measurement:
         metrics={**(qoe_metrics(p) if p else {}), **race_metrics},
         details={
             **run.as_details(),
+            "requests_t0_mono_s": run.t0_mono_s,
             "player": "native",
             "abr": ctx.cell.abr,
             "ended": p.ended if p else False,

@@ -30,17 +30,24 @@ def _linkem_t0_unix(ctx: RunContext) -> float:
         return linkem.started_unix
 
 
-def with_router_bytes(ctx: RunContext, m: Measurement) -> Measurement:
+def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = None) -> Measurement:
     """`m` with series F and F_udp (bytes per second over TCP / UDP at the router, both
     directions, from the session start `m.started_unix_ms`) and metrics `router_bytes_tcp`,
     `router_bytes_udp`, `router_tcp_share`; the client-reported series are renamed. Left as
-    it is when the run has no start time or linkem kept no flow log."""
+    it is when the run has no start time or linkem kept no flow log. The run's copy of the
+    log begins at `from_byte` where given (where the log stood when the run began: a log
+    written every few ms grows by megabytes a session), else it is the whole log."""
     path = ctx.testbed.linkem.flow_log_path
     if m.started_unix_ms is None or path is None or not path.exists():
         return m
     time.sleep(FLUSH_S)
     copy = ctx.run_dir / FLOW_LOG
-    shutil.copyfile(path, copy)
+    if from_byte:
+        with path.open("rb") as src, copy.open("wb") as dst:
+            src.seek(from_byte)
+            shutil.copyfileobj(src, dst)
+    else:
+        shutil.copyfile(path, copy)
     start = m.started_unix_ms / 1000 - _linkem_t0_unix(ctx)
     ends = [r["t_s"] for r in m.series]  # the player's series: the session's length
     end = start + math.floor(max(ends)) + 1 if ends else None

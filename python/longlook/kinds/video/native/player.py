@@ -48,6 +48,7 @@ class PlayerRun:
     cpu_s: float | None = None
     wall_s: float = 0.0
     decisions: list[dict] = field(default_factory=list)
+    t0_mono_s: float | None = None  # the requests' zero on this host's CLOCK_MONOTONIC
 
     def as_details(self) -> dict:
         return {
@@ -68,7 +69,7 @@ def play(session: EndpointSession, manifest: Manifest, base: str, *, rule: str, 
     abr = RULES[rule]()
     state = AbrState(levels_kbit=levels)
     model = PlaybackModel(manifest.segment_s, manifest.segments, levels)
-    run = PlayerRun(playback=None)
+    run = PlayerRun(playback=None, t0_mono_s=t0)
 
     def get(path: str, kind: str, level: int | None = None, segment: int | None = None) -> ObjectFetch:
         left = deadline - now()
