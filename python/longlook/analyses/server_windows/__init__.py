@@ -10,22 +10,15 @@ from pathlib import Path
 
 from ...qlog.reader import read_qlog
 from ...qlog.window_across import window_across
+from ..wire_runs import run_field
 
 CACHE = "server-window.json"
-
-
-def _dict(value) -> dict:
-    if isinstance(value, dict):
-        return value
-    if isinstance(value, str) and value:
-        return json.loads(value)
-    return {}
 
 
 def window_of_run(experiment: Path, run: dict) -> dict | None:
     """The server's window across the change (qlog.window_across.WindowAcross as a dict); None
     when the run kept no server qlog or the log shows no change (no PATH_CHALLENGE sent)."""
-    name = _dict(run.get("artifacts")).get("qlog")
+    name = run_field(run.get("artifacts")).get("qlog")
     if not name:
         return None
     path = Path(experiment) / name

@@ -20,7 +20,9 @@ CACHE = "wire-{case}.json"
 MIGRATION = "wire-migration.json"
 
 
-def _dict(value) -> dict:
+def run_field(value) -> dict:
+    """A run's dict column (artifacts, details) as a dict, whether the frame holds it parsed or
+    as its JSON text."""
     if isinstance(value, dict):
         return value
     if isinstance(value, str) and value:
@@ -31,7 +33,7 @@ def _dict(value) -> dict:
 def _capture_of(experiment: Path, run: dict) -> tuple[Path, Path, int] | None:
     """The run's pcap, key log and server port; None when it kept no pcap or key log or
     names no server port."""
-    artifacts, details = _dict(run.get("artifacts")), _dict(run.get("details"))
+    artifacts, details = run_field(run.get("artifacts")), run_field(run.get("details"))
     port = urlsplit(details.get("url") or "").port
     if "pcap" not in artifacts or "keylog" not in artifacts or port is None:
         return None
