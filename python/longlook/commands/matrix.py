@@ -101,7 +101,25 @@ def scenario_toml(
             lines.append("zero_rtt = true")
             if server != "ours":
                 lines.append(f'server = "{server}"')
+    lines += case_arms(stacks)
     return "\n".join(lines) + "\n"
+
+
+def case_arms(stacks: list[str]) -> list[str]:
+    """One arm per stack client, interop case its adapter can ask it for (Stack.client_cases)
+    and server it can connect to: resumption and 0-RTT with a first connection for the ticket,
+    key update, ChaCha20, QUIC v2."""
+    from ..stacks.registry import is_stack, resolve
+
+    lines = []
+    for client in (c for c in stacks if c != "ours" and is_stack(c)):
+        for case in resolve(client).client_cases:
+            for server in (s for s in stacks if runnable(client, s)):
+                lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}_{case}"', 'protocol = "h3"']
+                lines += [f'client = "{client}"', f'client_case = "{case}"']
+                if server != "ours":
+                    lines.append(f'server = "{server}"')
+    return lines
 
 
 # a bulk object a few seconds long at each rate of the performance grid (slow start a

@@ -63,6 +63,19 @@ class ClientCall:
     env: dict[str, str]
 
 
+# the interop cases a client is asked for (wire/cases): its adapter says how (Stack.case_calls)
+CLIENT_CASES = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
+
+
+@dataclass(frozen=True)
+class CaseCalls:
+    """How to ask a stack's client for one interop case: a first connection where the case
+    needs one (a session ticket for resumption and 0-RTT), then the measured one."""
+
+    warmup: ClientCall | None
+    measured: ClientCall
+
+
 class Stack:
     """Base of every stack adapter; one instance per (name, version)."""
 
@@ -94,6 +107,8 @@ class Stack:
     # (from the stack's or its wrapper's source): the matrix shows them apart from failures
     unsupported_as_client: ClassVar[dict[str, str]] = {}
     unsupported_as_server: ClassVar[dict[str, str]] = {}
+    # the CLIENT_CASES its client can be asked for (case_calls says how)
+    client_cases: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands
@@ -191,6 +206,11 @@ class Stack:
         self, *, url: str, mode: str, ca: Path, run_id: str, out: Path, qlog_dir: Path, timeout_s: float, cc: str
     ) -> ClientCall:
         raise NotImplementedError
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        """`call` (a fetch, key log included) made to ask the client for `case` (one of
+        `client_cases`), its session state kept in `state_dir`; None when it cannot be asked."""
+        return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall | None:
         """`call` made to append its TLS secrets to `keylog` (NSS key log format, for

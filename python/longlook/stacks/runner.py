@@ -217,6 +217,23 @@ def _move_logs(stack: "Stack", files: list[Path], dest: Path, side: str) -> dict
     return arts
 
 
+def _run_client(testbed, call, timeout_s: float) -> tuple[int, str, bool]:
+    """Run a stack's client in the client namespace: its exit code, stderr and whether it
+    ran past the timeout."""
+    try:
+        proc = subprocess.run(
+            testbed.exec_argv("client", call.argv),
+            capture_output=True,
+            text=True,
+            timeout=timeout_s + 5,
+            env={**os.environ, **call.env},
+        )
+        return proc.returncode, proc.stderr, False
+    except subprocess.TimeoutExpired as e:
+        err = e.stderr
+        return 124, (err.decode(errors="replace") if isinstance(err, bytes) else (err or "")), True
+
+
 def stack_fetcher(stack: "Stack", cc: str | None = None):
     """A fetch function (the signature of endpoint.fetch) running `stack`'s client."""
     stack.require(cc)
@@ -234,6 +251,7 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
         mode: str = "page",
         zero_rtt: bool = False,
         keylog: Path | None = None,
+        client_case: str | None = None,
     ) -> FetchResult:
         qlog_dir = out.parent / "client-qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
@@ -249,23 +267,18 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
         )
         if keylog is not None:  # a client that cannot write one runs as it is (no key log file)
             call = stack.with_keylog(call, keylog) or call
+        if client_case is not None:  # asked for an interop case: maybe a first connection, then this one
+            calls = stack.case_calls(client_case, call, out.parent / "client-state")
+            if calls is None:
+                return FetchResult("failed", {}, f"{stack.spec}'s client cannot be asked for {client_case}", 0.0)
+            if calls.warmup is not None:
+                rc, stderr, _ = _run_client(testbed, calls.warmup, timeout_s)
+                (out.parent / "client-warmup.stderr").write_text(stderr[-200_000:] if stderr else "")
+                if out.exists():  # the measured connection writes its own
+                    out.rename(out.parent / "fetch-warmup.json")
+            call = calls.measured
         started_ms, started = int(time.time() * 1000), time.monotonic()
-        timed_out = False
-        try:
-            proc = subprocess.run(
-                testbed.exec_argv("client", call.argv),
-                capture_output=True,
-                text=True,
-                timeout=timeout_s + 5,
-                env={**os.environ, **call.env},
-            )
-            rc, stderr = proc.returncode, proc.stderr
-        except subprocess.TimeoutExpired as e:
-            rc, stderr, timed_out = (
-                124,
-                (e.stderr or b"").decode(errors="replace") if isinstance(e.stderr, bytes) else (e.stderr or ""),
-                True,
-            )
+        rc, stderr, timed_out = _run_client(testbed, call, timeout_s)
         wall = time.monotonic() - started
         (out.parent / "client.stderr").write_text(stderr[-200_000:] if stderr else "")
         testbed.check()

@@ -160,3 +160,64 @@ def test_a_pair_that_cannot_connect_is_not_run_and_every_case_says_why():
     transfer = m.cells[("ours", "gm-quic", "transfer")]
     assert transfer.verdict == "unsupported" and transfer.evidence.startswith("no handshake: its server serves no")
     assert m.cells[("ours", "ours", "transfer")].verdict == "no run"
+
+
+def test_a_stack_client_is_asked_for_each_case_its_adapter_can_ask_and_judged_by_it(monkeypatch, tmp_path):
+    import pandas as pd
+
+    from longlook.analyses import matrix
+    from longlook.stacks.registry import resolve
+
+    sc = Scenario.from_toml(scenario_toml(["ours", "aioquic"], rounds=1, rate_mbit=20, rtt_ms=20))
+    asked_arms = [a for a in sc.arms if a.client_case]
+    assert {(a.label, a.client_case) for a in asked_arms} == {
+        (f"aioquic_{server}_{case}", case) for case in resolve("aioquic").client_cases for server in ("ours", "aioquic")
+    }
+    (cell,) = sc.cells()
+    assert cell.run_options(asked_arms[0]).client_case == asked_arms[0].client_case  # recorded with the run
+
+    seen = []
+
+    def fake(experiment, run, cases):
+        seen.append((run["arm"], cases))
+        return {c: {"verdict": "passed", "evidence": "seen"} for c in cases}
+
+    monkeypatch.setattr(matrix, "judge_cases", fake)
+    options = {"client": "aioquic", "server": "ours", "zero_rtt": False}
+    runs = pd.DataFrame(
+        [
+            {"arm": "aioquic_ours_keyupdate", "options": {**options, "client_case": "keyupdate"}},
+            {"arm": "aioquic_ours_zerortt", "options": {**options, "client_case": "zerortt"}},
+        ]
+    )
+    m = matrix.judge(tmp_path, runs)
+    assert seen == [("aioquic_ours_keyupdate", ("keyupdate",)), ("aioquic_ours_zerortt", ("resumption", "zerortt"))]
+    assert m.cells[("aioquic", "ours", "keyupdate")].verdict == "passed"
+    assert m.cells[("aioquic", "ours", "chacha20")].verdict == matrix.NO_RUN
+
+
+def test_a_case_is_asked_only_of_a_stack_client_that_can_be_asked_for_it():
+    import pytest
+
+    base = 'name = "x"\n[[arms]]\nlabel = "a"\nprotocol = "h3"\n'
+    for arm, why in (
+        ('client_case = "keyupdate"', "name one in client"),
+        ('client = "quic-go"\nclient_case = "keyupdate"', "cannot be asked for keyupdate"),
+        ('client = "ngtcp2"\nclient_case = "retry"', "client_case must be one of"),
+    ):
+        with pytest.raises(Exception, match=why):
+            Scenario.from_toml(base + arm + "\n")
+
+
+def test_the_adapters_say_how_their_clients_are_asked():
+    from pathlib import Path
+
+    from longlook.stacks.base import ClientCall
+    from longlook.stacks.registry import resolve
+
+    state = Path("/nonexistent/state")
+    ng = resolve("ngtcp2").case_calls("chacha20", ClientCall(["gtlsclient", "-q", "h", "1"], {}), state)
+    assert ng.warmup is None and ng.measured.argv[1].endswith("-CIPHER-ALL:+CHACHA20-POLY1305")
+    aio = resolve("aioquic")
+    assert aio.case_calls("v2", ClientCall(["py", "h3client.py"], {}), state).measured.argv[-1] == "--quic-v2"
+    assert resolve("quic-go").case_calls("keyupdate", ClientCall(["x"], {}), state) is None

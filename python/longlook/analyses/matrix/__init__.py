@@ -6,7 +6,10 @@ the pair passed, failed with the evidence of the first run that failed, not meas
 no run's capture could show it (not decrypted: no key log from either side), and "no run"
 when the pair has no run with a capture.
 
-Our client also runs one resumed 0-RTT connection per server, judged for resumption and 0-RTT.
+Our client also runs one resumed 0-RTT connection per server, judged for resumption and 0-RTT;
+a stack's client whose adapter says how to ask it for a case (stacks.base.CLIENT_CASES:
+resumption, 0-RTT, key update, ChaCha20, QUIC v2) runs one more connection per server and case,
+judged for that case.
 The page's other grid (goodput per pair at 10, 100 and 1000 Mbit/s, CPU per MB and the regime
 each cell was in) is perf.py."""
 
@@ -24,6 +27,15 @@ PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
 # what a run whose client resumed its session with 0-RTT shows (a warm-up connection, then the
 # measured one: two handshakes, so the page's cases are judged on the other runs)
 RESUMED_CASES = ("resumption", "zerortt")
+# what a run whose client was asked for a case (its arm's client_case) is judged by
+ASKED_CASES = {
+    "resumption": ("resumption",),
+    "zerortt": ("resumption", "zerortt"),
+    "keyupdate": ("keyupdate",),
+    "chacha20": ("chacha20",),
+    "v2": ("v2",),
+}
+CASES = PAGE_CASES + RESUMED_CASES + ("keyupdate", "chacha20", "v2")
 NO_RUN = "no run"
 UNSUPPORTED = "unsupported"
 
@@ -72,6 +84,15 @@ def resumed(run: dict) -> bool:
     return bool((run.get("options") or {}).get("zero_rtt"))
 
 
+def cases_of(run: dict) -> tuple[str, ...]:
+    """The cases a run is judged by: the one its client was asked for, or a resumed run's,
+    or a page load's."""
+    asked = (run.get("options") or {}).get("client_case")
+    if asked:
+        return ASKED_CASES.get(asked, ())
+    return RESUMED_CASES if resumed(run) else PAGE_CASES
+
+
 def declared(stack: str, side: str, case: str) -> str | None:
     """Why `stack`'s adapter says it cannot do `case` as `side` ("client", "server"), or None
     (a client that is no stack, Chromium, declares nothing)."""
@@ -111,10 +132,9 @@ def judge(experiment: Path, runs) -> Matrix:
     analyses.wire_runs keeps the verdicts beside the run)."""
     records = runs.to_dict("records")
     pairs = [pair_of(r) for r in records]
-    m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), PAGE_CASES + RESUMED_CASES)
+    m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), CASES)
     for run, (client, server) in zip(records, pairs):
-        cases = RESUMED_CASES if resumed(run) else PAGE_CASES
-        for case, result in judge_cases(experiment, run, cases).items():
+        for case, result in judge_cases(experiment, run, cases_of(run)).items():
             cell = m.cell(client, server, case)
             if result is not None:
                 cell.add(result)
@@ -126,8 +146,8 @@ MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·", U
 LEGEND = (
     "✓ passed in every judged run (k/n: runs passed of runs judged), ✗ failed (evidence below), "
     "? the capture could not show it (not decrypted), – unsupported: the client's or server's adapter "
-    "declares it cannot do it (why below; not a failure), · not run: for resumption and 0-RTT, only our "
-    "client is asked for them (the stacks' client adapters have no switch for it yet)"
+    "declares it cannot do it (why below; not a failure), · not run: the client's adapter has no switch "
+    "to ask its client for the case (the page's cases are asked of every pair)"
 )
 
 

@@ -116,6 +116,7 @@ def measure(ctx: RunContext) -> Measurement:
             keylog=ctx.keylog,
             **race,
             **ecn,
+            **({"client_case": opts.client_case} if opts.client_case else {}),
         )
     fetch_end = time.monotonic()
     artifacts = _artifacts(ctx.run_dir, result.document)

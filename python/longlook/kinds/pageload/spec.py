@@ -19,7 +19,7 @@ from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...errors import LonglookError
 from ...units import format_size, parse_size
 from ...core.validation import expand_sweep
-from ...stacks.base import OURS
+from ...stacks.base import CLIENT_CASES, OURS
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.race import RaceSettings
 from ...stacks.builds.release_arms import release_arms
@@ -191,6 +191,8 @@ class Arm(ArmBase):
     initial_window_packets: int | None = Field(default=None, gt=0)
     n_conn: int | None = Field(default=None, gt=0)
     ecn: bool | None = None
+    # an interop case to ask a stack's client for (stacks.base.CLIENT_CASES; the matrix's arms)
+    client_case: str | None = None
 
     @field_validator("zero_rtt", "ecn", mode="before")
     @classmethod
@@ -203,6 +205,17 @@ class Arm(ArmBase):
             raise ValueError(f'arm "{self.label}": another QUIC stack\'s server or client runs h3 only')
         if self.server_cc is not None and self.server in (None, OURS):
             raise ValueError(f'arm "{self.label}": server_cc is for a stack\'s server; our endpoint uses quic_cc')
+        if self.client_case is not None:
+            if self.client_case not in CLIENT_CASES:
+                raise ValueError(f'arm "{self.label}": client_case must be one of {", ".join(CLIENT_CASES)}')
+            if not (self.client and is_stack(self.client)):
+                raise ValueError(f'arm "{self.label}": client_case asks a QUIC stack\'s client; name one in client')
+            stack = resolve(self.client)
+            if self.client_case not in stack.client_cases:
+                can = ", ".join(stack.client_cases) or "none"
+                raise ValueError(
+                    f'arm "{self.label}": {stack.name}\'s client cannot be asked for {self.client_case} (it can: {can})'
+                )
         if self.server_cc is not None:  # one the stack offers, checked now rather than at its first run
             try:
                 resolve(self.server).cc(self.server_cc)
@@ -214,7 +227,9 @@ class Arm(ArmBase):
         """The cell options this arm overrides (client and server are not cell options)."""
         return {
             k: v
-            for k, v in self.model_dump(exclude={"label", "protocol", "client", "server", "server_cc"}).items()
+            for k, v in self.model_dump(
+                exclude={"label", "protocol", "client", "server", "server_cc", "client_case"}
+            ).items()
             if v is not None
         }
 
@@ -235,6 +250,7 @@ class RunOptions:
     initial_window_packets: int | None = None  # our endpoint's QUIC initial window (None: quinn's)
     n_conn: int | None = None  # our endpoint's Cubic N-connection emulation (None: 1)
     ecn: bool | None = None  # CellOptions.ecn
+    client_case: str | None = None  # an interop case the stack's client is asked for (Arm.client_case)
 
 
 # who reads each option (Scenario._check_options_used)
@@ -290,6 +306,7 @@ class Cell(CellBase):
             client=arm.client or self.client,
             server=arm.server or self.server,
             server_cc=arm.server_cc,
+            client_case=arm.client_case,
             proxy=self.proxy,
             **merged,
         )

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack
 from ...release_registry import Registry
 
 
@@ -21,6 +21,10 @@ class Aioquic(Stack):
     versions = ("1.7.2",)
     any_version = True  # any release on PyPI with the same API
     ccs = ("reno", "cubic")
+    # h3client.py's switches: --session-ticket (a first connection's ticket, pickled),
+    # --early-data, --chacha20, --key-update-after-ms (QuicConnection.request_key_update),
+    # --quic-v2 (v2 preferred from a v1 Initial)
+    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
     qlog_format = "JSON"  # one document per connection, written at close
 
     @property
@@ -90,6 +94,23 @@ class Aioquic(Stack):
             ],
             env={},
         )
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        def asked(*flags: str) -> ClientCall:
+            return ClientCall([*call.argv, *flags], call.env)
+
+        if case in ("resumption", "zerortt"):
+            state_dir.mkdir(parents=True, exist_ok=True)
+            ticket = ("--session-ticket", str(state_dir / "ticket.pickle"))
+            early = ("--early-data",) if case == "zerortt" else ()
+            return CaseCalls(warmup=asked(*ticket), measured=asked(*ticket, *early))
+        if case == "keyupdate":  # within a page's transfer, after the handshake
+            return CaseCalls(warmup=None, measured=asked("--key-update-after-ms", "10"))
+        if case == "chacha20":
+            return CaseCalls(warmup=None, measured=asked("--chacha20"))
+        if case == "v2":
+            return CaseCalls(warmup=None, measured=asked("--quic-v2"))
+        return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # secrets_log_file

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
 import re
 import sys
 import time
@@ -18,6 +19,8 @@ from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.logger import QuicFileLogger
+from aioquic.quic.packet import QuicProtocolVersion
+from aioquic.tls import CipherSuite
 
 SRC = re.compile(rb'src="([^"]+)"')
 
@@ -89,6 +92,21 @@ class Client(QuicConnectionProtocol):
         return t
 
 
+def _ticket_saver(path: str):
+    """Keep the server's session ticket for a later connection (resumption, 0-RTT)."""
+
+    def save(ticket) -> None:
+        with open(path, "wb") as f:
+            pickle.dump(ticket, f)
+
+    return save
+
+
+def _update_keys(c) -> None:
+    c._quic.request_key_update()
+    c.transmit()
+
+
 async def load(a, doc: dict) -> int:
     url = urlsplit(a.url)
     path = url.path + (f"?{url.query}" if url.query else "")
@@ -101,22 +119,44 @@ async def load(a, doc: dict) -> int:
         # NSS key log lines, flushed as written (the process may be killed)
         secrets_log_file=open(a.keylog, "a", buffering=1) if a.keylog else None,
     )
+    if a.chacha20:  # the only suite offered (the Initial packets stay AES-128-GCM: RFC 9001)
+        config.cipher_suites = [CipherSuite.CHACHA20_POLY1305_SHA256]
+    if a.quic_v2:  # a v1 Initial that offers v2: compatible version negotiation (RFC 9368)
+        config.original_version = QuicProtocolVersion.VERSION_1
+        config.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
+    resumed = False
+    if a.session_ticket and os.path.exists(a.session_ticket):  # a first connection's ticket
+        with open(a.session_ticket, "rb") as f:
+            config.session_ticket = pickle.load(f)
+        resumed = True
+    early = resumed and a.early_data  # the first request before the handshake ends: in 0-RTT
     config.load_verify_locations(a.ca)
     t0 = time.monotonic()
     doc["started_unix_ms"] = int(time.time() * 1000)
     async with connect(
-        url.hostname, url.port or 443, configuration=config, create_protocol=Client, wait_connected=True
+        url.hostname,
+        url.port or 443,
+        configuration=config,
+        create_protocol=Client,
+        wait_connected=not early,
+        session_ticket_handler=_ticket_saver(a.session_ticket) if a.session_ticket else None,
     ) as c:
+        doc["zero_rtt"]["attempted"] = early
+        keep, sample = a.mode == "page", doc["goodput"] if a.mode == "bulk" else None
+        if early:
+            first_task = asyncio.ensure_future(c.get(url.netloc, path, a.run_id, t0, keep=keep, sample=sample))
+            await c.wait_connected()
+            doc["zero_rtt"]["accepted"] = bool(c._quic.tls.early_data_accepted)
         doc["handshake_ms"] = (time.monotonic() - t0) * 1000
+        if a.key_update_after_ms is not None:  # this side starts a key update during the transfer
+            asyncio.get_running_loop().call_later(a.key_update_after_ms / 1000, _update_keys, c)
         doc["protocol"] = c._quic.tls.alpn_negotiated
         host, port = c._transport.get_extra_info("sockname")[:2]
         doc["local_addr"] = f"{host}:{port}"
         if doc["protocol"] != "h3":
             doc["error"] = f"negotiated {doc['protocol']}, not h3"
             return 3
-        first = await c.get(
-            url.netloc, path, a.run_id, t0, keep=a.mode == "page", sample=doc["goodput"] if a.mode == "bulk" else None
-        )
+        first = await (first_task if early else c.get(url.netloc, path, a.run_id, t0, keep=keep, sample=sample))
         transfers = [first]
         doc["ttfb_ms"] = first.first_byte_ms
         if a.mode == "page" and first.status == 200:
@@ -145,6 +185,11 @@ def main() -> int:
     ap.add_argument("--qlog-dir")
     ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
     ap.add_argument("--keylog", help="append the TLS secrets here (NSS key log format)")
+    ap.add_argument("--session-ticket", help="resume with the ticket in this file, if any; keep the new one there")
+    ap.add_argument("--early-data", action="store_true", help="with a ticket: the first request in 0-RTT")
+    ap.add_argument("--chacha20", action="store_true", help="offer ChaCha20-Poly1305 only")
+    ap.add_argument("--quic-v2", action="store_true", help="prefer QUIC v2 (RFC 9369), from a v1 Initial")
+    ap.add_argument("--key-update-after-ms", type=float, help="start a key update this long after the handshake")
     a = ap.parse_args()
     doc = {
         "run_id": a.run_id,

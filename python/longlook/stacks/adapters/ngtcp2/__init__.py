@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ....errors import LonglookError
-from ...base import ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack
 from ...endpoint import SERVER_ADDR
 from ...qlog_fetch import fetch_document
 
@@ -27,6 +27,10 @@ WINDOWS = [
     "--max-window=15728640",
     "--max-stream-window=6291456",
 ]
+# GnuTLS' priority string for TLS 1.3 with ChaCha20-Poly1305 as the only cipher
+CHACHA20_ONLY = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+CHACHA20-POLY1305"
+# how long after the handshake its client starts a key update: within a page's transfer
+KEY_UPDATE_AFTER = "10ms"
 PAGE = re.compile(r"^/page/(\d+)x([0-9]+[km]?)\.html$")
 
 
@@ -43,6 +47,13 @@ class Ngtcp2(Stack):
     versions = ("0.12.1",)  # what Debian bookworm ships; apt decides, `version_info` records it
     ccs = ("cubic", "reno", "bbr", "bbr2")
     sends_run_header = False  # Debian's example client has no option for request headers
+    # gtlsclient's switches: --session-file/--tp-file (read, then written: a ticket and the
+    # server's transport parameters from a first connection), --disable-early-data,
+    # --key-update=<after the handshake>, --ciphers (a GnuTLS priority string)
+    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20")
+    unsupported_as_client = {
+        "v2": "its QUIC v2 is the draft's (`--preferred-versions=v2draft` in 0.12.1), not RFC 9369's",
+    }
 
     @property
     def install_command(self) -> str:
@@ -107,6 +118,21 @@ class Ngtcp2(Stack):
             ],
             env={},
         )
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        def asked(*flags: str) -> ClientCall:
+            return ClientCall([call.argv[0], *flags, *call.argv[1:]], call.env)
+
+        if case in ("resumption", "zerortt"):
+            state_dir.mkdir(parents=True, exist_ok=True)
+            files = (f"--session-file={state_dir / 'session.pem'}", f"--tp-file={state_dir / 'tp.pem'}")
+            early = () if case == "zerortt" else ("--disable-early-data",)
+            return CaseCalls(warmup=asked(*files), measured=asked(*files, *early))
+        if case == "keyupdate":
+            return CaseCalls(warmup=None, measured=asked(f"--key-update={KEY_UPDATE_AFTER}"))
+        if case == "chacha20":
+            return CaseCalls(warmup=None, measured=asked(f"--ciphers={CHACHA20_ONLY}"))
+        return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         # gtlsclient has no flag; GnuTLS itself appends to $SSLKEYLOGFILE

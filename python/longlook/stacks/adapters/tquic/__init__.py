@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ....errors import LonglookError
-from ...base import ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack
 from ...qlog_fetch import fetch_document
 from ..ngtcp2 import object_paths
 from ...release_registry import Registry
@@ -30,6 +30,8 @@ class Tquic(Stack):
     any_version = True  # any tquic_tools release on crates.io
     ccs = ("bbr", "cubic", "bbr3", "copa")
     sends_run_header = False  # tquic_client has no option for request headers
+    # tquic_client's switches: --session-file (a first connection's ticket), --enable-early-data
+    client_cases = ("resumption", "zerortt")
 
     def _bin(self, name: str):
         return self.build_dir / "bin" / name
@@ -123,6 +125,15 @@ class Tquic(Stack):
             env={},
         )
 
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        if case not in self.client_cases:
+            return None
+        state_dir.mkdir(parents=True, exist_ok=True)
+        session = ["--session-file", str(state_dir / "session")]
+        early = ["--enable-early-data"] if case == "zerortt" else []
+        first = ClientCall([call.argv[0], *session, *call.argv[1:]], call.env)
+        return CaseCalls(warmup=first, measured=ClientCall([call.argv[0], *session, *early, *call.argv[1:]], call.env))
+
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([call.argv[0], "--keylog-file", str(keylog), *call.argv[1:]], call.env)
 
@@ -132,7 +143,8 @@ class Tquic(Stack):
         u = urlsplit(url)
         paths = [u.path] + (object_paths(u.path) if mode == "page" else [])
         download = out.parent / "client-download"
-        logs = sorted(qlog_dir.glob("*.qlog")) + sorted(qlog_dir.glob("*.sqlog"))
+        # the newest: a first connection (a ticket for resumption) wrote its own before it
+        logs = sorted([*qlog_dir.glob("*.qlog"), *qlog_dir.glob("*.sqlog")], key=lambda p: p.stat().st_mtime)
         doc = fetch_document(
             logs[-1] if logs else qlog_dir / "missing.qlog",
             url=url,
