@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from ....errors import LonglookError
-from ...base import ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack
 from ...release_registry import Registry
 
 MODULE = "github.com/quic-go/quic-go"
@@ -32,6 +32,14 @@ class QuicGo(Stack):
     release_registry = Registry("go", "github.com/quic-go/quic-go")
     versions = ("v0.65.0", "v0.64.1")
     any_version = True  # any tag on the module proxy whose API main.go compiles against
+    # main.go's switches: --resume (a first connection, then the measured one, in one process:
+    # quic-go keeps tickets in its tls.ClientSessionCache), --early-data (quic.DialAddrEarly and
+    # http3.MethodGet0RTT), --v2 (quic.Version2 first)
+    client_cases = ("resumption", "zerortt", "v2")
+    unsupported_as_client = {
+        "keyupdate": "quic-go updates its keys only after 100,000 packets (updatable_aead.go); no call asks for one",
+        "chacha20": "Go's crypto/tls chooses the TLS 1.3 suite itself (tls.Config.CipherSuites does not apply to 1.3)",
+    }
     tag_prefix = "v"
     ccs = ("newreno",)
 
@@ -144,6 +152,10 @@ class QuicGo(Stack):
             ],
             env={"QLOGDIR": str(qlog_dir)},
         )
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        flags = {"resumption": ["--resume"], "zerortt": ["--resume", "--early-data"], "v2": ["--v2"]}.get(case)
+        return None if flags is None else CaseCalls(warmup=None, measured=ClientCall([*call.argv, *flags], call.env))
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # tls.Config.KeyLogWriter

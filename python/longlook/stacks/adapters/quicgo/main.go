@@ -175,12 +175,25 @@ func fetch(args []string) int {
 	out := fs.String("out", "", "fetch JSON")
 	timeout := fs.Float64("timeout-s", 60, "seconds")
 	keylog := fs.String("keylog", "", "append the TLS secrets here (NSS key log format)")
+	resume := fs.Bool("resume", false, "a first connection for a session ticket, then the measured one resumes")
+	early := fs.Bool("early-data", false, "with --resume: the first request in 0-RTT")
+	v2 := fs.Bool("v2", false, "QUIC v2 (RFC 9369) first, v1 if the server has no v2")
 	fs.Parse(args)
 
-	res := &result{RunID: *runID, URL: *url, Mode: *mode, ProtocolRequested: "h3",
-		Objects: []object{}, ZeroRTT: map[string]bool{"attempted": false, "accepted": false},
-		Goodput: [][2]float64{}}
-	code := run(res, *url, *ca, *mode, *runID, *keylog, time.Duration(*timeout*float64(time.Second)))
+	newResult := func() *result {
+		return &result{RunID: *runID, URL: *url, Mode: *mode, ProtocolRequested: "h3",
+			Objects: []object{}, ZeroRTT: map[string]bool{"attempted": false, "accepted": false},
+			Goodput: [][2]float64{}}
+	}
+	opts := asked{v2: *v2}
+	limit := time.Duration(*timeout * float64(time.Second))
+	if *resume { // the tickets stay in this process' cache: both connections are made here
+		opts.sessions = tls.NewLRUClientSessionCache(4)
+		run(newResult(), *url, *ca, *mode, *runID, *keylog, limit, opts)
+		opts.early = *early
+	}
+	res := newResult()
+	code := run(res, *url, *ca, *mode, *runID, *keylog, limit, opts)
 	waitQlogs(2 * time.Second) // run closed the connection: its qlog is being written out
 	data, _ := json.Marshal(res)
 	if *out == "" {
@@ -194,7 +207,14 @@ func fetch(args []string) int {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Duration) int {
+// asked is what the client was asked for beyond a page load (an interop case)
+type asked struct {
+	sessions tls.ClientSessionCache // resume from this cache's ticket
+	early    bool                   // the first request in 0-RTT
+	v2       bool                   // QUIC v2 preferred
+}
+
+func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Duration, opts asked) int {
 	fail := func(err error) int {
 		msg := err.Error()
 		res.Error = &msg
@@ -208,7 +228,7 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 		}
 		pool.AppendCertsFromPEM(pem)
 	}
-	tlsConf := &tls.Config{RootCAs: pool, NextProtos: []string{http3.NextProtoH3}}
+	tlsConf := &tls.Config{RootCAs: pool, NextProtos: []string{http3.NextProtoH3}, ClientSessionCache: opts.sessions}
 	if keylog != "" { // unbuffered: each secret is on disk once written
 		f, err := os.OpenFile(keylog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 		if err != nil {
@@ -222,10 +242,28 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 	t0 := time.Now()
 	res.StartedUnixMs = t0.UnixMilli()
 	var conn *quic.Conn
+	qconf := quicConfig()
+	if opts.v2 {
+		qconf.Versions = []quic.Version{quic.Version2, quic.Version1}
+	}
 	tr := &http3.Transport{
 		TLSClientConfig: tlsConf,
-		QUICConfig:      quicConfig(),
+		QUICConfig:      qconf,
 		Dial: func(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+			if opts.early { // returns at once: 0-RTT requests go before the handshake completes
+				c, err := quic.DialAddrEarly(ctx, addr, tlsCfg, cfg)
+				if err != nil {
+					return nil, err
+				}
+				res.ZeroRTT["attempted"] = true
+				conn = c
+				go func() {
+					<-c.HandshakeComplete()
+					hs := ms(time.Since(t0))
+					res.HandshakeMs = &hs
+				}()
+				return c, nil
+			}
 			c, err := quic.DialAddr(ctx, addr, tlsCfg, cfg) // returns once the handshake completed
 			if err != nil {
 				return nil, err
@@ -247,9 +285,13 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 	var mu sync.Mutex
 	var total int64
 	var page strings.Builder // the HTML, kept to find its objects
+	method := http.MethodGet
+	if opts.early {
+		method = http3.MethodGet0RTT
+	}
 	get := func(u string, sample, keep bool) (object, error) {
 		o := object{Path: u[len(base):], StartMs: ms(time.Since(t0))}
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		req, _ := http.NewRequestWithContext(ctx, method, u, nil)
 		req.Header.Set("x-longlook-run", runID)
 		resp, err := client.Do(req)
 		if err != nil {
@@ -325,6 +367,14 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 	}
 	res.OK = true
 	if conn != nil {
+		state := conn.ConnectionState()
+		if opts.early {
+			res.ZeroRTT["accepted"] = state.Used0RTT
+			alpn := state.TLS.NegotiatedProtocol
+			res.Protocol = &alpn
+			local := conn.LocalAddr().String()
+			res.LocalAddr = &local
+		}
 		conn.CloseWithError(0, "")
 	}
 	if res.Protocol == nil || *res.Protocol != "h3" {
