@@ -23,3 +23,9 @@ class Quiche(RustCrateStack):
     binary_name = "longlook-quiche"
     library = "quiche"
     build_hint = "needs cmake and libclang-dev (scripts/setup.sh)"
+    # from quiche 0.30.0's source: what its API cannot be asked for, as a client or a server
+    unsupported_as_client = {
+        "keyupdate": "quiche follows the peer's key phase but has no call to start an update",
+        "chacha20": "BoringSSL picks the TLS 1.3 suite itself (no TLS 1.3 cipher setting in quiche's Config)",
+        "v2": "QUIC v1 only (PROTOCOL_VERSION_V1; no RFC 9369 version)",
+    }
