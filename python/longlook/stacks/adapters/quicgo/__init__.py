@@ -34,7 +34,7 @@ class QuicGo(Stack):
     any_version = True  # any tag on the module proxy whose API main.go compiles against
     # main.go's switches: --resume (a first connection, then the measured one, in one process:
     # quic-go keeps tickets in its tls.ClientSessionCache), --early-data (quic.DialAddrEarly and
-    # http3.MethodGet0RTT), --v2 (quic.Version2 first)
+    # http3.MethodGet0RTT), --v2 (quic.Version2 alone: its http3 dials with one version)
     client_cases = ("resumption", "zerortt", "v2")
     unsupported_as_client = {
         "keyupdate": "quic-go updates its keys only after 100,000 packets (updatable_aead.go); no call asks for one",
