@@ -47,8 +47,10 @@ func main() {
 	}
 }
 
+// quicConfig is both sides': Allow0RTT is the server's, which otherwise refuses every 0-RTT
+// packet although it listens for them (ListenAddrEarly) and issues tickets
 func quicConfig() *quic.Config {
-	return &quic.Config{Tracer: tracer, MaxIdleTimeout: 30 * time.Second}
+	return &quic.Config{Tracer: tracer, MaxIdleTimeout: 30 * time.Second, Allow0RTT: true}
 }
 
 // qlogsOpen counts qlog producers not yet closed. quic-go writes a qlog file from a goroutine
