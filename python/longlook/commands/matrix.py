@@ -169,10 +169,16 @@ def _run(scenario: Path, experiment: Path, link_check: bool) -> None:
 
 
 def installed_stacks() -> list[str]:
-    """Ours and every stack installed in the stacks cache, in registry order."""
+    """Ours and every stack installed in the stacks cache, in registry order: one built here
+    whose adapter changed since counts (the run builds it again first), or a change to an
+    adapter would drop its stack from the grid without a word."""
     from ..stacks.registry import STACKS, resolve
 
-    return ["ours", *(name for name in STACKS.names() if resolve(name).installed())]
+    def built(name: str) -> bool:
+        stack = resolve(name)
+        return stack.installed() or stack.build_dir.is_dir()
+
+    return ["ours", *(name for name in STACKS.names() if built(name))]
 
 
 def chromium_installed() -> bool:
