@@ -109,3 +109,7 @@ def estab_resets(tb, role: str) -> int:
     """Connections of the namespace reset from ESTABLISHED (Tcp EstabResets, /proc/net/snmp)."""
     lines = [ln.split() for ln in tb.run(role, ["cat", "/proc/net/snmp"]).stdout.splitlines() if ln.startswith("Tcp:")]
     return int(dict(zip(lines[0], lines[1]))["EstabResets"])
+
+
+# the video kind's clips are encoded by Debian's ffmpeg
+needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")

@@ -5,18 +5,15 @@ untouched, every QUIC-enabled run records its assignment, and the ATE analysis r
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
-from testbed_helpers import needs_testbed
+from testbed_helpers import needs_ffmpeg, needs_testbed
 
 from longlook.analyses.fallback.intervention import analyze_intervention
 from longlook.core.execute import Runner
 from longlook.core.store import Store
 from longlook.kinds.video import VideoScenario
 
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 SCENARIO = """
 kind = "video"

@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 
 from longlook.kinds.video.spec import VideoScenario
-from testbed_helpers import needs_testbed
+from testbed_helpers import needs_ffmpeg, needs_testbed
 
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 SHORT = """
 kind = "video"

@@ -6,11 +6,10 @@ goes down."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from testbed_helpers import needs_testbed
+from testbed_helpers import needs_ffmpeg, needs_testbed
 
 from longlook.core.execute import Runner
 from longlook.core.store import Store
@@ -18,7 +17,6 @@ from longlook.kinds.video import VideoScenario
 from longlook.report import build_report
 from longlook.traces import write_mahimahi
 
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 FAST = """
 kind = "video"

@@ -4,17 +4,14 @@ path every segment comes over QUIC. The run is counted as what served it, never 
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-import pytest
-from testbed_helpers import needs_testbed
+from testbed_helpers import needs_ffmpeg, needs_testbed
 
 from longlook.core.execute import Runner
 from longlook.core.store import Store
 from longlook.kinds.video import VideoScenario
 
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 SCENARIO = """
 kind = "video"

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
+from testbed_helpers import needs_ffmpeg
 
 from longlook.errors import LonglookError
 from longlook.kinds.video.content import VideoSpec, ensure_content, ladder
 from longlook.kinds.video.mpd import parse_manifest
-
-needs_ffmpeg = pytest.mark.skipif(not shutil.which("ffmpeg"), reason="needs ffmpeg (apt-get install -y ffmpeg)")
 
 
 @needs_ffmpeg
