@@ -1,7 +1,8 @@
 """The fingerprint's 0-RTT on the real testbed (a few seconds per stack): our client resumes
 against each stack's server, and each gets the label its server really earns there. Ours
-accepts 0-RTT (and its own client sends it); quic-go's server, as longlook builds it, issues
-tickets that allow no early data; aioquic's keeps the tickets it issues and accepts 0-RTT."""
+accepts 0-RTT (and its own client sends it); quic-go's server (Allow0RTT, as longlook builds
+it) and aioquic's (which keeps the tickets it issues) accept it too; neither stack's client
+here resumes (one connection per process)."""
 
 from __future__ import annotations
 
@@ -51,9 +52,7 @@ def test_server_side_zero_rtt_of_three_stacks(tmp_path: Path):
     got = {(r.stack, r.side): r for r in rows.itertuples()}
     assert got[("ours", "server")].label == z.ACCEPTS, got[("ours", "server")].note
     assert got[("ours", "client")].label == "sent, accepted"
-    assert got[("quic-go", "server")].label == z.NO_EARLY_DATA, got[("quic-go", "server")].note
-    assert "0 allowing early data" in got[("quic-go", "server")].note
-    assert got[("aioquic", "server")].label == z.ACCEPTS, got[("aioquic", "server")].note
     for stack in STACKS:
+        assert got[(stack, "server")].label == z.ACCEPTS, got[(stack, "server")].note
         assert got[(stack, "client")].label == z.CLIENT_CANNOT_RESUME
-    assert "0-RTT, server (our client resuming)" in html and "its session tickets allow no early data" in html
+    assert "0-RTT, server (our client resuming)" in html
