@@ -221,3 +221,22 @@ def test_the_adapters_say_how_their_clients_are_asked():
     aio = resolve("aioquic")
     assert aio.case_calls("v2", ClientCall(["py", "h3client.py"], {}), state).measured.argv[-1] == "--quic-v2"
     assert resolve("quic-go").case_calls("keyupdate", ClientCall(["x"], {}), state) is None
+
+
+def test_a_stack_built_here_stays_in_the_grid_after_its_adapter_changed(monkeypatch, tmp_path):
+    """installed() is false until the run rebuilds a stack whose adapter changed; the default
+    list keeps it (the run builds it first) and leaves out one never built here."""
+    from types import SimpleNamespace
+
+    from longlook.commands import matrix as cmd
+    from longlook.stacks import registry
+
+    (tmp_path / "changed").mkdir()
+    stacks = {
+        "built": SimpleNamespace(installed=lambda: True, build_dir=tmp_path / "built"),
+        "changed": SimpleNamespace(installed=lambda: False, build_dir=tmp_path / "changed"),
+        "never": SimpleNamespace(installed=lambda: False, build_dir=tmp_path / "never"),
+    }
+    monkeypatch.setattr(registry, "resolve", lambda name: stacks[name])
+    monkeypatch.setattr(registry.STACKS, "names", lambda: list(stacks))
+    assert cmd.installed_stacks() == ["ours", "built", "changed"]
