@@ -51,6 +51,7 @@ class ServerCall:
 
     argv: list[str]
     env: dict[str, str]
+
     prints_ready: bool = False
 
 
@@ -61,6 +62,12 @@ class ClientCall:
 
     argv: list[str]
     env: dict[str, str]
+
+    def with_flags(self, *flags: str, after: int | None = None) -> "ClientCall":
+        """This call with `flags` added at the end, or after its first `after` words (a
+        program whose options must come before its positional arguments)."""
+        at = len(self.argv) if after is None else after
+        return ClientCall([*self.argv[:at], *flags, *self.argv[at:]], self.env)
 
 
 # the interop cases a client is asked for (wire/cases): its adapter says how (Stack.case_calls)

@@ -272,7 +272,7 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
             if calls is None:
                 return FetchResult("failed", {}, f"{stack.spec}'s client cannot be asked for {client_case}", 0.0)
             if calls.warmup is not None:
-                rc, stderr, _ = _run_client(testbed, calls.warmup, timeout_s)
+                _, stderr, _ = _run_client(testbed, calls.warmup, timeout_s)
                 (out.parent / "client-warmup.stderr").write_text(stderr[-200_000:] if stderr else "")
                 if out.exists():  # the measured connection writes its own
                     out.rename(out.parent / "fetch-warmup.json")

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import LonglookError
+from ...stacks.base import CLIENT_CASES
 from ...stacks.registry import resolve
 from ..wire_runs import judge_cases
 
@@ -28,14 +29,9 @@ PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
 # measured one: two handshakes, so the page's cases are judged on the other runs)
 RESUMED_CASES = ("resumption", "zerortt")
 # what a run whose client was asked for a case (its arm's client_case) is judged by
-ASKED_CASES = {
-    "resumption": ("resumption",),
-    "zerortt": ("resumption", "zerortt"),
-    "keyupdate": ("keyupdate",),
-    "chacha20": ("chacha20",),
-    "v2": ("v2",),
-}
-CASES = PAGE_CASES + RESUMED_CASES + ("keyupdate", "chacha20", "v2")
+# (each case by itself; 0-RTT also shows the resumption it rests on)
+ASKED_CASES = {case: RESUMED_CASES if case == "zerortt" else (case,) for case in CLIENT_CASES}
+CASES = tuple(dict.fromkeys(PAGE_CASES + RESUMED_CASES + CLIENT_CASES))
 NO_RUN = "no run"
 UNSUPPORTED = "unsupported"
 

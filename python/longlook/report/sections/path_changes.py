@@ -215,8 +215,8 @@ def _windows_text(windows: list[dict]) -> str:
         at = _fmt(median_of(w.get("lowest_at_ms") for w in ws), "{:.0f}")
         b, a = _fmt(before, "{:,.0f}"), _fmt(after, "{:,.0f}")
         if outcome == "new controller":
-            parts.append(f"a new controller for the new path {of}: first window {a} B {at} ms after its challenge")
-            parts[-1] += f" (old path {b} B)"
+            first = f"first window {a} B {at} ms after its challenge (old path {b} B)"
+            parts.append(f"a new controller for the new path {of}: {first}")
         elif outcome == "reset":
             parts.append(f"reset {of}: {b} -> {a} B {at} ms after its challenge")
         elif outcome == "reduced":

@@ -96,9 +96,7 @@ class Aioquic(Stack):
         )
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
-        def asked(*flags: str) -> ClientCall:
-            return ClientCall([*call.argv, *flags], call.env)
-
+        asked = call.with_flags
         if case in ("resumption", "zerortt"):
             state_dir.mkdir(parents=True, exist_ok=True)
             ticket = ("--session-ticket", str(state_dir / "ticket.pickle"))

@@ -124,12 +124,10 @@ async def load(a, doc: dict) -> int:
     if a.quic_v2:  # a v1 Initial that offers v2: compatible version negotiation (RFC 9368)
         config.original_version = QuicProtocolVersion.VERSION_1
         config.supported_versions = [QuicProtocolVersion.VERSION_2, QuicProtocolVersion.VERSION_1]
-    resumed = False
     if a.session_ticket and os.path.exists(a.session_ticket):  # a first connection's ticket
         with open(a.session_ticket, "rb") as f:
             config.session_ticket = pickle.load(f)
-        resumed = True
-    early = resumed and a.early_data  # the first request before the handshake ends: in 0-RTT
+    early = config.session_ticket is not None and a.early_data  # the first request before the handshake ends: in 0-RTT
     config.load_verify_locations(a.ca)
     t0 = time.monotonic()
     doc["started_unix_ms"] = int(time.time() * 1000)

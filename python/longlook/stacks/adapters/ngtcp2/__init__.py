@@ -121,7 +121,7 @@ class Ngtcp2(Stack):
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         def asked(*flags: str) -> ClientCall:
-            return ClientCall([call.argv[0], *flags, *call.argv[1:]], call.env)
+            return call.with_flags(*flags, after=1)
 
         if case in ("resumption", "zerortt"):
             state_dir.mkdir(parents=True, exist_ok=True)

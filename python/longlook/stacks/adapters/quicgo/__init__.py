@@ -155,7 +155,7 @@ class QuicGo(Stack):
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         flags = {"resumption": ["--resume"], "zerortt": ["--resume", "--early-data"], "v2": ["--v2"]}.get(case)
-        return None if flags is None else CaseCalls(warmup=None, measured=ClientCall([*call.argv, *flags], call.env))
+        return None if flags is None else CaseCalls(warmup=None, measured=call.with_flags(*flags))
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # tls.Config.KeyLogWriter

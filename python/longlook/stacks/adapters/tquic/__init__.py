@@ -136,8 +136,7 @@ class Tquic(Stack):
         state_dir.mkdir(parents=True, exist_ok=True)
         session = ["--session-file", str(state_dir / "session")]
         early = ["--enable-early-data"] if case == "zerortt" else []
-        first = ClientCall([call.argv[0], *session, *call.argv[1:]], call.env)
-        return CaseCalls(warmup=first, measured=ClientCall([call.argv[0], *session, *early, *call.argv[1:]], call.env))
+        return CaseCalls(warmup=call.with_flags(*session, after=1), measured=call.with_flags(*session, *early, after=1))
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([call.argv[0], "--keylog-file", str(keylog), *call.argv[1:]], call.env)
