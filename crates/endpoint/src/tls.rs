@@ -191,7 +191,27 @@ pub enum Trust {
 }
 
 pub fn client_config(trust: &Trust, alpn: &[u8]) -> Result<rustls::ClientConfig> {
-    let builder = rustls::ClientConfig::builder_with_protocol_versions(&[&rustls::version::TLS13]);
+    client_config_offering(trust, alpn, None)
+}
+
+/// A TLS 1.3 client config that offers only `suite` when given (the interoperability
+/// runner's ChaCha20 case asks a client to offer TLS_CHACHA20_POLY1305_SHA256 alone), else
+/// every suite of the ring provider.
+pub fn client_config_offering(
+    trust: &Trust,
+    alpn: &[u8],
+    suite: Option<rustls::CipherSuite>,
+) -> Result<rustls::ClientConfig> {
+    let mut provider = rustls::crypto::ring::default_provider();
+    if let Some(only) = suite {
+        provider.cipher_suites.retain(|s| s.suite() == only);
+        if provider.cipher_suites.is_empty() {
+            bail!("the ring provider has no cipher suite {only:?}");
+        }
+    }
+    let builder = rustls::ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .context("TLS 1.3 with the chosen cipher suites")?;
     let mut cfg = match trust {
         Trust::Roots(certs) => {
             let mut roots = rustls::RootCertStore::empty();

@@ -106,17 +106,22 @@ def scenario_toml(
 
 
 def case_arms(stacks: list[str]) -> list[str]:
-    """One arm per stack client, interop case its adapter can ask it for (Stack.client_cases)
-    and server it can connect to: resumption and 0-RTT with a first connection for the ticket,
-    key update, ChaCha20, QUIC v2."""
+    """One arm per client (ours, each stack's), interop case it can be asked for (ours:
+    stacks.endpoint.NATIVE_CASE_ARGV; a stack's: Stack.client_cases) and server it can connect
+    to: resumption and 0-RTT with a first connection for the ticket, key update, ChaCha20,
+    QUIC v2."""
+    from ..stacks.endpoint import NATIVE_CASE_ARGV
     from ..stacks.registry import is_stack, resolve
 
+    askable = {c: resolve(c).client_cases for c in stacks if c != "ours" and is_stack(c)}
+    if "ours" in stacks:
+        askable = {"ours": tuple(NATIVE_CASE_ARGV), **askable}
     lines = []
-    for client in (c for c in stacks if c != "ours" and is_stack(c)):
-        for case in resolve(client).client_cases:
+    for client, cases in askable.items():
+        for case in cases:
             for server in (s for s in stacks if runnable(client, s)):
                 lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}_{case}"', 'protocol = "h3"']
-                lines += [f'client = "{client}"', f'client_case = "{case}"']
+                lines += [f'client = "{"native" if client == "ours" else client}"', f'client_case = "{case}"']
                 if server != "ours":
                     lines.append(f'server = "{server}"')
     return lines
@@ -125,6 +130,13 @@ def case_arms(stacks: list[str]) -> list[str]:
 # a bulk object a few seconds long at each rate of the performance grid (slow start a
 # small part of it): 4 s at 10 and 100 Mbit/s, 1.6 s at 1 Gbit/s
 PERF_SIZES = {10.0: "5m", 100.0: "50m", 1000.0: "200m"}
+# a page of many small objects: bound by round trips and per-request work, not by the rate, so
+# measured at the grid's lowest rate only (each rate would add its runs for the same answer)
+PERF_PAGE = "100x10k"
+# from this rate on, two stacks and linkem keep this machine's two vCPUs busy and a flagged run
+# measured again is mostly flagged again: the grid shows such a pair as emulator-limited
+# instead of paying for a second try
+NO_RETRY_FROM_MBIT = 100.0
 
 
 def perf_size(rate_mbit: float) -> str:
@@ -133,10 +145,23 @@ def perf_size(rate_mbit: float) -> str:
     return f"{max(1, round(rate_mbit * 4 / 8))}m"  # about 4 s at the rate
 
 
-def perf_scenario_toml(stacks: list[str], *, rate_mbit: float, rounds: int, rtt_ms: float) -> str:
-    """The performance grid's scenario at one rate: every pair downloads one bulk object over
-    a path of that rate with a one-BDP buffer, the servers' per-connection logs off (their
-    cost would be counted as the stack's CPU)."""
+def perf_scenario_toml(
+    stacks: list[str],
+    *,
+    rate_mbit: float,
+    rounds: int,
+    rtt_ms: float,
+    clients: list[str] | None = None,
+    page: bool = False,
+) -> str:
+    """The performance grid's scenario at one rate: every pair (and each client-only client,
+    Chromium, with every server) downloads one bulk object, and with `page` a page of many
+    small objects, over a path of that rate with a one-BDP buffer, the servers'
+    per-connection logs off (their cost would be counted as the stack's CPU); one more arm,
+    our client and server over kernel TCP (h2), is every pair's reference."""
+    from ..analyses.matrix.perf import TCP_ARM
+
+    workloads = [f"bulk:{perf_size(rate_mbit)}"] + ([PERF_PAGE] if page else [])
     lines = _scenario_head(
         f"quic-matrix-perf-{rate_mbit:g}",
         f"QUIC matrix performance at {rate_mbit:g} Mbit/s: every client against every server.",
@@ -147,13 +172,15 @@ def perf_scenario_toml(stacks: list[str], *, rate_mbit: float, rounds: int, rtt_
             "timeout_s = 60",
             "retries = 1",
             "server_logs = false",
-            f'workloads = ["bulk:{perf_size(rate_mbit)}"]',
+            "workloads = [" + ", ".join(f'"{w}"' for w in workloads) + "]",
             "",
             "[options]",
             "zero_rtt = false",
+            *(["", "[fidelity]", "retry_flagged = false"] if rate_mbit >= NO_RETRY_FROM_MBIT else []),
         ],
     )
-    return "\n".join(lines + pair_arms(stacks)) + "\n"
+    tcp = ["", "[[arms]]", f'label = "{TCP_ARM}"', 'protocol = "h2"']
+    return "\n".join(lines + pair_arms(stacks, clients) + tcp) + "\n"
 
 
 def _run(scenario: Path, experiment: Path, link_check: bool) -> None:
@@ -203,6 +230,12 @@ def matrix(
     perf: list[float] = typer.Option(
         [], "--perf", help="also the performance grid at this rate in Mbit/s (repeatable: 10, 100, 1000)"
     ),
+    perf_rounds: int = typer.Option(
+        3,
+        "--perf-rounds",
+        min=2,
+        help="runs per pair and workload in the performance grid (two at least: a verdict needs them)",
+    ),
     link_check: bool = typer.Option(True, "--link-check/--no-link-check", help="self-check the link first"),
     chromium: bool = typer.Option(
         True, "--chromium/--no-chromium", help="Chromium as a client of every server too (when it is installed)"
@@ -214,7 +247,6 @@ def matrix(
     from ..analyses.matrix.perf import perf_grid, perf_markdown
     from ..core.store import Store
     from ..stacks.registry import resolve
-    from ..units import parse_size
 
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
     for s in stacks:
@@ -228,7 +260,11 @@ def matrix(
         _run(scenario, experiment, link_check)
         for r in perf:
             perf_file = out / f"perf-{r:g}.toml"
-            perf_file.write_text(perf_scenario_toml(stacks, rate_mbit=r, rounds=rounds, rtt_ms=rtt))
+            perf_file.write_text(
+                perf_scenario_toml(
+                    stacks, rate_mbit=r, rounds=perf_rounds, rtt_ms=rtt, clients=clients, page=r == min(perf)
+                )
+            )
             _run(perf_file, out / f"perf-{r:g}", link_check)
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
@@ -241,7 +277,7 @@ def matrix(
     for folder in sorted(perf_dirs, key=lambda p: float(p.name.split("-", 1)[1])):
         r = float(folder.name.split("-", 1)[1])
         with Store.open(folder, read_only=True) as store:
-            grids[r] = perf_grid(store.runs_frame(), r, parse_size(perf_size(r)))
+            grids[r] = perf_grid(store.runs_frame(), r)
     if grids:
         text += "\n## Performance\n\n" + perf_markdown(grids, m.clients, m.servers)
     (out / "matrix.md").write_text(text)
@@ -251,7 +287,8 @@ def matrix(
         for s in m.servers
     }
     doc["performance"] = {
-        f"{r:g}": {f"{c} -> {sv}": vars(p) for (c, sv), p in grid.items()} for r, grid in grids.items()
+        f"{r:g}": {w: {f"{c} -> {sv}": p.as_dict() for (c, sv), p in grid.items()} for w, grid in by_w.items()}
+        for r, by_w in grids.items()
     }
     (out / "matrix.json").write_text(json.dumps(doc, indent=1))
     typer.echo(text)

@@ -21,6 +21,14 @@ from ..testbed.processes import stop_child
 from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
 SERVER_ADDR = "198.18.2.2"
+# the interop cases (stacks.base.CLIENT_CASES) the native client can be asked for, by its flags:
+# a key update 50 ms after the handshake (beyond a round trip at the matrix's RTT, so the
+# handshake is confirmed as RFC 9001 §6.1 asks, while the page is still arriving), and
+# ChaCha20-Poly1305 offered alone. Resumption and 0-RTT are its `zero_rtt` arms (a warm-up
+# connection in the same process).
+NATIVE_CASE_ARGV = {"keyupdate": ("--key-update-after-ms", "50"), "chacha20": ("--chacha20",)}
+# and what it cannot do, with why (the matrix shows these apart from failures)
+NATIVE_UNSUPPORTED = {"v2": "quinn 0.11 speaks QUIC version 1 only"}
 CLIENT_QLOG = "client.sqlog"  # beside fetch.json: the native client's trace of its QUIC connection
 SERVER_KEYLOG = "keys.log"  # in a server's log directory: the secrets of all its connections
 
@@ -247,6 +255,7 @@ def fetch(
     keylog: Path | None = None,
     binary: Path | None = None,
     ecn: bool = True,
+    client_case: str | None = None,
 ) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
@@ -254,7 +263,8 @@ def fetch(
     for no particular protocol, so whatever served the page is recorded, never a mismatch.
     `keylog`: the TLS secrets of its connections are appended there (NSS key log format).
     `binary`: another build of the endpoint (ours@VERSION); default the workspace's.
-    `ecn` False: its QUIC datagrams are sent not-ECT."""
+    `ecn` False: its QUIC datagrams are sent not-ECT. `client_case`: an interop case it is
+    asked for (NATIVE_CASE_ARGV)."""
     argv = [
         str(binary or find_binary("endpoint")),
         "fetch",
@@ -276,6 +286,12 @@ def fetch(
     ]
     if zero_rtt:
         argv.append("--zero-rtt")
+    if client_case is not None:
+        if client_case not in NATIVE_CASE_ARGV:
+            raise LonglookError(
+                f"the native client cannot be asked for {client_case}", hint=f"it can: {', '.join(NATIVE_CASE_ARGV)}"
+            )
+        argv += NATIVE_CASE_ARGV[client_case]
     if protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
         argv += ["--qlog", str(out.parent / CLIENT_QLOG)]
     if keylog is not None:

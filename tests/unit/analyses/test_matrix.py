@@ -66,45 +66,99 @@ def test_a_resumed_run_is_judged_for_resumption_and_0rtt_and_the_others_for_the_
     assert m.cells[("ours", "quic-go", "handshake")].verdict == "passed"
 
 
+def test_the_performance_scenario_has_every_pair_kernel_tcp_and_the_page_at_its_lowest_rate():
+    from longlook.commands.matrix import perf_scenario_toml, perf_size
+
+    sc = Scenario.from_toml(
+        perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=3, rtt_ms=20, clients=["chromium"])
+    )
+    assert [w.label for w in sc.workloads] == ["bulk-200m"] and not sc.server_logs and sc.rounds == 3
+    labels = [a.label for a in sc.arms]
+    assert labels == ["ours_ours", "ours_quic-go", "quic-go_ours", "quic-go_quic-go"] + [
+        "chromium_ours",
+        "chromium_quic-go",
+        "tcp",
+    ]
+    assert sc.arms[-1].protocol == "h2" and not sc.fidelity.retry_flagged
+    low = Scenario.from_toml(perf_scenario_toml(["ours"], rate_mbit=10, rounds=3, rtt_ms=20, page=True))
+    assert [w.label for w in low.workloads] == ["bulk-5m", "100x10k"] and low.fidelity.retry_flagged
+    assert perf_size(10) == "5m" and perf_size(40) == "20m"
+
+
+def _perf_run(client, server, plt_ms, server_share=0.5, *, flagged=False, arm=None, rnd=0, cell="wl=bulk-200m"):
+    return {
+        "cell_id": cell,
+        "arm": arm or f"{client}_{server}",
+        "round": rnd,
+        "options": {"client": "native" if client == "ours" else client, "server": server},
+        "status": "ok",
+        "protocol_requested": "h2" if arm == "tcp" else "h3",
+        "protocol_negotiated": "h2" if arm == "tcp" else "h3",
+        "audit_flagged": flagged,
+        "audit_reasons": "machine stalled 20.4 ms (limit 5 ms); 40 UDP datagrams dropped" if flagged else None,
+        "plt_ms": plt_ms,
+        "bytes": 200_000_000,
+        "client_cpu_share": 0.2,
+        "server_cpu_share": server_share,
+        "router_cpu_share": 0.4,
+        "client_cpu_s_per_mb": 0.01,
+        "server_cpu_s_per_mb": 0.02,
+    }
+
+
 def test_the_performance_grid_names_each_pair_s_regime():
     import pandas as pd
 
     from longlook.analyses.matrix.perf import perf_grid, perf_markdown, regime
-    from longlook.commands.matrix import perf_scenario_toml, perf_size
 
-    sc = Scenario.from_toml(perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=1, rtt_ms=20))
-    assert [w.label for w in sc.workloads] == ["bulk-200m"] and not sc.server_logs and len(sc.arms) == 4
-    assert perf_size(10) == "5m" and perf_size(40) == "20m"
     assert regime(900, 1000, {"client": 0.3, "server": 0.9, "emulator": 0.5}) == "path"
     assert regime(500, 1000, {"client": 0.3, "server": 0.95, "emulator": 0.5}) == "CPU: server"
     assert regime(500, 1000, {"client": 0.3, "server": 0.5, "emulator": 0.5}) == "other"
-
-    def run(server, plt_ms, server_share, flagged=False):
-        return {
-            "options": {"client": "native", "server": server},
-            "status": "ok",
-            "protocol_requested": "h3",
-            "protocol_negotiated": "h3",
-            "audit_flagged": flagged,
-            "plt_ms": plt_ms,
-            "client_cpu_share": 0.2,
-            "server_cpu_share": server_share,
-            "router_cpu_share": 0.4,
-            "client_cpu_s_per_mb": 0.01,
-            "server_cpu_s_per_mb": 0.02,
-        }
-
-    stalled = {**run("aioquic", 900, 0.9, flagged=True), "options": {"client": "native", "server": "aioquic"}}
-    stalled["audit_reasons"] = "machine stalled 20.4 ms (limit 5 ms); 40 UDP datagrams dropped"
     runs = pd.DataFrame(
-        [run("ours", 1800, 0.5), run("quic-go", 3600, 0.97), run("quic-go", 100, 0.1, flagged=True), stalled]
+        [
+            _perf_run("ours", "ours", 1800),
+            _perf_run("ours", "quic-go", 3600, 0.97),
+            _perf_run("ours", "quic-go", 100, 0.1, flagged=True, rnd=1),
+            _perf_run("ours", "aioquic", 900, 0.9, flagged=True),
+        ]
     )
-    grid = perf_grid(runs, 1000, 200_000_000)
+    grid = perf_grid(runs, 1000)["bulk-200m"]
     assert grid[("ours", "ours")].regime == "path" and round(grid[("ours", "ours")].goodput_mbit) == 889
     assert grid[("ours", "quic-go")].regime == "CPU: server" and grid[("ours", "quic-go")].runs == 1
-    assert grid[("ours", "aioquic")].regime == "flagged: machine stalled 20.4 ms (limit 5 ms)"
-    text = perf_markdown({1000.0: grid}, ["ours"], ["ours", "quic-go", "aioquic"])
-    assert "| ours | 889 path | 444 CPU: server | flagged: machine stalled 20.4 ms (limit 5 ms) |" in text
+    assert grid[("ours", "quic-go")].flagged == 1
+    aioquic = grid[("ours", "aioquic")]
+    assert aioquic.runs == 0 and aioquic.regime == "emulator-limited: machine stalled 20.4 ms (limit 5 ms)"
+    text = perf_markdown({1000.0: {"bulk-200m": grid}}, ["ours"], ["ours", "quic-go", "aioquic"])
+    assert "| ours | 888.9 path (n=1) | 444.4 CPU: server (n=1) | emulator-limited: machine stalled" in text
+
+
+def test_each_pair_is_judged_against_our_client_with_its_server_and_against_kernel_tcp():
+    import pandas as pd
+
+    from longlook.analyses.matrix.perf import perf_grid, perf_markdown
+
+    rows = []
+    for rnd in range(4):
+        jitter = 10 * rnd
+        rows += [
+            _perf_run("ours", "quic-go", 2000 + jitter, rnd=rnd),
+            _perf_run("quic-go", "quic-go", 4000 + jitter, rnd=rnd),  # much slower than ours
+            _perf_run("aioquic", "quic-go", 2005 + 3 * jitter, rnd=rnd),  # the same as ours
+            _perf_run("ours", "ours", 1000 + jitter, arm="tcp", rnd=rnd),
+        ]
+    rows.append(_perf_run("kwik", "quic-go", 2000))  # one counted run: no test
+    grid = perf_grid(pd.DataFrame(rows), 1000)["bulk-200m"]
+    slow = grid[("quic-go", "quic-go")]
+    assert slow.vs_ours.verdict == "slower" and slow.vs_ours.reference == "ours_quic-go"
+    assert -101 < slow.vs_ours.percent < -98 and slow.vs_ours.n == 4 and slow.vs_ours.n_reference == 4
+    assert slow.vs_tcp.verdict == "slower" and slow.vs_tcp.reference == "tcp"
+    assert grid[("aioquic", "quic-go")].vs_ours.verdict == "no difference shown"
+    assert grid[("kwik", "quic-go")].vs_ours.mark == "n<2"
+    assert grid[("ours", "quic-go")].vs_ours is None and grid[("ours", "quic-go")].vs_tcp.verdict == "slower"
+    assert ("kernel TCP", "kernel TCP") in grid
+    text = perf_markdown({1000.0: {"bulk-200m": grid}}, ["quic-go"], ["quic-go"])
+    assert "| quic-go | 398.5 other (n=4): ours -99%, TCP -296% |" in text
+    assert "Kernel TCP (h2, Cubic): 1576.4 path (n=4)" in text
 
 
 def test_chromium_is_a_client_row_against_every_server():
@@ -171,8 +225,12 @@ def test_a_stack_client_is_asked_for_each_case_its_adapter_can_ask_and_judged_by
     sc = Scenario.from_toml(scenario_toml(["ours", "aioquic"], rounds=1, rate_mbit=20, rtt_ms=20))
     asked_arms = [a for a in sc.arms if a.client_case]
     assert {(a.label, a.client_case) for a in asked_arms} == {
-        (f"aioquic_{server}_{case}", case) for case in resolve("aioquic").client_cases for server in ("ours", "aioquic")
+        (f"{client}_{server}_{case}", case)
+        for client, cases in (("aioquic", resolve("aioquic").client_cases), ("ours", ("keyupdate", "chacha20")))
+        for case in cases
+        for server in ("ours", "aioquic")
     }
+    assert {a.client for a in asked_arms if a.label.startswith("ours_")} == {"native"}
     (cell,) = sc.cells()
     assert cell.run_options(asked_arms[0]).client_case == asked_arms[0].client_case  # recorded with the run
 
@@ -196,14 +254,19 @@ def test_a_stack_client_is_asked_for_each_case_its_adapter_can_ask_and_judged_by
     assert m.cells[("aioquic", "ours", "chacha20")].verdict == matrix.NO_RUN
 
 
-def test_a_case_is_asked_only_of_a_stack_client_that_can_be_asked_for_it():
+def test_a_case_is_asked_only_of_a_client_that_can_be_asked_for_it():
     import pytest
 
-    base = 'name = "x"\n[[arms]]\nlabel = "a"\nprotocol = "h3"\n'
+    base = 'name = "x"\n[[arms]]\nlabel = "a"\n'
     for arm, why in (
-        ('client_case = "keyupdate"', "name one in client"),
-        ('client = "quic-go"\nclient_case = "keyupdate"', "cannot be asked for keyupdate"),
-        ('client = "ngtcp2"\nclient_case = "retry"', "client_case must be one of"),
+        ('protocol = "h3"\nclient_case = "keyupdate"', "name it in client"),
+        ('protocol = "h3"\nclient = "quic-go"\nclient_case = "keyupdate"', "cannot be asked for keyupdate"),
+        ('protocol = "h3"\nclient = "ngtcp2"\nclient_case = "retry"', "client_case must be one of"),
+        (
+            'protocol = "h3"\nclient = "native"\nclient_case = "v2"',
+            "native client can be asked for keyupdate, chacha20",
+        ),
+        ('protocol = "h2"\nclient = "native"\nclient_case = "chacha20"', "not chacha20 over h2"),
     ):
         with pytest.raises(Exception, match=why):
             Scenario.from_toml(base + arm + "\n")

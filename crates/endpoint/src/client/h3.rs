@@ -132,11 +132,12 @@ pub async fn run(
     s: &Settings,
     report: &mut FetchReport,
 ) -> Result<(), FetchError> {
-    let mut rustls_cfg = tls::client_config(trust, b"h3").map_err(failed(Phase::Setup, "TLS config"))?;
+    let only = args.chacha20.then_some(rustls::CipherSuite::TLS13_CHACHA20_POLY1305_SHA256);
+    let mut rustls_cfg = tls::client_config_offering(trust, b"h3", only).map_err(failed(Phase::Setup, "TLS config"))?;
     // the warm-up's tickets, counted: "no ticket" and "no ticket allowing early data" differ
     let tickets = TicketLog::new();
     rustls_cfg.resumption = rustls::client::Resumption::store(tickets.clone());
-    let crypto = Arc::new(QuicClientConfig::try_from(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?);
+    let crypto = Arc::new(quic_crypto(rustls_cfg).map_err(failed(Phase::Setup, "QUIC TLS config"))?);
     let mut cfg = quinn::ClientConfig::new(crypto.clone());
     cfg.transport_config(Arc::new(transport_config(&args.flow)));
     // the measured connection's own config: same TLS (and session cache), and its trace
@@ -214,6 +215,15 @@ pub async fn run(
 
     // a client that moves: from t0, the measured connection's first packet (client/migrate.rs)
     let migration = super::migrate::schedule(&endpoint, &args.migrate, &args.flow, !args.flow.no_ecn, t0);
+    if let Some(ms) = args.key_update_after_ms {
+        let conn = conn.clone();
+        // the caller picks `ms` beyond one round trip: a client must not update its keys before
+        // the handshake is confirmed (RFC 9001 §6.1), which quinn does not check
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            conn.force_key_update();
+        });
+    }
     let requester = h3_over(&conn).await?;
     enter(Phase::Request);
     let mut result = page::load(Conn::H3(requester), target, t0, s, report).await;
@@ -254,4 +264,15 @@ pub async fn run(
         return Err(FetchError::Protocol(format!("server did not negotiate h3 (ALPN {alpn:?})")));
     }
     result
+}
+
+/// quinn's QUIC TLS config over `cfg`: Initial packets are always protected with
+/// AES-128-GCM (RFC 9001 §5.2), which a config offering only another suite does not carry,
+/// so it is given apart.
+fn quic_crypto(cfg: rustls::ClientConfig) -> anyhow::Result<QuicClientConfig> {
+    let initial = rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256
+        .tls13()
+        .and_then(|s| s.quic_suite())
+        .ok_or_else(|| anyhow::anyhow!("ring has no AES-128-GCM QUIC suite"))?;
+    Ok(QuicClientConfig::with_initial(Arc::new(cfg), initial)?)
 }

@@ -69,6 +69,14 @@ pub struct FetchArgs {
     /// measured connection sends its requests as 0-RTT (h3) / resumes the session (h2).
     #[arg(long)]
     pub zero_rtt: bool,
+    /// h3: offer TLS_CHACHA20_POLY1305_SHA256 alone (Initial packets keep AES-128-GCM, as
+    /// QUIC requires).
+    #[arg(long)]
+    pub chacha20: bool,
+    /// h3: update the 1-RTT keys this long after the handshake completes (a key phase change
+    /// the server must follow), once.
+    #[arg(long, value_name = "MS")]
+    pub key_update_after_ms: Option<u64>,
     #[arg(long)]
     pub run_id: Option<String>,
     #[arg(long)]
@@ -468,6 +476,12 @@ async fn run(args: &FetchArgs, report: &mut FetchReport) -> Result<(), FetchErro
         return Err(FetchError::Failed(
             Phase::Setup,
             "--migrate-at-ms applies to --proto h3 (a QUIC connection moves) or h2 (reported as unable to)".into(),
+        ));
+    }
+    if (args.chacha20 || args.key_update_after_ms.is_some()) && args.proto != Proto::H3 {
+        return Err(FetchError::Failed(
+            Phase::Setup,
+            "--chacha20 and --key-update-after-ms apply to --proto h3 (the QUIC interop cases)".into(),
         ));
     }
     let settings = Settings {

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ...errors import LonglookError
 from ...stacks.base import CLIENT_CASES
+from ...stacks.endpoint import NATIVE_UNSUPPORTED
 from ...stacks.registry import resolve
 from ..wire_runs import judge_cases
 
@@ -91,7 +92,9 @@ def cases_of(run: dict) -> tuple[str, ...]:
 
 def declared(stack: str, side: str, case: str) -> str | None:
     """Why `stack`'s adapter says it cannot do `case` as `side` ("client", "server"), or None
-    (a client that is no stack, Chromium, declares nothing)."""
+    (a client that is no stack, Chromium, declares nothing; ours: stacks.endpoint)."""
+    if stack == "ours":
+        return NATIVE_UNSUPPORTED.get(case)
     try:
         adapter = resolve(stack)
     except LonglookError:

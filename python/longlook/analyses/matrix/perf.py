@@ -1,38 +1,96 @@
-"""The QUIC matrix's performance grid: per client x server pair and link rate, the goodput of
-a bulk download, each party's CPU per MB, and the regime the runs were in, read from what each
-run recorded (its load time and bytes, the CPU of the client, the servers and linkem per run:
-core.audit's cgroups), so a slow cell says why:
+"""The QUIC matrix's performance grid: per client x server pair, link rate and workload (a bulk
+download; a page of many small objects), the goodput, each party's CPU per MB, the regime the
+runs were in, read from what each run recorded (its load time and bytes, the CPU of the
+client, the servers and linkem per run: core.audit's cgroups), so a slow cell says why:
 
 - **path**: the download reached PATH_SHARE of the link's rate;
 - **CPU: server**, **CPU: client**, **CPU: emulator**: below that, with that party's processes
   keeping CPU_SHARE of a core or more busy over the run (the busiest party is named);
 - **other**: below the path with no party's CPU saturated: a window, flow control or the
-  application held it (the logs of a drill-down say which).
+  application held it (the logs of a drill-down say which);
+- **emulator-limited**: every completed run of the pair was flagged by its path audit (the
+  emulator released packets late or the machine stalled): the path was not what the scenario
+  said, so the pair has no number that counts, only the audit's reason.
 
-Over the runs that count (core.status); a pair with none says so."""
+And two verdicts per pair, from the load times of its counted runs (the two-sample test every
+comparison of longlook uses, core.stats): against our client with the same server (the arm
+`ours_<server>`: is this client faster or slower than ours there?) and against kernel TCP on
+the same path (the arm TCP_ARM: HTTP/2 over TLS, our client and server). All comparisons of one
+rate form one family, Holm-corrected: a grid of a hundred pairs would otherwise show a few
+"faster" by chance alone. Over the runs that count (core.status); a pair with none says so."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 
+from ...core.stats import CellComparison, Verdict, completions, compare_samples, holm_adjust
 from ...core.status import counted_runs
+from ...core.verdicts import verdict_producer
 from . import pair_of
 
 PATH_SHARE = 0.85
 CPU_SHARE = 0.85
+ALPHA = 0.01
+METRIC = "plt_ms"
+# our client and server over kernel TCP (h2): every pair's second reference
+TCP_ARM = "tcp"
+EMULATOR_LIMITED = "emulator-limited"
+
+
+@dataclass(frozen=True)
+class Against:
+    """One verdict of a pair against a reference arm: `percent` > 0 when the pair loaded
+    faster (its interval in `low`, `high`), over `n` and `n_reference` counted runs."""
+
+    reference: str
+    verdict: str  # "faster", "slower", "no difference shown", or why there is no test
+    percent: float
+    low: float
+    high: float
+    p_adjusted: float
+    n: int
+    n_reference: int
+
+    @classmethod
+    def of(cls, c: CellComparison) -> "Against":
+        if c.verdict.significant:
+            word = "faster" if c.verdict == Verdict.A_FASTER else "slower"
+        elif c.verdict in (Verdict.INCONCLUSIVE,):
+            word = "no difference shown"
+        else:
+            word = c.reason or c.verdict.value
+        numbers = (float(x) for x in (c.percent_difference, c.ci_low, c.ci_high, c.p_adjusted))
+        return cls(c.b.label, word, *numbers, c.a.n, c.b.n)
+
+    @property
+    def mark(self) -> str:
+        """The grid's short form: +12% (faster), -5% (slower), ≈ (no difference shown), n<2."""
+        if self.verdict == "faster":
+            return f"+{self.percent:.0f}%"
+        if self.verdict == "slower":
+            return f"{self.percent:.0f}%"
+        return "≈" if self.verdict == "no difference shown" else "n<2"
 
 
 @dataclass(frozen=True)
 class Perf:
-    runs: int
-    goodput_mbit: float  # median
+    runs: int  # counted
+    flagged: int  # completed but flagged by the path audit
+    goodput_mbit: float  # median over the counted runs
+    plt_ms: float  # median
     client_cpu_s_per_mb: float
     server_cpu_s_per_mb: float
     regime: str
+    vs_ours: Against | None = None
+    vs_tcp: Against | None = None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
 
 
 def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float]) -> str:
@@ -44,6 +102,12 @@ def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float]) -> s
     return f"CPU: {party}" if share >= CPU_SHARE else "other"
 
 
+def workload_of(cell_id: str) -> str:
+    """The workload label of a page-load cell id (`...|wl=bulk-5m|...`)."""
+    m = re.search(r"(?:^|\|)wl=([^|]+)", cell_id)
+    return m.group(1) if m else cell_id
+
+
 def _median(frame: pd.DataFrame, column: str) -> float:
     if column not in frame:
         return math.nan
@@ -51,57 +115,160 @@ def _median(frame: pd.DataFrame, column: str) -> float:
     return float(np.median(x)) if len(x) else math.nan
 
 
-def perf_grid(runs: pd.DataFrame, rate_mbit: float, object_bytes: int) -> dict[tuple[str, str], Perf]:
-    """(client, server) -> Perf over the counted runs of one rate's experiment; a pair whose
-    every completed run its path audit flagged says so with the first reason (a stack that
-    keeps this 2-vCPU machine busy stalls linkem too: that is its regime, not a number)."""
-    flagged = runs["audit_flagged"].fillna(False).astype(bool)
-    counted = counted_runs(runs, "plt_ms")
-    out: dict[tuple[str, str], Perf] = {}
-    for run in runs[(runs["status"] == "ok") & flagged].to_dict("records"):
-        reasons = run.get("audit_reasons")
-        first = (reasons[0] if isinstance(reasons, (list, tuple)) and len(reasons) else str(reasons or "")).split(";")[
-            0
-        ]
-        out.setdefault(pair_of(run), Perf(0, math.nan, math.nan, math.nan, f"flagged: {first.strip()}"))
-    if counted.empty:
-        return out
-    counted = counted.assign(
-        _pair=[pair_of(r) for r in counted.to_dict("records")],
-        _goodput=object_bytes * 8 / (pd.to_numeric(counted["plt_ms"], errors="coerce") / 1e3) / 1e6,
-    )
-    for pair, g in counted.groupby("_pair"):
-        goodput = float(np.median(g["_goodput"]))
-        shares = {
-            "client": _median(g, "client_cpu_share"),
-            "server": _median(g, "server_cpu_share"),
-            "emulator": _median(g, "router_cpu_share"),
-        }
-        out[pair] = Perf(
-            runs=len(g),
-            goodput_mbit=goodput,
-            client_cpu_s_per_mb=_median(g, "client_cpu_s_per_mb"),
-            server_cpu_s_per_mb=_median(g, "server_cpu_s_per_mb"),
-            regime=regime(goodput, rate_mbit, shares),
+def _goodput_mbit(frame: pd.DataFrame, object_bytes: int | None) -> pd.Series:
+    """Each run's goodput from the bytes it received (or the workload's size) over its load time."""
+    plt_s = pd.to_numeric(frame[METRIC], errors="coerce") / 1e3
+    got = pd.to_numeric(frame["bytes"], errors="coerce") if "bytes" in frame else pd.Series(np.nan, frame.index)
+    if object_bytes is not None:
+        got = got.where(got > 0, object_bytes)
+    return got * 8 / plt_s / 1e6
+
+
+def _first_reason(reasons) -> str:
+    text = reasons[0] if isinstance(reasons, (list, tuple)) and len(reasons) else str(reasons or "")
+    return text.split(";")[0].strip()
+
+
+def _is_tcp(run: dict) -> bool:
+    return run.get("arm") == TCP_ARM
+
+
+@verdict_producer("matrix.perf", "a pair faster / slower than our client with its server, and than kernel TCP")
+def pair_verdicts(runs: pd.DataFrame) -> dict[tuple[str, tuple[str, str]], tuple[Against | None, Against | None]]:
+    """(workload, (client, server)) -> (against our client with that server, against kernel
+    TCP), on the load times of the counted runs of one rate's experiment; every comparison of
+    the experiment is one Holm family at ALPHA. Our own pair has no verdict against itself."""
+    if runs.empty:
+        return {}
+    good = counted_runs(runs, METRIC)
+    done = completions(runs, good)
+    records = runs.drop_duplicates(["cell_id", "arm"]).to_dict("records")
+    arms = {(r["cell_id"], pair_of(r)): r["arm"] for r in records if not _is_tcp(r)}
+    values = {k: g[METRIC].to_numpy(dtype=float) for k, g in good.groupby(["cell_id", "arm"])}
+    empty = np.array([], dtype=float)
+    asked: list[tuple[tuple[str, tuple[str, str]], int, str, str, str]] = []
+    for (cell, (client, server)), arm in arms.items():
+        key = (workload_of(cell), (client, server))
+        ours = arms.get((cell, ("ours", server)))
+        if client != "ours" and ours is not None:
+            asked.append((key, 0, cell, arm, ours))
+        if any(_is_tcp(r) and r["cell_id"] == cell for r in records):
+            asked.append((key, 1, cell, arm, TCP_ARM))
+    comparisons = [
+        compare_samples(
+            values.get((cell, a), empty),
+            values.get((cell, b), empty),
+            a_label=a,
+            b_label=b,
+            cell_id=cell,
+            alpha=ALPHA,
+            metric=METRIC,
+            completion_a=done.get((cell, a)),
+            completion_b=done.get((cell, b)),
         )
+        for _, _, cell, a, b in asked
+    ]
+    out: dict[tuple[str, tuple[str, str]], list[Against | None]] = {}
+    for (key, which, *_), c in zip(asked, holm_adjust(comparisons)):
+        out.setdefault(key, [None, None])[which] = Against.of(c)
+    return {k: (v[0], v[1]) for k, v in out.items()}
+
+
+def perf_grid(
+    runs: pd.DataFrame, rate_mbit: float, object_bytes: int | None = None
+) -> dict[str, dict[tuple[str, str], Perf]]:
+    """workload -> (client, server) -> Perf over the counted runs of one rate's experiment,
+    kernel TCP under ("kernel TCP", "kernel TCP"). A pair whose every completed run its path
+    audit flagged is emulator-limited, with the first reason (a stack that keeps this 2-vCPU
+    machine busy stalls linkem too: that is its regime, not a number)."""
+    out: dict[str, dict[tuple[str, str], Perf]] = {}
+    if runs.empty:
+        return out
+    verdicts = pair_verdicts(runs)
+    flagged = runs["audit_flagged"].fillna(False).astype(bool) & (runs["status"] == "ok")
+    counted = counted_runs(runs, METRIC)
+
+    def key(run: dict) -> tuple[str, str]:
+        return ("kernel TCP", "kernel TCP") if _is_tcp(run) else pair_of(run)
+
+    for cell, in_cell in runs.groupby("cell_id", sort=False):
+        grid = out.setdefault(workload_of(cell), {})
+        cell_flagged = in_cell[flagged.loc[in_cell.index]]
+        cell_counted = counted.loc[counted.index.intersection(in_cell.index)]
+        n_flagged: dict[tuple[str, str], int] = {}
+        first_reason: dict[tuple[str, str], str] = {}
+        for run in cell_flagged.to_dict("records"):
+            pair = key(run)
+            n_flagged[pair] = n_flagged.get(pair, 0) + 1
+            first_reason.setdefault(pair, _first_reason(run.get("audit_reasons")))
+        by_pair = {}
+        if not cell_counted.empty:
+            tagged = cell_counted.assign(
+                _pair=[key(r) for r in cell_counted.to_dict("records")],
+                _goodput=_goodput_mbit(cell_counted, object_bytes),
+            )
+            by_pair = dict(iter(tagged.groupby("_pair")))
+        for pair in sorted(set(by_pair) | set(n_flagged)):
+            vs = verdicts.get((workload_of(cell), pair), (None, None))
+            g = by_pair.get(pair)
+            if g is None:
+                grid[pair] = Perf(
+                    0, n_flagged[pair], math.nan, math.nan, math.nan, math.nan,
+                    f"{EMULATOR_LIMITED}: {first_reason[pair]}", *vs,
+                )  # fmt: skip
+                continue
+            goodput = float(np.median(g["_goodput"]))
+            shares = {
+                "client": _median(g, "client_cpu_share"),
+                "server": _median(g, "server_cpu_share"),
+                "emulator": _median(g, "router_cpu_share"),
+            }
+            grid[pair] = Perf(
+                runs=len(g),
+                flagged=n_flagged.get(pair, 0),
+                goodput_mbit=goodput,
+                plt_ms=_median(g, METRIC),
+                client_cpu_s_per_mb=_median(g, "client_cpu_s_per_mb"),
+                server_cpu_s_per_mb=_median(g, "server_cpu_s_per_mb"),
+                regime=regime(goodput, rate_mbit, shares),
+                vs_ours=vs[0],
+                vs_tcp=vs[1],
+            )
     return out
 
 
-def perf_markdown(grids: dict[float, dict[tuple[str, str], Perf]], clients: list[str], servers: list[str]) -> str:
-    """Per rate, rows clients and columns servers: the median goodput in Mbit/s and its regime."""
-    out = []
-    for rate, grid in sorted(grids.items()):
-        out += [f"### {rate:g} Mbit/s: goodput (Mbit/s) and regime", ""]
-        out += ["| client \\ server | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
-        for c in clients:
-            cells = [
-                "·"
-                if (p := grid.get((c, s))) is None
-                else p.regime
-                if p.runs == 0
-                else f"{p.goodput_mbit:.0f} {p.regime}"
-                for s in servers
-            ]
-            out.append(f"| {c} | " + " | ".join(cells) + " |")
-        out.append("")
+def _cell(p: Perf | None) -> str:
+    if p is None:
+        return "·"
+    if p.runs == 0:
+        return f"{p.regime} ({p.flagged} flagged)"
+    text = f"{p.goodput_mbit:.1f} {p.regime} (n={p.runs})"
+    marks = [f"{name} {a.mark}" for name, a in (("ours", p.vs_ours), ("TCP", p.vs_tcp)) if a is not None]
+    return text + (": " + ", ".join(marks) if marks else "")
+
+
+def perf_markdown(
+    grids: dict[float, dict[str, dict[tuple[str, str], Perf]]], clients: list[str], servers: list[str]
+) -> str:
+    """Per rate and workload, rows clients and columns servers: the median goodput in Mbit/s,
+    its regime and counted runs, and the verdicts against our client with that server and
+    against kernel TCP (+12%: faster, -5%: slower, Holm-corrected at ALPHA; ≈ no difference
+    shown)."""
+    out = [
+        f"Each cell: median goodput (Mbit/s), regime, counted runs; then the load time against our "
+        f"client with the same server (ours) and against kernel TCP, HTTP/2 with our client and server "
+        f"(TCP): +x% faster, -x% slower (Welch, Holm across the rate's grid, alpha {ALPHA:g}), ≈ no "
+        f"difference shown, n<2 too few counted runs.",
+        "",
+    ]
+    for rate, by_workload in sorted(grids.items()):
+        for workload, grid in by_workload.items():
+            out += [f"### {rate:g} Mbit/s, {workload}", ""]
+            tcp = grid.get(("kernel TCP", "kernel TCP"))
+            if tcp is not None:
+                out += [f"Kernel TCP (h2, Cubic): {_cell(tcp)}", ""]
+            out += ["| client \\ server | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
+            for c in clients:
+                out.append(f"| {c} | " + " | ".join(_cell(grid.get((c, s))) for s in servers) + " |")
+            out.append("")
     return "\n".join(out)

@@ -21,6 +21,7 @@ from ...units import format_size, parse_size
 from ...core.validation import expand_sweep
 from ...stacks.base import CLIENT_CASES, OURS
 from ...stacks.clients import KNOWN_CLIENTS
+from ...stacks.endpoint import NATIVE_CASE_ARGV
 from ...stacks.race import RaceSettings
 from ...stacks.builds.release_arms import release_arms
 from ...stacks.registry import is_stack, resolve
@@ -206,22 +207,37 @@ class Arm(ArmBase):
         if self.server_cc is not None and self.server in (None, OURS):
             raise ValueError(f'arm "{self.label}": server_cc is for a stack\'s server; our endpoint uses quic_cc')
         if self.client_case is not None:
-            if self.client_case not in CLIENT_CASES:
-                raise ValueError(f'arm "{self.label}": client_case must be one of {", ".join(CLIENT_CASES)}')
-            if not (self.client and is_stack(self.client)):
-                raise ValueError(f'arm "{self.label}": client_case asks a QUIC stack\'s client; name one in client')
-            stack = resolve(self.client)
-            if self.client_case not in stack.client_cases:
-                can = ", ".join(stack.client_cases) or "none"
-                raise ValueError(
-                    f'arm "{self.label}": {stack.name}\'s client cannot be asked for {self.client_case} (it can: {can})'
-                )
+            self._check_client_case()
         if self.server_cc is not None:  # one the stack offers, checked now rather than at its first run
             try:
                 resolve(self.server).cc(self.server_cc)
             except LonglookError as e:
                 raise ValueError(f'arm "{self.label}": {e.message}; {e.hint}') from None
         return self
+
+    def _check_client_case(self) -> None:
+        """client_case: one of CLIENT_CASES that the named client (the native one, or a QUIC
+        stack's) can be asked for."""
+        case = self.client_case
+        if case not in CLIENT_CASES:
+            raise ValueError(f'arm "{self.label}": client_case must be one of {", ".join(CLIENT_CASES)}')
+        if self.client == "native":
+            if case not in NATIVE_CASE_ARGV or self.protocol != "h3":
+                can = ", ".join(NATIVE_CASE_ARGV)
+                raise ValueError(
+                    f'arm "{self.label}": the native client can be asked for {can} over h3 (resumption and '
+                    f"0-RTT are zero_rtt = true), not {case} over {self.protocol}"
+                )
+            return
+        if not (self.client and is_stack(self.client)):
+            raise ValueError(
+                f'arm "{self.label}": client_case asks the native client or a QUIC stack\'s client; '
+                'name it in client (client = "native" for ours)'
+            )
+        stack = resolve(self.client)
+        if case not in stack.client_cases:
+            can = ", ".join(stack.client_cases) or "none"
+            raise ValueError(f'arm "{self.label}": {stack.name}\'s client cannot be asked for {case} (it can: {can})')
 
     def overrides(self) -> dict[str, Any]:
         """The cell options this arm overrides (client and server are not cell options)."""
