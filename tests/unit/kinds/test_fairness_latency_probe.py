@@ -26,3 +26,56 @@ def test_a_probe_without_samples_gives_no_figure_and_says_why():
     figures = probe_figures(_probe([], error="the latency probe gave no report: killed"), 0.0, (1.0, 2.0), details)
     assert figures == {"probe_rtt_ms": None, "probe_rtt_p95_ms": None}
     assert details["probe"]["error"].startswith("the latency probe gave no report")
+
+
+def test_the_report_shows_each_cell_s_probe_and_queue_and_names_its_queue():
+    import pandas as pd
+
+    from longlook.kinds.fairness.latency import latency_html, latency_under_load
+    from longlook.kinds.fairness.sections import cell_title
+
+    def run(cell, rtt, sojourn, aqm_drops, flagged=False):
+        queue = {"down": {"sojourn_ms_mean": sojourn, "dropped_aqm": aqm_drops, "dropped_buffer": 2, "ce_marked": 0}}
+        return {
+            "cell_id": cell,
+            "status": "ok",
+            "protocol_requested": "h3",
+            "protocol_negotiated": "h3",
+            "audit_flagged": flagged,
+            "probe_rtt_ms": rtt,
+            "probe_rtt_p95_ms": rtt + 5,
+            "queue": queue,
+        }
+
+    runs = pd.DataFrame(
+        [run("dt", 75.0, 36.0, 0), run("dt", 77.0, 38.0, 0), run("fq", 38.0, 10.0, 140), run("fq", 500.0, 90, 0, True)]
+    )
+    lat = latency_under_load(runs).set_index("cell_id")
+    assert lat.loc["dt", "probe_rtt_ms"] == 76.0 and lat.loc["dt", "sojourn_ms"] == 37.0
+    assert lat.loc["fq", "n"] == 1 and lat.loc["fq", "aqm_drops"] == 140  # the flagged run does not count
+    summary = pd.DataFrame(
+        [
+            {
+                "cell_id": c,
+                "matchup": "QUIC vs TCP",
+                "start": "simultaneous",
+                "quic_cc": "cubic",
+                "n_conn": 1,
+                "tcp_cc": "cubic",
+                "buffer_bytes": 30000,
+                "link": link,
+            }  # fmt: skip
+            for c, link in (("dt", "5mbit-36ms,loss=0"), ("fq", "5mbit-36ms,loss=0,aqm=fq_codel"))
+        ]
+    )
+    html = latency_html(latency_under_load(runs), summary, cell_title)
+    assert "queue drop-tail" in html and "queue fq_codel" in html
+    assert "<td class='num'>76.0</td>" in html and "<td class='num'>38.0</td>" in html
+    assert (
+        latency_html(
+            latency_under_load(runs.drop(columns=["queue"]).assign(probe_rtt_ms=None, probe_rtt_p95_ms=None)),
+            summary,
+            cell_title,
+        )
+        == ""
+    )

@@ -19,6 +19,7 @@ CELL_COLUMNS = [
     "rate_mbit",
     "rtt_ms",
     "duration_s",
+    "link",
 ]
 
 

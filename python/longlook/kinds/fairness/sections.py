@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from html import escape
 import pandas as pd
 
@@ -10,6 +11,7 @@ from ...core.status import counted_mask
 from ...render.html import Section
 from .aggregate import CELL_COLUMNS, cell_summary, example_run, table4
 from .figures import cwnd_svg, timeline_svg
+from .latency import latency_html, latency_under_load
 
 
 class FairnessData:
@@ -88,8 +90,16 @@ def _mean_sd(mean, sd, fmt: str = "{:.2f}") -> str:
     return f"{fmt.format(mean)} ({_num(sd, fmt)})"
 
 
+def queue_of(link) -> str:
+    """The bottleneck's queue discipline, from a link profile's name (`...,aqm=fq_codel`)."""
+    m = re.search(r"(?:^|,)aqm=([^,]+)", link) if isinstance(link, str) else None
+    return m.group(1) if m else "drop-tail"
+
+
 def cell_title(c: pd.Series) -> str:
     parts = [str(c["matchup"]), str(c["start"])]
+    if isinstance(c.get("link"), str):  # cells that differ only by their queue must not look alike
+        parts.append(f"queue {queue_of(c['link'])}")
     if isinstance(c["quic_cc"], str):
         parts.append(f"QUIC {c['quic_cc']}" + (f", N={int(c['n_conn'])}" if c["n_conn"] == c["n_conn"] else ""))
     if isinstance(c["tcp_cc"], str):
@@ -174,6 +184,7 @@ def fairness_html(data: FairnessData, heading_level: int = 3) -> str | None:
         "perfectly equal. Mean (standard deviation) over the runs that count (ok, path audit clean).</p>",
         _table4_html(t4, summary, data.mean_cwnd()),
         _accounting_html(flows),
+        latency_html(latency_under_load(runs), summary, cell_title),
     ]
     left_out = runs[~counted_mask(runs)]
     if len(left_out):

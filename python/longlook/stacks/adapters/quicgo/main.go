@@ -213,7 +213,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 type asked struct {
 	sessions tls.ClientSessionCache // resume from this cache's ticket
 	early    bool                   // the first request in 0-RTT
-	v2       bool                   // QUIC v2 preferred
+	v2       bool                   // QUIC v2 only
 }
 
 func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Duration, opts asked) int {
@@ -244,6 +244,8 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 	t0 := time.Now()
 	res.StartedUnixMs = t0.UnixMilli()
 	var conn *quic.Conn
+	// with early data the dial returns before the handshake: its end, ms from t0, comes here
+	handshook := make(chan float64, 1)
 	qconf := quicConfig()
 	if opts.v2 { // http3 dials with one version only: v2, and a server without it fails the case
 		qconf.Versions = []quic.Version{quic.Version2}
@@ -260,9 +262,11 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 				res.ZeroRTT["attempted"] = true
 				conn = c
 				go func() {
-					<-c.HandshakeComplete()
-					hs := ms(time.Since(t0))
-					res.HandshakeMs = &hs
+					select {
+					case <-c.HandshakeComplete():
+						handshook <- ms(time.Since(t0))
+					case <-c.Context().Done():
+					}
 				}()
 				return c, nil
 			}
@@ -369,8 +373,13 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 	}
 	res.OK = true
 	if conn != nil {
-		state := conn.ConnectionState()
 		if opts.early {
+			select {
+			case hs := <-handshook:
+				res.HandshakeMs = &hs
+			case <-time.After(time.Second): // the page came without a completed handshake: none to report
+			}
+			state := conn.ConnectionState()
 			res.ZeroRTT["accepted"] = state.Used0RTT
 			alpn := state.TLS.NegotiatedProtocol
 			res.Protocol = &alpn

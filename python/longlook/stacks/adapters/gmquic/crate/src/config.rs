@@ -128,20 +128,33 @@ pub async fn qlog_written(limit: Duration) -> bool {
 /// A directory of qlog files, as qevent's own storage for a path, that counts its open files.
 struct QlogDir(PathBuf);
 
-/// The file, counted open until its writer drops it (after shutting it down, or on an error).
-struct CountedFile(tokio::fs::File);
+/// One qlog file counted open, from its trace's beginning until this drops: when the file's
+/// writer drops it, or when the opening is abandoned first.
+struct OpenCount;
 
-impl Drop for CountedFile {
+impl OpenCount {
+    fn begin() -> Self {
+        OPEN_QLOG_FILES.fetch_add(1, Ordering::SeqCst);
+        OpenCount
+    }
+}
+
+impl Drop for OpenCount {
     fn drop(&mut self) {
         OPEN_QLOG_FILES.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
+/// The file, with its count.
+struct CountedFile {
+    file: tokio::fs::File,
+    _open: OpenCount,
+}
+
 impl TelemetryStorage for QlogDir {
     fn join(&self, file_name: &str) -> impl Future<Output = impl AsyncWrite + Send + Unpin + 'static> + Send + 'static {
         // counted when the trace begins, not when the file opens: the writer task opens it later
-        OPEN_QLOG_FILES.fetch_add(1, Ordering::SeqCst);
-        let pending = Pending;
+        let open = OpenCount::begin();
         let path = std::path::Path::join(&self.0, file_name);
         async move {
             let file = tokio::fs::OpenOptions::new()
@@ -151,31 +164,21 @@ impl TelemetryStorage for QlogDir {
                 .open(&path)
                 .await
                 .unwrap_or_else(|e| panic!("cannot create the qlog file {}: {e}", path.display()));
-            std::mem::forget(pending); // the count passes to the file
-            CountedFile(file)
+            CountedFile { file, _open: open }
         }
-    }
-}
-
-/// The count of a file not yet opened, released if the opening is abandoned.
-struct Pending;
-
-impl Drop for Pending {
-    fn drop(&mut self) {
-        OPEN_QLOG_FILES.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
 impl AsyncWrite for CountedFile {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.0).poll_write(cx, buf)
+        Pin::new(&mut self.file).poll_write(cx, buf)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_flush(cx)
+        Pin::new(&mut self.file).poll_flush(cx)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.0).poll_shutdown(cx)
+        Pin::new(&mut self.file).poll_shutdown(cx)
     }
 }
