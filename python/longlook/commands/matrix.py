@@ -20,7 +20,8 @@ WORKLOAD = "10x20k"  # several objects: transfer and multiplexing show on one pa
 
 
 def pair_label(client: str, server: str) -> str:
-    return f"{client}_{server}"
+    """An arm's label: `NAME@VERSION` (a release) spelled with `+`, which labels allow."""
+    return f"{client}_{server}".replace("@", "+")
 
 
 def runnable(client: str, server: str) -> bool:
@@ -195,6 +196,19 @@ def _run(scenario: Path, experiment: Path, link_check: bool) -> None:
             raise
 
 
+def check_spec_or_exit(spec: str) -> str:
+    """A release named on the command line in its one spelling (`quic-go@0.64.1` ->
+    `quic-go@v0.64.1`), or one clear error naming what is wrong."""
+    from ..stacks.builds.specs import check_spec
+
+    try:
+        return check_spec(spec)
+    except ValueError as e:
+        raise LonglookError(
+            f"--release {spec}: {e}", hint="`longlook stacks list` names each stack's releases"
+        ) from None
+
+
 def installed_stacks() -> list[str]:
     """Ours and every stack installed in the stacks cache, in registry order: one built here
     whose adapter changed since counts (the run builds it again first), or a change to an
@@ -240,15 +254,26 @@ def matrix(
     chromium: bool = typer.Option(
         True, "--chromium/--no-chromium", help="Chromium as a client of every server too (when it is installed)"
     ),
+    release: list[str] = typer.Option(
+        [],
+        "--release",
+        help="also this release of a stack, NAME@VERSION, as its own client and server (repeatable): "
+        "the page then shows what changed between the stack's releases",
+    ),
 ) -> None:
     """Every QUIC client against every server on one emulated path, interoperability judged
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
     from ..analyses.matrix import judge, markdown
+    from ..analyses.matrix.history import history_markdown
     from ..analyses.matrix.perf import perf_grid, perf_markdown
     from ..core.store import Store
     from ..stacks.registry import resolve
 
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
+    for spec in release:
+        if "@" not in spec:
+            raise LonglookError(f"--release {spec}: name a release as NAME@VERSION", hint="e.g. quic-go@v0.64.1")
+    stacks = list(dict.fromkeys([*stacks, *(check_spec_or_exit(r) for r in release)]))
     for s in stacks:
         resolve(s)  # an unknown name is one clear error before anything is written
     clients = ["chromium"] if chromium and chromium_installed() else []
@@ -278,6 +303,8 @@ def matrix(
         r = float(folder.name.split("-", 1)[1])
         with Store.open(folder, read_only=True) as store:
             grids[r] = perf_grid(store.runs_frame(), r)
+    if history := history_markdown(m):
+        text += "\n## Across releases\n\n" + history
     if grids:
         text += "\n## Performance\n\n" + perf_markdown(grids, m.clients, m.servers)
     (out / "matrix.md").write_text(text)

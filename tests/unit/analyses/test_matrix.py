@@ -303,3 +303,39 @@ def test_a_stack_built_here_stays_in_the_grid_after_its_adapter_changed(monkeypa
     monkeypatch.setattr(registry, "resolve", lambda name: stacks[name])
     monkeypatch.setattr(registry.STACKS, "names", lambda: list(stacks))
     assert cmd.installed_stacks() == ["ours", "built", "changed"]
+
+
+def test_a_release_joins_the_grid_and_a_pair_s_change_between_releases_shows():
+    from longlook.analyses.matrix import Matrix
+    from longlook.analyses.matrix.history import changes, history_markdown
+    from longlook.commands.matrix import scenario_toml
+
+    sc = Scenario.from_toml(scenario_toml(["ours", "quic-go", "quic-go@v0.64.1"], rounds=1, rate_mbit=20, rtt_ms=20))
+    arms = {a.label: a for a in sc.arms}
+    assert arms["quic-go+v0.64.1_ours"].client == "quic-go@v0.64.1" and arms["ours_quic-go+v0.64.1"].server
+
+    specs = ["ours", "quic-go", "quic-go@v0.64.1"]
+    m = Matrix(specs, specs, ("handshake", "keyupdate"))
+    for spec in specs:
+        for other in specs:
+            m.cell(spec, other, "handshake").add({"verdict": "passed", "evidence": "ok"})
+    m.cell("quic-go@v0.64.1", "ours", "keyupdate").add({"verdict": "passed", "evidence": "both phases"})
+    m.cell("quic-go", "ours", "keyupdate").add({"verdict": "failed", "evidence": "no key phase 1 from the client"})
+    found, compared = changes(m)
+    assert [(c.stack, c.role, c.partner, c.case) for c in found] == [("quic-go", "client", "ours", "keyupdate")]
+    assert [v for v, _ in found[0].cells] == ["v0.64.1", "v0.65.0"]  # oldest release first
+    assert compared == 3  # handshake as client, as server, and keyupdate as client
+    text = history_markdown(m)
+    assert "### quic-go: v0.64.1, v0.65.0" in text and "| client | ours | keyupdate | ✓ 1/1 | ✗ 0/1 |" in text
+    assert "quic-go@v0.65.0 as client, ours, keyupdate: no key phase 1 from the client" in text
+    assert history_markdown(Matrix(["ours"], ["ours"], ("handshake",))) == ""
+
+
+def test_a_release_on_the_command_line_is_checked_first():
+    from typer.testing import CliRunner
+
+    from longlook.cli import app
+
+    for bad, why in (("quic-go", "NAME@VERSION"), ("nosuch@1.0", "unknown stack")):
+        r = CliRunner().invoke(app, ["matrix", "--out", "/nonexistent/x", "--stack", "ours", "--release", bad])
+        assert r.exit_code != 0 and why in str(r.exception), r.exception
