@@ -1,7 +1,9 @@
 """When tshark's first reading of a capture is not the wire's, the datagrams are written out
 again (pcap.py) for a second reading, and this module says what goes into that file.
 
-- A GSO super-datagram (gso.py) goes in as its segments: tshark then decrypts each.
+- A GSO super-datagram (gso.py) goes in as its segments: tshark then decrypts each. Only a
+  datagram tshark read as an undecrypted 1-RTT packet can be one: coalesced long-header
+  packets carry their lengths (an Initial with a 0-RTT packet after it is not split).
 - A 1-RTT packet tshark could neither decrypt nor read a connection ID from, yet filed under
   a connection, is left out. This happens when a client opens a second connection from the
   same address and port (a 0-RTT run: warm-up, then the measured connection) and a late
@@ -41,7 +43,11 @@ def plan(pieces: list[Datagram], current: list[RawDatagram], raw: RawDatagram) -
     d = pieces[0]
     if misfiled(d):
         return []
-    if not d.packets or all(p.decrypted for p in d.packets) or not d.packets[0].dcid:
+    hidden = [p for p in d.packets if not p.decrypted]
+    # only a short header runs to the datagram's end, so only an unread 1-RTT packet can be
+    # a GSO buffer's segments read as one; an unread long-header packet (a 0-RTT packet
+    # without the early secret, coalesced after an Initial) has its length and is one packet
+    if not hidden or any(p.type != ONE_RTT for p in hidden) or not d.packets[0].dcid:
         return current
     return [dataclasses.replace(raw, payload=p) for p in gso.split(raw.payload, bytes.fromhex(d.packets[0].dcid))]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from longlook.analyses.wire_runs import judge_run
+from longlook.analyses.wire_runs import judge_run, reader_version
 from longlook.errors import LonglookError
 from repo_paths import DATA
 
@@ -35,9 +35,20 @@ def test_a_rebound_run_is_judged_from_its_capture_and_the_verdict_is_kept(tmp_pa
     assert first["verdict"] == "passed", first
     assert judge_run(tmp_path, stayed, "rebind-port")["verdict"] == "failed"
     kept = tmp_path / "runs" / "rebind-port-pass" / "wire-rebind-port.json"
-    assert json.loads(kept.read_text()) == first
+    assert json.loads(kept.read_text()) == {**first, "reader": reader_version()}
     (tmp_path / "runs" / "rebind-port-pass" / "capture.pcap").unlink()  # the kept verdict answers
     assert judge_run(tmp_path, moved, "rebind-port") == first
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
+def test_a_verdict_kept_by_another_reader_is_judged_again(tmp_path: Path):
+    run = _run(tmp_path, "rebind-port-pass")
+    kept = tmp_path / "runs" / "rebind-port-pass" / "wire-rebind-port.json"
+    kept.write_text(json.dumps({"verdict": "failed", "evidence": "an older reader's", "reader": "0ld"}))
+    assert judge_run(tmp_path, run, "rebind-port")["verdict"] == "passed"
+    kept.write_text(json.dumps({"verdict": "failed", "evidence": "kept before readers had versions"}))
+    assert judge_run(tmp_path, run, "rebind-port")["verdict"] == "passed"
+    assert json.loads(kept.read_text())["reader"] == reader_version()
 
 
 def test_a_run_without_a_capture_has_nothing_to_judge_and_a_bad_case_is_one_error(tmp_path: Path):

@@ -35,6 +35,16 @@ def test_an_undecrypted_super_datagram_goes_in_as_its_segments():
     assert all(p.tos == 2 and p.sport == 5000 for p in plan)
 
 
+def test_a_coalesced_datagram_with_an_unread_0rtt_packet_is_no_super_datagram():
+    # an Initial, then a 0-RTT packet its client's key log gave no secret for: the 0-RTT
+    # packet's header (its DCID at byte 6) sits where a segment of the Initial's size would
+    initial = bytes([0xC0, 0, 0, 0, 1, 8]) + bytes.fromhex(DCID) + b"\x00" * 1121
+    zero_rtt = bytes([0xD0, 0, 0, 0, 1, 8]) + bytes.fromhex(DCID) + b"\x00" * 131
+    r = raw(initial + zero_rtt)
+    d = datagram(Packet("Initial", dcid=DCID, version=1), Packet("0-RTT", dcid=DCID, version=1, decrypted=False))
+    assert reread.plan([d], [r], r) == [r]
+
+
 def test_a_misfiled_packet_is_left_out():
     d = datagram(Packet(ONE_RTT, dcid="", key_phase=1, number=9, decrypted=False))
     assert reread.misfiled(d)

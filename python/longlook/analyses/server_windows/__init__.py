@@ -1,15 +1,16 @@
 """A run's server congestion window across its path change, from the server's qlog
 (qlog.window_across), for the servers that do not say when they make a controller (ours does:
 the run's `server_controllers`). Kept beside the run's files, as the wire verdicts are, so a
-report reads a long log once."""
+report reads a long log once (until the qlog package's reader changes: analyses.kept)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ... import qlog
 from ...qlog.reader import read_qlog
 from ...qlog.window_across import window_across
+from ..kept import keep, read_kept, source_version
 from ..wire_runs import run_field
 
 CACHE = "server-window.json"
@@ -23,15 +24,15 @@ def window_of_run(experiment: Path, run: dict) -> dict | None:
         return None
     path = Path(experiment) / name
     cache = path.parent / CACHE
-    if cache.is_file():
-        found = json.loads(cache.read_text())
-        return found or None
+    version = source_version(qlog)
+    if (found := read_kept(cache, version)) is not None:
+        return found.get("window") or None
     if not path.is_file():
         return None
     try:
         result = window_across(read_qlog(path))
     except (OSError, ValueError):
         return None
-    found = result.as_dict() if result is not None else {}
-    cache.write_text(json.dumps(found))
-    return found or None
+    found = result.as_dict() if result is not None else None
+    keep(cache, {"window": found}, version)
+    return found

@@ -1,8 +1,9 @@
 """A run's interop case judged from its capture: the router's pcap (`[capture] pcap =
 "full"`, so the QUIC payloads are there) decrypted with the run's key log (`keylog = true`)
 by the wire package's reader, then one of its cases (wire.cases). What a report needs of the
-wire without re-reading it: the verdict is kept beside the run's files (`wire-<case>.json`),
-so a second report reads a few bytes, not the pcap. The same for a run's migration
+wire without re-reading it: the verdict is kept beside the run's files (`wire-<case>.json`,
+with the version of the reader that judged it), so a second report reads a few bytes, not
+the pcap, until the reader changes. The same for a run's migration
 fingerprint (wire.migration)."""
 
 from __future__ import annotations
@@ -11,13 +12,20 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from ... import wire
 from ...errors import LonglookError
 from ...wire.cases import CASES, check
 from ...wire.migration import fingerprint
 from ...wire.tshark import read_capture
+from ..kept import keep, read_kept, source_version
 
 CACHE = "wire-{case}.json"
 MIGRATION = "wire-migration.json"
+
+
+def reader_version() -> str:
+    """The wire package's version: a verdict kept by another is judged again."""
+    return source_version(wire)
 
 
 def run_field(value) -> dict:
@@ -49,13 +57,13 @@ def migration_of_run(experiment: Path, run: dict) -> dict | None:
         return None
     pcap, keylog, port = found
     cache = pcap.parent / MIGRATION
-    if cache.is_file():
-        return json.loads(cache.read_text())
+    if (kept := read_kept(cache, reader_version())) is not None:
+        return kept
     try:
         result = fingerprint(read_capture(pcap, keylog, port)).as_dict()
     except LonglookError:
         return None
-    cache.write_text(json.dumps(result))
+    keep(cache, result, reader_version())
     return result
 
 
@@ -79,9 +87,8 @@ def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str
     pcap, keylog, port = found
     out: dict[str, dict | None] = {}
     for case in cases:
-        cache = pcap.parent / CACHE.format(case=case)
-        if cache.is_file():
-            out[case] = json.loads(cache.read_text())
+        if (kept := read_kept(pcap.parent / CACHE.format(case=case), reader_version())) is not None:
+            out[case] = kept
     todo = [c for c in cases if c not in out]
     if todo:
         try:
@@ -92,6 +99,6 @@ def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str
             why = f"{e.message} ({e.hint})" if e.hint else e.message
             fresh = {c: {"verdict": "not measurable", "evidence": why} for c in todo}
         for c, result in fresh.items():
-            (pcap.parent / CACHE.format(case=c)).write_text(json.dumps(result))
+            keep(pcap.parent / CACHE.format(case=c), result, reader_version())
         out.update(fresh)
     return {c: out[c] for c in cases}
