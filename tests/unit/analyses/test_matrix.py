@@ -286,6 +286,22 @@ def test_the_adapters_say_how_their_clients_are_asked():
     assert resolve("quic-go").case_calls("keyupdate", ClientCall(["x"], {}), state) is None
 
 
+def test_kwik_s_client_resumes_from_its_first_connection_s_ticket(tmp_path):
+    from longlook.stacks.base import ClientCall
+    from longlook.stacks.registry import resolve
+
+    kwik = resolve("kwik")
+    assert set(kwik.client_cases) == {"resumption", "keyupdate", "chacha20", "v2"} and "zerortt" in (
+        kwik.unsupported_as_client
+    )
+    calls = kwik.case_calls("resumption", ClientCall(["java", "fetch"], {}), tmp_path / "state")
+    ticket = str(tmp_path / "state" / "ticket.bin")
+    assert calls.warmup.argv[-2:] == ["--ticket-file", ticket] and calls.measured.argv[-2:] == ["--ticket-file", ticket]
+    assert (tmp_path / "state").is_dir()
+    assert kwik.case_calls("chacha20", ClientCall(["j"], {}), tmp_path).measured.argv[-2:] == ["--cipher", "chacha20"]
+    assert kwik.case_calls("zerortt", ClientCall(["j"], {}), tmp_path) is None
+
+
 def test_a_stack_built_here_stays_in_the_grid_after_its_adapter_changed(monkeypatch, tmp_path):
     """installed() is false until the run rebuilds a stack whose adapter changed; the default
     list keeps it (the run builds it first) and leaves out one never built here."""

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack
 
 FLUPKE = "0.9.4"
 
@@ -32,6 +32,12 @@ class Kwik(Stack):
     apt_needs = ("maven", "openjdk-17-jdk-headless")
     versions = ("0.10.8",)
     ccs = ("newreno",)
+    # its client (src/.../Fetch.java) is asked for these by its flags (case_calls)
+    client_cases = ("resumption", "keyupdate", "chacha20", "v2")
+    unsupported_as_client = {
+        "zerortt": "flupke's HTTP/3 client sends its requests after the handshake: kwik takes early data "
+        "only as raw streams given to connect()",
+    }
 
     @property
     def jar(self) -> Path:
@@ -153,3 +159,17 @@ class Kwik(Stack):
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # kwik's `secrets` (NSS key log)
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        asked = call.with_flags
+        if case == "resumption":  # the first connection keeps its newest ticket, the second resumes with it
+            state_dir.mkdir(parents=True, exist_ok=True)
+            ticket = ("--ticket-file", str(state_dir / "ticket.bin"))
+            return CaseCalls(warmup=asked(*ticket), measured=asked(*ticket))
+        if case == "keyupdate":  # within a page's transfer, after the handshake
+            return CaseCalls(warmup=None, measured=asked("--key-update-after-ms", "50"))
+        if case == "chacha20":
+            return CaseCalls(warmup=None, measured=asked("--cipher", "chacha20"))
+        if case == "v2":
+            return CaseCalls(warmup=None, measured=asked("--version", "v2"))
+        return None

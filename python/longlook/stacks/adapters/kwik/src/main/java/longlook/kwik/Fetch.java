@@ -21,7 +21,11 @@ import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
+import tech.kwik.agent15.TlsConstants;
 import tech.kwik.core.QuicClientConnection;
+import tech.kwik.core.QuicConnection;
+import tech.kwik.core.QuicSessionTicket;
+import tech.kwik.core.impl.QuicClientConnectionImpl;
 import tech.kwik.core.log.NullLogger;
 import tech.kwik.core.log.QLog;
 import tech.kwik.flupke.impl.Http3ClientConnectionImpl;
@@ -119,6 +123,17 @@ final class Fetch {
         if (f.containsKey("keylog")) {
             builder.secrets(Path.of(f.get("keylog"))); // NSS key log format (Wireshark)
         }
+        // the interop cases this client can be asked for (the adapter's case_calls)
+        Path ticketFile = f.containsKey("ticket-file") ? Path.of(f.get("ticket-file")) : null;
+        if (ticketFile != null && Files.exists(ticketFile)) { // a first connection's ticket: resume
+            builder.sessionTicket(Files.readAllBytes(ticketFile));
+        }
+        if ("chacha20".equals(f.get("cipher"))) { // offered alone
+            builder.cipherSuite(TlsConstants.CipherSuite.TLS_CHACHA20_POLY1305_SHA256);
+        }
+        if ("v2".equals(f.get("version"))) { // compatible negotiation: a v1 Initial preferring v2
+            builder.initialVersion(QuicConnection.QuicVersion.V1).preferredVersion(QuicConnection.QuicVersion.V2);
+        }
         QuicClientConnection quic = builder.build();
         ExecutorService pool = Executors.newCachedThreadPool();
         Http3ClientConnectionImpl h3 = new Http3ClientConnectionImpl(quic, pool);
@@ -128,6 +143,14 @@ final class Fetch {
         try {
             h3.connect();
             doc.put("handshake_ms", ms());
+            if (f.containsKey("key-update-after-ms")) { // once, while the page is arriving
+                long after = Long.parseLong(f.get("key-update-after-ms"));
+                pool.submit(() -> {
+                    Thread.sleep(after);
+                    ((QuicClientConnectionImpl) quic).updateKeys();
+                    return null;
+                });
+            }
             doc.put("protocol", "h3"); // offered alone: a completed handshake negotiated it
             Transfer first = get(h3, uri, uri.getRawPath(), mode.equals("page"), f, mode.equals("bulk"));
             List<Transfer> transfers = new ArrayList<>(List.of(first));
@@ -159,6 +182,12 @@ final class Fetch {
                 if (t.status == null || t.status != 200) {
                     doc.put("error", "status other than 200 for " + t.path);
                     return 1;
+                }
+            }
+            if (ticketFile != null) { // the newest ticket, for the next connection
+                List<QuicSessionTicket> tickets = quic.getNewSessionTickets();
+                if (!tickets.isEmpty()) {
+                    Files.write(ticketFile, tickets.get(tickets.size() - 1).serialize());
                 }
             }
             doc.put("ok", true);

@@ -11,6 +11,8 @@ import java.util.Map;
  *   java -cp ... longlook.kwik.Main serve --listen-port 4433 --cert C --key K --root DIR --qlog-dir D
  *   java -cp ... longlook.kwik.Main fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
  *                                     --timeout-s S --qlog-dir D [--keylog FILE]
+ *                                     [--ticket-file F] [--cipher chacha20] [--version v2]
+ *                                     [--key-update-after-ms MS]
  * </pre>
  * kwik has one congestion controller, NewReno. Each connection writes a JSON-SEQ qlog
  * (tech.kwik.qlog.QLogFrontEnd).
