@@ -286,6 +286,20 @@ def test_the_adapters_say_how_their_clients_are_asked():
     assert resolve("quic-go").case_calls("keyupdate", ClientCall(["x"], {}), state) is None
 
 
+def test_quiche_s_client_resumes_its_first_connection_s_session_with_early_data_when_asked(tmp_path):
+    from longlook.stacks.base import ClientCall
+    from longlook.stacks.registry import resolve
+
+    quiche = resolve("quiche")
+    assert quiche.client_cases == ("resumption", "zerortt")
+    session = ["--session-file", str(tmp_path / "session.bin")]
+    resumed = quiche.case_calls("resumption", ClientCall(["q", "fetch"], {}), tmp_path)
+    assert resumed.warmup.argv[-2:] == session and resumed.measured.argv[-2:] == session
+    early = quiche.case_calls("zerortt", ClientCall(["q", "fetch"], {}), tmp_path)
+    assert early.warmup.argv[-2:] == session and early.measured.argv[-4:] == [*session, "--early-data", "on"]
+    assert quiche.case_calls("keyupdate", ClientCall(["q"], {}), tmp_path) is None
+
+
 def test_kwik_s_client_resumes_from_its_first_connection_s_ticket(tmp_path):
     from longlook.stacks.base import ClientCall
     from longlook.stacks.registry import resolve

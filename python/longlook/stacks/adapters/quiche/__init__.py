@@ -7,6 +7,9 @@ quiche version under the build directory. Congestion control: cubic (default), r
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ...base import CaseCalls, ClientCall
 from ...builds.rust_crate import RustCrateStack
 from ...release_registry import Registry
 
@@ -23,9 +26,21 @@ class Quiche(RustCrateStack):
     binary_name = "longlook-quiche"
     library = "quiche"
     build_hint = "needs cmake and libclang-dev (scripts/setup.sh)"
+    # its client (crate/src/main.rs) is asked for these by its flags (case_calls)
+    client_cases = ("resumption", "zerortt")
     # from quiche 0.30.0's source: what its API cannot be asked for, as a client or a server
     unsupported_as_client = {
         "keyupdate": "quiche follows the peer's key phase but has no call to start an update",
         "chacha20": "BoringSSL picks the TLS 1.3 suite itself (no TLS 1.3 cipher setting in quiche's Config)",
         "v2": "QUIC v1 only (PROTOCOL_VERSION_V1; no RFC 9369 version)",
     }
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        """A first connection keeps its TLS session (`--session-file`, quiche's Connection::session),
+        the measured one resumes it (set_session), with its requests in 0-RTT for zerortt."""
+        if case not in ("resumption", "zerortt"):
+            return None
+        state_dir.mkdir(parents=True, exist_ok=True)
+        session = ("--session-file", str(state_dir / "session.bin"))
+        early = ("--early-data", "on") if case == "zerortt" else ()
+        return CaseCalls(warmup=call.with_flags(*session), measured=call.with_flags(*session, *early))

@@ -38,9 +38,7 @@ fn main() {
 }
 
 fn flags(args: &[String]) -> HashMap<String, String> {
-    args.chunks(2)
-        .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
-        .collect()
+    args.chunks(2).filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone()))).collect()
 }
 
 fn flag<'a>(f: &'a HashMap<String, String>, name: &str, default: &'a str) -> &'a str {
@@ -67,6 +65,9 @@ fn config(f: &HashMap<String, String>, server: bool) -> Result<quiche::Config, S
         c.log_keys();
     }
     if server {
+        // take 0-RTT requests from a resumed client, as deployed quiche servers do (its
+        // serving loop answers them in early data)
+        c.enable_early_data();
         c.load_cert_chain_from_pem_file(flag(f, "cert", "")).map_err(|e| format!("--cert: {e}"))?;
         c.load_priv_key_from_pem_file(flag(f, "key", "")).map_err(|e| format!("--key: {e}"))?;
     } else {
@@ -225,8 +226,11 @@ fn answer(s: &mut Served, root: &Path) {
     loop {
         match h3.poll(&mut s.conn) {
             Ok((sid, quiche::h3::Event::Headers { list, .. })) => {
-                let path = list.iter().find(|h| h.name() == b":path")
-                    .map(|h| String::from_utf8_lossy(h.value()).into_owned()).unwrap_or_default();
+                let path = list
+                    .iter()
+                    .find(|h| h.name() == b":path")
+                    .map(|h| String::from_utf8_lossy(h.value()).into_owned())
+                    .unwrap_or_default();
                 let (status, body) = read_file(root, &path);
                 s.pending.insert(sid, Response { status, body, headers_sent: false, sent: 0 });
             }
@@ -238,8 +242,10 @@ fn answer(s: &mut Served, root: &Path) {
     let mut finished = vec![];
     for (sid, r) in s.pending.iter_mut() {
         if !r.headers_sent {
-            let headers = [quiche::h3::Header::new(b":status", r.status.as_bytes()),
-                           quiche::h3::Header::new(b"content-length", r.body.len().to_string().as_bytes())];
+            let headers = [
+                quiche::h3::Header::new(b":status", r.status.as_bytes()),
+                quiche::h3::Header::new(b"content-length", r.body.len().to_string().as_bytes()),
+            ];
             match h3.send_response(&mut s.conn, *sid, &headers, false) {
                 Ok(()) => r.headers_sent = true,
                 Err(quiche::h3::Error::StreamBlocked) | Err(quiche::h3::Error::Done) => continue,
@@ -342,6 +348,12 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
     let timeout = Duration::from_secs_f64(flag(f, "timeout-s", "60").parse::<f64>().unwrap_or(60.0));
     let run_id = flag(f, "run-id", "").to_string();
     let mut cfg = config(f, false)?;
+    // the interop cases it can be asked for: a first connection keeps its TLS session
+    // (--session-file), the next resumes it, with its requests as early data (--early-data)
+    let early = flag(f, "early-data", "off") == "on";
+    if early {
+        cfg.enable_early_data();
+    }
     let h3_cfg = quiche::h3::Config::new().map_err(|e| e.to_string())?;
     let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
     sock.connect(peer).map_err(|e| e.to_string())?;
@@ -349,13 +361,19 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
     doc["local_addr"] = json!(local.to_string());
     let scid = random_cid();
     let t0 = Instant::now();
-    doc["started_unix_ms"] = json!(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0));
+    doc["started_unix_ms"] =
+        json!(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0));
     let mut conn = quiche::connect(Some(host), &quiche::ConnectionId::from_ref(&scid), local, peer, &mut cfg)
         .map_err(|e| e.to_string())?;
     set_qlog(&mut conn, f.get("qlog-dir"), &scid, "client");
+    let session_file = f.get("session-file").map(PathBuf::from);
+    if let Some(saved) = session_file.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        conn.set_session(&saved).map_err(|e| format!("--session-file: {e}"))?;
+    }
     if let Some(path) = f.get("keylog") {
         // unbuffered: each secret is on disk once written
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("--keylog: {e}"))?;
+        let file =
+            std::fs::OpenOptions::new().create(true).append(true).open(path).map_err(|e| format!("--keylog: {e}"))?;
         conn.set_keylog(Box::new(file));
     }
     let (mut buf, mut out) = (vec![0u8; 65535], vec![0u8; MAX_DATAGRAM]);
@@ -366,10 +384,13 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
     let mut goodput: Vec<(f64, u64)> = vec![];
     let mut body_buf = vec![0u8; 65535];
     let request = |h3: &mut quiche::h3::Connection, conn: &mut quiche::Connection, path: &str| {
-        let headers = [quiche::h3::Header::new(b":method", b"GET"), quiche::h3::Header::new(b":scheme", b"https"),
-                       quiche::h3::Header::new(b":authority", authority.as_bytes()),
-                       quiche::h3::Header::new(b":path", path.as_bytes()),
-                       quiche::h3::Header::new(b"x-longlook-run", run_id.as_bytes())];
+        let headers = [
+            quiche::h3::Header::new(b":method", b"GET"),
+            quiche::h3::Header::new(b":scheme", b"https"),
+            quiche::h3::Header::new(b":authority", authority.as_bytes()),
+            quiche::h3::Header::new(b":path", path.as_bytes()),
+            quiche::h3::Header::new(b"x-longlook-run", run_id.as_bytes()),
+        ];
         h3.send_request(conn, &headers, true)
     };
     flush(&sock, &mut conn, &mut out);
@@ -386,7 +407,7 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
                 let _ = conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local });
             }
         }
-        if conn.is_established() && h3.is_none() {
+        if conn.is_established() && doc["handshake_ms"].is_null() {
             doc["handshake_ms"] = json!(ms(t0));
             let alpn = String::from_utf8_lossy(conn.application_proto()).into_owned();
             doc["protocol"] = json!(alpn);
@@ -394,13 +415,32 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
                 doc["error"] = json!(format!("negotiated {alpn}, not h3"));
                 return Ok(3);
             }
+        }
+        // with a resumed session and early data on, the requests go in 0-RTT, before the handshake ends
+        let in_early_data = early && conn.is_in_early_data();
+        if (conn.is_established() || in_early_data) && h3.is_none() {
+            if in_early_data {
+                // quiche's API says whether early data was sent, not whether the server took it
+                doc["zero_rtt"] = json!({"attempted": true, "accepted": null});
+            }
             h3 = Some(quiche::h3::Connection::with_transport(&mut conn, &h3_cfg).map_err(|e| e.to_string())?);
         }
         if let Some(h) = h3.as_mut() {
             if !page_sent {
                 let sid = request(h, &mut conn, &first_path).map_err(|e| e.to_string())?;
-                transfers.insert(sid, Transfer { path: first_path.clone(), status: None, bytes: 0, start_ms: ms(t0),
-                                                 first_byte_ms: None, end_ms: None, body: vec![], keep: mode == "page" });
+                transfers.insert(
+                    sid,
+                    Transfer {
+                        path: first_path.clone(),
+                        status: None,
+                        bytes: 0,
+                        start_ms: ms(t0),
+                        first_byte_ms: None,
+                        end_ms: None,
+                        body: vec![],
+                        keep: mode == "page",
+                    },
+                );
                 order.push(sid);
                 page_sent = true;
             }
@@ -409,7 +449,9 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
                     Ok((sid, quiche::h3::Event::Headers { list, .. })) => {
                         if let Some(t) = transfers.get_mut(&sid) {
                             t.first_byte_ms = Some(ms(t0));
-                            t.status = list.iter().find(|x| x.name() == b":status")
+                            t.status = list
+                                .iter()
+                                .find(|x| x.name() == b":status")
                                 .and_then(|x| std::str::from_utf8(x.value()).ok()?.parse().ok());
                         }
                     }
@@ -441,12 +483,23 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
             let first = &transfers[&order[0]];
             if first.end_ms.is_some() && mode == "page" && !objects_sent {
                 let html = String::from_utf8_lossy(&first.body).into_owned();
-                let srcs: Vec<String> = html.split("src=\"").skip(1).filter_map(|s| s.split('"').next())
-                    .map(String::from).collect();
+                let srcs: Vec<String> =
+                    html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from).collect();
                 for path in srcs {
                     let sid = request(h, &mut conn, &path).map_err(|e| format!("request {path}: {e}"))?;
-                    transfers.insert(sid, Transfer { path, status: None, bytes: 0, start_ms: ms(t0), first_byte_ms: None,
-                                                     end_ms: None, body: vec![], keep: false });
+                    transfers.insert(
+                        sid,
+                        Transfer {
+                            path,
+                            status: None,
+                            bytes: 0,
+                            start_ms: ms(t0),
+                            first_byte_ms: None,
+                            end_ms: None,
+                            body: vec![],
+                            keep: false,
+                        },
+                    );
                     order.push(sid);
                 }
                 objects_sent = true;
@@ -458,17 +511,23 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
         flush(&sock, &mut conn, &mut out);
     }
     let plt = ms(t0);
-    let objects: Vec<Value> = order.iter().map(|sid| {
-        let t = &transfers[sid];
-        json!({"path": t.path, "status": t.status, "bytes": t.bytes, "start_ms": t.start_ms,
+    let objects: Vec<Value> = order
+        .iter()
+        .map(|sid| {
+            let t = &transfers[sid];
+            json!({"path": t.path, "status": t.status, "bytes": t.bytes, "start_ms": t.start_ms,
                "first_byte_ms": t.first_byte_ms, "end_ms": t.end_ms})
-    }).collect();
+        })
+        .collect();
     doc["ttfb_ms"] = json!(transfers[&order[0]].first_byte_ms);
     doc["objects"] = json!(objects);
     doc["plt_ms"] = json!(plt);
     doc["bytes"] = json!(total);
     doc["goodput"] = json!(goodput.iter().map(|(t, b)| json!([t, b])).collect::<Vec<_>>());
     doc["goodput_mbit"] = json!(total as f64 * 8.0 / 1000.0 / plt);
+    if let (Some(path), Some(session)) = (session_file.as_ref(), conn.session()) {
+        std::fs::write(path, session).map_err(|e| format!("--session-file: {e}"))?;
+    }
     // close, and let the close go out and the qlog be written
     let _ = conn.close(true, 0x100, b"done");
     flush(&sock, &mut conn, &mut out);
