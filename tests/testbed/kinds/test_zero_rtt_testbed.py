@@ -1,8 +1,9 @@
 """The fingerprint's 0-RTT on the real testbed (a few seconds per stack): our client resumes
 against each stack's server, and each gets the label its server really earns there. Ours
 accepts 0-RTT (and its own client sends it); quic-go's server (Allow0RTT, as longlook builds
-it) and aioquic's (which keeps the tickets it issues) accept it too; neither stack's client
-here resumes (one connection per process)."""
+it), aioquic's (which keeps the tickets it issues) and quiche's (early data enabled, as
+longlook builds it) accept it too; no stack's client here resumes (one connection per
+process)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from longlook.kinds.conformance.params import zero_rtt as z
 from longlook.kinds.conformance.sections import fingerprint_html
 from longlook.stacks.registry import resolve
 
-STACKS = ("quic-go", "aioquic")
+STACKS = ("quic-go", "aioquic", "quiche")
 SCENARIO = """
 kind = "conformance"
 name = "zero-rtt"
@@ -27,7 +28,12 @@ rounds = 1
 timeout_s = 20
 object_size = "1m"
 include = ["fingerprint"]
-stacks = [{ stack = "ours", ccs = ["cubic"] }, { stack = "quic-go" }, { stack = "aioquic", ccs = ["cubic"] }]
+stacks = [
+  { stack = "ours", ccs = ["cubic"] },
+  { stack = "quic-go" },
+  { stack = "aioquic", ccs = ["cubic"] },
+  { stack = "quiche", ccs = ["cubic"] },
+]
 [[links]]
 rate_mbit = 20
 rtt_ms = 30
@@ -43,7 +49,7 @@ def _stacks_installed():
 
 @needs_testbed("linkem", "endpoint")
 @_stacks_installed()
-def test_server_side_zero_rtt_of_three_stacks(tmp_path: Path):
+def test_server_side_zero_rtt_of_four_stacks(tmp_path: Path):
     Runner(parse_scenario(SCENARIO), tmp_path / "exp", link_check=False).run()
     with Store.open(tmp_path / "exp", read_only=True) as store:
         fp = store.table("fingerprint")
