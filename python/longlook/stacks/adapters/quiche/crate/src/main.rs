@@ -305,6 +305,13 @@ struct Transfer {
     keep: bool,
 }
 
+impl Transfer {
+    /// A request just sent; `keep`: its body is kept (the page's HTML, to find its objects).
+    fn started(path: String, start_ms: f64, keep: bool) -> Self {
+        Transfer { path, status: None, bytes: 0, start_ms, first_byte_ms: None, end_ms: None, body: vec![], keep }
+    }
+}
+
 fn ms(t0: Instant) -> f64 {
     t0.elapsed().as_secs_f64() * 1000.0
 }
@@ -428,19 +435,7 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
         if let Some(h) = h3.as_mut() {
             if !page_sent {
                 let sid = request(h, &mut conn, &first_path).map_err(|e| e.to_string())?;
-                transfers.insert(
-                    sid,
-                    Transfer {
-                        path: first_path.clone(),
-                        status: None,
-                        bytes: 0,
-                        start_ms: ms(t0),
-                        first_byte_ms: None,
-                        end_ms: None,
-                        body: vec![],
-                        keep: mode == "page",
-                    },
-                );
+                transfers.insert(sid, Transfer::started(first_path.clone(), ms(t0), mode == "page"));
                 order.push(sid);
                 page_sent = true;
             }
@@ -487,19 +482,7 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
                     html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from).collect();
                 for path in srcs {
                     let sid = request(h, &mut conn, &path).map_err(|e| format!("request {path}: {e}"))?;
-                    transfers.insert(
-                        sid,
-                        Transfer {
-                            path,
-                            status: None,
-                            bytes: 0,
-                            start_ms: ms(t0),
-                            first_byte_ms: None,
-                            end_ms: None,
-                            body: vec![],
-                            keep: false,
-                        },
-                    );
+                    transfers.insert(sid, Transfer::started(path, ms(t0), false));
                     order.push(sid);
                 }
                 objects_sent = true;
