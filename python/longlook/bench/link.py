@@ -415,14 +415,45 @@ def bench_disciplines(
         }
 
     rows = [row("drop-tail", drop_tail)]
+    profiles = {"drop-tail": GIGABIT}
     for d in disciplines:
         profile = GIGABIT.model_copy(update={"name": f"gigabit-{d}", "aqm": Aqm(discipline=d)})
+        profiles[d] = profile
         rows.append(row(d, bench_gigabit(duration_s, rtt_count, plain_rtt, profile=profile)))
-    base = rows[0]["cpu_pct_per_gbit"]
+    # the same offered load through every discipline: a paced UDP stream under the link's rate
+    # builds no queue, so no AQM drops and each forwards the same packets; the CPU difference
+    # is then the discipline's own per-packet work, which a Cubic flow (whose rate each AQM
+    # changes) cannot show
     for r in rows:
-        c = r["cpu_pct_per_gbit"]
-        r["cost_vs_drop_tail"] = None if c is None or not base else c / base
+        r.update(equal_load_cost(profiles[r["discipline"]], duration_s))
+    for key, cost in (("cpu_pct_per_gbit", "cost_vs_drop_tail"), ("udp_cpu_pct_per_gbit", "udp_cost_vs_drop_tail")):
+        base = rows[0][key]
+        for r in rows:
+            c = r[key]
+            r[cost] = None if c is None or not base else c / base
     return rows
+
+
+EQUAL_LOAD_MBIT = 500.0  # well under the link: no standing queue behind any discipline
+
+
+def equal_load_cost(profile: LinkProfile, duration_s: float) -> dict:
+    """linkem's CPU while a paced UDP stream of EQUAL_LOAD_MBIT crosses `profile` toward the
+    client, per Gbit/s delivered."""
+    with Testbed(profile) as tb, PathProbe(tb) as probe:
+        pid = tb.linkem.pid if tb.linkem else None
+        cpu0, t0 = (cpu_seconds(pid) if pid else None), time.monotonic()
+        u = probe.udp("down", EQUAL_LOAD_MBIT, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD, drain_ms=300)
+        cpu1, t1 = (cpu_seconds(pid) if pid else None), time.monotonic()
+        tb.check()
+    cpu = None if cpu0 is None or cpu1 is None else 100 * (cpu1 - cpu0) / (t1 - t0)
+    gbit = (u.get("rate_mbit") or 0) / 1000
+    return {
+        "udp_load_mbit": u.get("rate_mbit"),
+        "udp_loss_rate": u.get("loss_rate"),
+        "udp_linkem_cpu_pct": cpu,
+        "udp_cpu_pct_per_gbit": None if cpu is None or not gbit > 0 else cpu / gbit,
+    }
 
 
 CEILING_RATES_MBIT = (100, 250, 500, 750, 1000, 1500, 2000)
@@ -764,6 +795,22 @@ def print_bench(result: dict) -> None:
                     "-" if r["cpu_pct_per_gbit"] is None else r["cpu_pct_per_gbit"],
                     "-" if r["cost_vs_drop_tail"] is None else f"{r['cost_vs_drop_tail']:.3f}x",
                     r["linkem_late_over_1ms"],
+                ]
+                for r in result["disciplines"]
+            ],
+        )
+        print_table(
+            f"queue disciplines at one load: a paced UDP stream of {EQUAL_LOAD_MBIT:g} Mbit/s toward the client "
+            "(no standing queue: every discipline forwards the same packets); linkem's CPU per Gbit/s delivered",
+            ["discipline", "delivered Mbit/s", "loss", "linkem CPU %", "CPU % per Gbit/s", "vs drop-tail"],
+            [
+                [
+                    r["discipline"],
+                    "-" if r.get("udp_load_mbit") is None else r["udp_load_mbit"],
+                    "-" if r.get("udp_loss_rate") is None else f"{r['udp_loss_rate']:.4f}",
+                    "-" if r.get("udp_linkem_cpu_pct") is None else r["udp_linkem_cpu_pct"],
+                    "-" if r.get("udp_cpu_pct_per_gbit") is None else r["udp_cpu_pct_per_gbit"],
+                    "-" if r.get("udp_cost_vs_drop_tail") is None else f"{r['udp_cost_vs_drop_tail']:.3f}x",
                 ]
                 for r in result["disciplines"]
             ],
