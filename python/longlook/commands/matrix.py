@@ -184,11 +184,18 @@ def perf_scenario_toml(
     return "\n".join(lines + pair_arms(stacks, clients) + tcp) + "\n"
 
 
-def _run(scenario: Path, experiment: Path, link_check: bool) -> None:
+def _run(scenario: Path, experiment: Path, link_check: bool, allow_version_change: bool = False) -> None:
     from .run import run_scenario
 
     try:
-        run_scenario(scenario, experiment, resume=experiment.exists(), link_check=link_check, command="longlook matrix")
+        run_scenario(
+            scenario,
+            experiment,
+            resume=experiment.exists(),
+            link_check=link_check,
+            command="longlook matrix",
+            allow_version_change=allow_version_change,
+        )
     except typer.Exit as e:
         # 1: pairs that never completed a run, which is the matrix's finding, not an error; an
         # interrupt (128 + signal) stops here, every finished run kept
@@ -254,6 +261,11 @@ def matrix(
     chromium: bool = typer.Option(
         True, "--chromium/--no-chromium", help="Chromium as a client of every server too (when it is installed)"
     ),
+    allow_version_change: bool = typer.Option(
+        False,
+        "--allow-version-change",
+        help="continue experiments begun before a stack, linkem or the endpoint changed (what changed is recorded)",
+    ),
     release: list[str] = typer.Option(
         [],
         "--release",
@@ -282,7 +294,7 @@ def matrix(
     if not no_run:
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
-        _run(scenario, experiment, link_check)
+        _run(scenario, experiment, link_check, allow_version_change)
         for r in perf:
             perf_file = out / f"perf-{r:g}.toml"
             perf_file.write_text(
@@ -290,7 +302,7 @@ def matrix(
                     stacks, rate_mbit=r, rounds=perf_rounds, rtt_ms=rtt, clients=clients, page=r == min(perf)
                 )
             )
-            _run(perf_file, out / f"perf-{r:g}", link_check)
+            _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change)
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:
