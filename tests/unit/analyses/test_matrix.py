@@ -67,21 +67,22 @@ def test_a_resumed_run_is_judged_for_resumption_and_0rtt_and_the_others_for_the_
 
 
 def test_the_performance_scenario_has_every_pair_kernel_tcp_and_the_page_at_its_lowest_rate():
+    import pytest
+
     from longlook.commands.matrix import perf_scenario_toml, perf_size
 
-    sc = Scenario.from_toml(
-        perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=3, rtt_ms=20, clients=["chromium"])
-    )
+    sc = Scenario.from_toml(perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=3, rtt_ms=20))
     assert [w.label for w in sc.workloads] == ["bulk-200m"] and not sc.server_logs and sc.rounds == 3
     labels = [a.label for a in sc.arms]
-    assert labels == ["ours_ours", "ours_quic-go", "quic-go_ours", "quic-go_quic-go"] + [
-        "chromium_ours",
-        "chromium_quic-go",
-        "tcp",
-    ]
+    assert labels == ["ours_ours", "ours_quic-go", "quic-go_ours", "quic-go_quic-go", "tcp"]
     assert sc.arms[-1].protocol == "h2" and not sc.fidelity.retry_flagged
-    low = Scenario.from_toml(perf_scenario_toml(["ours"], rate_mbit=10, rounds=3, rtt_ms=20, page=True))
+    low = Scenario.from_toml(
+        perf_scenario_toml(["ours"], rate_mbit=10, rounds=3, rtt_ms=20, clients=["chromium"], page=True)
+    )
     assert [w.label for w in low.workloads] == ["bulk-5m", "100x10k"] and low.fidelity.retry_flagged
+    assert [a.label for a in low.arms] == ["ours_ours", "chromium_ours", "tcp"]
+    with pytest.raises(Exception, match="Chromium loads pages"):  # bulk alone: it could only fail
+        Scenario.from_toml(perf_scenario_toml(["ours"], rate_mbit=100, rounds=3, rtt_ms=20, clients=["chromium"]))
     assert perf_size(10) == "5m" and perf_size(40) == "20m"
 
 
@@ -120,12 +121,14 @@ def test_the_performance_grid_names_each_pair_s_regime():
             _perf_run("ours", "quic-go", 3600, 0.97),
             _perf_run("ours", "quic-go", 100, 0.1, flagged=True, rnd=1),
             _perf_run("ours", "aioquic", 900, 0.9, flagged=True),
+            {**_perf_run("chromium", "ours", None), "status": "failed", "error": "navigation failed: net::ERR_ABORTED"},
         ]
     )
     grid = perf_grid(runs, 1000)["bulk-200m"]
     assert grid[("ours", "ours")].regime == "path" and round(grid[("ours", "ours")].goodput_mbit) == 889
     assert grid[("ours", "quic-go")].regime == "CPU: server" and grid[("ours", "quic-go")].runs == 1
     assert grid[("ours", "quic-go")].flagged == 1
+    assert grid[("chromium", "ours")].regime == "failed: navigation failed: net::ERR_ABORTED"
     aioquic = grid[("ours", "aioquic")]
     assert aioquic.runs == 0 and aioquic.regime == "emulator-limited: machine stalled 20.4 ms (limit 5 ms)"
     text = perf_markdown({1000.0: {"bulk-200m": grid}}, ["ours"], ["ours", "quic-go", "aioquic"])

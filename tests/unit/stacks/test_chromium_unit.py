@@ -360,3 +360,23 @@ def test_chromium_net_errors_name_their_phase():
     assert failure_phase("net::ERR_CONNECTION_RESET") == "transfer"
     assert failure_phase("net::ERR_TIMED_OUT") == "request"
     assert failure_phase("something else") is None and failure_phase(None) is None
+
+
+def test_a_bulk_cell_is_one_clear_failure_without_a_browser(tmp_path):
+    from longlook.stacks.clients import chromium
+
+    class NoTestbed:  # nothing may be started
+        def __getattr__(self, name):
+            raise AssertionError(f"the testbed was used ({name})")
+
+    r = chromium.fetch(
+        NoTestbed(),
+        url="https://198.18.2.2/bulk/5m",
+        protocol="h3",
+        run_id="r",
+        cert_dir=tmp_path,
+        out=tmp_path / "fetch.json",
+        timeout_s=5,
+        mode="bulk",
+    )
+    assert r.status == "failed" and "Chromium loads pages" in r.error

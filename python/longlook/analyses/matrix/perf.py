@@ -10,7 +10,8 @@ client, the servers and linkem per run: core.audit's cgroups), so a slow cell sa
   application held it (the logs of a drill-down say which);
 - **emulator-limited**: every completed run of the pair was flagged by its path audit (the
   emulator released packets late or the machine stalled): the path was not what the scenario
-  said, so the pair has no number that counts, only the audit's reason.
+  said, so the pair has no number that counts, only the audit's reason;
+- **failed**: no run of the pair completed (the first one's error).
 
 And two verdicts per pair, from the load times of its counted runs (the two-sample test every
 comparison of longlook uses, core.stats): against our client with the same server (the arm
@@ -201,6 +202,9 @@ def perf_grid(
             pair = key(run)
             n_flagged[pair] = n_flagged.get(pair, 0) + 1
             first_reason.setdefault(pair, _first_reason(run.get("audit_reasons")))
+        failed: dict[tuple[str, str], str] = {}  # pairs none of whose runs completed: why the first failed
+        for run in in_cell[in_cell["status"] != "ok"].to_dict("records"):
+            failed.setdefault(key(run), str(run.get("error") or run.get("status")).splitlines()[0][:160])
         by_pair = {}
         if not cell_counted.empty:
             tagged = cell_counted.assign(
@@ -208,9 +212,12 @@ def perf_grid(
                 _goodput=_goodput_mbit(cell_counted, object_bytes),
             )
             by_pair = dict(iter(tagged.groupby("_pair")))
-        for pair in sorted(set(by_pair) | set(n_flagged)):
+        for pair in sorted(set(by_pair) | set(n_flagged) | set(failed)):
             vs = verdicts.get((workload_of(cell), pair), (None, None))
             g = by_pair.get(pair)
+            if g is None and pair not in n_flagged:
+                grid[pair] = Perf(0, 0, math.nan, math.nan, math.nan, math.nan, f"failed: {failed[pair]}", *vs)
+                continue
             if g is None:
                 grid[pair] = Perf(
                     0, n_flagged[pair], math.nan, math.nan, math.nan, math.nan,

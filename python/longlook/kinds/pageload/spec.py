@@ -436,6 +436,11 @@ class Scenario(ScenarioBase):
                     f'arm "{a.label}": protocol "race" is the native racing client; '
                     f'for Chromium\'s racing use client = "chromium-discovery"'
                 )
+            if (a.client or self.client).startswith("chromium") and all(w.mode == "bulk" for w in self.workloads):
+                raise ValueError(
+                    f'arm "{a.label}": Chromium loads pages; a bulk object is a download it aborts, and every '
+                    'workload here is bulk: give it a page workload (e.g. "100x10k") or another client'
+                )
             if a.protocol == "race" and a.zero_rtt:  # the racing client always races a fresh connection
                 raise ValueError(
                     f'arm "{a.label}": zero_rtt = true is ignored by the racing client; '
