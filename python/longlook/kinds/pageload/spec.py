@@ -436,11 +436,6 @@ class Scenario(ScenarioBase):
                     f'arm "{a.label}": protocol "race" is the native racing client; '
                     f'for Chromium\'s racing use client = "chromium-discovery"'
                 )
-            if (a.client or self.client).startswith("chromium") and all(w.mode == "bulk" for w in self.workloads):
-                raise ValueError(
-                    f'arm "{a.label}": Chromium loads pages; a bulk object is a download it aborts, and every '
-                    'workload here is bulk: give it a page workload (e.g. "100x10k") or another client'
-                )
             if a.protocol == "race" and a.zero_rtt:  # the racing client always races a fresh connection
                 raise ValueError(
                     f'arm "{a.label}": zero_rtt = true is ignored by the racing client; '
@@ -459,8 +454,21 @@ class Scenario(ScenarioBase):
         self._check_ecn()
         self._check_options_used()
         self._check_proxy()
+        self._check_chromium_pages()
         self._check_unique_cells()
         return self
+
+    def _check_chromium_pages(self) -> None:
+        """Chromium navigates to pages: a bulk object is a download it aborts, so an arm of it
+        where every workload is bulk could only fail."""
+        if not all(w.mode == "bulk" for w in self.workloads):
+            return
+        for a in self.arms:
+            if (a.client or self.client).startswith("chromium"):
+                raise ValueError(
+                    f'arm "{a.label}": Chromium loads pages; a bulk object is a download it aborts, and every '
+                    'workload here is bulk: give it a page workload (e.g. "100x10k") or another client'
+                )
 
     def _check_n_conn(self) -> None:
         """N-connection emulation is a knob of our endpoint's Cubic only (`endpoint serve
