@@ -244,12 +244,15 @@ def perf_grid(
     return out
 
 
-def _cell(p: Perf | None) -> str:
+def _cell(p: Perf | None, page: bool = False) -> str:
+    """A bulk cell by its goodput and regime, a page's by its load time (bound by round trips,
+    not the rate); then the verdicts."""
     if p is None:
         return "·"
     if p.runs == 0:
-        return f"{p.regime} ({p.flagged} flagged)"
-    text = f"{p.goodput_mbit:.1f} {p.regime} (n={p.runs})"
+        return f"{p.regime} ({p.flagged} flagged)" if p.flagged else p.regime
+    head = f"{p.plt_ms:.0f} ms" if page else f"{p.goodput_mbit:.1f} {p.regime}"
+    text = f"{head} (n={p.runs})"
     marks = [f"{name} {a.mark}" for name, a in (("ours", p.vs_ours), ("TCP", p.vs_tcp)) if a is not None]
     return text + (": " + ", ".join(marks) if marks else "")
 
@@ -257,12 +260,13 @@ def _cell(p: Perf | None) -> str:
 def perf_markdown(
     grids: dict[float, dict[str, dict[tuple[str, str], Perf]]], clients: list[str], servers: list[str]
 ) -> str:
-    """Per rate and workload, rows clients and columns servers: the median goodput in Mbit/s,
-    its regime and counted runs, and the verdicts against our client with that server and
+    """Per rate and workload, rows clients and columns servers: the median goodput in Mbit/s
+    and its regime (a page: its load time), the counted runs, and the verdicts against our client with that server and
     against kernel TCP (+12%: faster, -5%: slower, Holm-corrected at ALPHA; ≈ no difference
     shown)."""
     out = [
-        f"Each cell: median goodput (Mbit/s), regime, counted runs; then the load time against our "
+        f"Each cell: median goodput (Mbit/s) and regime (a page of small objects: its load time), counted runs; "
+        f"then the load time against our "
         f"client with the same server (ours) and against kernel TCP, HTTP/2 with our client and server "
         f"(TCP): +x% faster, -x% slower (Welch, Holm across the rate's grid, alpha {ALPHA:g}), ≈ no "
         f"difference shown, n<2 too few counted runs.",
@@ -270,12 +274,14 @@ def perf_markdown(
     ]
     for rate, by_workload in sorted(grids.items()):
         for workload, grid in by_workload.items():
-            out += [f"### {rate:g} Mbit/s, {workload}", ""]
+            page = not workload.startswith("bulk")
+            what = "page load time" if page else "goodput (Mbit/s) and regime"
+            out += [f"### {rate:g} Mbit/s, {workload}: {what}", ""]
             tcp = grid.get(("kernel TCP", "kernel TCP"))
             if tcp is not None:
-                out += [f"Kernel TCP (h2, Cubic): {_cell(tcp)}", ""]
+                out += [f"Kernel TCP (h2, Cubic): {_cell(tcp, page)}", ""]
             out += ["| client \\ server | " + " | ".join(servers) + " |", "|---|" + "---|" * len(servers)]
             for c in clients:
-                out.append(f"| {c} | " + " | ".join(_cell(grid.get((c, s))) for s in servers) + " |")
+                out.append(f"| {c} | " + " | ".join(_cell(grid.get((c, s)), page) for s in servers) + " |")
             out.append("")
     return "\n".join(out)
