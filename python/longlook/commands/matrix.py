@@ -195,6 +195,8 @@ def _run(scenario: Path, experiment: Path, link_check: bool, allow_version_chang
             link_check=link_check,
             command="longlook matrix",
             allow_version_change=allow_version_change,
+            # the matrix writes its scenarios again and resumes each experiment by itself
+            resume_hint=f"longlook matrix --out {experiment.parent} ... with the same options",
         )
     except typer.Exit as e:
         # 1: pairs that never completed a run, which is the matrix's finding, not an error; an

@@ -65,6 +65,7 @@ def run_scenario(
     resume: bool = False,
     link_check: bool = True,
     command: str = "longlook run",
+    resume_hint: str | None = None,
     force: bool = False,
     executor: str = "local",
     address: str | None = None,
@@ -128,7 +129,7 @@ def run_scenario(
         name = signal.Signals(summary.signal or signal.SIGINT).name
         console.print(
             f"[yellow]interrupted[/] ({name}): every finished run is stored; continue with "
-            f"`{command} {scenario} --out {out} --resume`"
+            f"`{resume_hint or f'{command} {scenario} --out {out} --resume'}`"
         )
         raise typer.Exit(128 + (summary.signal or signal.SIGINT))
     console.print(f"results in {out}; report: `longlook report {out}`")

@@ -12,10 +12,12 @@ import java.security.cert.Certificate;
 import java.security.cert.CertificateFactory;
 import java.security.spec.PKCS8EncodedKeySpec;
 import java.util.Base64;
+import java.util.List;
 import java.util.Map;
 
 import tech.kwik.core.log.NullLogger;
 import tech.kwik.core.server.ServerConnectionConfig;
+import tech.kwik.core.QuicConnection;
 import tech.kwik.core.server.ServerConnector;
 import tech.kwik.flupke.server.Http3ApplicationProtocolFactory;
 import tech.kwik.flupke.server.HttpServerRequest;
@@ -45,6 +47,8 @@ final class Serve {
                 .withPort(Integer.parseInt(f.getOrDefault("listen-port", "4433")))
                 .withKeyStore(keyStore(f.get("cert"), f.get("key")), "longlook", PASSWORD)
                 .withConfiguration(config)
+                // v1 and v2 (RFC 9369), as kwik serves in the interop runner: its default is v1 alone
+                .withSupportedVersions(List.of(QuicConnection.QuicVersion.V1, QuicConnection.QuicVersion.V2))
                 .withLogger(new NullLogger()) // the qlog comes per connection through QLogFrontEnd
                 .build();
         connector.registerApplicationProtocol("h3", new Http3ApplicationProtocolFactory(
