@@ -14,6 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import LonglookError
+from packaging.version import InvalidVersion
+
+from ...stacks.builds.releases import release_key
 from ...stacks.registry import resolve, split
 from . import MARK, NO_RUN, UNSUPPORTED, Cell, Matrix
 
@@ -31,12 +34,13 @@ class Change:
     cells: tuple[tuple[str, Cell], ...]  # (version, cell), oldest release first
 
 
-def _version_key(version: str) -> tuple:
-    """Sort releases by their numbers (v0.9 before v0.10)."""
-    parts = []
-    for piece in version.lstrip("v").replace("-", ".").split("."):
-        parts.append((0, int(piece), "") if piece.isdigit() else (1, 0, piece))
-    return tuple(parts)
+def _order(version: str) -> tuple:
+    """Releases by their numbers (stacks.builds.releases.release_key); a version that is no
+    release number (our workspace build) after them, by name."""
+    try:
+        return (0, release_key(version), "")
+    except InvalidVersion:
+        return (1, None, version)
 
 
 def releases(m: Matrix) -> dict[str, list[tuple[str, str]]]:
@@ -51,7 +55,7 @@ def releases(m: Matrix) -> dict[str, list[tuple[str, str]]]:
             continue
         by_name.setdefault(name, {})[version] = spec
     return {
-        name: sorted(versions.items(), key=lambda kv: _version_key(kv[0]))
+        name: sorted(versions.items(), key=lambda kv: _order(kv[0]))
         for name, versions in by_name.items()
         if len(versions) > 1
     }

@@ -29,7 +29,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 
-from ...core.stats import CellComparison, Verdict, completions, compare_samples, holm_adjust
+from ...core.stats import CellComparison, Verdict, compare_cells, holm_adjust
 from ...core.status import counted_runs
 from ...core.verdicts import verdict_producer
 from . import pair_of
@@ -141,37 +141,26 @@ def pair_verdicts(runs: pd.DataFrame) -> dict[tuple[str, tuple[str, str]], tuple
     the experiment is one Holm family at ALPHA. Our own pair has no verdict against itself."""
     if runs.empty:
         return {}
-    good = counted_runs(runs, METRIC)
-    done = completions(runs, good)
-    records = runs.drop_duplicates(["cell_id", "arm"]).to_dict("records")
-    arms = {(r["cell_id"], pair_of(r)): r["arm"] for r in records if not _is_tcp(r)}
-    values = {k: g[METRIC].to_numpy(dtype=float) for k, g in good.groupby(["cell_id", "arm"])}
-    empty = np.array([], dtype=float)
-    asked: list[tuple[tuple[str, tuple[str, str]], int, str, str, str]] = []
-    for (cell, (client, server)), arm in arms.items():
-        key = (workload_of(cell), (client, server))
-        ours = arms.get((cell, ("ours", server)))
+    # arms are the scenario's, the same in every cell: one list of (pair, reference) for all
+    records = runs.drop_duplicates("arm").to_dict("records")
+    arms = {pair_of(r): r["arm"] for r in records if not _is_tcp(r)}
+    has_tcp = bool((runs["arm"] == TCP_ARM).any())
+    asked: list[tuple[tuple[str, str], int, str, str]] = []  # (pair, which verdict, arm, reference)
+    for (client, server), arm in arms.items():
+        ours = arms.get(("ours", server))
         if client != "ours" and ours is not None:
-            asked.append((key, 0, cell, arm, ours))
-        if any(_is_tcp(r) and r["cell_id"] == cell for r in records):
-            asked.append((key, 1, cell, arm, TCP_ARM))
-    comparisons = [
-        compare_samples(
-            values.get((cell, a), empty),
-            values.get((cell, b), empty),
-            a_label=a,
-            b_label=b,
-            cell_id=cell,
-            alpha=ALPHA,
-            metric=METRIC,
-            completion_a=done.get((cell, a)),
-            completion_b=done.get((cell, b)),
-        )
-        for _, _, cell, a, b in asked
-    ]
+            asked.append(((client, server), 0, arm, ours))
+        if has_tcp:
+            asked.append(((client, server), 1, arm, TCP_ARM))
+    cells = list(dict.fromkeys(runs["cell_id"]))
+    # the project's comparison of each pair in each cell, then one Holm family over all of them
+    comparisons = holm_adjust(
+        compare_cells(runs, [(a, b) for *_, a, b in asked], cell_ids=cells, metric=METRIC, alpha=ALPHA)
+    )
     out: dict[tuple[str, tuple[str, str]], list[Against | None]] = {}
-    for (key, which, *_), c in zip(asked, holm_adjust(comparisons)):
-        out.setdefault(key, [None, None])[which] = Against.of(c)
+    for i, c in enumerate(comparisons):
+        pair, which, *_ = asked[i // len(cells)]
+        out.setdefault((workload_of(c.cell_id), pair), [None, None])[which] = Against.of(c)
     return {k: (v[0], v[1]) for k, v in out.items()}
 
 

@@ -53,13 +53,14 @@ def swept_stacks() -> list[str]:
     return [name for name in [*OWN, *STACKS] if registry_of(name) is not None]
 
 
-def _key(v: str) -> Version:
+def release_key(v: str) -> Version:
+    """A release's place in its stack's order (v0.9 before v0.10)."""
     return Version(v.removeprefix("v"))
 
 
 def _is_pre(v: str) -> bool:
     try:
-        return _key(v).is_prerelease or _key(v).is_devrelease
+        return release_key(v).is_prerelease or release_key(v).is_devrelease
     except InvalidVersion:
         return True
 
@@ -84,12 +85,12 @@ def releases(stack: str, *, pre: bool = False, fetch=None) -> list[str]:
     versions = []
     for v in registry(stack).parse(_listing(stack, fetch)):
         try:
-            _key(release_token(v, f"{stack}'s registry listing"))
+            release_key(release_token(v, f"{stack}'s registry listing"))
         except (InvalidVersion, LonglookError):
             continue  # a tag that is no version (a pseudo-version), or no name we would build
         if pre or not _is_pre(v):
             versions.append(v)
-    return sorted(set(versions), key=_key)
+    return sorted(set(versions), key=release_key)
 
 
 def index_entries(stack: str, *, fetch=None) -> list[dict]:
@@ -157,11 +158,11 @@ def nearest(stack: str, version: str, n: int = 3, *, known: list[str] | None = N
     if not known:
         return []
     try:
-        target = _key(version)
+        target = release_key(version)
     except InvalidVersion:
         return known[-n:]
-    below = [v for v in known if _key(v) < target][-((n + 1) // 2) :]
-    above = [v for v in known if _key(v) > target][: n - len(below)]
+    below = [v for v in known if release_key(v) < target][-((n + 1) // 2) :]
+    above = [v for v in known if release_key(v) > target][: n - len(below)]
     return below + above
 
 
@@ -191,7 +192,7 @@ def expand(spec: str, *, pre: bool = False, fetch=None) -> list[str]:
         return [spec]
     stack, lo, hi = m["stack"], m["lo"], m["hi"]
     try:
-        lo_k, hi_k = _key(lo), _key(hi)
+        lo_k, hi_k = release_key(lo), release_key(hi)
     except InvalidVersion as e:
         raise LonglookError(f"{spec}: {e}", hint=f"write a range of versions, e.g. {stack}@A..B") from None
     if lo_k > hi_k:
@@ -199,7 +200,7 @@ def expand(spec: str, *, pre: bool = False, fetch=None) -> list[str]:
             f"{spec}: the range is empty ({lo} is newer than {hi})", hint=f"write it oldest first: {stack}@{hi}..{lo}"
         )
     known = releases(stack, pre=pre, fetch=fetch)
-    inside = [v for v in known if lo_k <= _key(v) <= hi_k]
+    inside = [v for v in known if lo_k <= release_key(v) <= hi_k]
     if not inside:
         close = nearest(stack, lo, known=known)
         raise LonglookError(
