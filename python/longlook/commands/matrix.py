@@ -10,11 +10,13 @@ is judged by the interop cases a page load can show (analyses.matrix) and the gr
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
 
-from ..errors import LonglookError
+from ..errors import LonglookError, check_output
 
 WORKLOAD = "10x20k"  # several objects: transfer and multiplexing show on one page
 
@@ -268,6 +270,14 @@ def matrix(
         "--allow-version-change",
         help="continue experiments begun before a stack, linkem or the endpoint changed (what changed is recorded)",
     ),
+    archive: Optional[Path] = typer.Option(
+        None,
+        "--archive",
+        help="a folder that carries the performance grids between machines: a grid --out does "
+        "not hold is unpacked from ARCHIVE/perf-RATE.tar.xz first, and each grid that measured "
+        "runs is packed there afterwards; commit it to resume a long grid on another machine "
+        "(the interoperability grid is judged from captures, which stay behind: it runs again)",
+    ),
     release: list[str] = typer.Option(
         [],
         "--release",
@@ -293,24 +303,37 @@ def matrix(
     clients = ["chromium"] if chromium and chromium_installed() else []
     out.mkdir(parents=True, exist_ok=True)
     experiment = out / "experiment"
+    if archive is not None:
+        from ..core.carry import carry_in
+
+        archive = check_output(archive, "--archive", directory=True)
+        for c in carry_in(archive, out, [f"perf-{r:g}" for r in perf]):
+            print(f"unpacked {c.archive} ({c.bytes / 1e6:.1f} MB) into {out / c.name}", file=sys.stderr)
     if not no_run:
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
-        _run(scenario, experiment, link_check, allow_version_change)
-        for r in perf:
-            perf_file = out / f"perf-{r:g}.toml"
-            perf_file.write_text(
-                # Chromium loads pages, not bulk objects: it joins where the page of small objects is
-                perf_scenario_toml(
-                    stacks,
-                    rate_mbit=r,
-                    rounds=perf_rounds,
-                    rtt_ms=rtt,
-                    clients=clients if r == min(perf) else None,
-                    page=r == min(perf),
+        try:
+            _run(scenario, experiment, link_check, allow_version_change)
+            for r in perf:
+                perf_file = out / f"perf-{r:g}.toml"
+                perf_file.write_text(
+                    # Chromium loads pages, not bulk objects: it joins where the page of small objects is
+                    perf_scenario_toml(
+                        stacks,
+                        rate_mbit=r,
+                        rounds=perf_rounds,
+                        rtt_ms=rtt,
+                        clients=clients if r == min(perf) else None,
+                        page=r == min(perf),
+                    )
                 )
-            )
-            _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change)
+                _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change)
+        finally:  # an interrupted grid is carried too: every finished run kept
+            if archive is not None:
+                from ..core.carry import carry_out
+
+                for c in carry_out(archive, [out / f"perf-{r:g}" for r in perf]):
+                    print(f"packed {out / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:

@@ -68,6 +68,14 @@ def reproduce(
         help="resume an experiment begun with other software (longlook, linkem, the endpoint, a "
         "stack); what changed is recorded with it",
     ),
+    archive: Optional[Path] = typer.Option(
+        None,
+        "--archive",
+        help="a folder that carries the measured experiments between machines: a scenario "
+        "DIR does not hold is unpacked from ARCHIVE/<scenario>.tar.xz first, and each scenario "
+        "measured in this session is packed there afterwards (captures left out); commit it "
+        "to resume a long budget on another machine",
+    ),
     publish: Optional[Path] = typer.Option(
         None,
         "--publish",
@@ -98,8 +106,15 @@ def reproduce(
 
     directory = check_output(out or Path("results") / f"reproduce-{budget}", "--out", directory=True)
     published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
+    chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
+    if archive is not None:
+        from ..analyses.reproduce.scenarios import folder_name
+        from ..core.carry import carry_in
+
+        archive = check_output(archive, "--archive", directory=True)
+        for c in carry_in(archive, directory, [folder_name(s, budget) for s in chosen]):
+            print(f"unpacked {c.archive} ({c.bytes / 1e6:.1f} MB) into {directory / c.name}", file=sys.stderr)
     if not no_run and budget in ("short", "standard", "paper"):
-        chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
         print(describe(estimate(chosen, budget, directory)), file=sys.stderr)
     result = run(
         directory,
@@ -112,11 +127,20 @@ def reproduce(
         include_flagged=include_flagged,
         allow_version_change=allow_version_change,
     )
+    if archive is not None and not no_run:
+        from ..core.carry import carry_out
+
+        for c in carry_out(archive, [r.directory for r in result.scenarios if not r.foreign]):
+            print(f"packed {directory / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
     if published is not None:
         from ..analyses.reproduce.publish import publish as write_published
 
         write_published(
-            result, published, f"longlook reproduce --budget {budget} -o {directory} --no-run --publish {publish}"
+            result,
+            published,
+            f"longlook reproduce --budget {budget} -o {directory}"
+            + (f" --archive {archive}" if archive is not None else "")
+            + f" --no-run --publish {publish}",
         )
         print(f"published: {published}", file=sys.stderr)
     if as_json:

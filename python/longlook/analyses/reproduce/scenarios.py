@@ -113,3 +113,8 @@ def run_scenario(
     if summary.short:
         detail += f"; {len(summary.short)} cell(s) short of counted runs"
     return ScenarioRun(sc.name, directory, status, detail, wall, summary.runs)
+
+
+def folder_name(shipped: ShippedScenario, budget: str) -> str:
+    """The folder under the results folder that a shipped scenario's experiment lives in."""
+    return load_scenario(shipped.path, shipped.overrides(budget)).name
