@@ -31,6 +31,20 @@ def _progress(event: str, **info) -> None:
         print(f"   {info['arm']} round {info['round']}: {info['status']} {info.get('error') or ''}", file=sys.stderr)
 
 
+def _carrying(archive: Path):
+    """The progress printer, packing each scenario into ARCHIVE as soon as it is done or
+    interrupted: a machine lost mid-budget loses at most the scenario it was measuring."""
+    from ..core.carry import carry_out
+
+    def progress(event: str, **info) -> None:
+        _progress(event, **info)
+        if event == "scenario_done" and not info["run"].foreign:
+            for c in carry_out(archive, [info["run"].directory]):
+                print(f"   packed as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
+
+    return progress
+
+
 def reproduce(
     budget: str = typer.Option(
         "short",
@@ -122,7 +136,7 @@ def reproduce(
         only=only,
         execute=not no_run,
         link_check=link_check,
-        progress=_progress,
+        progress=_progress if archive is None else _carrying(archive),
         build_report=build_report,
         include_flagged=include_flagged,
         allow_version_change=allow_version_change,

@@ -4,15 +4,21 @@ machine that does not hold it, so work longer than one machine's lifetime (the p
 of `reproduce`, the matrix's performance grid: many hours) resumes where the last machine
 stopped, and a published page can be regenerated from a clean clone.
 
-What travels is the whole experiment (its store and every run's files: state-machine
-analyses read the runs' qlogs) except packet captures, which no verdict reads and which
-would dominate the size. xz (the standard library's lzma) because the qlogs are repetitive
-JSON that it shrinks several times better than gzip, and packing happens once per scenario,
-not between runs.
+What travels is what the verdicts and their explanations read, at a size a repository can
+hold: the store, every run's small files, and its qlogs without their packet-level events
+(`transport:packet_sent`, `packet_received`, `frames_processed`: 75-99% of a qlog's bytes,
+measured on a 10 MB page load). The congestion-control events stay, so state machines,
+window timelines and losses read the same as on the machine that measured; what needs single
+packets (a report's path changes and receive gaps) does not. Left behind: packet captures,
+the experiment's throwaway certificate and key, and the files its servers served. CARRIED
+(a JSON file in the folder) says what was left out. xz (the standard library's lzma): the
+thinned qlogs are repetitive JSON it shrinks 20-30x, and packing happens once per scenario.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import tarfile
 import tempfile
@@ -23,7 +29,12 @@ from ..errors import LonglookError
 from .store import DB_FILE
 
 SUFFIX = ".tar.xz"
-LEFT_OUT = (".pcap", ".pcapng", ".pcap.gz")  # captures: never read by a claim, most of the bytes
+MARK = "CARRIED"
+CAPTURES = (".pcap", ".pcapng", ".pcap.gz")  # no verdict reads a capture
+LOGS = (".sqlog", ".qlog")
+# packet-level qlog events: most of a qlog's bytes; no state machine reads them
+PACKET_EVENTS = (b'"transport:packet_sent"', b'"transport:packet_received"', b'"transport:frames_processed"')
+LEFT_OUT_DIRS = ("cert", "stack-content")  # a throwaway key; the files the servers served
 
 
 @dataclass
@@ -67,15 +78,25 @@ def unpack(archive: Path, out: Path, name: str) -> Carried | None:
     return Carried(name, source, "unpacked", source.stat().st_size)
 
 
-def _left_out(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
-    # links and special files are refused on the way in, so they are left out on the way out
-    keep = (info.isfile() or info.isdir()) and not info.name.endswith(LEFT_OUT)
-    return info if keep else None
+def _kept(rel: PurePosixPath) -> bool:
+    return not (rel.parts and rel.parts[0] in LEFT_OUT_DIRS) and not rel.name.endswith(CAPTURES)
+
+
+def thin(data: bytes) -> bytes:
+    """A JSON-SEQ (or JSON lines) qlog without its packet-level events."""
+    return b"".join(line for line in data.splitlines(keepends=True) if not any(e in line for e in PACKET_EVENTS))
+
+
+def _add_bytes(tar: tarfile.TarFile, arcname: str, data: bytes, mtime: float) -> None:
+    info = tarfile.TarInfo(arcname)
+    info.size, info.mtime, info.mode = len(data), int(mtime), 0o644
+    tar.addfile(info, io.BytesIO(data))
 
 
 def pack(out: Path, name: str, archive: Path) -> Carried | None:
-    """OUT/<name>/ as ARCHIVE/<name>.tar.xz, written beside and renamed into place (an
-    interrupted pack leaves the last archive whole). None when OUT holds no such experiment."""
+    """OUT/<name>/ as ARCHIVE/<name>.tar.xz (see the module's docstring for what travels),
+    written beside and renamed into place (an interrupted pack leaves the last archive whole).
+    None when OUT holds no such experiment."""
     folder = Path(out) / name
     if not (folder / DB_FILE).exists():
         return None
@@ -83,13 +104,30 @@ def pack(out: Path, name: str, archive: Path) -> Carried | None:
     target = archive_path(archive, name)
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=SUFFIX, dir=archive)
     os.close(fd)
+    mark = {
+        "left_out": {
+            "captures": list(CAPTURES),
+            "folders": list(LEFT_OUT_DIRS),
+            "qlog_events": [e.decode().strip('"') for e in PACKET_EVENTS],
+        },
+        "why": "carried between machines at a size a repository holds (longlook.core.carry)",
+    }
     try:
-        # preset 6 (the default): 2-4x smaller than gzip on qlogs; sorted members for a
-        # stable order between packs of the same folder
         with tarfile.open(tmp, mode="w:xz", preset=6) as tar:
-            tar.add(folder, arcname=name, filter=_left_out, recursive=False)
+            tar.add(folder, arcname=name, recursive=False)
+            # sorted: a stable order between packs of the same folder
             for path in sorted(folder.rglob("*")):
-                tar.add(path, arcname=f"{name}/{path.relative_to(folder)}", filter=_left_out, recursive=False)
+                rel = PurePosixPath(path.relative_to(folder).as_posix())
+                if rel.name == MARK or not _kept(rel):
+                    continue
+                if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                    continue  # refused on the way in, so left out on the way out
+                arcname = f"{name}/{rel}"
+                if path.is_file() and path.name.endswith(LOGS):
+                    _add_bytes(tar, arcname, thin(path.read_bytes()), path.stat().st_mtime)
+                else:
+                    tar.add(path, arcname=arcname, recursive=False)
+            _add_bytes(tar, f"{name}/{MARK}", json.dumps(mark, indent=1).encode(), (folder / DB_FILE).stat().st_mtime)
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

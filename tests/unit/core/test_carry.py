@@ -4,6 +4,7 @@ stay behind, a hostile archive is refused, an unchanged store is not packed agai
 from __future__ import annotations
 
 import io
+import json
 import os
 import tarfile
 import time
@@ -20,9 +21,22 @@ def _experiment(out: Path, name: str) -> Path:
     folder = out / name
     (folder / "runs" / "r1").mkdir(parents=True)
     (folder / DB_FILE).write_bytes(b"store" * 100)
-    (folder / "runs" / "r1" / "server.sqlog").write_text('{"time": 1}\n' * 500)
+    (folder / "runs" / "r1" / "server.sqlog").write_text(QLOG)
     (folder / "runs" / "r1" / "run.pcap").write_bytes(b"\0" * 4096)
+    (folder / "runs" / "r1" / "fetch.json").write_text('{"ok": true}')
+    (folder / "cert").mkdir()
+    (folder / "cert" / "key.pem").write_text("secret")
     return folder
+
+
+CC_EVENT = '\x1e{"time": 2, "name": "recovery:metrics_updated", "data": {"congestion_window": 14720}}\n'
+QLOG = (
+    '\x1e{"qlog_format": "JSON-SEQ"}\n'
+    + '\x1e{"time": 1, "name": "transport:packet_sent", "data": {"header": {"packet_number": 1}}}\n' * 300
+    + CC_EVENT
+    + '\x1e{"time": 3, "name": "transport:packet_received", "data": {}}\n' * 300
+    + '\x1e{"time": 4, "name": "recovery:congestion_state_updated", "data": {"new": "Recovery"}}\n'
+)
 
 
 def test_round_trip_leaves_captures_out(tmp_path):
@@ -33,8 +47,17 @@ def test_round_trip_leaves_captures_out(tmp_path):
     assert back and back.action == "unpacked"
     folder = tmp_path / "b" / "fig8"
     assert (folder / DB_FILE).read_bytes() == b"store" * 100
-    assert (folder / "runs" / "r1" / "server.sqlog").read_text() == '{"time": 1}\n' * 500
+    # the congestion-control events travel whole, the packet-level ones stay behind
+    qlog = (folder / "runs" / "r1" / "server.sqlog").read_text()
+    assert qlog == (
+        '\x1e{"qlog_format": "JSON-SEQ"}\n'
+        + CC_EVENT
+        + '\x1e{"time": 4, "name": "recovery:congestion_state_updated", "data": {"new": "Recovery"}}\n'
+    )
+    assert (folder / "runs" / "r1" / "fetch.json").read_text() == '{"ok": true}'
     assert not (folder / "runs" / "r1" / "run.pcap").exists()
+    assert not (folder / "cert").exists()
+    assert "transport:packet_sent" in json.loads((folder / "CARRIED").read_text())["left_out"]["qlog_events"]
 
 
 def test_a_folder_that_holds_the_experiment_is_kept(tmp_path):
