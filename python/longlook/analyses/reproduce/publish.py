@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...core.store import Store
 from .activity import SESSION_GAP_S, active_seconds, sessions, stamps as _stamps
+from .cpu_curve import curve_section
 from .claims import OURS, PAPER
 from .output import Reproduction, Row, quoted
 from .registry import FIELD_ONLY, MERGED
@@ -230,6 +231,7 @@ def publish_markdown(result: Reproduction, command: str) -> str:
             _table(result, OURS),
             "",
         ]
+    lines += curve_section(result.scenarios)
     lines += ["## Findings only the field can measure (not tested)", ""]
     lines += [
         f"- **{f.id}** ({f.paper}, {f.where}): \u201c{f.quote}\u201d ({f.paper_number}). Not tested: {f.why}."

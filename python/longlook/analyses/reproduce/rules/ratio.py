@@ -60,6 +60,9 @@ class Ratio:
     unit: str = "ms"
     flows: bool = False
     at_most: float | None = None  # a range claim (Langley §6.7: 2x to 3.5x): the interval inside it
+    # a CPU-per-byte ratio holds only at the load it was measured at (a client under a budget
+    # batches and spends less per MB): the party whose busy share of a core the row states
+    load: str = ""  # "client" or "server": its <party>_cpu_share, medians per arm
 
     def reads(self) -> str:
         cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "the one cell"
@@ -84,6 +87,8 @@ class Ratio:
         ci = " [unbounded]" if math.isnan(lo) else f" [{lo:.2f}, {hi:.2f}]"
         what = "geometric mean of the per-run ratios" if c.paired else "ratio of means"
         number = f"{ratio:.2f}x{ci} ({num(c.a.mean)} vs {num(c.b.mean)} {self.unit})"
+        if self.load:
+            number += load_text(m, c.cell_id, self.a, self.b, self.load)
         top = math.inf if self.at_most is None else self.at_most
         if not math.isnan(lo) and lo >= self.at_least and hi <= top:
             verdict = HOLDS
@@ -142,3 +147,24 @@ class Ratio:
             f"{needed.RATIO_RESOLUTION:.0%} from {bound:g}x the estimate's way)",
             "not estimable (no spread, or beyond 100,000)",
         )
+
+
+def load_text(m: Measured, cell_id: str, a: str, b: str, party: str) -> str:
+    """ "; at h3 0.41 vs h2 0.18 cores busy (the client's ...)": the load a CPU ratio was
+    measured at, from the counted runs of its cell."""
+    column = f"{party}_cpu_share"
+    runs = m.runs
+    if runs.empty or column not in runs:
+        return f"; the {party}'s load not recorded"
+    keep = (runs["cell_id"] == cell_id) & (runs["status"] == "ok")
+    if m.exclude_flagged and "audit_flagged" in runs:
+        keep &= ~runs["audit_flagged"].fillna(False).astype(bool)
+    medians = runs[keep].groupby("arm")[column].median()
+    if a not in medians or b not in medians or math.isnan(medians[a]) or math.isnan(medians[b]):
+        return f"; the {party}'s load not recorded"
+    budget = m.dims(cell_id).get("client_cpu", "unlimited") if party == "client" else "unlimited"
+    where = "no CPU budget" if budget in ("unlimited", None) else f"CPU budget {budget}"
+    return (
+        f"; at {name(a)} {medians[a]:.2f} vs {name(b)} {medians[b]:.2f} cores busy (the {party}'s CPU over its "
+        f"run, medians; {where})"
+    )
