@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from ...core.spec import ScenarioBase, Statistics
@@ -57,6 +58,8 @@ class Measured:
             scenario = store.scenario()
             kind = store.kind()
             flows = store.table("flows") if store.kind_name() == "fairness" else None
+            if flows is not None:
+                flows = with_mean_cwnd(flows, store.series(name="cwnd_bytes"))
             series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
             metrics = kind.metrics if kind and scenario.statistics.failures == "outcome" else ()
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
@@ -135,6 +138,22 @@ class Measured:
             .assign(arm=TCP_MEAN, protocol_requested=None, protocol_negotiated=None)
         )
         return pd.concat([f, mean], ignore_index=True)
+
+
+def with_mean_cwnd(flows: pd.DataFrame, cwnd: pd.DataFrame) -> pd.DataFrame:
+    """Each flow's time-averaged congestion window in KB (`cwnd_mean_kb`), from the run's
+    cwnd series (sampled on a fixed step, so the mean of the samples is the mean over time):
+    Kakhki's Fig. 5 compares the windows the flows of one bottleneck reach. NaN for a flow
+    whose server log gave no window."""
+    if flows.empty or cwnd.empty or "flow" not in flows:
+        return flows.assign(cwnd_mean_kb=np.nan)
+    means = (
+        cwnd.groupby(["run_id", "key"], as_index=False)["value"]
+        .mean()
+        .rename(columns={"key": "flow", "value": "cwnd_mean_kb"})
+    )
+    means["cwnd_mean_kb"] /= 1000.0
+    return flows.drop(columns=["cwnd_mean_kb"], errors="ignore").merge(means, on=["run_id", "flow"], how="left")
 
 
 def middlebox_text(link: LinkProfile) -> str:

@@ -122,6 +122,16 @@ def above(x: float) -> Callable[[Any], bool]:
     return match
 
 
+def lacks(*texts: str) -> Callable[[Any], bool]:
+    """A `where` predicate: the dimension (a label) contains none of `texts`."""
+
+    def match(v: Any) -> bool:
+        return isinstance(v, str) and not any(t in v for t in texts)
+
+    match.text = "without " + " or ".join(map(repr, texts))  # type: ignore[attr-defined]
+    return match
+
+
 def contains(*texts: str) -> Callable[[Any], bool]:
     """A `where` predicate: the dimension (a label) contains one of `texts`."""
 

@@ -52,7 +52,7 @@ Student's interval on right-skewed values: see `Value`).
 
 from __future__ import annotations
 
-from ..outcome import FAILS, HOLDS, NOT_RUN, UNCLEAR, Outcome, above, contains, not_run
+from ..outcome import FAILS, HOLDS, NOT_RUN, UNCLEAR, Outcome, above, contains, lacks, not_run
 from .ate import Ate
 from .granger_share import GrangerShare
 from .pair_share import PairShare
@@ -83,6 +83,7 @@ __all__ = [
     "Value",
     "above",
     "contains",
+    "lacks",
     "interaction",
     "not_run",
 ]

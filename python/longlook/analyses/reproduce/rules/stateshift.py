@@ -14,13 +14,13 @@ where both sides take the transition at the same rate (tests/calibration).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ....core.verdicts import verdict_producer
 from ....errors import LonglookError
 from ..measured import Measured
-from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, name, not_run, p_text
+from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, Where, name, not_run, p_text, where_text
 
 UP, DOWN = ("appears", "more"), ("vanishes", "fewer")
 
@@ -41,15 +41,28 @@ class StateShift:
     fast: Any
     slow: Any
     protocol: str = "QUIC"
+    # the other dimensions both sides share (e.g. one RTT and size of a grid): the claim's
+    # cells are the ones that match, on each side of `dim`
+    where: Where = field(default_factory=dict)
+    # what the sides are called on the page (default: the dim's values)
+    labels: tuple[str, str] | None = None
+
+    def _label(self, side: int) -> str:
+        return self.labels[side] if self.labels else str((self.fast, self.slow)[side])
 
     def reads(self) -> str:
+        within = "".join(f", {k} {where_text(v)}" for k, v in self.where.items())
         return (
             f"{self.item} per run of {name(self.arm)} ({self.protocol}'s inferred state machine), {self.dim} = "
-            f"{self.fast} vs {self.slow}; holds if it appears or is more frequent at {self.slow}"
+            f"{self._label(0)} vs {self._label(1)}{within}; holds if it appears or is more frequent at "
+            f"{self._label(1)}"
         )
 
+    def _side(self, m: Measured, value: Any) -> list[str]:
+        return m.select({**self.where, self.dim: value})
+
     def claim_cells(self, m: Measured) -> list[str]:
-        return m.select({self.dim: [self.fast, self.slow]})
+        return self._side(m, self.fast) + self._side(m, self.slow)
 
     def evaluate(self, m: Measured) -> Outcome:
         from ...states.diff import compare
@@ -57,9 +70,13 @@ class StateShift:
 
         if m.directory is None:
             return not_run("needs an experiment directory")
+        fast, slow = self._side(m, self.fast), self._side(m, self.slow)
+        if not fast or not slow:
+            return not_run("the claim's cells are not in this experiment (reduced budget?)")
         try:
-            a = load_runs(m.directory, cell=f"{self.dim}={self.fast}", arm=self.arm)
-            b = load_runs(m.directory, cell=f"{self.dim}={self.slow}", arm=self.arm)
+            # each side's cells by their ids: a link's name holds the selector's commas
+            a = [r for c in fast for r in load_runs(m.directory, cell=c, arm=self.arm)]
+            b = [r for c in slow for r in load_runs(m.directory, cell=c, arm=self.arm)]
         except LonglookError as e:
             return not_run(e.message)
         return self.judge(
@@ -67,8 +84,8 @@ class StateShift:
                 a,
                 b,
                 self.protocol,
-                label_a=str(self.fast),
-                label_b=str(self.slow),
+                label_a=self._label(0),
+                label_b=self._label(1),
                 alpha=m.statistics.alpha,
                 holm=False,
             )
@@ -86,7 +103,7 @@ class StateShift:
                 n=f"{d.n_a}/{d.n_b}",
                 detail="the transition was never taken on either side",
                 needs=f"not more rounds: taken in none of {d.n_a} + {d.n_b} runs, so the {self.dim} "
-                f"or the link at which {self.slow} limits the sender would have to change",
+                f"or the link at which {self._label(1)} limits the sender would have to change",
             )
         status = row["status"]
         verdict = HOLDS if status in UP else FAILS if status in DOWN else UNCLEAR
