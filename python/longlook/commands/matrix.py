@@ -317,13 +317,12 @@ def matrix(
             for r in perf:
                 perf_file = out / f"perf-{r:g}.toml"
                 perf_file.write_text(
-                    # Chromium loads pages, not bulk objects: it joins where the page of small objects is
                     perf_scenario_toml(
                         stacks,
                         rate_mbit=r,
                         rounds=perf_rounds,
                         rtt_ms=rtt,
-                        clients=clients if r == min(perf) else None,
+                        clients=clients,
                         page=r == min(perf),
                     )
                 )

@@ -362,21 +362,72 @@ def test_chromium_net_errors_name_their_phase():
     assert failure_phase("something else") is None and failure_phase(None) is None
 
 
-def test_a_bulk_cell_is_one_clear_failure_without_a_browser(tmp_path):
-    from longlook.stacks.clients import chromium
-
-    class NoTestbed:  # nothing may be started
-        def __getattr__(self, name):
-            raise AssertionError(f"the testbed was used ({name})")
-
-    r = chromium.fetch(
-        NoTestbed(),
-        url="https://198.18.2.2/bulk/5m",
-        protocol="h3",
-        run_id="r",
-        cert_dir=tmp_path,
-        out=tmp_path / "fetch.json",
-        timeout_s=5,
-        mode="bulk",
+def _bulk_events(status: int = 200, finished: bool = True, protocol: str = "h3") -> NetworkLog:
+    """The page of the object's origin (a 404), then the fetch of a 5 MB object over 2 s."""
+    log = NetworkLog()
+    page = "https://198.18.2.2:4433/longlook-bulk-page"
+    obj = "https://198.18.2.2:4433/bulk/5m"
+    timing = {"requestTime": 100.0, "connectStart": 1.0, "connectEnd": 37.0, "receiveHeadersEnd": 60.0}
+    log.on_event(
+        "Network.requestWillBeSent",
+        {"requestId": "d", "request": {"url": page}, "timestamp": 100.0, "type": "Document"},
     )
-    assert r.status == "failed" and "Chromium loads pages" in r.error
+    log.on_event(
+        "Network.responseReceived",
+        {"requestId": "d", "response": {"status": 404, "protocol": protocol, "timing": timing}},
+    )
+    log.on_event("Network.loadingFinished", {"requestId": "d", "timestamp": 100.07})
+    log.on_event("Page.loadEventFired", {"timestamp": 100.08})
+    log.on_event(
+        "Network.requestWillBeSent", {"requestId": "o", "request": {"url": obj}, "timestamp": 100.1, "type": "Fetch"}
+    )
+    log.on_event(
+        "Network.responseReceived",
+        {
+            "requestId": "o",
+            "response": {
+                "status": status,
+                "protocol": protocol,
+                "timing": {"requestTime": 100.1, "receiveHeadersEnd": 20.0},
+            },
+        },
+    )
+    log.on_event("Network.dataReceived", {"requestId": "o", "dataLength": 5_000_000})
+    if finished:
+        log.on_event("Network.loadingFinished", {"requestId": "o", "timestamp": 102.1})
+    return log
+
+
+def test_a_bulk_object_is_timed_as_on_a_new_connection():
+    from longlook.stacks.clients.page_load import bulk_document
+
+    url = "https://198.18.2.2:4433/bulk/5m"
+    doc = bulk_document(
+        _bulk_events(), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
+    )
+    # 2 s from the fetch to its last byte, plus the page's connection set-up (36 ms)
+    assert doc["ok"] and doc["mode"] == "bulk" and doc["protocol"] == "h3"
+    assert doc["plt_ms"] == pytest.approx(2036.0) and doc["handshake_ms"] == 36.0
+    assert doc["ttfb_ms"] == pytest.approx(56.0) and doc["bytes"] == 5_000_000
+    assert doc["goodput_mbit"] == pytest.approx(5e6 * 8 / 2036.0 / 1000, rel=1e-3)
+    assert [o["path"] for o in doc["objects"]] == ["/bulk/5m"]
+    bad = bulk_document(
+        _bulk_events(status=404), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
+    )
+    assert not bad["ok"] and bad["error"] == "/bulk/5m: HTTP 404" and bad["plt_ms"] is None
+    unfinished = bulk_document(
+        _bulk_events(finished=False), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
+    )
+    assert not unfinished["ok"] and "not finished" in unfinished["error"]
+    missing = bulk_document(
+        NetworkLog(), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
+    )
+    assert not missing["ok"] and "no request for the page" in missing["error"]
+
+
+def test_a_bulk_fetch_reads_its_body_to_the_end():
+    from longlook.stacks.clients.chromium_driver import FETCH_JS
+
+    js = FETCH_JS.format(url=json.dumps("https://h/bulk/5m"))
+    assert js.startswith("(async () => {") and "getReader()" in js and "cache: 'no-store'" in js
+    assert '"https://h/bulk/5m"' in js

@@ -454,21 +454,8 @@ class Scenario(ScenarioBase):
         self._check_ecn()
         self._check_options_used()
         self._check_proxy()
-        self._check_chromium_pages()
         self._check_unique_cells()
         return self
-
-    def _check_chromium_pages(self) -> None:
-        """Chromium navigates to pages: a bulk object is a download it aborts, so an arm of it
-        where every workload is bulk could only fail."""
-        if not all(w.mode == "bulk" for w in self.workloads):
-            return
-        for a in self.arms:
-            if (a.client or self.client).startswith("chromium"):
-                raise ValueError(
-                    f'arm "{a.label}": Chromium loads pages; a bulk object is a download it aborts, and every '
-                    'workload here is bulk: give it a page workload (e.g. "100x10k") or another client'
-                )
 
     def _check_n_conn(self) -> None:
         """N-connection emulation is a knob of our endpoint's Cubic only (`endpoint serve

@@ -72,14 +72,11 @@ def fetch(
     quic: str = "pinned",
     netlog: bool = False,
 ) -> FetchResult:
-    """One page load in a fresh Chromium in the client namespace. `zero_rtt` is not
+    """One page load (or, `mode` "bulk", one object fetch()ed by a page of its origin) in a
+    fresh Chromium in the client namespace. `zero_rtt` is not
     supported: a fresh profile per run holds no session ticket (reported as not attempted).
     With `netlog`, Chromium's net-log (its QUIC congestion events) is kept beside `out`;
     with `keylog`, its TLS secrets are written there (`--ssl-key-log-file`)."""
-    if mode == "bulk":  # a scenario with pages too may hold a bulk cell: said at once, no browser started
-        return FetchResult(
-            "failed", {}, "Chromium loads pages: a bulk object is a download it aborts (net::ERR_ABORTED)", 0.0
-        )
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     argv = [

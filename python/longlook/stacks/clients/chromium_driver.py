@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 from ...versions import __version__
 from .devtools_pipe import DevToolsBrowser, DevToolsError
 from .har import build_har
-from .page_load import NetworkLog, fetch_document, protocol_label
+from .page_load import NetworkLog, bulk_document, fetch_document, protocol_label
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
 QUIC_MODES = ("forced", "off", "discovery")
@@ -114,6 +114,7 @@ class BrowserLoad:
     time_origin_unix_ms: float | None = None
     error: str | None = None
     timed_out: bool = False
+    session: str = ""  # the DevTools session on the page (its Network events are enabled)
 
 
 def load_page(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: float) -> BrowserLoad:
@@ -124,7 +125,7 @@ def load_page(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: floa
     # the server files this run's connection logs under its id (docs/interfaces.md)
     browser.send("Network.setExtraHTTPHeaders", {"headers": {"x-longlook-run": run_id}}, session=session)
     browser.send("Page.enable", session=session)
-    load = BrowserLoad()
+    load = BrowserLoad(session=session)
 
     def take(events) -> None:
         for event in events:
@@ -161,13 +162,55 @@ def load_page(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: floa
     return load
 
 
-def browse(argv: list[str], *, url: str, run_id: str, deadline: float, stderr) -> BrowserLoad:
-    """Start a browser, load the page once, close the browser."""
+# the page a bulk object is fetched from: any path of the object's origin (the server answers
+# it, if only with a 404), so the fetch is same-origin and its body readable, never opaque
+BULK_PAGE = "/longlook-bulk-page"
+# read the body to its end chunk by chunk (a body nobody reads stops the download at the
+# stream's high-water mark; arrayBuffer would hold 50 MB at once)
+FETCH_JS = (
+    "(async () => {{ const r = await fetch({url}, {{cache: 'no-store'}}); const rd = r.body.getReader(); "
+    "let n = 0; for (;;) {{ const c = await rd.read(); if (c.done) break; n += c.value.length; }} "
+    "return n; }})()"
+)
+
+
+def load_object(browser: DevToolsBrowser, *, url: str, run_id: str, deadline: float) -> BrowserLoad:
+    """A bulk object the way a web application downloads one: a page of its origin, then
+    fetch() reading the body to its end. Navigating to the object itself would make it a
+    download, which headless Chromium aborts."""
+    parts = urlsplit(url)
+    page = load_page(browser, url=f"{parts.scheme}://{parts.netloc}{BULK_PAGE}", run_id=run_id, deadline=deadline)
+    doc = page.log.document
+    if doc is None or doc.failed or doc.status is None:
+        page.error = page.error or "the page the object is fetched from did not load"
+        return page
+    page.error = None  # the page itself is a 404 where the server serves no such path
+    session = page.session
+    browser.send(
+        "Runtime.evaluate", {"expression": FETCH_JS.format(url=json.dumps(url)), "awaitPromise": False}, session=session
+    )
+
+    def object_done() -> bool:
+        return any(r.url == url and r.done for r in page.log.requests.values())
+
+    for event in browser.events(deadline):
+        if event.get("sessionId") == session:
+            page.log.on_event(event["method"], event.get("params", {}))
+        if object_done():
+            break
+    if not object_done():
+        page.error, page.timed_out = "the object did not arrive within the timeout", True
+    return page
+
+
+def browse(argv: list[str], *, url: str, run_id: str, deadline: float, stderr, bulk: bool = False) -> BrowserLoad:
+    """Start a browser, load the page (or fetch the bulk object) once, close the browser."""
     load = BrowserLoad()
     try:
         with DevToolsBrowser.launch(argv, stderr=stderr) as browser:
             version = browser.send("Browser.getVersion").get("product", "")
-            load = load_page(browser, url=url, run_id=run_id, deadline=deadline)
+            fetcher = load_object if bulk else load_page
+            load = fetcher(browser, url=url, run_id=run_id, deadline=deadline)
             load.version = version
     except (DevToolsError, OSError) as e:
         load.error = f"chromium: {e}"
@@ -203,21 +246,33 @@ def run(args: argparse.Namespace) -> int:
                 "error": first.error,
                 "protocol": protocol_label(first.log.page_requests()),
             }
-        load = browse(argv, url=args.url, run_id=args.run_id, deadline=deadline, stderr=stderr)
+        load = browse(
+            argv, url=args.url, run_id=args.run_id, deadline=deadline, stderr=stderr, bulk=args.mode == "bulk"
+        )
     finally:
         stderr.close()
         shutil.rmtree(profile, ignore_errors=True)
 
-    doc = fetch_document(
-        load.log,
-        run_id=args.run_id,
-        url=args.url,
-        mode=args.mode,
-        protocol_requested=args.protocol_requested,
-        navigation=load.navigation,
-        time_origin_unix_ms=load.time_origin_unix_ms,
-        error=load.error,
-    )
+    if args.mode == "bulk":
+        doc = bulk_document(
+            load.log,
+            run_id=args.run_id,
+            url=args.url,
+            protocol_requested=args.protocol_requested,
+            time_origin_unix_ms=load.time_origin_unix_ms,
+            error=load.error,
+        )
+    else:
+        doc = fetch_document(
+            load.log,
+            run_id=args.run_id,
+            url=args.url,
+            mode=args.mode,
+            protocol_requested=args.protocol_requested,
+            navigation=load.navigation,
+            time_origin_unix_ms=load.time_origin_unix_ms,
+            error=load.error,
+        )
     har = build_har(
         load.log,
         browser_version=load.version.partition("/")[2] or load.version,

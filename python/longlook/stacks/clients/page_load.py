@@ -260,3 +260,70 @@ def _page_error(log: NetworkLog, requests: list[Request]) -> str | None:
     if log.load_event_s is None:
         return "the load event did not fire"
     return None
+
+
+def bulk_document(
+    log: NetworkLog,
+    *,
+    run_id: str,
+    url: str,
+    protocol_requested: str,
+    time_origin_unix_ms: float | None,
+    error: str | None,
+) -> dict:
+    """The fetch JSON of one bulk object the page fetch()ed from its own origin (the
+    driver's bulk mode). The page opened the connection, so the object's time is its
+    request's (issued to last byte) plus that connection's set-up (the page's connectStart
+    to connectEnd): the time a download on a new connection takes, as the native clients
+    measure it. The protocol is the object's and the page's together ("mixed" if they
+    differ)."""
+    doc = log.document
+    obj = next((r for r in log.page_requests() if r.url == url and r.id != log.document_id), None)
+    handshake = _handshake_ms(doc)
+    if error is None:
+        if doc is None:
+            error = "the browser issued no request for the page the object is fetched from"
+        elif obj is None:
+            error = f"the page issued no request for {urlsplit(url).path}"
+        elif obj.failed:
+            error = f"{obj.path}: {obj.failed}"
+        elif obj.status is not None and obj.status >= 400:
+            error = f"{obj.path}: HTTP {obj.status}"
+        elif not obj.done:
+            error = f"{obj.path}: not finished"
+    duration = None
+    if error is None and obj is not None and obj.finished_s is not None:
+        duration = (obj.finished_s - obj.issued_s) * 1000 + (handshake or 0.0)
+    first = obj.first_byte_s if obj is not None else None
+    total = obj.body_bytes if obj is not None else 0
+    return {
+        "run_id": run_id,
+        "url": url,
+        "mode": "bulk",
+        "protocol_requested": protocol_requested,
+        "protocol": protocol_label([r for r in (doc, obj) if r is not None]),
+        "ok": error is None,
+        "error": error,
+        "started_unix_ms": time_origin_unix_ms,
+        "plt_ms": round(duration, 3) if duration else None,
+        "last_object_ms": round(duration, 3) if duration else None,
+        "handshake_ms": handshake,
+        "ttfb_ms": round((first - obj.issued_s) * 1000 + (handshake or 0.0), 3) if first and obj else None,
+        "bytes": total,
+        "objects": [
+            {
+                "path": obj.path,
+                "status": obj.status,
+                "bytes": obj.body_bytes,
+                "protocol": obj.protocol,
+                "protocol_reason": obj.protocol_reason,
+            }
+        ]
+        if obj is not None
+        else [],
+        "zero_rtt": {"attempted": False, "accepted": False},
+        "local_addr": None,
+        "goodput": [],
+        "goodput_mbit": round(total * 8 / duration / 1000, 3) if duration else None,
+        "navigation_timing": None,
+    }
