@@ -39,6 +39,8 @@ class Twins:
     where: Where = field(default_factory=dict)
     metric: str = "plt_ms"
     at_least: float = 0.5
+    # dimensions that change with `dim` (a link's label with its rate)
+    also_differ: tuple[str, ...] = ()
 
     def reads(self) -> str:
         cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
@@ -49,7 +51,8 @@ class Twins:
         )
 
     def _pairs(self, m: Measured) -> list[tuple[str, str]]:
-        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k != self.dim))  # noqa: E731
+        skip = {self.dim, *self.also_differ}
+        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k not in skip))  # noqa: E731
         twins = {key(c): c for c in m.select({self.dim: self.b})}
         return [(c, twins[key(c)]) for c in m.select({**self.where, self.dim: self.a}) if key(c) in twins]
 
