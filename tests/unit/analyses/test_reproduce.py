@@ -322,6 +322,10 @@ def test_the_published_reproduction_says_when_where_how_long_and_why(tmp_path):
     assert "### kakhki-fig2 (Kakhki IMC'17" in text and "Measured:" in text
     assert "--no-run --publish docs/reproduction.md" in text
     assert "report.html" not in text  # the results folder is not published
+    # each row names the scenario that measured it; the provenance table, its sessions' commits
+    row = next(line for line in text.splitlines() if line.startswith("| kakhki-fig2 |"))
+    assert row.rstrip(" |").endswith("kakhki-fig2-macw"), row
+    assert "| scenario | runs | flagged | sessions | wall | commits |" in text
 
 
 def test_a_complete_experiment_is_read_even_when_todays_versions_differ(tmp_path):

@@ -45,9 +45,8 @@ def provenance(result: Reproduction) -> dict:
         v = exp.get("versions") or {}
         v = json.loads(v) if isinstance(v, str) else v
         versions = versions or v
-        for c in [v.get("commit"), *[r.get("commit") for r in v.get("resumed", [])]]:
-            if c and c not in commits:
-                commits.append(c)
+        own = list(dict.fromkeys(c for c in [v.get("commit"), *[r.get("commit") for r in v.get("resumed", [])]] if c))
+        commits += [c for c in own if c not in commits]
         flagged = int(runs["audit_flagged"].fillna(False).astype(bool).sum()) if "audit_flagged" in runs else 0
         scenarios.append(
             {
@@ -58,6 +57,7 @@ def provenance(result: Reproduction) -> dict:
                 "last": max(stamps) if stamps else None,
                 "active_s": active_seconds(stamps),
                 "sessions": len(sessions(stamps)),
+                "commits": own,  # the commit of each session that measured it, first to last
             }
         )
     return {"scenarios": scenarios, "commits": commits, "versions": versions, "host": host()}
@@ -209,9 +209,11 @@ def publish_markdown(result: Reproduction, command: str) -> str:
                 f"{k} {json.dumps(val, default=str) if not isinstance(val, str) else val}" for k, val in stacks.items()
             )
         )
-    lines += ["", "| scenario | runs | flagged | sessions | wall |", "|---|---|---|---|---|"]
+    lines += ["", "| scenario | runs | flagged | sessions | wall | commits |", "|---|---|---|---|---|---|"]
     lines += [
-        f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min |" for s in scen
+        f"| {s['name']} | {s['runs']} | {s['flagged']} | {s['sessions']} | {s['active_s'] / 60:.1f} min | "
+        f"{', '.join(_short_commit(c) for c in s.get('commits', [])) or '-'} |"
+        for s in scen
     ]
     lines += [
         "",
@@ -279,14 +281,20 @@ def publish_markdown(result: Reproduction, command: str) -> str:
     return "\n".join(lines)
 
 
+def _short_commit(commit: str) -> str:
+    """`d461ff655edb...+dirty` -> `d461ff655e+dirty`: enough to find it in the history."""
+    base, dirty, _ = commit.partition("+")
+    return base[:10] + (f"+{_}" if dirty else "")
+
+
 def _table(result: Reproduction, kind: str = PAPER) -> str:
     def cell(s: object) -> str:
         return str(s).replace("|", "\\|").replace("\n", " ")
 
     lines = [
         "| claim | paper | where | the paper says | paper's number | tested as | ours | cells | n | p | verdict "
-        "| would need |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| would need | measured by |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in result.rows:
         if r.claim.kind != kind:
@@ -310,6 +318,8 @@ def _table(result: Reproduction, kind: str = PAPER) -> str:
                     o.p_text,
                     f"**{o.verdict}**",
                     o.needs or "-",
+                    # the scenario; its sessions' commits are in the provenance table
+                    c.scenario,
                 )
             )
             + " |"

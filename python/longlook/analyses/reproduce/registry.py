@@ -164,7 +164,7 @@ SCENARIOS = {
             {"rounds": 6, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["100k", "1m"]}},
             "10 Mbit/s, 1% loss x 100 KB, 1 MB; 6 rounds",
         ),
-        _short("langley-search-rtt.toml", {"rounds": 4}, "20, 100 and 300 ms; 4 rounds"),
+        _short("langley-search-rtt.toml", {"rounds": 3, "links[*]": {"rtt_ms": [20, 300]}}, "20 and 300 ms; 3 rounds"),
         _short(
             "mininet-fig8-loss-object-count.toml",
             {"rounds": 3, "links[*]": {"rate_mbit": [100]}, "workloads": ["100x10k"]},
@@ -248,8 +248,8 @@ SCENARIOS = {
         ),
         _short(
             "cpu-budget-curve.toml",
-            {"rounds": 4, "client_cpu": ["unlimited", {"name": "core-1pct", "quota": 0.01, "cores": 1}]},
-            "no budget and 1% of a core (not 10, 4, 2%); 4 rounds",
+            {"rounds": 3, "client_cpu": ["unlimited", {"name": "core-1pct", "quota": 0.01, "cores": 1}]},
+            "no budget and 1% of a core (not 10, 4, 2%); 3 rounds",
         ),
         _short(
             "kakhki-proxy.toml",
