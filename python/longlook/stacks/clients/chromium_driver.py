@@ -253,26 +253,17 @@ def run(args: argparse.Namespace) -> int:
         stderr.close()
         shutil.rmtree(profile, ignore_errors=True)
 
+    common = dict(
+        run_id=args.run_id,
+        url=args.url,
+        protocol_requested=args.protocol_requested,
+        time_origin_unix_ms=load.time_origin_unix_ms,
+        error=load.error,
+    )
     if args.mode == "bulk":
-        doc = bulk_document(
-            load.log,
-            run_id=args.run_id,
-            url=args.url,
-            protocol_requested=args.protocol_requested,
-            time_origin_unix_ms=load.time_origin_unix_ms,
-            error=load.error,
-        )
+        doc = bulk_document(load.log, **common)
     else:
-        doc = fetch_document(
-            load.log,
-            run_id=args.run_id,
-            url=args.url,
-            mode=args.mode,
-            protocol_requested=args.protocol_requested,
-            navigation=load.navigation,
-            time_origin_unix_ms=load.time_origin_unix_ms,
-            error=load.error,
-        )
+        doc = fetch_document(load.log, mode=args.mode, navigation=load.navigation, **common)
     har = build_har(
         load.log,
         browser_version=load.version.partition("/")[2] or load.version,
