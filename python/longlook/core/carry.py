@@ -128,6 +128,7 @@ def pack(out: Path, name: str, archive: Path) -> Carried | None:
                 else:
                     tar.add(path, arcname=arcname, recursive=False)
             _add_bytes(tar, f"{name}/{MARK}", json.dumps(mark, indent=1).encode(), (folder / DB_FILE).stat().st_mtime)
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the half-written file only
         os.replace(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
