@@ -82,6 +82,15 @@ def reproduce(
         help="resume an experiment begun with other software (longlook, linkem, the endpoint, a "
         "stack); what changed is recorded with it",
     ),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="local (this machine's testbed) or ray (one cell per cluster node with the testbed "
+        "resource; docs/cluster.md); the results come back to --out either way",
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Ray cluster address HOST:PORT (--executor ray; default: RAY_ADDRESS)"
+    ),
     archive: Optional[Path] = typer.Option(
         None,
         "--archive",
@@ -118,6 +127,9 @@ def reproduce(
     from ..analyses.reproduce.estimate import describe, estimate
     from ..report import build_report
 
+    from ..core.executors import by_name
+
+    runs_on = by_name(executor, address) if not no_run else None  # one clear error before anything runs
     directory = check_output(out or Path("results") / f"reproduce-{budget}", "--out", directory=True)
     published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
     chosen = [SCENARIOS[n] for n in dict.fromkeys(c.scenario for c in claims(only))]
@@ -140,6 +152,7 @@ def reproduce(
         build_report=build_report,
         include_flagged=include_flagged,
         allow_version_change=allow_version_change,
+        executor=runs_on,
     )
     if archive is not None and not no_run:
         from ..core.carry import carry_out

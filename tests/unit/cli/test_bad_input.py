@@ -110,3 +110,18 @@ def test_the_cli_prints_one_error_and_a_hint_never_a_traceback(tmp_path: Path):
     lines = p.stderr.strip().splitlines()
     assert lines[0].startswith("longlook: error: ") and "rate_mbit" in lines[0], p.stderr
     assert len(lines) <= 2 and "Traceback" not in p.stderr
+
+
+def test_reproduce_refuses_an_unknown_executor_and_a_bad_archive_before_running(tmp_path: Path):
+    out = str(tmp_path / "r")
+    _one_clear_error(_invoke("reproduce", "--budget", "paper", "-o", out, "--executor", "dask"), "unknown executor")
+    _one_clear_error(
+        _invoke("reproduce", "--budget", "paper", "-o", out, "--address", "h:1"), "--address is for --executor ray"
+    )
+    (tmp_path / "file").write_text("x")
+    _one_clear_error(
+        _invoke("reproduce", "--budget", "paper", "-o", out, "--archive", str(tmp_path / "file"), "--no-run"),
+        "--archive",
+        "is a file",
+    )
+    assert not (tmp_path / "r").exists()  # nothing was written

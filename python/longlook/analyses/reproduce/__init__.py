@@ -68,10 +68,12 @@ def reproduce(
     build_report: BuildReport | None = None,
     include_flagged: bool = False,
     allow_version_change: bool = False,
+    executor=None,
 ) -> Reproduction:
     """Run (or read) every scenario the chosen claims read, evaluate the claims, explain the
     ones that do not hold, and write DIR/reproduction.{html,md,json}. `include_flagged`: count
-    runs their path audit flagged (a machine too busy for the limits; the table says so)."""
+    runs their path audit flagged (a machine too busy for the limits; the table says so).
+    `executor`: where the runs go (core.executors; None: this machine's testbed)."""
     if budget not in BUDGETS:
         raise LonglookError(f"--budget: {budget!r} is not a budget", hint="short, standard or paper")
     out = Path(out)
@@ -90,6 +92,7 @@ def reproduce(
             link_check=link_check,
             progress=progress,
             allow_version_change=allow_version_change,
+            executor=executor,
         )
         progress("scenario_done", run=runs[name])
         if runs[name].status == "interrupted":

@@ -52,6 +52,7 @@ def run_scenario(
     link_check: bool = True,
     progress: Callable[..., None] | None = None,
     allow_version_change: bool = False,
+    executor=None,
 ) -> ScenarioRun:
     sc = load_scenario(shipped.path, shipped.overrides(budget))
     directory = out / sc.name
@@ -82,6 +83,7 @@ def run_scenario(
                 link_check=link_check,
                 progress=progress,
                 allow_version_change=allow_version_change,
+                executor=executor,
             ).run()
         except LinkCheckFailed:
             # a path check that met a busy moment of the machine: once more before giving up
@@ -92,6 +94,7 @@ def run_scenario(
                 link_check=link_check,
                 progress=progress,
                 allow_version_change=allow_version_change,
+                executor=executor,
             ).run()
     except LonglookError as e:
         detail = e.message + (f" ({e.hint})" if e.hint else "")
