@@ -116,6 +116,37 @@ def test_h2_load_reports_h2_for_every_object(path):
 
 @needs_testbed("linkem", "endpoint")
 @needs_chromium
+@pytest.mark.parametrize("protocol", ["h3", "h2"])
+def test_a_bulk_object_is_fetched_whole_over_the_protocol_asked(path, protocol):
+    """A 2 MB object, fetch()ed by a page of its origin (a navigation would be a download the
+    headless browser aborts): all of it, over the protocol asked, no faster than the link."""
+    tb, server, tmp = path
+    name = f"bulk{protocol}"
+    out = tmp / name / "fetch.json"
+    result = fetcher("chromium")(
+        tb,
+        url=f"https://{SERVER_ADDR}:4433/bulk/2m",
+        protocol=protocol,
+        run_id=name,
+        cert_dir=tmp / "cert",
+        out=out,
+        timeout_s=20,
+        mode="bulk",
+    )
+    doc = result.document
+    assert result.status == "ok", result.error
+    assert doc["mode"] == "bulk" and doc["protocol"] == protocol
+    assert [(o["path"], o["bytes"], o["protocol"]) for o in doc["objects"]] == [("/bulk/2m", 2_000_000, protocol)]
+    # physics: 2 MB at 10 Mbit/s is 1.6 s on the wire, plus a handshake and a request
+    assert doc["plt_ms"] >= 1600 + RTT_MS, doc["plt_ms"]
+    assert doc["goodput_mbit"] <= 10.0, doc["goodput_mbit"]
+    suffix = ".tcp.sqlog" if protocol == "h2" else ".sqlog"
+    logs = server.take_logs(name, out.parent)
+    assert [n for n in logs if n.endswith(suffix)], logs
+
+
+@needs_testbed("linkem", "endpoint")
+@needs_chromium
 def test_netlog_is_kept_with_quic_congestion_events(path):
     result, out = _load(path, "netlogrun", "h3", url_path="/page/1x10k.html", chromium_netlog=True)
     assert result.status == "ok", result.error
