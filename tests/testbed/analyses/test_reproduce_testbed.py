@@ -45,3 +45,26 @@ def test_reproduce_one_claim_end_to_end_then_read_again(tmp_path, monkeypatch):
     again = json.loads((tmp_path / "reproduction.json").read_text())
     assert again["scenarios"][0]["status"] == "read" and again["scenarios"][0]["runs"] == 0
     assert again["claims"][0]["number"] == claim["number"]
+
+
+@needs_testbed("linkem", "endpoint")
+def test_a_reproduction_carried_to_a_machine_without_its_results_reads_the_same(tmp_path, monkeypatch):
+    """--archive: the scenario packed after it ran; a results folder that lost it (another
+    machine) unpacks it and judges the claim from it exactly as the first did."""
+    import shutil
+
+    shipped = registry.SCENARIOS["kakhki-fig6b-object-count"]
+    monkeypatch.setitem(registry.SCENARIOS, shipped.name, ShippedScenario(shipped.file, TINY, "tiny"))
+    out, archive = tmp_path / "out", tmp_path / "archive"
+    base = ["reproduce", "--only", "kakhki-fig6b-few", "--budget", "short", "--out", str(out), "--no-link-check"]
+    res = CliRunner().invoke(app, [*base, "--archive", str(archive)])
+    assert res.exit_code == 0, res.output
+    first = json.loads((out / "reproduction.json").read_text())["claims"][0]
+    assert (archive / "kakhki-fig6b-object-count.tar.xz").exists()
+    shutil.rmtree(out)
+    res = CliRunner().invoke(app, [*base, "--archive", str(archive), "--no-run"])
+    assert res.exit_code == 0, res.output
+    carried = json.loads((out / "reproduction.json").read_text())
+    assert carried["scenarios"][0]["status"] == "read"
+    assert carried["claims"][0]["number"] == first["number"] and carried["claims"][0]["p"] == first["p"]
+    assert (out / "kakhki-fig6b-object-count" / "CARRIED").exists()
