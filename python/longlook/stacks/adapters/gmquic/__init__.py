@@ -30,9 +30,14 @@ qinterface/qudp 0.5.1):
 - 0-RTT and resumption: both builders have `enable_0rtt` (the server here enables it), but
   session tickets live in rustls' in-memory cache of one process and our client makes one
   connection per process: no resumption, no 0-RTT from this client;
-- ChaCha20 only: only the Initial keys are fixed (AES-128-GCM, as RFC 9001 says); later keys
-  are rustls' for the suite negotiated, so its server should accept a client offering only
-  ChaCha20 (not tried here); this client has no switch to offer only it;
+- ChaCha20 only: its client cannot offer it alone. The cipher suites a rustls client offers are
+  those of its config's `CryptoProvider` (every one usable for QUIC, rustls 0.23's client/hs.rs;
+  a provider can be given, `QuicClient::builder_with_crypto_provider`), and gm-quic derives the
+  Initial keys from that same provider: qconnection's `initial_keys_with` (builder.rs) takes its
+  TLS13_AES_128_GCM_SHA256 and panics ("crypto provider does not provide supported cipher
+  suite") when it has none, so AES-128-GCM is always offered too. Later keys are rustls' for
+  the suite negotiated, so its server should accept a client offering only ChaCha20 (not
+  tried here);
 - QUIC v2: not implemented;
 - active migration: `Connection::add_path`/`del_path` exist (paths per bound interface, its
   multipath), this client does not use them.
@@ -80,6 +85,8 @@ class GmQuic(RustCrateStack):
         "resumption": "session tickets live in one process's memory; this client makes one connection per process",
         "zerortt": "no ticket kept across processes (see resumption)",
         "connection-migration": "add_path/del_path exist (its multipath); this client does not use them",
+        "chacha20": "rustls offers every suite of the TLS config's crypto provider, and qconnection derives the "
+        "Initial keys from that provider's TLS13_AES_128_GCM_SHA256 (initial_keys_with panics without it)",
     }
 
     def client_argv(self, **kw) -> ClientCall:

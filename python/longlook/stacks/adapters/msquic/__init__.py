@@ -37,9 +37,13 @@ What the interop cases (wire/cases) can see of it, from msquic's and the wrapper
 - key update: msquic updates keys on its own only after QUIC_SETTINGS.MaxBytesPerKey (2^38
   bytes by default); forcing one (QUIC_PARAM_CONN_FORCE_KEY_UPDATE) needs the connection's
   handle, which msquic-async does not expose. It answers a peer's key update.
-- ChaCha20: offered (msquic's quictls list: AES-256-GCM, ChaCha20, AES-128-GCM) but never
-  the only suite: `CredentialConfig::set_allowed_cipher_suites` could restrict it, and no
-  flag here does.
+- ChaCha20: offered by default (msquic's quictls list: AES-256-GCM, ChaCha20, AES-128-GCM);
+  the client's `--chacha20` offers it alone (`CredentialConfig::set_allowed_cipher_suites`
+  with `AllowedCipherSuiteFlags::CHACHA20_POLY1305_SHA256`: msquic's tls_quictls.c then hands
+  quictls "TLS_CHACHA20_POLY1305_SHA256" through SSL_CTX_set_ciphersuites). Seen over loopback
+  against msquic's server: the ClientHello lists 0x1303 alone, and the ServerHello chose it
+  (quictls also lists TLS_EMPTY_RENEGOTIATION_INFO_SCSV, 0x00ff, a signal and no suite, with or
+  without the flag).
 - QUIC v2: msquic speaks it when its version settings list it, a parameter of its own
   (QUIC_PARAM_CONFIGURATION_VERSION_SETTINGS) that the typed Rust API lacks (only the raw
   `Api::set_param` on the configuration could set it); not set here, so v1 only.
@@ -52,6 +56,9 @@ What the interop cases (wire/cases) can see of it, from msquic's and the wrapper
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ...base import CaseCalls, ClientCall
 from ...builds.rust_crate import RustCrateStack
 from ...release_registry import Registry
 
@@ -70,6 +77,8 @@ class Msquic(RustCrateStack):
         "which neither the msquic crate nor msquic-async offers for an accepted connection",
         "zerortt": "no session ticket, so no 0-RTT (see resumption)",
     }
+    # its client (crate/src/fetch.rs) is asked for these by its flags (case_calls)
+    client_cases = ("chacha20",)
     unsupported_as_client = {
         "resumption": "msquic-async drops the tickets msquic hands over and cannot set one on a new connection",
         "zerortt": "no ticket kept, so no 0-RTT (see resumption)",
@@ -84,3 +93,10 @@ class Msquic(RustCrateStack):
 
     def version_info(self) -> str:
         return f"{self.spec} (quictls 3.1.7+quic, msquic-async 0.4.1, h3-msquic-async 0.3.1)"
+
+    def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
+        """chacha20: `--chacha20`, the client's credential allowing TLS_CHACHA20_POLY1305_SHA256 alone
+        (msquic's CredentialConfig::set_allowed_cipher_suites), a fetch flag like the rest."""
+        if case == "chacha20":
+            return CaseCalls(warmup=None, measured=call.with_flags("--chacha20"))
+        return None

@@ -16,15 +16,24 @@ const MAX_STREAMS_UNI: u16 = 16;
 
 pub const ALPN: &str = "h3";
 
+// the flags that take no value: present or not (`--chacha20`, fetch.rs)
+const SWITCHES: &[&str] = &["chacha20"];
+
 pub struct Flags(HashMap<String, String>);
 
 impl Flags {
+    /// `--name value` pairs, and the SWITCHES alone (kept with an empty value).
     pub fn parse(args: &[String]) -> Flags {
-        Flags(
-            args.chunks(2)
-                .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
-                .collect(),
-        )
+        let mut flags = HashMap::new();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let name = arg.trim_start_matches("--");
+            let value = if SWITCHES.contains(&name) { Some(String::new()) } else { args.next().cloned() };
+            if let Some(value) = value {
+                flags.insert(name.to_string(), value);
+            }
+        }
+        Flags(flags)
     }
 
     pub fn get(&self, name: &str) -> Result<&str, String> {
@@ -33,6 +42,10 @@ impl Flags {
 
     pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
         self.0.get(name).map(String::as_str).unwrap_or(default)
+    }
+
+    pub fn has(&self, name: &str) -> bool {
+        self.0.contains_key(name)
     }
 }
 

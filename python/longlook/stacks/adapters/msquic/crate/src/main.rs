@@ -3,7 +3,7 @@
 //!
 //!   longlook-msquic serve --listen 0.0.0.0:4433 --cert C --key K --root DIR --qlog-dir D --cc cubic|bbr
 //!   longlook-msquic fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
-//!                         --timeout-s S --qlog-dir D --cc cubic|bbr [--keylog FILE]
+//!                         --timeout-s S --qlog-dir D --cc cubic|bbr [--keylog FILE] [--chacha20]
 //!
 //! msquic is built from the C sources inside the `msquic` crate (cmake), with the quictls
 //! (OpenSSL 3 with the QUIC API) those sources carry, linked statically. HTTP/3 is hyperium's

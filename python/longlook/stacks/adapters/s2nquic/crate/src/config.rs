@@ -17,13 +17,24 @@ const CONN_WINDOW: u64 = 15 * 1024 * 1024;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_STREAMS_BIDI: u64 = 100;
 
+// the flags that take no value: present or not (`--chacha20`, fetch.rs)
+const SWITCHES: &[&str] = &["chacha20"];
+
 pub struct Flags(HashMap<String, String>);
 
 impl Flags {
+    /// `--name value` pairs, and the SWITCHES alone (kept with an empty value).
     pub fn parse(args: &[String]) -> Flags {
-        Flags(args.chunks(2)
-            .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
-            .collect())
+        let mut flags = HashMap::new();
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let name = arg.trim_start_matches("--");
+            let value = if SWITCHES.contains(&name) { Some(String::new()) } else { args.next().cloned() };
+            if let Some(value) = value {
+                flags.insert(name.to_string(), value);
+            }
+        }
+        Flags(flags)
     }
 
     pub fn get(&self, name: &str) -> Result<&str, String> {
@@ -61,8 +72,12 @@ fn local_parameters() -> LocalParameters {
 }
 
 pub fn subscriber(f: &Flags, side: &'static str) -> QlogSubscriber {
-    QlogSubscriber { dir: f.0.get("qlog-dir").map(PathBuf::from), side, cc: f.get_or("cc", "cubic").to_string(),
-                     local: local_parameters() }
+    QlogSubscriber {
+        dir: f.0.get("qlog-dir").map(PathBuf::from),
+        side,
+        cc: f.get_or("cc", "cubic").to_string(),
+        local: local_parameters(),
+    }
 }
 
 pub fn cubic() -> Cubic {

@@ -4,10 +4,12 @@
 use std::net::ToSocketAddrs;
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, Bytes};
 use h3_util::s2n::s2n_quic_h3;
+use s2n_quic::provider::tls::rustls as rustls_tls;
 use serde_json::{json, Value};
 
 use crate::config::{self, Flags};
@@ -72,20 +74,16 @@ async fn run(f: &Flags, url: &str, mode: &str, doc: &mut Value) -> Result<i32, S
     };
     let host = authority.rsplit_once(':').map(|(h, _)| h).unwrap_or(authority).to_string();
     let peer = authority.to_socket_addrs().map_err(|e| e.to_string())?.next().ok_or("no address")?;
-    let mut tls = s2n_quic::provider::tls::rustls::Client::builder()
-        .with_certificate(Path::new(f.get("ca")?))
-        .map_err(|e| format!("--ca: {e}"))?
-        .with_application_protocols(["h3"].iter())
-        .map_err(|e| e.to_string())?;
-    if f.has("keylog") {
-        tls = tls.with_key_logging().map_err(|e| e.to_string())?; // to $SSLKEYLOGFILE, set in main
-    }
-    let tls = tls.build().map_err(|e| e.to_string())?;
+    let tls = tls(f)?;
     let builder = s2n_quic::Client::builder()
-        .with_tls(tls).map_err(|e| e.to_string())?
-        .with_io("0.0.0.0:0").map_err(|e| e.to_string())?
-        .with_limits(config::limits()?).map_err(|e| e.to_string())?
-        .with_event(config::subscriber(f, "client")).map_err(|e| e.to_string())?;
+        .with_tls(tls)
+        .map_err(|e| e.to_string())?
+        .with_io("0.0.0.0:0")
+        .map_err(|e| e.to_string())?
+        .with_limits(config::limits()?)
+        .map_err(|e| e.to_string())?
+        .with_event(config::subscriber(f, "client"))
+        .map_err(|e| e.to_string())?;
     let client = match f.get_or("cc", "cubic") {
         "cubic" => builder.with_congestion_controller(config::cubic()).map_err(|e| e.to_string())?.start(),
         "bbr" => builder.with_congestion_controller(config::bbr()).map_err(|e| e.to_string())?.start(),
@@ -94,7 +92,8 @@ async fn run(f: &Flags, url: &str, mode: &str, doc: &mut Value) -> Result<i32, S
     .map_err(|e| e.to_string())?;
 
     let t0 = Instant::now();
-    doc["started_unix_ms"] = json!(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0));
+    doc["started_unix_ms"] =
+        json!(SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0));
     let connect = s2n_quic::client::Connect::new(peer).with_server_name(host.as_str());
     let conn = client.connect(connect).await.map_err(|e| format!("handshake: {e}"))?;
     doc["handshake_ms"] = json!(ms(t0));
@@ -109,17 +108,25 @@ async fn run(f: &Flags, url: &str, mode: &str, doc: &mut Value) -> Result<i32, S
     let (mut driver, send) = h3::client::new(s2n_quic_h3::Connection::new(conn)).await.map_err(|e| e.to_string())?;
     let drive = tokio::spawn(async move { std::future::poll_fn(|cx| driver.poll_close(cx)).await });
 
-    let ctx = Request { authority: authority.to_string(), run_id: f.get_or("run-id", "").to_string(), t0,
-                        bulk: mode == "bulk" };
+    let ctx = Request {
+        authority: authority.to_string(),
+        run_id: f.get_or("run-id", "").to_string(),
+        t0,
+        bulk: mode == "bulk",
+    };
     let first = ctx.get(send.clone(), first_path, mode == "page").await?;
     let mut transfers = vec![];
     if mode == "page" {
         let html = String::from_utf8_lossy(&first.body).into_owned();
-        let srcs: Vec<String> = html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from).collect();
-        let tasks: Vec<_> = srcs.into_iter().map(|path| {
-            let (ctx, send) = (ctx.clone(), send.clone());
-            tokio::spawn(async move { ctx.get(send, path, false).await })
-        }).collect();
+        let srcs: Vec<String> =
+            html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from).collect();
+        let tasks: Vec<_> = srcs
+            .into_iter()
+            .map(|path| {
+                let (ctx, send) = (ctx.clone(), send.clone());
+                tokio::spawn(async move { ctx.get(send, path, false).await })
+            })
+            .collect();
         transfers.push(first);
         for t in tasks {
             transfers.push(t.await.map_err(|e| e.to_string())??);
@@ -129,8 +136,11 @@ async fn run(f: &Flags, url: &str, mode: &str, doc: &mut Value) -> Result<i32, S
     }
     let plt = ms(t0);
     let total: u64 = transfers.iter().map(|t| t.bytes).sum();
-    doc["objects"] = json!(transfers.iter().map(|t| json!({"path": t.path, "status": t.status, "bytes": t.bytes,
-        "start_ms": t.start_ms, "first_byte_ms": t.first_byte_ms, "end_ms": t.end_ms})).collect::<Vec<_>>());
+    doc["objects"] = json!(transfers
+        .iter()
+        .map(|t| json!({"path": t.path, "status": t.status, "bytes": t.bytes,
+        "start_ms": t.start_ms, "first_byte_ms": t.first_byte_ms, "end_ms": t.end_ms}))
+        .collect::<Vec<_>>());
     doc["ttfb_ms"] = json!(transfers[0].first_byte_ms);
     doc["plt_ms"] = json!(plt);
     doc["bytes"] = json!(total);
@@ -155,6 +165,60 @@ async fn run(f: &Flags, url: &str, mode: &str, doc: &mut Value) -> Result<i32, S
     Ok(0)
 }
 
+/// s2n-quic's rustls client: the server verified against --ca alone, ALPN h3; with --chacha20
+/// it offers TLS_CHACHA20_POLY1305_SHA256 alone.
+fn tls(f: &Flags) -> Result<rustls_tls::Client, String> {
+    if f.has("chacha20") {
+        return chacha20_only(f);
+    }
+    let mut tls = rustls_tls::Client::builder()
+        .with_certificate(Path::new(f.get("ca")?))
+        .map_err(|e| format!("--ca: {e}"))?
+        .with_application_protocols(["h3"].iter())
+        .map_err(|e| e.to_string())?;
+    if f.has("keylog") {
+        tls = tls.with_key_logging().map_err(|e| e.to_string())?; // to $SSLKEYLOGFILE, set in main
+    }
+    tls.build().map_err(|e| e.to_string())
+}
+
+/// The client s2n-quic-rustls' `client::Builder::build` makes (TLS 1.3 only, the --ca roots, no
+/// client certificate, no fragment limit, ALPN h3, the key log to $SSLKEYLOGFILE), but with a
+/// crypto provider whose one cipher suite is TLS_CHACHA20_POLY1305_SHA256: the builder has no
+/// setting for the suites (its provider's are DEFAULT_CIPHERSUITES, AES-128-GCM, AES-256-GCM
+/// and ChaCha20, all offered), so the rustls config is made here and handed over whole
+/// (`Client::from`). s2n-quic-rustls re-exports rustls as deprecated (rustls' API is not
+/// stable): through it the config's types are those of the rustls s2n-quic is built with.
+#[allow(deprecated)]
+fn chacha20_only(f: &Flags) -> Result<rustls_tls::Client, String> {
+    use rustls_tls::rustls::crypto::{aws_lc_rs, CryptoProvider};
+    use rustls_tls::rustls::pki_types::{pem::PemObject, CertificateDer};
+    use rustls_tls::rustls::{version, ClientConfig, KeyLogFile, RootCertStore};
+
+    let ca = f.get("ca")?;
+    let certs: Vec<CertificateDer<'static>> =
+        CertificateDer::pem_file_iter(ca).and_then(|it| it.collect()).map_err(|e| format!("--ca {ca}: {e}"))?;
+    let mut roots = RootCertStore::empty();
+    if roots.add_parsable_certificates(certs).0 == 0 {
+        return Err(format!("--ca {ca}: no usable certificate"));
+    }
+    let provider = CryptoProvider {
+        cipher_suites: vec![aws_lc_rs::cipher_suite::TLS13_CHACHA20_POLY1305_SHA256],
+        ..aws_lc_rs::default_provider()
+    };
+    let mut config = ClientConfig::builder_with_provider(Arc::new(provider))
+        .with_protocol_versions(&[&version::TLS13])
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.max_fragment_size = None;
+    config.alpn_protocols = vec![b"h3".to_vec()];
+    if f.has("keylog") {
+        config.key_log = Arc::new(KeyLogFile::new()); // to $SSLKEYLOGFILE, set in main
+    }
+    Ok(rustls_tls::Client::from(config))
+}
+
 #[derive(Clone)]
 struct Request {
     authority: String,
@@ -168,10 +232,20 @@ type Sender = h3::client::SendRequest<s2n_quic_h3::OpenStreams, Bytes>;
 impl Request {
     /// GET `path`, timed from the request to the end of its body; the body is kept if asked.
     async fn get(&self, mut send: Sender, path: String, keep: bool) -> Result<Transfer, String> {
-        let mut t = Transfer { path, status: None, bytes: 0, start_ms: ms(self.t0), first_byte_ms: None,
-                               end_ms: None, body: vec![], goodput: vec![] };
+        let mut t = Transfer {
+            path,
+            status: None,
+            bytes: 0,
+            start_ms: ms(self.t0),
+            first_byte_ms: None,
+            end_ms: None,
+            body: vec![],
+            goodput: vec![],
+        };
         let req = http::Request::get(format!("https://{}{}", self.authority, t.path))
-            .header("x-longlook-run", &self.run_id).body(()).map_err(|e| e.to_string())?;
+            .header("x-longlook-run", &self.run_id)
+            .body(())
+            .map_err(|e| e.to_string())?;
         let mut stream = send.send_request(req).await.map_err(|e| format!("request {}: {e}", t.path))?;
         stream.finish().await.map_err(|e| format!("request {}: {e}", t.path))?;
         let resp = stream.recv_response().await.map_err(|e| format!("response {}: {e}", t.path))?;

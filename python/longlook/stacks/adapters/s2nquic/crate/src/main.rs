@@ -3,7 +3,7 @@
 //!
 //!   longlook-s2n-quic serve --listen 0.0.0.0:4433 --cert C --key K --root DIR --qlog-dir D --cc cubic|bbr
 //!   longlook-s2n-quic fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
-//!                           --timeout-s S --qlog-dir D --cc cubic|bbr [--keylog FILE]
+//!                           --timeout-s S --qlog-dir D --cc cubic|bbr [--keylog FILE] [--chacha20]
 //!
 //! HTTP/3 is hyperium's `h3` over s2n-quic through `h3-util`'s copy of s2n-quic's own h3
 //! binding: s2n-quic-h3 itself is a proof of concept whose every crates.io release is yanked.
