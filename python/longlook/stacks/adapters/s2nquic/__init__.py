@@ -39,6 +39,16 @@ class S2nQuic(RustCrateStack):
     library = "s2n-quic"
     # its client (crate/src/fetch.rs) is asked for these by its flags (case_calls)
     client_cases = ("chacha20",)
+    # from s2n-quic 1.91.0's sources (s2n-quic-transport 0.91.0): what its client cannot be
+    # asked for here
+    unsupported_as_client = {
+        "v2": "QUIC v1 only (src/endpoint/version.rs: SUPPORTED_VERSIONS = [0x1])",
+        "keyupdate": "updates keys on its own at the AEAD limits only (space/application.rs: KeySet with "
+        "limited::Limits::default()); no call starts one",
+        "resumption": "rustls keeps the session tickets in the process's memory (ClientConfig::resumption); this "
+        "client makes one connection per process",
+        "zerortt": "no ticket kept across processes (see resumption)",
+    }
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         """chacha20: `--chacha20`, the client's rustls config offering TLS_CHACHA20_POLY1305_SHA256
