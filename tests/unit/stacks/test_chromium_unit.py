@@ -362,7 +362,9 @@ def test_chromium_net_errors_name_their_phase():
     assert failure_phase("something else") is None and failure_phase(None) is None
 
 
-def _bulk_events(status: int = 200, finished: bool = True, protocol: str = "h3") -> NetworkLog:
+def _bulk_events(
+    status: int = 200, finished: bool = True, protocol: str = "h3", aborted_after: int | None = None
+) -> NetworkLog:
     """The page of the object's origin (a 404), then the fetch of a 5 MB object over 2 s."""
     log = NetworkLog()
     page = "https://198.18.2.2:4433/longlook-bulk-page"
@@ -392,6 +394,11 @@ def _bulk_events(status: int = 200, finished: bool = True, protocol: str = "h3")
             },
         },
     )
+    if aborted_after is not None:  # Chromium's report of a fetch whose reader took the body
+        log.requests["o"].response_headers = {"content-length": "5000000"}
+        log.on_event("Network.dataReceived", {"requestId": "o", "dataLength": aborted_after, "timestamp": 102.1})
+        log.on_event("Network.loadingFailed", {"requestId": "o", "timestamp": 102.3, "errorText": "net::ERR_ABORTED"})
+        return log
     log.on_event("Network.dataReceived", {"requestId": "o", "dataLength": 5_000_000})
     if finished:
         log.on_event("Network.loadingFinished", {"requestId": "o", "timestamp": 102.1})
@@ -419,6 +426,25 @@ def test_a_bulk_object_is_timed_as_on_a_new_connection():
         _bulk_events(finished=False), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
     )
     assert not unfinished["ok"] and "not finished" in unfinished["error"]
+    # aborted after its last byte: complete, ending with its last data; aborted short of it: failed
+    whole = bulk_document(
+        _bulk_events(aborted_after=5_000_000),
+        run_id="r",
+        url=url,
+        protocol_requested="h3",
+        time_origin_unix_ms=None,
+        error=None,
+    )
+    assert whole["ok"] and whole["plt_ms"] == pytest.approx(2036.0), whole
+    short = bulk_document(
+        _bulk_events(aborted_after=4_000_000),
+        run_id="r",
+        url=url,
+        protocol_requested="h3",
+        time_origin_unix_ms=None,
+        error=None,
+    )
+    assert not short["ok"] and short["error"] == "/bulk/5m: net::ERR_ABORTED"
     missing = bulk_document(
         NetworkLog(), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
     )

@@ -44,6 +44,7 @@ class Request:
     encoded_bytes: int | None = None  # loadingFinished.encodedDataLength (headers + framing)
     finished_s: float | None = None
     failed: str | None = None  # loadingFailed.errorText
+    last_data_s: float | None = None  # the last dataReceived.timestamp
 
     @property
     def done(self) -> bool:
@@ -115,6 +116,7 @@ class NetworkLog:
         r = self.requests.get(p["requestId"])
         if r is not None:
             r.body_bytes += p.get("dataLength", 0)
+            r.last_data_s = p.get("timestamp", r.last_data_s)
 
     def _Network_loadingFinished(self, p: dict) -> None:
         r = self.requests.get(p["requestId"])
@@ -280,6 +282,12 @@ def bulk_document(
     doc = log.document
     obj = next((r for r in log.page_requests() if r.url == url and r.id != log.document_id), None)
     handshake = _handshake_ms(doc)
+    end_s = obj.finished_s if obj is not None else None
+    if obj is not None and obj.failed == "net::ERR_ABORTED" and _whole(obj):
+        # Chromium reports a fetch() whose body a reader took to its end as aborted
+        # (loadingFailed, net::ERR_ABORTED) after the last byte: every byte of the stated
+        # length arrived, so it is complete, and it ended with its last data
+        obj.failed, end_s = None, obj.last_data_s or obj.finished_s
     if error is None:
         if doc is None:
             error = "the browser issued no request for the page the object is fetched from"
@@ -292,8 +300,8 @@ def bulk_document(
         elif not obj.done:
             error = f"{obj.path}: not finished"
     duration = None
-    if error is None and obj is not None and obj.finished_s is not None:
-        duration = (obj.finished_s - obj.issued_s) * 1000 + (handshake or 0.0)
+    if error is None and obj is not None and end_s is not None:
+        duration = (end_s - obj.issued_s) * 1000 + (handshake or 0.0)
     first = obj.first_byte_s if obj is not None else None
     total = obj.body_bytes if obj is not None else 0
     return {
@@ -327,3 +335,12 @@ def bulk_document(
         "goodput_mbit": round(total * 8 / duration / 1000, 3) if duration else None,
         "navigation_timing": None,
     }
+
+
+def _whole(r: Request) -> bool:
+    """Every byte of the response's stated length arrived."""
+    length = {k.lower(): v for k, v in r.response_headers.items()}.get("content-length")
+    try:
+        return length is not None and r.body_bytes >= int(length) > 0
+    except ValueError:
+        return False
