@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from ...core.status import counted_runs
 from ...core.store import DB_FILE
 from .measured import Measured
 from .rules.common import _compare
@@ -17,13 +18,11 @@ ARMS = ("h3", "h2")
 
 
 def _median(m: Measured, cell_id: str, arm: str, metric: str) -> tuple[float, int]:
-    runs = m.runs
-    if runs.empty or metric not in runs:
+    """The median of `metric` over the arm's counted runs in the cell (core.status), and n."""
+    if m.runs.empty or metric not in m.runs:
         return math.nan, 0
-    keep = (runs["cell_id"] == cell_id) & (runs["arm"] == arm) & (runs["status"] == "ok")
-    if m.exclude_flagged and "audit_flagged" in runs:
-        keep &= ~runs["audit_flagged"].fillna(False).astype(bool)
-    values = runs.loc[keep, metric].dropna()
+    counted = counted_runs(m.runs, metric, exclude_flagged=m.exclude_flagged)
+    values = counted.loc[(counted["cell_id"] == cell_id) & (counted["arm"] == arm), metric]
     return (float(values.median()) if len(values) else math.nan), len(values)
 
 

@@ -11,6 +11,7 @@ from ....core.stats import (
     CellComparison,
     Verdict,
 )
+from ....core.status import counted_runs
 from ....core.verdicts import verdict_producer
 from .. import needed
 from ..bounds import paired_sd, ratio_p
@@ -153,13 +154,10 @@ def load_text(m: Measured, cell_id: str, a: str, b: str, party: str) -> str:
     """ "; at h3 0.41 vs h2 0.18 cores busy (the client's ...)": the load a CPU ratio was
     measured at, from the counted runs of its cell."""
     column = f"{party}_cpu_share"
-    runs = m.runs
-    if runs.empty or column not in runs:
+    if m.runs.empty or column not in m.runs:
         return f"; the {party}'s load not recorded"
-    keep = (runs["cell_id"] == cell_id) & (runs["status"] == "ok")
-    if m.exclude_flagged and "audit_flagged" in runs:
-        keep &= ~runs["audit_flagged"].fillna(False).astype(bool)
-    medians = runs[keep].groupby("arm")[column].median()
+    counted = counted_runs(m.runs, column, exclude_flagged=m.exclude_flagged)
+    medians = counted[counted["cell_id"] == cell_id].groupby("arm")[column].median()
     if a not in medians or b not in medians or math.isnan(medians[a]) or math.isnan(medians[b]):
         return f"; the {party}'s load not recorded"
     budget = m.dims(cell_id).get("client_cpu", "unlimited") if party == "client" else "unlimited"
