@@ -95,3 +95,12 @@ def _a_better(c: CellComparison) -> bool | None:
     if c.direction == 0:
         return None
     return (c.direction < 0) == c.lower_is_better
+
+
+def twin_pairs(m: Measured, cells: list[str], others: list[str], skip: set[str]) -> list[tuple[str, str]]:
+    """(cell, its twin among `others`) for each of `cells` that has one: the cell whose
+    dimensions are the same but for those in `skip` (the one the claim varies, and any
+    that change with it)."""
+    key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k not in skip))  # noqa: E731
+    twins = {key(c): c for c in others}
+    return [(c, twins[key(c)]) for c in cells if key(c) in twins]

@@ -33,6 +33,7 @@ from ..outcome import (
     ordinal,
     p_text,
 )
+from .common import twin_pairs
 
 
 def _log_ratio(a, b, paired: np.ndarray | None) -> tuple[float, list[tuple[float, int]]]:
@@ -130,11 +131,10 @@ class Shrinks:
         )
 
     def _pairs(self, m: Measured) -> list[tuple[str, str]]:
-        fast, slow = m.select({self.dim: self.fast}), m.select({self.dim: self.slow})
-        skip = {self.dim, *self.also_differ}
-        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k not in skip))  # noqa: E731
-        twins = {key(c): c for c in fast}
-        return [(twins[key(c)], c) for c in slow if key(c) in twins]
+        slow_fast = twin_pairs(
+            m, m.select({self.dim: self.slow}), m.select({self.dim: self.fast}), {self.dim, *self.also_differ}
+        )
+        return [(fast, slow) for slow, fast in slow_fast]
 
     def claim_cells(self, m: Measured) -> list[str]:
         """The twin pairs' cells, fast and slow."""

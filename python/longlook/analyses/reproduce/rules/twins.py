@@ -17,6 +17,7 @@ from ..outcome import (
     where_text,
 )
 from .cells import Cells
+from .common import twin_pairs
 
 
 @verdict_producer(
@@ -51,10 +52,9 @@ class Twins:
         )
 
     def _pairs(self, m: Measured) -> list[tuple[str, str]]:
-        skip = {self.dim, *self.also_differ}
-        key = lambda c: tuple(sorted((k, repr(v)) for k, v in m.dims(c).items() if k not in skip))  # noqa: E731
-        twins = {key(c): c for c in m.select({self.dim: self.b})}
-        return [(c, twins[key(c)]) for c in m.select({**self.where, self.dim: self.a}) if key(c) in twins]
+        return twin_pairs(
+            m, m.select({**self.where, self.dim: self.a}), m.select({self.dim: self.b}), {self.dim, *self.also_differ}
+        )
 
     def claim_cells(self, m: Measured) -> list[str]:
         """The claim's cells and their twins."""
