@@ -33,7 +33,8 @@ def _progress(event: str, **info) -> None:
 
 def _carrying(archive: Path):
     """The progress printer, packing each scenario into ARCHIVE as soon as it is done or
-    interrupted: a machine lost mid-budget loses at most the scenario it was measuring."""
+    interrupted (every scenario of the budget passes by here, measured or only read): a machine
+    lost mid-budget loses at most the scenario it was measuring."""
     from ..core.carry import carry_out
 
     def progress(event: str, **info) -> None:
@@ -148,17 +149,12 @@ def reproduce(
         only=only,
         execute=not no_run,
         link_check=link_check,
-        progress=_progress if archive is None else _carrying(archive),
+        progress=_carrying(archive) if archive is not None and not no_run else _progress,
         build_report=build_report,
         include_flagged=include_flagged,
         allow_version_change=allow_version_change,
         executor=runs_on,
     )
-    if archive is not None and not no_run:
-        from ..core.carry import carry_out
-
-        for c in carry_out(archive, [r.directory for r in result.scenarios if not r.foreign]):
-            print(f"packed {directory / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
     if published is not None:
         from ..analyses.reproduce.publish import publish as write_published
 
