@@ -405,49 +405,33 @@ def _bulk_events(
     return log
 
 
-def test_a_bulk_object_is_timed_as_on_a_new_connection():
+def _bulk(log: NetworkLog) -> dict:
     from longlook.stacks.clients.page_load import bulk_document
 
     url = "https://198.18.2.2:4433/bulk/5m"
-    doc = bulk_document(
-        _bulk_events(), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
-    )
+    return bulk_document(log, run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None)
+
+
+def test_a_bulk_object_is_timed_as_on_a_new_connection():
+    doc = _bulk(_bulk_events())
     # 2 s from the fetch to its last byte, plus the page's connection set-up (36 ms)
     assert doc["ok"] and doc["mode"] == "bulk" and doc["protocol"] == "h3"
     assert doc["plt_ms"] == pytest.approx(2036.0) and doc["handshake_ms"] == 36.0
     assert doc["ttfb_ms"] == pytest.approx(56.0) and doc["bytes"] == 5_000_000
     assert doc["goodput_mbit"] == pytest.approx(5e6 * 8 / 2036.0 / 1000, rel=1e-3)
     assert [o["path"] for o in doc["objects"]] == ["/bulk/5m"]
-    bad = bulk_document(
-        _bulk_events(status=404), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
-    )
+    bad = _bulk(_bulk_events(status=404))
     assert not bad["ok"] and bad["error"] == "/bulk/5m: HTTP 404" and bad["plt_ms"] is None
-    unfinished = bulk_document(
-        _bulk_events(finished=False), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
-    )
+    unfinished = _bulk(_bulk_events(finished=False))
     assert not unfinished["ok"] and "not finished" in unfinished["error"]
     # aborted after its last byte: complete, ending with its last data; aborted short of it: failed
-    whole = bulk_document(
-        _bulk_events(aborted_after=5_000_000),
-        run_id="r",
-        url=url,
-        protocol_requested="h3",
-        time_origin_unix_ms=None,
-        error=None,
-    )
+    aborted = _bulk_events(aborted_after=5_000_000)
+    whole = _bulk(aborted)
     assert whole["ok"] and whole["plt_ms"] == pytest.approx(2036.0), whole
-    short = bulk_document(
-        _bulk_events(aborted_after=4_000_000),
-        run_id="r",
-        url=url,
-        protocol_requested="h3",
-        time_origin_unix_ms=None,
-        error=None,
-    )
+    assert aborted.requests["o"].failed == "net::ERR_ABORTED"  # the log keeps what Chromium said
+    short = _bulk(_bulk_events(aborted_after=4_000_000))
     assert not short["ok"] and short["error"] == "/bulk/5m: net::ERR_ABORTED"
-    missing = bulk_document(
-        NetworkLog(), run_id="r", url=url, protocol_requested="h3", time_origin_unix_ms=None, error=None
-    )
+    missing = _bulk(NetworkLog())
     assert not missing["ok"] and "no request for the page" in missing["error"]
 
 

@@ -283,18 +283,20 @@ def bulk_document(
     obj = next((r for r in log.page_requests() if r.url == url and r.id != log.document_id), None)
     handshake = _handshake_ms(doc)
     end_s = obj.finished_s if obj is not None else None
-    if obj is not None and obj.failed == "net::ERR_ABORTED" and _whole(obj):
+    failed = obj.failed if obj is not None else None
+    if failed == "net::ERR_ABORTED" and _whole(obj):
         # Chromium reports a fetch() whose body a reader took to its end as aborted
         # (loadingFailed, net::ERR_ABORTED) after the last byte: every byte of the stated
-        # length arrived, so it is complete, and it ended with its last data
-        obj.failed, end_s = None, obj.last_data_s or obj.finished_s
+        # length arrived, so it is complete, and it ended with its last data (the log, and
+        # the HAR built from it, keep what Chromium reported)
+        failed, end_s = None, obj.last_data_s or obj.finished_s
     if error is None:
         if doc is None:
             error = "the browser issued no request for the page the object is fetched from"
         elif obj is None:
             error = f"the page issued no request for {urlsplit(url).path}"
-        elif obj.failed:
-            error = f"{obj.path}: {obj.failed}"
+        elif failed:
+            error = f"{obj.path}: {failed}"
         elif obj.status is not None and obj.status >= 400:
             error = f"{obj.path}: HTTP {obj.status}"
         elif not obj.done:
