@@ -140,17 +140,62 @@ def updated(client: bool = True, server: bool = True) -> list:
     ]
 
 
-def test_keyupdate_passes_with_key_phase_1_both_ways():
+def test_keyupdate_passes_when_the_client_updates_and_the_server_follows():
     r = keyupdate.check(capture(*updated()))
     assert r.verdict == "passed"
     assert r.evidence == (
-        "key phase 1 from the client from #6 (2 packets) and from the server from #7 (1 packet), all decrypted"
+        "the client updated its keys at #6 and the server followed at #7; 1 key update from the client in all, "
+        "every packet decrypted"
     )
 
 
 def test_keyupdate_fails_when_the_server_never_follows():
     r = keyupdate.check(capture(*updated(server=False)))
-    assert (r.verdict, r.evidence) == ("failed", "no 1-RTT packet in key phase 1 from the server (2 in key phase 0)")
+    assert (r.verdict, r.evidence) == ("failed", "the client updated its keys at #6; the server never followed")
+
+
+def test_keyupdate_fails_when_nobody_updates():
+    r = keyupdate.check(capture(*updated(client=False, server=False)))
+    assert (r.verdict, r.evidence) == ("failed", "no 1-RTT packet in key phase 1 from the client (3 in key phase 0)")
+
+
+def test_keyupdate_fails_when_the_server_started_it_and_the_client_only_followed():
+    # quinn and quic-go update on their own after some packets: a server's update the client
+    # answers shows nothing of the client starting one
+    dgs = [*completed(), s(one(stream(0, 100), kp=1)), c(one(ack(), kp=1)), s(one(stream(0, 100, fin=True), kp=1))]
+    r = keyupdate.check(capture(*dgs))
+    assert (r.verdict, r.evidence) == (
+        "failed",
+        "the server started the key update at #6 and the client only followed at #7; "
+        "the client started none of its own",
+    )
+
+
+def test_keyupdate_passes_on_the_clients_own_update_after_one_the_server_started():
+    dgs = [
+        *completed(),
+        s(one(stream(0, 100), kp=1, pn=3)),
+        c(one(ack(), kp=1, pn=3)),
+        c(one(ack(), kp=0, pn=4)),
+        s(one(stream(0, 100, fin=True), kp=0, pn=4)),
+    ]
+    r = keyupdate.check(capture(*dgs))
+    assert r.verdict == "passed"
+    assert r.evidence.startswith("the client updated its keys at #8 (its update 2, after 1 the server started)")
+
+
+def test_keyupdate_a_late_packet_in_the_old_phase_is_no_update():
+    # the client's packet 2 (old keys) reordered behind its packet 3 (new keys): the server's
+    # first new-phase packet still came after the client's, and the late one starts nothing
+    dgs = [
+        *completed(),
+        c(one(ack(), kp=1, pn=3)),
+        c(one(ack(), kp=0, pn=2)),
+        s(one(stream(0, 100, fin=True), kp=1, pn=3)),
+    ]
+    r = keyupdate.check(capture(*dgs))
+    assert r.verdict == "passed"
+    assert r.evidence.startswith("the client updated its keys at #6 and the server followed at #8")
 
 
 def test_keyupdate_is_not_measurable_when_phase_1_is_not_decrypted():
