@@ -418,7 +418,13 @@ class Runner:
         if self.link_check:
             self.progress("link_check", link=cell.link_label)
             # the path without its NAT and AQM, then each AQM's signature; the runs with both
-            result = self_check(tb, cell.link, duration_s=self.link_check_duration_s, base_dir=self.scenario.base_dir)
+            result = self_check(
+                tb,
+                cell.link,
+                duration_s=self.link_check_duration_s,
+                base_dir=self.scenario.base_dir,
+                depth=self.scenario.fidelity.link_check,
+            )
             store.record_link_check(
                 cell.link.name, cell.link.model_dump(exclude_none=True), result.to_dict(), result.ok, result.summary()
             )

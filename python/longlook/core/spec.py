@@ -89,6 +89,10 @@ class Fidelity(BaseModel):
     # cgroup's CPU time / the run's wall time) left the server and linkem too little of this
     # 2-vCPU machine: flagged. Chromium's start-up alone keeps about one core busy.
     max_client_cpu_cores: float = Field(default=1.6, gt=0)
+    # how thoroughly each link profile is self-checked before its runs (testbed.linkcheck.DEPTHS):
+    # "quick" leaves out iperf3 and three quarters of the RTT probes, for a session that only
+    # shows its scenarios run; every run is audited all the same
+    link_check: Literal["full", "quick"] = "full"
 
     @property
     def retries_flagged(self) -> bool:

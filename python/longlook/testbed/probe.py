@@ -211,9 +211,9 @@ def receiver_drops(before: dict[str, int], after: dict[str, int]) -> int | None:
     return after["InErrors"] - before["InErrors"]
 
 
-def iperf3_receiver_mbit(doc: dict, direction: Direction) -> float:
+def iperf3_receiver_mbit(doc: dict, direction: Direction, after_s: float = 1.0) -> float:
     """Goodput at the receiver once past slow start: the median of the receiver's intervals
-    (IPERF_INTERVAL_S) after its first second (the client's for `down`/-R, the server's for
+    (IPERF_INTERVAL_S) after `after_s` (the client's for `down`/-R, the server's for
     `up`). iperf3's own `sum_received` spans slow start and its -O handling skews it. Many
     short intervals, not two of 1 s: what the application reads in an interval can exceed
     the wire's rate when a loss recovery releases the data held behind a hole (slow start's
@@ -223,7 +223,7 @@ def iperf3_receiver_mbit(doc: dict, direction: Direction) -> float:
     rates = [
         iv["sum"]["bits_per_second"] / 1e6
         for iv in rx.get("intervals", [])
-        if iv["sum"]["start"] >= 0.999
+        if iv["sum"]["start"] >= after_s - 0.001
         and iv["sum"]["seconds"] >= 0.99 * IPERF_INTERVAL_S
         and not iv["sum"].get("omitted")
     ]

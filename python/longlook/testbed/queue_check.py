@@ -11,7 +11,7 @@ the two cannot be told apart."""
 from __future__ import annotations
 
 from ..linkprofile import Aqm, Direction, LinkProfile
-from .linkcheck import LinkCheckResult, Row, buffer_bytes, check_link, direction_rates
+from .linkcheck import DEPTHS, LinkCheckResult, Row, buffer_bytes, check_link, direction_rates
 from .probe import PathProbe
 from .testbed import Testbed
 
@@ -101,14 +101,19 @@ def has_aqm(profile: LinkProfile) -> bool:
     return any(profile.resolved(w).aqm is not None for w in ("up", "down"))
 
 
-def self_check(tb: Testbed, profile: LinkProfile, *, duration_s: float, base_dir=None, **options) -> LinkCheckResult:
+def self_check(
+    tb: Testbed, profile: LinkProfile, *, duration_s: float, base_dir=None, depth: str = "full", **options
+) -> LinkCheckResult:
     """The whole self-check of `profile` on `tb` (running it): rate, delay and loss on the
     path without its NAT and AQM (LinkProfile.for_self_check), then each AQM's signature with
-    the AQM back (check_queue, still without the NAT); `tb` runs `profile` again after."""
+    the AQM back (check_queue, still without the NAT); `tb` runs `profile` again after.
+    `depth` is one of linkcheck.DEPTHS; `options` override it."""
     checked = profile.for_self_check()
     if checked is not profile:
         tb.reconfigure(checked, base_dir=base_dir)
+    options = {**DEPTHS[depth], **options}
     result = check_link(tb, checked, duration_s=duration_s, base_dir=base_dir, **options)
+    result.raw["depth"] = depth
     if has_aqm(profile):
         tb.reconfigure(profile.model_copy(update={"nat": None}), base_dir=base_dir)
         result.rows += check_queue(tb, profile, duration_s=max(duration_s, 2.0), base_dir=base_dir)

@@ -292,6 +292,8 @@ def test_the_standard_budget_keeps_the_short_cells_with_more_rounds_and_re_measu
             continue
         assert std.rounds >= short.rounds and std.total_runs() > short.total_runs(), name
         assert std.fidelity.retry_flagged, name
+        assert (short.fidelity.link_check, std.fidelity.link_check) == ("quick", "full"), name
+        assert load_scenario(shipped.path, shipped.overrides("paper")).fidelity.link_check == "full", name
         if name != "chaudhary-fallback":  # the standard one has all five patterns
             assert [c.id for c in std.cells()] == [c.id for c in short.cells()], name
     used = {c.scenario for c in CLAIMS}

@@ -1,9 +1,12 @@
 """The link self-check's arithmetic, without a testbed. Real links measured:
 tests/testbed/testbed/test_linkcheck_testbed.py."""
 
+import math
+
 import pytest
 
 from longlook.testbed.linkcheck import (
+    LinkCheckResult,
     binomial_interval,
     expected_rtt_ms,
     expected_rtt_sd_ms,
@@ -96,3 +99,41 @@ def test_receiver_drops_read_from_the_namespace_s_udp_counters():
     after = udp_snmp(text.replace("Udp: 100 0 3 5 3", "Udp: 900 0 40 5 40"))
     assert receiver_drops(before, after) == 37
     assert receiver_drops({}, after) is None
+
+
+def test_a_quick_self_check_leaves_out_iperf3_and_most_rtt_probes_and_says_so(monkeypatch):
+    from longlook.testbed import queue_check
+
+    asked = {}
+
+    def fake_check_link(tb, profile, **options):
+        asked.update(options)
+        return LinkCheckResult(profile.name, [], {})
+
+    monkeypatch.setattr(queue_check, "check_link", fake_check_link)
+    profile = LinkProfile(name="p", rate_mbit=10, delay_ms=10)
+
+    class Running:  # a testbed already running the profile: nothing to reconfigure
+        pass
+
+    tb = Running()
+    tb.profile = profile
+    full = queue_check.self_check(tb, profile, duration_s=2.0)
+    assert (asked["rtt_count"], asked["iperf"]) == (2000, True) and "quick" not in full.summary()
+    quick = queue_check.self_check(tb, profile, duration_s=2.0, depth="quick")
+    assert (asked["rtt_count"], asked["iperf"]) == (500, False)
+    assert quick.summary() == "link 'p' is within tolerance (a quick check: no iperf3, 500 RTT probes)"
+
+
+def test_the_tcp_rate_test_waits_out_slow_start_on_a_long_path_only(tmp_path):
+    from longlook.testbed.linkcheck import tcp_window
+
+    usual = LinkProfile(rate_mbit=50, delay_ms=18)
+    assert tcp_window(usual, "down", 2.0, tmp_path) == pytest.approx((2 / 3, 2.0))
+    fig8b = LinkProfile(rate_mbit=10, delay_ms=56)
+    assert tcp_window(fig8b, "down", 2.0, tmp_path) == pytest.approx((2 / 3, 2.0))
+    # 300 ms at 20 Mbit/s: a BDP of 500 packets, ~5.6 doublings from 10, two RTTs to settle
+    far = LinkProfile(rate_mbit=20, delay_ms=150)
+    warmup, length = tcp_window(far, "down", 2.0, tmp_path)
+    assert warmup == pytest.approx(0.3 * (math.log2(20e6 / 8 * 0.3 / 1500 / 10) + 2))
+    assert 2.2 < warmup < 2.4 and length == pytest.approx(warmup + 4 / 3)

@@ -51,8 +51,10 @@ MININET = "Mininet reproduction"
 
 # Short budget: a few cells (the ones the claims read first), 2-6 rounds, shorter transfers;
 # a run its path audit flags is kept out of the statistics but not measured again (on a busy
-# machine those retries would multiply the time), so n can fall below the rounds.
-SHORT_FIDELITY = {"fidelity": {"retry_flagged": False}}
+# machine those retries would multiply the time), so n can fall below the rounds. Its link
+# self-checks are the quick ones (testbed.linkcheck.DEPTHS): about forty full checks would be
+# half of its half hour.
+SHORT_FIDELITY = {"fidelity": {"retry_flagged": False, "link_check": "quick"}}
 
 
 # Standard budget: the short budget's cells with the rounds (on top of its overrides) that
