@@ -51,12 +51,13 @@ def reproduce(
         "short",
         "--budget",
         help="short: 1-12 cells per scenario, 2-6 rounds, short "
-        "transfers (a check that every claim runs); standard: the short cells with the "
+        "transfers, quick link self-checks (a check that every claim runs); standard: the short cells with the "
         "rounds that should make >= 80% of the claims conclusive in <= 4 h on one 2-core "
         "machine, resumable (the estimate is printed before it starts; an inconclusive "
         "claim says the rounds it would need); paper: the "
-        "scenarios as shipped, the papers' rounds and grids, 3,570 runs (about 22 h: page "
-        "loads ~3 h, fairness 3 h, video 6 h, Chaudhary's patterns 10 h).",
+        "scenarios as shipped, the papers' rounds and grids, about 5,800 runs and 23 h on "
+        "a 2-core machine (the estimate per scenario is printed before it starts), resumable "
+        "across sessions and machines with --archive.",
     ),
     out: Optional[Path] = typer.Option(
         None,
