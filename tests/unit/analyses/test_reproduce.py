@@ -401,3 +401,52 @@ def test_the_estimate_times_a_resumed_experiment_by_its_active_hours_not_its_spa
         st.sql("UPDATE experiments SET started_at = started_at - INTERVAL 5 HOUR")
     per_run, where, _ = measured_s_per_run("kakhki-fig2-macw", [tmp_path])
     assert where == str(d) and per_run < 60, per_run
+
+
+def test_a_republished_page_says_which_verdicts_changed_and_what_moved_them(tmp_path):
+    from longlook.analyses.reproduce.changes import read_earlier
+    from longlook.analyses.reproduce.publish import publish, table_row
+
+    page = tmp_path / "docs" / "reproduction.md"
+    _fig2_store(tmp_path / "a" / "kakhki-fig2-macw", 1.0)  # TCP as fast: does not hold
+    first = reproduce(tmp_path / "a", budget="short", only=["kakhki-fig2"], execute=False, build_report=build_report)
+    text = publish(first, page, "longlook reproduce ...").read_text()
+    assert "## Changes against the last published table" not in text  # nothing to tell it against
+    # the page reads back as it was written, column by column
+    earlier = read_earlier(page)
+    assert earlier.budget == "short" and earlier.rows["kakhki-fig2"] == {
+        **table_row(first.rows[0]),
+        "kind": "paper",
+    }
+    _fig2_store(tmp_path / "b" / "kakhki-fig2-macw", 2.0)  # twice as long: holds
+    second = reproduce(tmp_path / "b", budget="short", only=["kakhki-fig2"], execute=False, build_report=build_report)
+    assert second.rows[0].outcome.verdict != first.rows[0].outcome.verdict
+    text = publish(second, page, "longlook reproduce ...").read_text()
+    section = text.split("## Changes against the last published table")[1].split("\n## ")[0]
+    row = next(line for line in section.splitlines() if line.startswith("| kakhki-fig2 |"))
+    before, now = first.rows[0].outcome, second.rows[0].outcome
+    assert f"| {before.verdict} | {now.verdict} | the data alone: {before.number} -> {now.number} |" in row
+    assert "0 claim(s) kept their verdict; 1 changed" in section
+
+
+def test_the_last_published_page_reads_back_as_the_baseline():
+    from longlook.analyses.reproduce.changes import read_earlier
+    from longlook.analyses.reproduce.registry import CLAIMS
+
+    earlier = read_earlier(Path(__file__).parents[3] / "docs" / "reproduction.md")
+    assert earlier is not None and earlier.budget in ("short", "standard", "paper")
+    assert len(earlier.rows) >= 20
+    verdicts = {r["verdict"] for r in earlier.rows.values()}
+    assert verdicts <= {"holds", "does not hold", "inconclusive", "not run"}, verdicts
+    assert {r["kind"] for r in earlier.rows.values()} == {"paper", "ours"}
+    known = {c.id for c in CLAIMS}
+    assert len(known & set(earlier.rows)) >= 20
+
+
+def test_a_row_dropped_from_the_registry_is_a_change_and_one_left_off_by_only_is_not():
+    from longlook.analyses.reproduce.changes import Earlier, changes
+
+    old = {"verdict": "holds", "kind": "paper"}
+    earlier = Earlier("standard", "2026-11-29 08:07 UTC", {"kakhki-fig2": old, "retired-claim": old})
+    found = changes(earlier, [])
+    assert [(c.claim, c.moved_by) for c in found] == [("retired-claim", ["no longer a row"])]

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ...core.store import Store
 from .activity import SESSION_GAP_S, active_seconds, sessions, stamps as _stamps
+from .changes import Earlier, changes, read_earlier, section as changes_section
 from .cpu_curve import curve_section
 from .claims import OURS, PAPER
 from .output import Reproduction, Row, quoted
@@ -144,7 +145,7 @@ def _fmt_time(t: datetime | None) -> str:
     return t.strftime("%Y-%m-%d %H:%M UTC") if t else "-"
 
 
-def publish_markdown(result: Reproduction, command: str) -> str:
+def publish_markdown(result: Reproduction, command: str, earlier: Earlier | None = None) -> str:
     prov = provenance(result)
     scen = prov["scenarios"]
     active = sum(s["active_s"] for s in scen)
@@ -233,6 +234,11 @@ def publish_markdown(result: Reproduction, command: str) -> str:
             _table(result, OURS),
             "",
         ]
+    if earlier is not None:
+        rows = [(r.claim, table_row(r)) for r in result.rows]
+        found = changes(earlier, rows)
+        moved = {c.claim for c in found}
+        lines += changes_section(earlier, found, sum(1 for c, _ in rows if c.id not in moved))
     lines += curve_section(result.scenarios)
     lines += ["## Findings only the field can measure (not tested)", ""]
     lines += [
@@ -287,50 +293,53 @@ def _short_commit(commit: str) -> str:
     return base[:10] + (f"+{_}" if dirty else "")
 
 
-def _table(result: Reproduction, kind: str = PAPER) -> str:
-    def cell(s: object) -> str:
-        return str(s).replace("|", "\\|").replace("\n", " ")
+COLUMNS = (
+    "claim", "paper", "where", "the paper says", "paper's number", "tested as", "ours", "cells", "n", "p",
+    "verdict", "would need", "measured by",
+)  # fmt: skip
 
-    lines = [
-        "| claim | paper | where | the paper says | paper's number | tested as | ours | cells | n | p | verdict "
-        "| would need | measured by |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+
+def table_row(r: Row) -> dict[str, str]:
+    """A claim's row as the table prints it, column by column (the verdict without its bold)."""
+    o, c = r.outcome, r.claim
+    ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
+    values = (
+        c.id,
+        c.paper + "".join(f"; also {a.paper}" for a in c.also),
+        c.where,
+        quoted(c) if c.quote or c.also else c.statement,
+        c.paper_number,
+        c.reads(),
+        ours,
+        o.coverage or "-",
+        o.n,
+        o.p_text,
+        o.verdict,
+        o.needs or "-",
+        c.scenario,  # its sessions' commits are in the provenance table
+    )
+    return {k: str(v).replace("\n", " ") for k, v in zip(COLUMNS, values)}
+
+
+def _table(result: Reproduction, kind: str = PAPER) -> str:
+    def cell(key: str, s: str) -> str:
+        s = s.replace("|", "\\|")
+        return f"**{s}**" if key == "verdict" else s
+
+    lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in result.rows:
-        if r.claim.kind != kind:
-            continue
-        o, c = r.outcome, r.claim
-        ours = o.number if o.verdict != "not run" else f"not run: {o.detail}"
-        lines.append(
-            "| "
-            + " | ".join(
-                cell(x)
-                for x in (
-                    c.id,
-                    c.paper + "".join(f"; also {a.paper}" for a in c.also),
-                    c.where,
-                    quoted(c) if c.quote or c.also else c.statement,
-                    c.paper_number,
-                    c.reads(),
-                    ours,
-                    o.coverage or "-",
-                    o.n,
-                    o.p_text,
-                    f"**{o.verdict}**",
-                    o.needs or "-",
-                    # the scenario; its sessions' commits are in the provenance table
-                    c.scenario,
-                )
-            )
-            + " |"
-        )
+        if r.claim.kind == kind:
+            lines.append("| " + " | ".join(cell(k, v) for k, v in table_row(r).items()) + " |")
     return "\n".join(lines)
 
 
 def publish(result: Reproduction, path: Path, command: str) -> Path:
+    """Write the page to `path`; the page it replaces, if any, is the baseline its changes
+    section is told against."""
+    earlier = read_earlier(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(publish_markdown(result, command))
+    tmp.write_text(publish_markdown(result, command, earlier))
     tmp.replace(path)
     return path
 
