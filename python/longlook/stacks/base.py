@@ -70,6 +70,21 @@ class ClientCall:
         return ClientCall([*self.argv[:at], *flags, *self.argv[at:]], self.env)
 
 
+def serve_args(*, cert, key, root) -> list[str]:
+    """What every server of ours in an adapter folder takes after its `serve` (or the
+    stack's listen option): the certificate, its key and the folder it serves."""
+    return ["--cert", str(cert), "--key", str(key), "--root", str(root)]
+
+
+def fetch_args(*, url, mode, ca, run_id, out, timeout_s) -> list[str]:
+    """What every client of ours in an adapter folder takes after its `fetch`: the URL, the
+    CA to trust, page or bulk, the run's id, where its fetch JSON goes, and its time limit."""
+    return [
+        "--url", url, "--ca", str(ca), "--mode", mode, "--run-id", run_id, "--out", str(out),
+        "--timeout-s", str(timeout_s),
+    ]  # fmt: skip
+
+
 # the interop cases a client is asked for (wire/cases): its adapter says how (Stack.case_calls)
 CLIENT_CASES = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
 

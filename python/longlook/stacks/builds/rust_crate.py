@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack
+from ..base import ClientCall, ServerCall, Stack, fetch_args, serve_args
 
 
 class RustCrateStack(Stack):
@@ -88,16 +88,8 @@ class RustCrateStack(Stack):
                 "serve",
                 "--listen",
                 f"0.0.0.0:{port}",
-                "--cert",
-                str(cert),
-                "--key",
-                str(key),
-                "--root",
-                str(root),
-                "--qlog-dir",
-                str(qlog_dir),
-                "--cc",
-                cc,
+                *serve_args(cert=cert, key=key, root=root),
+                *("--qlog-dir", str(qlog_dir), "--cc", cc),
             ],
             env={},
             prints_ready=True,
@@ -108,22 +100,8 @@ class RustCrateStack(Stack):
             [
                 str(self.binary),
                 "fetch",
-                "--url",
-                url,
-                "--ca",
-                str(ca),
-                "--mode",
-                mode,
-                "--run-id",
-                run_id,
-                "--out",
-                str(out),
-                "--timeout-s",
-                str(timeout_s),
-                "--qlog-dir",
-                str(qlog_dir),
-                "--cc",
-                cc,
+                *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
+                *("--qlog-dir", str(qlog_dir), "--cc", cc),
             ],
             env={},
         )

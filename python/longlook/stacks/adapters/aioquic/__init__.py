@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, serve_args
 from ...release_registry import Registry
 
 
@@ -55,16 +55,8 @@ class Aioquic(Stack):
                 str(self.folder / "h3server.py"),
                 "--listen",
                 f"0.0.0.0:{port}",
-                "--cert",
-                str(cert),
-                "--key",
-                str(key),
-                "--root",
-                str(root),
-                "--qlog-dir",
-                str(qlog_dir),
-                "--cc",
-                cc,
+                *serve_args(cert=cert, key=key, root=root),
+                *("--qlog-dir", str(qlog_dir), "--cc", cc),
             ],
             env={},
             prints_ready=True,
@@ -75,22 +67,8 @@ class Aioquic(Stack):
             [
                 str(self.python),
                 str(self.folder / "h3client.py"),
-                "--url",
-                url,
-                "--ca",
-                str(ca),
-                "--mode",
-                mode,
-                "--run-id",
-                run_id,
-                "--out",
-                str(out),
-                "--timeout-s",
-                str(timeout_s),
-                "--qlog-dir",
-                str(qlog_dir),
-                "--cc",
-                cc,
+                *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
+                *("--qlog-dir", str(qlog_dir), "--cc", cc),
             ],
             env={},
         )

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, serve_args
 
 FLUPKE = "0.9.4"
 
@@ -122,12 +122,7 @@ class Kwik(Stack):
                 "serve",
                 "--listen-port",
                 str(port),
-                "--cert",
-                str(cert),
-                "--key",
-                str(key),
-                "--root",
-                str(root),
+                *serve_args(cert=cert, key=key, root=root),
                 "--qlog-dir",
                 str(qlog_dir),
             ),
@@ -139,18 +134,7 @@ class Kwik(Stack):
         return ClientCall(
             self._java(
                 "fetch",
-                "--url",
-                url,
-                "--ca",
-                str(ca),
-                "--mode",
-                mode,
-                "--run-id",
-                run_id,
-                "--out",
-                str(out),
-                "--timeout-s",
-                str(timeout_s),
+                *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
                 "--qlog-dir",
                 str(qlog_dir),
             ),

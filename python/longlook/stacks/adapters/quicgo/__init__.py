@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.version import InvalidVersion, Version
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, serve_args
 from ...release_registry import Registry
 
 MODULE = "github.com/quic-go/quic-go"
@@ -121,12 +121,7 @@ class QuicGo(Stack):
                 "serve",
                 "--listen",
                 f"0.0.0.0:{port}",
-                "--cert",
-                str(cert),
-                "--key",
-                str(key),
-                "--root",
-                str(root),
+                *serve_args(cert=cert, key=key, root=root),
             ],
             env={"QLOGDIR": str(qlog_dir)},
             prints_ready=True,
@@ -137,18 +132,7 @@ class QuicGo(Stack):
             [
                 str(self.binary),
                 "fetch",
-                "--url",
-                url,
-                "--ca",
-                str(ca),
-                "--mode",
-                mode,
-                "--run-id",
-                run_id,
-                "--out",
-                str(out),
-                "--timeout-s",
-                str(timeout_s),
+                *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
             ],
             env={"QLOGDIR": str(qlog_dir)},
         )
