@@ -88,3 +88,23 @@ def test_conformance_cells_hold_each_cc_against_the_kernels():
     )
     got = {(c.entry.label, c.cc, c.kernel_cc) for c in s.cells()}
     assert got == {("msquic", "cubic", "cubic"), ("msquic", "bbr", "bbr")}
+
+
+def test_a_build_is_stale_when_the_shared_h3_harness_changed(tmp_path, monkeypatch):
+    import shutil
+
+    from longlook.stacks.builds.rust_crate import HARNESS, HARNESS_DEP
+
+    monkeypatch.setenv("LONGLOOK_STACKS_DIR", str(tmp_path))
+    s = resolve("msquic")
+    manifest = (s.source / "Cargo.toml").read_text()
+    assert HARNESS_DEP in manifest and (HARNESS / "Cargo.toml").is_file()
+    # what install leaves, without cargo: the crate with its manifest as built, the harness beside
+    shutil.copytree(s.source, s.build_dir / "src", ignore=shutil.ignore_patterns("target"))
+    (s.build_dir / "src" / "Cargo.toml").write_text(s._as_built(manifest))
+    shutil.copytree(HARNESS, s.build_dir / HARNESS.name, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
+    s.binary.write_bytes(b"\x7fELF not really")
+    assert f'path = "{s.build_dir / HARNESS.name}"' in s._as_built(manifest)
+    assert s.installed()
+    (s.build_dir / HARNESS.name / "src" / "client.rs").write_text("// older\n")
+    assert not s.installed()  # rebuilt on its next use

@@ -4,7 +4,8 @@ the library it wraps, in its own CARGO_TARGET_DIR under the build directory (so 
 waits on, or invalidates, another build). The version is the library's crates.io release:
 the shipped lockfile pins the default one; another has its pin rewritten and is resolved
 afresh. Every such binary takes the same arguments (`serve`, `fetch`, `--keylog`), given
-here once."""
+here once. A crate over hyperium's h3 depends on `h3_harness/` beside this file (what those
+adapters share), which is copied beside it for the build."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ from typing import ClassVar
 
 from ...errors import LonglookError
 from ..base import ClientCall, ServerCall, Stack, fetch_args, serve_args
+
+
+HARNESS = Path(__file__).parent / "h3_harness"
+# how an adapter's manifest names the harness, from its `crate/` folder in the source tree
+HARNESS_DEP = 'path = "../../../builds/h3_harness"'
 
 
 class RustCrateStack(Stack):
@@ -39,14 +45,23 @@ class RustCrateStack(Stack):
         return {str(p.relative_to(root)): p.read_bytes() for p in files if p.is_file()}
 
     def installed(self) -> bool:
-        """Built from this checkout's sources: a changed source file means a rebuild (the
-        sources are copied before the build; the pin in Cargo.toml is compared apart)."""
+        """Built from this checkout's sources: a changed source file, its own or the
+        harness's, means a rebuild (both are copied before the build; Cargo.toml is compared
+        as it was built)."""
         built = self.build_dir / "src"
         if not (self.binary.is_file() and (built / "Cargo.toml").is_file()):
             return False
         ours, theirs = self._sources(self.source), self._sources(built)
-        ours["Cargo.toml"] = self._pinned(ours["Cargo.toml"].decode()).encode()
+        uses_harness = HARNESS_DEP in ours["Cargo.toml"].decode()
+        ours["Cargo.toml"] = self._as_built(ours["Cargo.toml"].decode()).encode()
+        if uses_harness and self._sources(HARNESS) != self._sources(self.build_dir / HARNESS.name):
+            return False
         return ours == theirs and self.binary.stat().st_mtime >= (built / "Cargo.toml").stat().st_mtime
+
+    def _as_built(self, manifest: str) -> str:
+        """The manifest as it is built: the library pinned at this version, and the harness
+        at its copy beside the crate's."""
+        return self._pinned(manifest).replace(HARNESS_DEP, f'path = "{self.build_dir / HARNESS.name}"')
 
     def _pinned(self, manifest: str) -> str:
         return re.sub(
@@ -67,9 +82,13 @@ class RustCrateStack(Stack):
         shutil.copytree(self.source, src, ignore=shutil.ignore_patterns("target"))
         manifest = src / "Cargo.toml"
         text = manifest.read_text()
-        pinned = self._pinned(text)
-        manifest.write_text(pinned)
-        locked = ["--locked"] if pinned == text else []  # the shipped lockfile is for the default version
+        if HARNESS_DEP in text:
+            harness = self.build_dir / HARNESS.name
+            shutil.rmtree(harness, ignore_errors=True)
+            shutil.copytree(HARNESS, harness, ignore=shutil.ignore_patterns("target", "Cargo.lock"))
+        manifest.write_text(self._as_built(text))
+        # the shipped lockfile is for the default version (it records no path of the harness)
+        locked = ["--locked"] if self._pinned(text) == text else []
         target = self.build_dir / "target"
         env = {**os.environ, "CARGO_TARGET_DIR": str(target)}
         p = subprocess.run(["cargo", "build", "--release", *locked], cwd=src, env=env, capture_output=True, text=True)

@@ -1,7 +1,6 @@
-//! What server and client share: flags, transport parameters, the congestion control check,
+//! What server and client share: transport parameters, the congestion control check,
 //! the qlog writer.
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
@@ -29,29 +28,7 @@ const ACTIVE_CID_LIMIT: u32 = 10; // gm-quic's own default (handy::*_parameters)
 /// (qconnection's path.rs); its BBR is `todo!()` in qcongestion.
 pub const CCS: &[&str] = &["newreno"];
 
-pub struct Flags(HashMap<String, String>);
-
-impl Flags {
-    pub fn parse(args: &[String]) -> Flags {
-        Flags(
-            args.chunks(2)
-                .filter_map(|kv| Some((kv[0].trim_start_matches("--").to_string(), kv.get(1)?.clone())))
-                .collect(),
-        )
-    }
-
-    pub fn get(&self, name: &str) -> Result<&str, String> {
-        self.0.get(name).map(String::as_str).ok_or(format!("--{name} is required"))
-    }
-
-    pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
-        self.0.get(name).map(String::as_str).unwrap_or(default)
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.0.contains_key(name)
-    }
-}
+pub use longlook_h3_harness::Flags;
 
 /// `--cc`, checked: gm-quic has no switch, so only its one controller is accepted.
 pub fn check_cc(f: &Flags) -> Result<(), String> {

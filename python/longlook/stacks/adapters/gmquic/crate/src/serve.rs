@@ -8,19 +8,18 @@
 //! any of them as its SNI is served.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use dquic::prelude::QuicListeners;
 use dquic::qinterface::io::IO;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use longlook_h3_harness::server;
+
 use crate::config::{self, Flags};
 
-// a body goes out in pieces this large (one DATA frame each; the file is read once)
-const CHUNK: usize = 256 * 1024;
 // connections waiting to be accepted (gm-quic drops Initial packets beyond them)
 const BACKLOG: usize = 1024;
 
@@ -60,7 +59,7 @@ pub async fn serve(f: &Flags) -> Result<(), String> {
     while let Ok((conn, _name, _pathway, _link)) = listeners.accept().await {
         let root = root.clone();
         tokio::spawn(async move {
-            if let Err(e) = connection(conn, root).await {
+            if let Err(e) = server::connection(h3_shim::QuicConnection::new(conn), root).await {
                 eprintln!("connection: {e}");
             }
         });
@@ -97,52 +96,4 @@ fn certificate_names(cert: &CertificateDer<'_>) -> Result<Vec<String>, String> {
         return Err("--cert names no host".into());
     }
     Ok(names)
-}
-
-async fn connection(conn: Arc<dquic::prelude::Connection>, root: Arc<PathBuf>) -> Result<(), String> {
-    let mut h3 =
-        h3::server::Connection::<_, Bytes>::new(h3_shim::QuicConnection::new(conn)).await.map_err(|e| e.to_string())?;
-    loop {
-        match h3.accept().await {
-            Ok(Some(resolver)) => {
-                let root = root.clone();
-                tokio::spawn(async move {
-                    let Ok((req, mut stream)) = resolver.resolve_request().await else { return };
-                    let (status, body) = read_file(&root, req.uri().path());
-                    let resp = http::Response::builder()
-                        .status(status)
-                        .header("content-length", body.len())
-                        .body(())
-                        .expect("response");
-                    if stream.send_response(resp).await.is_err() {
-                        return;
-                    }
-                    let mut at = 0;
-                    while at < body.len() {
-                        let end = (at + CHUNK).min(body.len());
-                        if stream.send_data(body.slice(at..end)).await.is_err() {
-                            return;
-                        }
-                        at = end;
-                    }
-                    let _ = stream.finish().await;
-                });
-            }
-            Ok(None) => return Ok(()),
-            Err(e) if e.is_h3_no_error() => return Ok(()),
-            Err(e) => return Err(e.to_string()),
-        }
-    }
-}
-
-fn read_file(root: &Path, url_path: &str) -> (u16, Bytes) {
-    let rel = url_path.trim_start_matches('/');
-    let rel = if rel.is_empty() { "index.html" } else { rel };
-    if rel.split('/').any(|c| c == ".." || c.is_empty()) {
-        return (404, Bytes::from_static(b"not found\n"));
-    }
-    match std::fs::read(root.join(rel)) {
-        Ok(b) => (200, Bytes::from(b)),
-        Err(_) => (404, Bytes::from_static(b"not found\n")),
-    }
 }

@@ -1,7 +1,5 @@
-//! What server and client share: flags, msquic's registration, its settings (flow-control
+//! What server and client share: msquic's registration, its settings (flow-control
 //! limits, congestion control) and the one ALPN offered.
-
-use std::collections::HashMap;
 
 use h3_msquic_async::msquic;
 
@@ -17,37 +15,9 @@ const MAX_STREAMS_UNI: u16 = 16;
 pub const ALPN: &str = "h3";
 
 // the flags that take no value: present or not (`--chacha20`, fetch.rs)
-const SWITCHES: &[&str] = &["chacha20"];
+pub const SWITCHES: &[&str] = &["chacha20"];
 
-pub struct Flags(HashMap<String, String>);
-
-impl Flags {
-    /// `--name value` pairs, and the SWITCHES alone (kept with an empty value).
-    pub fn parse(args: &[String]) -> Flags {
-        let mut flags = HashMap::new();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let name = arg.trim_start_matches("--");
-            let value = if SWITCHES.contains(&name) { Some(String::new()) } else { args.next().cloned() };
-            if let Some(value) = value {
-                flags.insert(name.to_string(), value);
-            }
-        }
-        Flags(flags)
-    }
-
-    pub fn get(&self, name: &str) -> Result<&str, String> {
-        self.0.get(name).map(String::as_str).ok_or(format!("--{name} is required"))
-    }
-
-    pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
-        self.0.get(name).map(String::as_str).unwrap_or(default)
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.0.contains_key(name)
-    }
-}
+pub use longlook_h3_harness::Flags;
 
 /// msquic's congestion control by our name (stacks/congestion.py): its two algorithms.
 pub fn congestion_control(cc: &str) -> Result<u16, String> {

@@ -17,7 +17,7 @@ mod serve;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flags = config::Flags::parse(args.get(2..).unwrap_or(&[]));
+    let flags = config::Flags::parse(args.get(2..).unwrap_or(&[]), config::SWITCHES);
     // one thread for our side, as the other stacks' adapters; msquic runs its own workers
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("runtime");
     let code = match args.get(1).map(String::as_str) {

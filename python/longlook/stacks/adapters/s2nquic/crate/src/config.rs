@@ -1,7 +1,6 @@
-//! What server and client share: flags, flow-control limits, congestion controllers, the
+//! What server and client share: flow-control limits, congestion controllers, the
 //! qlog subscriber.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -18,37 +17,9 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_STREAMS_BIDI: u64 = 100;
 
 // the flags that take no value: present or not (`--chacha20`, fetch.rs)
-const SWITCHES: &[&str] = &["chacha20"];
+pub const SWITCHES: &[&str] = &["chacha20"];
 
-pub struct Flags(HashMap<String, String>);
-
-impl Flags {
-    /// `--name value` pairs, and the SWITCHES alone (kept with an empty value).
-    pub fn parse(args: &[String]) -> Flags {
-        let mut flags = HashMap::new();
-        let mut args = args.iter();
-        while let Some(arg) = args.next() {
-            let name = arg.trim_start_matches("--");
-            let value = if SWITCHES.contains(&name) { Some(String::new()) } else { args.next().cloned() };
-            if let Some(value) = value {
-                flags.insert(name.to_string(), value);
-            }
-        }
-        Flags(flags)
-    }
-
-    pub fn get(&self, name: &str) -> Result<&str, String> {
-        self.0.get(name).map(String::as_str).ok_or(format!("--{name} is required"))
-    }
-
-    pub fn get_or<'a>(&'a self, name: &str, default: &'a str) -> &'a str {
-        self.0.get(name).map(String::as_str).unwrap_or(default)
-    }
-
-    pub fn has(&self, name: &str) -> bool {
-        self.0.contains_key(name)
-    }
-}
+pub use longlook_h3_harness::Flags;
 
 pub fn limits() -> Result<Limits, String> {
     let l = Limits::new()
@@ -73,7 +44,7 @@ fn local_parameters() -> LocalParameters {
 
 pub fn subscriber(f: &Flags, side: &'static str) -> QlogSubscriber {
     QlogSubscriber {
-        dir: f.0.get("qlog-dir").map(PathBuf::from),
+        dir: f.get("qlog-dir").ok().map(PathBuf::from),
         side,
         cc: f.get_or("cc", "cubic").to_string(),
         local: local_parameters(),

@@ -17,7 +17,7 @@ mod serve;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let flags = config::Flags::parse(args.get(2..).unwrap_or(&[]));
+    let flags = config::Flags::parse(args.get(2..).unwrap_or(&[]), config::SWITCHES);
     if let Ok(path) = flags.get("keylog") {
         std::env::set_var("SSLKEYLOGFILE", path); // rustls' KeyLogFile reads it
     }
