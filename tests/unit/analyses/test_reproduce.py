@@ -450,3 +450,19 @@ def test_a_row_dropped_from_the_registry_is_a_change_and_one_left_off_by_only_is
     earlier = Earlier("standard", "2026-11-29 08:07 UTC", {"kakhki-fig2": old, "retired-claim": old})
     found = changes(earlier, [])
     assert [(c.claim, c.moved_by) for c in found] == [("retired-claim", ["no longer a row"])]
+
+
+def test_the_paper_budget_measures_its_shortest_scenarios_first(tmp_path):
+    from longlook.analyses.reproduce.estimate import estimate
+
+    seen = []
+    only = ["kakhki-video", "kakhki-fig2", "kakhki-table4-tcp", "kakhki-fig6a"]
+    progress = lambda event, **kw: seen.append(kw["name"]) if event == "scenario" else None  # noqa: E731
+    reproduce(tmp_path, budget="paper", only=only, execute=False, progress=progress)
+    walls = {r.name: r.wall_s for r in estimate([SCENARIOS[n] for n in seen], "paper", tmp_path)}
+    assert [walls[n] for n in seen] == sorted(walls[n] for n in seen) and len(seen) == 4
+    assert seen[0] == "kakhki-fig2-macw" and seen[-1] == "kakhki-video"
+    # the other budgets keep the registry's order
+    seen.clear()
+    reproduce(tmp_path / "s", budget="short", only=only, execute=False, progress=progress)
+    assert seen == list(dict.fromkeys(c.scenario for c in claims(only)))

@@ -25,6 +25,7 @@ from ...errors import LonglookError
 from .claims import BUDGETS, OURS, PAPER, Also, Claim, Explain, FieldFinding, ShippedScenario
 from .coverage import coverage
 from .drift import round_drift
+from .estimate import estimate
 from .explain import BuildReport, explain
 from .measured import Measured
 from .output import Reproduction, Row
@@ -82,7 +83,13 @@ def reproduce(
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     progress = progress or (lambda *a, **k: None)
     runs: dict[str, ScenarioRun] = {}
-    for name in dict.fromkeys(c.scenario for c in chosen):
+    names = list(dict.fromkeys(c.scenario for c in chosen))
+    if budget == "paper":
+        # the shortest first: a day-long budget ends many sessions part-way, and each one
+        # that does leaves the most scenarios, and so claims, measured whole
+        walls = {r.name: r.wall_s for r in estimate([SCENARIOS[n] for n in names], budget, out)}
+        names.sort(key=lambda n: walls.get(n, 0.0))
+    for name in names:
         progress("scenario", name=name, budget=budget)
         runs[name] = run_scenario(
             SCENARIOS[name],
