@@ -66,6 +66,19 @@ def test_playback_plays_stalls_and_ends():
     assert by_t[3.0].level == 4 and by_t[3.0].position_s == pytest.approx(2.0)
     names = {r["name"] for r in series_rows(p)}
     assert {"buffer_s", "level", "bitrate_mbit", "B", "S", "stalled", "position_s", "qoe_t"} <= names
+    # Langley's rebuffer rate: 2 s of rebuffering in 6 s played
+    q = qoe_metrics(p)
+    assert q["rebuffer_rate"] == pytest.approx(2 / 8) and q["watch_per_play"] == pytest.approx(8 / 6)
+
+
+def test_no_stall_is_a_rebuffer_rate_of_0_and_nothing_played_has_none():
+    m = PlaybackModel(segment_s=2.0, segments=2, levels_kbit=LEVELS)
+    m.add(1.0, 4)
+    m.add(2.0, 4)
+    q = qoe_metrics(m.playback(5.0))
+    assert (q["rebuffer_rate"], q["watch_per_play"]) == (0.0, 1.0)
+    q = qoe_metrics(Playback(levels_kbit=LEVELS, segment_levels=[]))
+    assert q["rebuffer_rate"] is None and q["watch_per_play"] is None
 
 
 def test_temporal_qoe_by_hand():

@@ -30,6 +30,11 @@ QOE_METRICS = (
     Metric("avg_bitrate_mbit", "Mbit/s", "higher", "average bitrate"),
     Metric("bitrate_variation_mbit", "Mbit/s", "lower", "average bitrate variation"),
     Metric("stall_s", "s", "lower", "total stall time"),
+    # Langley et al. §6.5: rebuffer time / (rebuffer time + play time)
+    Metric("rebuffer_rate", "", "lower", "rebuffer rate"),
+    # 1 / (1 - rebuffer rate): the rate on a scale a ratio can be taken on (1 with no stall;
+    # its log is the rebuffer rate while that is small)
+    Metric("watch_per_play", "", "lower", "watch time per second played"),
     Metric("stall_count", "", "lower", "stalls"),
     Metric("startup_s", "s", "lower", "time to start"),
     Metric("switches", "", "lower", "quality switches"),
@@ -75,8 +80,12 @@ def qoe_metrics(p: Playback) -> dict[str, float | None]:
     n = len(rates)
     stall_s = sum(s.duration_s for s in p.stalls)
     switches = sum(1 for a, b in zip(p.segment_levels, p.segment_levels[1:]) if a != b)
+    played_s = max((x.position_s for x in p.samples), default=0.0)
+    watched_s = played_s + stall_s
     out: dict[str, float | None] = {
         "stall_s": stall_s,
+        "rebuffer_rate": stall_s / watched_s if watched_s > 0 else None,
+        "watch_per_play": watched_s / played_s if played_s > 0 else None,
         "stall_count": float(len(p.stalls)),
         "startup_s": p.startup_s,
         "switches": float(switches),
