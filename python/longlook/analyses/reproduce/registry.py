@@ -76,7 +76,7 @@ STANDARD: dict[str, tuple[dict, str]] = {
         {"rounds": 16, "duration_s": 30},
         "30 s flows; 16 runs (QUIC vs QUIC needed ~23 at 20 s)",
     ),
-    "kakhki-video": ({"rounds": 6}, "6 rounds"),
+    "kakhki-video": ({"rounds": 6, "video": {"duration_s": 20}}, "20 s clip; 6 rounds"),
     "zhang-fast-internet": ({"rounds": 8}, "8 rounds"),
     "langley-udp-blocked": ({"rounds": 10}, "10 rounds"),
     "nat-rebinding": ({"rounds": 10}, "10 rounds"),
@@ -172,13 +172,13 @@ SCENARIOS = {
             "langley-rebuffer-rtt.toml",
             {
                 "rounds": 2,
-                "video": {"duration_s": 20},
+                "video": {"duration_s": 12},
                 "links": [
                     {"name": "KR-38ms-1pct", "rate_mbit": 10, "rtt_ms": 38, "buffer_bdp": 1, "down": {"loss": 0.01}},
                     {"name": "IN-188ms-8pct", "rate_mbit": 10, "rtt_ms": 188, "buffer_bdp": 1, "down": {"loss": 0.08}},
                 ],
             },
-            "South Korea's and India's paths (not the USA's), 20 s clip; 2 rounds",
+            "South Korea's and India's paths (not the USA's), 12 s clip; 2 rounds",
         ),
         _short(
             "mininet-fig8-loss-object-count.toml",
@@ -206,18 +206,18 @@ SCENARIOS = {
             "kakhki-table4-fairness.toml",
             {
                 "rounds": 2,
-                "duration_s": 15,
+                "duration_s": 10,
                 "starts": ["simultaneous"],
                 "matchups": [{"quic": 1, "tcp": 1}, {"quic": 1, "tcp": 2}, {"quic": 1, "tcp": 4}, {"quic": 2}],
                 # the paper's N = 1; the Mininet's N = 2 cells run at the paper budget only
                 "sweep": {"quic_cc": ["cubic"], "n_conn": [1], "tcp_cc": ["cubic"]},
             },
-            "QUIC vs TCP, TCPx2, TCPx4, QUIC vs QUIC, simultaneous, N = 1, 15 s; 2 runs",
+            "QUIC vs TCP, TCPx2, TCPx4, QUIC vs QUIC, simultaneous, N = 1, 10 s; 2 runs",
         ),
         _short(
             "kakhki-video.toml",
-            {"rounds": 2, "players": ["native"], "video": {"duration_s": 20}, "links[*]": {"rate_mbit": [10]}},
-            "native player, 20 s clip, 10 Mbit/s with and without 1% loss; 2 rounds",
+            {"rounds": 2, "players": ["native"], "video": {"duration_s": 12}, "links[*]": {"rate_mbit": [10]}},
+            "native player, 12 s clip, 10 Mbit/s with and without 1% loss; 2 rounds",
         ),
         _short(
             "zhang-fast-internet.toml",
