@@ -289,8 +289,9 @@ def matrix(
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
     from ..analyses.matrix import judge, markdown
     from ..analyses.matrix.history import history_markdown
+    from ..analyses.matrix.limits import sender_regimes
     from ..analyses.matrix.perf import perf_grid, perf_markdown
-    from ..core.store import Store
+    from ..core.store import DB_FILE, Store
     from ..stacks.registry import resolve
 
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
@@ -331,6 +332,11 @@ def matrix(
             if archive is not None:
                 from ..core.carry import carry_out
 
+                # read while the qlogs are whole: a carried one keeps no packet it sent
+                for folder in (out / f"perf-{r:g}" for r in perf):
+                    if (folder / DB_FILE).exists():
+                        with Store.open(folder, read_only=True) as store:
+                            sender_regimes(folder, store.runs_frame())
                 for c in carry_out(archive, [out / f"perf-{r:g}" for r in perf]):
                     print(f"packed {out / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
     if not experiment.exists():
@@ -344,7 +350,8 @@ def matrix(
     for folder in sorted(perf_dirs, key=lambda p: float(p.name.split("-", 1)[1])):
         r = float(folder.name.split("-", 1)[1])
         with Store.open(folder, read_only=True) as store:
-            grids[r] = perf_grid(store.runs_frame(), r)
+            perf_runs = store.runs_frame()
+        grids[r] = perf_grid(perf_runs, r, senders=sender_regimes(folder, perf_runs))
     if history := history_markdown(m):
         text += "\n## Across releases\n\n" + history
     if grids:

@@ -135,6 +135,55 @@ def test_the_performance_grid_names_each_pair_s_regime():
     assert "| ours | 888.9 path (n=1) | 444.4 CPU: server (n=1) | emulator-limited: machine stalled" in text
 
 
+def test_a_slow_pair_without_a_busy_cpu_says_what_held_its_server_back(tmp_path):
+    import json
+
+    import pandas as pd
+
+    from longlook.analyses.matrix.limits import CACHE, sender_regimes
+    from longlook.analyses.matrix.perf import perf_grid, regime
+
+    assert regime(500, 1000, {"server": 0.5}, "window") == "window"
+    assert regime(900, 1000, {"server": 0.5}, "window") == "path"  # at the path, whatever the log says
+    # three runs of a pair below the path: two servers' qlogs show a full window, one does not
+    runs, events = (
+        [],
+        {
+            "full": [(t, 100_000, 99_000) for t in range(0, 50, 5)],
+            "idle": [(t, 1_000_000, 50_000) for t in range(0, 50, 5)],
+        },
+    )
+    for rnd, kind in enumerate(("full", "full", "idle")):
+        run_dir = tmp_path / "runs" / f"r{rnd}"
+        run_dir.mkdir(parents=True)
+        lines = [{"qlog_format": "JSON-SEQ"}]
+        for t, cwnd, in_flight in events[kind]:
+            lines.append(
+                {
+                    "time": t,
+                    "name": "recovery:metrics_updated",
+                    "data": {"congestion_window": cwnd, "bytes_in_flight": in_flight},
+                }
+            )
+            lines.append({"time": t + 1, "name": "transport:packet_sent", "data": {"header": {}}})
+        (run_dir / "server.sqlog").write_bytes(b"".join(b"\x1e" + json.dumps(x).encode() + b"\n" for x in lines))
+        runs.append(
+            {
+                **_perf_run("aioquic", "quic-go", 3600, rnd=rnd),
+                "run_id": f"r{rnd}",
+                "artifacts": json.dumps({"qlog": f"runs/r{rnd}/server.sqlog"}),
+            }
+        )
+    frame = pd.DataFrame(runs)
+    senders = sender_regimes(tmp_path, frame)
+    assert senders == {"r0": "window", "r1": "window", "r2": "flow control or application"}
+    assert (tmp_path / "runs" / "r0" / CACHE).is_file()  # kept beside the run: it travels when carried
+    (tmp_path / "runs" / "r0" / "server.sqlog").write_bytes(b"")  # the kept answer is read, not the log
+    assert sender_regimes(tmp_path, frame)["r0"] == "window"
+    grid = perf_grid(frame, 1000, senders=senders)["bulk-200m"]
+    assert grid[("aioquic", "quic-go")].regime == "window"  # the most common over its runs
+
+
 def test_each_pair_is_judged_against_our_client_with_its_server_and_against_kernel_tcp():
     import pandas as pd
 

@@ -6,8 +6,11 @@ client, the servers and linkem per run: core.audit's cgroups), so a slow cell sa
 - **path**: the download reached PATH_SHARE of the link's rate;
 - **CPU: server**, **CPU: client**, **CPU: emulator**: below that, with that party's processes
   keeping CPU_SHARE of a core or more busy over the run (the busiest party is named);
-- **other**: below the path with no party's CPU saturated: a window, flow control or the
-  application held it (the logs of a drill-down say which);
+- **window**, **flow control**, **application**, **flow control or application**: below the
+  path with no party's CPU saturated, what held the server back as its qlog tells
+  (qlog.sender_limits: the congestion window full most of the time; BLOCKED frames sent; or
+  neither), the most common over the pair's counted runs;
+- **other**: the same, where the server kept no qlog that says (msquic writes none);
 - **emulator-limited**: every completed run of the pair was flagged by its path audit (the
   emulator released packets late or the machine stalled): the path was not what the scenario
   said, so the pair has no number that counts, only the audit's reason;
@@ -94,13 +97,23 @@ class Perf:
         return asdict(self)
 
 
-def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float]) -> str:
+def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float], sender: str = "") -> str:
     """The regime of a run (or of a cell's medians): `shares` are each party's CPU cores busy
-    over the run (client, server, emulator)."""
+    over the run (client, server, emulator); `sender` what held the server back by its qlog
+    (limits.sender_regimes), "" when it did not say."""
     if goodput_mbit >= PATH_SHARE * rate_mbit:
         return "path"
     party, share = max(((k, v) for k, v in shares.items() if not math.isnan(v)), key=lambda kv: kv[1], default=("", 0))
-    return f"CPU: {party}" if share >= CPU_SHARE else "other"
+    return f"CPU: {party}" if share >= CPU_SHARE else sender or "other"
+
+
+def _most_common(words) -> str:
+    """The most common non-empty word (the first of equals); "" when there is none."""
+    counts: dict[str, int] = {}
+    for w in words:
+        if w:
+            counts[w] = counts.get(w, 0) + 1
+    return max(counts, key=lambda w: counts[w]) if counts else ""
 
 
 def workload_of(cell_id: str) -> str:
@@ -165,12 +178,17 @@ def pair_verdicts(runs: pd.DataFrame) -> dict[tuple[str, tuple[str, str]], tuple
 
 
 def perf_grid(
-    runs: pd.DataFrame, rate_mbit: float, object_bytes: int | None = None
+    runs: pd.DataFrame,
+    rate_mbit: float,
+    object_bytes: int | None = None,
+    senders: dict[str, str] | None = None,
 ) -> dict[str, dict[tuple[str, str], Perf]]:
     """workload -> (client, server) -> Perf over the counted runs of one rate's experiment,
     kernel TCP under ("kernel TCP", "kernel TCP"). A pair whose every completed run its path
     audit flagged is emulator-limited, with the first reason (a stack that keeps this 2-vCPU
-    machine busy stalls linkem too: that is its regime, not a number)."""
+    machine busy stalls linkem too: that is its regime, not a number). `senders`: run_id ->
+    what held its server back (limits.sender_regimes)."""
+    senders = senders or {}
     out: dict[str, dict[tuple[str, str], Perf]] = {}
     if runs.empty:
         return out
@@ -226,7 +244,9 @@ def perf_grid(
                 plt_ms=_median(g, METRIC),
                 client_cpu_s_per_mb=_median(g, "client_cpu_s_per_mb"),
                 server_cpu_s_per_mb=_median(g, "server_cpu_s_per_mb"),
-                regime=regime(goodput, rate_mbit, shares),
+                regime=regime(
+                    goodput, rate_mbit, shares, _most_common(senders.get(str(r)) for r in g.get("run_id", []))
+                ),
                 vs_ours=vs[0],
                 vs_tcp=vs[1],
             )
