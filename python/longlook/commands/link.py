@@ -30,7 +30,7 @@ def _num(x) -> str:
 def link_check(
     profile: Path = typer.Argument(..., help="link profile TOML"),
     as_json: bool = typer.Option(False, "--json", help="print the result as JSON"),
-    quick: bool = typer.Option(False, "--quick", help="short measurements (~1 s each)"),
+    quick: bool = typer.Option(False, "--quick", help="the quick check: 1 s measurements, 500 RTT probes, no iperf3"),
     duration: Optional[float] = typer.Option(None, "--duration", help="seconds per rate/loss measurement"),
     no_iperf: bool = typer.Option(False, "--no-iperf", help="skip the iperf3 measurement"),
 ) -> None:
@@ -46,7 +46,8 @@ def link_check(
         raise LonglookError(f"{profile}: {refusal}", hint="linkem's ranges: crates/linkem/README.md")
     secs = duration if duration is not None else (1.0 if quick else 3.0)
     with Testbed(prof, base_dir=profile.resolve().parent) as tb:
-        result = self_check(tb, prof, duration_s=secs, rtt_count=500 if quick else 2000, iperf=not no_iperf)
+        depth = "quick" if quick else "full"
+        result = self_check(tb, prof, duration_s=secs, depth=depth, **({"iperf": False} if no_iperf else {}))
     if as_json:
         print(json.dumps(result.to_dict(), indent=1))
     else:

@@ -258,3 +258,26 @@ def test_ctrl_c_on_the_driver_then_a_local_resume_completes(cluster, tmp_path: P
     assert sorted(zip(ok["round"], ok["arm"])) == sorted((r, a) for r in range(20) for a in ("h3", "h2"))
     assert set(runs["node"]) == {socket.gethostname()}
     assert not [n for n in namespaces() if _ours(n)]
+
+
+@needs_testbed("linkem", "endpoint")
+def test_reproduce_on_ray_runs_a_claim_s_scenario_on_the_cluster_s_testbed(cluster, tmp_path: Path):
+    # the short budget's Fig. 2 (one cell, 4 rounds x 2 arms): its runs go to the node and
+    # come back into the results folder, and the claim is judged from them
+    out = tmp_path / "repro"
+    argv = [*LONGLOOK, "reproduce", "--budget", "short", "--only", "kakhki-fig2", "--out", str(out)]
+    done = subprocess.run(
+        [*argv, "--executor", "ray", "--address", cluster], capture_output=True, text=True, timeout=400
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    from longlook.core.store import Store
+
+    with Store.open(out / "kakhki-fig2-macw", read_only=True) as store:
+        runs = store.runs_frame()
+    assert len(runs[runs["status"] == "ok"]) >= 8 and runs["ray_node_id"].notna().all()
+    assert set(runs["node"]) == {socket.gethostname()}
+    import json
+
+    row = next(c for c in json.loads((out / "reproduction.json").read_text())["claims"] if c["id"] == "kakhki-fig2")
+    assert row["verdict"] in ("holds", "does not hold", "inconclusive"), row
+    assert not [n for n in namespaces() if _ours(n)]
