@@ -5,7 +5,8 @@
 #
 #   bash scripts/setup.sh               # the main job: our endpoint and linkem, nothing else
 #   bash scripts/setup.sh --all-stacks  # also every other QUIC stack (quiche, tquic, quic-go,
-#                                       # aioquic, ngtcp2, s2n-quic, kwik, msquic, gm-quic;
+#                                       # aioquic, ngtcp2, s2n-quic, kwik, msquic, gm-quic,
+#                                       # go-x-net;
 #                                       # ~33 min the first time)
 #   bash scripts/setup.sh --all         # also Chromium, ffmpeg, dash.js, tshark, the test tools
 #                                       # and Ray: everything the tests need (scripts/test.sh)
@@ -107,7 +108,7 @@ if [ "$python_ok" -ne 0 ]; then echo "setup: the Python package did not install 
 # ---- QUIC stacks, only with --all-stacks -------------------------------------------------
 # Other QUIC stacks as adapters (python/longlook/stacks/adapters/<name>/): ngtcp2 from Debian, the
 # others built once per version under ~/.cache/longlook/stacks/<name>-<version>/ (aioquic from
-# PyPI, quic-go from the Go module proxy, quiche/tquic/s2n-quic/msquic/gm-quic from crates.io;
+# PyPI, quic-go and go-x-net from the Go module proxy, quiche/tquic/s2n-quic/msquic/gm-quic from crates.io;
 # each adapter's own Debian packages, e.g. msquic's libnuma-dev, first). Cached: a no-op when
 # built. The main job uses none of them; a scenario that names one installs it on first use.
 if [ "$all_stacks" -eq 1 ]; then

@@ -24,6 +24,7 @@ STACKS.register("s2n-quic", "longlook.stacks.adapters.s2nquic:S2nQuic")
 STACKS.register("kwik", "longlook.stacks.adapters.kwik:Kwik")
 STACKS.register("gm-quic", "longlook.stacks.adapters.gmquic:GmQuic")
 STACKS.register("msquic", "longlook.stacks.adapters.msquic:Msquic")
+STACKS.register("go-x-net", "longlook.stacks.adapters.xnetquic:XNetQuic")
 OWN: Registry[type[Stack]] = Registry("stack")  # ours: built with the workspace, never installed
 OWN.register(OURS, "longlook.stacks.adapters.ours:Ours")
 

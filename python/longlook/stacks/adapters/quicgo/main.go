@@ -12,15 +12,12 @@ package main
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -29,23 +26,10 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/qlog"
 	"github.com/quic-go/quic-go/qlogwriter"
+	"longlook/gofetch"
 )
 
-func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: longlook-quicgo serve|fetch|version ...")
-		os.Exit(2)
-	}
-	switch os.Args[1] {
-	case "serve":
-		os.Exit(serve(os.Args[2:]))
-	case "fetch":
-		os.Exit(fetch(os.Args[2:]))
-	default:
-		fmt.Fprintf(os.Stderr, "unknown command %q\n", os.Args[1])
-		os.Exit(2)
-	}
-}
+func main() { gofetch.Main("longlook-quicgo", serve, fetch) }
 
 // quicConfig is both sides': Allow0RTT is the server's, which otherwise refuses every 0-RTT
 // packet although it listens for them (ListenAddrEarly) and issues tickets
@@ -102,28 +86,18 @@ func waitQlogs(limit time.Duration) {
 }
 
 func serve(args []string) int {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	listen := fs.String("listen", "0.0.0.0:4433", "UDP address")
-	cert := fs.String("cert", "", "certificate PEM")
-	key := fs.String("key", "", "key PEM")
-	root := fs.String("root", "", "content directory")
-	fs.Parse(args)
-	if *cert == "" || *key == "" || *root == "" {
-		fmt.Fprintln(os.Stderr, "serve: --cert, --key and --root are required")
-		return 2
-	}
-	pair, err := tls.LoadX509KeyPair(*cert, *key)
+	a, pair, err := gofetch.ParseServe(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 2
 	}
 	srv := &http3.Server{
-		Addr:       *listen,
-		Handler:    http.FileServer(http.Dir(*root)),
+		Addr:       a.Listen,
+		Handler:    http.FileServer(http.Dir(a.Root)),
 		TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}}),
 		QUICConfig: quicConfig(),
 	}
-	ln, err := quic.ListenAddrEarly(*listen, srv.TLSConfig, srv.QUICConfig)
+	ln, err := quic.ListenAddrEarly(a.Listen, srv.TLSConfig, srv.QUICConfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
@@ -136,78 +110,25 @@ func serve(args []string) int {
 	return 0
 }
 
-type object struct {
-	Path        string  `json:"path"`
-	Status      int     `json:"status"`
-	Bytes       int64   `json:"bytes"`
-	StartMs     float64 `json:"start_ms"`
-	FirstByteMs float64 `json:"first_byte_ms"`
-	EndMs       float64 `json:"end_ms"`
-}
-
-type result struct {
-	RunID             string          `json:"run_id"`
-	URL               string          `json:"url"`
-	Mode              string          `json:"mode"`
-	ProtocolRequested string          `json:"protocol_requested"`
-	Protocol          *string         `json:"protocol"`
-	OK                bool            `json:"ok"`
-	Error             *string         `json:"error"`
-	StartedUnixMs     int64           `json:"started_unix_ms"`
-	PltMs             *float64        `json:"plt_ms"`
-	HandshakeMs       *float64        `json:"handshake_ms"`
-	TtfbMs            *float64        `json:"ttfb_ms"`
-	Bytes             int64           `json:"bytes"`
-	Objects           []object        `json:"objects"`
-	ZeroRTT           map[string]bool `json:"zero_rtt"`
-	LocalAddr         *string         `json:"local_addr"`
-	Goodput           [][2]float64    `json:"goodput"`
-	GoodputMbit       *float64        `json:"goodput_mbit"`
-	StoppedEarly      bool            `json:"stopped_early"`
-}
-
-var srcRE = regexp.MustCompile(`src="([^"]+)"`)
-
 func fetch(args []string) int {
 	fs := flag.NewFlagSet("fetch", flag.ExitOnError)
-	url := fs.String("url", "", "https URL")
-	ca := fs.String("ca", "", "CA certificate PEM")
-	mode := fs.String("mode", "page", "page|bulk")
-	runID := fs.String("run-id", "", "x-longlook-run header")
-	out := fs.String("out", "", "fetch JSON")
-	timeout := fs.Float64("timeout-s", 60, "seconds")
-	keylog := fs.String("keylog", "", "append the TLS secrets here (NSS key log format)")
+	f := gofetch.AddFlags(fs)
 	resume := fs.Bool("resume", false, "a first connection for a session ticket, then the measured one resumes")
 	early := fs.Bool("early-data", false, "with --resume: the first request in 0-RTT")
 	v2 := fs.Bool("v2", false, "QUIC v2 (RFC 9369) only: quic-go's http3 dials with one version")
 	fs.Parse(args)
 
-	newResult := func() *result {
-		return &result{RunID: *runID, URL: *url, Mode: *mode, ProtocolRequested: "h3",
-			Objects: []object{}, ZeroRTT: map[string]bool{"attempted": false, "accepted": false},
-			Goodput: [][2]float64{}}
-	}
 	opts := asked{v2: *v2}
-	limit := time.Duration(*timeout * float64(time.Second))
 	if *resume { // the tickets stay in this process' cache: both connections are made here
 		opts.sessions = tls.NewLRUClientSessionCache(4)
-		run(newResult(), *url, *ca, *mode, *runID, *keylog, limit, opts)
+		run(gofetch.NewResult(f), f, opts)
 		opts.early = *early
 	}
-	res := newResult()
-	code := run(res, *url, *ca, *mode, *runID, *keylog, limit, opts)
+	res := gofetch.NewResult(f)
+	code := run(res, f, opts)
 	waitQlogs(2 * time.Second) // run closed the connection: its qlog is being written out
-	data, _ := json.Marshal(res)
-	if *out == "" {
-		os.Stdout.Write(data)
-	} else if err := os.WriteFile(*out, data, 0o644); err != nil {
-		fmt.Fprintln(os.Stderr, "fetch:", err)
-		return 1
-	}
-	return code
+	return res.Write(f.Out, code)
 }
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // asked is what the client was asked for beyond a page load (an interop case)
 type asked struct {
@@ -216,33 +137,18 @@ type asked struct {
 	v2       bool                   // QUIC v2 only
 }
 
-func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Duration, opts asked) int {
-	fail := func(err error) int {
-		msg := err.Error()
-		res.Error = &msg
-		return 1
+func run(res *gofetch.Result, f *gofetch.Flags, opts asked) int {
+	tlsConf, keylog, err := f.ClientTLS()
+	if err != nil {
+		return res.Fail(err)
 	}
-	pool := x509.NewCertPool()
-	if caFile != "" {
-		pem, err := os.ReadFile(caFile)
-		if err != nil {
-			return fail(err)
-		}
-		pool.AppendCertsFromPEM(pem)
+	if keylog != nil {
+		defer keylog.Close()
 	}
-	tlsConf := &tls.Config{RootCAs: pool, NextProtos: []string{http3.NextProtoH3}, ClientSessionCache: opts.sessions}
-	if keylog != "" { // unbuffered: each secret is on disk once written
-		f, err := os.OpenFile(keylog, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return fail(err)
-		}
-		defer f.Close()
-		tlsConf.KeyLogWriter = f
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	tlsConf.ClientSessionCache = opts.sessions
+	ctx, cancel := context.WithTimeout(context.Background(), f.Limit())
 	defer cancel()
-	t0 := time.Now()
-	res.StartedUnixMs = t0.UnixMilli()
+	t0 := res.Start()
 	var conn *quic.Conn
 	// with early data the dial returns before the handshake: its end, ms from t0, comes here
 	handshook := make(chan float64, 1)
@@ -264,7 +170,7 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 				go func() {
 					select {
 					case <-c.HandshakeComplete():
-						handshook <- ms(time.Since(t0))
+						handshook <- gofetch.Ms(time.Since(t0))
 					case <-c.Context().Done():
 					}
 				}()
@@ -274,104 +180,59 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 			if err != nil {
 				return nil, err
 			}
-			hs := ms(time.Since(t0))
-			res.HandshakeMs = &hs
-			alpn := c.ConnectionState().TLS.NegotiatedProtocol
-			res.Protocol = &alpn
-			local := c.LocalAddr().String()
-			res.LocalAddr = &local
+			res.HandshakeMs = gofetch.Ptr(res.Since())
+			res.Protocol = gofetch.Ptr(c.ConnectionState().TLS.NegotiatedProtocol)
+			res.LocalAddr = gofetch.Ptr(c.LocalAddr().String())
 			conn = c
 			return c, nil
 		},
 	}
 	defer tr.Close()
 	client := &http.Client{Transport: tr}
-	base := url[:strings.Index(url[len("https://"):], "/")+len("https://")]
+	base := f.URL[:strings.Index(f.URL[len("https://"):], "/")+len("https://")]
 
-	var mu sync.Mutex
-	var total int64
-	var page strings.Builder // the HTML, kept to find its objects
 	method := http.MethodGet
 	if opts.early {
 		method = http3.MethodGet0RTT
 	}
-	get := func(u string, sample, keep bool) (object, error) {
-		o := object{Path: u[len(base):], StartMs: ms(time.Since(t0))}
-		req, _ := http.NewRequestWithContext(ctx, method, u, nil)
-		req.Header.Set("x-longlook-run", runID)
+	get := func(p string, sample, keep bool) (gofetch.Object, []byte, error) {
+		o := gofetch.Object{Path: p, StartMs: res.Since()}
+		req, _ := http.NewRequestWithContext(ctx, method, base+p, nil)
+		req.Header.Set("x-longlook-run", f.RunID)
 		resp, err := client.Do(req)
 		if err != nil {
-			return o, err
+			return o, nil, err
 		}
 		defer resp.Body.Close()
 		o.Status = resp.StatusCode
-		o.FirstByteMs = ms(time.Since(t0))
+		o.FirstByteMs = gofetch.Ptr(res.Since())
+		var body []byte
 		buf := make([]byte, 64<<10)
-		lastSample := time.Duration(0)
 		for {
 			n, err := resp.Body.Read(buf)
 			if n > 0 {
 				o.Bytes += int64(n)
 				if keep {
-					page.Write(buf[:n])
+					body = append(body, buf[:n]...)
 				}
-				mu.Lock()
-				total += int64(n)
-				if sample {
-					if now := time.Since(t0); now-lastSample >= 10*time.Millisecond {
-						res.Goodput = append(res.Goodput, [2]float64{ms(now), float64(total)})
-						lastSample = now
-					}
-				}
-				mu.Unlock()
+				res.Received(n, sample)
 			}
 			if err == io.EOF {
 				break
 			}
 			if err != nil {
-				return o, err
+				return o, nil, err
 			}
 		}
-		o.EndMs = ms(time.Since(t0))
+		o.EndMs = gofetch.Ptr(res.Since())
 		if o.Status != 200 {
-			return o, fmt.Errorf("%s: status %d", o.Path, o.Status)
+			return o, nil, fmt.Errorf("%s: status %d", o.Path, o.Status)
 		}
-		return o, nil
+		return o, body, nil
 	}
-
-	first, err := get(url, mode == "bulk", mode == "page")
-	res.Objects = append(res.Objects, first)
-	if err != nil {
-		return fail(err)
+	if err := res.Load(f.URL[len(base):], get); err != nil {
+		return res.Fail(err)
 	}
-	ttfb := first.FirstByteMs
-	res.TtfbMs = &ttfb
-	if mode == "page" {
-		srcs := srcRE.FindAllStringSubmatch(page.String(), -1)
-		objs := make([]object, len(srcs))
-		errs := make([]error, len(srcs))
-		var wg sync.WaitGroup
-		for i, m := range srcs {
-			wg.Add(1)
-			go func(i int, path string) {
-				defer wg.Done()
-				objs[i], errs[i] = get(base+path, false, false)
-			}(i, m[1])
-		}
-		wg.Wait()
-		res.Objects = append(res.Objects, objs...)
-		if err := errors.Join(errs...); err != nil {
-			return fail(err)
-		}
-	}
-	plt := ms(time.Since(t0))
-	res.PltMs = &plt
-	res.Bytes = total
-	if plt > 0 {
-		g := float64(total) * 8 / 1000 / plt
-		res.GoodputMbit = &g
-	}
-	res.OK = true
 	if conn != nil {
 		if opts.early {
 			select {
@@ -381,10 +242,8 @@ func run(res *result, url, caFile, mode, runID, keylog string, timeout time.Dura
 			}
 			state := conn.ConnectionState()
 			res.ZeroRTT["accepted"] = state.Used0RTT
-			alpn := state.TLS.NegotiatedProtocol
-			res.Protocol = &alpn
-			local := conn.LocalAddr().String()
-			res.LocalAddr = &local
+			res.Protocol = gofetch.Ptr(state.TLS.NegotiatedProtocol)
+			res.LocalAddr = gofetch.Ptr(conn.LocalAddr().String())
 		}
 		conn.CloseWithError(0, "")
 	}

@@ -1,0 +1,3 @@
+module longlook/gofetch
+
+go 1.26
