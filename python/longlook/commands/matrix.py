@@ -36,14 +36,16 @@ def runnable(client: str, server: str) -> bool:
     return client == server or declared(server, "server", "handshake") is None
 
 
-def pair_arms(stacks: list[str], clients: list[str] | None = None) -> list[str]:
+def pair_arms(
+    stacks: list[str], clients: list[str] | None = None, only: set[tuple[str, str]] | None = None
+) -> list[str]:
     """One h3 arm per client x server pair of `stacks` (`ours`: the native client, our server),
     and per pair of each of the `clients` that are clients only (Chromium) with every server;
-    pairs that cannot connect (`runnable`) are left out."""
+    pairs that cannot connect (`runnable`) are left out, and with `only` every pair but those."""
     lines = []
     for client in [*stacks, *(clients or [])]:
         for server in stacks:
-            if not runnable(client, server):
+            if not runnable(client, server) or (only is not None and (client, server) not in only):
                 continue
             lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
             if client != "ours":
@@ -156,25 +158,29 @@ def perf_scenario_toml(
     rtt_ms: float,
     clients: list[str] | None = None,
     page: bool = False,
+    why: set[tuple[str, str]] | None = None,
 ) -> str:
     """The performance grid's scenario at one rate: every pair (and each client-only client,
     Chromium, with every server) downloads one bulk object, and with `page` a page of many
     small objects, over a path of that rate with a one-BDP buffer, the servers'
     per-connection logs off (their cost would be counted as the stack's CPU); one more arm,
-    our client and server over kernel TCP (h2), is every pair's reference."""
+    our client and server over kernel TCP (h2), is every pair's reference. With `why`: those
+    pairs only, one bulk download each with the servers' logs on, to read what held a slow
+    one's server back (analyses/matrix/limits.py), counted for nothing else."""
     from ..analyses.matrix.perf import TCP_ARM
 
-    workloads = [f"bulk:{perf_size(rate_mbit)}"] + ([PERF_PAGE] if page else [])
+    workloads = [f"bulk:{perf_size(rate_mbit)}"] + ([PERF_PAGE] if page and why is None else [])
     lines = _scenario_head(
-        f"quic-matrix-perf-{rate_mbit:g}",
-        f"QUIC matrix performance at {rate_mbit:g} Mbit/s: every client against every server.",
+        f"quic-matrix-perf-{rate_mbit:g}" + ("-why" if why is not None else ""),
+        f"QUIC matrix performance at {rate_mbit:g} Mbit/s: "
+        + ("what held the slow pairs' servers back." if why is not None else "every client against every server."),
         rounds=rounds,
         rate_mbit=rate_mbit,
         rtt_ms=rtt_ms,
         lines=[
             "timeout_s = 60",
             "retries = 1",
-            "server_logs = false",
+            f"server_logs = {'true' if why is not None else 'false'}",
             "workloads = [" + ", ".join(f'"{w}"' for w in workloads) + "]",
             "",
             "[options]",
@@ -182,8 +188,9 @@ def perf_scenario_toml(
             *(["", "[fidelity]", "retry_flagged = false"] if rate_mbit >= NO_RETRY_FROM_MBIT else []),
         ],
     )
+    # (with `why` too: a scenario compares at least two arms)
     tcp = ["", "[[arms]]", f'label = "{TCP_ARM}"', 'protocol = "h2"']
-    return "\n".join(lines + pair_arms(stacks, clients) + tcp) + "\n"
+    return "\n".join(lines + pair_arms(stacks, clients, why) + tcp) + "\n"
 
 
 def _run(scenario: Path, experiment: Path, link_check: bool, allow_version_change: bool = False) -> None:
@@ -289,9 +296,9 @@ def matrix(
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
     from ..analyses.matrix import judge, markdown
     from ..analyses.matrix.history import history_markdown
-    from ..analyses.matrix.limits import sender_regimes
-    from ..analyses.matrix.perf import perf_grid, perf_markdown
-    from ..core.store import DB_FILE, Store
+    from ..analyses.matrix.limits import pair_regimes
+    from ..analyses.matrix.perf import perf_grid, perf_markdown, slow_pairs
+    from ..core.store import Store
     from ..stacks.registry import resolve
 
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
@@ -308,7 +315,7 @@ def matrix(
         from ..core.carry import carry_in
 
         archive = check_output(archive, "--archive", directory=True)
-        for c in carry_in(archive, out, [f"perf-{r:g}" for r in perf]):
+        for c in carry_in(archive, out, [f"perf-{r:g}{why}" for r in perf for why in ("", "-why")]):
             print(f"unpacked {c.archive} ({c.bytes / 1e6:.1f} MB) into {out / c.name}", file=sys.stderr)
     if not no_run:
         scenario = out / "matrix.toml"
@@ -328,16 +335,23 @@ def matrix(
                     )
                 )
                 _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change)
+                with Store.open(out / f"perf-{r:g}", read_only=True) as store:
+                    slow = slow_pairs(perf_grid(store.runs_frame(), r))
+                if slow:  # one more run each, with server logs: what held the server back
+                    why_file = out / f"perf-{r:g}-why.toml"
+                    why_file.write_text(
+                        perf_scenario_toml(stacks, rate_mbit=r, rounds=1, rtt_ms=rtt, clients=clients, why=slow)
+                    )
+                    _run(why_file, out / f"perf-{r:g}-why", link_check, allow_version_change)
         finally:  # an interrupted grid is carried too: every finished run kept
             if archive is not None:
                 from ..core.carry import carry_out
 
+                grids_run = [out / f"perf-{r:g}{why}" for r in perf for why in ("", "-why")]
                 # read while the qlogs are whole: a carried one keeps no packet it sent
-                for folder in (out / f"perf-{r:g}" for r in perf):
-                    if (folder / DB_FILE).exists():
-                        with Store.open(folder, read_only=True) as store:
-                            sender_regimes(folder, store.runs_frame())
-                for c in carry_out(archive, [out / f"perf-{r:g}" for r in perf]):
+                for folder in grids_run:
+                    pair_regimes(folder)
+                for c in carry_out(archive, [g for g in grids_run if g.exists()]):
                     print(f"packed {out / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
@@ -346,12 +360,12 @@ def matrix(
     m = judge(experiment, runs)
     text = "# QUIC matrix: interoperability from the wire\n\n" + markdown(m)
     grids = {}
-    perf_dirs = [p for p in out.glob("perf-*") if p.is_dir()]
+    perf_dirs = [p for p in out.glob("perf-*") if p.is_dir() and not p.name.endswith("-why")]
     for folder in sorted(perf_dirs, key=lambda p: float(p.name.split("-", 1)[1])):
         r = float(folder.name.split("-", 1)[1])
         with Store.open(folder, read_only=True) as store:
             perf_runs = store.runs_frame()
-        grids[r] = perf_grid(perf_runs, r, senders=sender_regimes(folder, perf_runs))
+        grids[r] = perf_grid(perf_runs, r, senders=pair_regimes(folder.with_name(folder.name + "-why")))
     if history := history_markdown(m):
         text += "\n## Across releases\n\n" + history
     if grids:

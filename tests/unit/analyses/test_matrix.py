@@ -141,11 +141,22 @@ def test_a_slow_pair_without_a_busy_cpu_says_what_held_its_server_back(tmp_path)
     import pandas as pd
 
     from longlook.analyses.matrix.limits import CACHE, sender_regimes
-    from longlook.analyses.matrix.perf import perf_grid, regime
+    from longlook.analyses.matrix.perf import perf_grid, regime, slow_pairs
+    from longlook.commands.matrix import perf_scenario_toml
+    from longlook.core.spec import parse_scenario
 
     assert regime(500, 1000, {"server": 0.5}, "window") == "window"
     assert regime(900, 1000, {"server": 0.5}, "window") == "path"  # at the path, whatever the log says
-    # three runs of a pair below the path: two servers' qlogs show a full window, one does not
+    # the grid's runs keep no server log: a slow pair with no busy CPU is "other", and gets one
+    # more run with server logs, alone with the TCP reference, to say why
+    grid = perf_grid(pd.DataFrame([_perf_run("aioquic", "quic-go", 3600, rnd=r) for r in range(2)]), 1000)
+    assert grid["bulk-200m"][("aioquic", "quic-go")].regime == "other"
+    slow = slow_pairs(grid)
+    assert slow == {("aioquic", "quic-go")}
+    why = parse_scenario(perf_scenario_toml(["aioquic", "quic-go"], rate_mbit=1000, rounds=1, rtt_ms=20, why=slow))
+    assert [a.label for a in why.arm_list()] == ["aioquic_quic-go", "tcp"] and why.rounds == 1
+    assert why.server_logs and [w.label for w in why.workloads] == ["bulk-200m"]
+    # that run's server qlogs: two show a full window, one does not
     runs, events = (
         [],
         {
@@ -180,8 +191,8 @@ def test_a_slow_pair_without_a_busy_cpu_says_what_held_its_server_back(tmp_path)
     assert (tmp_path / "runs" / "r0" / CACHE).is_file()  # kept beside the run: it travels when carried
     (tmp_path / "runs" / "r0" / "server.sqlog").write_bytes(b"")  # the kept answer is read, not the log
     assert sender_regimes(tmp_path, frame)["r0"] == "window"
-    grid = perf_grid(frame, 1000, senders=senders)["bulk-200m"]
-    assert grid[("aioquic", "quic-go")].regime == "window"  # the most common over its runs
+    grid = perf_grid(frame, 1000, senders={("bulk-200m", ("aioquic", "quic-go")): "window"})["bulk-200m"]
+    assert grid[("aioquic", "quic-go")].regime == "window"
 
 
 def test_each_pair_is_judged_against_our_client_with_its_server_and_against_kernel_tcp():

@@ -9,8 +9,9 @@ client, the servers and linkem per run: core.audit's cgroups), so a slow cell sa
 - **window**, **flow control**, **application**, **flow control or application**: below the
   path with no party's CPU saturated, what held the server back as its qlog tells
   (qlog.sender_limits: the congestion window full most of the time; BLOCKED frames sent; or
-  neither), the most common over the pair's counted runs;
-- **other**: the same, where the server kept no qlog that says (msquic writes none);
+  neither), from one more run of the pair with server logs (limits.pair_regimes: the grid's
+  own runs keep none, whose cost would count as the server's CPU);
+- **other**: the same, where no such run says (msquic writes no qlog);
 - **emulator-limited**: every completed run of the pair was flagged by its path audit (the
   emulator released packets late or the machine stalled): the path was not what the scenario
   said, so the pair has no number that counts, only the audit's reason;
@@ -107,13 +108,25 @@ def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float], send
     return f"CPU: {party}" if share >= CPU_SHARE else sender or "other"
 
 
-def _most_common(words) -> str:
+def most_common(words) -> str:
     """The most common non-empty word (the first of equals); "" when there is none."""
     counts: dict[str, int] = {}
     for w in words:
         if w:
             counts[w] = counts.get(w, 0) + 1
     return max(counts, key=lambda w: counts[w]) if counts else ""
+
+
+def slow_pairs(grid: dict[str, dict[tuple[str, str], Perf]]) -> set[tuple[str, str]]:
+    """The pairs of a rate's grid whose download stayed below the path with no party's CPU
+    saturated and no log to say why ("other"): the ones a run with server logs can explain."""
+    return {
+        pair
+        for w, by_pair in grid.items()
+        if w.startswith("bulk")
+        for pair, p in by_pair.items()
+        if p.regime == "other"
+    }
 
 
 def workload_of(cell_id: str) -> str:
@@ -181,13 +194,13 @@ def perf_grid(
     runs: pd.DataFrame,
     rate_mbit: float,
     object_bytes: int | None = None,
-    senders: dict[str, str] | None = None,
+    senders: dict[tuple[str, tuple[str, str]], str] | None = None,
 ) -> dict[str, dict[tuple[str, str], Perf]]:
     """workload -> (client, server) -> Perf over the counted runs of one rate's experiment,
     kernel TCP under ("kernel TCP", "kernel TCP"). A pair whose every completed run its path
     audit flagged is emulator-limited, with the first reason (a stack that keeps this 2-vCPU
-    machine busy stalls linkem too: that is its regime, not a number). `senders`: run_id ->
-    what held its server back (limits.sender_regimes)."""
+    machine busy stalls linkem too: that is its regime, not a number). `senders`: (workload,
+    pair) -> what held its server back (limits.pair_regimes, from a run with server logs)."""
     senders = senders or {}
     out: dict[str, dict[tuple[str, str], Perf]] = {}
     if runs.empty:
@@ -244,9 +257,7 @@ def perf_grid(
                 plt_ms=_median(g, METRIC),
                 client_cpu_s_per_mb=_median(g, "client_cpu_s_per_mb"),
                 server_cpu_s_per_mb=_median(g, "server_cpu_s_per_mb"),
-                regime=regime(
-                    goodput, rate_mbit, shares, _most_common(senders.get(str(r)) for r in g.get("run_id", []))
-                ),
+                regime=regime(goodput, rate_mbit, shares, senders.get((workload_of(cell), pair), "")),
                 vs_ours=vs[0],
                 vs_tcp=vs[1],
             )
