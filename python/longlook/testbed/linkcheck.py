@@ -408,8 +408,10 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
     )
     if iperf:
         # iperf3 reports per second: at least 3 s, so there are intervals past the first.
+        # iperf3 starts its own flow later (-R adds a control round trip) and goes through slow
+        # start again: it gets the probe's measured window after its warm-up, and eight RTTs more
         after = max(1.0, warmup)
-        i = probe.iperf3(which, max(3.0, length, after + 2.0))
+        i = probe.iperf3(which, max(3.0, length, after + (length - warmup) + 8 * profile.rtt_ms() / 1e3))
         raw[f"iperf3_{which}"] = {"end": i.get("end", {})}
         rows.append(
             Row(
