@@ -149,23 +149,23 @@ SCENARIOS = {
         _short("kakhki-fig2-macw.toml", {"rounds": 4}, "4 rounds"),
         _short(
             "kakhki-fig6a-object-size.toml",
-            {"rounds": 5, "links[*]": {"rate_mbit": [10, 50]}, "workloads": {"object_size": ["10k", "1m"]}},
-            "10, 50 Mbit/s x 10 KB, 1 MB; 5 rounds",
+            {"rounds": 4, "links[*]": {"rate_mbit": [10, 50]}, "workloads": {"object_size": ["10k", "1m"]}},
+            "10, 50 Mbit/s x 10 KB, 1 MB; 4 rounds",
         ),
         _short(
             "kakhki-fig6b-object-count.toml",
-            {"rounds": 5, "links[*]": {"rate_mbit": [50]}, "workloads": ["1x1m", "100x10k"]},
-            "50 Mbit/s x 1x1 MB, 100x10 KB; 5 rounds",
+            {"rounds": 4, "links[*]": {"rate_mbit": [50]}, "workloads": ["1x1m", "100x10k"]},
+            "50 Mbit/s x 1x1 MB, 100x10 KB; 4 rounds",
         ),
         _short(
             "kakhki-fig7-zero-rtt.toml",
-            {"rounds": 5, "links[*]": {"rate_mbit": [50]}, "workloads": {"object_size": ["5k", "10m"]}},
-            "50 Mbit/s x 5 KB, 10 MB; 5 rounds",
+            {"rounds": 4, "links[*]": {"rate_mbit": [50]}, "workloads": {"object_size": ["5k", "10m"]}},
+            "50 Mbit/s x 5 KB, 10 MB; 4 rounds",
         ),
         _short(
             "kakhki-fig8a-loss.toml",
-            {"rounds": 6, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["100k", "1m"]}},
-            "10 Mbit/s, 1% loss x 100 KB, 1 MB; 6 rounds",
+            {"rounds": 4, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["100k", "1m"]}},
+            "10 Mbit/s, 1% loss x 100 KB, 1 MB; 4 rounds",
         ),
         _short("langley-search-rtt.toml", {"rounds": 3, "links[*]": {"rtt_ms": [20, 200]}}, "20 and 200 ms; 3 rounds"),
         _short(
@@ -187,13 +187,13 @@ SCENARIOS = {
         ),
         _short(
             "kakhki-fig8b-rtt112.toml",
-            {"rounds": 5, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["10k", "1m"]}},
-            "10 Mbit/s, 112 ms x 10 KB, 1 MB; 5 rounds",
+            {"rounds": 4, "links[*]": {"rate_mbit": [10]}, "workloads": {"object_size": ["10k", "1m"]}},
+            "10 Mbit/s, 112 ms x 10 KB, 1 MB; 4 rounds",
         ),
         _short(
             "kakhki-sec5-reordering.toml",
-            {"rounds": 3, "links[*]": {"rtt_ms": 36}, "workloads": {"object_size": ["1m"]}},
-            "36 ms x none/1%/5% reordering x 1 MB; 3 rounds",
+            {"rounds": 2, "links[*]": {"rtt_ms": 36}, "workloads": {"object_size": ["1m"]}},
+            "36 ms x none/1%/5% reordering x 1 MB; 2 rounds",
         ),
         _short(
             "kakhki-fluctuating-pageload.toml",
@@ -240,7 +240,7 @@ SCENARIOS = {
         _short(
             "handover-pageload.toml",
             {
-                "rounds": 3,
+                "rounds": 2,
                 "links": [
                     {
                         "rate_mbit": 20,
@@ -250,7 +250,7 @@ SCENARIOS = {
                     }
                 ],
             },
-            "the Wi-Fi to LTE handover 1 s into a 4 MB download (not the Wi-Fi-only cell); 3 rounds",
+            "the Wi-Fi to LTE handover 1 s into a 4 MB download (not the Wi-Fi-only cell); 2 rounds",
         ),
         _short(
             "kakhki-cellular.toml",
@@ -260,12 +260,12 @@ SCENARIOS = {
         _short(
             "kakhki-mobile.toml",
             {
-                "rounds": 4,
+                "rounds": 3,
                 "client_cpu": ["unlimited", "phone-2014"],
                 "links[*]": {"rate_mbit": [10]},
                 "workloads": ["1x1m"],
             },
-            "Chromium, unlimited vs a 2014 phone's CPU, 10 Mbit/s x 1 MB; 4 rounds",
+            "Chromium, unlimited vs a 2014 phone's CPU, 10 Mbit/s x 1 MB; 3 rounds",
         ),
         _short(
             "cpu-budget-curve.toml",
