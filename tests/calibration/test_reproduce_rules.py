@@ -368,6 +368,34 @@ def test_shrinks_without_an_interaction_each_side():
 
 
 @calibrates("reproduce.shrinks")
+def test_shrinks_on_rebuffering_with_many_sessions_that_never_stall_each_side():
+    """langley-rebuffer-rtt's metric, watch time per second played: exactly 1 for a session
+    that never stalled, 1 plus a lognormal share for one that did, so a cell often has no
+    spread at all. Both arms alike on each path (no interaction), stalls more frequent and
+    longer on the longer, lossier paths: 'TCP's relative rebuffering rises on every pair'
+    holds, or does not hold, within alpha."""
+    rng = np.random.default_rng(2611)
+    dims = {
+        f"{rtt}": {"rtt_ms": float(rtt), "link": f"l{rtt}", "loss": loss}
+        for rtt, loss in ((38, 0.01), (50, 0.02), (188, 0.08))
+    }
+    stall = {"38": (0.1, 0.02), "50": (0.3, 0.05), "188": (0.8, 0.2)}  # (chance, median share)
+
+    def sessions(cell: str, n: int) -> np.ndarray:
+        chance, share = stall[cell]
+        stalled = rng.random(n) < chance
+        return 1.0 + np.where(stalled, share * rng.lognormal(0.0, 0.8, n), 0.0)
+
+    trials, verdicts = 400, []
+    for _ in range(trials):
+        n = int(rng.integers(3, 21))
+        m = measured({(c, arm): sessions(c, n) for c in dims for arm in ("h2", "h3")}, dims, "watch_per_play")
+        rule = Shrinks("h2", "h3", "rtt_ms", 38.0, [50.0, 188.0], metric="watch_per_play", also_differ=("link", "loss"))
+        verdicts.append(replace(rule, at_least=1.0).evaluate(m).verdict)
+    each_side("reproduce.shrinks", "rebuffering, sessions without a stall, no interaction", verdicts, ALPHA)
+
+
+@calibrates("reproduce.shrinks")
 def test_shrinks_against_a_trace_cell_paired_by_round_each_side():
     """A fixed link against a trace whose arms meet one phase per round (the cellular row):
     each round's network scales both arms of the trace cell (a lognormal factor of sigma
