@@ -103,12 +103,13 @@ def sender_limits(log: QlogFile) -> SenderLimits:
         if kind == _METRICS:
             cwnd = data.get("congestion_window", cwnd)
             in_flight = data.get("bytes_in_flight", in_flight)
-            started = bool(points) or (in_flight or 0) > 0
-            samples += int(in_flight is not None and cwnd is not None and started)
         elif in_flight is not None:
             in_flight = in_flight + _sent_bytes(data)
-        if cwnd is not None and in_flight is not None and (points or in_flight > 0):
-            points.append((t, float(cwnd), float(in_flight)))
+        # the transfer starts with the first bytes in flight
+        if cwnd is None or in_flight is None or not (points or in_flight > 0):
+            continue
+        points.append((t, float(cwnd), float(in_flight)))
+        samples += kind == _METRICS
     end = max((float(e["time"]) for e in sent), default=None)
     if not points or end is None:
         return SenderLimits(0, 0.0, blocked, frames_logged)
@@ -118,4 +119,4 @@ def sender_limits(log: QlogFile) -> SenderLimits:
         dt = max(0.0, nxt[0] - t)
         total += dt
         full += dt if _full(c, b) else 0.0
-    return SenderLimits(int(samples), full / total if total > 0 else 0.0, blocked, frames_logged)
+    return SenderLimits(samples, full / total if total > 0 else 0.0, blocked, frames_logged)

@@ -91,7 +91,10 @@ class LinkCheckResult:
         return [r for r in self.rows if r.ok is False]
 
     def summary(self) -> str:
-        quick = " (a quick check: no iperf3, 500 RTT probes)" if self.raw.get("depth") == "quick" else ""
+        quick = ""
+        if self.raw.get("depth") == "quick":
+            iperf = "" if self.raw.get("iperf3") else "no iperf3, "
+            quick = f" (a quick check: {iperf}{self.raw.get('rtt_probes')} RTT probes)"
         if self.ok:
             return f"link '{self.profile}' is within tolerance{quick}"
         bad = "; ".join(

@@ -107,8 +107,8 @@ def test_a_quick_self_check_leaves_out_iperf3_and_most_rtt_probes_and_says_so(mo
     asked = {}
 
     def fake_check_link(tb, profile, **options):
-        asked.update(options)
-        return LinkCheckResult(profile.name, [], {})
+        asked.update(options)  # what the real check records of its depth
+        return LinkCheckResult(profile.name, [], {"rtt_probes": options["rtt_count"], "iperf3": options["iperf"]})
 
     monkeypatch.setattr(queue_check, "check_link", fake_check_link)
     profile = LinkProfile(name="p", rate_mbit=10, delay_ms=10)

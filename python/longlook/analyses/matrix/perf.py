@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -110,11 +111,8 @@ def regime(goodput_mbit: float, rate_mbit: float, shares: dict[str, float], send
 
 def most_common(words) -> str:
     """The most common non-empty word (the first of equals); "" when there is none."""
-    counts: dict[str, int] = {}
-    for w in words:
-        if w:
-            counts[w] = counts.get(w, 0) + 1
-    return max(counts, key=lambda w: counts[w]) if counts else ""
+    found = Counter(w for w in words if w).most_common(1)
+    return found[0][0] if found else ""
 
 
 def slow_pairs(grid: dict[str, dict[tuple[str, str], Perf]]) -> set[tuple[str, str]]:

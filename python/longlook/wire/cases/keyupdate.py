@@ -13,6 +13,8 @@ starter's first packet in the new phase comes first."""
 
 from __future__ import annotations
 
+from itertools import zip_longest
+
 from ..model import ONE_RTT, Capture, Datagram
 from . import view
 from .result import CaseResult, failed, not_measurable, passed
@@ -45,9 +47,7 @@ def check(capture: Capture) -> CaseResult:
     client, client_packets, client_hidden = updates(capture, view.CLIENT)
     server, _, server_hidden = updates(capture, view.SERVER)
     unanswered, answered = None, None
-    for k in range(max(len(client), len(server))):
-        c = client[k] if k < len(client) else None
-        s = server[k] if k < len(server) else None
+    for k, (c, s) in enumerate(zip_longest(client, server)):
         if c is not None and s is not None and c.number < s.number:
             nth = "" if k == 0 else f" (its update {k + 1}, after {k} the server started)"
             return passed(

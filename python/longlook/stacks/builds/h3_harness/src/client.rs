@@ -51,8 +51,9 @@ pub fn target(url: &str) -> Result<Target, String> {
         Some(i) => (&rest[..i], rest[i..].to_string()),
         None => (rest, "/".to_string()),
     };
+    // a bracketed IPv6 address without a port ends in its bracket
     let (host, port) = match authority.rsplit_once(':') {
-        Some((h, p)) if !h.ends_with(':') => (h, p.parse::<u16>().map_err(|e| format!("port: {e}"))?),
+        Some((h, p)) if !authority.ends_with(']') => (h, p.parse::<u16>().map_err(|e| format!("port: {e}"))?),
         _ => (authority, 443),
     };
     let host = host.trim_start_matches('[').trim_end_matches(']').to_string();
@@ -225,6 +226,8 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("fd00::2", 443, "/"));
         let t = target("https://example.org/x").unwrap();
         assert_eq!((t.host.as_str(), t.port), ("example.org", 443));
+        let t = target("https://[fd00::2]/x").unwrap();
+        assert_eq!((t.host.as_str(), t.port), ("fd00::2", 443));
         assert!(target("http://a/").is_err());
     }
 }
