@@ -3,9 +3,11 @@ the stacks'), each pair through the same testbed, interoperability judged on the
 
 The experiment is data: the command writes its scenario (`DIR/matrix.toml`, a page-load
 scenario whose arms are the pairs, with the router's full pcap and the runs' key logs) and
-runs it into `DIR/experiment` (resumable: run it again to continue); then each run's capture
-is judged by the interop cases a page load can show (analyses.matrix) and the grid written to
-`DIR/matrix.md` and `DIR/matrix.json`. `--no-run` only judges what DIR holds."""
+runs it into `DIR/experiment` (resumable: run it again to continue), and the moves grid's two
+(`DIR/rebinding.toml`: every pair across a NAT's rebinding; `DIR/migration.toml`: our client
+across a handover) into `DIR/rebinding` and `DIR/migration`; then each run's capture is judged
+by the interop cases it can show (analyses.matrix) and the grid written to `DIR/matrix.md` and
+`DIR/matrix.json`. `--no-run` only judges what DIR holds."""
 
 from __future__ import annotations
 
@@ -55,11 +57,14 @@ def pair_arms(
     return lines
 
 
-def _scenario_head(
-    name: str, description: str, *, rounds: int, rate_mbit: float, rtt_ms: float, lines: list[str]
-) -> list[str]:
-    """A generated scenario's opening, `lines` (its own settings and tables) and its one link
-    (`rate_mbit`, `rtt_ms`, a one-BDP buffer)."""
+def _link(rate_mbit: float, rtt_ms: float, *extra: str) -> list[str]:
+    """One link of a generated scenario: `rate_mbit`, `rtt_ms`, a one-BDP buffer, and `extra`
+    lines (a NAT, a handover)."""
+    return ["", "[[links]]", f"rate_mbit = {rate_mbit:g}", f"rtt_ms = {rtt_ms:g}", "buffer_bdp = 1", *extra]
+
+
+def _scenario_head(name: str, description: str, *, rounds: int, lines: list[str], links: list[str]) -> list[str]:
+    """A generated scenario's opening, `lines` (its own settings and tables) and its `links`."""
     head = [
         f"# written by `longlook matrix`: {description}",
         f'name = "{name}"',
@@ -67,8 +72,12 @@ def _scenario_head(
         "seed = 1",
         f"rounds = {rounds}",
     ]
-    link = ["", "[[links]]", f"rate_mbit = {rate_mbit:g}", f"rtt_ms = {rtt_ms:g}", "buffer_bdp = 1"]
-    return head + lines + link
+    return head + lines + links
+
+
+# what an interoperability scenario runs with: full handshakes (0-RTT is asked for by its own
+# arms), the router's whole pcap and the runs' key logs, so each run is judged on the wire
+ON_THE_WIRE = ["", "[options]", "zero_rtt = false", "", "[capture]", 'pcap = "full"', "keylog = true"]
 
 
 def scenario_toml(
@@ -81,20 +90,8 @@ def scenario_toml(
         "quic-matrix",
         f"QUIC interoperability of {len(stacks)} stacks, every client against every server.",
         rounds=rounds,
-        rate_mbit=rate_mbit,
-        rtt_ms=rtt_ms,
-        lines=[
-            "timeout_s = 30",
-            "retries = 1",
-            f'workloads = ["{WORKLOAD}"]',
-            "",
-            "[options]",
-            "zero_rtt = false",
-            "",
-            "[capture]",
-            'pcap = "full"',
-            "keylog = true",
-        ],
+        lines=["timeout_s = 30", "retries = 1", f'workloads = ["{WORKLOAD}"]', *ON_THE_WIRE],
+        links=_link(rate_mbit, rtt_ms),
     )
     lines += pair_arms(stacks, clients)
     # our client can be asked for a resumed 0-RTT connection (a warm-up connection for the
@@ -107,6 +104,7 @@ def scenario_toml(
             if server != "ours":
                 lines.append(f'server = "{server}"')
     lines += case_arms(stacks)
+    lines += server_case_arms(stacks, clients)
     return "\n".join(lines) + "\n"
 
 
@@ -115,10 +113,16 @@ def case_arms(stacks: list[str]) -> list[str]:
     stacks.endpoint.NATIVE_CASE_ARGV; a stack's: Stack.client_cases) and server it can connect
     to: resumption and 0-RTT with a first connection for the ticket, key update, ChaCha20,
     QUIC v2."""
+    from ..stacks.base import MOVING_CLIENT_CASES
     from ..stacks.endpoint import NATIVE_CASE_ARGV
     from ..stacks.registry import is_stack, resolve
 
-    askable = {c: resolve(c).client_cases for c in stacks if c != "ours" and is_stack(c)}
+    # (a moving case is asked on the migration scenario's handover: migration_toml)
+    askable = {
+        c: tuple(k for k in resolve(c).client_cases if k not in MOVING_CLIENT_CASES)
+        for c in stacks
+        if c != "ours" and is_stack(c)
+    }
     if "ours" in stacks:
         askable = {"ours": tuple(NATIVE_CASE_ARGV), **askable}
     lines = []
@@ -130,6 +134,75 @@ def case_arms(stacks: list[str]) -> list[str]:
                 if server != "ours":
                     lines.append(f'server = "{server}"')
     return lines
+
+
+def server_case_arms(stacks: list[str], clients: list[str] | None = None) -> list[str]:
+    """One arm per server, interop case it can be started for (Stack.server_cases: Retry)
+    and client that can connect to it (each stack's, ours, and the client-only ones)."""
+    from ..stacks.registry import is_stack, resolve
+
+    lines = []
+    for server in (s for s in stacks if s == "ours" or is_stack(s)):
+        for case in resolve(server).server_cases:
+            for client in (c for c in [*stacks, *(clients or [])] if runnable(c, server)):
+                lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}_{case}"', 'protocol = "h3"']
+                if client != "ours":
+                    lines.append(f'client = "{client}"')
+                if server != "ours":
+                    lines.append(f'server = "{server}"')
+                lines.append(f'server_case = "{case}"')
+    return lines
+
+
+# the moves grid: a download still going when its path moves (1.6 s at the rate, the move 1 s in)
+MOVE_RATE_MBIT, MOVE_RTT_MS, MOVE_SIZE, MOVE_AT_S = 20.0, 20.0, "4m", 1.0
+# the NAT's two moves (linkem's NAT, docs/nat.md) and the handover's second path
+NAT_MOVES = ("port", "address")
+HANDOVER_PATH = "{ rate_mbit = 10, rtt_ms = 60, buffer_bytes = 75000 }"
+
+
+def _moves_head(name: str, description: str, rounds: int, links: list[str]) -> list[str]:
+    lines = ["timeout_s = 20", "retries = 1", f'workloads = ["bulk:{MOVE_SIZE}"]', *ON_THE_WIRE]
+    return _scenario_head(name, description, rounds=rounds, lines=lines, links=links)
+
+
+def nat_moves_toml(stacks: list[str], *, rounds: int, clients: list[str] | None = None) -> str:
+    """The rebinding cases' scenario: every pair downloads across a NAT that rebinds the
+    client's port (one link) and one that rebinds its address (another) 1 s in. A rebinding
+    asks nothing of the client (it does not know it moved), so every client meets it as it is."""
+    links = []
+    for to in NAT_MOVES:
+        links += _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f'nat = {{ rebind_at_s = [{MOVE_AT_S:g}], rebind_to = "{to}" }}')
+    description = f"QUIC rebinding of {len(stacks)} stacks: every pair across a NAT's port and address rebinding."
+    lines = _moves_head("quic-matrix-rebinding", description, rounds, links)
+    return "\n".join(lines + pair_arms(stacks, clients)) + "\n"
+
+
+def migration_toml(stacks: list[str], *, rounds: int, clients: list[str] | None = None) -> str:
+    """The connection migration case's scenario: across a Wi-Fi to LTE handover 1 s into the
+    download, our client (quinn's rebind to its second address, with a new connection ID) and
+    each stack's client whose adapter can tell it to move (Stack.client_cases) go to their
+    second address on purpose, each with every server it can connect to (the client-only
+    `clients` cannot be told to)."""
+    from ..stacks.registry import is_stack, resolve
+
+    links = _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f"handover = {{ at_s = {MOVE_AT_S:g}, path = {HANDOVER_PATH} }}")
+    description = "QUIC connection migration: each client that can be told to move goes to its second path."
+    lines = _moves_head("quic-matrix-migration", description, rounds, links)
+    arms = pair_arms(stacks, only={("ours", s) for s in stacks})
+    for client in (c for c in stacks if c != "ours" and is_stack(c)):
+        if "connection-migration" not in resolve(client).client_cases:
+            continue
+        for server in (s for s in stacks if runnable(client, s)):
+            arms += ["", "[[arms]]", f'label = "{pair_label(client, server)}_migration"', 'protocol = "h3"']
+            arms += [f'client = "{client}"', 'client_case = "connection-migration"']
+            if server != "ours":
+                arms.append(f'server = "{server}"')
+    return "\n".join(lines + arms) + "\n"
+
+
+# the moves grid's scenarios, each run into DIR/<name>: the links its runs are judged by
+MOVES = {"rebinding": nat_moves_toml, "migration": migration_toml}
 
 
 # a bulk object a few seconds long at each rate of the performance grid (slow start a
@@ -175,8 +248,7 @@ def perf_scenario_toml(
         f"QUIC matrix performance at {rate_mbit:g} Mbit/s: "
         + ("what held the slow pairs' servers back." if why is not None else "every client against every server."),
         rounds=rounds,
-        rate_mbit=rate_mbit,
-        rtt_ms=rtt_ms,
+        links=_link(rate_mbit, rtt_ms),
         lines=[
             "timeout_s = 60",
             "retries = 1",
@@ -285,6 +357,12 @@ def matrix(
         "runs is packed there afterwards; commit it to resume a long grid on another machine "
         "(the interoperability grid is judged from captures, which stay behind: it runs again)",
     ),
+    moves: bool = typer.Option(
+        True,
+        "--moves/--no-moves",
+        help="also the cases of a moving path: every pair across a NAT's port and address rebinding, "
+        "our client across a handover (rebind-port, rebind-addr, connection-migration)",
+    ),
     release: list[str] = typer.Option(
         [],
         "--release",
@@ -293,7 +371,9 @@ def matrix(
     ),
 ) -> None:
     """Every QUIC client against every server on one emulated path, interoperability judged
-    from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN)."""
+    from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN, and
+    the cases each client or server can be asked for: resumption, 0-RTT, key update, ChaCha20,
+    QUIC v2, Retry), and across a moving path (NAT rebinding, connection migration)."""
     from ..analyses.matrix import judge, markdown
     from ..analyses.matrix.history import history_markdown
     from ..analyses.matrix.limits import pair_regimes
@@ -322,6 +402,10 @@ def matrix(
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
         try:
             _run(scenario, experiment, link_check, allow_version_change)
+            for name, write in MOVES.items() if moves else ():
+                moves_file = out / f"{name}.toml"
+                moves_file.write_text(write(stacks, rounds=rounds, clients=clients))
+                _run(moves_file, out / name, link_check, allow_version_change)
             for r in perf:
                 perf_file = out / f"perf-{r:g}.toml"
                 perf_file.write_text(
@@ -357,7 +441,7 @@ def matrix(
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:
         runs = store.runs_frame()
-    m = judge(experiment, runs)
+    m = judge(experiment, runs, moved=tuple(_moved(out)))
     text = "# QUIC matrix: interoperability from the wire\n\n" + markdown(m)
     grids = {}
     perf_dirs = [p for p in out.glob("perf-*") if p.is_dir() and not p.name.endswith("-why")]
@@ -382,6 +466,20 @@ def matrix(
     }
     (out / "matrix.json").write_text(json.dumps(doc, indent=1))
     typer.echo(text)
+
+
+def _moved(out: Path):
+    """(experiment, runs, cells) of each moves scenario `out` holds a run of: its runs are
+    judged by their cell's move."""
+    from ..core.spec import load_scenario
+    from ..core.store import Store
+
+    for name in MOVES:
+        folder, scenario = out / name, out / f"{name}.toml"
+        if folder.exists() and scenario.is_file():
+            with Store.open(folder, read_only=True) as store:
+                runs = store.runs_frame()
+            yield folder, runs, load_scenario(scenario).cells()
 
 
 def register(app: typer.Typer) -> None:

@@ -31,6 +31,7 @@ from ..errors import LonglookError
 from ..untrusted import env_dir, path_inside, release_token
 from ..qlog.dialects import normalise
 from .release_registry import Registry as ReleaseRegistry
+from .endpoint import MOVING_CLIENT_CASES
 from .runner import StackServer, stack_fetcher
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
@@ -53,6 +54,10 @@ class ServerCall:
     env: dict[str, str]
 
     prints_ready: bool = False
+
+    def with_flags(self, *flags: str) -> "ServerCall":
+        """This call with `flags` added at the end."""
+        return ServerCall([*self.argv, *flags], self.env, self.prints_ready)
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,10 @@ def fetch_args(*, url, mode, ca, run_id, out, timeout_s) -> list[str]:
 
 
 # the interop cases a client is asked for (wire/cases): its adapter says how (Stack.case_calls)
-CLIENT_CASES = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
+CLIENT_CASES = ("resumption", "zerortt", "keyupdate", "chacha20", "v2", *MOVING_CLIENT_CASES)
+# the interop cases a server is started for (a server per case: a Retry to every new address
+# is no way to serve the other runs); its adapter says how (Stack.server_case_call)
+SERVER_CASES = ("retry",)
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,8 @@ class Stack:
     unsupported_as_server: ClassVar[dict[str, str]] = {}
     # the CLIENT_CASES its client can be asked for (case_calls says how)
     client_cases: ClassVar[tuple[str, ...]] = ()
+    # the SERVER_CASES its server can be started for, each by the flags added to its call
+    server_case_flags: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands
@@ -201,19 +211,29 @@ class Stack:
         return cc
 
     # ---- serving (the pool of stacks/servers.py calls these) ----------------------------------
-    def server_key(self, options, cc: str | None) -> Hashable:
+    def server_key(self, options, cc: str | None, case: str | None = None) -> Hashable:
         """What makes two of its servers different: one server per key and testbed."""
-        return (self.spec, self.cc(cc))
+        return (self.spec, self.cc(cc), case)
 
     def log_folder(self, cc: str | None, port: int) -> str:
         return f"{self.name}-{self.version}-{self.cc(cc)}-{port}"
 
     def start_server(
-        self, testbed, *, port: int, options, cc: str | None, cert_dir: Path, log_dir: Path, content_root: Path
+        self,
+        testbed,
+        *,
+        port: int,
+        options,
+        cc: str | None,
+        cert_dir: Path,
+        log_dir: Path,
+        content_root: Path,
+        case: str | None = None,
     ) -> StackServer:
-        """Its server in the server namespace, ready (`server_argv` through stacks/runner.py)."""
+        """Its server in the server namespace, ready (`server_argv` through stacks/runner.py),
+        started for the interop `case` (one of `server_cases`) when one is named."""
         return StackServer.start(
-            testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root, log_dir=log_dir
+            testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root, log_dir=log_dir, case=case
         )
 
     def fetcher(self, cc: str | None = None) -> Callable:
@@ -228,6 +248,16 @@ class Stack:
         self, *, url: str, mode: str, ca: Path, run_id: str, out: Path, qlog_dir: Path, timeout_s: float, cc: str
     ) -> ClientCall:
         raise NotImplementedError
+
+    @property
+    def server_cases(self) -> tuple[str, ...]:
+        return tuple(self.server_case_flags)
+
+    def server_case_call(self, case: str, call: ServerCall) -> ServerCall | None:
+        """`call` (its server's) made to show `case` (one of `server_cases`) on every
+        connection; None when it cannot be asked."""
+        flags = self.server_case_flags.get(case)
+        return None if flags is None else call.with_flags(*flags)
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         """`call` (a fetch, key log included) made to ask the client for `case` (one of

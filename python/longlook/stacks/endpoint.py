@@ -48,6 +48,7 @@ class ServerOptions:
     keylog: bool = False  # TLS secrets of all its connections in <log dir>/keys.log ([capture])
     udp_buffer: int = 0  # UDP socket buffers sized to the path (testbed/buffers.py); 0 = kernel's
     ecn: bool = True  # False: its QUIC datagrams are sent not-ECT (quinn marks ECT(0))
+    retry: bool = False  # a Retry to every Initial from an address not yet validated
 
     def argv(self) -> list[str]:
         args = ["--cc", self.quic_cc, "--tcp-cc", self.tcp_cc, "--pacing", "on" if self.pacing else "off"]
@@ -65,6 +66,8 @@ class ServerOptions:
             args += ["--udp-buffer", str(self.udp_buffer)]
         if not self.ecn:
             args.append("--no-ecn")
+        if self.retry:
+            args.append("--retry")
         return args
 
 
@@ -226,6 +229,11 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
                 return ""
     proc.kill()
     raise LonglookError(f"the endpoint server was not ready within {timeout_s:.0f} s", hint=f"see {stderr_path}")
+
+
+# the interop cases asked of a client on a link that moves it (a handover): a stack's client is
+# told where and when to go by the native client's flags (migration_argv; stacks/runner.py)
+MOVING_CLIENT_CASES = ("connection-migration",)
 
 
 def migration_argv(testbed, protocol: str) -> list[str]:

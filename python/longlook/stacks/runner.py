@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LonglookError
 from ..testbed.processes import stop_child
-from .endpoint import server_spki
+from .endpoint import MOVING_CLIENT_CASES, migration_argv, server_spki
 from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
 if TYPE_CHECKING:  # the contract (stacks/base.py) starts its servers through this module
@@ -115,11 +115,20 @@ class StackServer:
         root: Path,
         log_dir: Path,
         timeout_s: float = 20.0,
+        case: str | None = None,
     ) -> "StackServer":
         cert, key = ensure_cert(cert_dir)
         qlog_dir = log_dir / "qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
         call = stack.server_argv(port=port, cert=cert, key=key, root=root, qlog_dir=qlog_dir, cc=cc)
+        if case is not None:
+            asked = stack.server_case_call(case, call) if case in stack.server_cases else None
+            if asked is None:
+                can = ", ".join(stack.server_cases) or "none"
+                raise LonglookError(
+                    f"{stack.spec}'s server cannot be started for {case}", hint=f"it can be started for: {can}"
+                )
+            call = asked
         stderr_path = log_dir / "server.stderr"
         proc = testbed.popen(
             "server",
@@ -267,6 +276,11 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
         )
         if keylog is not None:  # a client that cannot write one runs as it is (no key log file)
             call = stack.with_keylog(call, keylog) or call
+        if client_case in MOVING_CLIENT_CASES:  # where and when to move, as the native client is told
+            move = migration_argv(testbed, "h3")
+            if not move:
+                return FetchResult("failed", {}, f"{client_case} needs a link with a handover to move across", 0.0)
+            call = call.with_flags(*move)
         if client_case is not None:  # asked for an interop case: maybe a first connection, then this one
             calls = stack.case_calls(client_case, call, out.parent / "client-state")
             if calls is None:

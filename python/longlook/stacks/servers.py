@@ -57,10 +57,16 @@ class ServerPool:
         return self.experiment_dir / "stack-content"
 
     def get(
-        self, spec: str = OURS, options: ServerOptions | None = None, cc: str | None = None, workload=None
+        self,
+        spec: str = OURS,
+        options: ServerOptions | None = None,
+        cc: str | None = None,
+        workload=None,
+        case: str | None = None,
     ) -> tuple[int, Server]:
         """The server of stack `spec`: ours with `options`, another with congestion control
-        `cc`; a stack that serves files gets the `workload`'s written under content_root."""
+        `cc`, either started for the interop `case` (stacks.base.SERVER_CASES) when one is
+        named; a stack that serves files gets the `workload`'s written under content_root."""
         stack = resolve(spec)
         if options is not None and self.tracefs:
             options = replace(options, tcp_tracefs=str(self.tracefs))
@@ -70,7 +76,7 @@ class ServerPool:
             options = replace(options, udp_buffer=buffers.udp_bytes)
         if workload is not None and stack.serves_files:
             ensure_content(self.content_root, workload.mode, workload.object_count, workload.object_size)
-        key = stack.server_key(options, cc)
+        key = stack.server_key(options, cc, case)
         entry = self.by_key.get(key)
         if entry is not None and entry[1].alive():
             return entry
@@ -83,6 +89,7 @@ class ServerPool:
             cert_dir=self.cert_dir,
             log_dir=self.log_root / stack.log_folder(cc, port),
             content_root=self.content_root,
+            case=case,
         )
         self.by_key[key] = (port, server)
         return port, server

@@ -226,8 +226,11 @@ def test_each_pair_is_judged_against_our_client_with_its_server_and_against_kern
 
 def test_chromium_is_a_client_row_against_every_server():
     sc = Scenario.from_toml(scenario_toml(["ours", "quic-go"], rounds=1, rate_mbit=20, rtt_ms=20, clients=["chromium"]))
-    chromium = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium"]
+    chromium = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium" and not a.server_case]
     assert chromium == [("chromium_ours", "ours"), ("chromium_quic-go", "quic-go")]
+    # and meets each server's Retry
+    retried = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium" and a.server_case]
+    assert retried == [("chromium_ours_retry", "ours"), ("chromium_quic-go_retry", "quic-go")]
     assert pair_of({"options": {"client": "chromium", "server": "quic-go"}}) == ("chromium", "quic-go")
 
 
@@ -354,7 +357,7 @@ def test_quiche_s_client_resumes_its_first_connection_s_session_with_early_data_
     from longlook.stacks.registry import resolve
 
     quiche = resolve("quiche")
-    assert quiche.client_cases == ("resumption", "zerortt")
+    assert quiche.client_cases == ("resumption", "zerortt", "connection-migration")
     session = ["--session-file", str(tmp_path / "session.bin")]
     resumed = quiche.case_calls("resumption", ClientCall(["q", "fetch"], {}), tmp_path)
     assert resumed.warmup.argv[-2:] == session and resumed.measured.argv[-2:] == session
@@ -432,3 +435,156 @@ def test_a_release_on_the_command_line_is_checked_first():
     for bad, why in (("quic-go", "NAME@VERSION"), ("nosuch@1.0", "unknown stack")):
         r = CliRunner().invoke(app, ["matrix", "--out", "/nonexistent/x", "--stack", "ours", "--release", bad])
         assert r.exit_code != 0 and why in str(r.exception), r.exception
+
+
+def test_every_server_that_can_send_a_retry_is_started_for_it_and_its_runs_are_judged_by_it(monkeypatch, tmp_path):
+    import pandas as pd
+
+    from longlook.analyses import matrix
+
+    sc = Scenario.from_toml(scenario_toml(["ours", "quic-go", "gm-quic"], rounds=1, rate_mbit=20, rtt_ms=20))
+    retried = [a for a in sc.arms if a.server_case]
+    # gm-quic's server declares it sends no Retry, and its handshake needs its own client
+    assert {(a.client or "native", a.server or "ours") for a in retried} == {
+        (c, s) for c in ("native", "quic-go", "gm-quic") for s in ("ours", "quic-go")
+    }
+    assert all(a.server_case == "retry" and a.label.endswith("_retry") for a in retried)
+    (cell,) = sc.cells()
+    assert cell.run_options(retried[0]).server_case == "retry"  # recorded with the run
+
+    def fake(experiment, run, cases):
+        return {c: {"verdict": "passed", "evidence": "Retry seen"} for c in cases}
+
+    monkeypatch.setattr(matrix, "judge_cases", fake)
+    runs = pd.DataFrame(
+        [
+            {"arm": "ours_quic-go_retry", "options": {"client": "native", "server": "quic-go", "server_case": "retry"}},
+            {"arm": "gm-quic_gm-quic", "options": {"client": "gm-quic", "server": "gm-quic"}},
+        ]
+    )
+    m = matrix.judge(tmp_path, runs)
+    assert matrix.cases_of(runs.iloc[0].to_dict()) == ("retry",)
+    assert m.cells[("ours", "quic-go", "retry")].verdict == "passed"
+    assert m.cells[("ours", "quic-go", "handshake")].verdict == matrix.NO_RUN  # judged on the page's runs
+    gm = m.cells[("gm-quic", "gm-quic", "retry")]
+    assert gm.verdict == matrix.UNSUPPORTED and "gen_retry_token" in gm.evidence
+
+
+def test_a_server_case_is_asked_only_of_a_server_that_can_be_started_for_it():
+    import pytest
+
+    base = 'name = "x"\n[[arms]]\nlabel = "a"\n'
+    for arm, why in (
+        ('protocol = "h3"\nserver = "gm-quic"\nserver_case = "retry"', "gm-quic's server cannot be started for retry"),
+        ('protocol = "h3"\nserver_case = "keyupdate"', "server_case must be one of retry"),
+        ('protocol = "h2"\nserver_case = "retry"', "needs protocol"),
+    ):
+        with pytest.raises(Exception, match=why):
+            Scenario.from_toml(base + arm + "\n")
+    from longlook.kinds.pageload.spec import Arm
+
+    assert Arm(label="a", protocol="h3", server_case="retry").server_case == "retry"
+
+
+def test_each_server_is_started_for_a_retry_by_its_own_switch(tmp_path):
+    from longlook.stacks.base import ServerCall
+    from longlook.stacks.endpoint import ServerOptions
+    from longlook.stacks.registry import resolve
+
+    call = ServerCall(["server", "--listen", "0.0.0.0:4433"], {"QLOGDIR": "/q"}, prints_ready=True)
+    switches = {
+        "aioquic": ["--retry"],
+        "quic-go": ["--retry"],
+        "go-x-net": ["--retry"],
+        "ngtcp2": ["--validate-addr"],
+        "tquic": ["--enable-retry"],
+        "quiche": ["--retry", "always"],
+        "kwik": ["--retry", "always"],
+        "s2n-quic": ["--retry"],
+        "msquic": ["--retry"],
+    }
+    for name, flags in switches.items():
+        asked = resolve(name).server_case_call("retry", call)
+        assert asked.argv == call.argv + flags and asked.env == call.env and asked.prints_ready, name
+    assert resolve("gm-quic").server_case_call("retry", call) is None
+    assert "--retry" in ServerOptions(retry=True).argv() and "--retry" not in ServerOptions().argv()
+    # one server per case: a Retry to every new address is no way to serve the other runs
+    ours, quicgo = resolve("ours"), resolve("quic-go")
+    assert ours.server_key(None, None, "retry") != ours.server_key(None, None)
+    assert quicgo.server_key(None, None, "retry") != quicgo.server_key(None, None)
+
+
+def test_every_pair_crosses_a_nat_rebinding_and_our_client_a_handover_each_run_judged_by_its_move(
+    monkeypatch, tmp_path
+):
+    import pandas as pd
+
+    from longlook.analyses import matrix
+    from longlook.commands.matrix import migration_toml, nat_moves_toml
+
+    stacks = ["ours", "quic-go", "gm-quic"]
+    nat = Scenario.from_toml(nat_moves_toml(stacks, rounds=1, clients=["chromium"]))
+    assert {a.client or "native" for a in nat.arms} == {"native", "quic-go", "gm-quic", "chromium"}
+    port, address = nat.cells()
+    assert (port.link.nat.rebind_to, address.link.nat.rebind_to) == ("port", "address")
+    moving = Scenario.from_toml(migration_toml(stacks, rounds=1, clients=["chromium"]))
+    # our client moves on every handover; quic-go's is told to (its adapter can), gm-quic's
+    # cannot be, and gm-quic's server takes no other client
+    assert [(a.client, a.server or "ours", a.client_case) for a in moving.arms] == [
+        (None, "ours", None),
+        (None, "quic-go", None),
+        ("quic-go", "ours", "connection-migration"),
+        ("quic-go", "quic-go", "connection-migration"),
+    ]
+    # the plain grid asks no client to move: its link stays put
+    plain = Scenario.from_toml(scenario_toml(stacks, rounds=1, rate_mbit=20, rtt_ms=20))
+    assert not any(a.client_case == "connection-migration" for a in plain.arms)
+    (handover,) = moving.cells()
+    assert handover.link.handover is not None
+
+    seen = []
+
+    def fake(experiment, run, cases):
+        seen.append((experiment.name, run["arm"], cases))
+        return {c: {"verdict": "passed", "evidence": "moved"} for c in cases}
+
+    monkeypatch.setattr(matrix, "judge_cases", fake)
+    pair = {"client": "quic-go", "server": "ours"}
+    nat_runs = pd.DataFrame(
+        [
+            {"arm": "quic-go_ours", "cell_id": port.id, "options": pair},
+            {"arm": "quic-go_ours", "cell_id": address.id, "options": pair},
+        ]
+    )
+    moved_runs = pd.DataFrame(
+        [{"arm": "ours_ours", "cell_id": handover.id, "options": {"client": "native"}, "details": {}}]
+    )
+    page = pd.DataFrame([{"arm": "quic-go_ours", "options": pair}])
+    m = matrix.judge(
+        tmp_path / "experiment",
+        page,
+        moved=(
+            (tmp_path / "rebinding", nat_runs, nat.cells()),
+            (tmp_path / "migration", moved_runs, moving.cells()),
+        ),
+    )
+    assert seen[1:] == [
+        ("rebinding", "quic-go_ours", ("rebind-port",)),
+        ("rebinding", "quic-go_ours", ("rebind-addr",)),
+        ("migration", "ours_ours", ("connection-migration",)),
+    ]
+    assert m.cells[("quic-go", "ours", "rebind-addr")].verdict == "passed"
+    assert m.cells[("ours", "ours", "connection-migration")].verdict == "passed"
+    assert m.cells[("quic-go", "ours", "connection-migration")].verdict == matrix.NO_RUN
+
+
+def test_a_move_passes_only_when_the_download_went_on_to_its_end():
+    from longlook.analyses.matrix import completed_move
+
+    seen = {"verdict": "passed", "evidence": "PATH_CHALLENGE to the new port at #12, answered at #14"}
+    stalled = completed_move("rebind-port", {"status": "failed", "error": "timed out after 20 s"}, seen)
+    assert stalled["verdict"] == "failed" and "timed out after 20 s" in stalled["evidence"]
+    assert "PATH_CHALLENGE" in stalled["evidence"]
+    assert completed_move("rebind-port", {"status": "ok"}, seen) == seen
+    # the page's cases are judged on what the wire shows, whatever became of the page
+    assert completed_move("handshake", {"status": "failed", "error": "x"}, seen) == seen

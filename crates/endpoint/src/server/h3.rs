@@ -41,6 +41,14 @@ impl Server {
     pub async fn run(self) -> Result<()> {
         while let Some(incoming) = self.endpoint.accept().await {
             let peer = incoming.remote_address();
+            // A client that came back with the Retry's token (or a NEW_TOKEN one) is validated
+            // and accepted; any other gets a Retry and no connection state.
+            if self.state.retry && !incoming.remote_address_validated() {
+                if let Err(e) = incoming.retry() {
+                    eprintln!("endpoint: h3 retry to {peer}: {e}");
+                }
+                continue;
+            }
             let stem = self.state.next_stem("h3", peer);
             // A per-connection server config carries a controller factory that knows this
             // connection's log file.

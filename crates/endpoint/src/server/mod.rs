@@ -72,6 +72,10 @@ pub struct ServeArgs {
     /// Append the TLS secrets of every connection (h3 and h2) here, NSS key log format.
     #[arg(long)]
     pub keylog: Option<PathBuf>,
+    /// Answer every QUIC Initial whose address is not yet validated with a Retry (RFC 9000
+    /// §8.1.2): the interop case "retry" and what a server under load does.
+    #[arg(long)]
+    pub retry: bool,
     #[command(flatten)]
     pub flow: FlowControl,
 }
@@ -87,6 +91,7 @@ pub struct ServerState {
     pub flow: FlowControl,
     pub port: u16,
     pub tracer: Option<Arc<crate::tcp_trace::CongStateTracer>>,
+    pub retry: bool,
     connections_log: Mutex<File>,
     seq: AtomicU64,
 }
@@ -172,6 +177,7 @@ pub async fn serve(args: ServeArgs) -> Result<()> {
         flow: args.flow.clone(),
         port: addr.port(),
         tracer: tracer.clone(),
+        retry: args.retry,
         connections_log: Mutex::new(connections_log),
         seq: AtomicU64::new(0),
     });

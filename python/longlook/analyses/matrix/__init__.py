@@ -9,7 +9,12 @@ when the pair has no run with a capture.
 Our client also runs one resumed 0-RTT connection per server, judged for resumption and 0-RTT;
 a stack's client whose adapter says how to ask it for a case (stacks.base.CLIENT_CASES:
 resumption, 0-RTT, key update, ChaCha20, QUIC v2) runs one more connection per server and case,
-judged for that case.
+judged for that case. Every pair also downloads across a NAT that rebinds the client's port, and
+one that rebinds its address (rebind-port, rebind-addr), and our client, which can move on
+purpose, across a handover to a second path with every server (connection-migration).
+A server whose adapter says how to start it for a case
+(stacks.base.SERVER_CASES: Retry) is started once more for it, and every client that can connect
+to it runs one connection there, judged for that case.
 The page's other grid (goodput per pair at 10, 100 and 1000 Mbit/s, CPU per MB and the regime
 each cell was in) is perf.py."""
 
@@ -19,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...errors import LonglookError
-from ...stacks.base import CLIENT_CASES
+from ...stacks.base import CLIENT_CASES, SERVER_CASES
 from ...stacks.endpoint import NATIVE_UNSUPPORTED
 from ...stacks.registry import resolve
-from ..wire_runs import judge_cases
+from ..wire_runs import judge_cases, run_field
+from ..wire_runs.moves import move_case
 
 # what one page load of several objects over HTTP/3 can show, in the interop runner's names
 PAGE_CASES = ("handshake", "transfer", "multiplexing", "http3", "ecn")
@@ -32,7 +38,10 @@ RESUMED_CASES = ("resumption", "zerortt")
 # what a run whose client was asked for a case (its arm's client_case) is judged by
 # (each case by itself; 0-RTT also shows the resumption it rests on)
 ASKED_CASES = {case: RESUMED_CASES if case == "zerortt" else (case,) for case in CLIENT_CASES}
-CASES = tuple(dict.fromkeys(PAGE_CASES + RESUMED_CASES + CLIENT_CASES))
+# what a run whose path moved under it shows (its link's NAT rebinding, or a handover our
+# client moves across on purpose): wire_runs.moves says which
+MOVE_CASES = ("rebind-port", "rebind-addr", "connection-migration")
+CASES = tuple(dict.fromkeys(PAGE_CASES + RESUMED_CASES + CLIENT_CASES + SERVER_CASES + MOVE_CASES))
 NO_RUN = "no run"
 UNSUPPORTED = "unsupported"
 
@@ -84,7 +93,10 @@ def resumed(run: dict) -> bool:
 def cases_of(run: dict) -> tuple[str, ...]:
     """The cases a run is judged by: the one its client was asked for, or a resumed run's,
     or a page load's."""
-    asked = (run.get("options") or {}).get("client_case")
+    options = run.get("options") or {}
+    if options.get("server_case"):  # a server started for a case (Retry) is judged by it alone
+        return (options["server_case"],) if options["server_case"] in SERVER_CASES else ()
+    asked = options.get("client_case")
     if asked:
         return ASKED_CASES.get(asked, ())
     return RESUMED_CASES if resumed(run) else PAGE_CASES
@@ -125,20 +137,38 @@ def mark_unsupported(m: Matrix) -> None:
                     cell.verdict, cell.evidence = UNSUPPORTED, f"no handshake: {no_handshake}"
 
 
-def judge(experiment: Path, runs) -> Matrix:
+def judge(experiment: Path, runs, moved: tuple = ()) -> Matrix:
     """The grid of an experiment's runs (a store's runs frame): each run with a capture judged
     by the cases it can show (a resumed run by RESUMED_CASES, the others by PAGE_CASES;
-    analyses.wire_runs keeps the verdicts beside the run)."""
-    records = runs.to_dict("records")
-    pairs = [pair_of(r) for r in records]
+    analyses.wire_runs keeps the verdicts beside the run); and of each experiment in `moved`,
+    (experiment, runs, cells) of a scenario whose links move the client, each run judged by
+    the case of its cell's move (MOVE_CASES)."""
+    judged = [(experiment, r, cases_of(r)) for r in runs.to_dict("records")]
+    for folder, moved_runs, cells in moved:
+        links = {cell.id: cell.link for cell in cells}
+        for r in moved_runs.to_dict("records"):
+            case = move_case(links.get(r.get("cell_id")), run_field(r.get("details")).get("migration"))
+            judged.append((folder, r, (case,) if case else ()))
+    pairs = [pair_of(r) for _, r, _ in judged]
     m = Matrix(sorted({c for c, _ in pairs}), sorted({s for _, s in pairs}), CASES)
-    for run, (client, server) in zip(records, pairs):
-        for case, result in judge_cases(experiment, run, cases_of(run)).items():
+    for (folder, run, cases), (client, server) in zip(judged, pairs):
+        for case, result in judge_cases(folder, run, cases).items():
             cell = m.cell(client, server, case)
             if result is not None:
-                cell.add(result)
+                cell.add(completed_move(case, run, result))
     mark_unsupported(m)
     return m
+
+
+def completed_move(case: str, run: dict, result: dict) -> dict:
+    """A move passes only when the download went on to its end across it (as the interop
+    runner's rebinding and migration tests ask): a new path validated and then stalled is a
+    failure, with both halves of the evidence."""
+    if case not in MOVE_CASES or result["verdict"] != "passed" or run.get("status") in (None, "ok"):
+        return result
+    why = run.get("error")
+    why = why if isinstance(why, str) and why else run.get("status")
+    return {"verdict": "failed", "evidence": f"{result['evidence']}; but the download did not complete ({why})"}
 
 
 MARK = {"passed": "✓", "failed": "✗", "not measurable": "?", NO_RUN: "·", UNSUPPORTED: "–"}
@@ -146,7 +176,8 @@ LEGEND = (
     "✓ passed in every judged run (k/n: runs passed of runs judged), ✗ failed (evidence below), "
     "? the capture could not show it (not decrypted), – unsupported: the client's or server's adapter "
     "declares it cannot do it (why below; not a failure), · not run: the client's adapter has no switch "
-    "to ask its client for the case (the page's cases are asked of every pair)"
+    "to ask its client for the case, or the server's none to start its server for it (Retry) (the "
+    "page's cases are asked of every pair)"
 )
 
 

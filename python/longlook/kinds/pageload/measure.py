@@ -27,6 +27,7 @@ from ...flowlog import (
 from ...qlog.controllers import controllers
 from ...qlog.gaps import longest_receive_gap_in
 from ...qlog.reader import read_qlog
+from ...stacks.base import MOVING_CLIENT_CASES
 from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
@@ -80,6 +81,7 @@ def measure(ctx: RunContext) -> Measurement:
         server_options(opts, ctx.scenario.capture.keylog, ctx.scenario.server_logs),
         opts.server_cc,
         workload=ctx.cell.workload,
+        case=opts.server_case,
     )
     route = route_for(ctx, opts, port)  # straight to the server, or through the cell's proxy
     fetch = ctx.state["fetchers"][opts.client]
@@ -95,17 +97,20 @@ def measure(ctx: RunContext) -> Measurement:
     )
     # only the native client has the switch (Scenario._reads keeps ecn off other clients' arms)
     ecn = {} if opts.ecn is None or opts.protocol == "h2" else {"ecn": opts.ecn}
-    # a handover: our client is told to move (stacks/endpoint.migration_argv); any other
-    # client meets it as its OS makes it, the default route moving to the second address
+    # a handover: our client, and a stack's asked for connection migration, are told to move
+    # (stacks/endpoint.migration_argv); any other client meets it as its OS makes it, the
+    # default route moving to the second address
     handover = getattr(ctx.cell.link, "handover", None)
-    moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and opts.client != "native" else nullcontext()
+    told = opts.client == "native" or opts.client_case in MOVING_CLIENT_CASES
+    moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and not told else nullcontext()
     changes = changes_path(ctx.scenario)
     log_from = flow_log_size(ctx.testbed) if changes else None
+    url = route.url(ctx.cell.workload.url_path())
     fetch_start, fetch_start_unix = time.monotonic(), time.time()
     with route.active(), tcp_ecn(ctx.testbed, opts.ecn if opts.protocol != "h3" else None), moves as moved:
         result: FetchResult = fetch(
             ctx.testbed,
-            url=route.url(ctx.cell.workload.url_path()),
+            url=url,
             protocol=opts.protocol,
             run_id=ctx.run_id,
             cert_dir=route.cert_dir,
@@ -147,6 +152,9 @@ def measure(ctx: RunContext) -> Measurement:
         options=asdict(opts),
         artifacts=artifacts,
     )
+    # a client that wrote no result (killed at its timeout) still asked for this URL: its
+    # capture is judged against the server it names (analyses/wire_runs)
+    m.details["url"] = m.details.get("url") or url
     if "tcp_log" in artifacts:
         summary = tcp_summary(ctx.run_dir / artifacts["tcp_log"])  # read once, for both checks
         buffers = getattr(ctx.testbed, "host_buffers", None)

@@ -19,7 +19,7 @@ from ...core.spec import ArmBase, CellBase, ScenarioBase
 from ...errors import LonglookError
 from ...units import format_size, parse_size
 from ...core.validation import expand_sweep
-from ...stacks.base import CLIENT_CASES, OURS
+from ...stacks.base import CLIENT_CASES, OURS, SERVER_CASES
 from ...stacks.clients import KNOWN_CLIENTS
 from ...stacks.endpoint import NATIVE_CASE_ARGV
 from ...stacks.race import RaceSettings
@@ -194,6 +194,8 @@ class Arm(ArmBase):
     ecn: bool | None = None
     # an interop case to ask a stack's client for (stacks.base.CLIENT_CASES; the matrix's arms)
     client_case: str | None = None
+    # an interop case the server is started for (stacks.base.SERVER_CASES: Retry)
+    server_case: str | None = None
 
     @field_validator("zero_rtt", "ecn", mode="before")
     @classmethod
@@ -208,6 +210,8 @@ class Arm(ArmBase):
             raise ValueError(f'arm "{self.label}": server_cc is for a stack\'s server; our endpoint uses quic_cc')
         if self.client_case is not None:
             self._check_client_case()
+        if self.server_case is not None:
+            self._check_server_case()
         if self.server_cc is not None:  # one the stack offers, checked now rather than at its first run
             try:
                 resolve(self.server).cc(self.server_cc)
@@ -239,12 +243,25 @@ class Arm(ArmBase):
             can = ", ".join(stack.client_cases) or "none"
             raise ValueError(f'arm "{self.label}": {stack.name}\'s client cannot be asked for {case} (it can: {can})')
 
+    def _check_server_case(self) -> None:
+        """server_case: one of SERVER_CASES that the named server (ours when none) can be
+        started for, over h3."""
+        case = self.server_case
+        if case not in SERVER_CASES:
+            raise ValueError(f'arm "{self.label}": server_case must be one of {", ".join(SERVER_CASES)}')
+        if self.protocol != "h3":
+            raise ValueError(f'arm "{self.label}": server_case is a QUIC case: it needs protocol = "h3"')
+        stack = resolve(self.server or OURS)
+        if case not in stack.server_cases:
+            can = ", ".join(stack.server_cases) or "none"
+            raise ValueError(f'arm "{self.label}": {stack.name}\'s server cannot be started for {case} (it can: {can})')
+
     def overrides(self) -> dict[str, Any]:
         """The cell options this arm overrides (client and server are not cell options)."""
         return {
             k: v
             for k, v in self.model_dump(
-                exclude={"label", "protocol", "client", "server", "server_cc", "client_case"}
+                exclude={"label", "protocol", "client", "server", "server_cc", "client_case", "server_case"}
             ).items()
             if v is not None
         }
@@ -267,6 +284,7 @@ class RunOptions:
     n_conn: int | None = None  # our endpoint's Cubic N-connection emulation (None: 1)
     ecn: bool | None = None  # CellOptions.ecn
     client_case: str | None = None  # an interop case the stack's client is asked for (Arm.client_case)
+    server_case: str | None = None  # an interop case the server is started for (Arm.server_case)
 
 
 # who reads each option (Scenario._check_options_used)
@@ -323,6 +341,7 @@ class Cell(CellBase):
             server=arm.server or self.server,
             server_cc=arm.server_cc,
             client_case=arm.client_case,
+            server_case=arm.server_case,
             proxy=self.proxy,
             **merged,
         )

@@ -22,6 +22,7 @@ import numpy as np
 
 from ...analyses.server_windows import window_of_run
 from ...analyses.wire_runs import judge_run
+from ...analyses.wire_runs.moves import move_case
 from ...core.effects import median_interval
 from ...render.html import Section, numbers_table
 
@@ -230,16 +231,6 @@ def _windows_text(windows: list[dict]) -> str:
     return "; ".join(parts) + "; from its qlog"
 
 
-def _case_of(link, nat, migration) -> str:
-    """The interop case a run's move is judged by: a client that moved on purpose
-    (connection-migration: a new connection ID too); one whose OS moved its route, or a NAT
-    that moved it, by the passive rebinding of its address or port."""
-    if getattr(link, "handover", None) is not None:
-        by_route = isinstance(migration, dict) and migration.get("by") == "route"
-        return "rebind-addr" if by_route else "connection-migration"
-    return "rebind-addr" if getattr(nat, "rebind_to", "port") == "address" else "rebind-port"
-
-
 def change_of(link) -> str:
     """What changes a cell's path: "NAT", "handover" or "none"."""
     if getattr(link, "handover", None) is not None:
@@ -252,12 +243,13 @@ def _validation(experiment, cell, rebound) -> str:
     moved on purpose: connection-migration, which also asks for a new connection ID), and the
     evidence of the first that did not; "–" when none kept a capture to judge."""
     link = getattr(cell, "link", None)
-    nat = getattr(link, "nat", None)
     results, cases = [], []
     for _, run in rebound.iterrows():
         if run.get("protocol_requested") != "h3":  # a TCP run's capture has no QUIC to judge
             continue
-        case = _case_of(link, nat, run.get("migration"))
+        case = move_case(link, run.get("migration"))
+        if case is None:  # a path that moved no one
+            continue
         r = judge_run(experiment, run.to_dict(), case)
         if r is not None:
             results.append(r)

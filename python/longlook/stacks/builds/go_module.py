@@ -28,6 +28,8 @@ class GoModuleStack(Stack):
     module: ClassVar[str]  # the Go module whose version is the stack's
     binary_name: ClassVar[str]
     oldest_note: ClassVar[str] = ""  # which releases the program supports, for the error
+    # gofetch's `serve --retry`, which each program maps to its stack's switch
+    server_case_flags = {"retry": ("--retry",)}
 
     @property
     def binary(self) -> Path:

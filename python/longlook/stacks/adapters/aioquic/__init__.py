@@ -25,6 +25,7 @@ class Aioquic(Stack):
     # --early-data, --chacha20, --key-update-after-ms (QuicConnection.request_key_update),
     # --quic-v2 (v2 preferred from a v1 Initial)
     client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
+    server_case_flags = {"retry": ("--retry",)}  # h3server.py: aioquic's serve(retry=True)
     qlog_format = "JSON"  # one document per connection, written at close
 
     @property

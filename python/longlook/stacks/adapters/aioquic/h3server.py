@@ -75,6 +75,7 @@ async def main() -> None:
     ap.add_argument("--root", required=True)
     ap.add_argument("--qlog-dir")
     ap.add_argument("--cc", default="reno", choices=("reno", "cubic"))
+    ap.add_argument("--retry", action="store_true", help="a Retry to every Initial without its token")
     a = ap.parse_args()
     config = QuicConfiguration(
         is_client=False,
@@ -93,6 +94,7 @@ async def main() -> None:
         create_protocol=FileServer,
         session_ticket_fetcher=tickets.pop,
         session_ticket_handler=tickets.add,
+        retry=a.retry,
     )
     print("ready", flush=True)
     await asyncio.Future()

@@ -77,6 +77,7 @@ class GmQuic(RustCrateStack):
         "ecn": "sends not-ECT and its ACKs carry no ECN counts (no ECN in dquic 0.5.1)",
         "keyupdate": "follows the peer's key phase, never starts an update",
         "v2": "QUIC v1 only",
+        "retry": "never sends a Retry: nothing in dquic, qconnection or qbase 0.5 calls TokenProvider::gen_retry_token",
     }
     unsupported_as_client = {
         "ecn": "sends not-ECT and its ACKs carry no ECN counts (no ECN in dquic 0.5.1)",

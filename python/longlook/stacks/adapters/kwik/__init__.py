@@ -34,6 +34,7 @@ class Kwik(Stack):
     ccs = ("newreno",)
     # its client (src/.../Fetch.java) is asked for these by its flags (case_calls)
     client_cases = ("resumption", "keyupdate", "chacha20", "v2")
+    server_case_flags = {"retry": ("--retry", "always")}  # Serve.java: ServerConnectionConfig.retryRequired
     unsupported_as_client = {
         "zerortt": "flupke's HTTP/3 client sends its requests after the handshake: kwik takes early data "
         "only as raw streams given to connect()",

@@ -79,6 +79,7 @@ class Msquic(RustCrateStack):
     }
     # its client (crate/src/fetch.rs) is asked for these by its flags (case_calls)
     client_cases = ("chacha20",)
+    server_case_flags = {"retry": ("--retry",)}  # crate/src/serve.rs: a retry memory limit of 0
     unsupported_as_client = {
         "resumption": "msquic-async drops the tickets msquic hands over and cannot set one on a new connection",
         "zerortt": "no ticket kept, so no 0-RTT (see resumption)",

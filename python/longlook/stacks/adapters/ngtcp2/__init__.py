@@ -51,6 +51,7 @@ class Ngtcp2(Stack):
     # server's transport parameters from a first connection), --disable-early-data,
     # --key-update=<after the handshake>, --ciphers (a GnuTLS priority string)
     client_cases = ("resumption", "zerortt", "keyupdate", "chacha20")
+    server_case_flags = {"retry": ("--validate-addr",)}  # address validation: a Retry to every new Initial
     unsupported_as_client = {
         "v2": "its QUIC v2 is the draft's (`--preferred-versions=v2draft` in 0.12.1), not RFC 9369's",
     }

@@ -15,6 +15,7 @@ quinn-udp versions and its binary's SHA-256 (version_info, registry.binary_diges
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 from pathlib import Path
 from typing import Hashable
 
@@ -39,6 +40,8 @@ class Ours(Stack):
     any_version = True  # or a quinn-proto release in quinn_build.SUPPORTED
     ccs = QUIC_CC
     serves_files = False
+    # `endpoint serve --retry`, which start_server asks for through ServerOptions.retry
+    server_case_flags = {"retry": ("--retry",)}
 
     def __init__(self, version: str | None = None):
         super().__init__(version)
@@ -90,8 +93,8 @@ class Ours(Stack):
         digest = file_digest(self.binary) if self.binary.is_file() else "not built"
         return f"endpoint (source {built.get('endpoint_source', '?')}) with {pair} (sha256 {digest})"
 
-    def server_key(self, options: ServerOptions | None, cc: str | None) -> Hashable:
-        return (self.spec, options or ServerOptions())
+    def server_key(self, options: ServerOptions | None, cc: str | None, case: str | None = None) -> Hashable:
+        return (self.spec, options or ServerOptions(), case)
 
     def log_folder(self, cc: str | None, port: int) -> str:
         return f"port-{port}"
@@ -106,10 +109,10 @@ class Ours(Stack):
         cert_dir: Path,
         log_dir: Path,
         content_root: Path,
+        case: str | None = None,
     ) -> EndpointServer:
-        return EndpointServer.start(
-            testbed, options or ServerOptions(), port=port, cert_dir=cert_dir, log_dir=log_dir, binary=self.binary
-        )
+        options = replace(options or ServerOptions(), retry=case == "retry")
+        return EndpointServer.start(testbed, options, port=port, cert_dir=cert_dir, log_dir=log_dir, binary=self.binary)
 
     def fetcher(self, cc: str | None = None):
         """Its client is the native client (`endpoint fetch`, of this build); the server

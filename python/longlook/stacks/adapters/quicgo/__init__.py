@@ -32,8 +32,9 @@ class QuicGo(GoModuleStack):
     any_version = True  # any tag on the module proxy whose API main.go compiles against
     # main.go's switches: --resume (a first connection, then the measured one, in one process:
     # quic-go keeps tickets in its tls.ClientSessionCache), --early-data (quic.DialAddrEarly and
-    # http3.MethodGet0RTT), --v2 (quic.Version2 alone: its http3 dials with one version)
-    client_cases = ("resumption", "zerortt", "v2")
+    # http3.MethodGet0RTT), --v2 (quic.Version2 alone: its http3 dials with one version),
+    # --migrate-at-ms/--migrate-to (the runner's: Conn.AddPath, Path.Probe and Switch)
+    client_cases = ("resumption", "zerortt", "v2", "connection-migration")
     unsupported_as_client = {
         "keyupdate": "quic-go updates its keys only after 100,000 packets (updatable_aead.go); no call asks for one",
         "chacha20": "Go's crypto/tls chooses the TLS 1.3 suite itself (tls.Config.CipherSuites does not apply to 1.3)",
@@ -54,5 +55,10 @@ class QuicGo(GoModuleStack):
             )
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
-        flags = {"resumption": ["--resume"], "zerortt": ["--resume", "--early-data"], "v2": ["--v2"]}.get(case)
+        flags = {
+            "resumption": ["--resume"],
+            "zerortt": ["--resume", "--early-data"],
+            "v2": ["--v2"],
+            "connection-migration": [],  # the runner adds where and when (MOVING_CLIENT_CASES)
+        }.get(case)
         return None if flags is None else CaseCalls(warmup=None, measured=call.with_flags(*flags))

@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -97,7 +98,16 @@ func serve(args []string) int {
 		TLSConfig:  http3.ConfigureTLSConfig(&tls.Config{Certificates: []tls.Certificate{pair}}),
 		QUICConfig: quicConfig(),
 	}
-	ln, err := quic.ListenAddrEarly(a.Listen, srv.TLSConfig, srv.QUICConfig)
+	udp, err := net.ListenPacket("udp", a.Listen)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "serve:", err)
+		return 1
+	}
+	tr := &quic.Transport{Conn: udp}
+	if a.Retry { // every address not yet validated by a token is asked to prove itself
+		tr.VerifySourceAddress = func(net.Addr) bool { return true }
+	}
+	ln, err := tr.ListenEarly(srv.TLSConfig, srv.QUICConfig)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
 		return 1
@@ -116,9 +126,14 @@ func fetch(args []string) int {
 	resume := fs.Bool("resume", false, "a first connection for a session ticket, then the measured one resumes")
 	early := fs.Bool("early-data", false, "with --resume: the first request in 0-RTT")
 	v2 := fs.Bool("v2", false, "QUIC v2 (RFC 9369) only: quic-go's http3 dials with one version")
+	moveAt := fs.Float64("migrate-at-ms", 0, "move to --migrate-to this long after the fetch started (ms)")
+	moveTo := fs.String("migrate-to", "", "the client's address on the path it moves to")
 	fs.Parse(args)
 
 	opts := asked{v2: *v2}
+	if *moveTo != "" {
+		opts.move = &plannedMove{atMs: *moveAt, to: *moveTo}
+	}
 	if *resume { // the tickets stay in this process' cache: both connections are made here
 		opts.sessions = tls.NewLRUClientSessionCache(4)
 		run(gofetch.NewResult(f), f, opts)
@@ -135,6 +150,67 @@ type asked struct {
 	sessions tls.ClientSessionCache // resume from this cache's ticket
 	early    bool                   // the first request in 0-RTT
 	v2       bool                   // QUIC v2 only
+	move     *plannedMove           // connection migration to another of the client's addresses
+}
+
+type plannedMove struct {
+	atMs float64 // ms after the fetch started
+	to   string  // the client's address on the new path
+}
+
+// moveConnIDLength is the length of the client's own connection IDs when it will move: quic-go
+// routes a new path's packets to their connection by them, and DialAddr's client has none.
+const moveConnIDLength = 8
+
+// dialWithConnIDs is quic.DialAddr on a Transport of its own whose connection IDs are
+// moveConnIDLength bytes long.
+func dialWithConnIDs(ctx context.Context, addr string, tlsCfg *tls.Config, cfg *quic.Config) (*quic.Conn, error) {
+	server, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	udp, err := net.ListenUDP("udp", nil)
+	if err != nil {
+		return nil, err
+	}
+	return (&quic.Transport{Conn: udp, ConnectionIDLength: moveConnIDLength}).Dial(ctx, server, tlsCfg, cfg)
+}
+
+// migrate moves c to a socket on the planned address at the planned time after t0: quic-go's
+// AddPath, Probe (PATH_CHALLENGE on the new path, with a new connection ID) and Switch. What
+// happened goes into the fetch's migration record.
+func migrate(c *quic.Conn, m plannedMove, t0 time.Time, res *gofetch.Result) {
+	rec := gofetch.Migration{PlannedAtMs: m.atMs}
+	defer func() { res.SetMigration(rec) }()
+	notMoved := func(why string, err error) { rec.NotMoved = gofetch.Ptr(fmt.Sprintf("%s: %v", why, err)) }
+	select {
+	case <-time.After(time.Until(t0.Add(time.Duration(m.atMs * float64(time.Millisecond))))):
+	case <-c.Context().Done():
+		notMoved("the connection ended first", context.Cause(c.Context()))
+		return
+	}
+	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(m.to)})
+	if err != nil {
+		notMoved("binding the new address", err)
+		return
+	}
+	path, err := c.AddPath(&quic.Transport{Conn: udp, ConnectionIDLength: moveConnIDLength})
+	if err != nil {
+		notMoved("AddPath", err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(c.Context(), 5*time.Second)
+	defer cancel()
+	if err := path.Probe(ctx); err != nil {
+		notMoved("probing the new path", err)
+		return
+	}
+	if err := path.Switch(); err != nil {
+		notMoved("switching to the new path", err)
+		return
+	}
+	rec.AtMs = gofetch.Ptr(gofetch.Ms(time.Since(t0)))
+	rec.To = gofetch.Ptr(udp.LocalAddr().String())
 }
 
 func run(res *gofetch.Result, f *gofetch.Flags, opts asked) int {
@@ -176,7 +252,11 @@ func run(res *gofetch.Result, f *gofetch.Flags, opts asked) int {
 				}()
 				return c, nil
 			}
-			c, err := quic.DialAddr(ctx, addr, tlsCfg, cfg) // returns once the handshake completed
+			dial := quic.DialAddr
+			if opts.move != nil {
+				dial = dialWithConnIDs
+			}
+			c, err := dial(ctx, addr, tlsCfg, cfg) // returns once the handshake completed
 			if err != nil {
 				return nil, err
 			}
@@ -184,6 +264,9 @@ func run(res *gofetch.Result, f *gofetch.Flags, opts asked) int {
 			res.Protocol = gofetch.Ptr(c.ConnectionState().TLS.NegotiatedProtocol)
 			res.LocalAddr = gofetch.Ptr(c.LocalAddr().String())
 			conn = c
+			if opts.move != nil {
+				go migrate(c, *opts.move, t0, res)
+			}
 			return c, nil
 		},
 	}

@@ -39,6 +39,7 @@ class S2nQuic(RustCrateStack):
     library = "s2n-quic"
     # its client (crate/src/fetch.rs) is asked for these by its flags (case_calls)
     client_cases = ("chacha20",)
+    server_case_flags = {"retry": ("--retry",)}  # crate/src/serve.rs: an in-flight handshake limit of 0
     # from s2n-quic 1.91.0's sources (s2n-quic-transport 0.91.0): what its client cannot be
     # asked for here
     unsupported_as_client = {

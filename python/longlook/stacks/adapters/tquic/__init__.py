@@ -32,6 +32,7 @@ class Tquic(Stack):
     sends_run_header = False  # tquic_client has no option for request headers
     # tquic_client's switches: --session-file (a first connection's ticket), --enable-early-data
     client_cases = ("resumption", "zerortt")
+    server_case_flags = {"retry": ("--enable-retry",)}  # tquic_server's stateless Retry
     unsupported_as_client = {
         "keyupdate": "tquic_client has no option to start a key update (tquic_tools' --help)",
         "chacha20": "tquic_client has no option for its cipher suites (tquic_tools' --help)",

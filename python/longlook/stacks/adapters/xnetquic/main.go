@@ -63,6 +63,7 @@ func serve(args []string) int {
 		return 2
 	}
 	conf := quicConfig(&tls.Config{Certificates: []tls.Certificate{pair}, NextProtos: []string{"h3"}, MinVersion: tls.VersionTLS13})
+	conf.RequireAddressValidation = a.Retry // a Retry to every Initial without a token
 	ep, err := quic.Listen("udp", a.Listen, conf)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)

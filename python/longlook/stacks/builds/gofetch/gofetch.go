@@ -48,10 +48,26 @@ type Result struct {
 	Goodput           [][2]float64    `json:"goodput"`
 	GoodputMbit       *float64        `json:"goodput_mbit"`
 	StoppedEarly      bool            `json:"stopped_early"`
+	Migration         *Migration      `json:"migration,omitempty"`
 
 	mu         sync.Mutex
 	t0         time.Time
 	lastSample time.Duration
+}
+
+// Migration is what a client asked to move did, as `endpoint fetch` records it.
+type Migration struct {
+	PlannedAtMs float64  `json:"planned_at_ms"` // when it was asked for, ms after the fetch started
+	AtMs        *float64 `json:"at_ms"`         // when the client moved (null: it did not)
+	To          *string  `json:"to"`            // its local address after the move
+	NotMoved    *string  `json:"not_moved"`     // why it did not move
+}
+
+// SetMigration records the move (from the goroutine that made it).
+func (r *Result) SetMigration(m Migration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.Migration = &m
 }
 
 // Flags are the harness's fetch flags every client takes.
@@ -161,7 +177,9 @@ func (r *Result) Load(first string, get Get) error {
 // Write writes the fetch JSON to `out` (stdout when empty); returns code, or 1 when it
 // could not be written.
 func (r *Result) Write(out string, code int) int {
+	r.mu.Lock()
 	data, _ := json.Marshal(r)
+	r.mu.Unlock()
 	if out == "" {
 		os.Stdout.Write(data)
 		return code

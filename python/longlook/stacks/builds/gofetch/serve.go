@@ -11,6 +11,8 @@ import (
 // ServeArgs are the harness's serve flags every server takes.
 type ServeArgs struct {
 	Listen, Cert, Key, Root string
+	// Retry: a Retry to every client whose address is not yet validated (RFC 9000 8.1.2)
+	Retry bool
 }
 
 // ParseServe parses the serve flags and loads the certificate; an error means exit status 2.
@@ -21,6 +23,7 @@ func ParseServe(args []string) (*ServeArgs, tls.Certificate, error) {
 	fs.StringVar(&a.Cert, "cert", "", "certificate PEM")
 	fs.StringVar(&a.Key, "key", "", "key PEM")
 	fs.StringVar(&a.Root, "root", "", "content directory")
+	fs.BoolVar(&a.Retry, "retry", false, "send a Retry to every client whose address is not validated")
 	fs.Parse(args)
 	if a.Cert == "" || a.Key == "" || a.Root == "" {
 		return nil, tls.Certificate{}, errors.New("--cert, --key and --root are required")

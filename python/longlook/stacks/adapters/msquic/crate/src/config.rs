@@ -14,8 +14,8 @@ const MAX_STREAMS_UNI: u16 = 16;
 
 pub const ALPN: &str = "h3";
 
-// the flags that take no value: present or not (`--chacha20`, fetch.rs)
-pub const SWITCHES: &[&str] = &["chacha20"];
+// the flags that take no value: present or not (`--chacha20`, fetch.rs; `--retry`, serve.rs)
+pub const SWITCHES: &[&str] = &["chacha20", "retry"];
 
 pub use longlook_h3_harness::Flags;
 

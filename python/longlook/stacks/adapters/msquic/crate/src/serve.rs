@@ -13,6 +13,9 @@ use crate::config::{self, Flags};
 pub async fn serve(f: &Flags) -> Result<(), String> {
     let listen: SocketAddr = f.get_or("listen", "0.0.0.0:4433").parse().map_err(|e| format!("--listen: {e}"))?;
     let registration = config::registration()?;
+    if f.has("retry") {
+        retry_always()?;
+    }
     let alpn = [msquic::BufferRef::from(config::ALPN)];
     // no resumption level: msquic's server sends a session ticket only when the application
     // calls ConnectionSendResumptionTicket on the connection, which msquic-async cannot
@@ -37,4 +40,22 @@ pub async fn serve(f: &Flags) -> Result<(), String> {
             }
         });
     }
+}
+
+/// A Retry to every Initial without a valid token: msquic sends Retry once its handshakes
+/// use more than this share of memory, and at 0 they always do (as msquic's own interop
+/// server does for the Retry case). A global setting; the crate has a getter only.
+fn retry_always() -> Result<(), String> {
+    let percent: u16 = 0;
+    // SAFETY: the library is loaded (a registration exists), and the buffer is the u16 this
+    // parameter takes, alive for the call
+    unsafe {
+        msquic::Api::set_param(
+            std::ptr::null_mut(),
+            msquic::PARAM_GLOBAL_RETRY_MEMORY_PERCENT,
+            std::mem::size_of::<u16>() as u32,
+            (&percent as *const u16).cast(),
+        )
+    }
+    .map_err(|e| format!("--retry: msquic's retry memory limit: {e}"))
 }

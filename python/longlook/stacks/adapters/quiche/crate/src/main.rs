@@ -1,8 +1,10 @@
 //! longlook-quiche: quiche's HTTP/3 as a longlook stack (docs/interfaces.md, "Other QUIC stacks").
 //!
 //!   longlook-quiche serve --listen 0.0.0.0:4433 --cert C --key K --root DIR --qlog-dir D --cc cubic
+//!                         [--retry always]
 //!   longlook-quiche fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
 //!                         --timeout-s S --qlog-dir D --cc cubic [--keylog FILE]
+//!                         [--migrate-at-ms MS --migrate-to ADDR]
 //!
 //! quiche is a sans-I/O library: this is the smallest event loop around it (one UDP socket,
 //! blocking reads with the connection's timer as the read timeout). The server serves the
@@ -13,7 +15,7 @@
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufWriter, ErrorKind};
-use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -84,6 +86,33 @@ fn random_cid() -> Vec<u8> {
     let mut id = vec![0u8; quiche::MAX_CONN_ID_LEN];
     ring::rand::SystemRandom::new().fill(&mut id).expect("random");
     id
+}
+
+fn random_token() -> u128 {
+    use ring::rand::SecureRandom;
+    let mut b = [0u8; 16];
+    ring::rand::SystemRandom::new().fill(&mut b).expect("random");
+    u128::from_be_bytes(b)
+}
+
+/// `--migrate-at-ms MS --migrate-to ADDR`: when (after the fetch started) and where to move.
+fn planned_move(f: &HashMap<String, String>) -> Result<Option<(Duration, IpAddr)>, String> {
+    let (Some(at), Some(to)) = (f.get("migrate-at-ms"), f.get("migrate-to")) else {
+        return Ok(None);
+    };
+    let at: f64 = at.parse().map_err(|e| format!("--migrate-at-ms {at}: {e}"))?;
+    let to: IpAddr = to.parse().map_err(|e| format!("--migrate-to {to}: {e}"))?;
+    Ok(Some((Duration::from_secs_f64(at / 1e3), to)))
+}
+
+/// Connection migration: a socket on `to`, and quiche's migrate_source to it (a new path with a
+/// new connection ID, validated by PATH_CHALLENGE). The old socket is left: its path is gone.
+fn move_to(conn: &mut quiche::Connection, to: IpAddr, peer: SocketAddr) -> Result<(UdpSocket, SocketAddr), String> {
+    let sock = UdpSocket::bind(SocketAddr::new(to, 0)).map_err(|e| format!("binding {to}: {e}"))?;
+    sock.connect(peer).map_err(|e| e.to_string())?;
+    let local = sock.local_addr().map_err(|e| e.to_string())?;
+    conn.migrate_source(local).map_err(|e| format!("quiche's migrate_source: {e}"))?;
+    Ok((sock, local))
 }
 
 fn hex(b: &[u8]) -> String {
@@ -192,9 +221,25 @@ fn serve(f: &HashMap<String, String>) -> i32 {
                             }
                             continue;
                         }
-                        let scid = random_cid();
+                        // with --retry always: a Retry to an Initial without our token, and the
+                        // connection under the Retry's id once the client echoes the token
+                        let (scid, odcid) = if flag(f, "retry", "never") == "always" {
+                            match hdr.token.as_deref().filter(|t| !t.is_empty()) {
+                                None => {
+                                    send_retry(&sock, &hdr, from, &mut out);
+                                    continue;
+                                }
+                                Some(token) => match original_dcid(token, from) {
+                                    Some(odcid) => (dcid.clone(), Some(odcid)),
+                                    None => continue, // not our token, or another address's
+                                },
+                            }
+                        } else {
+                            (random_cid(), None)
+                        };
                         let cid = quiche::ConnectionId::from_ref(&scid);
-                        let mut conn = match quiche::accept(&cid, None, local, from, &mut cfg) {
+                        let odcid = odcid.as_deref().map(quiche::ConnectionId::from_ref);
+                        let mut conn = match quiche::accept(&cid, odcid.as_ref(), local, from, &mut cfg) {
                             Ok(c) => c,
                             Err(_) => continue,
                         };
@@ -219,6 +264,36 @@ fn serve(f: &HashMap<String, String>) -> i32 {
         conns.retain(|_, s| !s.conn.is_closed());
         aliases.retain(|_, v| conns.contains_key(v));
     }
+}
+
+/// A Retry whose token names the client's address and the connection id it first chose
+/// (RFC 9000 §8.1.2). Unsigned: the token proves an address on a testbed, not against an
+/// attacker who can forge one.
+fn send_retry(sock: &UdpSocket, hdr: &quiche::Header, from: SocketAddr, out: &mut [u8]) {
+    let mut token = address_bytes(from);
+    token.extend_from_slice(&hdr.dcid);
+    let new_scid = random_cid();
+    let new_scid = quiche::ConnectionId::from_ref(&new_scid);
+    match quiche::retry(&hdr.scid, &hdr.dcid, &new_scid, &token, hdr.version, out) {
+        Ok(n) => {
+            let _ = sock.send_to(&out[..n], from);
+        }
+        Err(e) => eprintln!("serve: retry to {from}: {e}"),
+    }
+}
+
+/// The original destination connection id in `token` when it is a Retry token for `from`.
+fn original_dcid(token: &[u8], from: SocketAddr) -> Option<Vec<u8>> {
+    token.strip_prefix(address_bytes(from).as_slice()).map(<[u8]>::to_vec)
+}
+
+fn address_bytes(a: SocketAddr) -> Vec<u8> {
+    let mut b = match a.ip() {
+        std::net::IpAddr::V4(ip) => ip.octets().to_vec(),
+        std::net::IpAddr::V6(ip) => ip.octets().to_vec(),
+    };
+    b.extend_from_slice(&a.port().to_be_bytes());
+    b
 }
 
 fn answer(s: &mut Served, root: &Path) {
@@ -362,9 +437,14 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
         cfg.enable_early_data();
     }
     let h3_cfg = quiche::h3::Config::new().map_err(|e| e.to_string())?;
-    let sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
+    let mut sock = UdpSocket::bind("0.0.0.0:0").map_err(|e| e.to_string())?;
     sock.connect(peer).map_err(|e| e.to_string())?;
-    let local = sock.local_addr().map_err(|e| e.to_string())?;
+    let mut local = sock.local_addr().map_err(|e| e.to_string())?;
+    let mut planned = planned_move(f)?;
+    if let Some((at, _)) = planned {
+        doc["migration"] =
+            json!({"planned_at_ms": at.as_secs_f64() * 1e3, "at_ms": null, "to": null, "not_moved": null});
+    }
     doc["local_addr"] = json!(local.to_string());
     let scid = random_cid();
     let t0 = Instant::now();
@@ -408,10 +488,35 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
         if conn.is_closed() {
             return Err(format!("connection closed: {:?}", conn.peer_error().or(conn.local_error())));
         }
-        match recv(&sock, &mut buf, conn.timeout()) {
-            None => conn.on_timeout(),
+        // a planned move is due: no wait for a datagram beyond it
+        let until_move = planned.map(|(at, _)| at.saturating_sub(t0.elapsed()));
+        let wait = match (conn.timeout(), until_move) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        match recv(&sock, &mut buf, wait) {
+            None => conn.on_timeout(), // (nothing when no timer of quiche's expired)
             Some((len, from)) => {
                 let _ = conn.recv(&mut buf[..len], quiche::RecvInfo { from, to: local });
+            }
+        }
+        if planned.is_some() && conn.is_established() {
+            // spare connection IDs of ours for the server to reach the new path with
+            while conn.scids_left() > 0 {
+                if conn.new_scid(&quiche::ConnectionId::from_vec(random_cid()), random_token(), false).is_err() {
+                    break;
+                }
+            }
+        }
+        if let Some((_, to)) = planned.filter(|(at, _)| t0.elapsed() >= *at) {
+            planned = None;
+            match move_to(&mut conn, to, peer) {
+                Ok((s, l)) => {
+                    (sock, local) = (s, l);
+                    doc["migration"]["at_ms"] = json!(ms(t0));
+                    doc["migration"]["to"] = json!(l.to_string());
+                }
+                Err(e) => doc["migration"]["not_moved"] = json!(e),
             }
         }
         if conn.is_established() && doc["handshake_ms"].is_null() {

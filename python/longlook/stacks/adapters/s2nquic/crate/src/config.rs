@@ -16,8 +16,8 @@ const CONN_WINDOW: u64 = 15 * 1024 * 1024;
 const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_STREAMS_BIDI: u64 = 100;
 
-// the flags that take no value: present or not (`--chacha20`, fetch.rs)
-pub const SWITCHES: &[&str] = &["chacha20"];
+// the flags that take no value: present or not (`--chacha20`, fetch.rs; `--retry`, serve.rs)
+pub const SWITCHES: &[&str] = &["chacha20", "retry"];
 
 pub use longlook_h3_harness::Flags;
 

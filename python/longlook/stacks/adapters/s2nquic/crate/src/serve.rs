@@ -24,6 +24,8 @@ pub async fn serve(f: &Flags) -> Result<(), String> {
         .map_err(|e| format!("--listen: {e}"))?
         .with_limits(config::limits()?)
         .map_err(|e| e.to_string())?
+        .with_endpoint_limits(endpoint_limits(f.has("retry")))
+        .map_err(|e| e.to_string())?
         .with_event(config::subscriber(f, "server"))
         .map_err(|e| e.to_string())?;
     let server = match f.get_or("cc", "cubic") {
@@ -43,4 +45,13 @@ pub async fn serve(f: &Flags) -> Result<(), String> {
         });
     }
     Ok(())
+}
+
+/// s2n-quic's own endpoint limits; with `retry` no handshake may start before a Retry (an
+/// in-flight limit of 0), so every client's first Initial gets one and its second, with the
+/// token, is let through (s2n-quic asks the limits only of Initials without a token).
+fn endpoint_limits(retry: bool) -> s2n_quic::provider::endpoint_limits::Default {
+    let limits = s2n_quic::provider::endpoint_limits::Default::builder();
+    let limits = if retry { limits.with_inflight_handshake_limit(0).unwrap_or_else(|e| match e {}) } else { limits };
+    limits.build().unwrap_or_else(|e| match e {})
 }

@@ -9,6 +9,7 @@ import java.util.Map;
  *
  * <pre>
  *   java -cp ... longlook.kwik.Main serve --listen-port 4433 --cert C --key K --root DIR --qlog-dir D
+ *                                     [--retry always]
  *   java -cp ... longlook.kwik.Main fetch --url URL --ca PEM --mode page|bulk --run-id ID --out FILE
  *                                     --timeout-s S --qlog-dir D [--keylog FILE]
  *                                     [--ticket-file F] [--cipher chacha20] [--version v2]

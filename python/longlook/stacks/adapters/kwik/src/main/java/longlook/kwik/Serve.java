@@ -42,6 +42,8 @@ final class Serve {
                 .maxUnidirectionalStreamBufferSize(STREAM_WINDOW)
                 .maxOpenPeerInitiatedBidirectionalStreams(100)
                 .maxOpenPeerInitiatedUnidirectionalStreams(10)
+                // "always": a Retry to every Initial that has no token of ours (the interop case)
+                .retryRequired("always".equals(f.get("retry")))
                 .build();
         ServerConnector connector = ServerConnector.builder()
                 .withPort(Integer.parseInt(f.getOrDefault("listen-port", "4433")))

@@ -1,0 +1,100 @@
+"""The matrix's server case and its moving cases on the wire. Retry: our server and quic-go's,
+each started for it (an arm's `server_case`), send a Retry whose token our client echoes, and
+the same servers unasked send none, so the check cannot pass by default. Connection
+migration: quic-go's and quiche's clients, asked for it across a handover (their client case),
+move to their second address with a new connection ID and the server validates the new path;
+asked on a link that stays put, they fail at once. A few seconds of traffic each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from testbed_helpers import needs_testbed
+
+from longlook.analyses.wire_runs import judge_cases, run_field
+from longlook.core.execute import Runner
+from longlook.core.store import Store
+from longlook.kinds.pageload import Scenario
+from longlook.linkprofile import HANDOVER_CLIENT_ADDR
+from longlook.stacks.registry import resolve
+
+HEAD = """
+name = "{name}"
+rounds = 1
+workloads = ["{workload}"]
+retries = 1
+[options]
+zero_rtt = false
+[fidelity]
+exclude_flagged = false
+[capture]
+pcap = "full"
+keylog = true
+"""
+PLAIN_LINK = "[[links]]\nrate_mbit = 20\nrtt_ms = 20\n"
+HANDOVER_LINK = (
+    "[[links]]\nrate_mbit = 20\nrtt_ms = 20\nbuffer_bytes = 100000\n"
+    "handover = { at_s = 1.0, path = { rate_mbit = 10, rtt_ms = 60, buffer_bytes = 75000 } }\n"
+)
+
+
+def _arm(label: str, **fields: str) -> str:
+    return "[[arms]]\n" + f'label = "{label}"\nprotocol = "h3"\n' + "".join(f'{k} = "{v}"\n' for k, v in fields.items())
+
+
+def _runs(tmp_path: Path, toml: str):
+    summary = Runner(Scenario.from_toml(toml), tmp_path, link_check=False).run()
+    assert not summary.interrupted, summary
+    with Store.open(tmp_path, read_only=True) as store:
+        return {r["arm"]: r.to_dict() for _, r in store.runs_frame().iterrows()}
+
+
+def _needs(*stacks: str) -> None:
+    """Skip where a stack is not installed (never in CI: scripts/setup.sh installs them all)."""
+    for name in stacks:
+        if not resolve(name).installed() and not os.environ.get("CI"):
+            pytest.skip(f"{name} is not installed (longlook stacks install {name})")
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
+@needs_testbed("linkem", "endpoint")
+def test_a_server_started_for_retry_sends_one_and_the_same_server_unasked_does_not(tmp_path: Path):
+    _needs("quic-go")
+    arms = [
+        _arm("ours_retry", server_case="retry"),
+        _arm("ours_plain"),
+        _arm("quicgo_retry", server="quic-go", server_case="retry"),
+        _arm("quicgo_plain", server="quic-go"),
+    ]
+    toml = HEAD.format(name="retry", workload="1x20k") + PLAIN_LINK + "".join(arms)
+    runs = _runs(tmp_path, toml)
+    assert all(r["status"] == "ok" for r in runs.values()), {k: r["error"] for k, r in runs.items()}
+    verdicts = {arm: judge_cases(tmp_path, run, ("retry",))["retry"] for arm, run in runs.items()}
+    for server in ("ours", "quicgo"):
+        asked, plain = verdicts[f"{server}_retry"], verdicts[f"{server}_plain"]
+        assert asked["verdict"] == "passed" and "token" in asked["evidence"], asked
+        assert plain["verdict"] == "failed" and "no Retry" in plain["evidence"], plain
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
+@needs_testbed("linkem", "endpoint")
+def test_a_stack_s_client_told_to_migrate_moves_with_a_new_connection_id(tmp_path: Path):
+    _needs("quic-go", "quiche")
+    movers = ("quic-go", "quiche")
+    # (our client beside them: it moves across every handover by itself)
+    arms = "".join(_arm(c, client=c, client_case="connection-migration") for c in movers) + _arm("ours")
+    runs = _runs(tmp_path / "handover", HEAD.format(name="moves", workload="bulk:4m") + HANDOVER_LINK + arms)
+    for client in movers:
+        run = runs[client]
+        moved = run_field(run.get("details")).get("migration") or {}
+        assert run["status"] == "ok" and moved.get("at_ms"), run
+        assert moved.get("to", "").startswith(HANDOVER_CLIENT_ADDR), moved
+        verdict = judge_cases(tmp_path / "handover", run, ("connection-migration",))["connection-migration"]
+        assert verdict["verdict"] == "passed", (client, verdict)
+    # on a link that stays put there is nowhere to go: the run fails at once, saying why
+    still = _runs(tmp_path / "still", HEAD.format(name="still", workload="1x20k") + PLAIN_LINK + arms)
+    for client in movers:
+        assert still[client]["status"] == "failed" and "handover" in still[client]["error"], still[client]

@@ -1,0 +1,50 @@
+"""A stack's client asked for connection migration is told where and when to move, as the
+native client is (stacks.endpoint.migration_argv), and only on a link with a handover."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from longlook.linkprofile import LinkProfile
+from longlook.stacks import runner
+from longlook.stacks.endpoint import HANDOVER_CLIENT_ADDR
+from longlook.stacks.registry import resolve
+
+
+class Ran(Exception):
+    """Stops the fetch once the client's call is known."""
+
+
+def _fetch(monkeypatch, tmp_path, profile):
+    stack = resolve("quic-go")
+    monkeypatch.setattr(type(stack), "require", lambda self, cc=None: None)
+    calls = []
+
+    def run_client(testbed, call, timeout_s):
+        calls.append(call.argv)
+        raise Ran
+
+    monkeypatch.setattr(runner, "_run_client", run_client)
+    fetch = runner.stack_fetcher(stack)
+    testbed = SimpleNamespace(profile=profile)
+    kw = dict(url="https://198.18.2.2:4433/bulk/4m", protocol="h3", run_id="r", cert_dir=tmp_path)
+    kw |= dict(out=tmp_path / "run" / "fetch.json", timeout_s=20, client_case="connection-migration")
+    (tmp_path / "run").mkdir()
+    try:
+        result = fetch(testbed, **kw)
+    except Ran:
+        return calls[0]
+    return result
+
+
+def test_a_client_asked_to_migrate_is_told_where_and_when_on_a_handover(monkeypatch, tmp_path):
+    handover = LinkProfile(rate_mbit=20, handover={"at_s": 1.0, "notice_ms": 20.0, "path": {"rate_mbit": 10.0}})
+    argv = _fetch(monkeypatch, tmp_path, handover)
+    at = argv.index("--migrate-at-ms")
+    assert float(argv[at + 1]) == handover.handover.migrate_at_ms() and argv[at + 3] == HANDOVER_CLIENT_ADDR
+
+
+def test_a_client_asked_to_migrate_on_a_link_that_stays_put_fails_at_once(monkeypatch, tmp_path):
+    still = LinkProfile(rate_mbit=20)
+    result = _fetch(monkeypatch, tmp_path, still)
+    assert result.status == "failed" and "handover" in result.error
