@@ -69,6 +69,7 @@ def tls_message(hs: dict) -> TlsMessage:
         cipher_suites=tuple(_int(c) for c in each(offered.get("tls.handshake.ciphersuite"))),
         extensions=extensions,
         parameters=_transport_parameters(hs),
+        random=_hex(hs.get("tls.handshake.random")).lower(),
     )
 
 

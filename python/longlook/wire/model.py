@@ -52,6 +52,7 @@ class TlsMessage:
     extensions: tuple[int, ...] = ()
     # QUIC transport parameters (ClientHello, EncryptedExtensions): (id, value bytes in hex)
     parameters: tuple[tuple[int, str], ...] = ()
+    random: str = ""  # ClientHello, ServerHello: the 32 random bytes, hex (what a key log names)
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,8 @@ class Capture:
     server_port: int
     source: str = ""  # the file it was read from
     notes: tuple[str, ...] = field(default=())  # how it was read (e.g. GSO datagrams split)
+    # the client randoms its key log holds secrets for (hex): which ClientHello the secrets are of
+    keylog_randoms: frozenset[str] = frozenset()
 
     @cached_property
     def server(self) -> tuple[str, int] | None:

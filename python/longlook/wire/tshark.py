@@ -166,4 +166,16 @@ def read_capture(pcap_file: str | Path, keylog: str | Path | None, server_port: 
         plans, pieces = new, reread.regroup(pieces, new, again)  # time counts from the same first datagram
     datagrams = [d for ds in pieces for d in ds]
     notes += reread.notes(plans)
-    return Capture(tuple(datagrams), server_port, source=str(pcap_file), notes=tuple(notes))
+    randoms = keylog_randoms(keylog) if keylog is not None else frozenset()
+    return Capture(tuple(datagrams), server_port, source=str(pcap_file), notes=tuple(notes), keylog_randoms=randoms)
+
+
+def keylog_randoms(keylog: Path) -> frozenset[str]:
+    """The client randoms an NSS key log holds secrets for (`LABEL <client random> <secret>`
+    per line, lower-case hex)."""
+    found = set()
+    for line in keylog.read_text(errors="replace").splitlines():
+        words = line.split()
+        if len(words) == 3 and not line.startswith("#"):
+            found.add(words[1].lower())
+    return frozenset(found)

@@ -131,6 +131,35 @@ def test_retry_fails_without_a_retry():
     assert retry.check(capture(*completed())).evidence == "no Retry packet from the server"
 
 
+def undecrypted_after_retry(keylog_randoms: frozenset[str]):
+    """A Retry answered by a ClientHello tshark did not read (a new one, or one whose keys the
+    key log lacks): nothing protected decrypted, the key log naming `keylog_randoms`."""
+    from dataclasses import replace
+
+    from longlook.wire.model import TlsMessage
+
+    first = TlsMessage(1, cipher_suites=(0x1301,), extensions=(43, 51), random="13b2" * 16)
+    datagrams = [
+        c(initial(crypto(first))),
+        s(retry_packet("ab" * 20)),
+        c(initial(token="ab" * 20)),  # its CRYPTO read as a retransmission: no message in it
+        s(initial(crypto(server_hello())), handshake(decrypted=False)),
+        c(handshake(decrypted=False)),
+    ]
+    return replace(capture(*datagrams), keylog_randoms=keylog_randoms)
+
+
+def test_retry_fails_when_the_client_answers_it_with_a_new_client_hello():
+    r = retry.check(undecrypted_after_retry(frozenset({"7b83" * 16})))
+    assert r.verdict == "failed" and "sent a new ClientHello" in r.evidence, r
+    assert "7b837b83…" in r.evidence and "13b213b2…" in r.evidence and "17.2.5.2" in r.evidence
+
+
+def test_retry_is_not_measurable_when_the_key_log_names_the_same_client_hello_or_is_missing():
+    for randoms in (frozenset({"13b2" * 16}), frozenset()):
+        assert retry.check(undecrypted_after_retry(randoms)).verdict == "not measurable"
+
+
 def updated(client: bool = True, server: bool = True) -> list:
     return [
         *completed(),
