@@ -38,6 +38,20 @@ def runnable(client: str, server: str) -> bool:
     return client == server or declared(server, "server", "handshake") is None
 
 
+def arm(client: str, server: str, suffix: str = "", /, **fields: str | bool) -> list[str]:
+    """One h3 arm's lines for the pair (`ours`: the scenario's own client, our native one, and
+    our server), labelled by the pair and `suffix`, with `fields` (an interop case, zero_rtt;
+    `client = "native"`, which a client case asks to be named)."""
+    lines = ["", "[[arms]]", f'label = "{pair_label(client, server)}{suffix}"', 'protocol = "h3"']
+    if client != "ours":
+        lines.append(f'client = "{client}"')
+    if server != "ours":
+        lines.append(f'server = "{server}"')
+    for key, value in fields.items():
+        lines.append(f"{key} = {str(value).lower()}" if isinstance(value, bool) else f'{key} = "{value}"')
+    return lines
+
+
 def pair_arms(
     stacks: list[str], clients: list[str] | None = None, only: set[tuple[str, str]] | None = None
 ) -> list[str]:
@@ -47,13 +61,8 @@ def pair_arms(
     lines = []
     for client in [*stacks, *(clients or [])]:
         for server in stacks:
-            if not runnable(client, server) or (only is not None and (client, server) not in only):
-                continue
-            lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}"', 'protocol = "h3"']
-            if client != "ours":
-                lines.append(f'client = "{client}"')
-            if server != "ours":
-                lines.append(f'server = "{server}"')
+            if runnable(client, server) and (only is None or (client, server) in only):
+                lines += arm(client, server)
     return lines
 
 
@@ -99,10 +108,7 @@ def scenario_toml(
     # such switch in their adapters yet
     if "ours" in stacks:
         for server in (s for s in stacks if runnable("ours", s)):
-            lines += ["", "[[arms]]", f'label = "{pair_label("ours", server)}_0rtt"', 'protocol = "h3"']
-            lines.append("zero_rtt = true")
-            if server != "ours":
-                lines.append(f'server = "{server}"')
+            lines += arm("ours", server, "_0rtt", zero_rtt=True)
     lines += case_arms(stacks)
     lines += server_case_arms(stacks, clients)
     return "\n".join(lines) + "\n"
@@ -128,11 +134,9 @@ def case_arms(stacks: list[str]) -> list[str]:
     lines = []
     for client, cases in askable.items():
         for case in cases:
+            named = {"client": "native"} if client == "ours" else {}
             for server in (s for s in stacks if runnable(client, s)):
-                lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}_{case}"', 'protocol = "h3"']
-                lines += [f'client = "{"native" if client == "ours" else client}"', f'client_case = "{case}"']
-                if server != "ours":
-                    lines.append(f'server = "{server}"')
+                lines += arm(client, server, f"_{case}", **named, client_case=case)
     return lines
 
 
@@ -145,12 +149,7 @@ def server_case_arms(stacks: list[str], clients: list[str] | None = None) -> lis
     for server in (s for s in stacks if s == "ours" or is_stack(s)):
         for case in resolve(server).server_cases:
             for client in (c for c in [*stacks, *(clients or [])] if runnable(c, server)):
-                lines += ["", "[[arms]]", f'label = "{pair_label(client, server)}_{case}"', 'protocol = "h3"']
-                if client != "ours":
-                    lines.append(f'client = "{client}"')
-                if server != "ours":
-                    lines.append(f'server = "{server}"')
-                lines.append(f'server_case = "{case}"')
+                lines += arm(client, server, f"_{case}", server_case=case)
     return lines
 
 
@@ -194,10 +193,7 @@ def migration_toml(stacks: list[str], *, rounds: int, clients: list[str] | None 
         if "connection-migration" not in resolve(client).client_cases:
             continue
         for server in (s for s in stacks if runnable(client, s)):
-            arms += ["", "[[arms]]", f'label = "{pair_label(client, server)}_migration"', 'protocol = "h3"']
-            arms += [f'client = "{client}"', 'client_case = "connection-migration"']
-            if server != "ours":
-                arms.append(f'server = "{server}"')
+            arms += arm(client, server, "_migration", client_case="connection-migration")
     return "\n".join(lines + arms) + "\n"
 
 
