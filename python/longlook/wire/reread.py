@@ -12,6 +12,11 @@ again (pcap.py) for a second reading, and this module says what goes into that f
   flip, and from then on fails to decrypt the second connection's 1-RTT packets. Without
   it tshark reads the rest right; the packet itself stays in the capture as read the first
   time (not decrypted).
+- A client whose packets to it carry an empty connection ID (quic-go's and Chromium's clients
+  choose zero-length IDs) and that moved mid-connection (a NAT rebinding, a migration): tshark
+  follows such a connection by its addresses, so it cannot decrypt what the server sent to the
+  new one. The reading puts every datagram from and to a later address of the client at the
+  first (`moved_back`); only the packets' contents are taken from it, never the addresses.
 
 Every datagram keeps the capture's frame number (and its segment's number), so evidence
 names it as Wireshark does."""
@@ -52,6 +57,62 @@ def plan(pieces: list[Datagram], current: list[RawDatagram], raw: RawDatagram) -
     return [dataclasses.replace(raw, payload=p) for p in gso.split(raw.payload, bytes.fromhex(d.packets[0].dcid))]
 
 
+Endpoint = tuple[str, int]
+
+
+def _moves(datagrams: list[Datagram], server_port: int) -> dict[Endpoint, Endpoint]:
+    """Each address and port the client moved to (its first datagram from there carries only
+    1-RTT packets: a moved connection, not a new one, which opens with an Initial), and the
+    first address of the connection it moved."""
+    home: dict[Endpoint, Endpoint] = {}
+    last = None
+    for d in datagrams:
+        if d.dport != server_port:
+            continue
+        here = (d.src, d.sport)
+        if here not in home:
+            moved = last is not None and bool(d.packets) and all(p.type == ONE_RTT for p in d.packets)
+            home[here] = home[last] if moved else here
+        last = here
+    return {e: h for e, h in home.items() if e != h}
+
+
+def moved_back(datagrams: list[Datagram], raws: list[RawDatagram], server_port: int) -> list[RawDatagram] | None:
+    """The capture (one raw datagram per datagram) with the client's later addresses put at
+    its first, when the server's packets to a later one are unread 1-RTT packets with an empty
+    connection ID while those to the first were read; None when nothing needs it."""
+    moves = _moves(datagrams, server_port)
+
+    def unread_to_moved(d: Datagram) -> bool:
+        to_moved = d.sport == server_port and (d.dst, d.dport) in moves
+        return to_moved and any(p.type == ONE_RTT and not p.decrypted and not p.dcid for p in d.packets)
+
+    def read_at_home(d: Datagram) -> bool:  # tshark had the keys: it read the connection before it moved
+        to_home = d.sport == server_port and (d.dst, d.dport) in moves.values()
+        return to_home and any(p.type == ONE_RTT and p.decrypted for p in d.packets)
+
+    if not any(unread_to_moved(d) for d in datagrams) or not any(read_at_home(d) for d in datagrams):
+        return None
+    out = []
+    for r in raws:
+        if r.dport == server_port and (r.src, r.sport) in moves:
+            src, sport = moves[(r.src, r.sport)]
+            r = dataclasses.replace(r, src=src, sport=sport)
+        elif r.sport == server_port and (r.dst, r.dport) in moves:
+            dst, dport = moves[(r.dst, r.dport)]
+            r = dataclasses.replace(r, dst=dst, dport=dport)
+        out.append(r)
+    return out
+
+
+def moved_note(before: list[RawDatagram], after: list[RawDatagram]) -> str:
+    n = sum(a != b for a, b in zip(before, after))
+    return (
+        f"{_n(n, 'datagram')} from and to a later address of the client read at its first (an empty "
+        "connection ID: tshark follows such a connection by its addresses); each keeps its own addresses"
+    )
+
+
 def _unread(d: Datagram) -> Datagram:
     return dataclasses.replace(d, packets=tuple(dataclasses.replace(p, key_phase=None, number=None) for p in d.packets))
 
@@ -64,8 +125,10 @@ def regroup(last: list[list[Datagram]], plans: list[list[RawDatagram]], again: l
         if not p:  # its header was unprotected with another connection's key: no bit of it is known
             out.append([_unread(d) for d in pieces])
             continue
-        n = pieces[0].number
-        out.append([dataclasses.replace(next(it), number=n, segment=i + 1 if len(p) > 1 else 0) for i in range(len(p))])
+        # the capture's own number and addresses (a reading may have put a moved client's back)
+        first = pieces[0]
+        at = {"number": first.number, "src": first.src, "sport": first.sport, "dst": first.dst, "dport": first.dport}
+        out.append([dataclasses.replace(next(it), **at, segment=i + 1 if len(p) > 1 else 0) for i in range(len(p))])
     return out
 
 

@@ -11,8 +11,9 @@ tshark would dissect as QUIC again: they are filtered out. The output is read on
 a time, so a long capture costs memory for its datagrams, not for its JSON.
 
 When tshark's reading is not the wire's (GSO super-datagrams in a capture taken at the
-sender, a late packet of one connection filed under the next), the datagrams are written
-out again and read a second time (reread.py)."""
+sender, a late packet of one connection filed under the next, a client with zero-length
+connection IDs that moved), the datagrams are written out again and read a second time
+(reread.py)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,7 @@ from .model import Capture, Datagram
 
 FILTER = "udp and not icmp and not icmpv6"
 LAYERS = "frame ip ipv6 udp quic http3"
-READINGS = 3  # the first, and at most two more (reread.py)
+READINGS = 3  # the first, and at most two more (reread.py), after a moved client's
 INSTALL_HINT = "install Wireshark's command-line reader: apt-get install tshark (4.0 or newer)"
 
 
@@ -155,6 +156,13 @@ def read_capture(pcap_file: str | Path, keylog: str | Path | None, server_port: 
     datagrams, raws, said = _run(tshark_argv(tshark, pcap_file, server_port, keylog), pcap_file, True)
     notes = [f"tshark: {said.splitlines()[0]}"] if said else []
     pieces, plans = [[d] for d in datagrams], [[r] for r in raws]
+    back = reread.moved_back(datagrams, raws, server_port)
+    if back is not None:
+        again = _read_again(tshark, [[r] for r in back], server_port, keylog)
+        if len(again) == len(back):
+            notes.append(reread.moved_note(raws, back))
+            raws, plans = back, [[r] for r in back]
+            pieces = reread.regroup(pieces, plans, again)
     for _ in range(READINGS - 1):
         new = [reread.plan(ds, p, r) for ds, p, r in zip(pieces, plans, raws)]
         if new == plans:

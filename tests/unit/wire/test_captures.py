@@ -86,3 +86,15 @@ def test_a_moved_paths_evidence_says_what_the_server_sent_before_validating_it()
     r = CASES["rebind-addr"](read("rebind-addr-pass"))
     assert "before validation it sent 2,526 bytes there for 1,399 received (1.8x, within 3x)" in r.evidence
     assert read("rebind-addr-pass").datagrams[0].size == 1200  # a client Initial's UDP payload
+
+
+def test_a_client_with_zero_length_ids_is_followed_across_its_move():
+    # a testbed run (SOURCE.md): quic-go's client, whose packets to it carry no connection ID,
+    # rebound by linkem's NAT; tshark alone leaves what the server sent to the new port unread
+    c = read_capture(CAPTURES / "zero-length-cid-rebind.pcapng", CAPTURES / "zero-length-cid-rebind.keylog", 4441)
+    assert any("read at its first" in n for n in c.notes)
+    assert all(p.decrypted for d in c.datagrams for p in d.packets)
+    r = CASES["rebind-port"](c)
+    assert r.verdict == "passed" and "198.18.5.1:20001" in r.evidence, r.evidence
+    moved = [d for d in c.datagrams if d.sport == 4441 and d.dport == 20001]
+    assert moved and all(not p.dcid for d in moved for p in d.packets)  # addresses and IDs as captured

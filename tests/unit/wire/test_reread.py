@@ -74,3 +74,59 @@ def test_notes_say_what_was_done():
         "1 GSO super-datagram (a capture at the sender) read as their segments",
         "1 1-RTT datagram tshark filed under the wrong connection left out of decryption",
     ]
+
+
+HOME, MOVED = ("198.18.5.1", 20000), ("198.18.5.1", 20001)
+PORT = 443
+
+
+def to_server(frm, *packets: Packet) -> Datagram:
+    return Datagram(0, 0.0, *frm, "198.18.2.2", PORT, packets=packets, connection=0)
+
+
+def to_client(to, *packets: Packet) -> Datagram:
+    return Datagram(0, 0.0, "198.18.2.2", PORT, *to, packets=packets, connection=0)
+
+
+def raws_of(ds: list[Datagram]) -> list[RawDatagram]:
+    return [RawDatagram(1, 0, d.src, d.dst, 0, d.sport, d.dport, b"x") for d in ds]
+
+
+def moving_client(*, second_opens_with: str = ONE_RTT, unread: bool = True) -> list[Datagram]:
+    """A client with zero-length connection IDs: the server's 1-RTT packets to it carry none."""
+    return [
+        to_server(HOME, Packet("Initial", dcid=DCID, version=1)),
+        to_client(HOME, Packet(ONE_RTT, dcid="")),
+        to_server(HOME, Packet(ONE_RTT, dcid=DCID)),
+        to_server(MOVED, Packet(second_opens_with, dcid=DCID, version=1 if second_opens_with != ONE_RTT else None)),
+        to_client(MOVED, Packet(ONE_RTT, dcid="", decrypted=not unread)),
+    ]
+
+
+def test_a_client_that_moved_is_read_at_its_first_address_both_ways():
+    ds = moving_client()
+    back = reread.moved_back(ds, raws_of(ds), PORT)
+    assert [(r.src, r.sport) for r in back if r.dport == PORT] == [HOME] * 3
+    assert [(r.dst, r.dport) for r in back if r.sport == PORT] == [HOME] * 2
+    assert "2 datagrams from and to a later address" in reread.moved_note(raws_of(ds), back)
+
+
+def test_a_new_connection_from_a_new_port_is_no_move():
+    # a second connection opens with an Initial: tshark follows it by its own connection IDs
+    ds = moving_client(second_opens_with="Initial")
+    assert reread.moved_back(ds, raws_of(ds), PORT) is None
+
+
+def test_nothing_is_moved_back_when_tshark_read_it_all_or_nothing():
+    ds = moving_client(unread=False)
+    assert reread.moved_back(ds, raws_of(ds), PORT) is None
+    # no key for the connection at all: reading it at one address would not help
+    ds = [replace(d, packets=tuple(replace(p, decrypted=False) for p in d.packets)) for d in moving_client()]
+    assert reread.moved_back(ds, raws_of(ds), PORT) is None
+
+
+def test_regroup_keeps_the_captured_addresses():
+    first = [[to_client(MOVED, Packet(ONE_RTT, dcid="", decrypted=False))]]
+    again = [to_client(HOME, one())]
+    d = reread.regroup(first, [[raw(b"a")]], again)[0][0]
+    assert (d.dst, d.dport) == MOVED and d.packets[0].decrypted
