@@ -141,6 +141,9 @@ class Stack:
     client_cases: ClassVar[tuple[str, ...]] = ()
     # the SERVER_CASES its server can be started for, each by the flags added to its call
     server_case_flags: ClassVar[dict[str, tuple[str, ...]]] = {}
+    # asked for connection migration, its client moves to the address its OS's route names
+    # then (not to one it is given): the route moves under it as under a client not told to
+    migrates_by_route: ClassVar[bool] = False
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands
@@ -258,6 +261,12 @@ class Stack:
         connection; None when it cannot be asked."""
         flags = self.server_case_flags.get(case)
         return None if flags is None else call.with_flags(*flags)
+
+    def migration_flags(self, at_ms: float, to: str) -> tuple[str, ...]:
+        """What tells its client to move its connection to address `to`, `at_ms` after its
+        first packet (a client asked for connection migration): by default our client's
+        flags, which the adapters' own clients take too."""
+        return ("--migrate-at-ms", f"{at_ms:g}", "--migrate-to", to)
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         """`call` (a fetch, key log included) made to ask the client for `case` (one of

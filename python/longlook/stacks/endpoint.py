@@ -236,16 +236,24 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
 MOVING_CLIENT_CASES = ("connection-migration",)
 
 
+def migration_target(testbed) -> tuple[float, str] | None:
+    """On a link with a handover: when the client moves (ms after its first packet) and to
+    which address; None on a link without one."""
+    handover = getattr(getattr(testbed, "profile", None), "handover", None)
+    return None if handover is None else (handover.migrate_at_ms(), HANDOVER_CLIENT_ADDR)
+
+
 def migration_argv(testbed, protocol: str) -> list[str]:
     """On a link with a handover the client moves when it is told its first path went down
     (linkprofile.Handover): QUIC moves its connection; TCP reconnects from the new address and
     resumes with range requests where the handover says `tcp_reconnect`, else stays on its
     connection and dies with its path."""
-    profile = getattr(testbed, "profile", None)
-    handover = getattr(profile, "handover", None)
-    if handover is None or protocol not in ("h3", "h2") or (protocol == "h2" and not handover.tcp_reconnect):
+    target = migration_target(testbed)
+    handover = getattr(getattr(testbed, "profile", None), "handover", None)
+    if target is None or protocol not in ("h3", "h2") or (protocol == "h2" and not handover.tcp_reconnect):
         return []
-    return ["--migrate-at-ms", f"{handover.migrate_at_ms():g}", "--migrate-to", HANDOVER_CLIENT_ADDR]
+    at_ms, to = target
+    return ["--migrate-at-ms", f"{at_ms:g}", "--migrate-to", to]
 
 
 def fetch(

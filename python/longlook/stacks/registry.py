@@ -74,6 +74,12 @@ def sends_run_header(client: str) -> bool:
     return not is_stack(client) or resolve(client).sends_run_header
 
 
+def migrates_by_route(client: str) -> bool:
+    """Whether client `client`, asked for connection migration, moves to the address its OS's
+    route names (the route must move under it) rather than to one it is given."""
+    return is_stack(client) and resolve(client).migrates_by_route
+
+
 def require_servers(servers: list[tuple[str, str | None]]) -> None:
     """Before a grid: every (stack, congestion control) a server will run is installed and
     offered, else one clear error naming the stack and its install command."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import LonglookError
 from ..testbed.processes import stop_child
-from .endpoint import MOVING_CLIENT_CASES, migration_argv, server_spki
+from .endpoint import MOVING_CLIENT_CASES, migration_target, server_spki
 from .fetch_result import EXIT_PROTOCOL_UNAVAILABLE, FetchResult, fetch_result
 
 if TYPE_CHECKING:  # the contract (stacks/base.py) starts its servers through this module
@@ -276,11 +276,11 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
         )
         if keylog is not None:  # a client that cannot write one runs as it is (no key log file)
             call = stack.with_keylog(call, keylog) or call
-        if client_case in MOVING_CLIENT_CASES:  # where and when to move, as the native client is told
-            move = migration_argv(testbed, "h3")
-            if not move:
+        if client_case in MOVING_CLIENT_CASES:  # where and when to move, in the stack's own flags
+            target = migration_target(testbed)
+            if target is None:
                 return FetchResult("failed", {}, f"{client_case} needs a link with a handover to move across", 0.0)
-            call = call.with_flags(*move)
+            call = call.with_flags(*stack.migration_flags(*target))
         if client_case is not None:  # asked for an interop case: maybe a first connection, then this one
             calls = stack.case_calls(client_case, call, out.parent / "client-state")
             if calls is None:

@@ -15,8 +15,8 @@ class Ran(Exception):
     """Stops the fetch once the client's call is known."""
 
 
-def _fetch(monkeypatch, tmp_path, profile):
-    stack = resolve("quic-go")
+def _fetch(monkeypatch, tmp_path, profile, client="quic-go"):
+    stack = resolve(client)
     monkeypatch.setattr(type(stack), "require", lambda self, cc=None: None)
     calls = []
 
@@ -48,3 +48,15 @@ def test_a_client_asked_to_migrate_on_a_link_that_stays_put_fails_at_once(monkey
     still = LinkProfile(rate_mbit=20)
     result = _fetch(monkeypatch, tmp_path, still)
     assert result.status == "failed" and "handover" in result.error
+
+
+def test_ngtcp2s_client_is_told_when_and_takes_the_routes_address(monkeypatch, tmp_path):
+    # gtlsclient's timer counts from the handshake's end and asks the route for its address:
+    # it is told to move after the route moved (ROUTE_SETTLE_MS), and the route does move
+    from longlook.stacks.adapters.ngtcp2 import ROUTE_SETTLE_MS
+    from longlook.stacks.registry import migrates_by_route
+
+    handover = LinkProfile(rate_mbit=20, handover={"at_s": 1.0, "notice_ms": 20.0, "path": {"rate_mbit": 10.0}})
+    argv = _fetch(monkeypatch, tmp_path, handover, client="ngtcp2")
+    assert f"--change-local-addr={1020 + ROUTE_SETTLE_MS}ms" in argv and "--migrate-to" not in argv
+    assert migrates_by_route("ngtcp2") and not migrates_by_route("quic-go") and not migrates_by_route("native")

@@ -31,7 +31,7 @@ from ...stacks.base import MOVING_CLIENT_CASES
 from ...stacks.endpoint import CLIENT_QLOG, ServerOptions
 from ...stacks.fetch_result import FetchResult
 from ...stacks.race import race_measures
-from ...stacks.registry import sends_run_header
+from ...stacks.registry import migrates_by_route, sends_run_header
 from ...linkprofile import HANDOVER_CLIENT_ADDR
 from ...testbed.route_handover import RouteHandover
 from ...testbed.tcp_ecn import tcp_ecn
@@ -99,9 +99,11 @@ def measure(ctx: RunContext) -> Measurement:
     ecn = {} if opts.ecn is None or opts.protocol == "h2" else {"ecn": opts.ecn}
     # a handover: our client, and a stack's asked for connection migration, are told to move
     # (stacks/endpoint.migration_argv); any other client meets it as its OS makes it, the
-    # default route moving to the second address
+    # default route moving to the second address, and so does one told only when to move,
+    # which takes the address the route then names (Stack.migrates_by_route)
     handover = getattr(ctx.cell.link, "handover", None)
-    told = opts.client == "native" or opts.client_case in MOVING_CLIENT_CASES
+    asked = opts.client_case in MOVING_CLIENT_CASES and not migrates_by_route(opts.client)
+    told = opts.client == "native" or asked
     moves = RouteHandover(ctx.testbed, handover.notice_ms) if handover and not told else nullcontext()
     changes = changes_path(ctx.scenario)
     log_from = flow_log_size(ctx.testbed) if changes else None
@@ -168,7 +170,9 @@ def measure(ctx: RunContext) -> Measurement:
         m.details.update(proxy_details)
     if moved is not None:  # the OS moved the route: when, from the fetch's start
         at = None if moved.moved_mono_s is None else round((moved.moved_mono_s - fetch_start) * 1000, 3)
-        m.details["migration"] = {"by": "route", "at_ms": at, "to": HANDOVER_CLIENT_ADDR, "not_moved": moved.error}
+        # a client asked to migrate that takes the route's address moved itself, once it could
+        by = "client" if opts.client_case in MOVING_CLIENT_CASES else "route"
+        m.details["migration"] = {"by": by, "at_ms": at, "to": HANDOVER_CLIENT_ADDR, "not_moved": moved.error}
     # when the client ran and which server answered, on this host's CLOCK_MONOTONIC: a fault
     # (a killed process, a stopped linkem) is judged against the fetch itself (bench soak);
     # its start on the wall clock too, which places the document's own times on that clock

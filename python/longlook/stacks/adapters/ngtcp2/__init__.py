@@ -31,6 +31,12 @@ WINDOWS = [
 CHACHA20_ONLY = "NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+CHACHA20-POLY1305"
 # how long after the handshake its client starts a key update: within a page's transfer
 KEY_UPDATE_AFTER = "10ms"
+# gtlsclient's --change-local-addr binds a new socket to the source address the kernel's route
+# names (rtnetlink) when its timer fires, counted from the handshake's end; the route moves
+# once linkem took the first path down (testbed/route_handover.py polls every 50 ms), so the
+# client asks this much later than it is told to move: after a short break, as a phone whose
+# OS names the LTE address once its Wi-Fi is gone
+ROUTE_SETTLE_MS = 250
 PAGE = re.compile(r"^/page/(\d+)x([0-9]+[km]?)\.html$")
 
 
@@ -50,7 +56,10 @@ class Ngtcp2(Stack):
     # gtlsclient's switches: --session-file/--tp-file (read, then written: a ticket and the
     # server's transport parameters from a first connection), --disable-early-data,
     # --key-update=<after the handshake>, --ciphers (a GnuTLS priority string)
-    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20")
+    # --change-local-addr=<after the handshake> (connection migration: a new socket, a new
+    # path validated, ngtcp2_conn_initiate_immediate_migration)
+    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "connection-migration")
+    migrates_by_route = True
     server_case_flags = {"retry": ("--validate-addr",)}  # address validation: a Retry to every new Initial
     unsupported_as_client = {
         "v2": "its QUIC v2 is the draft's (`--preferred-versions=v2draft` in 0.12.1), not RFC 9369's",
@@ -120,6 +129,10 @@ class Ngtcp2(Stack):
             env={},
         )
 
+    def migration_flags(self, at_ms: float, to: str) -> tuple[str, ...]:
+        # `to` is where the route will name: gtlsclient takes no address
+        return (f"--change-local-addr={round(at_ms) + ROUTE_SETTLE_MS}ms",)
+
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         def asked(*flags: str) -> ClientCall:
             return call.with_flags(*flags, after=1)
@@ -133,6 +146,8 @@ class Ngtcp2(Stack):
             return CaseCalls(warmup=None, measured=asked(f"--key-update={KEY_UPDATE_AFTER}"))
         if case == "chacha20":
             return CaseCalls(warmup=None, measured=asked(f"--ciphers={CHACHA20_ONLY}"))
+        if case == "connection-migration":  # the runner added migration_flags
+            return CaseCalls(warmup=None, measured=call)
         return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
