@@ -23,8 +23,9 @@ class Aioquic(Stack):
     ccs = ("reno", "cubic")
     # h3client.py's switches: --session-ticket (a first connection's ticket, pickled),
     # --early-data, --chacha20, --key-update-after-ms (QuicConnection.request_key_update),
-    # --quic-v2 (v2 preferred from a v1 Initial)
-    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "v2")
+    # --quic-v2 (v2 preferred from a v1 Initial), --migrate-at-ms/--migrate-to (a socket on the
+    # new address, then QuicConnection.change_connection_id)
+    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "v2", "connection-migration")
     server_case_flags = {"retry": ("--retry",)}  # h3server.py: aioquic's serve(retry=True)
     qlog_format = "JSON"  # one document per connection, written at close
 
@@ -87,6 +88,8 @@ class Aioquic(Stack):
             return CaseCalls(warmup=None, measured=asked("--chacha20"))
         if case == "v2":
             return CaseCalls(warmup=None, measured=asked("--quic-v2"))
+        if case == "connection-migration":  # the runner added where and when (migration_flags)
+            return CaseCalls(warmup=None, measured=call)
         return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:

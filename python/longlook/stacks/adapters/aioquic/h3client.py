@@ -9,6 +9,7 @@ import json
 import os
 import pickle
 import re
+import socket
 import sys
 import time
 from urllib.parse import urlsplit
@@ -107,6 +108,34 @@ def _update_keys(c) -> None:
     c.transmit()
 
 
+async def _migrate(c, to: str, doc: dict, t0: float) -> None:
+    """Move the connection to a socket on the client's address `to`: from then on it sends
+    from there and the server's packets come there. A new path takes a connection ID not used
+    before (RFC 9000 9.5), one the server issued; the server validates the path and aioquic
+    answers its PATH_CHALLENGE. aioquic itself has no call for this: the socket is the
+    application's (connect() made the first one the same way, dual-stack)."""
+    move = doc["migration"]
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+    try:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(("::ffff:" + to, 0, 0, 0))
+        await asyncio.get_running_loop().create_datagram_endpoint(lambda: c, sock=sock)  # c now sends through it
+    except OSError as e:
+        sock.close()
+        move["not_moved"] = f"binding a socket on {to}: {e}"
+        return
+    c._quic.change_connection_id()  # (none spare: the old one stays, and the wire shows it)
+    c.transmit()
+    host, port = sock.getsockname()[:2]
+    move["at_ms"], move["to"] = (time.monotonic() - t0) * 1000, f"{host.removeprefix('::ffff:')}:{port}"
+
+
+def _plan_move(a, c, doc: dict, t0: float) -> None:
+    doc["migration"] = {"planned_at_ms": a.migrate_at_ms, "at_ms": None, "to": None, "not_moved": None}
+    delay = max(0.0, a.migrate_at_ms / 1000 - (time.monotonic() - t0))
+    asyncio.get_running_loop().call_later(delay, lambda: asyncio.ensure_future(_migrate(c, a.migrate_to, doc, t0)))
+
+
 async def load(a, doc: dict) -> int:
     url = urlsplit(a.url)
     path = url.path + (f"?{url.query}" if url.query else "")
@@ -148,6 +177,8 @@ async def load(a, doc: dict) -> int:
         doc["handshake_ms"] = (time.monotonic() - t0) * 1000
         if a.key_update_after_ms is not None:  # this side starts a key update during the transfer
             asyncio.get_running_loop().call_later(a.key_update_after_ms / 1000, _update_keys, c)
+        if a.migrate_at_ms is not None:  # to the second path, timed from the connection's start
+            _plan_move(a, c, doc, t0)
         doc["protocol"] = c._quic.tls.alpn_negotiated
         host, port = c._transport.get_extra_info("sockname")[:2]
         doc["local_addr"] = f"{host}:{port}"
@@ -188,7 +219,11 @@ def main() -> int:
     ap.add_argument("--chacha20", action="store_true", help="offer ChaCha20-Poly1305 only")
     ap.add_argument("--quic-v2", action="store_true", help="prefer QUIC v2 (RFC 9369), from a v1 Initial")
     ap.add_argument("--key-update-after-ms", type=float, help="start a key update this long after the handshake")
+    ap.add_argument("--migrate-at-ms", type=float, help="move to --migrate-to this long after the fetch started")
+    ap.add_argument("--migrate-to", help="the client's (IPv4) address on the path it moves to")
     a = ap.parse_args()
+    if (a.migrate_at_ms is None) != (a.migrate_to is None):
+        ap.error("--migrate-at-ms and --migrate-to go together")
     doc = {
         "run_id": a.run_id,
         "url": a.url,
