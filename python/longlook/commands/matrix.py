@@ -12,6 +12,7 @@ by the interop cases it can show (analyses.matrix) and the grid written to `DIR/
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from pathlib import Path
 from typing import Optional
@@ -359,6 +360,12 @@ def matrix(
         help="also the cases of a moving path: every pair across a NAT's port and address rebinding, "
         "our client across a handover (rebind-port, rebind-addr, connection-migration)",
     ),
+    publish: Optional[Path] = typer.Option(
+        None,
+        "--publish",
+        help="also write the grids into this markdown page, between its two marker lines "
+        "(analyses/matrix/publish.py), with when and on what each scenario ran",
+    ),
     release: list[str] = typer.Option(
         [],
         "--release",
@@ -377,6 +384,11 @@ def matrix(
     from ..core.store import Store
     from ..stacks.registry import resolve
 
+    published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
+    if published is not None:  # before hours of runs: the page has a place for the grids
+        from ..analyses.matrix.publish import place
+
+        place(published)
     stacks = list(dict.fromkeys(stack)) or installed_stacks()
     for spec in release:
         if "@" not in spec:
@@ -462,6 +474,11 @@ def matrix(
     }
     (out / "matrix.json").write_text(json.dumps(doc, indent=1))
     typer.echo(text)
+    if published is not None:
+        from ..analyses.matrix.publish import generated_part, publish as write_published
+
+        write_published(published, generated_part(out, text, shlex.join(["longlook", *sys.argv[1:]])))
+        print(f"published: {published}", file=sys.stderr)
 
 
 def _moved(out: Path):
