@@ -38,6 +38,9 @@ class Kwik(Stack):
     unsupported_as_client = {
         "zerortt": "flupke's HTTP/3 client sends its requests after the handshake: kwik takes early data "
         "only as raw streams given to connect()",
+        "connection-migration": "kwik 0.10.8's one call, QuicClientConnectionImpl.changeAddress(), gives the "
+        "sender a new socket and keeps the connection ID (SenderImpl.changeAddress sets the socket only): a "
+        "NAT rebinding as the server sees it, not a migration, whose new path takes an unused ID (RFC 9000 9.5)",
     }
 
     @property

@@ -49,6 +49,8 @@ class S2nQuic(RustCrateStack):
         "resumption": "rustls keeps the session tickets in the process's memory (ClientConfig::resumption); this "
         "client makes one connection per process",
         "zerortt": "no ticket kept across processes (see resumption)",
+        "connection-migration": "no call moves a client's connection (its client's path migration validator is "
+        "unreachable!(): src/client/providers.rs)",
     }
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:

@@ -37,6 +37,8 @@ class Tquic(Stack):
         "keyupdate": "tquic_client has no option to start a key update (tquic_tools' --help)",
         "chacha20": "tquic_client has no option for its cipher suites (tquic_tools' --help)",
         "v2": "tquic_client has no option for a QUIC version (tquic_tools' --help)",
+        "connection-migration": "tquic_client's --local-addresses adds paths right after the handshake, for "
+        "multipath (Connection::add_path); it has no option to move its connection later",
     }
 
     def _bin(self, name: str):
