@@ -1,9 +1,10 @@
 """The matrix's server case and its moving cases on the wire. Retry: our server and quic-go's,
 each started for it (an arm's `server_case`), send a Retry whose token our client echoes, and
 the same servers unasked send none, so the check cannot pass by default. Connection
-migration: quic-go's, quiche's, ngtcp2's and aioquic's clients, asked for it across a handover (their client case),
-move to their second address with a new connection ID and the server validates the new path;
-asked on a link that stays put, they fail at once. A few seconds of traffic each."""
+migration: quic-go's, quiche's and aioquic's clients, asked for it across a handover (their
+client case), move to their second address with a new connection ID and the server validates
+the new path; asked on a link that stays put, they fail at once. A few seconds of traffic
+each."""
 
 from __future__ import annotations
 
@@ -82,9 +83,10 @@ def test_a_server_started_for_retry_sends_one_and_the_same_server_unasked_does_n
 @pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
 @needs_testbed("linkem", "endpoint")
 def test_a_stack_s_client_told_to_migrate_moves_with_a_new_connection_id(tmp_path: Path):
-    _needs("quic-go", "quiche", "ngtcp2", "aioquic")
-    # (ngtcp2's is told when only, and takes the address the moved route names)
-    movers = ("quic-go", "quiche", "ngtcp2", "aioquic")
+    _needs("quic-go", "quiche", "aioquic")
+    # (ngtcp2's gtlsclient is asked in the matrix too, and moves its socket, but with the old
+    # path down it never sends from there: stacks/adapters/ngtcp2, ROUTE_SETTLE_MS)
+    movers = ("quic-go", "quiche", "aioquic")
     # (our client beside them: it moves across every handover by itself)
     arms = "".join(_arm(c, client=c, client_case="connection-migration") for c in movers) + _arm("ours")
     runs = _runs(tmp_path / "handover", HEAD.format(name="moves", workload="bulk:4m") + HANDOVER_LINK + arms)

@@ -35,7 +35,12 @@ KEY_UPDATE_AFTER = "10ms"
 # names (rtnetlink) when its timer fires, counted from the handshake's end; the route moves
 # once linkem took the first path down (testbed/route_handover.py polls every 50 ms), so the
 # client asks this much later than it is told to move: after a short break, as a phone whose
-# OS names the LTE address once its Wi-Fi is gone
+# OS names the LTE address once its Wi-Fi is gone. gtlsclient 0.12.1 then binds the new socket
+# and calls ngtcp2_conn_initiate_immediate_migration, but sends from it only when it next has
+# something to write: a downloading client writes ACKs for what arrives, and with the old path
+# down nothing arrives, so it never sends from its new address and the connection idles out
+# (the testbed, 2026-11-30: "Local address is now [198.18.1.3]:60243" on its stderr, not one
+# datagram from there at the router). The interop runner's migration keeps the old path up.
 ROUTE_SETTLE_MS = 250
 PAGE = re.compile(r"^/page/(\d+)x([0-9]+[km]?)\.html$")
 
