@@ -90,5 +90,5 @@ def test_the_provenance_counts_what_the_stores_hold(tmp_path: Path):
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1:6] == ["2", "3", "2", "1", "1"]  # arms, runs, ok, not ok, flagged
     assert "2026-11-30 05:02-05:04" in row and "abc123" in part and "quic-go@v0.65.0" in part
-    assert part.startswith("Generated 2026-11-30 09:00 UTC by `longlook matrix --out X")
+    assert part.startswith("Generated 2026-11-30 09:00 UTC by\n\n    longlook matrix --out X")
     assert "#### handshake" in part

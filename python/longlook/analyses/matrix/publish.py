@@ -70,9 +70,12 @@ def _when(spans: list[tuple[datetime, datetime]]) -> str:
 def provenance_markdown(rows: list[dict], command: str, now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     lines = [
-        f"Generated {now:%Y-%m-%d %H:%M} UTC by `{command}` from the results of a real run on this",
-        "machine; times are UTC, wall time is summed over the sessions that measured (a scenario",
-        "resumed the next day does not count the night).",
+        f"Generated {now:%Y-%m-%d %H:%M} UTC by",
+        "",
+        f"    {command}",
+        "",
+        "from the results of a real run. Times are UTC; wall time is summed over the sessions that",
+        "measured (a scenario resumed the next day does not count the night).",
         "",
         "| scenario | arms | runs | ok | not ok | flagged | measured | sessions | wall |",
         "|---|---|---|---|---|---|---|---|---|",
@@ -95,7 +98,8 @@ def provenance_markdown(rows: list[dict], command: str, now: datetime | None = N
     h = host()
     lines += [
         "",
-        f"Machine: {h['cpu']}, {h['cores']} vCPUs, {h['memory_gib']} GiB, kernel {h['kernel']} ({h['arch']}).",
+        f"Published on: {h['cpu']}, {h['cores']} vCPUs, {h['memory_gib']} GiB, kernel {h['kernel']} ({h['arch']}); "
+        "each session's kernel is in its store.",
     ]
     return "\n".join(lines) + "\n"
 
