@@ -31,7 +31,7 @@ from ..errors import LonglookError
 from ..untrusted import env_dir, path_inside, release_token
 from ..qlog.dialects import normalise
 from .release_registry import Registry as ReleaseRegistry
-from .endpoint import MOVING_CLIENT_CASES
+from .endpoint import MOVING_CLIENT_CASES, native_migration_flags
 from .runner import StackServer, stack_fetcher
 
 OURS = "ours"  # the project's own endpoint: the default server and (as "native") client
@@ -266,7 +266,7 @@ class Stack:
         """What tells its client to move its connection to address `to`, `at_ms` after its
         first packet (a client asked for connection migration): by default our client's
         flags, which the adapters' own clients take too."""
-        return ("--migrate-at-ms", f"{at_ms:g}", "--migrate-to", to)
+        return tuple(native_migration_flags(at_ms, to))
 
     def case_calls(self, case: str, call: ClientCall, state_dir: Path) -> CaseCalls | None:
         """`call` (a fetch, key log included) made to ask the client for `case` (one of

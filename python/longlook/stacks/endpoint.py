@@ -236,10 +236,19 @@ def wait_for_ready(proc: subprocess.Popen, timeout_s: float, stderr_path: Path) 
 MOVING_CLIENT_CASES = ("connection-migration",)
 
 
+def _handover(testbed):
+    return getattr(getattr(testbed, "profile", None), "handover", None)
+
+
+def native_migration_flags(at_ms: float, to: str) -> list[str]:
+    """Our client's flags to move its connection to address `to`, `at_ms` after its first packet."""
+    return ["--migrate-at-ms", f"{at_ms:g}", "--migrate-to", to]
+
+
 def migration_target(testbed) -> tuple[float, str] | None:
     """On a link with a handover: when the client moves (ms after its first packet) and to
     which address; None on a link without one."""
-    handover = getattr(getattr(testbed, "profile", None), "handover", None)
+    handover = _handover(testbed)
     return None if handover is None else (handover.migrate_at_ms(), HANDOVER_CLIENT_ADDR)
 
 
@@ -248,12 +257,10 @@ def migration_argv(testbed, protocol: str) -> list[str]:
     (linkprofile.Handover): QUIC moves its connection; TCP reconnects from the new address and
     resumes with range requests where the handover says `tcp_reconnect`, else stays on its
     connection and dies with its path."""
-    target = migration_target(testbed)
-    handover = getattr(getattr(testbed, "profile", None), "handover", None)
-    if target is None or protocol not in ("h3", "h2") or (protocol == "h2" and not handover.tcp_reconnect):
+    handover = _handover(testbed)
+    if handover is None or protocol not in ("h3", "h2") or (protocol == "h2" and not handover.tcp_reconnect):
         return []
-    at_ms, to = target
-    return ["--migrate-at-ms", f"{at_ms:g}", "--migrate-to", to]
+    return native_migration_flags(handover.migrate_at_ms(), HANDOVER_CLIENT_ADDR)
 
 
 def fetch(
