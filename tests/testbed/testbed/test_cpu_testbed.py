@@ -140,8 +140,9 @@ def test_every_party_s_cpu_is_recorded_per_run_with_the_pinning_and_the_host_buf
     assert summary.ok == summary.runs == 2, summary
     with Store.open(tmp_path, read_only=True) as store:
         runs = counted_runs(store.runs_frame(), "plt_ms", exclude_flagged=False)
+    # recorded, not sized: a fast machine serves 2 MB in under 5 ms of CPU (seen: 4.7 ms)
     for party in ("client", "server", "router"):
-        assert (runs[f"{party}_cpu_s"] > 0.005).all(), runs.filter(like="cpu")
+        assert (runs[f"{party}_cpu_s"] > 0).all(), runs.filter(like="cpu")
         assert (runs[f"{party}_cpu_s_per_mb"] > 0).all()
     assert all(c == {"router": [0], "server": [1], "client": [1]} for c in runs["cpus"])
     assert all(s == ["server+client on CPU 1"] or s == ["client+server on CPU 1"] for s in runs["cpus_shared"])
