@@ -158,6 +158,11 @@ def server_case_arms(stacks: list[str], clients: list[str] | None = None) -> lis
 MOVE_RATE_MBIT, MOVE_RTT_MS, MOVE_SIZE, MOVE_AT_S = 20.0, 20.0, "4m", 1.0
 # the NAT's two moves (linkem's NAT, docs/nat.md) and the handover's second path
 NAT_MOVES = ("port", "address")
+# the client's two public addresses, in the shared address space of carrier NATs (RFC 6598):
+# a server may refuse a move between addresses of no unicast scope, as linkem's default ones
+# in the benchmarking range 198.18.0.0/15 are (s2n-quic's path migration validator: both
+# addresses in one scope, with no way for an application to change it)
+NAT_PUBLIC = ("100.64.0.1", "100.64.0.2")
 HANDOVER_PATH = "{ rate_mbit = 10, rtt_ms = 60, buffer_bytes = 75000 }"
 
 
@@ -172,7 +177,9 @@ def nat_moves_toml(stacks: list[str], *, rounds: int, clients: list[str] | None 
     asks nothing of the client (it does not know it moved), so every client meets it as it is."""
     links = []
     for to in NAT_MOVES:
-        links += _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f'nat = {{ rebind_at_s = [{MOVE_AT_S:g}], rebind_to = "{to}" }}')
+        nat = f'rebind_at_s = [{MOVE_AT_S:g}], rebind_to = "{to}", public = "{NAT_PUBLIC[0]}"'
+        nat = f'{nat}, rebind_public = "{NAT_PUBLIC[1]}"' if to == "address" else nat
+        links += _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f"nat = {{ {nat} }}")
     description = f"QUIC rebinding of {len(stacks)} stacks: every pair across a NAT's port and address rebinding."
     lines = _moves_head("quic-matrix-rebinding", description, rounds, links)
     return "\n".join(lines + pair_arms(stacks, clients)) + "\n"

@@ -3,6 +3,8 @@ client x server pair, and its grid says per pair and case what the runs' capture
 
 from __future__ import annotations
 
+import ipaddress
+
 from longlook.analyses.matrix import Cell, Matrix, markdown, pair_of
 from longlook.commands.matrix import scenario_toml
 from longlook.kinds.pageload import Scenario
@@ -531,6 +533,11 @@ def test_every_pair_crosses_a_nat_rebinding_and_our_client_a_handover_each_run_j
     assert {a.client or "native" for a in nat.arms} == {"native", "quic-go", "gm-quic", "chromium"}
     port, address = nat.cells()
     assert (port.link.nat.rebind_to, address.link.nat.rebind_to) == ("port", "address")
+    # the client's public addresses have a unicast scope (a server may refuse a move between
+    # addresses of none, as those of the benchmarking range 198.18.0.0/15 are)
+    shared = ipaddress.ip_network("100.64.0.0/10")
+    moved_to = (port.link.nat.public, address.link.nat.public, address.link.nat.rebind_public)
+    assert all(ipaddress.ip_address(a) in shared for a in moved_to), moved_to
     moving = Scenario.from_toml(migration_toml(stacks, rounds=1, clients=["chromium"]))
     # our client moves on every handover; quic-go's is told to (its adapter can), gm-quic's
     # cannot be, and gm-quic's server takes no other client
