@@ -70,7 +70,8 @@ def _slower(runs: pd.DataFrame, arm: str, budget: str, factor: float) -> tuple[p
 def test_a_native_client_at_2_percent_of_a_core_downloads_slower_and_its_cpu_time_is_recorded(tmp_path: Path):
     runs = _run(tmp_path, client="native", workload="bulk:5m", budget="{quota = 0.02, cores = 1}", rounds=2)
     slow, fast = _slower(runs, "h3", "q0.02x1", 1.3)
-    assert (runs["client_cpu_s"] > 0.01).all(), runs[["arm", "client_cpu", "client_cpu_s"]]
+    # recorded, not sized (h2's client: 13 ms for 5 MB here at 1% of a core; less on a faster one)
+    assert (runs["client_cpu_s"] > 0).all(), runs[["arm", "client_cpu", "client_cpu_s"]]
     assert (slow["client_cpu_share"] < 0.07).all(), slow["client_cpu_share"].tolist()  # the budget held
     assert (slow["client_throttled_s"] > 0).all() and (fast["client_throttled_s"] == 0).all()
 
