@@ -12,6 +12,8 @@ again (pcap.py) for a second reading, and this module says what goes into that f
   flip, and from then on fails to decrypt the second connection's 1-RTT packets. Without
   it tshark reads the rest right; the packet itself stays in the capture as read the first
   time (not decrypted).
+- Zero bytes after a datagram's long-header packets (padding.py) are cut off: tshark reads
+  them as a 1-RTT packet and can take a key update from them.
 - A client whose packets to it carry an empty connection ID (quic-go's and Chromium's clients
   choose zero-length IDs) and that moved mid-connection (a NAT rebinding, a migration): tshark
   follows such a connection by its addresses, so it cannot decrypt what the server sent to the
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from . import gso
+from . import gso, padding
 from .model import ONE_RTT, Datagram
 from .pcap import RawDatagram
 
@@ -38,9 +40,10 @@ def misfiled(d: Datagram) -> bool:
     )
 
 
-def plan(pieces: list[Datagram], current: list[RawDatagram], raw: RawDatagram) -> list[RawDatagram]:
+def plan(pieces: list[Datagram], current: list[RawDatagram]) -> list[RawDatagram]:
     """What of a captured datagram goes into the next reading, given how the last one read
-    it (`pieces`, from `current`): its GSO segments, itself, or nothing (a misfiled packet).
+    it (`pieces`, from `current`): its GSO segments, itself without zeros after its packets,
+    itself, or nothing (a misfiled packet).
     A datagram split or left out stays so; a second reading may name a connection ID the
     first did not know, and so find segments the first could not."""
     if len(current) != 1:
@@ -49,12 +52,28 @@ def plan(pieces: list[Datagram], current: list[RawDatagram], raw: RawDatagram) -
     if misfiled(d):
         return []
     hidden = [p for p in d.packets if not p.decrypted]
+    if any(p.type == ONE_RTT for p in hidden) and (kept := padding.cut(current[0].payload)) is not None:
+        return [dataclasses.replace(current[0], payload=kept)]  # zeros tshark took for a packet
     # only a short header runs to the datagram's end, so only an unread 1-RTT packet can be
     # a GSO buffer's segments read as one; an unread long-header packet (a 0-RTT packet
     # without the early secret, coalesced after an Initial) has its length and is one packet
     if not hidden or any(p.type != ONE_RTT for p in hidden) or not d.packets[0].dcid:
         return current
-    return [dataclasses.replace(raw, payload=p) for p in gso.split(raw.payload, bytes.fromhex(d.packets[0].dcid))]
+    whole = current[0]
+    return [dataclasses.replace(whole, payload=p) for p in gso.split(whole.payload, bytes.fromhex(d.packets[0].dcid))]
+
+
+def _is_cut(new: list[RawDatagram], current: list[RawDatagram]) -> bool:
+    return len(new) == len(current) == 1 and len(new[0].payload) < len(current[0].payload)
+
+
+def cuts_first(new: list[list[RawDatagram]], current: list[list[RawDatagram]]) -> list[list[RawDatagram]]:
+    """The next reading's plans, with no datagram left out while another one's padding is cut:
+    tshark fails every later 1-RTT packet of a sender once it read a key update from zeros,
+    and those packets would look misfiled. The reading after the cut tells them apart."""
+    if not any(_is_cut(n, c) for n, c in zip(new, current)):
+        return new
+    return [c if not n and c else n for n, c in zip(new, current)]
 
 
 Endpoint = tuple[str, int]
@@ -132,8 +151,10 @@ def regroup(last: list[list[Datagram]], plans: list[list[RawDatagram]], again: l
     return out
 
 
-def notes(plans: list[list[RawDatagram]]) -> list[str]:
+def notes(plans: list[list[RawDatagram]], raws: list[RawDatagram]) -> list[str]:
     said = []
+    if cut := sum(len(p) == 1 and len(p[0].payload) < len(r.payload) for p, r in zip(plans, raws)):
+        said.append(f"{_n(cut, 'datagram')}' zero padding after their packets left out of decryption")
     if split := sum(len(p) > 1 for p in plans):
         said.append(f"{_n(split, 'GSO super-datagram')} (a capture at the sender) read as their segments")
     if left := sum(not p for p in plans):

@@ -164,7 +164,7 @@ def read_capture(pcap_file: str | Path, keylog: str | Path | None, server_port: 
             raws, plans = back, [[r] for r in back]
             pieces = reread.regroup(pieces, plans, again)
     for _ in range(READINGS - 1):
-        new = [reread.plan(ds, p, r) for ds, p, r in zip(pieces, plans, raws)]
+        new = reread.cuts_first([reread.plan(ds, p) for ds, p in zip(pieces, plans)], plans)
         if new == plans:
             break
         again = _read_again(tshark, new, server_port, keylog)
@@ -173,7 +173,7 @@ def read_capture(pcap_file: str | Path, keylog: str | Path | None, server_port: 
             break
         plans, pieces = new, reread.regroup(pieces, new, again)  # time counts from the same first datagram
     datagrams = [d for ds in pieces for d in ds]
-    notes += reread.notes(plans)
+    notes += reread.notes(plans, raws)
     randoms = keylog_randoms(keylog) if keylog is not None else frozenset()
     return Capture(tuple(datagrams), server_port, source=str(pcap_file), notes=tuple(notes), keylog_randoms=randoms)
 

@@ -98,3 +98,14 @@ def test_a_client_with_zero_length_ids_is_followed_across_its_move():
     assert r.verdict == "passed" and "198.18.5.1:20001" in r.evidence, r.evidence
     moved = [d for d in c.datagrams if d.sport == 4441 and d.dport == 20001]
     assert moved and all(not p.dcid for d in moved for p in d.packets)  # addresses and IDs as captured
+
+
+def test_zeros_after_a_datagram_s_packets_do_not_stop_decryption():
+    # a testbed run (SOURCE.md): quiche's Retry server pads the datagrams of its first flight
+    # with zeros after its packets; tshark alone reads them as a 1-RTT packet with a key phase
+    # flip and then decrypts none of the server's 1-RTT packets to quic-go's client
+    c = read_capture(CAPTURES / "quiche-retry-zero-padding.pcapng", CAPTURES / "quiche-retry-zero-padding.keylog", 4443)
+    assert any("zero padding" in n for n in c.notes), c.notes
+    assert all(p.decrypted for d in c.datagrams for p in d.packets)
+    r = CASES["retry"](c)
+    assert r.verdict == "passed" and "HANDSHAKE_DONE from the server at #13" in r.evidence, r.evidence

@@ -25,12 +25,12 @@ def datagram(*packets: Packet, number: int = 1, connection: int | None = 0) -> D
 
 def test_a_decrypted_datagram_goes_in_as_it_is():
     d, r = datagram(one(dcid=DCID)), raw(SEGMENT)
-    assert reread.plan([d], [r], r) == [r]
+    assert reread.plan([d], [r]) == [r]
 
 
 def test_an_undecrypted_super_datagram_goes_in_as_its_segments():
     r = raw(SEGMENT * 3)
-    plan = reread.plan([datagram(one(dcid=DCID, decrypted=False))], [r], r)
+    plan = reread.plan([datagram(one(dcid=DCID, decrypted=False))], [r])
     assert [p.payload for p in plan] == [SEGMENT] * 3
     assert all(p.tos == 2 and p.sport == 5000 for p in plan)
 
@@ -42,20 +42,20 @@ def test_a_coalesced_datagram_with_an_unread_0rtt_packet_is_no_super_datagram():
     zero_rtt = bytes([0xD0, 0, 0, 0, 1, 8]) + bytes.fromhex(DCID) + b"\x00" * 131
     r = raw(initial + zero_rtt)
     d = datagram(Packet("Initial", dcid=DCID, version=1), Packet("0-RTT", dcid=DCID, version=1, decrypted=False))
-    assert reread.plan([d], [r], r) == [r]
+    assert reread.plan([d], [r]) == [r]
 
 
 def test_a_misfiled_packet_is_left_out():
     d = datagram(Packet(ONE_RTT, dcid="", key_phase=1, number=9, decrypted=False))
     assert reread.misfiled(d)
-    assert reread.plan([d], [raw(SEGMENT)], raw(SEGMENT)) == []
+    assert reread.plan([d], [raw(SEGMENT)]) == []
     assert not reread.misfiled(replace(d, connection=None))  # tshark filed it nowhere: harmless
 
 
 def test_split_and_left_out_stay_so():
     r = raw(SEGMENT * 2)
-    assert reread.plan([datagram(one(dcid=DCID))], [r, r], r) == [r, r]
-    assert reread.plan([datagram(one(dcid=DCID, decrypted=False))], [], r) == []
+    assert reread.plan([datagram(one(dcid=DCID))], [r, r]) == [r, r]
+    assert reread.plan([datagram(one(dcid=DCID, decrypted=False))], []) == []
 
 
 def test_regroup_numbers_each_piece_as_the_capture_does():
@@ -68,9 +68,19 @@ def test_regroup_numbers_each_piece_as_the_capture_does():
     assert (left.key_phase, left.number) == (None, None)  # read with another connection's key
 
 
+def test_zeros_after_the_long_packets_are_cut_off_when_tshark_read_a_1rtt_packet_there():
+    # an Initial (no token, 20 bytes), then zeros to 1,200 bytes: tshark reads a 1-RTT packet
+    initial = bytes([0xC0, 0, 0, 0, 1, 8]) + bytes.fromhex(DCID) + bytes([0, 0, 20]) + b"\x07" * 20
+    r = raw(initial + bytes(1200 - len(initial)))
+    d = datagram(Packet("Initial", dcid=DCID, version=1), Packet(ONE_RTT, key_phase=1, decrypted=False))
+    assert [p.payload for p in reread.plan([d], [r])] == [initial]
+    read = datagram(Packet("Initial", dcid=DCID, version=1), Packet(ONE_RTT, key_phase=0, number=3))
+    assert reread.plan([read], [r]) == [r]  # nothing unread: left as it is
+
+
 def test_notes_say_what_was_done():
     plans = [[raw(b"a"), raw(b"b")], [], [raw(b"c")]]
-    assert reread.notes(plans) == [
+    assert reread.notes(plans, [raw(b"ab"), raw(b"x"), raw(b"c")]) == [
         "1 GSO super-datagram (a capture at the sender) read as their segments",
         "1 1-RTT datagram tshark filed under the wrong connection left out of decryption",
     ]
