@@ -122,7 +122,8 @@ def frame(f: dict) -> Frame:
     if t in STREAM_TYPES:
         data = f.get("quic.stream_data")
         length = _int(f.get("quic.stream.length"), (len(data) + 1) // 3 if isinstance(data, str) else 0)
-        return Frame(t, stream_id=_int(f.get("quic.stream.stream_id")), fin=bool(t & 1), length=length)
+        sid, offset = _int(f.get("quic.stream.stream_id")), _int(f.get("quic.stream.offset"), 0)
+        return Frame(t, stream_id=sid, fin=bool(t & 1), length=length, offset=offset)
     if t in (ACK, ACK_ECN):
         ecn = None
         if t == ACK_ECN:

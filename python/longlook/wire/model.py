@@ -63,6 +63,7 @@ class Frame:
     stream_id: int | None = None
     fin: bool = False
     length: int = 0  # STREAM: bytes of data
+    offset: int = 0  # STREAM: where its data starts in the stream
     ecn: tuple[int, int, int] | None = None  # ACK_ECN: ECT(0), ECT(1), CE counts
     acked: tuple[tuple[int, int], ...] = ()  # ACK: acknowledged packet numbers, (low, high) ranges
     data: str | None = None  # PATH_CHALLENGE / PATH_RESPONSE: the 8 bytes, hex

@@ -3,8 +3,9 @@ each started for it (an arm's `server_case`), send a Retry whose token our clien
 the same servers unasked send none, so the check cannot pass by default. Connection
 migration: quic-go's, quiche's and aioquic's clients, asked for it across a handover (their
 client case), move to their second address with a new connection ID and the server validates
-the new path; asked on a link that stays put, they fail at once. A few seconds of traffic
-each."""
+the new path; asked on a link that stays put, they fail at once. Rebinding: s2n-quic's server
+follows a client whose NAT moved it to a new port, between the matrix's public addresses. A
+few seconds of traffic each."""
 
 from __future__ import annotations
 
@@ -101,3 +102,22 @@ def test_a_stack_s_client_told_to_migrate_moves_with_a_new_connection_id(tmp_pat
     still = _runs(tmp_path / "still", HEAD.format(name="still", workload="1x20k") + PLAIN_LINK + arms)
     for client in movers:
         assert still[client]["status"] == "failed" and "handover" in still[client]["error"], still[client]
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
+@needs_testbed("linkem", "endpoint")
+def test_s2n_quic_s_server_follows_a_rebinding_between_the_matrix_s_public_addresses(tmp_path: Path):
+    # s2n-quic refuses a move between addresses of no unicast scope, as linkem's default public
+    # ones (198.18.0.0/15) are; the matrix's NAT uses RFC 6598's (commands/matrix.py)
+    from longlook.commands.matrix import NAT_PUBLIC
+
+    _needs("s2n-quic")
+    link = (
+        f"{PLAIN_LINK}buffer_bytes = 50000\n"
+        f'nat = {{ rebind_at_s = [1], rebind_to = "port", public = "{NAT_PUBLIC[0]}" }}\n'
+    )
+    runs = _runs(tmp_path, HEAD.format(name="rebind", workload="bulk:4m") + link + _arm("s2n", server="s2n-quic"))
+    run = runs["s2n"]
+    assert run["status"] == "ok", run["error"]
+    verdict = judge_cases(tmp_path, run, ("rebind-port",))["rebind-port"]
+    assert verdict["verdict"] == "passed" and f"{NAT_PUBLIC[0]}:" in verdict["evidence"], verdict

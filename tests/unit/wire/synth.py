@@ -94,8 +94,8 @@ DONE = Frame(HANDSHAKE_DONE)
 PING = Frame(0x01)
 
 
-def stream(sid: int, length: int = 100, fin: bool = False) -> Frame:
-    return Frame(0x0A | int(fin), stream_id=sid, fin=fin, length=length)
+def stream(sid: int, length: int = 100, fin: bool = False, offset: int = 0) -> Frame:
+    return Frame(0x0A | int(fin) | (0x04 if offset else 0), stream_id=sid, fin=fin, length=length, offset=offset)
 
 
 def ack(*ranges: tuple[int, int], ecn: tuple[int, int, int] | None = None) -> Frame:

@@ -137,3 +137,35 @@ def test_migration_fails_on_a_dcid_nobody_issued():
 def test_migration_fails_when_nothing_moved():
     r = connection_migration.check(capture(*completed()))
     assert r.verdict == "failed" and "stayed" in r.evidence
+
+
+def left_behind(resent_to: tuple[str, int] | None = None, acked: bool = False) -> list:
+    """A move where the server's packet 7 (stream 0, bytes 1,000-1,500) goes to the old port
+    after the client moved; the client acknowledges it (`acked`: it arrived after all), or the
+    server sends those bytes again to `resent_to`, or neither."""
+    out = moved(data=False)
+    out += [
+        s(one(stream(0, 500, offset=1000), pn=7)),  # to the old address
+        s(one(stream(0, 500, offset=1500, fin=True), pn=8), to=NEW_PORT),
+        c(one(ack((8, 8)) if not acked else ack((7, 8))), frm=NEW_PORT),
+    ]
+    if resent_to:
+        out.append(s(one(stream(0, 600, offset=900), pn=9), to=resent_to))
+    return out
+
+
+def test_a_move_says_what_the_server_left_behind_on_the_old_address():
+    r = rebind_port.check(capture(*left_behind()))
+    assert r.verdict == "passed", r.evidence  # said, not judged: the run's own status judges a stall
+    assert r.evidence.endswith(
+        "; stream 0: 500 bytes (offsets 1,000-1,500) went to the old address, unacknowledged, and were "
+        "not sent again within the capture"
+    ), r.evidence
+
+
+def test_data_sent_again_or_acknowledged_is_not_left_behind():
+    assert "old address" not in rebind_port.check(capture(*left_behind(resent_to=NEW_PORT))).evidence
+    assert "old address" not in rebind_port.check(capture(*left_behind(acked=True))).evidence
+    # sent again, to the old address too, and never acknowledged: still lost
+    still = rebind_port.check(capture(*left_behind(resent_to=CLIENT)))
+    assert "stream 0: 600 bytes (offsets 900-1,500)" in still.evidence, still.evidence

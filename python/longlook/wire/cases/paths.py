@@ -1,7 +1,8 @@
 """The client's paths as the server sees them, for rebind-port, rebind-addr and
 connection-migration: where the client's datagrams came from, when that changed, and
 whether the server validated the new path (RFC 9000 9.3: a PATH_CHALLENGE to the new
-address, the client's PATH_RESPONSE echoing its data) and data continued over it.
+address, the client's PATH_RESPONSE echoing its data) and data continued over it; and what
+of the stream was left behind on the old address, never to arrive.
 
 The address is read at the capture point: a capture on the server's side of the NAT (the
 testbed's router) sees the rebinding the server sees."""
@@ -11,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-from ..model import NEW_CONNECTION_ID, ONE_RTT, PATH_CHALLENGE, PATH_RESPONSE, Capture, Datagram
+from ..model import ACK, ACK_ECN, NEW_CONNECTION_ID, ONE_RTT, PATH_CHALLENGE, PATH_RESPONSE, Capture, Datagram
 from . import view
 from .result import FAILED, CaseResult, failed, not_measurable, passed
 
@@ -91,10 +92,88 @@ def validated(conn: Capture, change: Change) -> CaseResult:
         return failed(
             f"{change}; the path was validated (PATH_RESPONSE at {response.where}), but no STREAM data went over it"
         )
-    return passed(
+    so_far = (
         f"{change}; PATH_CHALLENGE at {challenges[0][0].where}, PATH_RESPONSE at {response.where}, "
         f"STREAM data to the new address from {data.where}{amplification(conn, change, response)}"
     )
+    # said, not judged: a capture cut short would show a hole its end would have filled; a run
+    # that stalled on one fails by its own status (the matrix's completed_move)
+    lost = stranded(conn, change)
+    return passed(f"{so_far}; {lost}" if lost else so_far)
+
+
+Span = tuple[int, int]
+
+
+def _union(spans: list[Span]) -> list[Span]:
+    out: list[Span] = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
+
+
+def _minus(spans: list[Span], cover: list[Span]) -> list[Span]:
+    left = []
+    for a, b in spans:
+        for c, d in cover:
+            if d <= a or c >= b:
+                continue
+            if c > a:
+                left.append((a, c))
+            a = max(a, d)
+            if a >= b:
+                break
+        if a < b:
+            left.append((a, b))
+    return left
+
+
+def _acked(conn: Capture) -> list[Span]:
+    """The server's 1-RTT packet numbers the client acknowledged, as [low, high + 1) spans."""
+    return _union([(a, b + 1) for _, _, f in view.frames(conn, view.CLIENT, ACK, ACK_ECN) for a, b in f.acked])
+
+
+def _is_acked(number: int | None, acked: list[Span]) -> bool:
+    return number is not None and any(a <= number < b for a, b in acked)
+
+
+def stranded(conn: Capture, change: Change) -> str:
+    """Stream data the server sent to the client's old address, which the client never
+    acknowledged, and which the server never sent again elsewhere or in a packet the client
+    acknowledged. Around a move such packets are lost: those still on their way when the NAT
+    moved the binding, or the path went down, and those sent there afterwards. Unless sent
+    again, their data leaves the stream a hole no later packet fills. '' when there is none,
+    or when some server packet after the move was not decrypted (what it carried is unknown)."""
+    start = conn.datagrams.index(change.at)
+    later = [d for d in conn.datagrams[start:] if view.sender(conn, d) == view.SERVER]
+    if any(not p.decrypted for d in later for p in d.packets):
+        return ""
+    acked = _acked(conn)
+    lost: dict[int, list[Span]] = {}
+    sent: dict[int, list[Span]] = {}
+    for d in conn.datagrams:
+        if view.sender(conn, d) != view.SERVER:
+            continue
+        to_old = (d.dst, d.dport) == change.old
+        for p in d.packets:
+            gone = to_old and p.type == ONE_RTT and not _is_acked(p.number, acked)
+            for f in p.frames:
+                if f.is_stream and f.length and f.stream_id is not None:
+                    (lost if gone else sent).setdefault(f.stream_id, []).append((f.offset, f.offset + f.length))
+    holes = {sid: _minus(_union(spans), _union(sent.get(sid, []))) for sid, spans in lost.items()}
+    holes = {sid: h for sid, h in holes.items() if h}
+    if not holes:
+        return ""
+    said = [
+        f"stream {sid}: {sum(b - a for a, b in h):,} bytes (offsets {', '.join(f'{a:,}-{b:,}' for a, b in h[:3])}"
+        + (f" and {len(h) - 3} more" if len(h) > 3 else "")
+        + ")"
+        for sid, h in sorted(holes.items())
+    ]
+    return f"{'; '.join(said)} went to the old address, unacknowledged, and were not sent again within the capture"
 
 
 def from_new(conn: Capture, change: Change, frame_type: int, data: set | None = None) -> Datagram | None:
