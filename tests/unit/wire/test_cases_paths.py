@@ -105,7 +105,10 @@ def test_rebind_port_fails_without_path_response():
 
 def test_rebind_port_fails_when_no_data_follows():
     r = rebind_port.check(capture(*moved(data=False)))
-    assert r.verdict == "failed" and "no STREAM data went over it" in r.evidence
+    assert r.verdict == "failed" and r.evidence.endswith("no STREAM data went over it"), r.evidence
+    # a server that validated the new path and went on sending to the old one says so
+    r = rebind_port.check(capture(*moved(data=False), s(one(stream(0, 500, offset=10))), s(one(ack((1, 1))))))
+    assert r.evidence.endswith("the server kept sending to the old address (2 datagrams after it)"), r.evidence
 
 
 def test_rebind_addr_passes_on_a_validated_new_address():

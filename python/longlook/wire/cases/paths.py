@@ -89,8 +89,14 @@ def validated(conn: Capture, change: Change) -> CaseResult:
             return not_measurable(
                 f"{change}; no STREAM data to it seen, but {hidden} server packets to it were not decrypted"
             )
+        after_response = conn.datagrams[conn.datagrams.index(response) :]
+        kept = sum(view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.old for d in after_response)
+        went_on = (
+            f"; the server kept sending to the old address ({view.count(kept, 'datagram')} after it)" if kept else ""
+        )
         return failed(
-            f"{change}; the path was validated (PATH_RESPONSE at {response.where}), but no STREAM data went over it"
+            f"{change}; the path was validated (PATH_RESPONSE at {response.where}), but no STREAM data went over "
+            f"it{went_on}"
         )
     so_far = (
         f"{change}; PATH_CHALLENGE at {challenges[0][0].where}, PATH_RESPONSE at {response.where}, "
