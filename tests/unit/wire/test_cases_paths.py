@@ -96,6 +96,9 @@ def test_rebind_port_fails_when_nothing_moved():
 def test_rebind_port_fails_without_path_challenge():
     r = rebind_port.check(capture(*moved(validated=False)))
     assert r.verdict == "failed" and "the server sent no PATH_CHALLENGE to the new address" in r.evidence
+    assert r.evidence.endswith(": it sent 1 datagram there unvalidated"), r.evidence  # the data that followed
+    r = rebind_port.check(capture(*moved(validated=False, data=False), s(one(stream(0, 500, offset=10)))))
+    assert r.evidence.endswith(": it kept sending to the old address (1 datagram after the move)"), r.evidence
 
 
 def test_rebind_port_fails_without_path_response():

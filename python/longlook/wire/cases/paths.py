@@ -77,7 +77,13 @@ def validated(conn: Capture, change: Change) -> CaseResult:
             return not_measurable(
                 f"{change}; no PATH_CHALLENGE to it seen, but {hidden} server packets to it were not decrypted"
             )
-        return failed(f"{change}, and the server sent no PATH_CHALLENGE to the new address")
+        kept = sum(view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.old for d in after)
+        went_on = (
+            f": it kept sending to the old address ({view.count(kept, 'datagram')} after the move)" if kept else ""
+        )
+        if to_new:  # followed the client without validating the new address (RFC 9000 9.3)
+            went_on = f": it sent {view.count(len(to_new), 'datagram')} there unvalidated"
+        return failed(f"{change}, and the server sent no PATH_CHALLENGE to the new address{went_on}")
     response = from_new(conn, change, PATH_RESPONSE, {data for _, data in challenges})
     if response is None:
         return failed(
