@@ -166,25 +166,29 @@ def _check_machines_per_stack(directory: Path, name: str, version: str, serves_o
     assert [stack for stack, _ in cwnd_groups(a)] == ["ours", version]
 
 
-VERSIONS = ("quic-go@v0.65.0", "quic-go@v0.64.1")
+# (new, old): two builds of quic-go from the Go proxy; Debian's ngtcp2 beside bookworm-backports'
+VERSIONS = [("quic-go@v0.65.0", "quic-go@v0.64.1"), ("ngtcp2@1.11.0", "ngtcp2@0.12.1")]
 
 
 @needs_testbed("linkem", "endpoint")
-@pytest.mark.parametrize("specs", [pytest.param(VERSIONS, marks=[m for s in VERSIONS for m in _needs_stack(s)][:1])])
+@pytest.mark.parametrize(
+    "specs", [pytest.param(p, marks=[m for s in p for m in _needs_stack(s)][:1], id=p[0]) for p in VERSIONS]
+)
 def test_two_versions_of_a_stack_run_side_by_side(tmp_path: Path, specs):
+    new, old = specs
     toml = f"""name = "versions"
 {LINK}
 [[arms]]
 label = "new"
 protocol = "h3"
-server = "quic-go@v0.65.0"
-client = "quic-go@v0.65.0"
+server = "{new}"
+client = "{new}"
 [[arms]]
 label = "old"
 protocol = "h3"
-server = "quic-go@v0.64.1"
-client = "quic-go@v0.64.1"
+server = "{old}"
+client = "{old}"
 """
     summary, runs, versions = _run(tmp_path, toml)
     assert set(runs[runs.status == "ok"].arm) == {"new", "old"}, runs[["arm", "status", "error"]].to_string()
-    assert set(versions["stacks"]) == {"quic-go@v0.65.0", "quic-go@v0.64.1"}
+    assert set(versions["stacks"]) == {new, old}

@@ -1,5 +1,6 @@
 """ngtcp2 from Debian (`ngtcp2-server`, `ngtcp2-client`: the GnuTLS example programs
-gtlsserver / gtlsclient, installed by scripts/setup.sh through apt). The server serves files
+gtlsserver / gtlsclient, installed by scripts/setup.sh through apt); and a newer release from
+bookworm-backports beside it (`ngtcp2@1.11.0`: unpacked into its own folder, backports.py). The server serves files
 (longlook.stacks.content writes them). The client takes every URL at once and does not
 parse HTML, so a page load requests the HTML and its objects together (the objects are
 known from the page path `/page/<N>x<S>.html`); its fetch JSON is built from the client's
@@ -18,6 +19,7 @@ from ....errors import LonglookError
 from ...base import CaseCalls, ClientCall, ServerCall, Stack
 from ...endpoint import SERVER_ADDR
 from ...qlog_fetch import fetch_document
+from . import backports
 
 SERVER, CLIENT = "gtlsserver", "gtlsclient"
 # the windows our endpoint and Chromium use (docs/interfaces.md: 6 MiB stream, 15 MiB connection)
@@ -55,30 +57,61 @@ class Ngtcp2(Stack):
     name = "ngtcp2"
     # Debian's own build: its one version is the distribution's
     apt_needs = ("ngtcp2-server", "ngtcp2-client")
-    versions = ("0.12.1",)  # what Debian bookworm ships; apt decides, `version_info` records it
-    ccs = ("cubic", "reno", "bbr", "bbr2")
+    # what Debian bookworm ships (apt decides, `version_info` records it), then bookworm-backports'
+    versions = ("0.12.1", *backports.PACKAGES)
     sends_run_header = False  # Debian's example client has no option for request headers
     # gtlsclient's switches: --session-file/--tp-file (read, then written: a ticket and the
     # server's transport parameters from a first connection), --disable-early-data,
     # --key-update=<after the handshake>, --ciphers (a GnuTLS priority string)
     # --change-local-addr=<after the handshake> (connection migration: a new socket, a new
     # path validated, ngtcp2_conn_initiate_immediate_migration)
-    client_cases = ("resumption", "zerortt", "keyupdate", "chacha20", "connection-migration")
+    # --version=v2 (1.x: RFC 9369's v2; 0.12.1 knows only the draft's)
     migrates_by_route = True
     server_case_flags = {"retry": ("--validate-addr",)}  # address validation: a Retry to every new Initial
-    unsupported_as_client = {
-        "v2": "its QUIC v2 is the draft's (`--preferred-versions=v2draft` in 0.12.1), not RFC 9369's",
-    }
+
+    @property
+    def debian(self) -> bool:
+        """Debian's own build, installed by apt (the first version), not a backport."""
+        return self.version == self.versions[0]
+
+    @property
+    def ccs(self) -> tuple[str, ...]:
+        return ("cubic", "reno", "bbr", "bbr2") if self.debian else ("cubic", "reno", "bbr")  # 1.x dropped bbr2
+
+    @property
+    def client_cases(self) -> tuple[str, ...]:
+        cases = ("resumption", "zerortt", "keyupdate", "chacha20", "connection-migration")
+        return cases if self.debian else (*cases, "v2")
+
+    @property
+    def unsupported_as_client(self) -> dict[str, str]:
+        if self.debian:
+            return {"v2": "its QUIC v2 is the draft's (`--preferred-versions=v2draft` in 0.12.1), not RFC 9369's"}
+        return {}
 
     @property
     def install_command(self) -> str:
-        return "apt-get install -y ngtcp2-server ngtcp2-client (scripts/setup.sh)"
+        if self.debian:
+            return "apt-get install -y ngtcp2-server ngtcp2-client (scripts/setup.sh)"
+        return f"longlook stacks install {self.spec} (from bookworm-backports)"
+
+    def program(self, name: str) -> str:
+        if self.debian:
+            return shutil.which(name) or name
+        return str(backports.program(self.build_dir, name))
+
+    def program_env(self) -> dict[str, str]:
+        return {} if self.debian else {"LD_LIBRARY_PATH": backports.library_path(self.build_dir)}
 
     def installed(self) -> bool:
+        if not self.debian:
+            return backports.unpacked(self.build_dir)
         return bool(shutil.which(SERVER) and shutil.which(CLIENT))
 
     def install(self) -> None:
-        if not self.installed():
+        if not self.debian:
+            backports.fetch(self.version, self.build_dir)
+        elif not self.installed():
             p = subprocess.run(
                 ["apt-get", "install", "-y", "-qq", "ngtcp2-server", "ngtcp2-client"], capture_output=True, text=True
             )
@@ -88,13 +121,15 @@ class Ngtcp2(Stack):
                 )
 
     def version_info(self) -> str:
+        if not self.debian:
+            return f"{self.name}@{backports.PACKAGES[self.version]['ngtcp2-client']} (bookworm-backports)"
         p = subprocess.run(["dpkg-query", "-W", "-f=${Version}", "ngtcp2-client"], capture_output=True, text=True)
         return f"{self.name}@{p.stdout.strip() or 'not installed'}"
 
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
         return ServerCall(
             [
-                shutil.which(SERVER) or SERVER,
+                self.program(SERVER),
                 "-q",
                 "--qlog-dir",
                 str(qlog_dir),
@@ -107,7 +142,7 @@ class Ngtcp2(Stack):
                 str(key),
                 str(cert),
             ],
-            env={},
+            env=self.program_env(),
         )
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
@@ -117,7 +152,7 @@ class Ngtcp2(Stack):
         download.mkdir(exist_ok=True)
         return ClientCall(
             [
-                shutil.which(CLIENT) or CLIENT,
+                self.program(CLIENT),
                 "-q",
                 "--exit-on-all-streams-close",
                 "--qlog-file",
@@ -131,7 +166,7 @@ class Ngtcp2(Stack):
                 str(u.port or 443),
                 *urls,
             ],
-            env={},
+            env=self.program_env(),
         )
 
     def migration_flags(self, at_ms: float, to: str) -> tuple[str, ...]:
@@ -153,6 +188,8 @@ class Ngtcp2(Stack):
             return CaseCalls(warmup=None, measured=asked(f"--ciphers={CHACHA20_ONLY}"))
         if case == "connection-migration":  # the runner added migration_flags
             return CaseCalls(warmup=None, measured=call)
+        if case == "v2" and "v2" in self.client_cases:
+            return CaseCalls(warmup=None, measured=asked("--version=v2"))
         return None
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
