@@ -503,6 +503,23 @@ def scenario_differences(a: ScenarioBase, b: ScenarioBase) -> list[str]:
     ]
 
 
+def arms_added(stored: ScenarioBase, now: ScenarioBase) -> list[str] | None:
+    """The labels of the arms `now` adds to `stored`, when that is all that differs: an
+    experiment grown by arms, such as a matrix given one more stack. Its description (prose)
+    and its baseline (which the arms give when not named, and which the analysis reads, not
+    the measurement) may follow. None when anything else differs, or an arm of `stored`
+    changed or is gone."""
+    a, b = stored.model_dump(mode="json"), now.model_dump(mode="json")
+    had = {arm["label"]: arm for arm in a.pop("arms", None) or []}
+    has = {arm["label"]: arm for arm in b.pop("arms", None) or []}
+    for field in ("description", "baseline"):
+        a.pop(field, None)
+        b.pop(field, None)
+    if not had or a != b or any(has.get(label) != arm for label, arm in had.items()):
+        return None
+    return [label for label in has if label not in had]
+
+
 def apply_overrides(data: dict, overrides: dict) -> dict:
     """The parsed file with `overrides` laid over it, before validation (a reduced budget of a
     shipped scenario: fewer rounds, a subset of the grid). Tables merge key by key; any other

@@ -360,7 +360,8 @@ class Store:
         self, scenario: ScenarioBase, versions: dict[str, Any] | None = None, *, allow_version_change: bool = False
     ) -> str:
         """Record the experiment and its cells; on a directory that already holds this
-        scenario, resume it (same id). A different scenario in the same directory is refused,
+        scenario, resume it (same id), also when the scenario only gained arms (recorded with
+        the resumption: its runs so far are the old arms'). A different scenario is refused,
         and so is resuming with other software versions (results would mix them) unless
         allow_version_change, which records what changed."""
         from .registry import get_kind
@@ -372,11 +373,21 @@ class Store:
         ).fetchone()
         if existing:
             exp_id, stored_toml, stored_versions = existing
-            if stored_toml != toml:
+            added = self._arms_added(stored_toml, scenario) if stored_toml != toml else None
+            if stored_toml != toml and not added:
                 self._refuse_other_scenario(stored_toml, scenario)
             merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions, allow_version_change)
+            updates = [("UPDATE experiments SET versions = ? WHERE id = ?", [json.dumps(merged), exp_id])]
+            if added:  # the runs so far are the old arms'; the scenario is the grown one from now on
+                merged["resumed"][-1]["arms_added"] = added
+                updates = [
+                    (
+                        "UPDATE experiments SET versions = ?, scenario_toml = ? WHERE id = ?",
+                        [json.dumps(merged), toml, exp_id],
+                    )
+                ]
             self._record_cells(scenario)
-            self._transaction([("UPDATE experiments SET versions = ? WHERE id = ?", [json.dumps(merged), exp_id])])
+            self._transaction(updates)
             return exp_id
         exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
         self._transaction(
@@ -405,6 +416,16 @@ class Store:
         stored = exp["scenario_toml"] if exp else None
         if stored is not None and stored != (scenario.toml_text or scenario.model_dump_json()):
             self._refuse_other_scenario(stored, scenario)
+
+    def _arms_added(self, stored_toml: str, scenario: ScenarioBase) -> list[str] | None:
+        """The arms `scenario` adds to the stored one when nothing else changed (spec.arms_added)."""
+        from .spec import arms_added, parse_scenario
+
+        try:
+            stored = parse_scenario(stored_toml, source="the stored scenario", base_dir=scenario.base_dir)
+        except LonglookError:
+            return None
+        return arms_added(stored, scenario)
 
     def _refuse_other_scenario(self, stored_toml: str, scenario: ScenarioBase) -> None:
         """Another text is fine when it parses to the same scenario (a comment changed)."""

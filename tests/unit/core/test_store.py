@@ -296,3 +296,46 @@ def test_the_commands_that_resume_can_allow_a_version_change():
     for command in ("run", "reproduce"):
         out = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"}).output
         assert "--allow-version-change" in out, out
+
+
+ARMS = """
+[[arms]]
+label = "a"
+protocol = "h3"
+[[arms]]
+label = "b"
+protocol = "h2"
+"""
+GROWN = ARMS + '[[arms]]\nlabel = "c"\nprotocol = "h3"\nserver = "quic-go"\n'
+
+
+def test_a_scenario_that_only_gained_arms_resumes_and_records_them(tmp_path):
+    # a matrix given one more stack: the old arms' runs stay, the new arms run
+    with Store.open(tmp_path) as s:
+        s.start_experiment(Scenario.from_toml(SCENARIO + ARMS))
+    grown = Scenario.from_toml(
+        SCENARIO.replace('name = "store-test"', 'name = "store-test"\ndescription = "3 arms"') + GROWN
+    )
+    with Store.open(tmp_path) as s:
+        s.start_experiment(grown)
+    with Store.open(tmp_path, read_only=True) as s:
+        assert [a.label for a in s.scenario().arms] == ["a", "b", "c"]  # the grown scenario from now on
+        versions = s.experiment()["versions"]
+    assert versions["resumed"][-1]["arms_added"] == ["c"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ARMS.replace('protocol = "h2"', 'protocol = "h3"') + '[[arms]]\nlabel = "c"\nprotocol = "h3"\n',  # b changed
+        '[[arms]]\nlabel = "a"\nprotocol = "h3"\n[[arms]]\nlabel = "c"\nprotocol = "h3"\n',  # b gone
+    ],
+)
+def test_arms_changed_or_gone_are_another_scenario(tmp_path, change):
+    with Store.open(tmp_path) as s:
+        s.start_experiment(Scenario.from_toml(SCENARIO + ARMS))
+    with Store.open(tmp_path) as s, pytest.raises(LonglookError, match="another scenario"):
+        s.start_experiment(Scenario.from_toml(SCENARIO + change))
+    grown_and_more = Scenario.from_toml(SCENARIO.replace("rounds = 3", "rounds = 4") + GROWN)
+    with Store.open(tmp_path) as s, pytest.raises(LonglookError, match="another scenario"):
+        s.start_experiment(grown_and_more)  # arms added, and the rounds changed
