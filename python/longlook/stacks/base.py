@@ -81,6 +81,11 @@ def serve_args(*, cert, key, root) -> list[str]:
     return ["--cert", str(cert), "--key", str(key), "--root", str(root)]
 
 
+def qlog_flag(qlog_dir: Path | None, flag: str = "--qlog-dir") -> tuple[str, ...]:
+    """A server's qlog flag, or none when its logs are off (qlog_dir None)."""
+    return (flag, str(qlog_dir)) if qlog_dir is not None else ()
+
+
 def fetch_args(*, url, mode, ca, run_id, out, timeout_s) -> list[str]:
     """What every client of ours in an adapter folder takes after its `fetch`: the URL, the
     CA to trust, page or bulk, the run's id, where its fetch JSON goes, and its time limit."""
@@ -236,7 +241,15 @@ class Stack:
         """Its server in the server namespace, ready (`server_argv` through stacks/runner.py),
         started for the interop `case` (one of `server_cases`) when one is named."""
         return StackServer.start(
-            testbed, self, self.cc(cc), port=port, cert_dir=cert_dir, root=content_root, log_dir=log_dir, case=case
+            testbed,
+            self,
+            self.cc(cc),
+            port=port,
+            cert_dir=cert_dir,
+            root=content_root,
+            log_dir=log_dir,
+            case=case,
+            logs=getattr(options, "qlog", True),  # the scenario's server_logs (ServerOptions.qlog)
         )
 
     def fetcher(self, cc: str | None = None) -> Callable:
@@ -244,7 +257,9 @@ class Stack:
         return stack_fetcher(self, cc)
 
     # ---- running -------------------------------------------------------------------------
-    def server_argv(self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path, cc: str) -> ServerCall:
+    def server_argv(
+        self, *, port: int, cert: Path, key: Path, root: Path, qlog_dir: Path | None, cc: str
+    ) -> ServerCall:
         raise NotImplementedError
 
     def client_argv(

@@ -101,6 +101,7 @@ class StackServer:
     qlog_dir: Path
     stderr_path: Path
     spki: str = ""
+    logs: bool = True  # False: started without its qlog (a scenario's server_logs = false)
     _taken: set[str] = field(default_factory=set)
 
     @classmethod
@@ -116,11 +117,13 @@ class StackServer:
         log_dir: Path,
         timeout_s: float = 20.0,
         case: str | None = None,
+        logs: bool = True,
     ) -> "StackServer":
         cert, key = ensure_cert(cert_dir)
         qlog_dir = log_dir / "qlog"
         qlog_dir.mkdir(parents=True, exist_ok=True)
-        call = stack.server_argv(port=port, cert=cert, key=key, root=root, qlog_dir=qlog_dir, cc=cc)
+        # logs off: no qlog at all, whose writing would count as the stack's CPU and time
+        call = stack.server_argv(port=port, cert=cert, key=key, root=root, qlog_dir=qlog_dir if logs else None, cc=cc)
         if case is not None:
             asked = stack.server_case_call(case, call)
             if asked is None:
@@ -138,7 +141,7 @@ class StackServer:
             text=True,
             env={**os.environ, **call.env},
         )
-        server = cls(stack=stack, cc=cc, process=proc, qlog_dir=qlog_dir, stderr_path=stderr_path)
+        server = cls(stack=stack, cc=cc, process=proc, qlog_dir=qlog_dir, stderr_path=stderr_path, logs=logs)
         server._wait_ready(testbed, port, call.prints_ready, timeout_s)
         server.spki = _spki(cert)
         return server
@@ -178,7 +181,8 @@ class StackServer:
         """Move the qlogs of the connections made since the last call into `dest` (runs are
         sequential per server): the last one as `qlog` (translated) + `qlog_raw`, earlier
         ones (a 0-RTT warm-up) as `qlog_warmup_raw`. Returns artifact names -> files."""
-        files = _settled_new_files(self.qlog_dir, self._taken, LOG_SETTLE_S if self.stack.writes_qlog else 0.0)
+        settle = LOG_SETTLE_S if self.stack.writes_qlog and self.logs else 0.0
+        files = _settled_new_files(self.qlog_dir, self._taken, settle)
         return _move_logs(self.stack, files, dest, "server")
 
     def take_artifacts(self, run_id: str, dest: Path, *, unlabelled_since_ms: float | None = None) -> dict[str, str]:

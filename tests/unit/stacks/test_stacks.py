@@ -356,3 +356,20 @@ def test_a_stack_pinned_by_its_distribution_refuses_other_versions():
     with pytest.raises(LonglookError) as e:
         resolve("ngtcp2@1.0.0")
     assert "ngtcp2" in str(e.value) and "0.12.1" in str(e.value)
+
+
+@pytest.mark.parametrize("name", [n for n in STACKS if n != "ours"])
+def test_a_stack_s_server_with_its_logs_off_is_given_no_qlog(name, tmp_path):
+    # a scenario's server_logs = false (the matrix's performance grid): writing a qlog per
+    # connection costs the server CPU and time that would count as the stack's
+    stack = resolve(name)
+
+    def call(qlog_dir):
+        return stack.server_argv(
+            port=4433, cert=tmp_path / "c", key=tmp_path / "k", root=tmp_path, qlog_dir=qlog_dir, cc=stack.ccs[0]
+        )
+
+    on, off = call(tmp_path / "qlogs"), call(None)
+    named = [*on.argv, *on.env.values()]
+    assert any(str(tmp_path / "qlogs") in x for x in named), named  # on: where its qlogs go
+    assert not any("qlog" in x.lower() for x in [*off.argv, *off.env]), (off.argv, off.env)

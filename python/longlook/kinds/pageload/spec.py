@@ -378,10 +378,11 @@ class Scenario(ScenarioBase):
     client: ClientName = "native"  # default for every arm; [[arms]] may set their own
     server: ServerName = OURS  # likewise: our endpoint, or a QUIC stack's server
     chromium_netlog: bool = False  # keep Chromium's net-log of each Chromium run
-    # our endpoint server's per-connection logs (QUIC qlog, TCP_INFO samples): what the state
-    # machines and the host-buffer audit read, and a cost: at 100 Mbit/s they took 35-45% of
-    # its QUIC server CPU per MB (23.3 vs 17.2 ms) and doubled TCP's (1.7 vs 0.9). Off for
-    # CPU measurements, which the papers made without such logging.
+    # the servers' per-connection logs (our endpoint's QUIC qlog and TCP_INFO samples, a
+    # stack's qlog): what the state machines and the host-buffer audit read, and a cost: at
+    # 100 Mbit/s they took 35-45% of our QUIC server's CPU per MB (23.3 vs 17.2 ms) and
+    # doubled TCP's (1.7 vs 0.9). Off for CPU measurements, which the papers made without such
+    # logging, and for comparing stacks (a stack's server would pay for its log alone).
     server_logs: bool = True
     protocols: list[str] = ["h3", "h2"]
     arms: list[Arm] = []

@@ -103,7 +103,7 @@ class GoModuleStack(Stack):
     def server_argv(self, *, port, cert, key, root, qlog_dir, cc) -> ServerCall:
         return ServerCall(
             [str(self.binary), "serve", "--listen", f"0.0.0.0:{port}", *serve_args(cert=cert, key=key, root=root)],
-            env={"QLOGDIR": str(qlog_dir)},
+            env={"QLOGDIR": str(qlog_dir)} if qlog_dir else {},  # quic-go's and x/net's tracer: on when set
             prints_ready=True,
         )
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 from ...errors import LonglookError
-from ..base import ClientCall, ServerCall, Stack, fetch_args, serve_args
+from ..base import ClientCall, ServerCall, Stack, fetch_args, qlog_flag, serve_args
 
 
 HARNESS = Path(__file__).parent / "h3_harness"
@@ -108,7 +108,8 @@ class RustCrateStack(Stack):
                 "--listen",
                 f"0.0.0.0:{port}",
                 *serve_args(cert=cert, key=key, root=root),
-                *("--qlog-dir", str(qlog_dir), "--cc", cc),
+                *qlog_flag(qlog_dir),
+                *("--cc", cc),
             ],
             env={},
             prints_ready=True,

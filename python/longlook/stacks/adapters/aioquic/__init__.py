@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, serve_args
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, qlog_flag, serve_args
 from ...release_registry import Registry
 
 
@@ -58,7 +58,8 @@ class Aioquic(Stack):
                 "--listen",
                 f"0.0.0.0:{port}",
                 *serve_args(cert=cert, key=key, root=root),
-                *("--qlog-dir", str(qlog_dir), "--cc", cc),
+                *qlog_flag(qlog_dir),
+                *("--cc", cc),
             ],
             env={},
             prints_ready=True,

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, serve_args
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, fetch_args, qlog_flag, serve_args
 
 FLUPKE = "0.9.4"
 
@@ -127,8 +127,7 @@ class Kwik(Stack):
                 "--listen-port",
                 str(port),
                 *serve_args(cert=cert, key=key, root=root),
-                "--qlog-dir",
-                str(qlog_dir),
+                *qlog_flag(qlog_dir),
             ),
             env={},
             prints_ready=True,

@@ -16,7 +16,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, qlog_flag
 from ...endpoint import SERVER_ADDR
 from ...qlog_fetch import fetch_document
 from . import backports
@@ -131,8 +131,7 @@ class Ngtcp2(Stack):
             [
                 self.program(SERVER),
                 "-q",
-                "--qlog-dir",
-                str(qlog_dir),
+                *qlog_flag(qlog_dir),
                 f"--cc={cc}",
                 "-d",
                 str(root),

@@ -15,7 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ....errors import LonglookError
-from ...base import CaseCalls, ClientCall, ServerCall, Stack
+from ...base import CaseCalls, ClientCall, ServerCall, Stack, qlog_flag
 from ...qlog_fetch import fetch_document
 from ..ngtcp2 import object_paths
 from ...release_registry import Registry
@@ -89,8 +89,7 @@ class Tquic(Stack):
                 str(key),
                 "--root",
                 str(root),
-                "--qlog-dir",
-                str(qlog_dir),
+                *qlog_flag(qlog_dir),
                 "--congestion-control-algor",
                 cc,
                 "--log-level",
