@@ -6,9 +6,10 @@ stopped, and a published page can be regenerated from a clean clone.
 
 What travels is what the verdicts and their explanations read, at a size a repository can
 hold: the store, every run's small files, and its qlogs without their packet-level events
-(`transport:packet_sent`, `packet_received`, `frames_processed`: 75-99% of a qlog's bytes,
-measured on a 10 MB page load). The congestion-control events stay, so state machines,
-window timelines and losses read the same as on the machine that measured; what needs single
+(`transport:packet_sent`, `packet_received`, `frames_processed`, and their kin in other
+dialects: 75-99% of a qlog's bytes, measured on a 10 MB page load). The congestion-control
+events stay, so state machines, window timelines and losses read the same as on the machine
+that measured; what needs single
 packets (a report's path changes and receive gaps) does not. Left behind: packet captures,
 the experiment's throwaway certificate and key, and the files its servers served. CARRIED
 (a JSON file in the folder) says what was left out. xz (the standard library's lzma): the
@@ -32,8 +33,21 @@ SUFFIX = ".tar.xz"
 MARK = "CARRIED"
 CAPTURES = (".pcap", ".pcapng", ".pcap.gz")  # no verdict reads a capture
 LOGS = (".sqlog", ".qlog")
-# packet-level qlog events: most of a qlog's bytes; no state machine reads them
-PACKET_EVENTS = (b'"transport:packet_sent"', b'"transport:packet_received"', b'"transport:frames_processed"')
+# packet-level qlog events: most of a qlog's bytes; no state machine reads them. Each
+# dialect's names: qlog 0.3's, and the quic: ones of the newer drafts (quiche, tquic); the
+# per-packet data movement, datagram and spin-bit events some stacks add to every packet
+PACKET_EVENTS = (
+    b'"transport:packet_sent"',
+    b'"transport:packet_received"',
+    b'"transport:frames_processed"',
+    b'"transport:datagrams_received"',
+    b'"transport:datagrams_sent"',
+    b'"transport:data_moved"',
+    b'"quic:packet_sent"',
+    b'"quic:packet_received"',
+    b'"quic:stream_data_moved"',
+    b'"connectivity:spin_bit_updated"',
+)
 LEFT_OUT_DIRS = ("cert", "stack-content")  # a throwaway key; the files the servers served
 
 

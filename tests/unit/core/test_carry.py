@@ -100,3 +100,20 @@ def test_only_a_changed_store_is_packed_again(tmp_path):
     os.utime(folder / DB_FILE, (later, later))
     assert [c.name for c in carry_out(archive, [folder])] == ["fig8"]
     assert carry_out(archive, [tmp_path / "a" / "none"]) == []
+
+
+def test_every_dialect_s_packet_events_are_thinned_and_the_congestion_ones_kept():
+    from longlook.core.carry import thin
+
+    kept = '\x1e{"time": 2, "name": "recovery:metrics_updated", "data": {"congestion_window": 12000}}\n'
+    per_packet = [
+        "transport:packet_sent",
+        "quic:packet_sent",  # the newer drafts' names (quiche, tquic)
+        "quic:packet_received",
+        "quic:stream_data_moved",
+        "transport:data_moved",  # gm-quic: one per packet
+        "transport:datagrams_received",  # aioquic
+        "connectivity:spin_bit_updated",
+    ]
+    log = "".join(f'\x1e{{"time": 1, "name": "{n}", "data": {{}}}}\n' for n in per_packet) + kept
+    assert thin(log.encode()).decode() == kept
