@@ -9,11 +9,11 @@ hold: the store, every run's small files, and its qlogs without their packet-lev
 (`transport:packet_sent`, `packet_received`, `frames_processed`, and their kin in other
 dialects: 75-99% of a qlog's bytes, measured on a 10 MB page load). The congestion-control
 events stay, so state machines, window timelines and losses read the same as on the machine
-that measured; what needs single
-packets (a report's path changes and receive gaps) does not. Left behind: packet captures,
-the experiment's throwaway certificate and key, and the files its servers served. CARRIED
-(a JSON file in the folder) says what was left out. xz (the standard library's lzma): the
-thinned qlogs are repetitive JSON it shrinks 20-30x, and packing happens once per scenario.
+that measured; what needs single packets (a report's path changes and receive gaps) does
+not. Left behind: packet captures, the experiment's throwaway certificate and key, and the
+files its servers served. CARRIED (a JSON file in the folder) says what was left out. xz (the
+standard library's lzma): the thinned qlogs are repetitive JSON it shrinks 20-30x, and
+packing happens once per scenario.
 """
 
 from __future__ import annotations
