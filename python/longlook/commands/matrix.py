@@ -239,8 +239,9 @@ def perf_scenario_toml(
 ) -> str:
     """The performance grid's scenario at one rate: every pair (and each client-only client,
     Chromium, with every server) downloads one bulk object, and with `page` a page of many
-    small objects, over a path of that rate with a one-BDP buffer, the servers'
-    per-connection logs off (their cost would be counted as the stack's CPU); one more arm,
+    small objects, over a path of that rate with a one-BDP buffer, the servers' and the
+    clients' per-connection logs off (their cost would be counted as the stack's CPU; a
+    client whose run is read from its qlog keeps it: Stack.fetch_from_qlog); one more arm,
     our client and server over kernel TCP (h2), is every pair's reference. With `why`: those
     pairs only, one bulk download each with the servers' logs on, to read what held a slow
     one's server back (analyses/matrix/limits.py), counted for nothing else."""
@@ -257,6 +258,7 @@ def perf_scenario_toml(
             "timeout_s = 60",
             "retries = 1",
             f"server_logs = {'true' if why is not None else 'false'}",
+            f"client_logs = {'true' if why is not None else 'false'}",
             "workloads = [" + ", ".join(f'"{w}"' for w in workloads) + "]",
             "",
             "[options]",

@@ -149,6 +149,9 @@ class Stack:
     # asked for connection migration, its client moves to the address its OS's route names
     # then (not to one it is given): the route moves under it as under a client not told to
     migrates_by_route: ClassVar[bool] = False
+    # its client's run is read from its qlog (finish_fetch): it writes one whether or not
+    # the scenario keeps the clients' logs
+    fetch_from_qlog: ClassVar[bool] = False
 
     def __init__(self, version: str | None = None):
         if version is not None:  # it names a folder and goes into build commands
@@ -252,9 +255,10 @@ class Stack:
             logs=getattr(options, "qlog", True),  # the scenario's server_logs (ServerOptions.qlog)
         )
 
-    def fetcher(self, cc: str | None = None) -> Callable:
-        """A fetch function (the signature of stacks.endpoint.fetch) running its client."""
-        return stack_fetcher(self, cc)
+    def fetcher(self, cc: str | None = None, logs: bool = True) -> Callable:
+        """A fetch function (the signature of stacks.endpoint.fetch) running its client;
+        `logs`: its qlog (the scenario's client_logs)."""
+        return stack_fetcher(self, cc, logs=logs)
 
     # ---- running -------------------------------------------------------------------------
     def server_argv(

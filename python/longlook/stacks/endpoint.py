@@ -279,6 +279,7 @@ def fetch(
     binary: Path | None = None,
     ecn: bool = True,
     client_case: str | None = None,
+    qlog: bool = True,
 ) -> FetchResult:
     """One run of the native client in the client namespace. With `zero_rtt` the client
     first makes an unmeasured connection for a session ticket, then measures a 0-RTT one.
@@ -315,7 +316,7 @@ def fetch(
                 f"the native client cannot be asked for {client_case}", hint=f"it can: {', '.join(NATIVE_CASE_ARGV)}"
             )
         argv += NATIVE_CASE_ARGV[client_case]
-    if protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
+    if qlog and protocol in ("h3", "race"):  # the measured QUIC connection's client-side trace
         argv += ["--qlog", str(out.parent / CLIENT_QLOG)]
     if keylog is not None:
         argv += ["--keylog", str(keylog)]

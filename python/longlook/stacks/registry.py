@@ -58,14 +58,14 @@ def resolve(spec: str) -> Stack:
     return stack_class(name)(version)
 
 
-def client_fetcher(name: str, **kwargs):
+def client_fetcher(name: str, *, logs: bool = True, **kwargs):
     """The fetch function of client `name`: a stack's, else one of stacks.clients (native,
-    chromium, ...)."""
+    chromium, ...); `logs`: its qlog (the scenario's client_logs)."""
     if is_stack(name):
-        return resolve(name).fetcher()
+        return resolve(name).fetcher(logs=logs)
     from .clients import fetcher
 
-    return fetcher(name, **kwargs)
+    return fetcher(name, logs=logs, **kwargs)
 
 
 def sends_run_header(client: str) -> bool:

@@ -247,10 +247,12 @@ def _run_client(testbed, call, timeout_s: float) -> tuple[int, str, bool]:
         return 124, (err.decode(errors="replace") if isinstance(err, bytes) else (err or "")), True
 
 
-def stack_fetcher(stack: "Stack", cc: str | None = None):
-    """A fetch function (the signature of endpoint.fetch) running `stack`'s client."""
+def stack_fetcher(stack: "Stack", cc: str | None = None, logs: bool = True):
+    """A fetch function (the signature of endpoint.fetch) running `stack`'s client; without
+    `logs` its client writes no qlog, unless its run is read from it (Stack.fetch_from_qlog)."""
     stack.require(cc)
     cc = stack.cc(cc)
+    logs = logs or stack.fetch_from_qlog
 
     def fetch(
         testbed,
@@ -274,7 +276,7 @@ def stack_fetcher(stack: "Stack", cc: str | None = None):
             ca=cert_dir / "cert.pem",
             run_id=run_id,
             out=out,
-            qlog_dir=qlog_dir,
+            qlog_dir=qlog_dir if logs else None,
             timeout_s=timeout_s,
             cc=cc,
         )

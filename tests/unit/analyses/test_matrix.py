@@ -74,6 +74,7 @@ def test_the_performance_scenario_has_every_pair_kernel_tcp_and_the_page_at_its_
 
     sc = Scenario.from_toml(perf_scenario_toml(["ours", "quic-go"], rate_mbit=1000, rounds=3, rtt_ms=20))
     assert [w.label for w in sc.workloads] == ["bulk-200m"] and not sc.server_logs and sc.rounds == 3
+    assert not sc.client_logs  # no party pays for a log the others do not write
     labels = [a.label for a in sc.arms]
     assert labels == ["ours_ours", "ours_quic-go", "quic-go_ours", "quic-go_quic-go", "tcp"]
     assert sc.arms[-1].protocol == "h2" and not sc.fidelity.retry_flagged
@@ -157,7 +158,7 @@ def test_a_slow_pair_without_a_busy_cpu_says_what_held_its_server_back(tmp_path)
     assert slow == {("aioquic", "quic-go")}
     why = parse_scenario(perf_scenario_toml(["aioquic", "quic-go"], rate_mbit=1000, rounds=1, rtt_ms=20, why=slow))
     assert [a.label for a in why.arm_list()] == ["aioquic_quic-go", "tcp"] and why.rounds == 1
-    assert why.server_logs and [w.label for w in why.workloads] == ["bulk-200m"]
+    assert why.server_logs and why.client_logs and [w.label for w in why.workloads] == ["bulk-200m"]
     # that run's server qlogs: two show a full window, one does not
     runs, events = (
         [],

@@ -373,3 +373,34 @@ def test_a_stack_s_server_with_its_logs_off_is_given_no_qlog(name, tmp_path):
     named = [*on.argv, *on.env.values()]
     assert any(str(tmp_path / "qlogs") in x for x in named), named  # on: where its qlogs go
     assert not any("qlog" in x.lower() for x in [*off.argv, *off.env]), (off.argv, off.env)
+
+
+@pytest.mark.parametrize("name", [n for n in STACKS if n != "ours"])
+def test_a_stack_s_client_with_its_logs_off_is_given_no_qlog_unless_its_run_is_read_from_it(name, tmp_path):
+    stack = resolve(name)
+
+    def call(qlog_dir):
+        return stack.client_argv(
+            url="https://198.18.2.2:4433/page/1x1k.html",
+            mode="page",
+            ca=tmp_path / "ca",
+            run_id="r",
+            out=tmp_path / "fetch.json",
+            qlog_dir=qlog_dir,
+            timeout_s=10.0,
+            cc=stack.ccs[0],
+        )
+
+    if stack.fetch_from_qlog:  # ngtcp2's and tquic's runs are read from their qlogs: never off
+        assert name in ("ngtcp2", "tquic")
+        return
+    off = call(None)
+    assert not any("qlog" in x.lower() for x in [*off.argv, *off.env]), (off.argv, off.env)
+
+
+def test_the_native_client_s_qlog_follows_the_scenario_s_client_logs():
+    from longlook.stacks.registry import client_fetcher
+
+    assert client_fetcher("native", logs=False).keywords == {"qlog": False}
+    assert client_fetcher("native") is not None and not getattr(client_fetcher("native"), "keywords", {})
+    assert client_fetcher("ours@0.11.19", logs=False).keywords["qlog"] is False

@@ -53,7 +53,12 @@ class PageLoad(Kind):
             ensure_chromium()
         # and every QUIC stack's server installed, with the congestion control asked for
         require_servers([(a.server or scenario.server, a.server_cc) for a in scenario.arms])
-        return {"fetchers": {c: client_fetcher(c, chromium_netlog=scenario.chromium_netlog) for c in clients}}
+        return {
+            "fetchers": {
+                c: client_fetcher(c, chromium_netlog=scenario.chromium_netlog, logs=scenario.client_logs)
+                for c in clients
+            }
+        }
 
     @contextlib.contextmanager
     def session(self, testbed, experiment_dir: Path) -> Iterator[dict[str, Any]]:

@@ -384,6 +384,9 @@ class Scenario(ScenarioBase):
     # doubled TCP's (1.7 vs 0.9). Off for CPU measurements, which the papers made without such
     # logging, and for comparing stacks (a stack's server would pay for its log alone).
     server_logs: bool = True
+    # the clients' qlogs (ours and each stack's), likewise a cost counted as the client's CPU
+    # and time; a client whose run is read from its qlog keeps it (Stack.fetch_from_qlog)
+    client_logs: bool = True
     protocols: list[str] = ["h3", "h2"]
     arms: list[Arm] = []
     baseline: str | None = None  # label of the arm others are compared against; default last

@@ -109,7 +109,7 @@ class GoModuleStack(Stack):
 
     def client_argv(self, *, url, mode, ca, run_id, out, qlog_dir, timeout_s, cc) -> ClientCall:
         fetch = fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s)
-        return ClientCall([str(self.binary), "fetch", *fetch], env={"QLOGDIR": str(qlog_dir)})
+        return ClientCall([str(self.binary), "fetch", *fetch], env={"QLOGDIR": str(qlog_dir)} if qlog_dir else {})
 
     def with_keylog(self, call: ClientCall, keylog: Path) -> ClientCall:
         return ClientCall([*call.argv, "--keylog", str(keylog)], call.env)  # tls.Config.KeyLogWriter

@@ -121,7 +121,8 @@ class RustCrateStack(Stack):
                 str(self.binary),
                 "fetch",
                 *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
-                *("--qlog-dir", str(qlog_dir), "--cc", cc),
+                *qlog_flag(qlog_dir),
+                *("--cc", cc),
             ],
             env={},
         )

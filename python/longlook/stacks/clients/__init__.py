@@ -11,6 +11,8 @@ a module here plus a line in `fetcher`.
 
 from __future__ import annotations
 
+import functools
+
 from typing import Callable
 
 from ...errors import LonglookError
@@ -18,13 +20,14 @@ from ...errors import LonglookError
 KNOWN_CLIENTS = ("native", "chromium", "chromium-discovery")
 
 
-def fetcher(name: str, *, chromium_netlog: bool = False) -> Callable:
+def fetcher(name: str, *, chromium_netlog: bool = False, logs: bool = True) -> Callable:
     """The fetch function of client `name`. `chromium_netlog` keeps Chromium's net-log of
-    each run (ignored by the native client, whose server writes qlogs anyway)."""
+    each run (ignored by the native client, whose server writes qlogs anyway); without `logs`
+    the native client writes no qlog (Chromium writes none but its net-log)."""
     if name == "native":
         from ..endpoint import fetch
 
-        return fetch
+        return fetch if logs else functools.partial(fetch, qlog=False)
     if name in ("chromium", "chromium-discovery"):
         from .chromium import chromium_fetcher
 

@@ -71,7 +71,8 @@ class Aioquic(Stack):
                 str(self.python),
                 str(self.folder / "h3client.py"),
                 *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
-                *("--qlog-dir", str(qlog_dir), "--cc", cc),
+                *qlog_flag(qlog_dir),
+                *("--cc", cc),
             ],
             env={},
         )

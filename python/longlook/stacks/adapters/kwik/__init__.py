@@ -138,8 +138,7 @@ class Kwik(Stack):
             self._java(
                 "fetch",
                 *fetch_args(url=url, mode=mode, ca=ca, run_id=run_id, out=out, timeout_s=timeout_s),
-                "--qlog-dir",
-                str(qlog_dir),
+                *qlog_flag(qlog_dir),
             ),
             env={},
         )

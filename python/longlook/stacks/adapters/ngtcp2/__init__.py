@@ -67,6 +67,7 @@ class Ngtcp2(Stack):
     # path validated, ngtcp2_conn_initiate_immediate_migration)
     # --version=v2 (1.x: RFC 9369's v2; 0.12.1 knows only the draft's)
     migrates_by_route = True
+    fetch_from_qlog = True  # its fetch JSON is built from its client's qlog (stacks/qlog_fetch.py)
     server_case_flags = {"retry": ("--validate-addr",)}  # address validation: a Retry to every new Initial
 
     @property

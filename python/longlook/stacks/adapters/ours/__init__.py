@@ -114,7 +114,8 @@ class Ours(Stack):
         options = replace(options or ServerOptions(), retry=case == "retry")
         return EndpointServer.start(testbed, options, port=port, cert_dir=cert_dir, log_dir=log_dir, binary=self.binary)
 
-    def fetcher(self, cc: str | None = None):
+    def fetcher(self, cc: str | None = None, logs: bool = True):
         """Its client is the native client (`endpoint fetch`, of this build); the server
         decides the congestion control."""
-        return functools.partial(fetch, binary=self.binary) if self.is_release else fetch
+        binary = {"binary": self.binary} if self.is_release else {}
+        return functools.partial(fetch, **binary, **({} if logs else {"qlog": False}))

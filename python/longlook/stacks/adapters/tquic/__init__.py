@@ -29,6 +29,7 @@ class Tquic(Stack):
     versions = ("1.6.0",)
     any_version = True  # any tquic_tools release on crates.io
     ccs = ("bbr", "cubic", "bbr3", "copa")
+    fetch_from_qlog = True  # its fetch JSON is built from its client's qlog (stacks/qlog_fetch.py)
     sends_run_header = False  # tquic_client has no option for request headers
     # tquic_client's switches: --session-file (a first connection's ticket), --enable-early-data
     client_cases = ("resumption", "zerortt")
