@@ -9,6 +9,7 @@ testbed's router) sees the rebinding the server sees."""
 
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 from typing import Callable
 
@@ -149,7 +150,11 @@ def _acked(conn: Capture) -> list[Span]:
 
 
 def _is_acked(number: int | None, acked: list[Span]) -> bool:
-    return number is not None and any(a <= number < b for a, b in acked)
+    """Whether `number` lies in one of the sorted, disjoint `acked` spans."""
+    if number is None:
+        return False
+    i = bisect.bisect_right(acked, (number, float("inf"))) - 1
+    return i >= 0 and acked[i][0] <= number < acked[i][1]
 
 
 def stranded(conn: Capture, change: Change) -> str:
