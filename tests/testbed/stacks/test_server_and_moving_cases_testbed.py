@@ -116,8 +116,10 @@ def test_s2n_quic_s_server_follows_a_rebinding_between_the_matrix_s_public_addre
         f"{PLAIN_LINK}buffer_bytes = 50000\n"
         f'nat = {{ rebind_at_s = [1], rebind_to = "port", public = "{NAT_PUBLIC[0]}" }}\n'
     )
-    runs = _runs(tmp_path, HEAD.format(name="rebind", workload="bulk:4m") + link + _arm("s2n", server="s2n-quic"))
-    run = runs["s2n"]
-    assert run["status"] == "ok", run["error"]
-    verdict = judge_cases(tmp_path, run, ("rebind-port",))["rebind-port"]
-    assert verdict["verdict"] == "passed" and f"{NAT_PUBLIC[0]}:" in verdict["evidence"], verdict
+    arms = _arm("s2n", server="s2n-quic") + _arm("ours")  # our server beside it: the same move
+    runs = _runs(tmp_path, HEAD.format(name="rebind", workload="bulk:4m") + link + arms)
+    for arm in ("s2n", "ours"):
+        run = runs[arm]
+        assert run["status"] == "ok", (arm, run["error"])
+        verdict = judge_cases(tmp_path, run, ("rebind-port",))["rebind-port"]
+        assert verdict["verdict"] == "passed" and f"{NAT_PUBLIC[0]}:" in verdict["evidence"], (arm, verdict)
