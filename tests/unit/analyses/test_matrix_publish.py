@@ -92,3 +92,15 @@ def test_the_provenance_counts_what_the_stores_hold(tmp_path: Path):
     assert "2026-11-30 05:02-05:04" in row and "abc123" in part and "quic-go@v0.65.0" in part
     assert part.startswith("Generated 2026-11-30 09:00 UTC by\n\n    longlook matrix --out X")
     assert "#### handshake" in part
+
+
+def test_a_stack_a_resumed_session_added_is_named_among_the_implementations():
+    from longlook.analyses.matrix.publish import provenance_markdown
+
+    versions = {
+        "stacks": {"quic-go@v0.65.0": "quic-go@v0.65.0"},
+        "resumed": [{"changed": {"stacks": {"was": {}, "now": {"ngtcp2@1.11.0": "ngtcp2@1.11.0-1~bpo12+1"}}}}],
+    }
+    row = {"name": "interoperability", "arms": 2, "runs": 2, "ok": 2, "not_ok": 0, "flagged": 0}
+    text = provenance_markdown([{**row, "sessions": [], "active_s": 0.0, "commits": [], "versions": versions}], "x")
+    assert "Implementations: ngtcp2@1.11.0-1~bpo12+1; quic-go@v0.65.0." in text, text

@@ -67,6 +67,15 @@ def _when(spans: list[tuple[datetime, datetime]]) -> str:
     return ", ".join(span(a, b) for a, b in spans) or "-"
 
 
+def _stacks(versions: dict) -> dict:
+    """Every stack an experiment ran, including those a resumed session added (a release that
+    joined the matrix later: recorded as a change of the experiment's stacks)."""
+    stacks = dict(versions.get("stacks") or {})
+    for resumed in versions.get("resumed") or []:
+        stacks.update(((resumed.get("changed") or {}).get("stacks") or {}).get("now") or {})
+    return stacks
+
+
 def provenance_markdown(rows: list[dict], command: str, now: datetime | None = None) -> str:
     now = now or datetime.now(timezone.utc)
     lines = [
@@ -86,7 +95,7 @@ def provenance_markdown(rows: list[dict], command: str, now: datetime | None = N
             f"| {_when(r['sessions'])} | {len(r['sessions'])} | {r['active_s'] / 60:.1f} min |"
         )
     first = rows[0]["versions"] if rows else {}
-    stacks = first.get("stacks") or {}
+    stacks = {k: v for r in rows for k, v in _stacks(r["versions"]).items()}
     if stacks:
         lines += ["", "Implementations: " + "; ".join(sorted(stacks.values())) + "."]
     ours = [first.get(k) for k in ("endpoint", "linkem") if first.get(k)]
