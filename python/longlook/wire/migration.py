@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from .cases import paths, view
+from . import varint
 from .model import (
     CLIENT_HELLO,
     ENCRYPTED_EXTENSIONS,
@@ -63,11 +64,8 @@ def _varint(hex_value: str) -> int | None:
     """A transport parameter's value (RFC 9000 §16: a variable-length integer)."""
     if not hex_value:
         return None
-    raw = bytes.fromhex(hex_value)
-    value = raw[0] & 0x3F
-    for byte in raw[1 : 1 << (raw[0] >> 6)]:
-        value = (value << 8) | byte
-    return value
+    read = varint.read(bytes.fromhex(hex_value))
+    return None if read is None else read[0]
 
 
 def _parameters(conn: Capture, by: str, message: int) -> dict[int, str] | None:

@@ -12,23 +12,12 @@ where the zeros begin: a packet's ciphertext may end in zero bytes."""
 
 from __future__ import annotations
 
+from . import varint
+
 V2 = 0x6B3343CF
 # the Initial's and the Retry's long packet type bits, by version (RFC 9369 3.2 swaps them)
 INITIAL = {V2: 0b01}
 RETRY = {V2: 0b00}
-
-
-def _varint(b: bytes, at: int) -> tuple[int, int] | None:
-    """A QUIC variable-length integer at `at` (RFC 9000 16): its value and where it ends."""
-    if at >= len(b):
-        return None
-    size = 1 << (b[at] >> 6)
-    if at + size > len(b):
-        return None
-    value = b[at] & 0x3F
-    for x in b[at + 1 : at + size]:
-        value = (value << 8) | x
-    return value, at + size
 
 
 def long_packets_end(payload: bytes) -> int | None:
@@ -47,11 +36,11 @@ def long_packets_end(payload: bytes) -> int | None:
             return None
         p += 1 + payload[p]  # past the SCID
         if kind == INITIAL.get(version, 0b00):
-            token = _varint(payload, p)
+            token = varint.read(payload, p)
             if token is None:
                 return None
             p = token[1] + token[0]
-        length = _varint(payload, p)
+        length = varint.read(payload, p)
         if length is None or length[1] + length[0] > len(payload):
             return None
         at = length[1] + length[0]
