@@ -377,17 +377,18 @@ class Store:
             if stored_toml != toml and not added:
                 self._refuse_other_scenario(stored_toml, scenario)
             merged = self._resumed_versions(json.loads(stored_versions or "{}"), versions, allow_version_change)
-            updates = [("UPDATE experiments SET versions = ? WHERE id = ?", [json.dumps(merged), exp_id])]
             if added:  # the runs so far are the old arms'; the scenario is the grown one from now on
                 merged["resumed"][-1]["arms_added"] = added
-                updates = [
+            kept_toml = toml if added else stored_toml
+            self._record_cells(scenario)
+            self._transaction(
+                [
                     (
                         "UPDATE experiments SET versions = ?, scenario_toml = ? WHERE id = ?",
-                        [json.dumps(merged), toml, exp_id],
+                        [json.dumps(merged), kept_toml, exp_id],
                     )
                 ]
-            self._record_cells(scenario)
-            self._transaction(updates)
+            )
             return exp_id
         exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
         self._transaction(

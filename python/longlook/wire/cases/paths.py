@@ -78,7 +78,7 @@ def validated(conn: Capture, change: Change) -> CaseResult:
             return not_measurable(
                 f"{change}; no PATH_CHALLENGE to it seen, but {hidden} server packets to it were not decrypted"
             )
-        kept = sum(view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.old for d in after)
+        kept = _to_old(conn, change, after)
         went_on = (
             f": it kept sending to the old address ({view.count(kept, 'datagram')} after the move)" if kept else ""
         )
@@ -96,8 +96,7 @@ def validated(conn: Capture, change: Change) -> CaseResult:
             return not_measurable(
                 f"{change}; no STREAM data to it seen, but {hidden} server packets to it were not decrypted"
             )
-        after_response = conn.datagrams[conn.datagrams.index(response) :]
-        kept = sum(view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.old for d in after_response)
+        kept = _to_old(conn, change, conn.datagrams[conn.datagrams.index(response) :])
         went_on = (
             f"; the server kept sending to the old address ({view.count(kept, 'datagram')} after it)" if kept else ""
         )
@@ -191,6 +190,11 @@ def stranded(conn: Capture, change: Change) -> str:
         for sid, h in sorted(holes.items())
     ]
     return f"{'; '.join(said)} went to the old address, unacknowledged, and were not sent again within the capture"
+
+
+def _to_old(conn: Capture, change: Change, datagrams: list[Datagram]) -> int:
+    """How many of `datagrams` the server sent to the client's old address."""
+    return sum(view.sender(conn, d) == view.SERVER and (d.dst, d.dport) == change.old for d in datagrams)
 
 
 def from_new(conn: Capture, change: Change, frame_type: int, data: set | None = None) -> Datagram | None:
