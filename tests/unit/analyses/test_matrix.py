@@ -227,6 +227,20 @@ def test_each_pair_is_judged_against_our_client_with_its_server_and_against_kern
     assert "Kernel TCP (h2, Cubic): 1576.4 path (n=4)" in text
 
 
+def test_a_reference_that_lost_a_round_to_the_path_audit_is_marked_lost_not_too_few():
+    import pandas as pd
+
+    from longlook.analyses.matrix.perf import perf_grid
+
+    # our client's round 1 flagged: two counted runs against three, enough for a test, but the
+    # missing one could reverse it, so the mark must say that and not that n is below 2
+    rows = [_perf_run("ours", "ngtcp2", 4236 + r, flagged=r == 1, rnd=r) for r in range(3)]
+    rows += [_perf_run("aioquic", "ngtcp2", 4300 + r, rnd=r) for r in range(3)]
+    got = perf_grid(pd.DataFrame(rows), 10)["bulk-200m"][("aioquic", "ngtcp2")].vs_ours
+    assert (got.n, got.n_reference, got.outcome, got.mark) == (3, 2, "survivorship", "lost")
+    assert "missing" in got.verdict
+
+
 def test_chromium_is_a_client_row_against_every_server():
     sc = Scenario.from_toml(scenario_toml(["ours", "quic-go"], rounds=1, rate_mbit=20, rtt_ms=20, clients=["chromium"]))
     chromium = [(a.label, a.server or "ours") for a in sc.arms if a.client == "chromium" and not a.server_case]

@@ -61,6 +61,7 @@ class Against:
     p_adjusted: float
     n: int
     n_reference: int
+    outcome: str = ""  # the test's own outcome (core.stats.Verdict's value): what the mark says
 
     @classmethod
     def of(cls, c: CellComparison) -> "Against":
@@ -71,16 +72,21 @@ class Against:
         else:
             word = c.reason or c.verdict.value
         numbers = (float(x) for x in (c.percent_difference, c.ci_low, c.ci_high, c.p_adjusted))
-        return cls(c.b.label, word, *numbers, c.a.n, c.b.n)
+        return cls(c.b.label, word, *numbers, c.a.n, c.b.n, c.verdict.value)
 
     @property
     def mark(self) -> str:
-        """The grid's short form: +12% (faster), -5% (slower), ≈ (no difference shown), n<2."""
+        """The grid's short form: +12% (faster), -5% (slower), ≈ (no difference shown), n<2
+        (too few counted runs), lost (the arms kept different shares of their rounds, and the
+        lost or flagged ones could reverse the test: core.stats' survivorship), n/t (no test:
+        no spread or no p-value). Each says a different thing about what is missing."""
         if self.verdict == "faster":
             return f"+{self.percent:.0f}%"
         if self.verdict == "slower":
             return f"{self.percent:.0f}%"
-        return "≈" if self.verdict == "no difference shown" else "n<2"
+        if self.verdict == "no difference shown":
+            return "≈"
+        return {Verdict.SURVIVORSHIP.value: "lost", Verdict.NOT_TESTABLE.value: "n/t"}.get(self.outcome, "n<2")
 
 
 @dataclass(frozen=True)
@@ -287,7 +293,8 @@ def perf_markdown(
         f"then the load time against our "
         f"client with the same server (ours) and against kernel TCP, HTTP/2 with our client and server "
         f"(TCP): +x% faster, -x% slower (Welch, Holm across the rate's grid, alpha {ALPHA:g}), ≈ no "
-        f"difference shown, n<2 too few counted runs.",
+        f"difference shown, n<2 too few counted runs, lost: one side kept fewer of its rounds (failed or "
+        f"flagged by the path audit) and the lost ones could reverse the test, n/t no test possible.",
         "",
     ]
     for rate, by_workload in sorted(grids.items()):
