@@ -579,6 +579,28 @@ def test_granger_share_in_a_band_each_side():
         each_side("reproduce.granger_share", f"{causal:.0%} of the sessions driven by F, band 60-80%", verdicts, LEVEL)
 
 
+@calibrates("reproduce.byte_share")
+def test_byte_share_at_either_edge_of_its_band_each_side():
+    """A band around the paper's 50% (40%..60%), 10-400 QUIC-enabled sessions, each with 40%
+    or more of its bytes over TCP with chance 0.6 (the band's top), then 0.4 (its bottom),
+    and 0-10% of the sessions failed (no share, at random): at either edge 'holds' and 'does
+    not hold' each within 0.025."""
+    from longlook.analyses.reproduce import ByteShare
+
+    rng = np.random.default_rng(431)
+    rule = ByteShare(tcp_bytes=0.4, at_least=0.4, at_most=0.6)
+    for edge in (0.6, 0.4):
+        verdicts = []
+        for _ in range(600):
+            n = int(rng.integers(10, 401))
+            meets = rng.random(n) < edge
+            shares = np.where(meets, rng.uniform(0.4, 1.0, n), rng.uniform(0.0, 0.4, n))
+            kept = rng.random(n) >= rng.uniform(0.0, 0.1)
+            verdicts.append(rule.judge(shares[kept], lost=int((~kept).sum()), confidence=0.95).verdict)
+        what = f"{edge:.0%} of the sessions over the threshold, band 40-60%"
+        each_side("reproduce.byte_share", what, verdicts, LEVEL)
+
+
 @calibrates("reproduce.ate")
 def test_ate_without_an_effect_each_side():
     """Randomised sessions, no effect of the break, QoE skewed by stalls, sessions failing

@@ -46,6 +46,7 @@ from longlook.analyses.reproduce import (
     Ate,
     Cells,
     Claim,
+    ByteShare,
     GrangerShare,
     Measured,
     PairShare,
@@ -220,6 +221,10 @@ def _outcomes(claim: Claim) -> Iterator[tuple[str, object]]:
                 }
             )
             yield f"{k}/400 sessions", rule.judge(sessions, alpha=stats.alpha, confidence=stats.confidence)
+    elif isinstance(rule, ByteShare):
+        for k in range(0, 401, 20):  # 400 QUIC-enabled sessions, k of them mostly over TCP
+            shares = np.r_[np.full(k, 0.9), np.zeros(400 - k)]
+            yield f"{k}/400 sessions >= {rule.tcp_bytes:.0%} over TCP", rule.judge(shares, confidence=stats.confidence)
     elif isinstance(rule, Ate):
         rng = np.random.default_rng(3)
         for d in (-2.0, -0.5, 0.0, 0.5, 2.0):

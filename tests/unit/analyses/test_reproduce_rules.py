@@ -533,3 +533,67 @@ def test_a_pair_with_a_failed_session_is_undecided_not_dropped():
     out = PairShare().evaluate(m)
     assert out.n == "20" and out.number.startswith("50% of 20") and out.verdict != HOLDS, out.number
     assert "10 pair(s) with a failed session counted undecided" in out.detail
+
+
+def _byte_sessions(tcp_udp: list[tuple[float, float] | str], flagged: tuple[int, ...] = ()) -> Measured:
+    """QUIC-enabled sessions in a DL cell with no middlebox and one with UDP blocked: session i
+    carried tcp_udp[i] = (bytes over TCP, over UDP) over two seconds, or failed ("failed")."""
+    runs, series = [], []
+    for cell in ("DL/none", "DL/blocked"):
+        for r, got in enumerate(tcp_udp):
+            run_id = f"{cell}-{r}"
+            status = got if isinstance(got, str) else "ok"
+            runs.append(
+                {
+                    "run_id": run_id,
+                    "cell_id": cell,
+                    "round": r,
+                    "arm": "quic-enabled",
+                    "status": status,
+                    "audit_flagged": r in flagged,
+                }
+            )
+            if status == "ok":
+                tcp, udp = got if cell == "DL/none" else (1.0, 0.0)  # the blocked cell: all TCP, never read
+                for t in (0, 1):
+                    series += [
+                        {"run_id": run_id, "name": "F", "t_s": float(t), "value": tcp / 2},
+                        {"run_id": run_id, "name": "F_udp", "t_s": float(t), "value": udp / 2},
+                    ]
+    return Measured(
+        cells=pd.DataFrame({"cell_id": ["DL/none", "DL/blocked"], "dims": [{"middlebox": "none"}, {"middlebox": "x"}]}),
+        runs=pd.DataFrame(runs),
+        statistics=Statistics(alpha=0.05),
+        series=pd.DataFrame(series),
+    )
+
+
+def test_byte_share_counts_each_session_s_bytes_over_tcp_at_the_router():
+    """40 sessions in the no-middlebox cell, 20 of them with 60% of their bytes over TCP: the
+    share (50%) is in the band 40-60% only if enough sessions show it; 40 show it within a
+    band of 30-70%, and a share of 0 of 40 fails. The cell where UDP is blocked is never read."""
+    from longlook.analyses.reproduce import ByteShare
+
+    half = [(60.0, 40.0)] * 20 + [(10.0, 90.0)] * 20
+    wide = ByteShare(tcp_bytes=0.4, at_least=0.3, at_most=0.7, where={"middlebox": "none"})
+    out = wide.evaluate(_byte_sessions(half))
+    assert out.verdict == HOLDS and out.number.startswith("20 of 40"), out.number
+    assert {c["cell_id"] for c in out.cells} == {"DL/none"} and out.cells[0]["tcp_share"] == 0.6
+    none = wide.evaluate(_byte_sessions([(1.0, 99.0)] * 40))
+    assert none.verdict == FAILS and none.number.startswith("0 of 40"), none.number
+    # all of them mostly over TCP: above the band's top
+    assert wide.evaluate(_byte_sessions([(90.0, 10.0)] * 40)).verdict == FAILS
+
+
+def test_byte_share_puts_a_failed_session_where_it_helps_least():
+    """14 sessions below the band's bottom and 6 that failed: had the 6 met the threshold
+    the share could be in the band, so the claim cannot fail; flagged sessions are left out."""
+    from longlook.analyses.reproduce import ByteShare
+
+    rule = ByteShare(tcp_bytes=0.4, at_least=0.3, at_most=0.7, where={"middlebox": "none"})
+    out = rule.evaluate(_byte_sessions([(0.0, 1.0)] * 14 + ["failed"] * 6))
+    assert out.verdict == UNCLEAR and "6 failed" in out.number and out.n == "20", out.number
+    # without the failures 0 of 14 is shown below 30%
+    assert rule.evaluate(_byte_sessions([(0.0, 1.0)] * 14)).verdict == FAILS
+    flagged = rule.evaluate(_byte_sessions([(0.0, 1.0)] * 14 + [(1.0, 0.0)] * 3, flagged=(14, 15, 16)))
+    assert flagged.n == "14" and flagged.verdict == FAILS, flagged.number

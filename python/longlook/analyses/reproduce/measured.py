@@ -30,7 +30,9 @@ from ...errors import LonglookError
 from ...linkprofile import LinkProfile
 
 TCP_MEAN = "TCP (mean)"  # the per-run mean of a fairness run's TCP flows
-TEMPORAL_QOE_SERIES = ("qoe_t",)  # the temporal QoE session pairs are compared on
+# a video session's series the rules read: its temporal QoE (session pairs are compared on
+# it) and its bytes over TCP and over UDP per second at the router (its share over TCP)
+SESSION_SERIES = ("qoe_t", "F", "F_udp")
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Measured:
     rounds: int | None = None  # rounds the scenario asked for
     directory: Path | None = None
     flows: pd.DataFrame | None = None  # fairness: one row per (run, flow)
-    # the temporal QoE of each session (series qoe_t), when recorded
+    # each session's SESSION_SERIES, when recorded
     series: pd.DataFrame | None = None
     # metric -> what a failed run is worth where [statistics] failures = "outcome"
     failure_values: dict[str, float] = field(default_factory=dict)
@@ -60,7 +62,7 @@ class Measured:
             flows = store.table("flows") if store.kind_name() == "fairness" else None
             if flows is not None:
                 flows = with_mean_cwnd(flows, store.series(name="cwnd_bytes"))
-            series = pd.concat([store.series(name=n) for n in TEMPORAL_QOE_SERIES], ignore_index=True)
+            series = pd.concat([store.series(name=n) for n in SESSION_SERIES], ignore_index=True)
             metrics = kind.metrics if kind and scenario.statistics.failures == "outcome" else ()
             failures = {m.name: v for m in metrics if (v := m.failure_value(scenario.timeout_s)) is not None}
             cells = store.cells_frame()

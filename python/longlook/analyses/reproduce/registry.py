@@ -29,6 +29,7 @@ from .claims import OURS, Also, Claim, Explain, FieldFinding, ShippedScenario
 from .measured import TCP_MEAN
 from .rules import (
     Ate,
+    ByteShare,
     Cells,
     GrangerShare,
     PairShare,
@@ -351,6 +352,17 @@ ABOUT_HALF = (0.4, 0.6)  # "about half": a band of shares
 BAND = 0.10  # a factor: the paper's number(s) widened by 10% either side (needed.RATIO_RESOLUTION)
 SAME = 5.0  # "equally fast", "no difference" without a number: within +-5%
 FAIR = 10.0  # "fair", "minimal" without a number: within +-10%
+SHARE_POINTS = 0.10  # a share of sessions: the paper's share +-10 points
+
+
+def share_band(share: float) -> dict[str, float]:
+    """A share claim's band: the paper's share of sessions widened by SHARE_POINTS either side."""
+    return {"at_least": round(max(0.0, share - SHARE_POINTS), 3), "at_most": round(min(1.0, share + SHARE_POINTS), 3)}
+
+
+# the Chaudhary patterns' traces (compressed 10x) as a cell's `trace` names them
+DL_TRACE = "chaudhary-patterns-traces/dl-short.mahi"
+DVL_TRACE = "chaudhary-patterns-traces/dvl-short.mahi"
 
 
 def band(low: float, high: float | None = None) -> dict[str, float]:
@@ -754,6 +766,34 @@ CLAIMS: list[Claim] = [
         note="F(t) = bytes over TCP per second from linkem's flow log; the band is 70% +-10 points. Fallback "
         "here is forced (UDP blocked 35 s in 60 s), where the paper's came from the field; the per-session test "
         "is the shift-null Granger test (docs/reproduction-method.md), whose power per session is low",
+        explain=Explain("video", states=False, fallback=True),
+    ),
+    Claim(
+        "chaudhary-tcp-share-dl",
+        CHAUDHARY,
+        "§4.1, Fig. 5(b)",
+        "Video sessions over the DL (low) bandwidth pattern, no middlebox: half of the QUIC-enabled sessions "
+        "carry 40% or more of their bytes over TCP.",
+        "50% of DL sessions with >= 40% of bytes over TCP",
+        "chaudhary-fallback",
+        ByteShare(tcp_bytes=0.4, **share_band(0.5), where={"middlebox": "none", "trace": DL_TRACE}),
+        quote="For DL and DVL, 40% or more bytes are transferred over TCP for 50% and 67% times, respectively.",
+        note="the band is 50% +-10 points (SHARE_POINTS), as chaudhary-granger's. The paper's browser had its "
+        "firewall opened for QUIC, so its TCP bytes came from races QUIC lost and from fallback; ours are our "
+        "racing client's (Chromium's rules and constants, [race]) over the same pattern, counted at the router",
+        explain=Explain("video", states=False, fallback=True),
+    ),
+    Claim(
+        "chaudhary-tcp-share-dvl",
+        CHAUDHARY,
+        "§4.1, Fig. 5(b)",
+        "Video sessions over the DVL (very low) bandwidth pattern, no middlebox: two thirds of the QUIC-enabled "
+        "sessions carry 40% or more of their bytes over TCP.",
+        "67% of DVL sessions with >= 40% of bytes over TCP",
+        "chaudhary-fallback",
+        ByteShare(tcp_bytes=0.4, **share_band(0.67), where={"middlebox": "none", "trace": DVL_TRACE}),
+        quote="For DL and DVL, 40% or more bytes are transferred over TCP for 50% and 67% times, respectively.",
+        note="the band is 67% +-10 points (SHARE_POINTS); the paper's browser and ours as for chaudhary-tcp-share-dl",
         explain=Explain("video", states=False, fallback=True),
     ),
     Claim(

@@ -1,5 +1,6 @@
 """The rules: how a claim on arms and cells turns measured runs into our number, its n and p, and a
-verdict (the rules on video sessions are in `pair_share`, `granger_share` and `ate`, on state machines in `stateshift`).
+verdict (the rules on video sessions are in `pair_share`, `granger_share`, `byte_share` and
+`ate`, on state machines in `stateshift`).
 
 Every test is the core's (core.stats: Welch or Mann-Whitney as the scenario's [statistics]
 say, with their intervals, survivorship and not-testable outcomes, Holm from core.multiple)
@@ -54,6 +55,7 @@ from __future__ import annotations
 
 from ..outcome import FAILS, HOLDS, NOT_RUN, UNCLEAR, Outcome, above, contains, lacks, not_run
 from .ate import Ate
+from .byte_share import ByteShare
 from .granger_share import GrangerShare
 from .pair_share import PairShare
 from .stateshift import StateShift
@@ -66,6 +68,7 @@ from .value import Value
 
 __all__ = [
     "Ate",
+    "ByteShare",
     "Cells",
     "FAILS",
     "GrangerShare",
@@ -88,4 +91,4 @@ __all__ = [
     "not_run",
 ]
 
-Rule = Cells | Ratio | PairShare | GrangerShare | Value | Shrinks | Twins | StateShift | Ate | Survives
+Rule = Cells | Ratio | PairShare | GrangerShare | ByteShare | Value | Shrinks | Twins | StateShift | Ate | Survives

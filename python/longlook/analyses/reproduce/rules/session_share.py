@@ -1,5 +1,5 @@
 """What the rules on video sessions (Chaudhary et al.; pair_share.py, granger_share.py,
-ate.py) share: they read analyses.fallback's per-pair and per-session verdicts, and a share
+byte_share.py, ate.py) share: they read analyses.fallback's per-pair and per-session verdicts, and a share
 is judged by the exact binomial test.
 
 p: the exact one-sided binomial p of the share against the threshold the claim holds
