@@ -271,7 +271,14 @@ def perf_scenario_toml(
     return "\n".join(lines + pair_arms(stacks, clients, why) + tcp) + "\n"
 
 
-def _run(scenario: Path, experiment: Path, link_check: bool, allow_version_change: bool = False) -> None:
+def _run(
+    scenario: Path,
+    experiment: Path,
+    link_check: bool,
+    allow_version_change: bool = False,
+    executor: str = "local",
+    address: str | None = None,
+) -> None:
     from .run import run_scenario
 
     try:
@@ -282,6 +289,8 @@ def _run(scenario: Path, experiment: Path, link_check: bool, allow_version_chang
             link_check=link_check,
             command="longlook matrix",
             allow_version_change=allow_version_change,
+            executor=executor,
+            address=address,
             # the matrix writes its scenarios again and resumes each experiment by itself
             resume_hint=f"longlook matrix --out {experiment.parent} ... with the same options",
         )
@@ -381,6 +390,16 @@ def matrix(
         help="also this release of a stack, NAME@VERSION, as its own client and server (repeatable): "
         "the page then shows what changed between the stack's releases",
     ),
+    executor: str = typer.Option(
+        "local",
+        "--executor",
+        help="local (this machine's testbed) or ray (each cell on a cluster node with the testbed "
+        "resource and the same stacks installed; docs/cluster.md): the runs and their captures come "
+        "back to --out, where they are judged",
+    ),
+    address: Optional[str] = typer.Option(
+        None, "--address", help="Ray cluster address HOST:PORT (--executor ray; default: RAY_ADDRESS)"
+    ),
 ) -> None:
     """Every QUIC client against every server on one emulated path, interoperability judged
     from each run's decrypted capture (handshake, transfer, multiplexing, HTTP/3, ECN, and
@@ -393,6 +412,10 @@ def matrix(
     from ..core.store import Store
     from ..stacks.registry import resolve
 
+    if not no_run:
+        from ..core.executors import by_name
+
+        by_name(executor, address)  # one clear error before anything is written
     published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
     if published is not None:  # before hours of runs: the page has a place for the grids
         from ..analyses.matrix.publish import place
@@ -418,11 +441,11 @@ def matrix(
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
         try:
-            _run(scenario, experiment, link_check, allow_version_change)
+            _run(scenario, experiment, link_check, allow_version_change, executor, address)
             for name, write in MOVES.items() if moves else ():
                 moves_file = out / f"{name}.toml"
                 moves_file.write_text(write(stacks, rounds=rounds, clients=clients))
-                _run(moves_file, out / name, link_check, allow_version_change)
+                _run(moves_file, out / name, link_check, allow_version_change, executor, address)
             for r in perf:
                 perf_file = out / f"perf-{r:g}.toml"
                 perf_file.write_text(
@@ -435,7 +458,7 @@ def matrix(
                         page=r == min(perf),
                     )
                 )
-                _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change)
+                _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change, executor, address)
                 with Store.open(out / f"perf-{r:g}", read_only=True) as store:
                     slow = slow_pairs(perf_grid(store.runs_frame(), r))
                 if slow:  # one more run each, with server logs: what held the server back
@@ -443,7 +466,7 @@ def matrix(
                     why_file.write_text(
                         perf_scenario_toml(stacks, rate_mbit=r, rounds=1, rtt_ms=rtt, clients=clients, why=slow)
                     )
-                    _run(why_file, out / f"perf-{r:g}-why", link_check, allow_version_change)
+                    _run(why_file, out / f"perf-{r:g}-why", link_check, allow_version_change, executor, address)
         finally:  # an interrupted grid is carried too: every finished run kept
             if archive is not None:
                 from ..core.carry import carry_out

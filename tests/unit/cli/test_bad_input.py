@@ -112,6 +112,13 @@ def test_the_cli_prints_one_error_and_a_hint_never_a_traceback(tmp_path: Path):
     assert len(lines) <= 2 and "Traceback" not in p.stderr
 
 
+def test_matrix_refuses_an_unknown_executor_before_writing_anything(tmp_path: Path):
+    out = str(tmp_path / "m")
+    _one_clear_error(_invoke("matrix", "-o", out, "--stack", "ours", "--executor", "dask"), "unknown executor")
+    _one_clear_error(_invoke("matrix", "-o", out, "--stack", "ours", "--address", "h:1"), "--address is for")
+    assert not (tmp_path / "m").exists()
+
+
 def test_reproduce_refuses_an_unknown_executor_and_a_bad_archive_before_running(tmp_path: Path):
     out = str(tmp_path / "r")
     _one_clear_error(_invoke("reproduce", "--budget", "paper", "-o", out, "--executor", "dask"), "unknown executor")
