@@ -62,6 +62,43 @@ def test_value_holds_inside_the_range_fails_outside_and_is_unclear_across_it():
         assert out.verdict == want, (centre, out.number)
 
 
+def test_a_value_on_how_a_browser_uses_both_protocols_counts_its_mixed_sessions():
+    """Ten QUIC-enabled sessions that began over TCP and moved to QUIC: each a protocol
+    mismatch ("mixed"). The claim is about such sessions: counted, they show QUIC 10-11 s
+    behind TCP; not counted, there is nothing to judge."""
+    rng = np.random.default_rng(5)
+    dims = {"DL": {"trace": "dl.mahi"}}
+    m = _runs({("DL", "h3"): rng.normal(10.5, 0.3, 10)}, dims, metric="router_quic_after_tcp_s")
+    m.runs = m.runs.assign(status="protocol_mismatch", protocol_requested="h3", protocol_negotiated="mixed")
+    rule = Value("h3", "router_quic_after_tcp_s", 9.09, 13.2, unit="s", mixed_counts=True)
+    out = rule.evaluate(m)
+    assert out.verdict == HOLDS and out.n == "10", out.number
+    assert Value("h3", "router_quic_after_tcp_s", 9.09, 13.2, unit="s").evaluate(m).verdict == UNCLEAR
+    # QUIC at once (no TCP-first phase) is outside the band
+    m.runs["router_quic_after_tcp_s"] = rng.normal(0.2, 0.05, 10)
+    assert rule.evaluate(m).verdict == FAILS
+
+
+def test_a_budget_that_keeps_none_of_a_scenario_s_claim_cells_does_not_run_it(tmp_path):
+    """The Chaudhary TCP-first claims read the patterns at the paper's own speed (10-minute
+    sessions): only the paper budget runs chaudhary-patterns for them."""
+    from longlook.analyses.reproduce import CLAIMS, SCENARIOS
+    from longlook.analyses.reproduce.scenarios import cells_read, run_scenario
+
+    rules = [c.rule for c in CLAIMS if c.scenario == "chaudhary-patterns"]
+    assert rules and cells_read(SCENARIOS["chaudhary-patterns"], "paper", rules)
+    assert not cells_read(SCENARIOS["chaudhary-patterns"], "short", rules)
+    assert not cells_read(SCENARIOS["chaudhary-patterns"], "standard", rules)
+    # every other scenario a claim reads has cells at the short budget for one of its claims
+    for name, shipped in SCENARIOS.items():
+        used = [c.rule for c in CLAIMS if c.scenario == name]
+        if used and name != "chaudhary-patterns":
+            assert cells_read(shipped, "short", used), name
+    why = "the short budget keeps none of its claims' cells"
+    run = run_scenario(SCENARIOS["chaudhary-patterns"], tmp_path, "short", execute=False, skipped=why)
+    assert (run.status, run.detail, run.has_data) == ("not run", why, False)
+
+
 def test_the_interaction_interval_covers_the_true_change_in_95_percent():
     """Four lognormal arms (sigma .3, 6 runs each); a's cost rises by exp(0.2) on the slow
     cells. The 95% interval must cover 0.2 in >= 93% of 2,000 draws (Monte-Carlo sd 0.5%),

@@ -49,7 +49,7 @@ from .rules import (
     Value,
     not_run,
 )
-from .scenarios import ScenarioRun, run_scenario
+from .scenarios import ScenarioRun, cells_read, run_scenario
 
 
 def evaluate(claim: Claim, measured: Measured | None, reason: str = "") -> Outcome:
@@ -92,11 +92,14 @@ def reproduce(
         names.sort(key=lambda n: walls.get(n, 0.0))
     for name in names:
         progress("scenario", name=name, budget=budget)
+        # a scenario none of whose chosen claims has a cell at this budget runs for nothing
+        read = cells_read(SCENARIOS[name], budget, [c.rule for c in chosen if c.scenario == name])
         runs[name] = run_scenario(
             SCENARIOS[name],
             out,
             budget,
-            execute=execute,
+            execute=execute and read,
+            skipped="" if read else f"the {budget} budget keeps none of its claims' cells",
             link_check=link_check,
             progress=progress,
             allow_version_change=allow_version_change,

@@ -43,6 +43,18 @@ class ScenarioRun:
         }
 
 
+def cells_read(shipped: ShippedScenario, budget: str, rules: list) -> bool:
+    """Whether any of `rules` (the chosen claims' on this scenario) reads a cell of the
+    scenario at `budget`: a budget that keeps none of a claim's cells (a 10-minute session
+    in the short budget) need not run the scenario for it."""
+    import pandas as pd
+
+    from .measured import Measured, grid
+
+    m = Measured(cells=grid(load_scenario(shipped.path, shipped.overrides(budget))), runs=pd.DataFrame())
+    return any(rule.claim_cells(m) for rule in rules)
+
+
 def run_scenario(
     shipped: ShippedScenario,
     out: Path,
@@ -53,12 +65,15 @@ def run_scenario(
     progress: Callable[..., None] | None = None,
     allow_version_change: bool = False,
     executor=None,
+    skipped: str = "",
 ) -> ScenarioRun:
+    """`skipped`: why it is not to be measured (execute False then), said when it holds no
+    results."""
     sc = load_scenario(shipped.path, shipped.overrides(budget))
     directory = out / sc.name
     exists = (directory / DB_FILE).exists()
     if not execute and not exists:
-        return ScenarioRun(sc.name, directory, "not run", "not measured yet (run without --no-run)")
+        return ScenarioRun(sc.name, directory, "not run", skipped or "not measured yet (run without --no-run)")
     if exists:
         try:  # a verdict only on this scenario's own results
             with Store.open(directory, read_only=True) as store:

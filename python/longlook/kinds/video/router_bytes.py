@@ -18,6 +18,16 @@ from ...stacks.endpoint import SERVER_ADDR
 FLOW_LOG = "linkem-flows.jsonl"
 FLUSH_S = 0.3  # linkem writes its flow log every 100 ms: wait for the run's last lines
 CLIENT_NAMES = {"F": "F_client", "F_udp": "F_udp_client"}
+FIRST_BYTES_BIN_S = 0.1  # linkem's flow-log interval: the finest a first byte can be placed
+
+
+def _first_bin_end(bytes_per_bin) -> float | None:
+    """The end of the first bin with bytes, in seconds since the session start (the flow
+    log's line that showed them came at most then); None when no bin has any."""
+    hit = bytes_per_bin.to_numpy() > 0
+    if not hit.any():
+        return None
+    return round(float(bytes_per_bin.index[hit.argmax()]) + FIRST_BYTES_BIN_S, 3)
 
 
 def _linkem_t0_unix(ctx: RunContext) -> float:
@@ -53,6 +63,10 @@ def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = N
     end = start + math.floor(max(ends)) + 1 if ends else None
     per = bytes_per_second(copy, SERVER_ADDR, start_s=start, end_s=end)
     tcp, udp = float(per["tcp"].sum()), float(per["udp"].sum())
+    # when each protocol first carried bytes, at the flow log's own resolution (100 ms): a
+    # QUIC-enabled browser that learns QUIC from Alt-Svc begins over TCP (Chaudhary §4.1)
+    fine = bytes_per_second(copy, SERVER_ADDR, start_s=start, end_s=end, bin_s=FIRST_BYTES_BIN_S)
+    first = {proto: _first_bin_end(fine[proto]) for proto in ("tcp", "udp")}
     series = [{**r, "name": CLIENT_NAMES.get(r["name"], r["name"])} for r in m.series]
     series += series_rows(per)
     metrics = {
@@ -60,5 +74,11 @@ def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = N
         "router_bytes_tcp": tcp,
         "router_bytes_udp": udp,
         "router_tcp_share": tcp / (tcp + udp) if tcp + udp > 0 else None,
+        "router_first_tcp_s": first["tcp"],
+        "router_first_udp_s": first["udp"],
+        # how long QUIC kept out of a session TCP began (None when either never carried bytes)
+        "router_quic_after_tcp_s": first["udp"] - first["tcp"]
+        if first["tcp"] is not None and first["udp"] is not None
+        else None,
     }
     return replace(m, series=series, metrics=metrics, artifacts={**m.artifacts, "flow_log": FLOW_LOG})
