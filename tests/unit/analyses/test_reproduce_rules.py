@@ -80,22 +80,22 @@ def test_a_value_on_how_a_browser_uses_both_protocols_counts_its_mixed_sessions(
 
 
 def test_a_budget_that_keeps_none_of_a_scenario_s_claim_cells_does_not_run_it(tmp_path):
-    """The Chaudhary TCP-first claims read the patterns at the paper's own speed (10-minute
-    sessions): only the paper budget runs chaudhary-patterns for them."""
+    """The Chaudhary TCP-first claims read the patterns at the paper's own speed: only the
+    paper budget runs chaudhary-tcp-first for them."""
     from longlook.analyses.reproduce import CLAIMS, SCENARIOS
     from longlook.analyses.reproduce.scenarios import cells_read, run_scenario
 
-    rules = [c.rule for c in CLAIMS if c.scenario == "chaudhary-patterns"]
-    assert rules and cells_read(SCENARIOS["chaudhary-patterns"], "paper", rules)
-    assert not cells_read(SCENARIOS["chaudhary-patterns"], "short", rules)
-    assert not cells_read(SCENARIOS["chaudhary-patterns"], "standard", rules)
+    rules = [c.rule for c in CLAIMS if c.scenario == "chaudhary-tcp-first"]
+    assert rules and cells_read(SCENARIOS["chaudhary-tcp-first"], "paper", rules)
+    assert not cells_read(SCENARIOS["chaudhary-tcp-first"], "short", rules)
+    assert not cells_read(SCENARIOS["chaudhary-tcp-first"], "standard", rules)
     # every other scenario a claim reads has cells at the short budget for one of its claims
     for name, shipped in SCENARIOS.items():
         used = [c.rule for c in CLAIMS if c.scenario == name]
-        if used and name != "chaudhary-patterns":
+        if used and name != "chaudhary-tcp-first":
             assert cells_read(shipped, "short", used), name
     why = "the short budget keeps none of its claims' cells"
-    run = run_scenario(SCENARIOS["chaudhary-patterns"], tmp_path, "short", execute=False, skipped=why)
+    run = run_scenario(SCENARIOS["chaudhary-tcp-first"], tmp_path, "short", execute=False, skipped=why)
     assert (run.status, run.detail, run.has_data) == ("not run", why, False)
 
 
