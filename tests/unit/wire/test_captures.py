@@ -109,3 +109,16 @@ def test_zeros_after_a_datagram_s_packets_do_not_stop_decryption():
     assert all(p.decrypted for d in c.datagrams for p in d.packets)
     r = CASES["retry"](c)
     assert r.verdict == "passed" and "HANDSHAKE_DONE from the server at #13" in r.evidence, r.evidence
+
+
+def test_an_http3_failure_names_the_grease_the_server_refused_and_its_close():
+    # a testbed run (SOURCE.md): quiche's client puts two reserved frame types before its
+    # HEADERS; kwik's server (flupke) closes with H3_FRAME_UNEXPECTED instead of ignoring them
+    c = read_capture(
+        CAPTURES / "http3-grease-frame-unexpected.pcapng", CAPTURES / "http3-grease-frame-unexpected.keylog", 4446
+    )
+    r = CASES["http3"](c)
+    assert r.verdict == "failed", r.evidence
+    assert "the client sent reserved frame types (0x4adfcf6f4cfe7e5, 0x3a67672e85b726c) at #8" in r.evidence
+    assert "the server closed it (application CONNECTION_CLOSE" in r.evidence
+    assert "error 0x105: H3_FRAME_UNEXPECTED" in r.evidence, r.evidence

@@ -92,6 +92,31 @@ def first(it: Iterator):
     return next(iter(it), None)
 
 
+# an application close's error as RFC 9114 §8.1 and RFC 9204 §6 name it
+H3_ERRORS = {
+    0x100: "H3_NO_ERROR",
+    0x101: "H3_GENERAL_PROTOCOL_ERROR",
+    0x102: "H3_INTERNAL_ERROR",
+    0x103: "H3_STREAM_CREATION_ERROR",
+    0x104: "H3_CLOSED_CRITICAL_STREAM",
+    0x105: "H3_FRAME_UNEXPECTED",
+    0x106: "H3_FRAME_ERROR",
+    0x107: "H3_EXCESSIVE_LOAD",
+    0x108: "H3_ID_ERROR",
+    0x109: "H3_SETTINGS_ERROR",
+    0x10A: "H3_MISSING_SETTINGS",
+    0x10B: "H3_REQUEST_REJECTED",
+    0x10C: "H3_REQUEST_CANCELLED",
+    0x10D: "H3_REQUEST_INCOMPLETE",
+    0x10E: "H3_MESSAGE_ERROR",
+    0x10F: "H3_CONNECT_ERROR",
+    0x110: "H3_VERSION_FALLBACK",
+    0x200: "QPACK_DECOMPRESSION_FAILED",
+    0x201: "QPACK_ENCODER_STREAM_ERROR",
+    0x202: "QPACK_DECODER_STREAM_ERROR",
+}
+
+
 def closing(capture: Capture) -> str:
     """Who closed the connection first, where, and with which error ('' if nobody did)."""
     for d in capture.datagrams:
@@ -102,6 +127,8 @@ def closing(capture: Capture) -> str:
                     code = "" if f.error is None else f", error 0x{f.error:x}"
                     if f.type == CONNECTION_CLOSE and f.error is not None and 0x100 <= f.error < 0x200:
                         code += f": TLS alert {f.error - 0x100}"  # a crypto error (RFC 9001 4.8)
+                    if f.type == CONNECTION_CLOSE_APP and f.error in H3_ERRORS:
+                        code += f": {H3_ERRORS[f.error]}"
                     kind = "application " if f.type == CONNECTION_CLOSE_APP else ""
                     return f"; the {who} closed it ({kind}CONNECTION_CLOSE in {a(p.type)} packet at {d.where}{code})"
     return ""
