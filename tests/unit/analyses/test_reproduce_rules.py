@@ -68,14 +68,14 @@ def test_a_value_on_how_a_browser_uses_both_protocols_counts_its_mixed_sessions(
     behind TCP; not counted, there is nothing to judge."""
     rng = np.random.default_rng(5)
     dims = {"DL": {"trace": "dl.mahi"}}
-    m = _runs({("DL", "h3"): rng.normal(10.5, 0.3, 10)}, dims, metric="router_quic_after_tcp_s")
+    m = _runs({("DL", "h3"): rng.normal(10.5, 0.3, 10)}, dims, metric="router_quic_delay_s")
     m.runs = m.runs.assign(status="protocol_mismatch", protocol_requested="h3", protocol_negotiated="mixed")
-    rule = Value("h3", "router_quic_after_tcp_s", 9.09, 13.2, unit="s", mixed_counts=True)
+    rule = Value("h3", "router_quic_delay_s", 9.09, 13.2, unit="s", mixed_counts=True)
     out = rule.evaluate(m)
     assert out.verdict == HOLDS and out.n == "10", out.number
-    assert Value("h3", "router_quic_after_tcp_s", 9.09, 13.2, unit="s").evaluate(m).verdict == UNCLEAR
+    assert Value("h3", "router_quic_delay_s", 9.09, 13.2, unit="s").evaluate(m).verdict == UNCLEAR
     # QUIC at once (no TCP-first phase) is outside the band
-    m.runs["router_quic_after_tcp_s"] = rng.normal(0.2, 0.05, 10)
+    m.runs["router_quic_delay_s"] = rng.normal(0.2, 0.05, 10)
     assert rule.evaluate(m).verdict == FAILS
 
 

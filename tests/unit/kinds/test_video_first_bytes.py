@@ -32,3 +32,14 @@ def test_a_session_that_began_over_tcp_says_how_long_quic_kept_out(tmp_path: Pat
     assert _first_bin_end(fine["tcp"]) == 0.2
     assert _first_bin_end(fine["udp"]) == 10.5
     assert _first_bin_end(fine["udp"].iloc[:50]) is None  # no QUIC in the first 5 s
+
+
+def test_a_session_quic_never_reached_keeps_it_out_to_its_end():
+    from longlook.kinds.video.router_bytes import _quic_delay
+
+    assert _quic_delay(0.2, 10.5, 40.0) == {"router_quic_delay_s": 10.3, "router_quic_never": 0.0}
+    # no QUIC in a 40 s session: at least 39.8 s, and said to be a bound
+    assert _quic_delay(0.2, None, 40.0) == {"router_quic_delay_s": 39.8, "router_quic_never": 1.0}
+    assert _quic_delay(None, 0.3, 40.0)["router_quic_delay_s"] == 0.0  # QUIC from the start
+    assert _quic_delay(2.0, 0.3, 40.0)["router_quic_delay_s"] == 0.0
+    assert _quic_delay(None, None, 40.0)["router_quic_delay_s"] is None

@@ -40,6 +40,20 @@ def _linkem_t0_unix(ctx: RunContext) -> float:
         return linkem.started_unix
 
 
+def _quic_delay(first_tcp: float | None, first_udp: float | None, length_s: float | None) -> dict:
+    """How long a session went from its first byte (either protocol) to QUIC's first: 0 when
+    QUIC came first. A session QUIC never reached kept it out at least to its end: that lower
+    bound, flagged `router_quic_never` (dropping such a session would leave only those where
+    QUIC came, and so shorten the delay)."""
+    starts = [t for t in (first_tcp, first_udp) if t is not None]
+    if not starts:
+        return {"router_quic_delay_s": None, "router_quic_never": None}
+    if first_udp is not None:
+        return {"router_quic_delay_s": round(first_udp - min(starts), 3), "router_quic_never": 0.0}
+    bound = None if length_s is None else round(length_s - first_tcp, 3)
+    return {"router_quic_delay_s": bound, "router_quic_never": 1.0}
+
+
 def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = None) -> Measurement:
     """`m` with series F and F_udp (bytes per second over TCP / UDP at the router, both
     directions, from the session start `m.started_unix_ms`) and metrics `router_bytes_tcp`,
@@ -76,9 +90,6 @@ def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = N
         "router_tcp_share": tcp / (tcp + udp) if tcp + udp > 0 else None,
         "router_first_tcp_s": first["tcp"],
         "router_first_udp_s": first["udp"],
-        # how long QUIC kept out of a session TCP began (None when either never carried bytes)
-        "router_quic_after_tcp_s": first["udp"] - first["tcp"]
-        if first["tcp"] is not None and first["udp"] is not None
-        else None,
+        **_quic_delay(first["tcp"], first["udp"], None if end is None else end - start),
     }
     return replace(m, series=series, metrics=metrics, artifacts={**m.artifacts, "flow_log": FLOW_LOG})
