@@ -212,6 +212,10 @@ def test_browser_flags_per_quic_mode():
     assert "--log-net-log=/x/n.json" in discovery
     assert quic_mode("h3", "pinned") == "forced" and quic_mode("h2", "pinned") == "off"
     assert quic_mode("h2", "discovery") == "discovery"
+    # a first visit: the same browser flags, no unmeasured visit before it (the drivers')
+    first = browser_argv("chromium", quic="first-visit", **args)
+    assert [a for a in first if "quic" in a] == ["--origin-to-force-quic-on=198.18.2.2:9"]
+    assert quic_mode("h3", "first-visit") == "first-visit"
 
 
 @pytest.mark.parametrize(

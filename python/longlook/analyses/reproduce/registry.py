@@ -837,7 +837,8 @@ CLAIMS: list[Claim] = [
         ),
         quote="We notice that for every QUIC-enabled video session, the initial packet exchanges are over TCP only; "
         "QUIC does not even try to establish a connection initially for some duration.",
-        note="dash.js in Chromium, QUIC learnt from Alt-Svc (quic_mode = discovery), not YouTube's player; the delay "
+        note="dash.js in Chromium on a first visit, QUIC learnt from Alt-Svc (quic_mode = first-visit), not YouTube's "
+        "player; the delay "
         "runs from the session's first byte to QUIC's first at the router (100 ms bins, router_bytes.py; 0 when "
         "QUIC came first; a session QUIC never reached counts with its length, a lower bound), a session that "
         "used both protocols counted too (it is what the claim is about); the band is the paper's "

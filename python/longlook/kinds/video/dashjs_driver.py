@@ -1,6 +1,6 @@
 """dash.js in a fresh headless Chromium, run inside the client namespace:
 
-    python -m longlook.kinds.video.dashjs_driver --url PLAYER_URL --quic forced|off|discovery
+    python -m longlook.kinds.video.dashjs_driver --url PLAYER_URL --quic forced|off|discovery|first-visit
         --spki BASE64 --run-id ID --out dashjs.json [--timeout-s 90] [--chromium PATH]
 
 Loads the player page (page/player.html, served with the clip; dash.js and page/player.js are

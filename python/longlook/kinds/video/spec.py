@@ -120,8 +120,10 @@ class VideoScenario(ScenarioBase):
     protocols: list[Literal["h3", "h2", "race"]] = list(PROTOCOLS)
     race: RaceSettings = Field(default_factory=RaceSettings)
     # dash.js in Chromium, h3 arm: "forced" pins QUIC; "discovery" lets Chromium learn h3 from
-    # Alt-Svc on an unmeasured first visit and race it against TCP (a QUIC-enabled browser)
-    quic_mode: Literal["forced", "discovery"] = "forced"
+    # Alt-Svc on an unmeasured first visit and race it against TCP (a QUIC-enabled browser);
+    # "first-visit" the same with no earlier visit: the measured session begins over TCP and
+    # learns the Alt-Svc from its own first response (a new user, as Chaudhary et al.'s were)
+    quic_mode: Literal["forced", "discovery", "first-visit"] = "forced"
     # a run whose player used more CPU than this (cores, averaged over the run) or dropped more
     # than this share of frames was CPU-starved: it is flagged with that reason (core.audit)
     max_player_cpu: float = Field(default=1.6, gt=0, le=4096, strict=True)  # cores; true is no number
@@ -165,7 +167,7 @@ class VideoScenario(ScenarioBase):
         if "race" in self.protocols and set(self.players) != {"native"}:
             raise ValueError(
                 'protocols: "race" is the native player\'s racing client; dash.js in '
-                'Chromium races with quic_mode = "discovery"'
+                'Chromium races with quic_mode = "discovery" or "first-visit"'
             )
         if self.intervention is not None:
             if "race" not in self.protocols:

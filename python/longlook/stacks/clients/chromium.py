@@ -50,10 +50,11 @@ def chromium_path() -> str:
 
 def quic_mode(protocol: str, quic: str) -> str:
     """The Chromium driver's --quic for a run (page loads and dash.js alike): "discovery"
-    lets Chromium learn h3 from Alt-Svc and race; "pinned" (or "forced") forces QUIC for h3
-    and disables it otherwise."""
-    if quic == "discovery":
-        return "discovery"
+    lets Chromium learn h3 from Alt-Svc and race (a returning visitor), "first-visit" the same
+    for a browser that never saw the origin; "pinned" (or "forced") forces QUIC for h3 and
+    disables it otherwise."""
+    if quic in ("discovery", "first-visit"):
+        return quic
     return "forced" if protocol == "h3" else "off"
 
 

@@ -1,6 +1,6 @@
 """One page load in a fresh headless Chromium, run inside the client namespace:
 
-    python -m longlook.stacks.clients.chromium_driver --url URL --quic forced|off|discovery
+    python -m longlook.stacks.clients.chromium_driver --url URL --quic forced|off|discovery|first-visit
         --spki BASE64 --run-id ID --out fetch.json --har page.har [--netlog FILE]
         [--timeout-s 60] [--protocol-requested h3|h2] [--mode page] [--chromium PATH]
 
@@ -33,7 +33,7 @@ from .har import build_har
 from .page_load import NetworkLog, bulk_document, fetch_document, protocol_label
 
 DEFAULT_CHROMIUM = "/usr/bin/chromium"
-QUIC_MODES = ("forced", "off", "discovery")
+QUIC_MODES = ("forced", "off", "discovery", "first-visit")
 EXIT_OK, EXIT_FAILED, EXIT_PROTOCOL_MISMATCH, EXIT_TIMEOUT = 0, 1, 3, 124
 UNUSED_PORT = 9  # discard: discovery mode names the host with it (see browser_argv)
 
@@ -73,6 +73,8 @@ def browser_argv(
     forced: QUIC to the page's origin from the first request (`--origin-to-force-quic-on`).
     off: `--disable-quic`, so the endpoint's Alt-Svc cannot move the page to h3.
     discovery: the browser learns h3 from Alt-Svc and races QUIC against TCP, as on the web.
+    first-visit: the same browser, but the drivers give it no unmeasured first visit: the
+    measured one begins over TCP and learns the Alt-Svc itself, as a new user's does.
     The SPKI pin makes Chromium trust the endpoint's self-signed certificate; QUIC fails
     without it even with --ignore-certificate-errors. Chromium also refuses QUIC to a host
     whose certificate is not from a public root unless the host is named in
