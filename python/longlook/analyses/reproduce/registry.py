@@ -58,6 +58,20 @@ MININET = "Mininet reproduction"
 SHORT_FIDELITY = {"fidelity": {"retry_flagged": False, "link_check": "quick"}}
 
 
+def _pattern_link(name: str, pattern: str, **extra) -> dict:
+    """A link of the Chaudhary patterns as their scenario files write it (20 ms each way, a
+    30-packet buffer, 10 Mbit/s up), the pattern's trace downstream (`dl-short`: DL 10x
+    compressed), and `extra` (a middlebox)."""
+    return {
+        "name": name,
+        "delay_ms": 20,
+        "buffer_packets": 30,
+        "up": {"rate_mbit": 10},
+        "down": {"trace": f"chaudhary-patterns-traces/{pattern}.mahi"},
+        **extra,
+    }
+
+
 # Standard budget: the short budget's cells with the rounds (on top of its overrides) that
 # should make >= 80% of the claims conclusive within 4 hours on this 2-core machine; sized from
 # the paper's >= 10 rounds and the rounds the short budget's spreads asked for (2026-11-27,
@@ -97,27 +111,15 @@ STANDARD: dict[str, tuple[dict, str]] = {
             "video": {"duration_s": 60},  # the shipped clip and idle timeout (the short budget compresses both)
             "race": {"quic_idle_timeout_ms": 30000},
             "links": [
-                {
-                    "name": f"{p}/udp-intermittent",
-                    "delay_ms": 20,
-                    "buffer_packets": 30,
-                    "up": {"rate_mbit": 10},
-                    "down": {"trace": f"chaudhary-patterns-traces/{p.lower()}-short.mahi"},
-                    "middlebox": {"block_udp": True, "active_from_s": 10.0, "on_s": 35.0, "off_s": 25.0},
-                }
+                _pattern_link(
+                    f"{p}/udp-intermittent",
+                    f"{p.lower()}-short",
+                    middlebox={"block_udp": True, "active_from_s": 10.0, "on_s": 35.0, "off_s": 25.0},
+                )
                 for p in ("Incr", "Decr", "DH", "DL", "DVL")
             ]
             # chaudhary-tcp-as-good reads the sessions no middlebox touches
-            + [
-                {
-                    "name": f"{p}/none",
-                    "delay_ms": 20,
-                    "buffer_packets": 30,
-                    "up": {"rate_mbit": 10},
-                    "down": {"trace": f"chaudhary-patterns-traces/{p.lower()}-short.mahi"},
-                }
-                for p in ("DH", "DL")
-            ],
+            + [_pattern_link(f"{p}/none", f"{p.lower()}-short") for p in ("DH", "DL")],
         },
         "the five patterns with UDP blocked 35 s in 60 s, DL and DH with no middlebox; 4 rounds",
     ),
@@ -302,14 +304,11 @@ SCENARIOS = {
                 "video": {"duration_s": 30},
                 "race": {"quic_idle_timeout_ms": 10000},
                 "links": [
-                    {
-                        "name": "DL/udp-intermittent",
-                        "delay_ms": 20,
-                        "buffer_packets": 30,
-                        "up": {"rate_mbit": 10},
-                        "down": {"trace": "chaudhary-patterns-traces/dl-short.mahi"},
-                        "middlebox": {"block_udp": True, "active_from_s": 5.0, "on_s": 20.0, "off_s": 10.0},
-                    }
+                    _pattern_link(
+                        "DL/udp-intermittent",
+                        "dl-short",
+                        middlebox={"block_udp": True, "active_from_s": 5.0, "on_s": 20.0, "off_s": 10.0},
+                    )
                 ],
             },
             "DL with UDP blocked 20 s in 30 s (fallback happens), 30 s clip, 10 s idle timeout; 2 rounds",
@@ -329,15 +328,7 @@ SCENARIOS = {
             {
                 "rounds": 2,
                 "video": {"duration_s": 20},
-                "links": [
-                    {
-                        "name": "DL",
-                        "delay_ms": 20,
-                        "buffer_packets": 30,
-                        "up": {"rate_mbit": 10},
-                        "down": {"trace": "chaudhary-patterns-traces/dl-short.mahi"},
-                    }
-                ],
+                "links": [_pattern_link("DL", "dl-short")],
             },
             "the DL pattern 10x compressed, 20 s clip; 2 rounds (none of its claims' cells: not run)",
         ),
@@ -346,15 +337,7 @@ SCENARIOS = {
             {
                 "rounds": 2,
                 "video": {"duration_s": 60},
-                "links": [
-                    {
-                        "name": "DL",
-                        "delay_ms": 20,
-                        "buffer_packets": 30,
-                        "up": {"rate_mbit": 10},
-                        "down": {"trace": "chaudhary-patterns-traces/dl-short.mahi"},
-                    }
-                ],
+                "links": [_pattern_link("DL", "dl-short")],
             },
             "the DL pattern 10x compressed, 60 s clip; 2 rounds",
         ),

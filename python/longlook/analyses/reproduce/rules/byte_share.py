@@ -24,8 +24,8 @@ from scipy import stats as sps
 from ....core.verdicts import verdict_producer
 from .. import needed
 from ..measured import Measured
-from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, Where, needs_text, not_run, p_text, where_text
-from .session_share import LOST, _binomial_p
+from ..outcome import UNCLEAR, Outcome, Where, needs_text, not_run, p_text, where_text
+from .session_share import LOST, _binomial_p, band_verdict
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
 
@@ -106,12 +106,7 @@ class ByteShare:
         p_high = _binomial_p(k + lost, n, self.at_most, False)  # shown below the top
         p_below = _binomial_p(k + lost, n, self.at_least, False)  # shown below the bottom
         p_above = _binomial_p(k, n, self.at_most, True)  # shown above the top
-        if p_below < level or p_above < level:
-            verdict = FAILS
-        elif p_low < level and p_high < level:
-            verdict = HOLDS
-        else:
-            verdict = UNCLEAR
+        verdict = band_verdict(against=(p_below, p_above), for_=(p_low, p_high), level=level)
         p_hold = max(p_low, p_high)
         ci = sps.binomtest(k, len(shares)).proportion_ci(1 - 2 * level, method="exact") if len(shares) else None
         needs = ""

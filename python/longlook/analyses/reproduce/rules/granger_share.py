@@ -22,8 +22,8 @@ from ...fallback.qoe import TCP_AS_GOOD
 from ...fallback.session import TCP_SERVED
 from .. import needed
 from ..measured import Measured
-from ..outcome import FAILS, HOLDS, UNCLEAR, Outcome, needs_text, not_run, p_text
-from .session_share import _binomial_p
+from ..outcome import UNCLEAR, Outcome, needs_text, not_run, p_text
+from .session_share import _binomial_p, band_verdict
 
 
 def _either_p(sessions: pd.DataFrame) -> np.ndarray:
@@ -107,12 +107,7 @@ class GrangerShare:
         over_at = None if self.at_most is None else self.at_most + (1 - self.at_most) * alpha
         p_over = 1.0 if over_at is None else _binomial_p(k, n, over_at, True)
         p_under = 0.0 if self.at_most is None else _binomial_p(k, n, self.at_most, False)
-        if p_fail < level or p_over < level:
-            verdict = FAILS
-        elif p_hold < level and p_under < level:
-            verdict = HOLDS
-        else:
-            verdict = UNCLEAR
+        verdict = band_verdict(against=(p_fail, p_over), for_=(p_hold, p_under), level=level)
         p_hold = max(p_hold, p_under)
         ci = sps.binomtest(k, n).proportion_ci(confidence_level=1 - 2 * level, method="exact")
         needs = ""

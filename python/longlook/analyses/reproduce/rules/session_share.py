@@ -18,9 +18,20 @@ from __future__ import annotations
 
 from scipy import stats as sps
 
+from ..outcome import FAILS, HOLDS, UNCLEAR
+
 
 LOST = ("failed", "timeout")  # a session that gave no QoE
 
 
 def _binomial_p(k: int, n: int, threshold: float, greater: bool) -> float:
     return float(sps.binomtest(k, n, threshold, alternative="greater" if greater else "less").pvalue)
+
+
+def band_verdict(*, against: tuple[float, ...], for_: tuple[float, ...], level: float) -> str:
+    """A share's verdict from its one-sided tests: "does not hold" when any test against the
+    claim (shown below its bottom, above its top) is below `level`, "holds" when every test
+    for it is, else inconclusive."""
+    if any(p < level for p in against):
+        return FAILS
+    return HOLDS if all(p < level for p in for_) else UNCLEAR
