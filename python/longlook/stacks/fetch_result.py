@@ -6,12 +6,31 @@ whichever client ran (ours, a stack's, Chromium). The exit codes are the endpoin
 from __future__ import annotations
 
 import json
+import re
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 # fetch's exit codes (docs/interfaces.md)
 EXIT_OK = 0
 EXIT_PROTOCOL_UNAVAILABLE = 3
+
+
+# what a client that aborts says on its way out (Rust's allocator and panics, Go's runtime,
+# C's assert): the why of a death by signal, where its last line is a backtrace's
+ABORT_REASON = re.compile(
+    r"memory allocation of \d+ bytes failed|panicked at|fatal error|assertion .*failed|Assertion .*failed"
+)
+
+
+def death(returncode: int, stderr: str | None) -> str:
+    """`killed by signal N (NAME)`, and the line that says why when the client wrote one."""
+    try:
+        name = f" ({signal.Signals(-returncode).name})"
+    except ValueError:
+        name = ""
+    why = next((line.strip() for line in (stderr or "").splitlines() if ABORT_REASON.search(line)), "")
+    return f"killed by signal {-returncode}{name}" + (f": {why[:200]}" if why else "")
 
 
 @dataclass
@@ -43,7 +62,7 @@ def fetch_result(
     except (FileNotFoundError, json.JSONDecodeError):
         # a killed client's last stderr line is whatever it last noted, not why it stopped
         err = (
-            [f"killed by signal {-returncode}"]
+            [death(returncode, stderr)]
             if returncode < 0
             else (stderr or "").strip().splitlines()[-1:] or [f"exit code {returncode}"]
         )

@@ -83,6 +83,11 @@ def test_a_killed_client_is_reported_as_killed_not_by_its_last_note(tmp_path: Pa
     r = fetch_result(
         tmp_path / "fetch.json", -9, "udp buffers: asked 4194304, granted recv 425984 send 425984\n", "h3", 0.2
     )
-    assert (r.status, r.error) == ("failed", "no JSON result: killed by signal 9")
+    assert (r.status, r.error) == ("failed", "no JSON result: killed by signal 9 (SIGKILL)")
     r = fetch_result(tmp_path / "fetch.json", 1, "error: connection refused\n", "h3", 0.2)
     assert r.error == "no JSON result: error: connection refused"
+    # an abort says why before its backtrace (gm-quic's client against a first packet number
+    # of 1,749,238,060: its receive journal asked for one slot per packet number from 0)
+    stderr = "memory allocation of 153932949280 bytes failed\nstack backtrace:\n   0: std::alloc::rust_oom\n"
+    r = fetch_result(tmp_path / "fetch.json", -6, stderr, "h3", 0.2)
+    assert r.error == ("no JSON result: killed by signal 6 (SIGABRT): memory allocation of 153932949280 bytes failed")
