@@ -42,6 +42,11 @@ ASKED_CASES = {case: RESUMED_CASES if case == "zerortt" else (case,) for case in
 # client moves across on purpose): wire_runs.moves says which
 MOVE_CASES = ("rebind-port", "rebind-addr", "connection-migration")
 CASES = tuple(dict.fromkeys(PAGE_CASES + RESUMED_CASES + CLIENT_CASES + SERVER_CASES + MOVE_CASES))
+# the cases a run's arm exists for: passed only when its download also went to its end, as the
+# interop runner's tests of them ask (a 0-RTT request the server took, on a connection that
+# then never delivered the page, is no working 0-RTT); the page's own cases are judged on what
+# the wire shows, whatever became of the page (transfer is its completion)
+COMPLETED_CASES = tuple(dict.fromkeys(RESUMED_CASES + CLIENT_CASES + SERVER_CASES + MOVE_CASES))
 NO_RUN = "no run"
 UNSUPPORTED = "unsupported"
 
@@ -155,16 +160,17 @@ def judge(experiment: Path, runs, moved: tuple = ()) -> Matrix:
         for case, result in judge_cases(folder, run, cases).items():
             cell = m.cell(client, server, case)
             if result is not None:
-                cell.add(completed_move(case, run, result))
+                cell.add(completed(case, run, result))
     mark_unsupported(m)
     return m
 
 
-def completed_move(case: str, run: dict, result: dict) -> dict:
-    """A move passes only when the download went on to its end across it (as the interop
-    runner's rebinding and migration tests ask): a new path validated and then stalled is a
-    failure, with both halves of the evidence."""
-    if case not in MOVE_CASES or result["verdict"] != "passed" or run.get("status") in (None, "ok"):
+def completed(case: str, run: dict, result: dict) -> dict:
+    """A case of COMPLETED_CASES passes only when the run's download went on to its end (as
+    the interop runner's tests ask): a new path validated and then stalled, or 0-RTT accepted
+    on a connection that then never finished, is a failure, with both halves of the
+    evidence."""
+    if case not in COMPLETED_CASES or result["verdict"] != "passed" or run.get("status") in (None, "ok"):
         return result
     why = run.get("error")
     why = why if isinstance(why, str) and why else run.get("status")
