@@ -109,7 +109,7 @@ def validated(conn: Capture, change: Change) -> CaseResult:
         f"STREAM data to the new address from {data.where}{amplification(conn, change, response)}"
     )
     # said, not judged: a capture cut short would show a hole its end would have filled; a run
-    # that stalled on one fails by its own status (the matrix's completed_move)
+    # that stalled on one fails by its own status (the matrix's `completed`)
     lost = stranded(conn, change)
     return passed(f"{so_far}; {lost}" if lost else so_far)
 
