@@ -440,12 +440,17 @@ def matrix(
     if not no_run:
         scenario = out / "matrix.toml"
         scenario.write_text(scenario_toml(stacks, rounds=rounds, rate_mbit=rate, rtt_ms=rtt, clients=clients))
+
+        # every grid of this command runs with the same checks and on the same executor
+        def run(scenario_file: Path, into: Path) -> None:
+            _run(scenario_file, into, link_check, allow_version_change, executor, address)
+
         try:
-            _run(scenario, experiment, link_check, allow_version_change, executor, address)
+            run(scenario, experiment)
             for name, write in MOVES.items() if moves else ():
                 moves_file = out / f"{name}.toml"
                 moves_file.write_text(write(stacks, rounds=rounds, clients=clients))
-                _run(moves_file, out / name, link_check, allow_version_change, executor, address)
+                run(moves_file, out / name)
             for r in perf:
                 perf_file = out / f"perf-{r:g}.toml"
                 perf_file.write_text(
@@ -458,7 +463,7 @@ def matrix(
                         page=r == min(perf),
                     )
                 )
-                _run(perf_file, out / f"perf-{r:g}", link_check, allow_version_change, executor, address)
+                run(perf_file, out / f"perf-{r:g}")
                 with Store.open(out / f"perf-{r:g}", read_only=True) as store:
                     slow = slow_pairs(perf_grid(store.runs_frame(), r))
                 if slow:  # one more run each, with server logs: what held the server back
@@ -466,7 +471,7 @@ def matrix(
                     why_file.write_text(
                         perf_scenario_toml(stacks, rate_mbit=r, rounds=1, rtt_ms=rtt, clients=clients, why=slow)
                     )
-                    _run(why_file, out / f"perf-{r:g}-why", link_check, allow_version_change, executor, address)
+                    run(why_file, out / f"perf-{r:g}-why")
         finally:  # an interrupted grid is carried too: every finished run kept
             if archive is not None:
                 from ..core.carry import carry_out

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from longlook.flowlog import bytes_per_second
+from longlook.flowlog import bytes_per_second, read_flow_log
 from longlook.kinds.video.router_bytes import FIRST_BYTES_BIN_S, _first_bin_end
 
 SERVER = "198.18.2.2"
@@ -32,6 +32,10 @@ def test_a_session_that_began_over_tcp_says_how_long_quic_kept_out(tmp_path: Pat
     assert _first_bin_end(fine["tcp"]) == 0.2
     assert _first_bin_end(fine["udp"]) == 10.5
     assert _first_bin_end(fine["udp"].iloc[:50]) is None  # no QUIC in the first 5 s
+    # the lines read once bin as the file does (router_bytes bins one log at two widths)
+    lines = read_flow_log(log)
+    assert bytes_per_second(lines, SERVER, bin_s=FIRST_BYTES_BIN_S).equals(fine)
+    assert bytes_per_second(lines, SERVER).equals(bytes_per_second(log, SERVER))
 
 
 def test_a_session_quic_never_reached_keeps_it_out_to_its_end():

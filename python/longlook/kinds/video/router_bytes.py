@@ -10,7 +10,7 @@ import shutil
 import time
 from dataclasses import replace
 
-from ...flowlog import bytes_per_second, linkem_start_mono_ms, series_rows
+from ...flowlog import bytes_per_second, linkem_start_mono_ms, read_flow_log, series_rows
 from ...core.kind import Measurement, RunContext
 from ...errors import LonglookError
 from ...stacks.endpoint import SERVER_ADDR
@@ -75,11 +75,12 @@ def with_router_bytes(ctx: RunContext, m: Measurement, from_byte: int | None = N
     start = m.started_unix_ms / 1000 - _linkem_t0_unix(ctx)
     ends = [r["t_s"] for r in m.series]  # the player's series: the session's length
     end = start + math.floor(max(ends)) + 1 if ends else None
-    per = bytes_per_second(copy, SERVER_ADDR, start_s=start, end_s=end)
+    log = read_flow_log(copy)
+    per = bytes_per_second(log, SERVER_ADDR, start_s=start, end_s=end)
     tcp, udp = float(per["tcp"].sum()), float(per["udp"].sum())
     # when each protocol first carried bytes, at the flow log's own resolution (100 ms): a
     # QUIC-enabled browser that learns QUIC from Alt-Svc begins over TCP (Chaudhary §4.1)
-    fine = bytes_per_second(copy, SERVER_ADDR, start_s=start, end_s=end, bin_s=FIRST_BYTES_BIN_S)
+    fine = bytes_per_second(log, SERVER_ADDR, start_s=start, end_s=end, bin_s=FIRST_BYTES_BIN_S)
     first = {proto: _first_bin_end(fine[proto]) for proto in ("tcp", "udp")}
     series = [{**r, "name": CLIENT_NAMES.get(r["name"], r["name"])} for r in m.series]
     series += series_rows(per)

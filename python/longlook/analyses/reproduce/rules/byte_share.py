@@ -22,12 +22,11 @@ import pandas as pd
 from scipy import stats as sps
 
 from ....core.verdicts import verdict_producer
+from ...fallback.from_store import SETTLED
 from .. import needed
 from ..measured import Measured
 from ..outcome import UNCLEAR, Outcome, Where, needs_text, not_run, p_text, where_text
 from .session_share import LOST, _binomial_p, band_verdict
-
-SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
 
 
 def tcp_shares(runs: pd.DataFrame, series: pd.DataFrame) -> pd.Series:

@@ -1,6 +1,7 @@
 """What the rules on video sessions (Chaudhary et al.; pair_share.py, granger_share.py,
-byte_share.py, ate.py) share: they read analyses.fallback's per-pair and per-session verdicts, and a share
-is judged by the exact binomial test.
+byte_share.py, ate.py) share: they read analyses.fallback's per-pair and per-session verdicts
+(byte_share: each session's bytes at the router), and a share is judged by the exact binomial
+test.
 
 p: the exact one-sided binomial p of the share against the threshold the claim holds
 above, or the one-sided Welch p of the ATE on the claimed side.

@@ -35,10 +35,10 @@ from ..outcome import (
 def settled_as_asked(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs with each protocol_mismatch counted as the protocol it asked for: a session of
     a QUIC-enabled browser that used TCP as well is data about that browser, not a wrong run."""
-    mixed = runs["status"].isin(["ok", "protocol_mismatch"])
+    settled = runs["status"].isin(["ok", "protocol_mismatch"])
     return runs.assign(
-        status=runs["status"].where(~mixed, "ok"),
-        protocol_negotiated=runs["protocol_negotiated"].where(~mixed, runs["protocol_requested"]),
+        status=runs["status"].where(~settled, "ok"),
+        protocol_negotiated=runs["protocol_negotiated"].where(~settled, runs["protocol_requested"]),
     )
 
 
