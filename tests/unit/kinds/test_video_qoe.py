@@ -153,3 +153,22 @@ def test_bytes_are_spread_over_each_request():
     )
     assert per["h3"] == pytest.approx([500, 1000, 500])
     assert per["h2"] == pytest.approx([0, 100, 0])
+
+
+def test_bytes_per_second_skips_what_a_table_left_blank():
+    """Records from a DataFrame carry NaN for a request with no protocol or no end; the
+    figure that sorts the protocols must not meet a float among them."""
+    import pandas as pd
+
+    from longlook.kinds.video.traffic import bytes_per_second
+
+    table = pd.DataFrame(
+        [
+            {"start_s": 0.0, "end_s": 1.0, "bytes": 1000, "protocol": "h2"},
+            {"start_s": 0.2, "end_s": 0.8, "bytes": 50, "protocol": float("nan")},
+            {"start_s": 0.5, "end_s": None, "bytes": 70, "protocol": "h3"},
+        ]
+    )
+    per = bytes_per_second(table.to_dict("records"))
+    assert list(per) == ["h2"]
+    assert per["h2"] == pytest.approx([1000, 0])

@@ -4,11 +4,21 @@ of traffic, not a spike when it ended."""
 
 from __future__ import annotations
 
+import math
+
 
 def bytes_per_second(requests: list[dict]) -> dict[str, list[float]]:
     """protocol -> bytes in each second [k, k+1) of the run (requests with start_s, end_s,
-    bytes, protocol; those lacking any are left out)."""
-    done = [r for r in requests if r.get("end_s") is not None and r.get("start_s") is not None and r.get("protocol")]
+    bytes, protocol; those lacking any are left out). Records from a table carry NaN, not
+    None, where a request never finished or its protocol was never seen."""
+    done = [
+        r
+        for r in requests
+        if _number(r.get("end_s"))
+        and _number(r.get("start_s"))
+        and isinstance(r.get("protocol"), str)
+        and r["protocol"]
+    ]
     if not done:
         return {}
     n = int(max(r["end_s"] for r in done)) + 1
@@ -21,3 +31,7 @@ def bytes_per_second(requests: list[dict]) -> dict[str, list[float]]:
             if overlap > 0:
                 bins[k] += r["bytes"] * overlap / (t1 - t0)
     return out
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and math.isfinite(v)
