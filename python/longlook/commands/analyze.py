@@ -31,6 +31,15 @@ def fallback(
         None, "--alpha", help="significance level [default: the paper's 0.05; page loads: the scenario's]"
     ),
     include_flagged: bool = typer.Option(False, "--include-flagged", help="keep runs the audit flagged"),
+    cause: str = typer.Option(
+        "bytes", "--cause", help="F: 'bytes' over TCP per step, or 'share' = T/(T+Q) so far (the paper's §6.1)"
+    ),
+    step_s: float = typer.Option(1.0, "--step", help="seconds per grid step"),
+    max_lag_s: Optional[float] = typer.Option(
+        None,
+        "--max-lag",
+        help="widest Granger lag window, seconds (the paper's: 250) [default: 1/8 of the session, 20 steps at most]",
+    ),
     as_json: bool = typer.Option(False, "--json", help="print the tables as JSON (records) instead of text"),
 ) -> None:
     """Does falling back to TCP drive quality drops and stalls (Chaudhary et al.)?
@@ -70,6 +79,9 @@ def fallback(
         higher_is_better=not lower_is_better,
         alpha=alpha,
         include_flagged=include_flagged,
+        step_s=step_s,
+        cause=cause,
+        max_lag_s=max_lag_s,
     )
     if _files_or_json(
         result.write(out or directory), as_json, patterns=_records(result.patterns), summary=result.summary

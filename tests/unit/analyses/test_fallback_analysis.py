@@ -112,6 +112,53 @@ def test_the_null_moves_the_fallback_and_keeps_its_shape():
     assert kind == "circular shift" and len(versions) == 60 and (versions[1] == np.roll(segments, 1)).all()
 
 
+def test_the_paper_s_share_moves_tcp_and_quic_together():
+    """F = T/(T+Q) so far: a version moves the fallback of both byte series at once, and
+    QUIC's traffic before the fallback goes on up to a later onset."""
+    from longlook.analyses.fallback.granger import cumulative_share, null_index, take
+
+    assert list(cumulative_share(np.array([0.0, 1, 1, 0]), np.array([0.0, 1, 0, 2]))) == [0.0, 0.5, 2 / 3, 0.4]
+    tcp = np.r_[np.zeros(30), np.full(30, 4.0)]
+    quic = np.r_[[9.0], np.full(29, 2.0), np.zeros(30)]
+    index, kind, why = null_index(tcp, order=1, max_lag=7, cycle=True)
+    assert why is None and kind == "fallback onset moved" and (take(tcp, index[:1]) == tcp).all()
+    u = [int(np.argmax(v > 0)) for v in take(tcp, index[1:])]
+    late = index[1 + u.index(52)]
+    q = take(quic, late[None, :])[0]
+    # QUIC continues at its pre-fallback rate up to step 52 (the session's first step is not
+    # repeated), and carries nothing after; TCP takes over at 52
+    assert q[0] == 9.0 and (q[1:52] == 2.0).all() and (q[52:] == 0).all()
+    assert (take(tcp, late[None, :])[0][:52] == 0).all()
+    share = cumulative_share(take(tcp, index), take(quic, index))
+    assert (share[:, 0] == 0).all() and np.all(np.diff(share[0, 30:]) > 0)
+    # without cycling (bytes over TCP alone) the old null is unchanged
+    old, _, _ = null_versions(tcp, order=1, max_lag=7)
+    assert (take(tcp, null_index(tcp, order=1, max_lag=7)[0]) == old).all()
+
+
+def test_a_session_read_with_the_paper_s_share_needs_quic_s_bytes():
+    rng = np.random.default_rng(3)
+    n = 120
+    tcp = np.r_[np.zeros(60), rng.uniform(1e5, 2e5, 60)]
+    quic = np.r_[rng.uniform(1e5, 2e5, 60), np.zeros(60)]
+    b = np.cumsum(rng.random(n) < 0.05).astype(float)
+    s = np.r_[np.zeros(70), np.arange(50, dtype=float)]
+    frame = pd.DataFrame({"F": tcp, "F_udp": quic, "B": b, "S": s})
+    r = analyze_session(frame, step_s=5, max_var_lag=10, cause="share")
+    assert (r.cause, r.max_lag) == ("share", 10) and r.suitable and r.shifts > 0 and 0 < r.p_S <= 1
+    rows = pd.DataFrame(
+        [
+            {"run_id": 1, "name": k, "t_s": float(t), "value": float(v)}
+            for k in ("F", "B", "S")
+            for t, v in enumerate(frame[k])
+        ]
+    )
+    out = analyze_sessions(rows, how={"F": "sum"}, cause="share")
+    assert "F_udp" in out["error"].iloc[0]
+    with pytest.raises(ValueError, match="cause 'tcp'"):
+        analyze_session(frame, cause="tcp")
+
+
 def test_cross_correlation_lag_and_constant():
     rng = np.random.default_rng(7)
     x = rng.normal(size=300)

@@ -25,6 +25,15 @@ def test_treated_rounds_are_a_seeded_balanced_random_half():
     freq = np.array([sum(r in d for d in draws) for r in range(20)]) / 400
     assert np.all(np.abs(freq - 0.5) < 0.1)
     assert len(treated_rounds(1, "c", 2, 0.1)) == 1  # both arms exist from 2 rounds on
+    # a share of 1: every round treated, a study of the fallback with no control
+    assert treated_rounds(1, "c", 6, 1.0) == frozenset(range(6))
+
+
+def test_effects_with_no_control_sessions_say_so_without_an_interval():
+    from longlook.analyses.fallback.intervention import ate_rows
+
+    rows = ate_rows(pd.DataFrame({"treated": [True] * 4, "qoe": [1.0, 2.0, 1.5, 1.2]}))
+    assert {r["n_control"] for r in rows} == {0} and all(np.isnan(r["ci_low"]) for r in rows)
 
 
 def test_onsets_are_uniform_in_the_window_and_only_treated_sessions_get_the_middlebox():

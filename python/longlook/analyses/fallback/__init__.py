@@ -5,7 +5,8 @@ Per session: cross-correlation of F with B and S and the lag of its maximum (`cr
 KPSS stationarity with first then second differencing (`stationarity`), Granger causality
 F -> B and F -> S with the lag chosen by an information criterion (`granger`), all in
 `session`. Per pattern: QUIC-enabled vs TCP-only QoE (`qoe`). F(t) from linkem's flow log
-(`flowlog`), figures like the paper's Fig. 12 (`figures`), a store's runs (`store`).
+(`flowlog`): bytes over TCP per step, or the paper's share T/(T+Q) of bytes over TCP so far
+(`session.CAUSES`), figures like the paper's Fig. 12 (`figures`), a store's runs (`store`).
 """
 
 from .crosscorr import CrossCorrelation, cross_correlation

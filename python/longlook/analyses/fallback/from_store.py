@@ -15,7 +15,7 @@ from ...core.stats import Completion
 from ...core.store import Store
 from ...errors import LonglookError, check_range
 from .qoe import PAIR_OUTCOMES, TCP_AS_GOOD, compare_patterns, pair_verdict, session_pairs, temporal_samples
-from .session import analyze_sessions, summarize
+from .session import CAUSES, analyze_sessions, summarize
 
 SETTLED = ("ok", "protocol_mismatch")  # a QUIC-enabled session that fell back is data here
 
@@ -68,8 +68,13 @@ def analyze_store(
     alpha: float = 0.05,
     include_flagged: bool = False,
     step_s: float = 1.0,
+    cause: str = "bytes",
+    max_lag_s: float | None = None,
 ) -> FallbackAnalysis:
-    """F is summed per grid step (bytes), B and S averaged (levels). Runs count when settled
+    """F is summed per grid step of `step_s` (bytes), B and S averaged (levels). `cause`:
+    the Granger cause, bytes over TCP per step or the paper's share T / (T + Q) of bytes
+    over TCP so far (session.CAUSES); `max_lag_s`: the widest lag window the criterion
+    chooses among (the paper's lags reach 250 s; default: granger.default_max_lag steps). Runs count when settled
     (`ok`, or `protocol_mismatch`: a QUIC-enabled session that used TCP) and not flagged by
     the audit (unless `include_flagged`). `quic_arm` None: the racing client's arm if the
     scenario has one, else "h3". Session pairs are compared on their temporal QoE
@@ -78,6 +83,13 @@ def analyze_store(
     calibrated verdicts (session.granger_verdicts: shift-null p, Holm over B and S), over all
     sessions and over those shown TCP better or the same (qoe.TCP_AS_GOOD)."""
     check_range("--alpha", alpha, 0, 1, low_open=True, high_open=True, hint="a significance level, e.g. 0.01")
+    check_range("--step", step_s, 0.1, 600, hint="seconds per grid step, e.g. 1 or 5")
+    if cause not in CAUSES:
+        raise LonglookError(f"--cause {cause}: not a cause", hint=f"one of {', '.join(CAUSES)}")
+    max_lag = None
+    if max_lag_s is not None:
+        check_range("--max-lag", max_lag_s, step_s, 3600, hint=f"seconds, at least one step ({step_s:g} s)")
+        max_lag = int(round(max_lag_s / step_s))
     with Store.open(directory, read_only=True) as store:
         arms = store.scenario().arm_list()
         if quic_arm is None:
@@ -110,7 +122,7 @@ def analyze_store(
         )
     quic_runs = runs[runs["arm"] == quic_arm]
     rows = series[series["run_id"].isin(quic_runs["run_id"]) & series["name"].isin(["F", "F_udp", "B", "S"])]
-    sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum"})
+    sessions = analyze_sessions(rows, step_s=step_s, how={"F": "sum", "F_udp": "sum"}, cause=cause, max_var_lag=max_lag)
     if sessions.empty:
         raise LonglookError(f"{directory}: no settled {quic_arm!r} run has series F, B and S")
     meta = quic_runs[["run_id", "pattern", "cell_id", "round", "protocol_negotiated"]].rename(

@@ -30,6 +30,13 @@ order a version would get differs in a fifth of the sessions, and the rate stays
 alpha). Ties count against the observed alignment; of two perfect fits the one with fewer
 lags is the more extreme.
 
+The paper's own F is no series of bytes but the share of the session's bytes that went over
+TCP so far, T(t) / (T(t) + Q(t)) (`cumulative_share`): after a fallback it climbs for the
+rest of the session. Its versions are made on the bytes, TCP's and QUIC's moved together
+(`null_index` with `cycle`: QUIC's pre-fallback traffic goes on up to a later onset), and
+the share recomputed for each, so every version has the observed share's shape; that reading
+has its own calibration (tests/calibration/test_granger_share.py).
+
 What one session can show is little, and the p says so. An effect L s after the fallback
 is also "explained", with a shorter lag, by every version whose onset lies between the
 fallback and the effect, so even a perfect effect has p >= L / (#versions + 1): in a 60 s
@@ -204,25 +211,22 @@ def onset_of(cause: np.ndarray) -> int:
     return int(np.argmax(cause >= 0.1 * np.median(active)))
 
 
-def null_versions(
-    cause: np.ndarray, *, order: int, max_lag: int, max_shifts: int = MAX_SHIFTS, seed: int = 0
+def null_index(
+    cause: np.ndarray, *, order: int, max_lag: int, max_shifts: int = MAX_SHIFTS, seed: int = 0, cycle: bool = False
 ) -> tuple[np.ndarray, str, str | None]:
-    """The cause as observed (row 0) and as it would be had its pattern come at another
-    admissible time (the other rows), each with the observed one's shape; how they were
-    made; and why there are none. A fallback during the session (`onset_of` t > 0) moves
-    its onset to every u with max_lag + order <= u <= n - 1 - max_lag (the lag window fits
-    after it once differenced): what came before is kept (cut, or followed by zeros), what
-    follows is kept in order (repeated from its start when the onset moves earlier); an
-    onset outside that range has no such null. A cause active from the first step is
-    rotated circularly by every offset. More than `max_shifts` versions: that many, drawn
-    without replacement with `seed`."""
+    """Where each step of each version of the cause comes from (`null_versions`): row 0 the
+    observed order, -1 a step that is 0 in that version; how they were made; and why there
+    are none. `cycle`: a step between the observed onset and a later one repeats what came
+    before the onset (steps 1.., the session's start left out) instead of being 0, for
+    series that are not 0 before the fallback (QUIC's bytes)."""
     n = len(cause)
     tau = onset_of(cause)
+    identity = np.arange(n)[None, :]
     if tau > 0:
         kind = "fallback onset moved"
         if not max_lag + order <= tau <= n - 1 - max_lag:
             return (
-                cause[None, :],
+                identity,
                 kind,
                 (
                     f"the fallback at step {tau} is within {max_lag + order} steps of the "
@@ -236,14 +240,44 @@ def null_versions(
         onsets = np.arange(1, n)
     if len(onsets) > max_shifts:
         onsets = np.sort(np.random.default_rng(seed).choice(onsets, size=max_shifts, replace=False))
-    t = np.arange(n)[None, :]
+    t = identity
     u = onsets[:, None]
     if tau > 0:
-        after = cause[tau:]
-        rows = np.where(t >= u, after[(t - u) % len(after)], np.where(t < tau, cause[np.minimum(t, n - 1)], 0.0))
+        before = np.where(t < tau, t, (1 + (t - 1) % max(tau - 1, 1)) if cycle and tau > 1 else -1)
+        rows = np.where(t >= u, tau + (t - u) % (n - tau), before)
     else:
-        rows = cause[(t - u) % n]
-    return np.vstack([cause, rows.reshape(len(onsets), n)]), kind, None
+        rows = (t - u) % n
+    return np.vstack([identity, rows.reshape(len(onsets), n)]), kind, None
+
+
+def take(series: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """The versions of `series` that `null_index` describes (-1: 0)."""
+    return np.where(index >= 0, series[np.maximum(index, 0)], 0.0)
+
+
+def null_versions(
+    cause: np.ndarray, *, order: int, max_lag: int, max_shifts: int = MAX_SHIFTS, seed: int = 0
+) -> tuple[np.ndarray, str, str | None]:
+    """The cause as observed (row 0) and as it would be had its pattern come at another
+    admissible time (the other rows), each with the observed one's shape; how they were
+    made; and why there are none. A fallback during the session (`onset_of` t > 0) moves
+    its onset to every u with max_lag + order <= u <= n - 1 - max_lag (the lag window fits
+    after it once differenced): what came before is kept (cut, or followed by zeros), what
+    follows is kept in order (repeated from its start when the onset moves earlier); an
+    onset outside that range has no such null. A cause active from the first step is
+    rotated circularly by every offset. More than `max_shifts` versions: that many, drawn
+    without replacement with `seed`."""
+    index, kind, why = null_index(cause, order=order, max_lag=max_lag, max_shifts=max_shifts, seed=seed)
+    return take(cause, index), kind, why
+
+
+def cumulative_share(tcp: np.ndarray, quic: np.ndarray) -> np.ndarray:
+    """Chaudhary's F(t) = T(t) / (T(t) + Q(t)), T and Q the bytes over TCP and QUIC up to
+    t, per row of (versions x steps) arrays; 0 before the first byte."""
+    t = np.cumsum(tcp, axis=-1)
+    both = t + np.cumsum(quic, axis=-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(both > 0, t / np.where(both > 0, both, 1.0), 0.0)
 
 
 def _as_extreme(lag: np.ndarray, log_p: np.ndarray) -> int:
@@ -267,6 +301,7 @@ def granger_shift_tests(
     criterion: str = "bic",
     max_shifts: int = MAX_SHIFTS,
     seed: int | None = None,
+    quic: np.ndarray | None = None,
 ) -> dict[str, ShiftGrangerResult]:
     """Per effect, H0: the effect follows the cause's pattern no more closely where it was
     observed than at another admissible time (`null_versions`, the same versions for every
@@ -274,7 +309,10 @@ def granger_shift_tests(
     on the observed series) are applied to every version alike, the lag is chosen anew for
     each. p = (1 + #versions at least as extreme as the observed, `_as_extreme`) / (1 +
     #versions). `seed` (default: from the series) draws the versions when there are more
-    than `max_shifts`."""
+    than `max_shifts`. `quic` (QUIC's bytes per step, with `cause` TCP's): the cause tested
+    is the paper's F = T / (T + Q) (`cumulative_share`) of each version, TCP's and QUIC's
+    bytes moved together (QUIC's pre-fallback traffic continued up to a later onset), the
+    onset still read from TCP's bytes."""
     cause = np.asarray(cause, dtype=float)
     series = {name: np.asarray(e, dtype=float) for name, e in effects.items()}
     for name, e in series.items():
@@ -283,13 +321,21 @@ def granger_shift_tests(
     nan = float("nan")
     n = len(cause) - order
     max_lag = default_max_lag(n) if max_lag is None else max_lag
-    versions, kind, no_null = null_versions(
+    index, kind, no_null = null_index(
         cause,
         order=order,
         max_lag=max_lag,
         max_shifts=max_shifts,
         seed=session_seed(cause, *series.values()) if seed is None else seed,
+        cycle=quic is not None,
     )
+    if quic is None:
+        versions = take(cause, index)
+    else:
+        quic = np.asarray(quic, dtype=float)
+        if len(quic) != len(cause):
+            raise ValueError(f"cause has {len(cause)} samples, quic {len(quic)}")
+        versions = cumulative_share(take(cause, index), take(quic, index))
     causes = np.diff(versions, n=order, axis=1) if order else versions
     shifts = len(versions) - 1
     out = {}

@@ -24,11 +24,14 @@ import pandas as pd
 from ...core.multiple import holm
 from ...core.verdicts import verdict_producer
 from .crosscorr import cross_correlation
-from .granger import MAX_SHIFTS, granger_shift_tests
+from .granger import MAX_SHIFTS, cumulative_share, default_max_lag, granger_shift_tests
 from .grid import on_grid
 from .stationarity import make_stationary
 
 EFFECTS = ("B", "S")
+# what F is: bytes over TCP per step, or the paper's share T(t) / (T(t) + Q(t)) of the
+# session's bytes that went over TCP up to t (Chaudhary §6.1), from F and F_udp
+CAUSES = ("bytes", "share")
 TCP_SERVED = ("h2", "mixed")  # a QUIC-enabled session's protocol when TCP served a request
 GRANGER_P = (
     "per session, how the Granger F-test's p of F -> B (S) as observed ranks among the same test with "
@@ -59,6 +62,8 @@ class SessionResult:
     p_S_ftest: float
     shifts: int  # versions of F in the null; no p is below 1 / (shifts + 1)
     granger_null: str | None  # how they were made: the fallback's onset moved, or F rotated
+    cause: str = "bytes"  # what F was (CAUSES)
+    max_lag: int | None = None  # the widest lag window the criterion chose among, in steps
 
     def row(self) -> dict:
         return asdict(self)
@@ -73,22 +78,30 @@ def analyze_session(
     max_var_lag: int | None = None,
     criterion: str = "bic",
     max_shifts: int = MAX_SHIFTS,
+    cause: str = "bytes",
 ) -> SessionResult:
-    """`frame`: columns F, B, S on a regular grid of `step_s` (see `grid.on_grid`).
-    Cross-correlation on the series as measured; Granger on the stationary transform (the
-    paper's KPSS rule), each p against F's versions (`granger.null_versions`, the same for
-    B and S; when there are more than `max_shifts`, drawn with a seed the session's own
-    numbers give), then Holm over B and S."""
-    f = frame["F"].to_numpy(dtype=float)
+    """`frame`: columns F, B, S (and F_udp, QUIC's bytes, when `cause` is "share") on a
+    regular grid of `step_s` (see `grid.on_grid`). Cross-correlation on the series as
+    measured; Granger on the stationary transform (the paper's KPSS rule), each p against
+    F's versions (`granger.null_index`, the same for B and S; when there are more than
+    `max_shifts`, drawn with a seed the session's own numbers give), then Holm over B and S.
+    `max_var_lag`: the widest lag window, in steps (default `granger.default_max_lag`)."""
+    if cause not in CAUSES:
+        raise ValueError(f"cause {cause!r}: one of {', '.join(CAUSES)}")
+    tcp = frame["F"].to_numpy(dtype=float)
+    quic = frame["F_udp"].to_numpy(dtype=float) if cause == "share" else None
+    f = tcp if quic is None else cumulative_share(tcp, quic)
     cc = {e: cross_correlation(f, frame[e].to_numpy(dtype=float), max_ccf_lag) for e in EFFECTS}
-    st = make_stationary(frame[["F", *EFFECTS]], alpha=alpha_kpss)
+    st = make_stationary(
+        pd.DataFrame({"F": f, **{e: frame[e].to_numpy(dtype=float) for e in EFFECTS}}), alpha=alpha_kpss
+    )
     nan = float("nan")
     tests = {e: (nan, None, "not stationary after second differences", nan) for e in EFFECTS}
     shifts, null = 0, None
     if st.order is not None:
         levels = {e: frame[e].to_numpy(dtype=float) for e in EFFECTS}
         results = granger_shift_tests(
-            f, levels, order=st.order, max_lag=max_var_lag, criterion=criterion, max_shifts=max_shifts
+            tcp, levels, order=st.order, max_lag=max_var_lag, criterion=criterion, max_shifts=max_shifts, quic=quic
         )
         tests = {e: (g.p_value, g.lag, g.reason, g.p_ftest) for e, g in results.items()}
         shifts = max(g.shifts for g in results.values())
@@ -116,6 +129,8 @@ def analyze_session(
         p_S_ftest=tests["S"][3],
         shifts=shifts,
         granger_null=null,
+        cause=cause,
+        max_lag=default_max_lag(len(frame) - (st.order or 0)) if max_var_lag is None else max_var_lag,
     )
 
 
@@ -124,7 +139,9 @@ def analyze_sessions(
 ) -> pd.DataFrame:
     """Long rows (`run_id`, `name`, `t_s`, `value`) of many sessions -> one row per session
     (`run_id`, `bytes_tcp` = sum of F, `bytes_udp` = sum of F_udp when given, + the
-    SessionResult fields). A session lacking F, B or S gets `error`."""
+    SessionResult fields). A session lacking F, B or S (or F_udp, for the paper's share)
+    gets `error`."""
+    names = ("F", "F_udp", "B", "S") if options.get("cause") == "share" else ("F", "B", "S")
     out = []
     for run_id, g in rows.groupby("run_id", sort=True):
         totals = {
@@ -132,7 +149,7 @@ def analyze_sessions(
             "bytes_udp": float(g.loc[g["name"] == "F_udp", "value"].sum()),
         }
         try:
-            frame = on_grid(g, step_s=step_s, how=how)
+            frame = on_grid(g, names, step_s=step_s, how=how)
         except Exception as e:  # noqa: BLE001 - one bad session is reported, not fatal
             out.append({"run_id": run_id, **totals, "error": str(e)})
             continue

@@ -3,9 +3,11 @@ test Chaudhary et al. §7 could not run on observational sessions).
 
 In each cell, the QUIC-enabled arm's rounds are split at random into treated and control
 (complete randomisation: a seeded permutation of the rounds, the first `round(share * R)`
-treated). A treated session's link gets the QUIC-breaking `middlebox`, switched on at an
-onset drawn uniformly from `onset_s` (seconds on linkem's clock, which restarts just before
-each session); a control session runs the cell's link as it is. The TCP-only arm is never
+treated; a share of 1 treats every round, for a study of the fallback itself with no
+control, such as Granger over sessions whose break time is random). A treated session's
+link gets the QUIC-breaking `middlebox`, switched on at an onset drawn uniformly from
+`onset_s` (seconds on linkem's clock, which restarts just before each session); a control
+session runs the cell's link as it is. The TCP-only arm is never
 treated. Everything is drawn from (seed, cell, round): a resumed or re-run experiment
 assigns the same, and each run records its assignment (details `intervention`).
 """
@@ -28,7 +30,7 @@ class Intervention(BaseModel):
     # what breaks QUIC once on (default: every UDP datagram dropped, both ways)
     middlebox: Middlebox = Field(default_factory=lambda: Middlebox(block_udp=True))
     onset_s: tuple[float, float] = (10.0, 30.0)  # uniform onset window
-    treated_share: float = Field(default=0.5, gt=0, lt=1)
+    treated_share: float = Field(default=0.5, gt=0, le=1)
 
     @model_validator(mode="after")
     def _window(self) -> "Intervention":
@@ -56,10 +58,12 @@ def _rng(*parts: object) -> random.Random:
 
 def treated_rounds(seed: int, cell_id: str, rounds: int, share: float) -> frozenset[int]:
     """Complete randomisation: which rounds of the cell are treated (at least one of each
-    arm when rounds >= 2)."""
+    arm when rounds >= 2 and share < 1; every round when share is 1)."""
     order = list(range(rounds))
     _rng(seed, cell_id, "treated").shuffle(order)
     k = round(share * rounds)
+    if share >= 1:
+        return frozenset(order)
     if rounds >= 2:
         k = min(max(k, 1), rounds - 1)
     return frozenset(order[:k])
