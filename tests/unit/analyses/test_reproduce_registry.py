@@ -57,6 +57,7 @@ from longlook.analyses.reproduce import (
     Twins,
     Value,
 )
+from longlook.analyses.reproduce.claims import ShippedScenario
 from longlook.analyses.reproduce.measured import TCP_MEAN, grid
 from longlook.analyses.reproduce.registry import COPIES, PAPERS_DIR
 from longlook.analyses.states.diff import StateDiff
@@ -316,15 +317,16 @@ def test_no_claim_reads_cells_where_a_middlebox_decides_it(budget):
     """A middlebox on the link (UDP blocked, throttled, black-holed, a small MTU) decides a
     QUIC-vs-TCP comparison by construction: only a claim about that middlebox reads such
     cells, at every budget (a budget whose links all block UDP labels them as if none did).
-    Planted: the old chaudhary-tcp-as-good, which read UDP blocked 35 s in 60."""
+    Planted: the old chaudhary-tcp-as-good, which read UDP blocked 35 s in 60 (the cells of
+    chaudhary-fallback's file as shipped)."""
 
-    def offenders(claims: list[Claim]) -> list[str]:
+    def offenders(claims: list[Claim], overrides=lambda shipped: shipped.overrides(budget)) -> list[str]:
         bad = []
         for c in claims:
             if c.breaks_quic:
                 continue
             shipped = SCENARIOS[c.scenario]
-            m = Measured(cells=grid(load_scenario(shipped.path, shipped.overrides(budget))), runs=pd.DataFrame())
+            m = Measured(cells=grid(load_scenario(shipped.path, overrides(shipped))), runs=pd.DataFrame())
             if any(m.dims(cell)["middlebox"] != "none" for cell in c.rule.claim_cells(m)):
                 bad.append(c.id)
         return bad
@@ -332,7 +334,7 @@ def test_no_claim_reads_cells_where_a_middlebox_decides_it(budget):
     assert offenders(CLAIMS) == []
     tcp_as_good = next(c for c in CLAIMS if c.id == "chaudhary-tcp-as-good")
     old = replace(tcp_as_good, rule=PairShare(quic_arm="quic-enabled", at_least=0.5))
-    assert offenders([old]) == ["chaudhary-tcp-as-good"]
+    assert offenders([old], lambda shipped: None) == ["chaudhary-tcp-as-good"]
 
 
 def test_a_claim_on_fluctuating_bandwidth_reads_loads_that_see_many_rate_changes():
@@ -406,12 +408,30 @@ def test_field_only_findings_are_quoted_too(finding):
     assert _clean(finding.quote) in text, finding.id
 
 
+def _all_blocked(shipped: ShippedScenario) -> ShippedScenario:
+    """chaudhary-fallback reduced to links that all block UDP 35 s in 60 (as its short budget
+    once was): labels drop what every link shares, the middlebox among it."""
+    box = {"block_udp": True, "active_from_s": 10.0, "on_s": 35.0, "off_s": 25.0}
+    links = [
+        {
+            "name": f"{p}/udp-intermittent",
+            "delay_ms": 20,
+            "buffer_packets": 30,
+            "up": {"rate_mbit": 10},
+            "down": {"trace": f"chaudhary-patterns-traces/{p.lower()}-short.mahi"},
+            "middlebox": box,
+        }
+        for p in ("DL", "DH")
+    ]
+    return replace(shipped, short={"rounds": 1, "links": links}, standard=None)
+
+
 def test_a_store_s_cells_say_what_their_middlebox_sets_whatever_their_label(tmp_path):
-    """The short budget's chaudhary-fallback links all block UDP, so their labels say
-    nothing of it; the cells read from the store do."""
+    """When every link blocks UDP, the cells' labels say nothing of it; the cells read from
+    the store do."""
     from longlook.core.store import Store
 
-    shipped = SCENARIOS["chaudhary-fallback"]
+    shipped = _all_blocked(SCENARIOS["chaudhary-fallback"])
     sc = load_scenario(shipped.path, shipped.overrides("short"))
     with Store.open(tmp_path / "x") as st:
         st.start_experiment(sc, {})
@@ -423,10 +443,10 @@ def test_a_store_s_cells_say_what_their_middlebox_sets_whatever_their_label(tmp_
 
 def test_a_budget_names_the_cells_of_the_figure_it_leaves_out():
     """Fig. 6a is 4 rates x 7 sizes; the standard budget keeps 2 x 2 and says which it left
-    out. A cell is matched by where it lies on the figure's axes: the short budget's
-    chaudhary-fallback cells carry the ids of the paper grid's cells without a middlebox
-    (their labels drop what all its links share), yet none of them is one; the standard
-    budget adds two of them."""
+    out. A cell is matched by where it lies on the figure's axes: cells whose links all block
+    UDP carry the ids of the paper grid's cells without a middlebox (their labels drop what
+    all the links share), yet none of them is one. chaudhary-fallback's short budget keeps
+    DL with no middlebox, its standard budget all five patterns."""
     from longlook.analyses.reproduce.coverage import coverage
 
     fig6a = next(c for c in CLAIMS if c.id == "kakhki-fig6a")
@@ -434,10 +454,11 @@ def test_a_budget_names_the_cells_of_the_figure_it_leaves_out():
     assert len(out) == 24 and text.startswith("4 of the 28 cells of its figure") and "rate_mbit 5, 100" in text
     assert coverage(fig6a, SCENARIOS[fig6a.scenario], "paper") == ([], "all 28 cells of its figure")
     tcp_as_good = next(c for c in CLAIMS if c.id == "chaudhary-tcp-as-good")
-    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "short")
+    out, text = coverage(tcp_as_good, _all_blocked(SCENARIOS[tcp_as_good.scenario]), "short")
     assert len(out) == 5 and text.startswith("0 of the 5 cells"), text
-    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "standard")
-    assert len(out) == 3 and text.startswith("2 of the 5 cells"), text
+    out, text = coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "short")
+    assert len(out) == 4 and text.startswith("1 of the 5 cells") and "dl-short" not in text, text
+    assert coverage(tcp_as_good, SCENARIOS[tcp_as_good.scenario], "standard") == ([], "all 5 cells of its figure")
     # the budget shortens a download, not the figure: Zhang's 1 Gbit/s cell is kept
     zhang = next(c for c in CLAIMS if c.id == "zhang-slower-at-1g")
     assert coverage(zhang, SCENARIOS[zhang.scenario], "short") == ([], "its one cell")

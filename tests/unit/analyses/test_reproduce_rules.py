@@ -80,19 +80,21 @@ def test_a_value_on_how_a_browser_uses_both_protocols_counts_its_mixed_sessions(
 
 
 def test_a_budget_that_keeps_none_of_a_scenario_s_claim_cells_does_not_run_it(tmp_path):
-    """The Chaudhary TCP-first claims read the patterns at the paper's own speed: only the
-    paper budget runs chaudhary-tcp-first for them."""
+    """The Chaudhary TCP-first claims read the patterns at the paper's own speed, the Granger
+    claim 15-minute sessions: only the paper budget runs their scenarios."""
     from longlook.analyses.reproduce import CLAIMS, SCENARIOS
     from longlook.analyses.reproduce.scenarios import cells_read, run_scenario
 
-    rules = [c.rule for c in CLAIMS if c.scenario == "chaudhary-tcp-first"]
-    assert rules and cells_read(SCENARIOS["chaudhary-tcp-first"], "paper", rules)
-    assert not cells_read(SCENARIOS["chaudhary-tcp-first"], "short", rules)
-    assert not cells_read(SCENARIOS["chaudhary-tcp-first"], "standard", rules)
+    paper_only = ("chaudhary-tcp-first", "chaudhary-granger-long")
+    for name in paper_only:
+        rules = [c.rule for c in CLAIMS if c.scenario == name]
+        assert rules and cells_read(SCENARIOS[name], "paper", rules), name
+        assert not cells_read(SCENARIOS[name], "short", rules), name
+        assert not cells_read(SCENARIOS[name], "standard", rules), name
     # every other scenario a claim reads has cells at the short budget for one of its claims
     for name, shipped in SCENARIOS.items():
         used = [c.rule for c in CLAIMS if c.scenario == name]
-        if used and name != "chaudhary-tcp-first":
+        if used and name not in paper_only:
             assert cells_read(shipped, "short", used), name
     why = "the short budget keeps none of its claims' cells"
     run = run_scenario(SCENARIOS["chaudhary-tcp-first"], tmp_path, "short", execute=False, skipped=why)
@@ -346,12 +348,31 @@ def test_the_standard_budget_keeps_the_short_cells_with_more_rounds_and_re_measu
 
 
 def test_the_chaudhary_claims_read_the_scenario_where_fallback_happens():
+    """The Granger row reads 15-minute sessions, every QUIC-enabled one broken at a random
+    time, where a 250 s lag window fits on both sides of the fallback; the QoE and byte-share
+    rows read the sessions no middlebox touches, and the paper budget runs only those."""
+    from longlook.analyses.fallback.granger import null_index
+
     chaudhary = {c.id: c for c in CLAIMS if c.id.startswith("chaudhary")}
-    assert (
-        chaudhary["chaudhary-tcp-as-good"].scenario == chaudhary["chaudhary-granger"].scenario == "chaudhary-fallback"
-    )
-    sc = load_scenario(SCENARIOS["chaudhary-fallback"].path, SCENARIOS["chaudhary-fallback"].overrides("short"))
-    assert all(c.link.middlebox and c.link.middlebox.block_udp for c in sc.cells())
+    assert chaudhary["chaudhary-granger"].scenario == "chaudhary-granger-long"
+    assert chaudhary["chaudhary-tcp-as-good"].scenario == "chaudhary-fallback"
+    long = load_scenario(SCENARIOS["chaudhary-granger-long"].path)
+    rule = chaudhary["chaudhary-granger"].rule
+    assert (rule.cause, rule.step_s, rule.max_lag_s) == ("share", 5.0, 250.0)
+    assert long.intervention.treated_share == 1.0
+    race = next(a for a in long.arm_list() if a.protocol == "race")
+    assert all(long.assignment(c, race, r).treated for c in long.cells() for r in range(long.rounds))
+    # the latest fallback (onset + idle timeout) and the earliest still leave the lag window room
+    steps = long.video.duration_s / rule.step_s
+    lags = rule.max_lag_s / rule.step_s
+    for onset in long.intervention.onset_s:
+        tcp = np.zeros(int(steps))
+        tcp[int((onset + long.race.quic_idle_timeout_ms / 1000) / rule.step_s) :] = 1e5
+        _, _, why = null_index(tcp, order=2, max_lag=int(lags))
+        assert why is None, onset
+    paper = load_scenario(SCENARIOS["chaudhary-fallback"].path, SCENARIOS["chaudhary-fallback"].overrides("paper"))
+    assert paper.rounds == 8 and all(c.link.middlebox is None for c in paper.cells())
+    assert {c.link.name for c in paper.cells()} == {f"{p}/none" for p in ("Incr", "Decr", "DH", "DL", "DVL")}
 
 
 @pytest.mark.parametrize(

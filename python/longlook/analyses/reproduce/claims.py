@@ -21,12 +21,16 @@ BUDGETS = ("short", "standard", "paper")
 @dataclass(frozen=True)
 class ShippedScenario:
     file: str  # in scenarios/
-    short: dict[str, Any]  # overrides for --budget short (the paper budget runs the file as is)
+    short: dict[str, Any]  # overrides for --budget short (the paper budget runs the file as is, but see `paper`)
     short_note: str  # what the short budget keeps, in words
     # --budget standard: the short budget's grid with the rounds (and lengths) that make its
     # claims conclusive on one 2-core machine (registry.STANDARD); None: the short budget's
     standard: dict[str, Any] | None = None
     standard_note: str = ""
+    # --budget paper: the file as it is, or only the part of its grid the papers measured
+    # (registry.PAPER: cells of our own design that no claim reads are left to the file)
+    paper: dict[str, Any] | None = None
+    paper_note: str = ""
 
     @property
     def path(self) -> Path:
@@ -39,7 +43,7 @@ class ShippedScenario:
     def overrides(self, budget: str) -> dict[str, Any] | None:
         if budget == "standard":
             return {**self.short, **(self.standard or {})}
-        return self.short if budget == "short" else None
+        return self.short if budget == "short" else self.paper
 
 
 @dataclass(frozen=True)

@@ -45,12 +45,13 @@ def _twin(directory: Path, cell_id: str) -> str | None:
     return twins(cells).get(cell_id)
 
 
-def _fallback(directory: Path, target: Path, out: Path) -> list[tuple[str, str]]:
-    """`longlook analyze fallback`: per session correlation, lag and Granger tests, Fig. 12."""
+def _fallback(directory: Path, target: Path, out: Path, options: dict) -> list[tuple[str, str]]:
+    """`longlook analyze fallback`: per session correlation, lag and Granger tests, Fig. 12,
+    read as the claim reads them (`options`: its F, grid and lag window)."""
     from ..fallback.from_store import analyze_store
 
     try:
-        paths = analyze_store(directory).write(target)
+        paths = analyze_store(directory, **options).write(target)
     except LonglookError:
         return []
     return [(p.name, str(p.relative_to(out))) for p in paths if p.suffix in (".svg", ".csv")]
@@ -74,7 +75,8 @@ def explain(
         else:
             links.append((report, ""))
     if claim.explain.fallback:
-        links += _fallback(directory, out / "explain" / claim.id, out)
+        options = claim.rule.fallback_options() if hasattr(claim.rule, "fallback_options") else {}
+        links += _fallback(directory, out / "explain" / claim.id, out, options)
     if not (claim.explain.states and cell_id):
         return links
     from ..states import analyse_runs, compare, load_runs

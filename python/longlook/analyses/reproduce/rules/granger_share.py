@@ -9,7 +9,7 @@ test that missed an effect cannot tell it from no effect).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -22,7 +22,7 @@ from ...fallback.qoe import TCP_AS_GOOD
 from ...fallback.session import TCP_SERVED
 from .. import needed
 from ..measured import Measured
-from ..outcome import UNCLEAR, Outcome, needs_text, not_run, p_text
+from ..outcome import UNCLEAR, Outcome, Where, needs_text, not_run, p_text, where_text
 from .session_share import _binomial_p, band_verdict
 
 
@@ -57,31 +57,55 @@ class GrangerShare:
     # the pair verdicts whose QUIC-enabled sessions are tested (Chaudhary §6: those where TCP
     # did better; the default also takes "the same")
     among: tuple[str, ...] = tuple(TCP_AS_GOOD)
+    # F as the analysis takes it (session.CAUSES: bytes over TCP per step, or the paper's
+    # share T / (T + Q) so far), on a grid of step_s, lags chosen among 1..max_lag_s
+    cause: str = "bytes"
+    step_s: float = 1.0
+    max_lag_s: float | None = None
+    where: Where = field(default_factory=dict)
 
     def _among_text(self) -> str:
         return " or ".join(v.replace("_", " ") for v in self.among)
 
+    def _cause_text(self) -> str:
+        f = "F = T/(T+Q), the share of bytes over TCP so far" if self.cause == "share" else "F = bytes over TCP"
+        lags = "" if self.max_lag_s is None else f", lags up to {self.max_lag_s:g} s"
+        return f"{f}, {self.step_s:g} s steps{lags}"
+
     def reads(self) -> str:
         share = f"> {self.at_least:.0%}" if self.at_most is None else f"in {self.at_least:.0%}..{self.at_most:.0%}"
+        cells = ", ".join(f"{k} {where_text(v)}" for k, v in self.where.items()) or "all cells"
         return (
-            f"series F, B, S of the QUIC-enabled sessions whose pair was shown {self._among_text()}; "
-            f"Granger F -> B or S per session (shift null, Holm over B and S); holds if the share is {share}"
+            f"series F, B, S of the QUIC-enabled sessions whose pair was shown {self._among_text()}; {cells}; "
+            f"{self._cause_text()}; Granger F -> B or S per session (shift null, Holm over B and S); "
+            f"holds if the share is {share}"
         )
 
     def claim_cells(self, m: Measured) -> list[str]:
-        return list(m.cells["cell_id"])
+        return m.select(self.where)
+
+    def fallback_options(self) -> dict:
+        """How the fallback analysis reads the sessions for this claim (and its explanation)."""
+        return {"cause": self.cause, "step_s": self.step_s, "max_lag_s": self.max_lag_s}
 
     def evaluate(self, m: Measured) -> Outcome:
         from ...fallback.from_store import analyze_store
 
         if m.directory is None:
             return not_run("needs an experiment directory")
+        cells = self.claim_cells(m)
+        if not cells:
+            return not_run("none of the claim's cells is in this experiment (reduced budget?)")
         try:
             sessions = analyze_store(
-                m.directory, alpha=m.statistics.alpha, include_flagged=not m.exclude_flagged
+                m.directory,
+                alpha=m.statistics.alpha,
+                include_flagged=not m.exclude_flagged,
+                **self.fallback_options(),
             ).sessions
         except LonglookError as e:
             return Outcome(UNCLEAR, number="no fallback series to test", detail=e.message)
+        sessions = sessions[sessions["cell_id"].isin(cells)]
         return self.judge(sessions, alpha=m.statistics.alpha, confidence=m.statistics.confidence)
 
     def judge(self, sessions: pd.DataFrame, *, alpha: float, confidence: float) -> Outcome:
@@ -132,7 +156,8 @@ class GrangerShare:
             p=p_hold,
             p_text=p_text(p_hold),
             needs=needs,
-            detail=f"per session: shift-null Granger F -> B, F -> S, Holm over the two, alpha {alpha:g}; "
+            detail=f"per session: {self._cause_text()}; shift-null Granger F -> B, F -> S, Holm over the two, "
+            f"alpha {alpha:g}; "
             f"holds when the share is above {hold_at:.1%} (the claim's {self.at_least:.0%} plus "
             f"the sessions a test at {alpha:g} calls in error)"
             + ("" if over_at is None else f" and below {self.at_most:.0%}")
