@@ -243,7 +243,7 @@ def null_index(
     t = identity
     u = onsets[:, None]
     if tau > 0:
-        before = np.where(t < tau, t, (1 + (t - 1) % max(tau - 1, 1)) if cycle and tau > 1 else -1)
+        before = np.where(t < tau, t, (1 + (t - 1) % (tau - 1)) if cycle and tau > 1 else -1)
         rows = np.where(t >= u, tau + (t - u) % (n - tau), before)
     else:
         rows = (t - u) % n

@@ -72,6 +72,9 @@ def _pattern_link(name: str, pattern: str, **extra) -> dict:
     }
 
 
+# chaudhary-fallback's five patterns with no middlebox (10x compressed), the cells its claims read
+NO_MIDDLEBOX_LINKS = [_pattern_link(f"{p}/none", f"{p.lower()}-short") for p in ("Incr", "Decr", "DH", "DL", "DVL")]
+
 # Standard budget: the short budget's cells with the rounds (on top of its overrides) that
 # should make >= 80% of the claims conclusive within 4 hours on this 2-core machine; sized from
 # the paper's >= 10 rounds and the rounds the short budget's spreads asked for (2026-11-27,
@@ -111,7 +114,7 @@ STANDARD: dict[str, tuple[dict, str]] = {
             "rounds": 4,
             "video": {"duration_s": 60},  # the shipped clip (the short budget compresses it)
             # its claims read the sessions no middlebox touches
-            "links": [_pattern_link(f"{p}/none", f"{p.lower()}-short") for p in ("Incr", "Decr", "DH", "DL", "DVL")],
+            "links": NO_MIDDLEBOX_LINKS,
         },
         "the five patterns with no middlebox, 60 s clip; 4 rounds",
     ),
@@ -134,7 +137,7 @@ PAPER: dict[str, tuple[dict, str]] = {
     # the claims read the five patterns with no middlebox; the middlebox cells are ours, for
     # `longlook analyze fallback`, and the paper's Granger finding reads chaudhary-granger-long
     "chaudhary-fallback": (
-        {"links": [_pattern_link(f"{p}/none", f"{p.lower()}-short") for p in ("Incr", "Decr", "DH", "DL", "DVL")]},
+        {"links": NO_MIDDLEBOX_LINKS},
         "the five patterns with no middlebox (the file's 8 rounds, 60 s clip)",
     ),
 }

@@ -15,6 +15,7 @@ from ....core.stats import (
 )
 from ....core.status import counted_runs
 from ....core.verdicts import verdict_producer
+from ...fallback.from_store import SETTLED
 from .. import needed
 from ..measured import Measured
 from ..outcome import (
@@ -35,7 +36,7 @@ from ..outcome import (
 def settled_as_asked(runs: pd.DataFrame) -> pd.DataFrame:
     """The runs with each protocol_mismatch counted as the protocol it asked for: a session of
     a QUIC-enabled browser that used TCP as well is data about that browser, not a wrong run."""
-    settled = runs["status"].isin(["ok", "protocol_mismatch"])
+    settled = runs["status"].isin(SETTLED)
     return runs.assign(
         status=runs["status"].where(~settled, "ok"),
         protocol_negotiated=runs["protocol_negotiated"].where(~settled, runs["protocol_requested"]),
