@@ -193,12 +193,17 @@ class Handover(BaseModel):
     connection (a new local address); a TCP connection cannot: with `tcp_reconnect` false it
     dies with its path (what the connection does), with true the client drops it, connects
     again from the new address and asks for the rest of each object with a range request
-    (what an application that retries does)."""
+    (what an application that retries does).
+
+    Behind the link's `nat`, `public` is the second path's own public address (a phone's LTE
+    behind its carrier's NAT, its Wi-Fi behind the home router's): the server then sees the
+    client arrive from a new public address, not from its second address itself."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
     at_s: float = Field(gt=0, le=86_400)
     notice_ms: float = Field(default=0.0, ge=0, le=60_000)
     tcp_reconnect: bool = False
+    public: str | None = Field(default=None, min_length=7, max_length=15)
     path: "LinkProfile"
 
     @model_validator(mode="after")
@@ -267,8 +272,11 @@ class LinkProfile(Direction):
             raise ValueError("nat: not on a proxied path (segments): put the NAT on a direct link")
         if self.handover is not None and self.segments is not None:
             raise ValueError("handover: not on a proxied path (segments): put it on a direct link")
-        if self.handover is not None and self.nat is not None:
-            raise ValueError("handover: a handover and a nat cannot be combined yet (the second path has no NAT)")
+        if self.handover is not None and (self.nat is None) != (self.handover.public is None):
+            raise ValueError(
+                "handover.public: the second path's public address, set with a nat and only with one "
+                '(e.g. nat = { public = "100.64.0.1" } and handover public = "100.64.0.2")'
+            )
         for which in ("up", "down"):
             d = self._merged(which)
             if (d["rate_mbit"] is None) == (d["trace"] is None):
@@ -323,6 +331,11 @@ class LinkProfile(Direction):
             return d.gilbert_elliott.mean_loss()
         return d.loss or 0.0
 
+    def without_nat(self) -> "LinkProfile":
+        """This link with no NAT: a handover's second path then has no public address either."""
+        handover = self.handover.model_copy(update={"public": None}) if self.handover is not None else None
+        return self.model_copy(update={"nat": None, "handover": handover})
+
     def for_self_check(self) -> "LinkProfile":
         """The link the self-check measures: without its NAT and its AQM, which change no
         rate, delay or loss of the path and are what a run is about. The check's probes open
@@ -372,6 +385,7 @@ class LinkProfile(Direction):
                 "[handover]",
                 f'client = "{HANDOVER_CLIENT_ADDR}"',
                 f"at_s = {_toml_value(self.handover.at_s)}",
+                *([f"public = {_toml_value(self.handover.public)}"] if self.handover.public else []),
                 "",
             ]
             # the second path's own tables; linkem needs the table itself before its subtables

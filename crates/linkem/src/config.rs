@@ -322,21 +322,24 @@ impl LinkConfig {
         let raw = parse_raw(text, file)?;
         let ctx = Ctx { file, base };
         let (up, down) = directions(&ctx, &raw)?;
-        let nat = raw.nat.as_ref().map(|n| crate::config_nat::resolve(n, file)).transpose()?;
+        let mut nat = raw.nat.as_ref().map(|n| crate::config_nat::resolve(n, file)).transpose()?;
         let handover = match &raw.handover {
             Some(h) => {
-                if nat.is_some() {
-                    return Err(ctx.err(
-                        "handover",
-                        "a handover and a [nat] cannot be combined yet (the second path has no NAT of its own)",
-                    ));
-                }
                 let (up, down) = directions(&ctx, &h.path).map_err(|mut e| {
                     e.field =
                         if e.field.is_empty() { "handover.path".into() } else { format!("handover.path.{}", e.field) };
                     e
                 })?;
-                Some(crate::config_handover::resolve(h, file, up, down)?)
+                let h = crate::config_handover::resolve(h, file, up, down)?;
+                if let Some(n) = nat.as_mut() {
+                    n.second_path = Some((h.client, second_public(&ctx, n, &h)?));
+                } else if h.public.is_some() {
+                    return Err(ctx.err(
+                        "handover.public",
+                        "only with a [nat]: without one the server sees the client's own address",
+                    ));
+                }
+                Some(h)
             }
             None => None,
         };
@@ -375,6 +378,25 @@ impl LinkConfig {
 }
 
 /// A link's two directions: the top-level keys, overridden per direction by `[up]`/`[down]`.
+/// The public address of a handover's second path behind a `[nat]`: its own, so the server
+/// sees the client move from one address to another, and neither of the NAT's.
+fn second_public(
+    ctx: &Ctx,
+    nat: &crate::nat::NatConfig,
+    h: &crate::handover::HandoverConfig,
+) -> Result<std::net::Ipv4Addr, ConfigError> {
+    let Some(a) = h.public else {
+        return Err(ctx.err(
+            "handover.public",
+            format!("with a [nat], the second path needs a public address of its own (e.g. \"100.64.0.2\"; the NAT's is {})", nat.public),
+        ));
+    };
+    if a == nat.public || nat.rebind_public == Some(a) {
+        return Err(ctx.err("handover.public", format!("{a} is one of the NAT's own public addresses: pick another")));
+    }
+    Ok(a)
+}
+
 fn directions(ctx: &Ctx, raw: &RawConfig) -> Result<(DirectionProfile, DirectionProfile), ConfigError> {
     let common = raw.common();
     check_table(ctx, "", &common)?;

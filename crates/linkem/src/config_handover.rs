@@ -5,6 +5,8 @@
 //! client = "198.18.1.3"     # the client's address on the second path
 //! at_s = 2.0                # the first path goes down this long after its first packet
 //!
+//! public = "100.64.0.2"     # with a [nat]: the second path's own public address
+//!
 //! [handover.path]           # the second path: a link's own keys, and its [up]/[down]
 //! rate_mbit = 10
 //! delay_ms = 40
@@ -21,6 +23,7 @@ use std::net::Ipv4Addr;
 pub struct RawHandover {
     client: String,
     at_s: f64,
+    pub(crate) public: Option<String>,
     pub(crate) path: Box<RawConfig>,
 }
 
@@ -61,7 +64,11 @@ pub fn resolve(
     if !(raw.at_s.is_finite() && raw.at_s > 0.0 && raw.at_s <= 86_400.0) {
         return Err(err("at_s", "expected seconds > 0 (after the first path's first packet) and at most 86400".into()));
     }
-    Ok(HandoverConfig { client, at_ns: (raw.at_s * 1e9).round() as u64, up, down })
+    let public = match &raw.public {
+        Some(v) => Some(crate::config_nat::public_address(v).map_err(|m| err("public", m))?),
+        None => None,
+    };
+    Ok(HandoverConfig { client, at_ns: (raw.at_s * 1e9).round() as u64, public, up, down })
 }
 
 #[cfg(test)]
@@ -111,7 +118,27 @@ mod tests {
         assert!(h("client = \"198.18.1.3\"\nat_s = 1\n[handover.path]\nrate_mbit = 1\n[handover.path.nat]\n")
             .starts_with("handover.path.nat"));
         assert!(h("client = \"198.18.1.3\"\n[handover.path]\nrate_mbit = 1\n").contains("at_s"));
-        let both = parse(&format!("{BASE}[nat]\n[handover]\nclient = \"198.18.1.3\"\nat_s = 1\n{path}")).unwrap_err();
-        assert!(both.starts_with("handover: a handover and a [nat] cannot be combined"), "{both}");
+    }
+
+    #[test]
+    fn behind_a_nat_the_second_path_has_a_public_address_of_its_own() {
+        let path = "[handover.path]\nrate_mbit = 10\n";
+        let nat = "[nat]\npublic = \"100.64.0.1\"\n";
+        let with = |handover: &str| {
+            parse(&format!("{BASE}{nat}[handover]\nclient = \"198.18.1.3\"\nat_s = 1\n{handover}{path}"))
+        };
+        let c = with("public = \"100.64.0.2\"\n").unwrap();
+        assert_eq!(c.handover.as_ref().unwrap().public, Some("100.64.0.2".parse().unwrap()));
+        let n = c.nat.unwrap();
+        assert_eq!(n.second_path, Some(("198.18.1.3".parse().unwrap(), "100.64.0.2".parse().unwrap())));
+        assert!(with("").unwrap_err().starts_with("handover.public: with a [nat], the second path needs"));
+        assert!(with("public = \"100.64.0.1\"\n").unwrap_err().contains("one of the NAT's own public addresses"));
+        assert!(with("public = \"198.18.2.9\"\n")
+            .unwrap_err()
+            .starts_with("handover.public: 198.18.2.9 is in the testbed's"));
+        // without a NAT the server sees the client's own second address
+        let alone =
+            parse(&format!("{BASE}[handover]\nclient = \"198.18.1.3\"\nat_s = 1\npublic = \"100.64.0.2\"\n{path}"));
+        assert!(alone.unwrap_err().starts_with("handover.public: only with a [nat]"));
     }
 }

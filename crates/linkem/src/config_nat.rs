@@ -61,20 +61,22 @@ fn testbed_subnet(a: Ipv4Addr) -> bool {
     o[0] == 198 && o[1] == 18 && (1..=4).contains(&o[2])
 }
 
+/// A NAT's public address as written (`v`), or why it cannot be one.
+pub fn public_address(v: &str) -> Result<Ipv4Addr, String> {
+    let a: Ipv4Addr = v.parse().map_err(|_| format!("{v:?} is not an IPv4 address (e.g. \"198.18.5.1\")"))?;
+    if a.is_unspecified() || a.is_broadcast() || a.is_multicast() || a.is_loopback() {
+        return Err(format!("{a} cannot be a host's address"));
+    }
+    if testbed_subnet(a) {
+        return Err(format!("{a} is in the testbed's own subnets 198.18.1-4.0/24: pick another"));
+    }
+    Ok(a)
+}
+
 pub fn resolve(raw: &RawNat, file: &str) -> Result<NatConfig, ConfigError> {
     let err =
         |field: &str, message: String| ConfigError { file: file.to_string(), field: format!("nat.{field}"), message };
-    let address = |field: &str, v: &str| -> Result<Ipv4Addr, ConfigError> {
-        let a: Ipv4Addr =
-            v.parse().map_err(|_| err(field, format!("{v:?} is not an IPv4 address (e.g. \"198.18.5.1\")")))?;
-        if a.is_unspecified() || a.is_broadcast() || a.is_multicast() || a.is_loopback() {
-            return Err(err(field, format!("{a} cannot be a host's address")));
-        }
-        if testbed_subnet(a) {
-            return Err(err(field, format!("{a} is in the testbed's own subnets 198.18.1-4.0/24: pick another")));
-        }
-        Ok(a)
-    };
+    let address = |field: &str, v: &str| public_address(v).map_err(|m| err(field, m));
     let seconds = |field: &str, v: Option<f64>, default_ns: u64| -> Result<u64, ConfigError> {
         match v {
             None => Ok(default_ns),
@@ -155,6 +157,7 @@ pub fn resolve(raw: &RawNat, file: &str) -> Result<NatConfig, ConfigError> {
         rebind_every_ns,
         rebind_public,
         rebind_on_outbound: raw.rebind_when.unwrap_or_default() == RebindWhen::NextPacket,
+        second_path: None, // the handover's own (`config::LinkConfig::parse`)
     })
 }
 

@@ -11,6 +11,11 @@
 //! phone's OS tells its applications (the testbed tells the client when, `--migrate-at-ms`);
 //! what its stack does then (move its connection, or lose it) is what is measured.
 //!
+//! Behind a NAT each path has a public address of its own, as a phone's Wi-Fi sits behind the
+//! home router and its LTE behind the carrier's NAT: the server sees the client move from one
+//! public address to the other. Coming down, a packet's path is then read from that public
+//! address (the NAT translates it back on release).
+//!
 //! The handover's clock starts at the first packet of the client's first address, in either
 //! direction, as a NAT binding's does (`crate::nat`): every run meets its handover at the
 //! same point of its transfer, whenever linkem started.
@@ -28,6 +33,9 @@ pub struct HandoverConfig {
     pub client: Ipv4Addr,
     /// The first path goes down this long after its first packet.
     pub at_ns: u64,
+    /// Behind a NAT: the second path's own public address, so the server sees the client
+    /// arrive from a new address (the first path's is the NAT's `public`).
+    pub public: Option<Ipv4Addr>,
     /// The second path's directions.
     pub up: DirectionProfile,
     pub down: DirectionProfile,

@@ -350,7 +350,9 @@ impl Start<'_> {
         let handover = self.handover.as_ref().map(|(c, clock)| {
             let (end, profile) =
                 if name == "up" { (ClientEnd::Source, &c.up) } else { (ClientEnd::Destination, &c.down) };
-            (HandoverRole { end, second: c.client, at_ns: c.at_ns, clock: clock.clone() }, profile.clone())
+            // coming down, behind a NAT, the second path is its public address (translated on release)
+            let second = if end == ClientEnd::Destination { c.public.unwrap_or(c.client) } else { c.client };
+            (HandoverRole { end, second, at_ns: c.at_ns, clock: clock.clone() }, profile.clone())
         });
         Wiring {
             clock: self.clock,

@@ -60,6 +60,10 @@ pub struct NatConfig {
     /// the old mapping dies then, and the server's packets to it are dropped until the
     /// client speaks; a client that only receives may never learn of it).
     pub rebind_on_outbound: bool,
+    /// A moving client's second path behind a NAT of its own (`crate::handover`): its
+    /// internal address, and the public address its bindings get (a phone's LTE behind the
+    /// carrier's NAT, its Wi-Fi behind the home router's `public`).
+    pub second_path: Option<(Ipv4Addr, Ipv4Addr)>,
 }
 
 impl Default for NatConfig {
@@ -74,6 +78,7 @@ impl Default for NatConfig {
             rebind_every_ns: 0,
             rebind_public: None,
             rebind_on_outbound: true,
+            second_path: None,
         }
     }
 }
@@ -252,7 +257,7 @@ impl Nat {
         let mut outcome = Outbound::Translated;
         if !self.by_internal.contains_key(&internal) {
             let before = self.seen.get(&internal).copied();
-            let external = self.allocate(h.proto, self.cfg.public);
+            let external = self.allocate(h.proto, self.public_of(h.src));
             self.bind(internal, external, now_ns);
             self.counters.bindings_created += 1;
             if let Some(from) = before {
@@ -395,6 +400,14 @@ impl Nat {
 
     /// The next free external port of the range on `public`, in turn (a port is not reused
     /// while bound).
+    /// The public address a new binding of internal address `addr` gets.
+    fn public_of(&self, addr: Ipv4Addr) -> Ipv4Addr {
+        match self.cfg.second_path {
+            Some((internal, public)) if internal == addr => public,
+            _ => self.cfg.public,
+        }
+    }
+
     fn allocate(&mut self, proto: u8, public: Ipv4Addr) -> External {
         let (lo, hi) = self.cfg.ports;
         let span = u32::from(hi - lo) + 1;
@@ -631,6 +644,25 @@ mod tests {
             assert_eq!(dst(&down), (CLIENT, 51000));
             assert!(checksums_ok(&down), "inbound checksums, proto {proto}");
         }
+    }
+
+    #[test]
+    fn a_second_path_gets_its_own_public_address_and_the_first_keeps_the_nat_s() {
+        let second = (Ipv4Addr::new(198, 18, 1, 3), Ipv4Addr::new(100, 64, 0, 2));
+        let mut n = Nat::new(NatConfig { second_path: Some(second), ..NatConfig::default() });
+        let mut wifi = packet(PROTO_UDP, CLIENT, 51000, SERVER, 443, 0);
+        n.outbound(&mut wifi, false, 0);
+        assert_eq!(src(&wifi).0, NatConfig::default().public);
+        // the same socket's next datagram from its new address: a new binding, on the other address
+        let mut lte = packet(PROTO_UDP, second.0, 51000, SERVER, 443, 0);
+        assert_eq!(n.outbound(&mut lte, false, MS), Outbound::NewBinding { rebound: false });
+        let public = src(&lte);
+        assert_eq!(public.0, second.1);
+        assert!(checksums_ok(&lte));
+        let mut down = packet(PROTO_UDP, SERVER, 443, public.0, public.1, 0);
+        assert_eq!(n.inbound(&mut down, false, 2 * MS), Inbound::Translated);
+        assert_eq!(dst(&down), (second.0, 51000));
+        assert!(checksums_ok(&down));
     }
 
     #[test]

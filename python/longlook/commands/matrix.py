@@ -193,7 +193,10 @@ def migration_toml(stacks: list[str], *, rounds: int, clients: list[str] | None 
     `clients` cannot be told to)."""
     from ..stacks.registry import is_stack, resolve
 
-    links = _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f"handover = {{ at_s = {MOVE_AT_S:g}, path = {HANDOVER_PATH} }}")
+    # each path behind a NAT of its own (NAT_PUBLIC), so the server sees the client move
+    # between two scoped addresses, not between the testbed's own
+    handover = f'handover = {{ at_s = {MOVE_AT_S:g}, public = "{NAT_PUBLIC[1]}", path = {HANDOVER_PATH} }}'
+    links = _link(MOVE_RATE_MBIT, MOVE_RTT_MS, f'nat = {{ public = "{NAT_PUBLIC[0]}" }}', handover)
     description = "QUIC connection migration: each client that can be told to move goes to its second path."
     lines = _moves_head("quic-matrix-migration", description, rounds, links)
     arms = pair_arms(stacks, only={("ours", s) for s in stacks})

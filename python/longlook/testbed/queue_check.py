@@ -115,7 +115,7 @@ def self_check(
     result = check_link(tb, checked, duration_s=duration_s, base_dir=base_dir, **options)
     result.raw["depth"] = depth
     if has_aqm(profile):
-        tb.reconfigure(profile.model_copy(update={"nat": None}), base_dir=base_dir)
+        tb.reconfigure(profile.without_nat(), base_dir=base_dir)
         result.rows += check_queue(tb, profile, duration_s=max(duration_s, 2.0), base_dir=base_dir)
     if tb.profile is not profile:
         tb.reconfigure(profile, base_dir=base_dir)

@@ -4,8 +4,9 @@ the same servers unasked send none, so the check cannot pass by default. Connect
 migration: quic-go's, quiche's and aioquic's clients, asked for it across a handover (their
 client case), move to their second address with a new connection ID and the server validates
 the new path; asked on a link that stays put, they fail at once. Rebinding: s2n-quic's server
-follows a client whose NAT moved it to a new port, between the matrix's public addresses. A
-few seconds of traffic each."""
+follows a client whose NAT moved it to a new port, between the matrix's public addresses, and
+validates a migration between two paths each behind a NAT of its own. A few seconds of
+traffic each."""
 
 from __future__ import annotations
 
@@ -123,3 +124,25 @@ def test_s2n_quic_s_server_follows_a_rebinding_between_the_matrix_s_public_addre
         assert run["status"] == "ok", (arm, run["error"])
         verdict = judge_cases(tmp_path, run, ("rebind-port",))["rebind-port"]
         assert verdict["verdict"] == "passed" and f"{NAT_PUBLIC[0]}:" in verdict["evidence"], (arm, verdict)
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (scripts/setup.sh installs it)")
+@needs_testbed("linkem", "endpoint")
+def test_s2n_quic_s_server_validates_a_migration_between_two_paths_behind_nats(tmp_path: Path):
+    # each path behind a NAT of its own, as the matrix's migration grid has them: the server
+    # sees our client move between two scoped addresses, and s2n-quic then validates the move
+    from longlook.commands.matrix import NAT_PUBLIC
+
+    _needs("s2n-quic")
+    link = HANDOVER_LINK.replace("handover = { ", f'nat = {{ public = "{NAT_PUBLIC[0]}" }}\nhandover = {{ ').replace(
+        "at_s = 1.0,", f'at_s = 1.0, public = "{NAT_PUBLIC[1]}",'
+    )
+    arms = _arm("s2n", server="s2n-quic") + _arm("ours")
+    runs = _runs(tmp_path, HEAD.format(name="migrate", workload="bulk:4m") + link + arms)
+    for arm in ("s2n", "ours"):
+        run = runs[arm]
+        assert run["status"] == "ok", (arm, run["error"])
+        verdict = judge_cases(tmp_path, run, ("connection-migration",))["connection-migration"]
+        moved = f"from {NAT_PUBLIC[0]}:"
+        assert verdict["verdict"] == "passed" and moved in verdict["evidence"], (arm, verdict)
+        assert f"to {NAT_PUBLIC[1]}:" in verdict["evidence"], (arm, verdict)

@@ -567,6 +567,12 @@ def test_every_pair_crosses_a_nat_rebinding_and_our_client_a_handover_each_run_j
     assert not any(a.client_case == "connection-migration" for a in plain.arms)
     (handover,) = moving.cells()
     assert handover.link.handover is not None
+    # and each of its paths is behind a NAT of its own: the server sees the client move
+    # between two scoped addresses
+    moved_between = (handover.link.nat.public, handover.link.handover.public)
+    assert all(ipaddress.ip_address(a) in shared for a in moved_between) and len(set(moved_between)) == 2
+    toml = handover.link.to_linkem_toml(tmp_path)
+    assert '[nat]\npublic = "100.64.0.1"' in toml and 'public = "100.64.0.2"' in toml.split("[handover]")[1]
 
     seen = []
 

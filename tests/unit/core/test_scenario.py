@@ -598,6 +598,7 @@ def test_a_handover_reaches_linkem_with_its_second_path_and_its_own_label():
         ("at_s = 1.0, path = { rtt_ms = 10 }", "rate_mbit or trace"),
         ("at_s = 1.0, path = { rate_mbit = 10, nat = {} }", "second path is a link's rate"),
         ("at_s = 1.0, when = 2, path = { rate_mbit = 10 }", "when"),
+        ('at_s = 1.0, public = "100.64.0.2", path = { rate_mbit = 10 }', "only with one"),
     ],
 )
 def test_bad_handover_settings_are_one_clear_error(handover: str, says: str):
@@ -609,3 +610,23 @@ def test_linkem_takes_the_handover_python_writes():
     skip_without_linkem_check()
     link = scenario(NAT_BASE + HANDOVER).links[0]
     assert linkem_refusal(link) is None
+
+
+BEHIND_NATS = (
+    'nat = { public = "100.64.0.1" }\n'
+    'handover = { at_s = 1.0, public = "100.64.0.2", path = { rate_mbit = 10, rtt_ms = 60 } }\n'
+)
+
+
+def test_behind_a_nat_each_path_has_its_own_public_address():
+    link = scenario(NAT_BASE + BEHIND_NATS).links[0]
+    toml = tomllib.loads(link.to_linkem_toml())
+    assert (toml["nat"]["public"], toml["handover"]["public"]) == ("100.64.0.1", "100.64.0.2")
+    # a NAT asks a handover's second path for its own public address, and without one refuses it
+    e = error_of(NAT_BASE + 'nat = { public = "100.64.0.1" }\n' + HANDOVER)
+    assert "handover.public" in e and "Traceback" not in e, e
+    # the self-checks run without the NAT, and so without the second path's public address
+    assert "public" not in tomllib.loads(link.without_nat().to_linkem_toml())["handover"]
+    skip_without_linkem_check()
+    assert linkem_refusal(link) is None
+    assert linkem_refusal(link.without_nat()) is None
