@@ -192,3 +192,20 @@ client = "{old}"
     summary, runs, versions = _run(tmp_path, toml)
     assert set(runs[runs.status == "ok"].arm) == {"new", "old"}, runs[["arm", "status", "error"]].to_string()
     assert set(versions["stacks"]) == {new, old}
+
+
+@needs_testbed("linkem", "endpoint")
+def test_a_page_of_more_objects_than_a_server_opens_streams_for_at_once_loads(tmp_path: Path):
+    # 121 request streams where servers allow 100 at a time (quinn's default, and most
+    # stacks'): a client must wait for MAX_STREAMS, and a server must grant it as streams end
+    installed = [n for n in STACKS if resolve(n).installed() or os.environ.get("CI")]
+    arms = []
+    for name in installed:
+        arms.append(f'[[arms]]\nlabel = "{name}_ours"\nprotocol = "h3"\nclient = "{name}"\n')
+        if not resolve(name).unsupported_as_server.get("handshake"):  # gm-quic's serves its own client only
+            # (one connection each: our client's 0-RTT is the matrix's own case)
+            arms.append(f'[[arms]]\nlabel = "ours_{name}"\nprotocol = "h3"\nserver = "{name}"\nzero_rtt = false\n')
+    toml = 'name = "many-streams"\n' + LINK.replace("object_count = 10", "object_count = 120").replace('"10k"', '"1k"')
+    _, runs, _ = _run(tmp_path, toml + "".join(arms))
+    bad = runs[runs.status != "ok"]
+    assert bad.empty and len(runs) == len(arms), bad[["arm", "error"]].to_string()

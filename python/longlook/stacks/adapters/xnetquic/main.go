@@ -92,6 +92,10 @@ func serveConn(ctx ctxT, conn *quic.Conn, root string) {
 // serveRequest answers one GET with the file at its path under root, or 404.
 func serveRequest(s *quic.Stream, root string) {
 	defer s.CloseWrite()
+	// x/net/quic raises the client's MAX_STREAMS only once a stream's receive side is closed
+	// (its inUnlockNoQueue): without this a page of more than 100 objects waits forever for
+	// stream credit. A GET's request ends with its headers, so nothing is refused.
+	defer s.CloseRead()
 	fields, err := readHeaders(s)
 	if err != nil {
 		s.Reset(0x101) // H3_GENERAL_PROTOCOL_ERROR

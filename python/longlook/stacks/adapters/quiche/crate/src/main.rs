@@ -467,6 +467,9 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
     let mut h3: Option<quiche::h3::Connection> = None;
     let mut transfers: HashMap<u64, Transfer> = HashMap::new();
     let mut order: Vec<u64> = vec![];
+    // the page's objects not yet asked for: a request waits for a stream the server's limit
+    // (MAX_STREAMS) allows, as a browser's do, rather than fail the page
+    let mut waiting: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     let (mut total, mut page_sent, mut objects_sent) = (0u64, false, false);
     let mut goodput: Vec<(f64, u64)> = vec![];
     let mut body_buf = vec![0u8; 65535];
@@ -583,16 +586,24 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
             let first = &transfers[&order[0]];
             if first.end_ms.is_some() && mode == "page" && !objects_sent {
                 let html = String::from_utf8_lossy(&first.body).into_owned();
-                let srcs: Vec<String> =
-                    html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from).collect();
-                for path in srcs {
-                    let sid = request(h, &mut conn, &path).map_err(|e| format!("request {path}: {e}"))?;
-                    transfers.insert(sid, Transfer::started(path, ms(t0), false));
-                    order.push(sid);
-                }
+                waiting.extend(html.split("src=\"").skip(1).filter_map(|s| s.split('"').next()).map(String::from));
                 objects_sent = true;
             }
-            if (objects_sent || mode == "bulk") && transfers.values().all(|t| t.end_ms.is_some()) {
+            while let Some(path) = waiting.front() {
+                match request(h, &mut conn, path) {
+                    Ok(sid) => {
+                        transfers.insert(sid, Transfer::started(path.clone(), ms(t0), false));
+                        order.push(sid);
+                        waiting.pop_front();
+                    }
+                    // no stream left under the server's limit, or no room on it yet: the
+                    // rest wait for its MAX_STREAMS (or MAX_DATA)
+                    Err(quiche::h3::Error::TransportError(quiche::Error::StreamLimit))
+                    | Err(quiche::h3::Error::StreamBlocked) => break,
+                    Err(e) => return Err(format!("request {path}: {e}")),
+                }
+            }
+            if (objects_sent || mode == "bulk") && waiting.is_empty() && transfers.values().all(|t| t.end_ms.is_some()) {
                 break;
             }
         }
