@@ -8,6 +8,7 @@ import sys
 
 import typer
 
+from .commands import again as again_cmds
 from .commands import analyze as analyze_cmds
 from .commands import bench as bench_cmds
 from .commands import bisect as bisect_cmds
@@ -54,6 +55,7 @@ scenario_cmds.register(app)
 states_cmds.register(app)
 fairness_cmds.register(app)
 run_cmds.register(app)
+again_cmds.register(app)
 compare_cmds.register(app)
 analyze_cmds.register(app)
 calibrate_cmds.register(app)

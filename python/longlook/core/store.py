@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
+import fnmatch
 import json
 import math
 import os
@@ -570,6 +571,55 @@ class Store:
             statements.append(self._orders_statement())
         self._transaction(statements, many=True)
         self._orders.clear()
+
+    def set_aside_failed(self, arms: list[str], because: str) -> list[str]:
+        """Move the failed runs of the arms matching `arms` (fnmatch patterns) out of `runs`
+        into `set_aside_runs`, each with `because` and when: their slots are then unsettled,
+        and the next resume runs them again (after a harness defect that failed them is
+        fixed). Nothing is deleted: the rows keep every column, their files stay in runs/.
+        A run that completed stays: it is a measurement. The run ids set aside."""
+        if not because.strip():
+            raise LonglookError(
+                "say why the runs are set aside (--because)", hint='e.g. --because "client bug, fixed in abc123"'
+            )
+        known = [a for (a,) in self._con.execute("SELECT DISTINCT arm FROM runs ORDER BY arm").fetchall()]
+        chosen = sorted({a for a in known for p in arms if fnmatch.fnmatchcase(a, p)})
+        unmatched = [p for p in arms if not any(fnmatch.fnmatchcase(a, p) for a in known)]
+        if unmatched:
+            raise LonglookError(
+                f"{self.directory}: no arm matches {', '.join(map(repr, unmatched))}",
+                hint=f"its arms: {', '.join(known[:12])}{' ...' if len(known) > 12 else ''}",
+            )
+        marks = ", ".join("?" * len(chosen))
+        ids = [
+            r
+            for (r,) in self._con.execute(
+                f"SELECT run_id FROM runs WHERE arm IN ({marks}) AND status <> 'ok' ORDER BY run_id", chosen
+            ).fetchall()
+        ]
+        if not ids:
+            return []
+        self._con.execute(
+            "CREATE TABLE IF NOT EXISTS set_aside_runs AS SELECT *, CAST(NULL AS VARCHAR) AS set_aside_because, "
+            "CAST(NULL AS TIMESTAMP) AS set_aside_at FROM runs LIMIT 0"
+        )
+        id_marks = ", ".join("?" * len(ids))
+        self._transaction(
+            [
+                (
+                    f"INSERT INTO set_aside_runs SELECT *, ?, ? FROM runs WHERE run_id IN ({id_marks})",
+                    [because, utcnow(), *ids],
+                ),
+                (f"DELETE FROM runs WHERE run_id IN ({id_marks})", ids),
+            ]
+        )
+        return ids
+
+    def set_aside_frame(self) -> pd.DataFrame:
+        """The runs set aside (set_aside_failed), or an empty frame where none were."""
+        if not self._has_table("set_aside_runs"):
+            return pd.DataFrame(columns=["run_id", "arm", "status", "error", "set_aside_because", "set_aside_at"])
+        return self._con.execute("SELECT * FROM set_aside_runs ORDER BY run_id").df()
 
     def settled(self, cell_id: str, retries: int, *, retry_flagged: bool = False) -> set[tuple[int, str]]:
         """(round, arm) pairs that need no more runs: one run that settles it (core.status),

@@ -339,3 +339,41 @@ def test_arms_changed_or_gone_are_another_scenario(tmp_path, change):
     grown_and_more = Scenario.from_toml(SCENARIO.replace("rounds = 3", "rounds = 4") + GROWN)
     with Store.open(tmp_path) as s, pytest.raises(LonglookError, match="another scenario"):
         s.start_experiment(grown_and_more)  # arms added, and the rounds changed
+
+
+def test_failed_runs_set_aside_run_again_and_are_kept(tmp_path, scenario):
+    from typer.testing import CliRunner
+
+    from longlook.cli import app
+
+    cell = scenario.cells()[0]
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario)
+        for i, (arm, ok) in enumerate([("quiche_ours", False), ("quiche_ours", False), ("quiche_ours", True)]):
+            rec = record_from_fetch(fetch("h3", ok=ok), run_id=f"q{i}", cell_id=cell.id, round=i, position=0, arm=arm)
+            s.record_run(rec)
+        s.record_run(
+            record_from_fetch(fetch("h3", ok=False), run_id="o1", cell_id=cell.id, round=0, position=1, arm="ours")
+        )
+        assert s.settled(cell.id, retries=0) == {
+            (0, "quiche_ours"),
+            (1, "quiche_ours"),
+            (2, "quiche_ours"),
+            (0, "ours"),
+        }
+    cli = CliRunner()
+    # an arm no run has is one clear error naming the arms there are
+    r = cli.invoke(app, ["again", str(tmp_path), "--arm", "kwik_*", "--because", "client fixed"])
+    e = r.exception  # (longlook's main prints it as one line with its hint)
+    assert isinstance(e, LonglookError) and "no arm matches 'kwik_*'" in str(e) and "quiche_ours" in e.hint, r
+    r = cli.invoke(app, ["again", str(tmp_path), "--arm", "quiche_*", "--because", "StreamLimit: client fixed"])
+    assert r.exit_code == 0 and "2 failed runs set aside" in r.output, r.output
+    with Store.open(tmp_path) as s:
+        # their slots run again; the run that completed and the other arm's failure stay
+        assert s.settled(cell.id, retries=0) == {(2, "quiche_ours"), (0, "ours")}
+        assert sorted(s.runs_frame().run_id) == ["o1", "q2"]
+        aside = s.set_aside_frame()
+        assert sorted(aside.run_id) == ["q0", "q1"] and set(aside.set_aside_because) == {"StreamLimit: client fixed"}
+        assert (aside.status == "failed").all() and aside.set_aside_at.notna().all()
+    with Store.open(tmp_path, read_only=True) as s:  # the table is no part of what a reader needs
+        assert len(s.runs_frame()) == 2
