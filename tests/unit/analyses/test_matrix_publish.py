@@ -104,3 +104,13 @@ def test_a_stack_a_resumed_session_added_is_named_among_the_implementations():
     row = {"name": "interoperability", "arms": 2, "runs": 2, "ok": 2, "not_ok": 0, "flagged": 0}
     text = provenance_markdown([{**row, "sessions": [], "active_s": 0.0, "commits": [], "versions": versions}], "x")
     assert "Implementations: ngtcp2@1.11.0-1~bpo12+1; quic-go@v0.65.0." in text, text
+
+
+def test_the_provenance_says_which_failed_runs_were_set_aside_and_why(tmp_path: Path):
+    _experiment(tmp_path / "experiment")
+    with Store.open(tmp_path / "experiment") as s:
+        assert s.set_aside_failed(["ours_quic-*"], "a client defect, fixed") == ["r2"]
+    part = generated_part(tmp_path, MATRIX, "x", datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc))
+    assert "interoperability: 1 failed runs set aside and run again (`longlook again`): a client defect, fixed" in part
+    row = next(line for line in part.splitlines() if line.startswith("| interoperability"))
+    assert [c.strip() for c in row.strip("|").split("|")][1:6] == ["2", "2", "2", "0", "1"]

@@ -39,6 +39,7 @@ def scenario_folders(out: Path) -> list[tuple[str, Path]]:
 def scenario_row(name: str, folder: Path) -> dict:
     with Store.open(folder, read_only=True) as store:
         runs = store.runs_frame()
+        aside = store.set_aside_frame()
         exp = store.experiment() or {}
         stamps = _stamps(store)
     versions = exp.get("versions") or {}
@@ -56,6 +57,8 @@ def scenario_row(name: str, folder: Path) -> dict:
         "active_s": active_seconds(stamps),
         "commits": list(dict.fromkeys(c for c in commits if c)),
         "versions": versions,
+        # failed runs set aside to run again (`longlook again`): how many, and why
+        "set_aside": {str(k): int(n) for k, n in aside.groupby("set_aside_because").size().items()},
     }
 
 
@@ -94,6 +97,9 @@ def provenance_markdown(rows: list[dict], command: str, now: datetime | None = N
             f"| {r['name']} | {r['arms']} | {r['runs']} | {r['ok']} | {r['not_ok']} | {r['flagged']} "
             f"| {_when(r['sessions'])} | {len(r['sessions'])} | {r['active_s'] / 60:.1f} min |"
         )
+    for r in rows:
+        for why, n in (r.get("set_aside") or {}).items():
+            lines += ["", f"{r['name']}: {n} failed runs set aside and run again (`longlook again`): {why}"]
     first = rows[0]["versions"] if rows else {}
     stacks = {k: v for r in rows for k, v in _stacks(r["versions"]).items()}
     if stacks:
