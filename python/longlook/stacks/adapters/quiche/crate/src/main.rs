@@ -603,7 +603,8 @@ fn run_fetch(f: &HashMap<String, String>, url: &str, mode: &str, doc: &mut Value
                     Err(e) => return Err(format!("request {path}: {e}")),
                 }
             }
-            if (objects_sent || mode == "bulk") && waiting.is_empty() && transfers.values().all(|t| t.end_ms.is_some()) {
+            let all_ended = waiting.is_empty() && transfers.values().all(|t| t.end_ms.is_some());
+            if (objects_sent || mode == "bulk") && all_ended {
                 break;
             }
         }
