@@ -377,7 +377,6 @@ impl LinkConfig {
     }
 }
 
-/// A link's two directions: the top-level keys, overridden per direction by `[up]`/`[down]`.
 /// The public address of a handover's second path behind a `[nat]`: its own, so the server
 /// sees the client move from one address to another, and neither of the NAT's.
 fn second_public(
@@ -397,6 +396,7 @@ fn second_public(
     Ok(a)
 }
 
+/// A link's two directions: the top-level keys, overridden per direction by `[up]`/`[down]`.
 fn directions(ctx: &Ctx, raw: &RawConfig) -> Result<(DirectionProfile, DirectionProfile), ConfigError> {
     let common = raw.common();
     check_table(ctx, "", &common)?;

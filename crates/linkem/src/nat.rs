@@ -398,8 +398,6 @@ impl Nat {
         }
     }
 
-    /// The next free external port of the range on `public`, in turn (a port is not reused
-    /// while bound).
     /// The public address a new binding of internal address `addr` gets.
     fn public_of(&self, addr: Ipv4Addr) -> Ipv4Addr {
         match self.cfg.second_path {
@@ -408,6 +406,8 @@ impl Nat {
         }
     }
 
+    /// The next free external port of the range on `public`, in turn (a port is not reused
+    /// while bound).
     fn allocate(&mut self, proto: u8, public: Ipv4Addr) -> External {
         let (lo, hi) = self.cfg.ports;
         let span = u32::from(hi - lo) + 1;
