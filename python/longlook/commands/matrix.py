@@ -210,6 +210,8 @@ def migration_toml(stacks: list[str], *, rounds: int, clients: list[str] | None 
 
 # the moves grid's scenarios, each run into DIR/<name>: the links its runs are judged by
 MOVES = {"rebinding": nat_moves_toml, "migration": migration_toml}
+# the grids judged from captures: carried with their wire verdicts, without the captures
+INTEROP_GRIDS = ("experiment", *MOVES)
 
 
 # a bulk object a few seconds long at each rate of the performance grid (slow start a
@@ -370,10 +372,18 @@ def matrix(
     archive: Optional[Path] = typer.Option(
         None,
         "--archive",
-        help="a folder that carries the performance grids between machines: a grid --out does "
-        "not hold is unpacked from ARCHIVE/perf-RATE.tar.xz first, and each grid that measured "
-        "runs is packed there afterwards; commit it to resume a long grid on another machine "
-        "(the interoperability grid is judged from captures, which stay behind: it runs again)",
+        help="a folder that carries the grids between machines: a grid --out does not hold is "
+        "unpacked from ARCHIVE/NAME.tar.xz first (experiment, rebinding, migration, perf-RATE), "
+        "and each grid that measured runs is packed there afterwards; commit it to resume a long "
+        "matrix on another machine. An interoperability grid's runs are judged before packing, "
+        "since their captures stay behind: their verdicts travel",
+    ),
+    interop: bool = typer.Option(
+        True,
+        "--interop/--no-interop",
+        help="run the interoperability grid and the moving-path cases first; --no-interop runs only "
+        "the performance grids (--perf), e.g. to advance grids carried by --archive across machines, "
+        "and judges the interoperability grid only if --out already holds one",
     ),
     moves: bool = typer.Option(
         True,
@@ -412,13 +422,18 @@ def matrix(
     from ..analyses.matrix.history import history_markdown
     from ..analyses.matrix.limits import pair_regimes
     from ..analyses.matrix.perf import perf_grid, perf_markdown, slow_pairs
-    from ..core.store import Store
+    from ..core.store import DB_FILE, Store
     from ..stacks.registry import resolve
 
     if not no_run:
         from ..core.executors import by_name
 
         by_name(executor, address)  # one clear error before anything is written
+    if not interop and not no_run and not perf:
+        raise LonglookError(
+            "--no-interop without --perf: there is nothing to run",
+            hint="name the performance grids to advance, e.g. --no-interop --perf 100 --perf 1000",
+        )
     published = check_output(publish, "--publish", suffixes=(".md",)) if publish is not None else None
     if published is not None:  # before hours of runs: the page has a place for the grids
         from ..analyses.matrix.publish import place
@@ -438,7 +453,8 @@ def matrix(
         from ..core.carry import carry_in
 
         archive = check_output(archive, "--archive", directory=True)
-        for c in carry_in(archive, out, [f"perf-{r:g}{why}" for r in perf for why in ("", "-why")]):
+        grids = [*INTEROP_GRIDS, *(f"perf-{r:g}{why}" for r in perf for why in ("", "-why"))]
+        for c in carry_in(archive, out, grids):
             print(f"unpacked {c.archive} ({c.bytes / 1e6:.1f} MB) into {out / c.name}", file=sys.stderr)
     if not no_run:
         scenario = out / "matrix.toml"
@@ -449,8 +465,9 @@ def matrix(
             _run(scenario_file, into, link_check, allow_version_change, executor, address)
 
         try:
-            run(scenario, experiment)
-            for name, write in MOVES.items() if moves else ():
+            if interop:
+                run(scenario, experiment)
+            for name, write in MOVES.items() if moves and interop else ():
                 moves_file = out / f"{name}.toml"
                 moves_file.write_text(write(stacks, rounds=rounds, clients=clients))
                 run(moves_file, out / name)
@@ -483,8 +500,20 @@ def matrix(
                 # read while the qlogs are whole: a carried one keeps no packet it sent
                 for folder in grids_run:
                     pair_regimes(folder)
+                if (experiment / DB_FILE).exists():  # judged while the captures are here: they stay behind
+                    with Store.open(experiment, read_only=True) as store:
+                        judge(experiment, store.runs_frame(), moved=tuple(_moved(out)))
+                grids_run = [out / g for g in INTEROP_GRIDS] + grids_run
                 for c in carry_out(archive, [g for g in grids_run if g.exists()]):
                     print(f"packed {out / c.name} as {c.archive} ({c.bytes / 1e6:.1f} MB)", file=sys.stderr)
+    if not experiment.exists() and not interop:
+        # the performance grids advanced (and were carried); the page needs the interop grid
+        print(
+            f"{out}: no interoperability grid here, so no page: run `longlook matrix` without "
+            "--no-interop to measure it and judge every grid",
+            file=sys.stderr,
+        )
+        return
     if not experiment.exists():
         raise LonglookError(f"{out}: no experiment to judge", hint="run `longlook matrix` without --no-run first")
     with Store.open(experiment, read_only=True) as store:
@@ -524,15 +553,15 @@ def matrix(
 def _moved(out: Path):
     """(experiment, runs, cells) of each moves scenario `out` holds a run of: its runs are
     judged by their cell's move."""
-    from ..core.spec import load_scenario
-    from ..core.store import Store
+    from ..core.store import DB_FILE, Store
 
     for name in MOVES:
-        folder, scenario = out / name, out / f"{name}.toml"
-        if folder.exists() and scenario.is_file():
+        folder = out / name
+        if (folder / DB_FILE).exists():
+            # the scenario the store ran (a carried grid comes without the command's file)
             with Store.open(folder, read_only=True) as store:
-                runs = store.runs_frame()
-            yield folder, runs, load_scenario(scenario).cells()
+                runs, scenario = store.runs_frame(), store.scenario()
+            yield folder, runs, scenario.cells()
 
 
 def register(app: typer.Typer) -> None:

@@ -55,3 +55,21 @@ def test_a_run_without_a_capture_has_nothing_to_judge_and_a_bad_case_is_one_erro
     assert judge_run(tmp_path, {"artifacts": {}, "details": {"url": "https://x:1/"}}, "rebind-port") is None
     with pytest.raises(LonglookError, match="unknown interop case"):
         judge_run(tmp_path, {}, "rebind-everything")
+
+
+def test_a_carried_run_is_judged_by_its_kept_verdict_or_not_at_all(tmp_path: Path):
+    # core.carry leaves captures behind: the verdict read before the run travelled answers;
+    # without one the case is not measurable, and nothing is kept in its place
+    run = {
+        "artifacts": {"pcap": "runs/r/capture.pcap", "keylog": "runs/r/keys.log"},
+        "details": {"url": f"https://127.0.0.1:{PORT}/bulk/1m"},
+    }
+    folder = tmp_path / "runs" / "r"
+    folder.mkdir(parents=True)
+    kept = {"verdict": "passed", "evidence": "read on the machine that measured"}
+    (folder / "wire-rebind-port.json").write_text(json.dumps({**kept, "reader": reader_version()}))
+    assert judge_run(tmp_path, run, "rebind-port") == kept
+    missing = judge_run(tmp_path, run, "rebind-addr")
+    assert missing["verdict"] == "not measurable"
+    assert "capture.pcap is not here" in missing["evidence"] and "longlook again" in missing["evidence"]
+    assert not (folder / "wire-rebind-addr.json").exists()

@@ -119,6 +119,12 @@ def test_matrix_refuses_an_unknown_executor_before_writing_anything(tmp_path: Pa
     assert not (tmp_path / "m").exists()
 
 
+def test_matrix_refuses_to_skip_the_interop_grid_with_nothing_else_to_run(tmp_path: Path):
+    out = str(tmp_path / "m")
+    _one_clear_error(_invoke("matrix", "-o", out, "--stack", "ours", "--no-interop"), "nothing to run")
+    assert not (tmp_path / "m").exists()
+
+
 def test_reproduce_refuses_an_unknown_executor_and_a_bad_archive_before_running(tmp_path: Path):
     out = str(tmp_path / "r")
     _one_clear_error(_invoke("reproduce", "--budget", "paper", "-o", out, "--executor", "dask"), "unknown executor")

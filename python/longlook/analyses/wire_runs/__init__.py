@@ -4,7 +4,8 @@ by the wire package's reader, then one of its cases (wire.cases). What a report 
 wire without re-reading it: the verdict is kept beside the run's files (`wire-<case>.json`,
 with the version of the reader that judged it), so a second report reads a few bytes, not
 the pcap, until the reader changes. The same for a run's migration
-fingerprint (wire.migration)."""
+fingerprint (wire.migration). So a run carried to another machine without its capture
+(core.carry) is judged by what was read from it before it travelled."""
 
 from __future__ import annotations
 
@@ -59,6 +60,8 @@ def migration_of_run(experiment: Path, run: dict) -> dict | None:
     cache = pcap.parent / MIGRATION
     if (kept := read_kept(cache, reader_version())) is not None:
         return kept
+    if not pcap.is_file():  # carried without its capture (judge_cases)
+        return None
     try:
         result = fingerprint(read_capture(pcap, keylog, port)).as_dict()
     except LonglookError:
@@ -90,6 +93,15 @@ def judge_cases(experiment: Path, run: dict, cases: tuple[str, ...]) -> dict[str
         if (kept := read_kept(pcap.parent / CACHE.format(case=case), reader_version())) is not None:
             out[case] = kept
     todo = [c for c in cases if c not in out]
+    if todo and not pcap.is_file():
+        # a run carried from another machine (core.carry) left its capture there: it is judged
+        # by the verdicts read from it before it travelled, or not at all; nothing is kept, so
+        # the run measured again is read afresh
+        why = (
+            f"{pcap.name} is not here and no verdict of this reader was kept beside the run "
+            "(a carried run leaves its capture behind); measure it again: `longlook again`"
+        )
+        return {c: out.get(c) or {"verdict": "not measurable", "evidence": why} for c in cases}
     if todo:
         try:
             capture = read_capture(pcap, keylog, port)
