@@ -21,7 +21,8 @@ rule applies. The rule is the paper's, so it is kept, and a share over sessions 
 the tested ones; it is why chaudhary-granger needs many sessions. 300 sessions: "F Granger-
 causes B" in 1.2% of 85 tested, S 0% of 60, either 1.2% of 85 (alpha 0.05). Power (printed):
 a drop of two levels 10 s after the fallback is found in 12% of 17 tested sessions, a stall
-10 s after it in 22% of 9.
+10 s after it in 0-22% of about 10 (it moves with the libraries' numerics): one session's
+test has little power for either, which is why chaudhary-granger needs many sessions.
 """
 
 from __future__ import annotations
@@ -100,8 +101,11 @@ def test_independent_fallback_share_is_called_a_cause_at_most_alpha_of_the_time(
 
 def test_power_of_one_long_session_is_printed(capsys):
     """A fallback in the middle of the session followed, 10 s later, by a drop of two levels
-    or a stall: how often one 15-minute session shows it. Printed; asserted only to be above
-    the null's alpha for the stall, which the cumulative S carries to the session's end."""
+    or a stall: how often one 15-minute session shows it. Printed, not asserted: it is about
+    the null's alpha. With 40 sessions the stall was found in 2 of 9 tested on one machine's
+    libraries and 0 of 10 on the next; with 120, in 4% of 23. What is asserted is what the
+    row needs to say anything: the paper's KPSS rule leaves sessions to test for each effect
+    (it marks about half unsuitable)."""
     alpha = 0.05
     rng = np.random.default_rng(7)
     power = {}
@@ -128,4 +132,4 @@ def test_power_of_one_long_session_is_printed(capsys):
                 f"fallback: {p:.0%} of {n}",
                 end="",
             )
-    assert power["S"][0] > alpha, power
+    assert all(n >= 5 for _, n in power.values()), power
