@@ -222,6 +222,8 @@ class Store:
         self._con = _ShieldedConnection(con)
         # rounds' arm orders not written yet: they go with the next run (see record_round_order)
         self._orders: dict[tuple[str, int], list] = {}
+        # a resume accepted by start_experiment, written by mark_running when runs are added
+        self._pending_resume: tuple[str, str, str] | None = None
 
     @classmethod
     def open(cls, directory: str | Path, *, read_only: bool = False) -> "Store":
@@ -382,14 +384,9 @@ class Store:
                 merged["resumed"][-1]["arms_added"] = added
             kept_toml = toml if added else stored_toml
             self._record_cells(scenario)
-            self._transaction(
-                [
-                    (
-                        "UPDATE experiments SET versions = ?, scenario_toml = ? WHERE id = ?",
-                        [json.dumps(merged), kept_toml, exp_id],
-                    )
-                ]
-            )
+            # written when runs are added (mark_running): a resume that finds nothing left to
+            # run must not say the experiment went on with other software
+            self._pending_resume = (json.dumps(merged), kept_toml, exp_id)
             return exp_id
         exp_id = f"{utcnow():%Y%m%dT%H%M%SZ}-{new_run_id()[-4:]}"
         self._transaction(
@@ -447,8 +444,13 @@ class Store:
             )
 
     def mark_running(self) -> None:
-        """Runs are about to be added: the experiment is not ended any more."""
-        self._transaction([("UPDATE experiments SET ended_at = NULL", [])])
+        """Runs are about to be added: the experiment is not ended any more, and a resume
+        start_experiment accepted is recorded (its versions, and the scenario when it gained arms)."""
+        statements = [("UPDATE experiments SET ended_at = NULL", [])]
+        pending, self._pending_resume = self._pending_resume, None
+        if pending is not None:
+            statements.insert(0, ("UPDATE experiments SET versions = ?, scenario_toml = ? WHERE id = ?", list(pending)))
+        self._transaction(statements)
 
     def _resumed_versions(self, stored: dict, now: dict | None, allow: bool) -> dict:
         resumed = {"at": utcnow().isoformat(timespec="seconds") + "Z"}

@@ -434,11 +434,17 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
         return rows
     drain_ms = int(((buf or 600_000) * 8 / (mean_rate * 1e6) + (d.delay_ms or 0) / 1e3 + 0.5) * 1e3)
     # 1500-byte IP packets: one per delivery opportunity of a mahimahi trace.
-    receiver = probe.receiver_of(which)
-    counters_before = probe.udp_counters(receiver)
-    with _LinkemWatch(probe.tb) as watch:
-        u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD, drain_ms=drain_ms)
-    dropped = receiver_drops(counters_before, probe.udp_counters(receiver))
+    u, watch, dropped = _udp_delivered(probe, which, mean_rate, duration_s, drain_ms)
+    low, high = mean_rate * (1 - loss) * (1 - tol.udp_rate_rel), mean_rate * (1 + tol.udp_rate_rel)
+    first = None
+    if fixed and not low <= u["rate_mbit"] <= high:
+        # a hypervisor stall of the sender longer than the buffer's drain time idles the link
+        # for a while (966.9 of 1,000 Mbit/s sent at 1.06 Gbit/s, the next check 1,000): measured
+        # once more, both figures shown; a link that is not what the profile says is off both times
+        first = u
+        time.sleep(RTT_REMEASURE_PAUSE_S)
+        u, watch, dropped = _udp_delivered(probe, which, mean_rate, duration_s, drain_ms)
+        raw[f"udp_{which}_first"] = first
     raw[f"udp_{which}"] = u
     raw[f"linkem_udp_{which}"] = watch.figures
     # what linkem delivered but the receiver's socket never read is the receiving host's
@@ -447,7 +453,6 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
         "dropped": dropped,
         "host": [f"the receiver's socket dropped {dropped} datagrams (its buffer was full)"] if dropped else [],
     }
-    low = mean_rate * (1 - loss) * (1 - tol.udp_rate_rel)
     rows.append(
         Row(
             which,
@@ -455,14 +460,28 @@ def _check_rate(probe, which, d, profile, tol, duration_s, iperf, base_dir, raw)
             "Mbit/s",
             u["rate_mbit"],
             mean_rate,
-            *((low, mean_rate * (1 + tol.udp_rate_rel)) if fixed else (None, None)),
+            *((low, high) if fixed else (None, None)),
             f"sent {u['send_rate_mbit']:.3g}"
+            + (
+                f"; measured again: the first delivered {first['rate_mbit']:.4g} (sent {first['send_rate_mbit']:.3g})"
+                if first is not None
+                else ""
+            )
             + ("" if fixed else "; trace mean")
             + "".join(f"; {why}" for why in watch.figures["fell_behind"])
             + "".join(f"; {why}" for why in raw[f"receiver_udp_{which}"]["host"]),
         )
     )
     return rows
+
+
+def _udp_delivered(probe, which, mean_rate, duration_s, drain_ms):
+    """UDP paced 20% above the rate, with linkem's account of it and the receiver's drops."""
+    receiver = probe.receiver_of(which)
+    counters_before = probe.udp_counters(receiver)
+    with _LinkemWatch(probe.tb) as watch:
+        u = probe.udp(which, mean_rate * 1.2, duration_s, size=IP_PACKET - UDP_IP_OVERHEAD, drain_ms=drain_ms)
+    return u, watch, receiver_drops(counters_before, probe.udp_counters(receiver))
 
 
 class _LinkemWatch:

@@ -160,9 +160,11 @@ def test_resuming_with_other_versions_is_refused_unless_allowed(tmp_path, scenar
             s.start_experiment(scenario, {"endpoint": "0.2.0", "kernel": "6.1"})
         assert "--allow-version-change" in e.value.hint  # the hint names a flag that exists
         s.start_experiment(scenario, {"endpoint": "0.2.0", "kernel": "6.1"}, allow_version_change=True)
+        s.mark_running()  # a resume is recorded when runs are added
         v = s.experiment()["versions"]
     assert v["endpoint"] == "0.1.0"  # what the experiment started with
-    assert len(v["resumed"]) == 2 and v["resumed"][1]["changed"] == {"endpoint": {"was": "0.1.0", "now": "0.2.0"}}
+    # the resume with the same versions ran nothing, so only the one that went on is recorded
+    assert len(v["resumed"]) == 1 and v["resumed"][0]["changed"] == {"endpoint": {"was": "0.1.0", "now": "0.2.0"}}
 
 
 def test_a_session_at_another_commit_resumes_and_records_its_commit(tmp_path, scenario):
@@ -170,9 +172,23 @@ def test_a_session_at_another_commit_resumes_and_records_its_commit(tmp_path, sc
         s.start_experiment(scenario, {"endpoint": "0.1.0", "commit": "aaa"})
     with Store.open(tmp_path) as s:
         s.start_experiment(scenario, {"endpoint": "0.1.0", "commit": "bbb+dirty"})  # not refused
+        s.mark_running()
         v = s.experiment()["versions"]
     assert v["commit"] == "aaa" and v["resumed"][0]["commit"] == "bbb+dirty"
     assert "changed" not in v["resumed"][0]
+
+
+def test_a_resume_that_runs_nothing_records_nothing(tmp_path, scenario):
+    # a finished grid opened again with newer software: no run went on with it, so the
+    # experiment must not say it did (and its archive stays byte for byte what it was)
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {"endpoint": "0.1.0", "commit": "aaa"})
+        s.finish_experiment()
+    with Store.open(tmp_path) as s:
+        s.start_experiment(scenario, {"endpoint": "0.2.0", "commit": "bbb"}, allow_version_change=True)
+    with Store.open(tmp_path, read_only=True) as s:
+        exp = s.experiment()
+    assert "resumed" not in exp["versions"] and exp["ended_at"] is not None
 
 
 def test_a_different_scenario_is_refused(tmp_path, scenario):
@@ -318,6 +334,7 @@ def test_a_scenario_that_only_gained_arms_resumes_and_records_them(tmp_path):
     )
     with Store.open(tmp_path) as s:
         s.start_experiment(grown)
+        s.mark_running()  # the new arms' runs are about to be added
     with Store.open(tmp_path, read_only=True) as s:
         assert [a.label for a in s.scenario().arms] == ["a", "b", "c"]  # the grown scenario from now on
         versions = s.experiment()["versions"]

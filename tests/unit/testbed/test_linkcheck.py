@@ -137,3 +137,61 @@ def test_the_tcp_rate_test_waits_out_slow_start_on_a_long_path_only(tmp_path):
     warmup, length = tcp_window(far, "down", 2.0, tmp_path)
     assert warmup == pytest.approx(0.3 * (math.log2(20e6 / 8 * 0.3 / 1500 / 10) + 2))
     assert 2.2 < warmup < 2.4 and length == pytest.approx(warmup + 4 / 3)
+
+
+class _UdpProbe:
+    """A probe whose TCP fills the link and whose UDP delivers the given rates in turn."""
+
+    def __init__(self, delivered):
+        self.delivered, self.udp_calls = list(delivered), 0
+        self.tb = type("Tb", (), {"linkem": type("Linkem", (), {"stats": staticmethod(dict)})()})()
+
+    def tcp(self, which, length_s):
+        rate = most_tcp_goodput(1000)
+        return {
+            "interval_ms": 250,
+            "intervals": [[t, rate * 1e6 / 8 / 4] for t in range(0, 4000, 250)],
+            "goodput_mbit": rate,
+        }
+
+    def receiver_of(self, which):
+        return "client"
+
+    def udp_counters(self, receiver):
+        return {"InErrors": 0}
+
+    def udp(self, which, rate, duration_s, size, drain_ms):
+        self.udp_calls += 1
+        return {"rate_mbit": self.delivered.pop(0), "send_rate_mbit": 1060.0}
+
+
+def _udp_row(delivered):
+    from pathlib import Path
+
+    from longlook.testbed import linkcheck
+
+    probe = _UdpProbe(delivered)
+    profile = LinkProfile(rate_mbit=1000, delay_ms=10, buffer_bytes=2_500_000)
+    rows = linkcheck._check_rate(
+        probe, "up", profile.resolved("up"), profile, linkcheck.Tolerances(), 4.0, False, Path("."), {}
+    )
+    return next(r for r in rows if r.quantity == "UDP delivered (IP)"), probe.udp_calls
+
+
+def test_a_udp_rate_short_once_is_measured_again_and_both_are_shown(monkeypatch):
+    from longlook.testbed import linkcheck
+
+    monkeypatch.setattr(linkcheck, "RTT_REMEASURE_PAUSE_S", 0.0)
+    row, calls = _udp_row([966.9, 1000.0])
+    assert calls == 2 and row.ok and row.measured == 1000.0
+    assert "measured again: the first delivered 966.9" in row.note
+
+
+def test_a_link_short_both_times_fails_and_one_in_band_is_measured_once(monkeypatch):
+    from longlook.testbed import linkcheck
+
+    monkeypatch.setattr(linkcheck, "RTT_REMEASURE_PAUSE_S", 0.0)
+    row, calls = _udp_row([900.0, 905.0])
+    assert calls == 2 and row.ok is False and row.measured == 905.0
+    row, calls = _udp_row([999.0])
+    assert calls == 1 and row.ok and "measured again" not in row.note
