@@ -181,7 +181,7 @@ def _udp_row(delivered):
 def test_a_udp_rate_short_once_is_measured_again_and_both_are_shown(monkeypatch):
     from longlook.testbed import linkcheck
 
-    monkeypatch.setattr(linkcheck, "RTT_REMEASURE_PAUSE_S", 0.0)
+    monkeypatch.setattr(linkcheck, "REMEASURE_PAUSE_S", 0.0)
     row, calls = _udp_row([966.9, 1000.0])
     assert calls == 2 and row.ok and row.measured == 1000.0
     assert "measured again: the first delivered 966.9" in row.note
@@ -190,7 +190,7 @@ def test_a_udp_rate_short_once_is_measured_again_and_both_are_shown(monkeypatch)
 def test_a_link_short_both_times_fails_and_one_in_band_is_measured_once(monkeypatch):
     from longlook.testbed import linkcheck
 
-    monkeypatch.setattr(linkcheck, "RTT_REMEASURE_PAUSE_S", 0.0)
+    monkeypatch.setattr(linkcheck, "REMEASURE_PAUSE_S", 0.0)
     row, calls = _udp_row([900.0, 905.0])
     assert calls == 2 and row.ok is False and row.measured == 905.0
     row, calls = _udp_row([999.0])
